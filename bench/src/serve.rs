@@ -1,0 +1,112 @@
+//! `bench serve`: load a recordings tree and serve it with the replay server
+//! until the process is stopped.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use harness::replay::{FaultPlan, Recordings, ReplayOptions, ReplayServer};
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Directory of cassettes; every *.json under it is loaded (recursively).
+    #[arg(long, value_name = "DIR")]
+    pub recordings: PathBuf,
+    /// Port on 127.0.0.1 (0 = any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Also require the request body's canonical SHA-256 to match the recording.
+    #[arg(long)]
+    pub strict: bool,
+    /// Multiply recorded latencies by this (0 = as fast as possible).
+    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_scale)]
+    pub latency_scale: f64,
+    /// Seeded fault injection, e.g. "429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.02,seed=7".
+    #[arg(long, value_name = "SPEC", value_parser = parse_faults)]
+    pub faults: Option<FaultPlan>,
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 => Ok(f),
+        _ => Err(format!("\"{s}\" is not a finite number >= 0")),
+    }
+}
+
+fn parse_faults(s: &str) -> Result<FaultPlan, String> {
+    FaultPlan::parse(s).map_err(|e| e.to_string())
+}
+
+pub fn run(args: ServeArgs) -> ExitCode {
+    // The replay server runs on wiremock's own thread; this runtime only
+    // starts it and then waits.
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bench serve: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(serve(args))
+}
+
+async fn serve(args: ServeArgs) -> ExitCode {
+    let recordings = match Recordings::load_dir(&args.recordings) {
+        Ok(r) => r,
+        Err(e) => {
+            // Every bad file, each naming its field: fix them all in one go.
+            eprintln!("bench serve: cannot load recordings from {}: {e}", args.recordings.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let (cases, interactions) = (recordings.case_count(), recordings.interaction_count());
+    let mut example_case: Vec<&str> = recordings.case_ids().collect();
+    example_case.sort_unstable();
+    let example_case = example_case.first().map(|s| s.to_string()).unwrap_or_else(|| "<case>".into());
+
+    let listener = match TcpListener::bind(("127.0.0.1", args.port)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("bench serve: cannot bind 127.0.0.1:{}: {e}", args.port);
+            return ExitCode::FAILURE;
+        }
+    };
+    let opts = ReplayOptions {
+        strict: args.strict,
+        latency_scale: args.latency_scale,
+        faults: args.faults.unwrap_or_else(FaultPlan::none),
+    };
+    let server = match ReplayServer::start_on(listener, recordings, opts).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bench serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let o = server.options();
+    println!("replay server listening on {}", server.uri());
+    println!("  {cases} cases, {interactions} interactions from {}", args.recordings.display());
+    println!("  strict={} latency_scale={} faults={}", o.strict, o.latency_scale, o.faults);
+    println!("  base URL per case and run: {}/replay/<case>/<run>", server.uri());
+    println!("    e.g. {}  (run r uses cassette variant r % variants)", server.base_url_for(&example_case, 0));
+    println!("  stop with Ctrl-C or SIGTERM");
+
+    // Serve until killed. No signal handler is installed (the workspace's
+    // tokio has no "signal" feature): the default SIGINT/SIGTERM action ends
+    // the process, which is all a stateless replay server needs. Meanwhile,
+    // report misses as they happen so a broken eval is visible here too.
+    let mut reported = 0u64;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let misses = server.counters().misses;
+        if misses > reported {
+            let recent = server.recent_misses();
+            let new = ((misses - reported) as usize).min(recent.len());
+            for m in &recent[recent.len() - new..] {
+                eprintln!("replay miss: {m}");
+            }
+            reported = misses;
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Named phases at which the chaos bench can kill the harness. Inert unless the
+//! environment variable `HARNESS_CHAOS_PAUSE_AT` is set, which production never
+//! does. When it is set to `<phase>:<n>`, the n-th time (1-based, counted within
+//! this process) the harness reaches `<phase>`, it writes
+//! `HARNESS_CHAOS_PAUSED <phase> <n>` to stderr and sleeps until it is killed,
+//! so the driver's SIGKILL lands at exactly that step, not by wall-clock luck.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+
+/// The kill points the harness exposes. Names are the wire names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    BeforeInProgressCheckpoint,
+    TempWritten,
+    AfterFsyncFile,
+    AfterRenameBeforeFsyncDir,
+    BetweenMigrationSteps,
+    AfterPostBeforeCheckpoint,
+    DuringModelCall,
+    DuringDriftCall,
+    DuringResumeVerify,
+    BetweenLedgerRecordAndCheckpoint,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 10] = [
+        Phase::BeforeInProgressCheckpoint,
+        Phase::TempWritten,
+        Phase::AfterFsyncFile,
+        Phase::AfterRenameBeforeFsyncDir,
+        Phase::BetweenMigrationSteps,
+        Phase::AfterPostBeforeCheckpoint,
+        Phase::DuringModelCall,
+        Phase::DuringDriftCall,
+        Phase::DuringResumeVerify,
+        Phase::BetweenLedgerRecordAndCheckpoint,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::BeforeInProgressCheckpoint => "before_in_progress_checkpoint",
+            Phase::TempWritten => "temp_written",
+            Phase::AfterFsyncFile => "after_fsync_file",
+            Phase::AfterRenameBeforeFsyncDir => "after_rename_before_fsync_dir",
+            Phase::BetweenMigrationSteps => "between_migration_steps",
+            Phase::AfterPostBeforeCheckpoint => "after_post_before_checkpoint",
+            Phase::DuringModelCall => "during_model_call",
+            Phase::DuringDriftCall => "during_drift_call",
+            Phase::DuringResumeVerify => "during_resume_verify",
+            Phase::BetweenLedgerRecordAndCheckpoint => "between_ledger_record_and_checkpoint",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Phase> {
+        Phase::ALL.iter().copied().find(|p| p.as_str() == s)
+    }
+}
+
+pub const ENV_VAR: &str = "HARNESS_CHAOS_PAUSE_AT";
+
+fn target() -> &'static Option<(Phase, u64)> {
+    static T: OnceLock<Option<(Phase, u64)>> = OnceLock::new();
+    T.get_or_init(|| {
+        let v = std::env::var(ENV_VAR).ok()?;
+        let (p, n) = v.split_once(':')?;
+        Some((Phase::parse(p)?, n.parse().ok()?))
+    })
+}
+
+/// Mark that the harness has reached `phase`. A no-op unless the chaos
+/// variable names this phase and this is its n-th occurrence.
+pub fn point(phase: Phase) {
+    let Some((want, n)) = *target() else { return };
+    if want != phase {
+        return;
+    }
+    static COUNTS: OnceLock<Mutex<HashMap<Phase, u64>>> = OnceLock::new();
+    let hit = {
+        let mut m = COUNTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        let c = m.entry(phase).or_insert(0);
+        *c += 1;
+        *c == n
+    };
+    if hit {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "HARNESS_CHAOS_PAUSED {} {}", phase.as_str(), n);
+        let _ = std::io::stderr().flush();
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+}

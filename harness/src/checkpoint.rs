@@ -1,0 +1,140 @@
+//! Checkpoints: written before (task IN_PROGRESS) and after every task through
+//! [`crate::durable::atomic_write`]. The payload is framed with the SHA-256 of
+//! its body and carries a schema version and the goal hash. Every refusal on
+//! load (unreadable, unparseable, checksum mismatch, schema mismatch, goal hash
+//! mismatch, a body that breaks the state's invariants) is a value the loop
+//! turns into UNRECOVERABLE_ERROR with the refusal named in the report: a torn
+//! checkpoint that still parses is worse than none, so nothing is guessed.
+//!
+//! The atomic rename is what defeats a torn file; the checksum covers what the
+//! rename cannot (bit rot, a frame corrupted after commit). Neither catches a
+//! body that was already wrong when serialized, which is why the state's
+//! invariants are asserted right before writing and again right after reading.
+
+use crate::state::RunState;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA_VERSION: u32 = 1;
+pub const FRAME_FORMAT: &str = "harness-checkpoint";
+pub const FILE_NAME: &str = "checkpoint.json";
+/// A checkpoint stores paths and a compacted summary, never raw transcripts,
+/// so it stays a few kilobytes; anything near this is a bug, not a big run.
+pub const MAX_CHECKPOINT_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Frame {
+    format: String,
+    schema_version: u32,
+    sha256: String,
+    body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("checkpoint unreadable: {0}")]
+    Unreadable(String),
+    #[error("checkpoint unparseable (torn or not a checkpoint frame): {0}")]
+    Unparseable(String),
+    #[error("checkpoint checksum mismatch: frame says {expected}, body hashes to {found}")]
+    ChecksumMismatch { expected: String, found: String },
+    #[error("checkpoint schema mismatch: found version {found}, this harness reads {expected}")]
+    SchemaMismatch { found: u32, expected: u32 },
+    #[error("checkpoint goal hash mismatch: checkpoint was written for goal {found}, the spec's goal hashes to {expected}")]
+    GoalMismatch { expected: String, found: String },
+    #[error("checkpoint body invalid: {0}")]
+    BodyInvalid(String),
+}
+
+impl Refusal {
+    /// Short machine name for reports and the chaos bench.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Refusal::Unreadable(_) => "unreadable",
+            Refusal::Unparseable(_) => "unparseable",
+            Refusal::ChecksumMismatch { .. } => "checksum_mismatch",
+            Refusal::SchemaMismatch { .. } => "schema_mismatch",
+            Refusal::GoalMismatch { .. } => "goal_mismatch",
+            Refusal::BodyInvalid(_) => "body_invalid",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    #[error("refusing to write a checkpoint that breaks an invariant: {0}")]
+    Invariant(String),
+    #[error("checkpoint write failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub fn path_in(state_dir: &Path) -> PathBuf {
+    state_dir.join(FILE_NAME)
+}
+
+/// Serialize and frame a state. Exposed so the benchmark can write the same
+/// bytes through the bare sequence.
+pub fn encode(state: &RunState) -> Result<Vec<u8>, SaveError> {
+    state.check_invariants().map_err(SaveError::Invariant)?;
+    let body = serde_json::to_string(state).map_err(|e| SaveError::Invariant(format!("serialize: {e}")))?;
+    let frame = Frame {
+        format: FRAME_FORMAT.into(),
+        schema_version: SCHEMA_VERSION,
+        sha256: hex::encode(Sha256::digest(body.as_bytes())),
+        body,
+    };
+    serde_json::to_vec(&frame).map_err(|e| SaveError::Invariant(format!("frame: {e}")))
+}
+
+pub fn save(state_dir: &Path, state: &RunState) -> Result<(), SaveError> {
+    let bytes = encode(state)?;
+    crate::durable::atomic_write(&path_in(state_dir), &bytes)?;
+    Ok(())
+}
+
+/// Decode a frame. `expected_goal_sha` is the hash of the goal in the spec the
+/// run was started with now; None skips that check (for `harness status`).
+pub fn decode(bytes: &[u8], expected_goal_sha: Option<&str>) -> Result<RunState, Refusal> {
+    // A torn frame dies here, before any checksum: there is no body to hash.
+    let frame: Frame = serde_json::from_slice(bytes).map_err(|e| Refusal::Unparseable(e.to_string()))?;
+    if frame.format != FRAME_FORMAT {
+        return Err(Refusal::Unparseable(format!("format {:?} is not {FRAME_FORMAT:?}", frame.format)));
+    }
+    let found = hex::encode(Sha256::digest(frame.body.as_bytes()));
+    if found != frame.sha256 {
+        return Err(Refusal::ChecksumMismatch { expected: frame.sha256, found });
+    }
+    if frame.schema_version != SCHEMA_VERSION {
+        return Err(Refusal::SchemaMismatch { found: frame.schema_version, expected: SCHEMA_VERSION });
+    }
+    let state: RunState = serde_json::from_str(&frame.body).map_err(|e| Refusal::BodyInvalid(e.to_string()))?;
+    if state.schema_version != SCHEMA_VERSION {
+        return Err(Refusal::SchemaMismatch { found: state.schema_version, expected: SCHEMA_VERSION });
+    }
+    if let Some(expected) = expected_goal_sha {
+        if state.goal_sha256 != expected {
+            return Err(Refusal::GoalMismatch { expected: expected.into(), found: state.goal_sha256 });
+        }
+    }
+    state.check_invariants().map_err(Refusal::BodyInvalid)?;
+    Ok(state)
+}
+
+/// Load the checkpoint in `state_dir`: Ok(None) when there is none (a fresh
+/// run), Ok(Some) for a whole, valid frame, Err for every refusal. Only the
+/// real name is ever read; temp files are never considered.
+pub fn load(state_dir: &Path, expected_goal_sha: Option<&str>) -> Result<Option<RunState>, Refusal> {
+    let p = path_in(state_dir);
+    let meta = match std::fs::metadata(&p) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Refusal::Unreadable(format!("{}: {e}", p.display()))),
+    };
+    if meta.len() > MAX_CHECKPOINT_BYTES {
+        return Err(Refusal::Unreadable(format!("{} is {} bytes, over the {MAX_CHECKPOINT_BYTES} limit", p.display(), meta.len())));
+    }
+    let bytes = std::fs::read(&p).map_err(|e| Refusal::Unreadable(format!("{}: {e}", p.display())))?;
+    decode(&bytes, expected_goal_sha).map(Some)
+}

@@ -1,0 +1,448 @@
+//! One commit per verified task on a run branch. The harness shells out to
+//! the `git` binary rather than linking a library: it is what the operator
+//! will use to inspect the result, so both see the same repository.
+//!
+//! Every invocation is pinned: identity and signing are fixed with `-c`, hooks
+//! are disabled (a hooks path inside the workspace would let model-written
+//! files run as code at commit time), automatic gc is off (it could outlive
+//! the call and hold our pipes), and every `GIT_*` variable is removed so an
+//! inherited `GIT_DIR` / `GIT_WORK_TREE` / `GIT_INDEX_FILE` cannot point the
+//! commit at some other repository.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest a single git command may run before it is killed.
+pub const GIT_TIMEOUT_S: u64 = 120;
+/// Most bytes kept from a git command's stdout / stderr each.
+pub const GIT_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
+/// Longest branch name accepted.
+pub const BRANCH_MAX_CHARS: usize = 200;
+/// Longest task id accepted in a commit trailer.
+pub const TASK_ID_MAX_CHARS: usize = 128;
+/// Longest commit subject line (the description's first line is cut to fit).
+pub const COMMIT_SUBJECT_MAX_CHARS: usize = 200;
+/// Most commits `commits_for_task` looks at.
+pub const TASK_COMMITS_MAX: usize = 1000;
+/// The trailer that ties a commit to a task; resume searches for it.
+pub const TASK_TRAILER: &str = "Harness-Task";
+
+/// Environment variables removed even when they are not set in our own
+/// environment (they are also caught by the `GIT_` prefix sweep; listing them
+/// keeps the intent visible and testable).
+const GIT_REDIRECT_VARS: [&str; 8] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GitError {
+    #[error("invalid branch name {name:?}: {reason}")]
+    InvalidBranch { name: String, reason: String },
+    #[error("invalid task id {id:?}: {reason}")]
+    InvalidTaskId { id: String, reason: String },
+    #[error("cannot run git {args}: {detail}")]
+    Spawn { args: String, detail: String },
+    #[error("git {args} timed out after {GIT_TIMEOUT_S}s")]
+    Timeout { args: String },
+    #[error("git {args} failed (exit code {code:?}): {stderr}")]
+    Failed { args: String, code: Option<i32>, stderr: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct GitWork {
+    root: PathBuf,
+}
+
+struct GitOut {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl GitWork {
+    /// Some when `root/.git` exists and git can read the repository there.
+    /// Requiring `.git` at the root (not in a parent) keeps us from committing
+    /// into some enclosing repository the workspace happens to sit in.
+    pub fn detect(root: &Path) -> Option<GitWork> {
+        if !root.join(".git").exists() {
+            return None;
+        }
+        let gw = GitWork { root: root.to_path_buf() };
+        match gw.run(&["rev-parse", "--git-dir"]) {
+            Ok(o) if o.code == Some(0) => Some(gw),
+            _ => None,
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Check out `branch`, creating it from HEAD if it does not exist yet. On
+    /// resume the branch exists and this just switches to it (a no-op when
+    /// already there), so work continues on the same run branch.
+    pub fn ensure_branch(&self, branch: &str) -> Result<(), GitError> {
+        self.validate_branch(branch)?;
+        if self.current_branch().as_deref() == Some(branch) {
+            return Ok(());
+        }
+        let refname = format!("refs/heads/{branch}");
+        let exists = self.run(&["rev-parse", "--verify", "--quiet", &refname])?.code == Some(0);
+        // `switch` (unlike `checkout`) never mistakes the name for a path.
+        if exists {
+            self.run_ok(&["switch", "-q", branch])?;
+        } else {
+            self.run_ok(&["switch", "-q", "-c", branch])?;
+        }
+        Ok(())
+    }
+
+    /// The checked-out branch, or None when HEAD is detached or git fails.
+    pub fn current_branch(&self) -> Option<String> {
+        let o = self.run(&["symbolic-ref", "--quiet", "--short", "HEAD"]).ok()?;
+        (o.code == Some(0)).then(|| o.stdout.trim().to_string()).filter(|s| !s.is_empty())
+    }
+
+    /// Stage everything and commit it as the work of `task_id`. Returns the
+    /// new commit's sha, or None when the task changed nothing.
+    pub fn commit_task(&self, task_id: &str, description: &str) -> Result<Option<String>, GitError> {
+        validate_task_id(task_id)?;
+        self.run_ok(&["add", "-A"])?;
+        let staged = self.run(&["diff", "--cached", "--quiet"])?;
+        match staged.code {
+            Some(0) => return Ok(None),
+            Some(1) => {}
+            code => {
+                return Err(GitError::Failed { args: "diff --cached --quiet".into(), code, stderr: staged.stderr })
+            }
+        }
+        let first = description.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+        let subject = if first.is_empty() { format!("task {task_id}") } else { format!("task {task_id}: {first}") };
+        let subject = clip(&subject, COMMIT_SUBJECT_MAX_CHARS);
+        let trailer = format!("{TASK_TRAILER}: {task_id}");
+        // verbatim: the default cleanup would drop a subject starting with '#'.
+        self.run_ok(&["commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", &subject, "-m", &trailer])?;
+        let sha = self.run_ok(&["rev-parse", "HEAD"])?.trim().to_string();
+        Ok(Some(sha))
+    }
+
+    /// Commits on the current branch whose `Harness-Task` trailer is exactly
+    /// `task_id`, newest first. Resume uses this to avoid committing the same
+    /// task twice. Any failure (e.g. no commits yet) reads as "none".
+    pub fn commits_for_task(&self, task_id: &str) -> Vec<String> {
+        if validate_task_id(task_id).is_err() {
+            return Vec::new();
+        }
+        let n = TASK_COMMITS_MAX.to_string();
+        let grep = format!("--grep={TASK_TRAILER}: {task_id}");
+        let format = format!("--format=%H%x1f%(trailers:key={TASK_TRAILER},valueonly,separator=%x1f)%x1e");
+        let Ok(o) = self.run(&["log", "-n", &n, "--fixed-strings", &grep, &format]) else { return Vec::new() };
+        if o.code != Some(0) {
+            return Vec::new();
+        }
+        // --grep is a substring match ("t1" would also find "t10"), so the
+        // parsed trailer value must match exactly.
+        o.stdout
+            .split('\x1e')
+            .filter_map(|rec| {
+                let mut fields = rec.trim_matches(|c| c == '\n' || c == '\r').split('\x1f');
+                let sha = fields.next()?.trim();
+                let hit = fields.any(|v| v.trim() == task_id);
+                (hit && !sha.is_empty()).then(|| sha.to_string())
+            })
+            .collect()
+    }
+
+    fn validate_branch(&self, branch: &str) -> Result<(), GitError> {
+        let bad = |reason: &str| GitError::InvalidBranch { name: clip(branch, BRANCH_MAX_CHARS), reason: reason.into() };
+        if branch.is_empty() {
+            return Err(bad("empty"));
+        }
+        if branch.chars().count() > BRANCH_MAX_CHARS {
+            return Err(bad("too long"));
+        }
+        if branch.starts_with('-') {
+            return Err(bad("starts with '-'"));
+        }
+        if branch.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(bad("contains whitespace or control characters"));
+        }
+        let o = self.run(&["check-ref-format", "--branch", branch])?;
+        if o.code != Some(0) {
+            return Err(bad(o.stderr.trim()));
+        }
+        Ok(())
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("git");
+        for v in GIT_REDIRECT_VARS {
+            cmd.env_remove(v);
+        }
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("GIT_") {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0")
+            .args([
+                "-c",
+                "user.name=harness",
+                "-c",
+                "user.email=harness@localhost",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "gc.auto=0",
+                "-c",
+                "maintenance.auto=false",
+                "-c",
+                "core.fsmonitor=false",
+            ])
+            .args(args)
+            .current_dir(&self.root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Run git with a hard timeout; a non-zero exit is returned, not an error.
+    fn run(&self, args: &[&str]) -> Result<GitOut, GitError> {
+        let shown = args.join(" ");
+        let mut child = self.command(args).spawn().map_err(|e| GitError::Spawn { args: shown.clone(), detail: e.to_string() })?;
+        // Pipes are drained on threads so a chatty git cannot block on a full
+        // pipe while we wait for it.
+        let out = child.stdout.take().map(read_bounded);
+        let err = child.stderr.take().map(read_bounded);
+        let deadline = Instant::now() + Duration::from_secs(GIT_TIMEOUT_S);
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(st)) => break Some(st),
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(GitError::Spawn { args: shown, detail: e.to_string() });
+                }
+            }
+        };
+        let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            h.and_then(|h| h.join().ok()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+        };
+        let stdout = join(out);
+        let stderr = join(err);
+        match status {
+            Some(st) => Ok(GitOut { code: st.code(), stdout, stderr }),
+            None => Err(GitError::Timeout { args: shown }),
+        }
+    }
+
+    fn run_ok(&self, args: &[&str]) -> Result<String, GitError> {
+        let o = self.run(args)?;
+        if o.code == Some(0) {
+            Ok(o.stdout)
+        } else {
+            Err(GitError::Failed { args: args.join(" "), code: o.code, stderr: clip(o.stderr.trim(), 2000) })
+        }
+    }
+}
+
+fn read_bounded<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    // Keep reading past the cap (discarding) so git never blocks.
+                    let room = GIT_OUTPUT_MAX_BYTES.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+            }
+        }
+        kept
+    })
+}
+
+fn validate_task_id(id: &str) -> Result<(), GitError> {
+    let bad = |reason: &str| GitError::InvalidTaskId { id: clip(id, TASK_ID_MAX_CHARS), reason: reason.into() };
+    if id.trim().is_empty() {
+        return Err(bad("empty"));
+    }
+    if id.chars().count() > TASK_ID_MAX_CHARS {
+        return Err(bad("too long"));
+    }
+    // The id goes into a trailer line; a newline or control character would
+    // forge or break the trailer block.
+    if id.chars().any(|c| c.is_control()) || id.trim() != id {
+        return Err(bad("contains control characters or surrounding whitespace"));
+    }
+    Ok(())
+}
+
+fn clip(s: &str, max_chars: usize) -> String {
+    match s.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw_git(dir: &Path, args: &[&str]) -> String {
+        let o = GitWork { root: dir.to_path_buf() }.run(args).unwrap();
+        assert_eq!(o.code, Some(0), "git {args:?}: {}", o.stderr);
+        o.stdout
+    }
+
+    fn repo() -> (tempfile::TempDir, GitWork) {
+        let d = tempfile::tempdir().unwrap();
+        raw_git(d.path(), &["init", "-q", "-b", "main"]);
+        std::fs::write(d.path().join("README"), "hi\n").unwrap();
+        raw_git(d.path(), &["add", "-A"]);
+        raw_git(d.path(), &["commit", "-q", "-m", "init"]);
+        let gw = GitWork::detect(d.path()).unwrap();
+        (d, gw)
+    }
+
+    #[test]
+    fn detect_needs_a_repo_at_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(GitWork::detect(d.path()).is_none());
+        std::fs::create_dir(d.path().join(".git")).unwrap();
+        assert!(GitWork::detect(d.path()).is_none(), "an empty .git is not a repository");
+        let (r, _) = repo();
+        std::fs::create_dir(r.path().join("sub")).unwrap();
+        assert!(GitWork::detect(&r.path().join("sub")).is_none(), "a parent's repository is not ours");
+    }
+
+    #[test]
+    fn ensure_branch_creates_then_resumes() {
+        let (_d, gw) = repo();
+        assert_eq!(gw.current_branch().as_deref(), Some("main"));
+        gw.ensure_branch("harness/run-1").unwrap();
+        assert_eq!(gw.current_branch().as_deref(), Some("harness/run-1"));
+        let c = gw.commit_task("t1", "first").unwrap();
+        assert!(c.is_none());
+        std::fs::write(gw.root().join("a"), "1").unwrap();
+        let sha = gw.commit_task("t1", "first").unwrap().unwrap();
+        // Resume: back on main, ensure_branch returns to the existing branch
+        // with its commit, not a fresh one from main.
+        raw_git(gw.root(), &["switch", "-q", "main"]);
+        gw.ensure_branch("harness/run-1").unwrap();
+        assert_eq!(gw.current_branch().as_deref(), Some("harness/run-1"));
+        assert_eq!(raw_git(gw.root(), &["rev-parse", "HEAD"]).trim(), sha);
+        gw.ensure_branch("harness/run-1").unwrap();
+    }
+
+    #[test]
+    fn ensure_branch_refuses_bad_names() {
+        let (_d, gw) = repo();
+        for b in ["", "-x", "a..b", "a b", "a\nb", "x.lock", "a~1"] {
+            assert!(matches!(gw.ensure_branch(b), Err(GitError::InvalidBranch { .. })), "{b:?}");
+        }
+        assert_eq!(gw.current_branch().as_deref(), Some("main"));
+    }
+
+    #[test]
+    fn commit_task_message_and_lookup() {
+        let (_d, gw) = repo();
+        gw.ensure_branch("run").unwrap();
+        std::fs::create_dir(gw.root().join("src")).unwrap();
+        std::fs::write(gw.root().join("src/x.rs"), "fn x() {}\n").unwrap();
+        let s1 = gw.commit_task("t1", "\n  # add x  \nmore detail\n").unwrap().unwrap();
+        assert_eq!(s1.len(), 40);
+        let msg = raw_git(gw.root(), &["log", "-1", "--format=%B"]);
+        assert_eq!(msg.trim_end(), "task t1: # add x\n\nHarness-Task: t1");
+        assert_eq!(raw_git(gw.root(), &["status", "--porcelain"]), "");
+
+        std::fs::write(gw.root().join("src/y.rs"), "fn y() {}\n").unwrap();
+        let s10 = gw.commit_task("t10", "").unwrap().unwrap();
+        assert_eq!(raw_git(gw.root(), &["log", "-1", "--format=%s"]).trim(), "task t10");
+
+        assert_eq!(gw.commits_for_task("t1"), vec![s1.clone()]);
+        assert_eq!(gw.commits_for_task("t10"), vec![s10]);
+        assert!(gw.commits_for_task("t2").is_empty());
+        assert!(gw.commits_for_task("").is_empty());
+        // Nothing changed: no empty commit.
+        assert_eq!(gw.commit_task("t3", "noop").unwrap(), None);
+        // Deletions are committed too.
+        std::fs::remove_file(gw.root().join("src/x.rs")).unwrap();
+        assert!(gw.commit_task("t4", "rm x").unwrap().is_some());
+    }
+
+    #[test]
+    fn commit_task_refuses_forged_trailers() {
+        let (_d, gw) = repo();
+        std::fs::write(gw.root().join("a"), "1").unwrap();
+        for id in ["", " t1", "t1\nHarness-Task: t9", "t\x01"] {
+            assert!(matches!(gw.commit_task(id, "x"), Err(GitError::InvalidTaskId { .. })), "{id:?}");
+        }
+        assert!(gw.commit_task(&"x".repeat(TASK_ID_MAX_CHARS + 1), "x").is_err());
+    }
+
+    #[test]
+    fn works_on_an_unborn_branch() {
+        let d = tempfile::tempdir().unwrap();
+        raw_git(d.path(), &["init", "-q", "-b", "main"]);
+        let gw = GitWork::detect(d.path()).unwrap();
+        assert!(gw.commits_for_task("t1").is_empty());
+        gw.ensure_branch("run").unwrap();
+        assert_eq!(gw.commit_task("t1", "nothing").unwrap(), None);
+        std::fs::write(d.path().join("f"), "x").unwrap();
+        let sha = gw.commit_task("t1", "first").unwrap().unwrap();
+        assert_eq!(gw.commits_for_task("t1"), vec![sha]);
+    }
+
+    #[test]
+    fn hooks_do_not_run() {
+        let (_d, gw) = repo();
+        // A hooks path pointing into the workspace: model-written files there
+        // must never execute.
+        std::fs::create_dir(gw.root().join("hooks")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        // post-commit is not skipped by --no-verify; only the hooksPath
+        // override stops it.
+        for name in ["pre-commit", "post-commit"] {
+            let hook = gw.root().join("hooks").join(name);
+            std::fs::write(&hook, "#!/bin/sh\ntouch ran\n").unwrap();
+            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        raw_git(gw.root(), &["config", "core.hooksPath", "hooks"]);
+        assert!(gw.commit_task("t1", "with hook").unwrap().is_some());
+        assert!(!gw.root().join("ran").exists());
+    }
+
+    #[test]
+    fn redirecting_env_is_removed() {
+        let gw = GitWork { root: PathBuf::from(".") };
+        let cmd = gw.command(&["status"]);
+        let envs: Vec<_> = cmd.get_envs().map(|(k, v)| (k.to_string_lossy().into_owned(), v.is_none())).collect();
+        for v in GIT_REDIRECT_VARS {
+            assert!(envs.contains(&(v.to_string(), true)), "{v} not removed");
+        }
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(args.contains(&"commit.gpgsign=false".to_string()));
+        assert!(args.contains(&"user.email=harness@localhost".to_string()));
+    }
+}

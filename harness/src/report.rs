@@ -1,0 +1,214 @@
+//! The morning report: `<state-dir>/report.json` with the contract's field
+//! names, and a short human summary for stdout. Built from the state, the
+//! spec and the ending; written atomically like the checkpoint.
+
+use crate::ending::{Alert, Class, Ending};
+use crate::ledger::SpendPoint;
+use crate::model::types::Usage;
+use crate::state::{CompletedTask, DriftPoint, ModelClaim, PrunedTask, RejectedTask, RunState};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+pub const FILE_NAME: &str = "report.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParkedEntry {
+    pub id: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftEntry {
+    pub step: u64,
+    pub score: f64,
+    pub band: crate::drift::Band,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub ending: Ending,
+    pub class: Class,
+    pub exit_code: i32,
+    pub alert: Alert,
+    pub spend_usd: f64,
+    pub hard_cap_usd: f64,
+    pub usage: Usage,
+    pub spend_curve: Vec<SpendPoint>,
+    pub verified: Vec<CompletedTask>,
+    pub parked: Vec<ParkedEntry>,
+    pub pruned: Vec<PrunedTask>,
+    pub drift_history: Vec<DriftEntry>,
+    pub cost_per_verified_task_usd: Option<f64>,
+    pub steps: u64,
+    pub elapsed_ms: u64,
+    /// For UNRECOVERABLE_ERROR: what happened (a refused checkpoint names the
+    /// refusal; a recording miss says it was a recording miss).
+    pub detail: Option<String>,
+    /// Machine-readable cause of an UNRECOVERABLE_ERROR, e.g. `recording_miss`,
+    /// `checkpoint_checksum_mismatch`, `goal_tampered`, `http_rejected`.
+    pub error_kind: Option<String>,
+    pub run_id: String,
+    pub goal: String,
+    pub goal_sha256: String,
+    pub predicate_met: bool,
+    pub queue_left: Vec<String>,
+    pub rejected_tasks: Vec<RejectedTask>,
+    pub model_claims: Vec<ModelClaim>,
+    pub drift_detail: Vec<DriftPoint>,
+    pub git_branch: Option<String>,
+    pub commits: Vec<String>,
+    pub resumes: u32,
+    pub budget_notices: u64,
+    pub model_calls: u64,
+    pub alert_delivery: Vec<String>,
+}
+
+impl Report {
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(state: &RunState, goal: &str, ending: Ending, detail: Option<String>, error_kind: Option<String>, predicate_met: bool, elapsed_ms: u64) -> Report {
+        let n = state.completed.len();
+        Report {
+            ending,
+            class: ending.class(),
+            exit_code: ending.exit_code(),
+            alert: ending.alert(),
+            spend_usd: state.ledger.spent_usd,
+            hard_cap_usd: state.hard_cap_usd,
+            usage: state.ledger.usage,
+            spend_curve: state.ledger.spend_curve.clone(),
+            verified: state.completed.clone(),
+            parked: state.parked.iter().map(|p| ParkedEntry { id: p.id.clone(), reason: p.reason.clone() }).collect(),
+            pruned: state.pruned.clone(),
+            drift_history: state.drift_history.iter().map(|d| DriftEntry { step: d.step, score: d.score, band: d.band }).collect(),
+            cost_per_verified_task_usd: if n > 0 { Some(state.ledger.spent_usd / n as f64) } else { None },
+            steps: state.step,
+            elapsed_ms,
+            detail,
+            error_kind,
+            run_id: state.run_id.clone(),
+            goal: goal.to_string(),
+            goal_sha256: state.goal_sha256.clone(),
+            predicate_met,
+            queue_left: state.queue.iter().map(|t| t.id.clone()).collect(),
+            rejected_tasks: state.rejected.clone(),
+            model_claims: state.model_claims.clone(),
+            drift_detail: state.drift_history.clone(),
+            git_branch: state.git_branch.clone(),
+            commits: state.completed.iter().filter_map(|c| c.commit.clone()).collect(),
+            resumes: state.resumes,
+            budget_notices: state.budget_notices,
+            model_calls: state.ledger.calls,
+            alert_delivery: vec![],
+        }
+    }
+
+    pub fn write(&self, state_dir: &Path) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        crate::durable::atomic_write(&state_dir.join(FILE_NAME), &bytes)
+    }
+
+    pub fn load(state_dir: &Path) -> Result<Report, String> {
+        let p = state_dir.join(FILE_NAME);
+        let b = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display()))
+    }
+
+    /// A short summary for a person at 9am.
+    pub fn human_summary(&self) -> String {
+        let mut s = String::new();
+        let class = match self.class {
+            Class::Success => "SUCCESS",
+            Class::Partial => "PARTIAL",
+            Class::Failure => "FAILURE",
+        };
+        let alert = match self.alert {
+            Alert::None => "none",
+            Alert::Alert => "alert",
+            Alert::Page => "PAGE",
+        };
+        s.push_str(&format!("ending     {} ({class}, exit {}, {alert})\n", self.ending, self.exit_code));
+        s.push_str(&format!("goal       {}\n", self.goal));
+        s.push_str(&format!("predicate  {}\n", if self.predicate_met { "met (checked by the harness)" } else { "NOT met (checked by the harness)" }));
+        s.push_str(&format!(
+            "spend      ${:.4} of ${:.2} cap over {} calls (in {} / out {} / cache read {} / cache write {} tokens)\n",
+            self.spend_usd, self.hard_cap_usd, self.model_calls, self.usage.input_tokens, self.usage.output_tokens, self.usage.cache_read_input_tokens, self.usage.cache_creation_input_tokens
+        ));
+        s.push_str(&format!(
+            "tasks      {} verified, {} parked, {} pruned, {} left in queue; {} steps, {:.1}s\n",
+            self.verified.len(),
+            self.parked.len(),
+            self.pruned.len(),
+            self.queue_left.len(),
+            self.steps,
+            self.elapsed_ms as f64 / 1000.0
+        ));
+        if let Some(c) = self.cost_per_verified_task_usd {
+            s.push_str(&format!("per task   ${c:.4} per verified task\n"));
+        }
+        for p in &self.parked {
+            s.push_str(&format!("parked     {}: {}\n", p.id, p.reason));
+        }
+        for p in &self.pruned {
+            s.push_str(&format!("pruned     {} (drift {:.2} at step {}): {}\n", p.id, p.drift_score, p.drift_step, p.description));
+        }
+        if let Some(d) = self.drift_history.last() {
+            s.push_str(&format!("drift      last {:.2} ({:?}) over {} checks\n", d.score, d.band, self.drift_history.len()));
+        }
+        if let Some(b) = &self.git_branch {
+            s.push_str(&format!("branch     {b} ({} commits)\n", self.commits.len()));
+        }
+        if let Some(d) = &self.detail {
+            s.push_str(&format!("detail     {}{d}\n", self.error_kind.as_deref().map(|k| format!("[{k}] ")).unwrap_or_default()));
+        }
+        s
+    }
+}
+
+/// Deliver the ending's alert action: a line in the alerts file (the spec's,
+/// or `<state-dir>/alerts.jsonl`) and, when configured, a POST to the webhook.
+/// Delivery problems are reported, never turned into a different ending.
+pub async fn deliver_alert(spec: &crate::spec::AlertSpec, state_dir: &Path, report: &Report) -> Vec<String> {
+    let mut out = vec![];
+    if report.alert == Alert::None {
+        return out;
+    }
+    let action = if report.alert == Alert::Page { "page" } else { "alert" };
+    let line = serde_json::json!({
+        "unix_ms": crate::run_loop::now_unix_ms(),
+        "action": action,
+        "run_id": report.run_id,
+        "ending": report.ending,
+        "class": report.class,
+        "exit_code": report.exit_code,
+        "spend_usd": report.spend_usd,
+        "detail": report.detail,
+        "report": state_dir.join(FILE_NAME),
+    });
+    let file = spec.file.clone().unwrap_or_else(|| state_dir.join("alerts.jsonl"));
+    let res = (|| -> std::io::Result<()> {
+        use std::io::Write;
+        if let Some(p) = file.parent() {
+            std::fs::create_dir_all(p)?;
+        }
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&file)?;
+        f.write_all(format!("{line}\n").as_bytes())?;
+        f.sync_data()
+    })();
+    out.push(match res {
+        Ok(()) => format!("{action} written to {}", file.display()),
+        Err(e) => format!("{action} NOT written to {}: {e}", file.display()),
+    });
+    if let Some(url) = &spec.webhook_url {
+        let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build();
+        let sent = match client {
+            Ok(c) => c.post(url).json(&line).send().await.map(|r| r.status().as_u16()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        out.push(match sent {
+            Ok(s) if (200..300).contains(&s) => format!("{action} posted to webhook (HTTP {s})"),
+            Ok(s) => format!("{action} webhook answered HTTP {s}"),
+            Err(e) => format!("{action} webhook failed: {e}"),
+        });
+    }
+    out
+}

@@ -1,0 +1,696 @@
+//! The loop. `should_stop` is the priority order of the seven endings, read
+//! top to bottom; `run` is the one loop that calls it at the top of every lap
+//! and classifies every error out of the lap body (a budget refusal sets
+//! `blocked` and continues so the top of the loop reports BUDGET_EXHAUSTED;
+//! anything else is UNRECOVERABLE_ERROR). Every branch decision of a run lives
+//! in this file; the modules it calls compute values.
+
+use crate::chaos_hook::{point, Phase};
+use crate::check::{run_check, CheckResult};
+use crate::checkpoint::{self, Refusal, SaveError};
+use crate::drift::{self, Band};
+use crate::ending::Ending;
+use crate::events::EventLog;
+use crate::gitwork::GitWork;
+use crate::goal::{Goal, GoalTampered};
+use crate::ledger::{BudgetExceeded, Ledger, LedgerError, ReserveError};
+use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy};
+use crate::model::types::{ModelError, ModelReply, ModelRequest, StopReason, Turn};
+use crate::outbox::Outbox;
+use crate::report::Report;
+use crate::spec::{Predicate, RunSpec};
+use crate::state::{CompletedTask, Finished, ModelClaim, ParkedTask, RunState};
+use crate::task::Task;
+use crate::tools::ToolBox;
+use crate::verify::{VerifyContext, VerifyOutcome};
+use crate::workspace::Workspace;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// The loop itself is bounded: no run takes more laps than this, whatever
+/// the model writes (each lap is one task or one planning call).
+pub const LAPS_MAX: u64 = 10_000;
+/// How many times a malformed plan is sent back to the planner.
+pub const PLAN_FORMAT_RETRIES: u32 = 1;
+/// Kept from a model's own claim of success, for the report.
+pub const CLAIM_MAX_CHARS: usize = 500;
+
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Everything that can go wrong inside a lap, as values. `classify` is the
+/// only place that maps them to the loop's two responses.
+#[derive(Debug, thiserror::Error)]
+pub enum LapError {
+    #[error(transparent)]
+    Budget(#[from] BudgetExceeded),
+    #[error("{0}")]
+    Model(#[from] ModelError),
+    #[error("{0}")]
+    Goal(#[from] GoalTampered),
+    #[error("{0}")]
+    Checkpoint(#[from] SaveError),
+    #[error("{0}")]
+    Ledger(#[from] LedgerError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<ReserveError> for LapError {
+    fn from(e: ReserveError) -> Self {
+        match e {
+            ReserveError::Budget(b) => LapError::Budget(b),
+            ReserveError::NoPrice(m) => LapError::Internal(format!("no price for model {m:?}")),
+            ReserveError::Journal(j) => LapError::Ledger(j),
+        }
+    }
+}
+
+pub enum Classified {
+    /// The ledger refused the next call: not broken, a PARTIAL.
+    Blocked,
+    Unrecoverable { kind: String, detail: String },
+}
+
+impl LapError {
+    pub fn classify(self) -> Classified {
+        match self {
+            LapError::Budget(_) => Classified::Blocked,
+            LapError::Model(ModelError::RecordingMiss { detail }) => Classified::Unrecoverable {
+                kind: "recording_miss".into(),
+                detail: format!("recording miss (the replay had no recording for this call; not an agent failure): {detail}"),
+            },
+            LapError::Model(e @ ModelError::Rejected { .. }) => Classified::Unrecoverable { kind: "http_rejected".into(), detail: e.to_string() },
+            LapError::Model(e @ ModelError::RetriesExhausted { .. }) => Classified::Unrecoverable { kind: "model_unavailable".into(), detail: e.to_string() },
+            LapError::Model(e @ ModelError::Config(_)) => Classified::Unrecoverable { kind: "endpoint_config".into(), detail: e.to_string() },
+            LapError::Goal(e) => Classified::Unrecoverable { kind: "goal_tampered".into(), detail: e.to_string() },
+            LapError::Checkpoint(e) => Classified::Unrecoverable { kind: "checkpoint_write".into(), detail: e.to_string() },
+            LapError::Ledger(e) => Classified::Unrecoverable { kind: "ledger_journal".into(), detail: e.to_string() },
+            LapError::Internal(d) => Classified::Unrecoverable { kind: "internal".into(), detail: d },
+        }
+    }
+}
+
+/// How a task attempt's ReAct loop ended (before verification).
+#[derive(Debug, Clone)]
+enum AttemptEnd {
+    Finished { claim: String },
+    Refused { text: String },
+    Stuck { detail: String },
+    LoopCap,
+}
+
+impl AttemptEnd {
+    fn describe(&self) -> String {
+        match self {
+            AttemptEnd::Finished { .. } => "the model said it was finished".into(),
+            AttemptEnd::Refused { text } => format!("the model refused: {}", truncate(text, 200)),
+            AttemptEnd::Stuck { detail } => detail.clone(),
+            AttemptEnd::LoopCap => "reached the per-task loop cap".into(),
+        }
+    }
+}
+
+enum TaskResult {
+    Verified { claim: Option<String> },
+    Park { reason: String },
+}
+
+pub struct RunOptions {
+    /// Overrides the spec's base URL (the embedded replay server).
+    pub base_url_override: Option<String>,
+    pub jitter_seed: u64,
+    /// Library-only test hook (no CLI flag reaches it): corrupt the goal text
+    /// in memory before lap N, to prove the hash check turns an in-process
+    /// mutation into UNRECOVERABLE_ERROR.
+    #[doc(hidden)]
+    pub tamper_goal_before_lap: Option<u64>,
+}
+
+/// What `run` hands back to main: the ending and the report it wrote.
+pub struct Outcome {
+    pub ending: Ending,
+    pub report: Report,
+}
+
+pub struct Runner {
+    spec: RunSpec,
+    goal: Goal,
+    state: RunState,
+    ledger: Ledger,
+    client: ModelClient,
+    workspace: Workspace,
+    outbox: Outbox,
+    git: Option<GitWork>,
+    state_dir: PathBuf,
+    events: EventLog,
+    /// Set by a lap when the drift judge could not be read, etc.
+    last_predicate: Option<CheckResult>,
+    plan_note: Option<String>,
+    tamper_goal_before_lap: Option<u64>,
+}
+
+/// Run (or resume) the spec's goal in `state_dir` to exactly one ending.
+/// Never panics on input and never returns a bare error: every failure is an
+/// ending with a report.
+pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
+    let goal = Goal::new(spec.goal.clone());
+    // main creates it too; the library must not depend on that.
+    let dir_err = std::fs::create_dir_all(state_dir).err();
+    let mut events = EventLog::open(state_dir);
+    let hard_cap = spec.hard_cap_usd;
+    let fail_early = |state: RunState, kind: &str, detail: String, events: &mut EventLog| {
+        events.emit(state.step, "ending", json!({"ending": "UNRECOVERABLE_ERROR", "kind": kind, "detail": detail}));
+        let report = Report::build(&state, goal.text(), Ending::UnrecoverableError, Some(detail), Some(kind.into()), false, now_unix_ms().saturating_sub(state.started_at_unix_ms));
+        let _ = report.write(state_dir);
+        Outcome { ending: Ending::UnrecoverableError, report }
+    };
+
+    if let Some(e) = dir_err {
+        let s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
+        return fail_early(s, "state_dir", format!("cannot create state dir {}: {e}", state_dir.display()), &mut events);
+    }
+    // Load or start. Every refusal is UNRECOVERABLE_ERROR with the refusal
+    // named; the refused file is left untouched for a human to inspect.
+    let loaded = checkpoint::load(state_dir, Some(goal.sha256()));
+    let (mut state, resumed) = match loaded {
+        Ok(Some(s)) => (s, true),
+        Ok(None) => {
+            let mut s = RunState::new(format!("run-{}-{}", now_unix_ms(), std::process::id()), goal.sha256().to_string(), now_unix_ms());
+            s.hard_cap_usd = hard_cap;
+            (s, false)
+        }
+        Err(refusal) => {
+            let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
+            s.hard_cap_usd = hard_cap;
+            return fail_early(s, &format!("checkpoint_{}", refusal.kind()), format!("refused to resume: {refusal}"), &mut events);
+        }
+    };
+    state.hard_cap_usd = hard_cap;
+
+    if let Some(f) = &state.finished {
+        // Already ended: re-report, never run again.
+        events.emit(state.step, "rereport", json!({"ending": f.ending}));
+        let report = Report::load(state_dir).unwrap_or_else(|_| {
+            Report::build(&state, goal.text(), f.ending, f.detail.clone(), f.error_kind.clone(), f.ending == Ending::GoalMet, 0)
+        });
+        return Outcome { ending: f.ending, report };
+    }
+
+    let mut ledger = Ledger::new(spec.hard_cap_usd, spec.prices.clone());
+    if let Err(e) = ledger.open_journal(&state_dir.join("ledger.jsonl")) {
+        return fail_early(state, "ledger_journal", e.to_string(), &mut events);
+    }
+    // Money the checkpoint knows about must still be in the journal: a journal
+    // that lost money is refused, never silently trusted.
+    if ledger.spent_usd() + 1e-9 < state.ledger.spent_usd {
+        let d = format!("ledger journal books ${:.6} but the checkpoint recorded ${:.6}", ledger.spent_usd(), state.ledger.spent_usd);
+        return fail_early(state, "ledger_journal", d, &mut events);
+    }
+    ledger.set_blocked(state.ledger.blocked);
+    state.ledger = ledger.snapshot().clone();
+
+    let workspace = match Workspace::open(&spec.workspace) {
+        Ok(w) => w,
+        Err(e) => return fail_early(state, "workspace", format!("workspace {}: {e}", spec.workspace.display()), &mut events),
+    };
+    let outbox = Outbox::new(spec.outbox.clone().unwrap_or_else(|| state_dir.join("outbox.jsonl")));
+    let base_url = opts.base_url_override.clone().unwrap_or_else(|| spec.model.base_url.clone());
+    let client = match ModelClient::new(EndpointConfig {
+        base_url,
+        protocol: spec.model.protocol,
+        api_key_env: spec.model.api_key_env.clone(),
+        request_timeout_ms: spec.model.request_timeout_s * 1000,
+        retry: RetryPolicy { max_attempts: spec.model.http_attempts, jitter_seed: opts.jitter_seed, ..RetryPolicy::default() },
+    }) {
+        Ok(c) => c,
+        Err(e) => return fail_early(state, "endpoint_config", e.to_string(), &mut events),
+    };
+    let git = GitWork::detect(workspace.root());
+
+    let mut r = Runner { spec, goal, state, ledger, client, workspace, outbox, git, state_dir: state_dir.to_path_buf(), events, last_predicate: None, plan_note: None, tamper_goal_before_lap: opts.tamper_goal_before_lap };
+    r.events.emit(r.state.step, if resumed { "resume" } else { "start" }, json!({"run_id": r.state.run_id, "spent_usd": r.ledger.spent_usd()}));
+
+    let (ending, detail, kind) = r.drive(resumed).await;
+    r.finish(ending, detail, kind).await
+}
+
+impl Runner {
+    /// The priority order of the endings is the literal order of these checks.
+    /// UNRECOVERABLE_ERROR is not here: nothing returns it from a check; it is
+    /// the classification of an error out of the lap body.
+    fn should_stop(&mut self) -> Option<Ending> {
+        let met = self.predicate().passed; // the HARNESS runs it, never the agent
+        if met {
+            return Some(Ending::GoalMet);
+        }
+        if self.ledger.blocked() || self.ledger.spent_usd() >= self.ledger.hard_cap_usd() || self.ledger.winding_down() {
+            return Some(Ending::BudgetExhausted); // `blocked`: reserve() already refused
+        }
+        if self.elapsed_ms() as f64 > self.spec.wall_clock_limit_s * 1000.0 {
+            return Some(Ending::TimeLimit);
+        }
+        if self.state.drift_score > self.spec.drift_halt_above {
+            return Some(Ending::DriftDetected);
+        }
+        if self.state.no_progress_streak >= self.spec.no_progress_k {
+            return Some(Ending::NoProgress);
+        }
+        if self.state.planned && self.state.queue.is_empty() {
+            return Some(Ending::QueueEmptyGoalUnmet); // NOT success: report it as such
+        }
+        None
+    }
+
+    /// The one loop. Returns (ending, detail, error kind).
+    async fn drive(&mut self, resumed: bool) -> (Ending, Option<String>, Option<String>) {
+        if let Err(e) = self.prepare(resumed).await {
+            return self.classify_fatal(e);
+        }
+        let mut laps = 0u64;
+        loop {
+            if let Some(ending) = self.should_stop() {
+                return (ending, self.plan_note.clone(), None);
+            }
+            laps += 1;
+            if self.tamper_goal_before_lap == Some(laps) {
+                self.goal.corrupt_for_test("Improve observability of the search subsystem.");
+            }
+            if laps > LAPS_MAX {
+                return (Ending::UnrecoverableError, Some(format!("the loop ran {LAPS_MAX} laps without ending")), Some("laps_exhausted".into()));
+            }
+            if let Err(e) = self.lap().await {
+                match e.classify() {
+                    // Do not end here: the top of the loop reports it, after
+                    // the goal predicate has had its say.
+                    Classified::Blocked => {
+                        self.ledger.set_blocked(true);
+                        self.events.emit(self.state.step, "budget_refused", json!({"spent_usd": self.ledger.spent_usd()}));
+                        continue;
+                    }
+                    Classified::Unrecoverable { kind, detail } => return (Ending::UnrecoverableError, Some(detail), Some(kind)),
+                }
+            }
+        }
+    }
+
+    fn classify_fatal(&self, e: LapError) -> (Ending, Option<String>, Option<String>) {
+        match e.classify() {
+            Classified::Blocked => (Ending::BudgetExhausted, None, None),
+            Classified::Unrecoverable { kind, detail } => (Ending::UnrecoverableError, Some(detail), Some(kind)),
+        }
+    }
+
+    /// Before the first lap: the git branch, and on resume the in-flight task
+    /// is verified, never re-executed.
+    async fn prepare(&mut self, resumed: bool) -> Result<(), LapError> {
+        self.goal.assert_intact()?;
+        if let Some(g) = &self.git {
+            let branch = self.state.git_branch.clone().unwrap_or_else(|| format!("harness/{}", self.state.run_id));
+            match g.ensure_branch(&branch) {
+                Ok(()) => self.state.git_branch = Some(branch),
+                Err(e) => self.events.emit(self.state.step, "git_error", json!({"detail": e.to_string()})),
+            }
+        }
+        if resumed {
+            self.state.resumes += 1;
+            if let Some(task) = self.state.in_progress.take() {
+                point(Phase::DuringResumeVerify);
+                let outcome = task.verify.run(&self.verify_ctx());
+                self.events.emit(self.state.step, "resume_verify", json!({"task": task.id, "outcome": outcome}));
+                match outcome {
+                    VerifyOutcome::Done => self.complete(task, None, "verified_on_resume"),
+                    VerifyOutcome::NotStarted => self.state.queue.insert(0, task), // nothing happened: safe to re-run
+                    VerifyOutcome::PartiallyApplied { detail } => {
+                        self.park(task, format!("resumed into a partially applied state: {detail}"));
+                    }
+                }
+            }
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// One lap: plan if not planned yet, else run the next task, verify it,
+    /// checkpoint, then the drift gate and (when the queue ran dry) a replan.
+    async fn lap(&mut self) -> Result<(), LapError> {
+        if !self.state.planned {
+            self.plan().await?;
+            self.checkpoint()?;
+            return Ok(());
+        }
+        let task = self.state.queue.remove(0); // the planner orders by value; should_stop guarantees non-empty
+        point(Phase::BeforeInProgressCheckpoint);
+        self.state.in_progress = Some(task.clone());
+        self.checkpoint()?; // IN_PROGRESS: a crash from here on is verified on resume
+        self.events.emit(self.state.step, "task_start", json!({"task": task.id, "description": task.description}));
+
+        let result = self.execute_task(&task).await?;
+        self.state.in_progress = None;
+        match result {
+            TaskResult::Verified { claim } => self.complete(task, claim, "verified"),
+            TaskResult::Park { reason } => self.park(task, reason),
+        }
+        self.state.step += 1;
+        self.checkpoint()?;
+
+        if self.ledger.winding_down() {
+            return Ok(()); // from 90%: finish the current task only
+        }
+        if self.state.step % self.spec.drift_every_tasks == 0 && !self.state.queue.is_empty() {
+            self.drift_check().await?;
+            self.checkpoint()?;
+        }
+        if self.state.queue.is_empty() && self.state.replans < self.spec.max_replans {
+            let pred = self.predicate();
+            if !pred.passed {
+                self.replan(&pred.output).await?;
+                self.checkpoint()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Execute with retries; the harness verifies after every attempt.
+    async fn execute_task(&mut self, task: &Task) -> Result<TaskResult, LapError> {
+        let attempts_allowed = 1 + self.spec.retries_per_task;
+        let mut last = String::new();
+        for attempt in 0..attempts_allowed {
+            let end = self.execute_attempt(task, attempt).await?;
+            let claim = match &end {
+                AttemptEnd::Finished { claim } => Some(truncate(claim, CLAIM_MAX_CHARS)),
+                _ => None,
+            };
+            let outcome = task.verify.run(&self.verify_ctx());
+            self.events.emit(self.state.step, "verify", json!({"task": task.id, "attempt": attempt, "attempt_end": end.describe(), "outcome": outcome}));
+            if let Some(c) = &claim {
+                self.state.model_claims.push(ModelClaim { task_id: task.id.clone(), text: c.clone(), verified: outcome == VerifyOutcome::Done });
+            }
+            match outcome {
+                VerifyOutcome::Done => return Ok(TaskResult::Verified { claim }),
+                // A half-applied operation goes to a human: no improvising.
+                VerifyOutcome::PartiallyApplied { detail } => {
+                    return Ok(TaskResult::Park { reason: format!("partially applied after attempt {}: {detail}", attempt + 1) })
+                }
+                VerifyOutcome::NotStarted => {
+                    last = format!("verification failed ({}) after {}", task.verify.describe(), end.describe());
+                    if matches!(end, AttemptEnd::Refused { .. }) {
+                        break; // a refusal will not change on retry
+                    }
+                }
+            }
+        }
+        Ok(TaskResult::Park { reason: format!("{last}; gave up after {attempts_allowed} attempt(s)") })
+    }
+
+    /// One short ReAct loop: model <-> tools, one tool call per turn, up to
+    /// the loop cap.
+    async fn execute_attempt(&mut self, task: &Task, attempt: u32) -> Result<AttemptEnd, LapError> {
+        let checks: std::collections::BTreeMap<_, _> = self.spec.checks.clone();
+        let allow = self.spec.tools_allowed.clone();
+        let tool_defs = ToolBox { workspace: &self.workspace, outbox: &self.outbox, checks: &checks, allowlist: &allow }.defs();
+        let mut turns = vec![Turn::User { text: crate::agent::task_prompt(&self.goal, task, self.spec.task_budget_tokens, &self.state.history_summary) }];
+        let mut previous: Option<(String, serde_json::Value)> = None;
+        for turn in 0..self.spec.loop_cap {
+            let notice = if self.ledger.notice_due() {
+                self.state.budget_notices += 1;
+                Some(crate::agent::budget_notice(self.ledger.fraction_spent()))
+            } else {
+                None
+            };
+            let req = crate::agent::execute_request(
+                self.spec.model_for(crate::model::types::CallRole::Execute),
+                self.spec.model.max_tokens,
+                format!("execute/{}/a{attempt}/{turn}", task.id),
+                turns.clone(),
+                tool_defs.clone(),
+                notice,
+            );
+            let reply = self.call_model(req, Phase::DuringModelCall).await?;
+            if reply.stop_reason == StopReason::Refusal {
+                return Ok(AttemptEnd::Refused { text: reply.text });
+            }
+            let Some(call) = reply.tool_calls.first().cloned() else {
+                return Ok(AttemptEnd::Finished { claim: reply.text });
+            };
+            let key = (call.name.clone(), call.input.clone());
+            if previous.as_ref() == Some(&key) {
+                return Ok(AttemptEnd::Stuck { detail: format!("repeated an identical {} call", call.name) });
+            }
+            previous = Some(key);
+            let obs = ToolBox { workspace: &self.workspace, outbox: &self.outbox, checks: &checks, allowlist: &allow }.dispatch(&call);
+            if obs.posted_key.is_some() {
+                point(Phase::AfterPostBeforeCheckpoint);
+            }
+            if obs.side_effect {
+                if let Some(p) = call.input.get("path").and_then(|p| p.as_str()) {
+                    if !self.state.artifacts.iter().any(|a| a == p) && self.state.artifacts.len() < 1000 {
+                        self.state.artifacts.push(p.to_string());
+                    }
+                }
+            }
+            self.events.emit(self.state.step, "tool", json!({"task": task.id, "tool": call.name, "is_error": obs.is_error, "side_effect": obs.side_effect}));
+            let mut content = obs.content;
+            let ignored = reply.tool_calls.len() - 1;
+            if ignored > 0 {
+                content.push_str(&format!("\n[harness] only one tool call per turn is run; {ignored} other call(s) were ignored"));
+            }
+            turns.push(Turn::Assistant { text: reply.text, tool_calls: vec![call.clone()] });
+            turns.push(Turn::ToolResult { call_id: call.id, content, is_error: obs.is_error });
+        }
+        Ok(AttemptEnd::LoopCap)
+    }
+
+    async fn plan(&mut self) -> Result<(), LapError> {
+        let checks: Vec<String> = self.spec.checks.keys().cloned().collect();
+        let listing = self.workspace_listing();
+        let mut req = crate::agent::plan_request(&self.goal, self.spec.model_for(crate::model::types::CallRole::Plan), &checks, &listing, "plan/0".into());
+        let mut raw = None;
+        for n in 0..=PLAN_FORMAT_RETRIES {
+            let reply = self.call_model(req.clone(), Phase::DuringModelCall).await?;
+            match crate::agent::parse_plan(&reply.text) {
+                Ok(r) => {
+                    raw = Some(r);
+                    break;
+                }
+                Err(e) => {
+                    self.events.emit(self.state.step, "plan_malformed", json!({"error": e}));
+                    self.plan_note = Some(format!("planner output malformed: {e}"));
+                    // The error goes back to the model as an observation.
+                    req.turns.push(Turn::Assistant { text: reply.text, tool_calls: vec![] });
+                    req.turns.push(Turn::User { text: format!("Your reply could not be used: {e}. Reply again with only the JSON object.") });
+                    req.call_key = format!("plan/{}", n + 1);
+                }
+            }
+        }
+        self.state.planned = true;
+        if let Some(raw) = raw {
+            self.plan_note = None;
+            self.admit(raw, "plan");
+        }
+        Ok(())
+    }
+
+    async fn replan(&mut self, predicate_output: &str) -> Result<(), LapError> {
+        let n = self.state.replans;
+        self.state.replans += 1;
+        let checks: Vec<String> = self.spec.checks.keys().cloned().collect();
+        let req = crate::agent::replan_request(&self.goal, self.spec.model_for(crate::model::types::CallRole::Replan), &checks, &self.state, &truncate(predicate_output, 2000), format!("replan/{n}"));
+        let reply = self.call_model(req, Phase::DuringModelCall).await?;
+        match crate::agent::parse_plan(&reply.text) {
+            Ok(raw) => self.admit(raw, &format!("replan/{n}")),
+            Err(e) => self.events.emit(self.state.step, "replan_malformed", json!({"error": e})),
+        }
+        Ok(())
+    }
+
+    fn admit(&mut self, raw: Vec<crate::agent::RawTask>, origin: &str) {
+        let (ok, rejected) = {
+            let ctx = self.verify_ctx();
+            crate::agent::admit_tasks(raw, origin, &self.state, &ctx)
+        };
+        self.events.emit(self.state.step, "admit", json!({"origin": origin, "admitted": ok.iter().map(|t| &t.id).collect::<Vec<_>>(), "rejected": rejected}));
+        self.state.queue.extend(ok);
+        self.state.rejected.extend(rejected);
+    }
+
+    async fn drift_check(&mut self) -> Result<(), LapError> {
+        self.goal.assert_intact()?; // at every check
+        let req = drift::judge_request(&self.goal, &self.state.queue, self.spec.model_for(crate::model::types::CallRole::Judge), format!("judge/{}", self.state.step));
+        let reply = self.call_model(req, Phase::DuringDriftCall).await?;
+        let dc = drift::parse(&reply.text).map_err(|e| LapError::Internal(format!("drift judge reply unusable: {e}")))?;
+        let pruned = drift::gate(&mut self.state, &dc, self.spec.drift_prune_above, self.spec.drift_halt_above);
+        let band = drift::band(dc.drift_score, self.spec.drift_prune_above, self.spec.drift_halt_above);
+        self.events.emit(self.state.step, "drift", json!({"score": dc.drift_score, "band": band, "pruned": pruned}));
+        if band == Band::Halt {
+            self.plan_note = Some(format!("drift {:.2} above {:.2}: {}", dc.drift_score, self.spec.drift_halt_above, truncate(&dc.reasoning, 300)));
+        }
+        Ok(())
+    }
+
+    /// Reserve the worst case, call, book all four usage fields.
+    async fn call_model(&mut self, req: ModelRequest, phase: Phase) -> Result<ModelReply, LapError> {
+        self.goal.assert_intact()?;
+        let body_len = crate::model::request_body(self.spec.model.protocol, &req).to_string().len() as u64;
+        // ~3 bytes per token over-estimates the prompt: the reservation is a
+        // worst case, so err high.
+        let est_in = body_len / 3 + 1;
+        let res = self.ledger.reserve(req.role, &req.call_key, &req.model, est_in, req.max_tokens as u64)?;
+        point(phase); // a kill here leaves a journaled reserve: booked at worst case on resume
+        let result = self.client.call(&req).await;
+        match result {
+            Ok(reply) => {
+                let cost = self.ledger.record(res, reply.usage, reply.unparseable_billed_attempts)?;
+                point(Phase::BetweenLedgerRecordAndCheckpoint);
+                self.state.ledger = self.ledger.snapshot().clone();
+                self.events.emit(
+                    self.state.step,
+                    "model_call",
+                    json!({"role": req.role, "call_key": req.call_key, "usage": reply.usage, "cost_usd": cost, "latency_ms": reply.latency_ms, "attempts": reply.attempts, "stop": reply.stop_reason, "notice": req.trailing_notice.is_some()}),
+                );
+                Ok(reply)
+            }
+            Err(e) => {
+                match &e {
+                    ModelError::RetriesExhausted { unparseable_billed_attempts: n, .. } if *n > 0 => {
+                        self.ledger.book_worst(res, *n)?;
+                    }
+                    _ => self.ledger.release(res)?,
+                }
+                self.state.ledger = self.ledger.snapshot().clone();
+                self.events.emit(self.state.step, "model_error", json!({"role": req.role, "call_key": req.call_key, "error": e.to_string()}));
+                Err(LapError::Model(e))
+            }
+        }
+    }
+
+    fn complete(&mut self, task: Task, claim: Option<String>, how: &str) {
+        let mut commit = None;
+        if let Some(g) = &self.git {
+            // On resume the commit may already exist (killed after commit,
+            // before the checkpoint): never a second commit for one task.
+            let existing = g.commits_for_task(&task.id);
+            commit = match existing.first() {
+                Some(c) => Some(c.clone()),
+                None => match g.commit_task(&task.id, &task.description) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.events.emit(self.state.step, "git_error", json!({"task": task.id, "detail": e.to_string()}));
+                        None
+                    }
+                },
+            };
+        }
+        self.state.no_progress_streak = 0;
+        self.state.push_history(format!("{} verified: {}", task.id, truncate(&task.description, 120)));
+        self.events.emit(self.state.step, "task_done", json!({"task": task.id, "how": how, "commit": commit}));
+        self.state.completed.push(CompletedTask {
+            id: task.id,
+            description: task.description,
+            verify: task.verify.describe(),
+            step: self.state.step,
+            model_claim: claim,
+            how: how.into(),
+            commit,
+        });
+    }
+
+    fn park(&mut self, task: Task, reason: String) {
+        self.state.no_progress_streak += 1;
+        self.state.push_history(format!("{} parked: {}", task.id, truncate(&reason, 160)));
+        self.events.emit(self.state.step, "task_parked", json!({"task": task.id, "reason": reason}));
+        self.state.parked.push(ParkedTask { id: task.id, description: task.description, reason, step: self.state.step });
+    }
+
+    fn checkpoint(&mut self) -> Result<(), LapError> {
+        self.goal.assert_intact()?;
+        self.state.ledger = self.ledger.snapshot().clone();
+        checkpoint::save(&self.state_dir, &self.state)?;
+        Ok(())
+    }
+
+    fn predicate(&mut self) -> CheckResult {
+        let res = match &self.spec.predicate {
+            Predicate::Command(c) => run_check(c, self.workspace.root()),
+            Predicate::Check(name) => match self.spec.checks.get(name) {
+                Some(c) => run_check(c, self.workspace.root()),
+                None => CheckResult { passed: false, exit_code: None, timed_out: false, output: format!("check {name:?} not defined") },
+            },
+        };
+        self.last_predicate = Some(res.clone());
+        res
+    }
+
+    fn verify_ctx(&self) -> VerifyContext<'_> {
+        VerifyContext { workspace: &self.workspace, outbox: &self.outbox, checks: &self.spec.checks }
+    }
+
+    fn workspace_listing(&self) -> String {
+        let checks = std::collections::BTreeMap::new();
+        let allow = vec!["list_files".to_string()];
+        let tb = ToolBox { workspace: &self.workspace, outbox: &self.outbox, checks: &checks, allowlist: &allow };
+        let call = crate::model::types::ToolCall { id: "listing".into(), name: "list_files".into(), input: json!({"path": "."}) };
+        truncate(&tb.dispatch(&call).content, 4000)
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        now_unix_ms().saturating_sub(self.state.started_at_unix_ms)
+    }
+
+    /// End the run: settle an in-flight task by verifying it, write the final
+    /// checkpoint (so a re-run re-reports), the report, and the alert.
+    async fn finish(mut self, ending: Ending, detail: Option<String>, kind: Option<String>) -> Outcome {
+        if let Some(task) = self.state.in_progress.take() {
+            let outcome = task.verify.run(&self.verify_ctx());
+            match outcome {
+                VerifyOutcome::Done => self.complete(task, None, "verified_at_end"),
+                other => {
+                    let r = format!("run ended ({ending}) while this task was in progress; verify says {}", match other {
+                        VerifyOutcome::PartiallyApplied { detail } => format!("partially applied: {detail}"),
+                        _ => "not started".into(),
+                    });
+                    self.park(task, r)
+                }
+            }
+        }
+        let predicate_met = match &self.last_predicate {
+            Some(p) if ending != Ending::UnrecoverableError => p.passed,
+            _ => self.predicate().passed,
+        };
+        // GOAL_MET only ever comes from the predicate; assert what must not happen.
+        debug_assert!(ending != Ending::GoalMet || predicate_met);
+        self.state.ledger = self.ledger.snapshot().clone();
+        self.state.finished = Some(Finished { ending, detail: detail.clone(), error_kind: kind.clone() });
+        let ckpt_err = if ending == Ending::UnrecoverableError && kind.as_deref() == Some("goal_tampered") {
+            None // never write a checkpoint from a state whose goal we no longer trust
+        } else {
+            checkpoint::save(&self.state_dir, &self.state).err()
+        };
+        let mut report = Report::build(&self.state, self.goal.text(), ending, detail, kind, predicate_met, self.elapsed_ms());
+        if let Some(e) = ckpt_err {
+            report.alert_delivery.push(format!("final checkpoint not written: {e}"));
+        }
+        report.alert_delivery.extend(crate::report::deliver_alert(&self.spec.alerts, &self.state_dir, &report).await);
+        self.events.emit(self.state.step, "ending", json!({"ending": ending, "exit_code": ending.exit_code(), "detail": report.detail}));
+        if let Err(e) = report.write(&self.state_dir) {
+            eprintln!("harness: could not write report.json: {e}");
+        }
+        Outcome { ending, report }
+    }
+}
+
+pub fn truncate(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max_chars).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Refusal reasons are part of the public vocabulary of the report.
+pub fn refusal_kind(r: &Refusal) -> String {
+    format!("checkpoint_{}", r.kind())
+}

@@ -1,0 +1,495 @@
+//! The run spec (TOML). Parsed and validated completely before anything runs:
+//! a spec that does not parse or is incomplete is rejected with an error that
+//! names the file, the field and what was expected, and nothing is written.
+//!
+//! Two refusals are about eligibility, not syntax: a goal predicate that is
+//! not code the harness can run (the task is not eligible for autonomy), and
+//! a spec that never names the API key's environment variable but embeds a key.
+
+use crate::check::CheckSpec;
+use crate::ledger::{Price, PriceTable};
+use crate::model::types::Protocol;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Value;
+
+pub const SPEC_MAX_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: field `{field}`: expected {expected}")]
+pub struct SpecError {
+    pub file: String,
+    pub field: String,
+    pub expected: String,
+}
+
+/// The goal predicate: code the harness runs. Never the model's opinion.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Predicate {
+    /// A command; exit 0 means the goal is met.
+    Command(CheckSpec),
+    /// One of the spec's named checks.
+    Check(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSpec {
+    pub protocol: Protocol,
+    pub base_url: String,
+    /// The NAME of the environment variable holding the key, never the key.
+    pub api_key_env: Option<String>,
+    pub planner: String,
+    pub executor: String,
+    pub judge: String,
+    pub max_tokens: u32,
+    pub request_timeout_s: u64,
+    pub http_attempts: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertSpec {
+    pub file: Option<PathBuf>,
+    pub webhook_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    pub path: PathBuf,
+    pub goal: String,
+    pub predicate: Predicate,
+    pub hard_cap_usd: f64,
+    pub wall_clock_limit_s: f64,
+    pub task_budget_tokens: u64,
+    pub model: ModelSpec,
+    pub prices: PriceTable,
+    pub loop_cap: u32,
+    pub retries_per_task: u32,
+    pub max_replans: u32,
+    pub no_progress_k: u32,
+    pub drift_every_tasks: u64,
+    pub drift_prune_above: f64,
+    pub drift_halt_above: f64,
+    pub workspace: PathBuf,
+    /// Where post_message appends; outside the workspace. None = state dir.
+    pub outbox: Option<PathBuf>,
+    pub tools_allowed: Vec<String>,
+    pub checks: BTreeMap<String, CheckSpec>,
+    pub alerts: AlertSpec,
+}
+
+/// Defaults from the seed.
+pub const DEFAULT_LOOP_CAP: u32 = 6;
+pub const DEFAULT_DRIFT_EVERY: u64 = 5;
+pub const DEFAULT_PRUNE_ABOVE: f64 = 0.3;
+pub const DEFAULT_HALT_ABOVE: f64 = 0.5;
+pub const DEFAULT_NO_PROGRESS_K: u32 = 5;
+/// Hard upper bounds: limits on everything that can run away.
+pub const LOOP_CAP_MAX: u32 = 50;
+pub const RETRIES_MAX: u32 = 10;
+pub const REPLANS_MAX: u32 = 50;
+pub const HTTP_ATTEMPTS_MAX: u32 = 10;
+pub const CHECK_TIMEOUT_MAX_S: u64 = 3600;
+
+struct Reader<'a> {
+    file: &'a str,
+    dir: &'a Path,
+}
+
+impl Reader<'_> {
+    fn err(&self, field: &str, expected: impl Into<String>) -> SpecError {
+        SpecError { file: self.file.into(), field: field.into(), expected: expected.into() }
+    }
+    fn table<'v>(&self, v: &'v Value, field: &str) -> Result<&'v toml::Table, SpecError> {
+        v.as_table().ok_or_else(|| self.err(field, format!("a table, found {}", v.type_str())))
+    }
+    fn known(&self, t: &toml::Table, prefix: &str, allowed: &[&str]) -> Result<(), SpecError> {
+        for k in t.keys() {
+            if !allowed.contains(&k.as_str()) {
+                let f = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                return Err(self.err(&f, format!("no such field; known fields here: {}", allowed.join(", "))));
+            }
+        }
+        Ok(())
+    }
+    fn opt<'v>(&self, t: &'v toml::Table, key: &str) -> Option<&'v Value> {
+        t.get(key)
+    }
+    fn req<'v>(&self, t: &'v toml::Table, prefix: &str, key: &str, what: &str) -> Result<&'v Value, SpecError> {
+        t.get(key).ok_or_else(|| self.err(&join(prefix, key), format!("{what} (the field is missing)")))
+    }
+    fn string(&self, v: &Value, field: &str, what: &str) -> Result<String, SpecError> {
+        match v.as_str() {
+            Some(s) if !s.trim().is_empty() => Ok(s.to_string()),
+            Some(_) => Err(self.err(field, format!("{what}, found an empty string"))),
+            None => Err(self.err(field, format!("{what}, found {}", v.type_str()))),
+        }
+    }
+    fn number(&self, v: &Value, field: &str, what: &str) -> Result<f64, SpecError> {
+        let n = match v {
+            Value::Integer(i) => *i as f64,
+            Value::Float(f) => *f,
+            other => return Err(self.err(field, format!("{what}, found {}", other.type_str()))),
+        };
+        if !n.is_finite() {
+            return Err(self.err(field, format!("{what}, found {n}")));
+        }
+        Ok(n)
+    }
+    fn positive(&self, v: &Value, field: &str, what: &str) -> Result<f64, SpecError> {
+        let n = self.number(v, field, what)?;
+        if n <= 0.0 {
+            return Err(self.err(field, format!("{what}, found {n}")));
+        }
+        Ok(n)
+    }
+    fn uint(&self, v: &Value, field: &str, min: u64, max: u64, what: &str) -> Result<u64, SpecError> {
+        match v.as_integer() {
+            Some(i) if i >= min as i64 && (i as u64) <= max => Ok(i as u64),
+            Some(i) => Err(self.err(field, format!("{what} between {min} and {max}, found {i}"))),
+            None => Err(self.err(field, format!("{what} (an integer between {min} and {max}), found {}", v.type_str()))),
+        }
+    }
+    fn fraction(&self, v: &Value, field: &str) -> Result<f64, SpecError> {
+        let n = self.number(v, field, "a number in [0, 1]")?;
+        if !(0.0..=1.0).contains(&n) {
+            return Err(self.err(field, format!("a number in [0, 1], found {n}")));
+        }
+        Ok(n)
+    }
+    fn path(&self, v: &Value, field: &str) -> Result<PathBuf, SpecError> {
+        let s = self.string(v, field, "a path (relative paths are relative to the spec file)")?;
+        let p = PathBuf::from(s);
+        Ok(if p.is_absolute() { p } else { self.dir.join(p) })
+    }
+    fn argv(&self, v: &Value, field: &str) -> Result<Vec<String>, SpecError> {
+        let arr = v.as_array().ok_or_else(|| {
+            self.err(field, format!("a command as an array of strings, e.g. [\"python3\", \"checks/p95.py\"], found {}", v.type_str()))
+        })?;
+        if arr.is_empty() {
+            return Err(self.err(field, "a non-empty command array"));
+        }
+        let mut out = vec![];
+        for (i, a) in arr.iter().enumerate() {
+            let s = a.as_str().ok_or_else(|| self.err(&format!("{field}[{i}]"), "a string"))?;
+            out.push(s.to_string());
+        }
+        // A program named by a relative path (./x, checks/x) is relative to the
+        // spec file; a bare name is looked up on PATH.
+        if out[0].contains('/') && !Path::new(&out[0]).is_absolute() {
+            out[0] = self.dir.join(&out[0]).to_string_lossy().into_owned();
+        }
+        Ok(out)
+    }
+    fn check(&self, v: &Value, field: &str) -> Result<CheckSpec, SpecError> {
+        let t = self.table(v, field)?;
+        self.known(t, field, &["command", "timeout_s"])?;
+        let command = self.argv(self.req(t, field, "command", "a command array")?, &join(field, "command"))?;
+        let timeout_s = match self.opt(t, "timeout_s") {
+            Some(v) => self.uint(v, &join(field, "timeout_s"), 1, CHECK_TIMEOUT_MAX_S, "seconds")?,
+            None => 300,
+        };
+        Ok(CheckSpec { command, timeout_s })
+    }
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+impl RunSpec {
+    pub fn load(path: &Path) -> Result<RunSpec, SpecError> {
+        let file = path.display().to_string();
+        let top_err = |expected: String| SpecError { file: file.clone(), field: "(file)".into(), expected };
+        let meta = std::fs::metadata(path).map_err(|e| top_err(format!("a readable run spec: {e}")))?;
+        if meta.len() > SPEC_MAX_BYTES {
+            return Err(top_err(format!("a spec under {SPEC_MAX_BYTES} bytes, found {}", meta.len())));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| top_err(format!("a UTF-8 TOML file: {e}")))?;
+        let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p }).unwrap_or(Path::new("."));
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        Self::parse(&text, &file, &dir)
+    }
+
+    pub fn parse(text: &str, file: &str, dir: &Path) -> Result<RunSpec, SpecError> {
+        let r = Reader { file, dir };
+        let root: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let field = e.span().map(|s| format!("(byte {})", s.start)).unwrap_or_else(|| "(file)".into());
+            r.err(&field, format!("valid TOML: {}", e.message()))
+        })?;
+        r.known(
+            &root,
+            "",
+            &["goal", "predicate", "budget", "model", "prices", "loop", "drift", "tools", "checks", "alerts", "workspace", "outbox"],
+        )?;
+        let goal = r.string(r.req(&root, "", "goal", "the goal in plain English")?, "goal", "the goal in plain English")?;
+
+        // checks first: the predicate may name one.
+        let mut checks = BTreeMap::new();
+        if let Some(v) = root.get("checks") {
+            for (name, c) in r.table(v, "checks")? {
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                    return Err(r.err(&format!("checks.{name}"), "a check name of letters, digits, '_' or '-'"));
+                }
+                checks.insert(name.clone(), r.check(c, &format!("checks.{name}"))?);
+            }
+        }
+
+        let pv = r.req(&root, "", "predicate", "the goal predicate: code the harness runs, e.g. [predicate] command = [\"python3\", \"checks/p95.py\"]")?;
+        let predicate = match pv {
+            Value::Table(t) => {
+                r.known(t, "predicate", &["command", "timeout_s", "check"])?;
+                match (t.get("command"), t.get("check")) {
+                    (Some(_), Some(_)) => return Err(r.err("predicate", "either `command` or `check`, not both")),
+                    (Some(_), None) => Predicate::Command(r.check(pv, "predicate")?),
+                    (None, Some(c)) => {
+                        let name = r.string(c, "predicate.check", "the name of a check defined under [checks]")?;
+                        if !checks.contains_key(&name) {
+                            return Err(r.err("predicate.check", format!("a check defined under [checks]; {name:?} is not (defined: {:?})", checks.keys().collect::<Vec<_>>())));
+                        }
+                        Predicate::Check(name)
+                    }
+                    (None, None) => return Err(r.err("predicate", "`command` (an array) or `check` (a name under [checks])")),
+                }
+            }
+            Value::String(_) => {
+                return Err(r.err(
+                    "predicate",
+                    "code the harness runs ([predicate] command = [...] or check = \"...\"), not prose: \
+                     a goal whose success cannot be checked by a program is not eligible for autonomy",
+                ))
+            }
+            other => return Err(r.err("predicate", format!("a table with `command` or `check`, found {}", other.type_str()))),
+        };
+
+        let bv = r.req(&root, "", "budget", "a [budget] table with hard_cap_usd, wall_clock_limit_s and task_budget_tokens")?;
+        let b = r.table(bv, "budget")?;
+        r.known(b, "budget", &["hard_cap_usd", "wall_clock_limit_s", "task_budget_tokens"])?;
+        let hard_cap_usd = r.positive(r.req(b, "budget", "hard_cap_usd", "the hard cap in USD")?, "budget.hard_cap_usd", "a positive number of USD")?;
+        let wall_clock_limit_s = r.positive(
+            r.req(b, "budget", "wall_clock_limit_s", "the wall-clock limit in seconds")?,
+            "budget.wall_clock_limit_s",
+            "a positive number of seconds",
+        )?;
+        let task_budget_tokens = r.uint(
+            r.req(b, "budget", "task_budget_tokens", "the visible per-task budget in tokens (never dollars)")?,
+            "budget.task_budget_tokens",
+            1,
+            100_000_000,
+            "tokens",
+        )?;
+
+        let mv = r.req(&root, "", "model", "a [model] table")?;
+        let m = r.table(mv, "model")?;
+        r.known(m, "model", &["protocol", "base_url", "api_key_env", "api_key", "planner", "executor", "judge", "max_tokens", "request_timeout_s", "http_attempts"])?;
+        if m.contains_key("api_key") {
+            return Err(r.err("model.api_key", "no key in the spec: name the environment variable that holds it with `api_key_env`"));
+        }
+        let protocol = match r.string(r.req(m, "model", "protocol", "\"anthropic\" or \"openai\"")?, "model.protocol", "\"anthropic\" or \"openai\"")?.as_str() {
+            "anthropic" => Protocol::Anthropic,
+            "openai" => Protocol::Openai,
+            other => return Err(r.err("model.protocol", format!("\"anthropic\" or \"openai\", found {other:?}"))),
+        };
+        let base_url = r.string(r.req(m, "model", "base_url", "the endpoint's base URL")?, "model.base_url", "an http(s) URL")?;
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(r.err("model.base_url", format!("an http:// or https:// URL, found {base_url:?}")));
+        }
+        let api_key_env = match m.get("api_key_env") {
+            Some(v) => {
+                let s = r.string(v, "model.api_key_env", "the NAME of an environment variable")?;
+                if !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(r.err("model.api_key_env", "an environment variable NAME (letters, digits, '_'), not a key"));
+                }
+                Some(s)
+            }
+            None => None,
+        };
+        let executor = r.string(r.req(m, "model", "executor", "the executor model name")?, "model.executor", "a model name")?;
+        let planner = match m.get("planner") {
+            Some(v) => r.string(v, "model.planner", "a model name")?,
+            None => executor.clone(),
+        };
+        let judge = match m.get("judge") {
+            Some(v) => r.string(v, "model.judge", "a model name")?,
+            None => executor.clone(),
+        };
+        let max_tokens = match m.get("max_tokens") {
+            Some(v) => r.uint(v, "model.max_tokens", 1, 1_000_000, "max output tokens per call")? as u32,
+            None => 4096,
+        };
+        let request_timeout_s = match m.get("request_timeout_s") {
+            Some(v) => r.uint(v, "model.request_timeout_s", 1, 3600, "seconds")?,
+            None => 120,
+        };
+        let http_attempts = match m.get("http_attempts") {
+            Some(v) => r.uint(v, "model.http_attempts", 1, HTTP_ATTEMPTS_MAX as u64, "attempts per call")? as u32,
+            None => 5,
+        };
+
+        let pv = r.req(&root, "", "prices", "a [prices.\"<model>\"] table per model with input_usd_per_mtok and output_usd_per_mtok")?;
+        let mut prices = PriceTable::new();
+        for (name, pt) in r.table(pv, "prices")? {
+            let f = format!("prices.{name}");
+            let t = r.table(pt, &f)?;
+            r.known(t, &f, &["input_usd_per_mtok", "output_usd_per_mtok"])?;
+            let inp = r.number(r.req(t, &f, "input_usd_per_mtok", "$/MTok input")?, &join(&f, "input_usd_per_mtok"), "a non-negative $/MTok")?;
+            let out = r.number(r.req(t, &f, "output_usd_per_mtok", "$/MTok output")?, &join(&f, "output_usd_per_mtok"), "a non-negative $/MTok")?;
+            if inp < 0.0 || out < 0.0 {
+                return Err(r.err(&f, "non-negative prices"));
+            }
+            prices.insert(name.clone(), Price { input_usd_per_mtok: inp, output_usd_per_mtok: out });
+        }
+        for (role, model) in [("planner", &planner), ("executor", &executor), ("judge", &judge)] {
+            if !prices.contains_key(model) {
+                return Err(r.err(&format!("prices.{model}"), format!("a price for the {role} model {model:?} (every model the run calls must be priced, or the ledger cannot be a control)")));
+            }
+        }
+
+        let empty = toml::Table::new();
+        let lt = match root.get("loop") { Some(v) => r.table(v, "loop")?, None => &empty };
+        r.known(lt, "loop", &["loop_cap", "retries_per_task", "max_replans", "no_progress_k"])?;
+        let loop_cap = match lt.get("loop_cap") { Some(v) => r.uint(v, "loop.loop_cap", 1, LOOP_CAP_MAX as u64, "model calls per task")? as u32, None => DEFAULT_LOOP_CAP };
+        let retries_per_task = match lt.get("retries_per_task") { Some(v) => r.uint(v, "loop.retries_per_task", 0, RETRIES_MAX as u64, "retries")? as u32, None => 1 };
+        let max_replans = match lt.get("max_replans") { Some(v) => r.uint(v, "loop.max_replans", 0, REPLANS_MAX as u64, "replans")? as u32, None => 3 };
+        let no_progress_k = match lt.get("no_progress_k") { Some(v) => r.uint(v, "loop.no_progress_k", 1, 1000, "tasks")? as u32, None => DEFAULT_NO_PROGRESS_K };
+
+        let dt = match root.get("drift") { Some(v) => r.table(v, "drift")?, None => &empty };
+        r.known(dt, "drift", &["every_tasks", "prune_above", "halt_above"])?;
+        let drift_every_tasks = match dt.get("every_tasks") { Some(v) => r.uint(v, "drift.every_tasks", 1, 1000, "tasks between drift checks")?, None => DEFAULT_DRIFT_EVERY };
+        let drift_prune_above = match dt.get("prune_above") { Some(v) => r.fraction(v, "drift.prune_above")?, None => DEFAULT_PRUNE_ABOVE };
+        let drift_halt_above = match dt.get("halt_above") { Some(v) => r.fraction(v, "drift.halt_above")?, None => DEFAULT_HALT_ABOVE };
+        if drift_prune_above > drift_halt_above {
+            return Err(r.err("drift.prune_above", format!("a prune band at or below the halt band ({drift_halt_above}), found {drift_prune_above}")));
+        }
+
+        let workspace = r.path(r.req(&root, "", "workspace", "the workspace directory the tools act in")?, "workspace")?;
+        if !workspace.is_dir() {
+            return Err(r.err("workspace", format!("an existing directory, {} is not", workspace.display())));
+        }
+        let outbox = match root.get("outbox") { Some(v) => Some(r.path(v, "outbox")?), None => None };
+
+        let tt = match root.get("tools") { Some(v) => r.table(v, "tools")?, None => &empty };
+        r.known(tt, "tools", &["allow"])?;
+        let tools_allowed = match tt.get("allow") {
+            Some(v) => {
+                let arr = v.as_array().ok_or_else(|| r.err("tools.allow", "an array of tool names"))?;
+                let mut out = vec![];
+                for (i, a) in arr.iter().enumerate() {
+                    out.push(r.string(a, &format!("tools.allow[{i}]"), "a tool name")?);
+                }
+                crate::tools::validate_allowlist(&out).map_err(|e| r.err("tools.allow", e))?;
+                out
+            }
+            None => crate::tools::ALL_TOOL_NAMES.iter().map(|s| s.to_string()).collect(),
+        };
+
+        let at = match root.get("alerts") { Some(v) => r.table(v, "alerts")?, None => &empty };
+        r.known(at, "alerts", &["file", "webhook_url"])?;
+        let alerts = AlertSpec {
+            file: match at.get("file") { Some(v) => Some(r.path(v, "alerts.file")?), None => None },
+            webhook_url: match at.get("webhook_url") {
+                Some(v) => {
+                    let u = r.string(v, "alerts.webhook_url", "an http(s) URL")?;
+                    if !(u.starts_with("http://") || u.starts_with("https://")) {
+                        return Err(r.err("alerts.webhook_url", format!("an http:// or https:// URL, found {u:?}")));
+                    }
+                    Some(u)
+                }
+                None => None,
+            },
+        };
+
+        let spec = RunSpec {
+            path: dir.join(Path::new(file).file_name().unwrap_or_default()),
+            goal,
+            predicate,
+            hard_cap_usd,
+            wall_clock_limit_s,
+            task_budget_tokens,
+            model: ModelSpec { protocol, base_url, api_key_env, planner, executor, judge, max_tokens, request_timeout_s, http_attempts },
+            prices,
+            loop_cap,
+            retries_per_task,
+            max_replans,
+            no_progress_k,
+            drift_every_tasks,
+            drift_prune_above,
+            drift_halt_above,
+            workspace,
+            outbox,
+            tools_allowed,
+            checks,
+            alerts,
+        };
+        spec.check_reach(&r)?;
+        Ok(spec)
+    }
+
+    /// Nothing a tool can reach may hold the predicate, the checks, the spec,
+    /// the outbox or the alerts file: tools act inside the workspace only, so
+    /// none of those may live inside it.
+    fn check_reach(&self, r: &Reader) -> Result<(), SpecError> {
+        let ws = std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
+        let inside = |p: &Path| {
+            let c = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            c.starts_with(&ws)
+        };
+        if inside(&self.path) {
+            return Err(r.err("workspace", "a directory that does not contain the spec file (a tool could rewrite it)"));
+        }
+        let mut cmds: Vec<(String, &CheckSpec)> = self.checks.iter().map(|(n, c)| (format!("checks.{n}.command"), c)).collect();
+        if let Predicate::Command(c) = &self.predicate {
+            cmds.push(("predicate.command".into(), c));
+        }
+        for (field, c) in cmds {
+            for (i, a) in c.command.iter().enumerate() {
+                let p = Path::new(a);
+                if p.is_absolute() && inside(p) {
+                    return Err(r.err(&format!("{field}[{i}]"), "a program or script outside the workspace (the agent's tools could rewrite anything inside it)"));
+                }
+            }
+        }
+        if let Some(o) = &self.outbox {
+            if inside(o) {
+                return Err(r.err("outbox", "a path outside the workspace"));
+            }
+        }
+        if let Some(f) = &self.alerts.file {
+            if inside(f) {
+                return Err(r.err("alerts.file", "a path outside the workspace"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The state dir must also be out of the tools' reach.
+    pub fn check_state_dir(&self, state_dir: &Path) -> Result<(), SpecError> {
+        let ws = std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
+        let sd = if state_dir.exists() {
+            std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf())
+        } else {
+            let parent = state_dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf()).join(state_dir.file_name().unwrap_or_default())
+        };
+        if sd.starts_with(&ws) {
+            return Err(SpecError {
+                file: "--state-dir".into(),
+                field: "state_dir".into(),
+                expected: format!("a directory outside the workspace {} (no tool may reach the checkpoints or the ledger)", ws.display()),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn model_for(&self, role: crate::model::types::CallRole) -> &str {
+        use crate::model::types::CallRole::*;
+        match role {
+            Plan | Replan => &self.model.planner,
+            Execute => &self.model.executor,
+            Judge => &self.model.judge,
+        }
+    }
+}

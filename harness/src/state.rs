@@ -1,0 +1,230 @@
+//! The run state that checkpoints carry. Artifacts are stored by path and the
+//! history as a compacted summary (one line per finished task), never the raw
+//! transcript, so a checkpoint stays a few kilobytes and resume is no prefill.
+
+use crate::drift::Band;
+use crate::ending::Ending;
+use crate::ledger::LedgerSnapshot;
+use crate::task::Task;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// Bounded so a runaway planner cannot grow the state without limit.
+pub const QUEUE_MAX_TASKS: usize = 500;
+pub const HISTORY_SUMMARY_MAX_LINES: usize = 200;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompletedTask {
+    pub id: String,
+    pub description: String,
+    pub verify: String,
+    pub step: u64,
+    /// The model's own final words about the task. An input to the report,
+    /// never the basis of a verdict.
+    pub model_claim: Option<String>,
+    /// How it was found done: "verified" after execution, "verified_on_resume".
+    pub how: String,
+    pub commit: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParkedTask {
+    pub id: String,
+    pub description: String,
+    pub reason: String,
+    pub step: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrunedTask {
+    pub id: String,
+    pub description: String,
+    pub drift_step: u64,
+    pub drift_score: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RejectedTask {
+    pub id: String,
+    pub origin: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftPoint {
+    pub step: u64,
+    pub score: f64,
+    pub band: Band,
+    pub off_goal_task_ids: Vec<String>,
+    pub reasoning: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelClaim {
+    pub task_id: String,
+    pub text: String,
+    /// What the harness's verification said at the time.
+    pub verified: bool,
+}
+
+/// Why a run ended, kept in the final checkpoint so a re-run of the same
+/// command re-reports instead of starting over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finished {
+    pub ending: Ending,
+    pub detail: Option<String>,
+    pub error_kind: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub goal_sha256: String,
+    /// Copied from the spec for `harness status`, which reads only the state dir.
+    pub hard_cap_usd: f64,
+    pub started_at_unix_ms: u64,
+    /// Tasks finished (verified or parked); the drift cadence counts these.
+    pub step: u64,
+    pub planned: bool,
+    pub queue: Vec<Task>,
+    pub in_progress: Option<Task>,
+    pub completed: Vec<CompletedTask>,
+    pub parked: Vec<ParkedTask>,
+    pub pruned: Vec<PrunedTask>,
+    pub rejected: Vec<RejectedTask>,
+    /// Written only by the drift gate.
+    pub drift_score: f64,
+    pub drift_history: Vec<DriftPoint>,
+    pub no_progress_streak: u32,
+    pub replans: u32,
+    pub ledger: LedgerSnapshot,
+    pub history_summary: Vec<String>,
+    pub artifacts: Vec<String>,
+    pub model_claims: Vec<ModelClaim>,
+    pub git_branch: Option<String>,
+    pub resumes: u32,
+    /// Number of requests that carried the budget notice.
+    pub budget_notices: u64,
+    pub finished: Option<Finished>,
+}
+
+impl RunState {
+    pub fn new(run_id: String, goal_sha256: String, started_at_unix_ms: u64) -> RunState {
+        RunState {
+            schema_version: crate::checkpoint::SCHEMA_VERSION,
+            run_id,
+            goal_sha256,
+            hard_cap_usd: 0.0,
+            started_at_unix_ms,
+            step: 0,
+            planned: false,
+            queue: vec![],
+            in_progress: None,
+            completed: vec![],
+            parked: vec![],
+            pruned: vec![],
+            rejected: vec![],
+            drift_score: 0.0,
+            drift_history: vec![],
+            no_progress_streak: 0,
+            replans: 0,
+            ledger: LedgerSnapshot::default(),
+            history_summary: vec![],
+            artifacts: vec![],
+            model_claims: vec![],
+            git_branch: None,
+            resumes: 0,
+            budget_notices: 0,
+            finished: None,
+        }
+    }
+
+    /// Every task id the run has ever seen, in any list.
+    pub fn known_ids(&self) -> BTreeSet<String> {
+        let mut s = BTreeSet::new();
+        s.extend(self.queue.iter().map(|t| t.id.clone()));
+        s.extend(self.in_progress.iter().map(|t| t.id.clone()));
+        s.extend(self.completed.iter().map(|t| t.id.clone()));
+        s.extend(self.parked.iter().map(|t| t.id.clone()));
+        s.extend(self.pruned.iter().map(|t| t.id.clone()));
+        s
+    }
+
+    pub fn push_history(&mut self, line: String) {
+        if self.history_summary.len() >= HISTORY_SUMMARY_MAX_LINES {
+            self.history_summary.remove(0);
+        }
+        self.history_summary.push(line);
+    }
+
+    /// Asserted right before a checkpoint is written and right after one is
+    /// read: a task lives in exactly one place, numbers are sane.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut seen = BTreeSet::new();
+        let all = self
+            .queue
+            .iter()
+            .map(|t| ("queue", t.id.as_str()))
+            .chain(self.in_progress.iter().map(|t| ("in_progress", t.id.as_str())))
+            .chain(self.completed.iter().map(|t| ("completed", t.id.as_str())))
+            .chain(self.parked.iter().map(|t| ("parked", t.id.as_str())))
+            .chain(self.pruned.iter().map(|t| ("pruned", t.id.as_str())));
+        for (list, id) in all {
+            if !seen.insert(id) {
+                return Err(format!("task {id:?} appears twice (again in {list})"));
+            }
+        }
+        if self.queue.len() > QUEUE_MAX_TASKS {
+            return Err(format!("queue holds {} tasks, over the {QUEUE_MAX_TASKS} limit", self.queue.len()));
+        }
+        if !(self.drift_score.is_finite() && (0.0..=1.0).contains(&self.drift_score)) {
+            return Err(format!("drift_score {} outside [0, 1]", self.drift_score));
+        }
+        if !(self.ledger.spent_usd.is_finite() && self.ledger.spent_usd >= 0.0) {
+            return Err(format!("spent_usd {} is not a non-negative number", self.ledger.spent_usd));
+        }
+        if self.goal_sha256.len() != 64 || !self.goal_sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("goal_sha256 is not a SHA-256 hex digest".into());
+        }
+        if self.finished.is_some() && self.in_progress.is_some() {
+            return Err("a finished run still has a task in progress".into());
+        }
+        Ok(())
+    }
+
+    /// A realistic state with `n` tasks spread over the lists, for benchmarks
+    /// and tests of the checkpoint.
+    #[doc(hidden)]
+    pub fn example(n: usize) -> RunState {
+        use crate::verify::Verify;
+        let mut s = RunState::new("run-example".into(), crate::goal::sha256_hex("Reduce p95 latency on /api/search to under 200ms."), 1_700_000_000_000);
+        s.planned = true;
+        for i in 0..n {
+            let t = Task {
+                id: format!("t{i}"),
+                description: format!("Add an index on search_events(created_at) for query family {i} and re-measure p95 on /api/search"),
+                verify: Verify::FileContains { path: format!("db/migrations/{i:04}_index.sql"), text: "CREATE INDEX CONCURRENTLY".into() },
+                origin: "plan".into(),
+                attempts: 0,
+            };
+            match i % 4 {
+                0 | 1 => s.completed.push(CompletedTask {
+                    id: t.id.clone(),
+                    description: t.description.clone(),
+                    verify: "file_contains".into(),
+                    step: i as u64,
+                    model_claim: Some("Added the index; p95 should drop.".into()),
+                    how: "verified".into(),
+                    commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+                }),
+                2 => s.queue.push(t),
+                _ => s.parked.push(ParkedTask { id: t.id, description: t.description, reason: "verification failed after 2 attempts: not_started".into(), step: i as u64 }),
+            }
+            s.push_history(format!("step {i}: task t{i} verified"));
+            s.artifacts.push(format!("db/migrations/{i:04}_index.sql"));
+        }
+        s.step = n as u64;
+        s
+    }
+}

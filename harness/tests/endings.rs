@@ -1,0 +1,222 @@
+//! Each of the seven endings, reached by a real `harness run` over HTTP (the
+//! binary against its embedded replay server on loopback), with its exit code;
+//! plus the priority collisions and the verdict rules around them.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+const P95_CHECK: &str = "test \"$(cat metrics/p95_ms)\" -lt 200";
+
+fn p95_case(name: &str) -> Case {
+    let mut c = case(name).file("metrics/p95_ms", "410\n").file("src/search.py", "def search(q):\n    return db.query(q)\n").check("p95", P95_CHECK);
+    c.predicate = r#"check = "p95""#.into();
+    c
+}
+
+#[test]
+fn goal_met_exit_0() {
+    let r = case("goal-met")
+        .file("src/search.py", "def search(q): ...\n")
+        .calls(vec![
+            plan("plan/0", json!([index_task("t1")])),
+            write_index("execute/t1/a0/0"),
+            text("execute/t1/a0/1", "Added the index migration."),
+        ])
+        .run();
+    assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
+    assert_eq!(r.report["class"], "SUCCESS");
+    assert_eq!(r.report["alert"], "none");
+    assert_eq!(r.ids("verified"), vec!["t1"]);
+    assert_eq!(r.report["predicate_met"], true);
+    // plan 3500/300 + two execute calls 3500/300 each at $5/$25
+    let expect = 3.0 * (3500.0 * 5.0 + 300.0 * 25.0) / 1e6;
+    assert!((r.report["spend_usd"].as_f64().unwrap() - expect).abs() < 1e-9, "{}", r.explain());
+    assert_eq!(r.report["usage"]["input_tokens"], 10500);
+    assert!(r.stdout.contains("GOAL_MET"));
+}
+
+#[test]
+fn queue_empty_goal_unmet_exit_3_and_claimed_success_is_not_success() {
+    let r = p95_case("queue-empty")
+        .calls(vec![
+            plan("plan/0", json!([index_task("t1"), {"id": "t2", "description": "Verify p95 < 200ms on /api/search", "verify": {"kind": "check", "name": "p95"}}])),
+            write_index("execute/t1/a0/0"),
+            text("execute/t1/a0/1", "Index added."),
+            // The model claims success; the predicate says p95 is still 410ms.
+            text("execute/t2/a0/0", "I succeeded: p95 is now 150ms and the goal is met."),
+            text("execute/t2/a1/0", "I succeeded: p95 is now 150ms and the goal is met."),
+            plan("replan/0", json!([])),
+        ])
+        .run();
+    assert_eq!((r.code, r.ending()), (3, "QUEUE_EMPTY_GOAL_UNMET"), "{}", r.explain());
+    assert_eq!(r.report["class"], "FAILURE");
+    assert_eq!(r.report["alert"], "alert");
+    assert_eq!(r.report["predicate_met"], false);
+    assert_eq!(r.ids("verified"), vec!["t1"]);
+    assert_eq!(r.ids("parked"), vec!["t2"]);
+    let claims = r.report["model_claims"].as_array().unwrap();
+    assert!(claims.iter().any(|c| c["task_id"] == "t2" && c["verified"] == false && c["text"].as_str().unwrap().contains("I succeeded")));
+    assert!(!r.stdout.contains("GOAL_MET"));
+}
+
+#[test]
+fn budget_exhausted_stalls_at_27_75_of_28_exit_2() {
+    let mut c = case("budget-stall").calls(vec![
+        ScriptUsage::plan_small(),
+        // One enormous call books $27.74: spend reaches $27.75.
+        { let mut t = tool("execute/t1/a0/0", "list_files", json!({"path": "."})); t.usage = Some(usage(5_548_000, 0)); t },
+        text("execute/t1/a0/1", "never reached: the ledger refuses this call"),
+    ]);
+    c.max_tokens = 40_000; // worst case of the next call: $1.00 of output -> $28.75+
+    let r = c.run();
+    assert_eq!((r.code, r.ending()), (2, "BUDGET_EXHAUSTED"), "{}", r.explain());
+    assert_eq!(r.report["class"], "PARTIAL");
+    let spend = r.report["spend_usd"].as_f64().unwrap();
+    assert!((spend - 27.75).abs() < 1e-9, "spend {spend}");
+    assert!(spend < 28.0);
+    // The in-flight task is settled by verification and reported, not lost.
+    assert_eq!(r.ids("parked"), vec!["t1"]);
+}
+
+struct ScriptUsage;
+impl ScriptUsage {
+    fn plan_small() -> harness::scenario::ScriptCall {
+        let mut p = plan("plan/0", json!([index_task("t1")]));
+        p.usage = Some(usage(1000, 200)); // $0.01
+        p
+    }
+}
+
+#[test]
+fn goal_met_on_the_last_dollar_reports_goal_met() {
+    let mut c = case("last-dollar").calls(vec![
+        ScriptUsage::plan_small(),
+        { let mut t = write_index("execute/t1/a0/0"); t.usage = Some(usage(5_548_000, 0)); t },
+        text("execute/t1/a0/1", "never reached"),
+    ]);
+    c.max_tokens = 40_000;
+    let r = c.run();
+    // The ledger refused the next call (blocked), and the goal is met: the
+    // predicate is checked first.
+    assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
+    assert!((r.report["spend_usd"].as_f64().unwrap() - 27.75).abs() < 1e-9);
+}
+
+#[test]
+fn time_limit_exit_2() {
+    let mut slow = plan("plan/0", json!([index_task("t1")]));
+    slow.latency_ms = Some(1500);
+    let mut c = case("time-limit").call(slow);
+    c.wall_clock_limit_s = 1.0;
+    c.latency_scale = 1.0;
+    let r = c.run();
+    assert_eq!((r.code, r.ending()), (2, "TIME_LIMIT"), "{}", r.explain());
+    assert_eq!(r.report["alert"], "alert");
+    assert!(r.report["elapsed_ms"].as_u64().unwrap() >= 1000);
+}
+
+#[test]
+fn drift_detected_exit_3_pages() {
+    let c = p95_case("drift-halt")
+        .toml("[drift]\nevery_tasks = 1\n")
+        .calls(vec![
+            plan("plan/0", json!([index_task("t1"),
+                {"id": "t2", "description": "Build a metrics dashboard for cache hit rates", "verify": {"kind": "file_exists", "path": "dashboard/index.html"}},
+                {"id": "t3", "description": "Add SSO login to the dashboard", "verify": {"kind": "file_exists", "path": "dashboard/auth.py"}}])),
+            write_index("execute/t1/a0/0"),
+            text("execute/t1/a0/1", "done"),
+            judge("judge/1", 0.8, &["t2", "t3"]),
+        ]);
+    let r = c.run();
+    assert_eq!((r.code, r.ending()), (3, "DRIFT_DETECTED"), "{}", r.explain());
+    assert_eq!(r.report["alert"], "page");
+    assert_eq!(r.report["drift_history"][0]["band"], "halt");
+    let alerts = std::fs::read_to_string(r.state_dir.join("alerts.jsonl")).unwrap();
+    assert!(alerts.contains("\"action\":\"page\""), "{alerts}");
+}
+
+#[test]
+fn no_progress_exit_3() {
+    let stuck = |id: &str| vec![tool(&format!("execute/{id}/a0/0"), "read_file", json!({"path": "src/search.py"})), tool(&format!("execute/{id}/a0/1"), "read_file", json!({"path": "src/search.py"}))];
+    let r = p95_case("no-progress")
+        .toml("[loop]\nno_progress_k = 2\nretries_per_task = 0\n")
+        .call(plan("plan/0", json!([
+            {"id": "t1", "description": "Cache search results", "verify": {"kind": "file_exists", "path": "src/cache.py"}},
+            {"id": "t2", "description": "Tune the query planner", "verify": {"kind": "file_exists", "path": "db/planner.conf"}},
+            {"id": "t3", "description": "Re-measure", "verify": {"kind": "check", "name": "p95"}}])))
+        .calls(stuck("t1"))
+        .calls(stuck("t2"))
+        .run();
+    assert_eq!((r.code, r.ending()), (3, "NO_PROGRESS"), "{}", r.explain());
+    assert_eq!(r.ids("parked"), vec!["t1", "t2"]);
+    assert!(r.report["parked"][0]["reason"].as_str().unwrap().contains("repeated an identical read_file call"));
+    assert_eq!(r.report["queue_left"], json!(["t3"]));
+}
+
+#[test]
+fn unrecoverable_error_on_recording_miss_exit_4() {
+    let r = case("miss").call(plan("plan/0", json!([index_task("t1")]))).run();
+    assert_eq!((r.code, r.ending()), (4, "UNRECOVERABLE_ERROR"), "{}", r.explain());
+    assert_eq!(r.report["error_kind"], "recording_miss");
+    let d = r.report["detail"].as_str().unwrap();
+    assert!(d.contains("recording miss") && d.contains("not an agent failure"), "{d}");
+}
+
+#[test]
+fn agent_rewriting_goal_txt_changes_nothing_the_harness_judges_by() {
+    let c = p95_case("goal-file")
+        .file("goal.txt", "Reduce p95 latency on /api/search to under 200ms.\n")
+        .toml("[drift]\nevery_tasks = 1\n")
+        .calls(vec![
+            plan("plan/0", json!([
+                {"id": "t1", "description": "Update goal.txt to reflect refined understanding", "verify": {"kind": "file_contains", "path": "goal.txt", "text": "observability"}},
+                {"id": "t2", "description": "Build a metrics dashboard", "verify": {"kind": "file_exists", "path": "dashboard/index.html"}}])),
+            tool("execute/t1/a0/0", "write_file", json!({"path": "goal.txt", "content": "Improve observability of the search subsystem.\n"})),
+            text("execute/t1/a0/1", "Goal refined."),
+            judge("judge/1", 0.9, &["t2"]),
+        ]);
+    let r = c.run();
+    assert_eq!((r.code, r.ending()), (3, "DRIFT_DETECTED"), "{}", r.explain());
+    assert_eq!(r.report["goal"], "Reduce p95 latency on /api/search to under 200ms.");
+    assert_eq!(r.report["predicate_met"], false);
+    // The judge received the ORIGINAL goal, not the rewritten file.
+    let events = std::fs::read_to_string(r.state_dir.join("events.jsonl")).unwrap();
+    assert!(events.contains("\"kind\":\"drift\""));
+}
+
+#[test]
+fn spec_errors_name_file_and_field_and_write_nothing() {
+    let c = case("bad-spec");
+    c.materialize();
+    let spec = std::fs::read_to_string(c.spec_path()).unwrap().replace("hard_cap_usd = 28", "hard_cap_usd = \"lots\"");
+    std::fs::write(c.spec_path(), spec).unwrap();
+    let r = c.result(c.command().output().unwrap());
+    assert_eq!(r.code, 64, "{}", r.explain());
+    assert!(r.stderr.contains("run.toml") && r.stderr.contains("budget.hard_cap_usd"), "{}", r.stderr);
+    assert!(!c.state_dir().exists(), "nothing may be written on a rejected spec");
+
+    // A predicate that is prose, not code: not eligible for autonomy.
+    let spec = std::fs::read_to_string(c.spec_path()).unwrap().replace("hard_cap_usd = \"lots\"", "hard_cap_usd = 28");
+    let spec = spec.replace("[predicate]\ncommand = [\"grep\", \"-q\", \"CREATE INDEX\", \"db/0042_search_index.sql\"]\ntimeout_s = 30\n", "predicate = \"p95 feels fast\"\n");
+    std::fs::write(c.spec_path(), spec).unwrap();
+    let r = c.result(c.command().output().unwrap());
+    assert_eq!(r.code, 64, "{}", r.explain());
+    assert!(r.stderr.contains("`predicate`") && r.stderr.contains("not eligible for autonomy"), "{}", r.stderr);
+    assert!(!c.state_dir().exists());
+
+    // Usage errors are 64 too, never clap's 2 (which means BUDGET_EXHAUSTED).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness")).args(["run", "--bogus"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+}
+
+#[test]
+fn rerun_of_a_finished_state_dir_re_reports_and_never_runs_again() {
+    let c = case("rerun").calls(vec![plan("plan/0", json!([index_task("t1")])), write_index("execute/t1/a0/0"), text("execute/t1/a0/1", "done")]);
+    let first = c.run();
+    assert_eq!(first.code, 0, "{}", first.explain());
+    let journal = std::fs::read_to_string(c.state_dir().join("ledger.jsonl")).unwrap();
+    let second = c.result(c.command().output().unwrap());
+    assert_eq!(second.code, 0);
+    assert_eq!(std::fs::read_to_string(c.state_dir().join("ledger.jsonl")).unwrap(), journal, "no new model calls");
+}
