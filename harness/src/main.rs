@@ -45,6 +45,10 @@ enum Cmd {
         /// Seeded fault injection for the replay, e.g. "429=0.1,500=0.05,seed=7".
         #[arg(long)]
         faults: Option<String>,
+        /// Use this endpoint base URL instead of the spec's (e.g. a replay
+        /// server the bench runs: http://127.0.0.1:P/replay/<case>/<run>).
+        #[arg(long, conflicts_with = "replay")]
+        base_url: Option<String>,
     },
     /// Print where a run stands, without disturbing it.
     Status {
@@ -66,7 +70,7 @@ fn main() {
     };
     let code = match cli.cmd {
         Cmd::Status { state_dir } => status(&state_dir),
-        Cmd::Run { spec, state_dir, replay, case, run_index, strict, latency_scale, faults } => {
+        Cmd::Run { spec, state_dir, replay, case, run_index, strict, latency_scale, faults, base_url } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -74,7 +78,7 @@ fn main() {
                     std::process::exit(harness::ending::Ending::UnrecoverableError.exit_code());
                 }
             };
-            rt.block_on(run_cmd(spec, state_dir, replay, case, run_index, strict, latency_scale, faults))
+            rt.block_on(run_cmd(spec, state_dir, replay, case, run_index, strict, latency_scale, faults, base_url))
         }
     };
     std::process::exit(code);
@@ -90,6 +94,7 @@ async fn run_cmd(
     strict: bool,
     latency_scale: f64,
     faults: Option<String>,
+    base_url: Option<String>,
 ) -> i32 {
     // Everything is validated before the state dir is touched.
     let spec = match RunSpec::load(&spec_path) {
@@ -104,7 +109,13 @@ async fn run_cmd(
         return EXIT_SPEC_REJECTED;
     }
     let mut _server = None;
-    let mut base_url_override = None;
+    if let Some(u) = &base_url {
+        if !(u.starts_with("http://") || u.starts_with("https://")) {
+            eprintln!("harness: --base-url: expected an http:// or https:// URL, found {u:?}");
+            return EXIT_SPEC_REJECTED;
+        }
+    }
+    let mut base_url_override = base_url;
     if let Some(dir) = replay {
         match harness::replay::start_for_run(&dir, case.as_deref(), run_index, spec.model.protocol, strict, latency_scale, faults.as_deref()).await {
             Ok((server, url)) => {
