@@ -6,6 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod chaos_cmd;
+mod run_cmd;
+mod script;
 mod serve;
 
 #[derive(Parser, Debug)]
@@ -19,10 +22,19 @@ struct Cli {
 enum Command {
     /// Serve recorded model traffic (cassettes) on loopback for offline, deterministic evals.
     Serve(serve::ServeArgs),
+    /// Compile hand-written scenarios (scenario.json) into cassettes.
+    Script(script::ScriptArgs),
+    /// Run the eval suites through the real harness binary; gate on full-suite pass.
+    Run(run_cmd::RunArgs),
+    /// Kill the harness at every step and phase (SIGKILL and simulated power loss) and check the invariants.
+    Chaos(chaos_cmd::ChaosArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Serve(args) => serve::run(args),
+        Command::Script(args) => script::run(args),
+        Command::Run(args) => run_cmd::run(args),
+        Command::Chaos(args) => chaos_cmd::run(args),
     }
 }

@@ -112,25 +112,32 @@ impl GitWork {
         (o.code == Some(0)).then(|| o.stdout.trim().to_string()).filter(|s| !s.is_empty())
     }
 
-    /// Stage everything and commit it as the work of `task_id`. Returns the
-    /// new commit's sha, or None when the task changed nothing.
+    /// Stage everything and commit it as the work of `task_id`: exactly one
+    /// commit per verified task. A task whose effect lies outside the
+    /// workspace (a post) gets an empty commit that says so, so the morning
+    /// log lists every verified task. Returns the new commit's sha.
     pub fn commit_task(&self, task_id: &str, description: &str) -> Result<Option<String>, GitError> {
         validate_task_id(task_id)?;
         self.run_ok(&["add", "-A"])?;
         let staged = self.run(&["diff", "--cached", "--quiet"])?;
-        match staged.code {
-            Some(0) => return Ok(None),
-            Some(1) => {}
+        let empty = match staged.code {
+            Some(0) => true,
+            Some(1) => false,
             code => {
                 return Err(GitError::Failed { args: "diff --cached --quiet".into(), code, stderr: staged.stderr })
             }
-        }
+        };
         let first = description.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
         let subject = if first.is_empty() { format!("task {task_id}") } else { format!("task {task_id}: {first}") };
         let subject = clip(&subject, COMMIT_SUBJECT_MAX_CHARS);
         let trailer = format!("{TASK_TRAILER}: {task_id}");
         // verbatim: the default cleanup would drop a subject starting with '#'.
-        self.run_ok(&["commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", &subject, "-m", &trailer])?;
+        if empty {
+            let note = "No file changes: this task's effect lies outside the workspace (verified by the harness).";
+            self.run_ok(&["commit", "-q", "--no-verify", "--allow-empty", "--cleanup=verbatim", "-m", &subject, "-m", note, "-m", &trailer])?;
+        } else {
+            self.run_ok(&["commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", &subject, "-m", &trailer])?;
+        }
         let sha = self.run_ok(&["rev-parse", "HEAD"])?.trim().to_string();
         Ok(Some(sha))
     }
@@ -342,8 +349,6 @@ mod tests {
         assert_eq!(gw.current_branch().as_deref(), Some("main"));
         gw.ensure_branch("harness/run-1").unwrap();
         assert_eq!(gw.current_branch().as_deref(), Some("harness/run-1"));
-        let c = gw.commit_task("t1", "first").unwrap();
-        assert!(c.is_none());
         std::fs::write(gw.root().join("a"), "1").unwrap();
         let sha = gw.commit_task("t1", "first").unwrap().unwrap();
         // Resume: back on main, ensure_branch returns to the existing branch
@@ -384,8 +389,12 @@ mod tests {
         assert_eq!(gw.commits_for_task("t10"), vec![s10]);
         assert!(gw.commits_for_task("t2").is_empty());
         assert!(gw.commits_for_task("").is_empty());
-        // Nothing changed: no empty commit.
-        assert_eq!(gw.commit_task("t3", "noop").unwrap(), None);
+        // Nothing changed in the workspace (e.g. a post): still one commit,
+        // empty, saying why, so every verified task is in the log.
+        let s3 = gw.commit_task("t3", "post the rollout note").unwrap().unwrap();
+        assert_eq!(raw_git(gw.root(), &["show", "--stat", "--format=", &s3]).trim(), "");
+        assert!(raw_git(gw.root(), &["log", "-1", "--format=%B"]).contains("outside the workspace"));
+        assert_eq!(gw.commits_for_task("t3"), vec![s3]);
         // Deletions are committed too.
         std::fs::remove_file(gw.root().join("src/x.rs")).unwrap();
         assert!(gw.commit_task("t4", "rm x").unwrap().is_some());
@@ -408,7 +417,6 @@ mod tests {
         let gw = GitWork::detect(d.path()).unwrap();
         assert!(gw.commits_for_task("t1").is_empty());
         gw.ensure_branch("run").unwrap();
-        assert_eq!(gw.commit_task("t1", "nothing").unwrap(), None);
         std::fs::write(d.path().join("f"), "x").unwrap();
         let sha = gw.commit_task("t1", "first").unwrap().unwrap();
         assert_eq!(gw.commits_for_task("t1"), vec![sha]);

@@ -19,6 +19,10 @@ pub struct Scenario {
     pub model: String,
     #[serde(default)]
     pub notes: String,
+    /// When the scenario was written (goes into the cassette's `made.when`,
+    /// so regenerating a cassette is byte-for-byte reproducible).
+    #[serde(default)]
+    pub when: Option<String>,
     pub runs: Vec<ScriptRun>,
 }
 
@@ -85,6 +89,12 @@ impl ScriptCall {
 }
 
 impl Scenario {
+    /// Load a scenario file; errors name the file and what was expected.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: line {} column {}: {e}", path.display(), e.line(), e.column()))
+    }
+
     /// Compile to a cassette (JSON value in the replay format).
     pub fn to_cassette(&self, made_when: &str, made_by: &str) -> Result<Value, String> {
         let path = crate::model::endpoint_path(self.protocol);
@@ -121,7 +131,7 @@ impl Scenario {
             "case": self.case,
             "protocol": self.protocol,
             "model": self.model,
-            "made": {"how": "scripted", "when": made_when, "by": made_by, "temperature": null, "seed": null, "notes": self.notes},
+            "made": {"how": "scripted", "when": self.when.as_deref().unwrap_or(made_when), "by": made_by, "temperature": null, "seed": null, "notes": self.notes},
             "runs": runs,
         }))
     }

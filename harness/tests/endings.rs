@@ -220,3 +220,31 @@ fn rerun_of_a_finished_state_dir_re_reports_and_never_runs_again() {
     assert_eq!(second.code, 0);
     assert_eq!(std::fs::read_to_string(c.state_dir().join("ledger.jsonl")).unwrap(), journal, "no new model calls");
 }
+
+#[test]
+fn git_workspace_gets_one_commit_per_verified_task_on_a_run_branch() {
+    let mut c = p95_case("git").calls(vec![
+        plan("plan/0", json!([index_task("t1"),
+            {"id": "t2", "description": "Post the rollout note to #eng", "verify": {"kind": "outbox_has", "key": "rollout-0042"}},
+            {"id": "t3", "description": "Build a dashboard", "verify": {"kind": "file_exists", "path": "dashboard/index.html"}}])),
+        write_index("execute/t1/a0/0"),
+        text("execute/t1/a0/1", "done"),
+        tool("execute/t2/a0/0", "post_message", json!({"channel": "#eng", "text": "index rollout", "idempotency_key": "rollout-0042"})),
+        text("execute/t2/a0/1", "posted"),
+        text("execute/t3/a0/0", "I built it."), // it did not: parked, no commit
+        text("execute/t3/a1/0", "I built it."),
+        plan("replan/0", json!([])),
+    ]);
+    c.git = true;
+    let r = c.run();
+    assert_eq!(r.ending(), "QUEUE_EMPTY_GOAL_UNMET", "{}", r.explain());
+    let branch = r.report["git_branch"].as_str().unwrap().to_string();
+    assert!(branch.starts_with("harness/run-"));
+    let commits: Vec<String> = r.report["commits"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    assert_eq!(commits.len(), 2, "t1 and t2 verified, t3 parked: {}", r.explain());
+    let log = std::process::Command::new("git").args(["log", "--format=%s", &branch]).current_dir(c.ws()).output().unwrap();
+    let log = String::from_utf8_lossy(&log.stdout);
+    let subjects: Vec<&str> = log.lines().collect();
+    assert!(subjects[0].starts_with("task t2:") && subjects[1].starts_with("task t1:"), "{log}");
+    assert!(!log.contains("task t3"), "a parked task leaves no commit: {log}");
+}

@@ -181,7 +181,7 @@ output_usd_per_mtok = 25.0
             maxtok = self.max_tokens,
         );
         std::fs::write(self.spec_path(), spec).unwrap();
-        let sc = Scenario { case: self.name.clone(), protocol: Protocol::Anthropic, model: MODEL.into(), notes: "integration test".into(), runs: vec![ScriptRun { calls: self.calls.clone() }] };
+        let sc = Scenario { case: self.name.clone(), protocol: Protocol::Anthropic, model: MODEL.into(), notes: "integration test".into(), when: None, runs: vec![ScriptRun { calls: self.calls.clone() }] };
         let cas = sc.to_cassette("2026-11-30", "harness/tests").unwrap();
         std::fs::create_dir_all(self.cassette_dir()).unwrap();
         std::fs::write(self.cassette_dir().join(format!("{}.json", self.name)), serde_json::to_string_pretty(&cas).unwrap()).unwrap();
