@@ -7,7 +7,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod chaos_cmd;
+mod merge_cmd;
 mod run_cmd;
+mod runner;
+mod score;
+mod stats;
+mod suite;
+mod summary;
 mod script;
 mod serve;
 
@@ -26,6 +32,8 @@ enum Command {
     Script(script::ScriptArgs),
     /// Run the eval suites through the real harness binary; gate on full-suite pass.
     Run(run_cmd::RunArgs),
+    /// Merge sharded `bench run` outputs into one (checks disjoint, complete, same config).
+    Merge(merge_cmd::MergeArgs),
     /// Kill the harness at every step and phase (SIGKILL and simulated power loss) and check the invariants.
     Chaos(chaos_cmd::ChaosArgs),
 }
@@ -35,6 +43,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Script(args) => script::run(args),
         Command::Run(args) => run_cmd::run(args),
+        Command::Merge(args) => merge_cmd::run(args),
         Command::Chaos(args) => chaos_cmd::run(args),
     }
 }

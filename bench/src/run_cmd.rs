@@ -1,11 +1,305 @@
-//! `bench run` (being written).
+//! `bench run`: run the eval suites through the real harness binary and gate
+//! a deploy on full-suite pass.
+//!
+//! Exit codes: 0 every case passed; 1 some case failed or a case file could
+//! not be loaded (the rest still ran); 3 the suite itself could not be loaded
+//! (no such directory, no cases, a filter matching nothing, no harness
+//! binary); 2 usage error.
+
+use crate::runner::{self, RunRecord, Servers};
+use crate::summary::{case_record, Summary};
+use crate::suite::{self, Case};
 use clap::Args;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-#[derive(Args, Debug)]
-pub struct RunArgs {}
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_SUITE_UNLOADABLE: u8 = 3;
+pub const RUNS_PER_CASE_MAX: u32 = 100;
+pub const CONCURRENCY_MAX: usize = 64;
 
-pub fn run(_args: RunArgs) -> ExitCode {
-    eprintln!("bench run: not built yet");
-    ExitCode::from(2)
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Suite root holding happy/ edge/ adversarial/ regression/.
+    #[arg(long, default_value = "suites")]
+    pub suite: PathBuf,
+    #[arg(long)]
+    pub category: Option<String>,
+    /// Run only this case id.
+    #[arg(long)]
+    pub case: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    pub runs_per_case: u32,
+    /// `i/n`: run the cases whose stable id hash falls in shard i of n (1-based).
+    #[arg(long)]
+    pub shard: Option<String>,
+    #[arg(long, default_value_t = 4)]
+    pub max_concurrency: usize,
+    #[arg(long, default_value = "target/bench/run")]
+    pub out: PathBuf,
+    /// JUnit XML path (default: <out>/junit.xml).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Non-adversarial cases pass when at least this share of their runs pass
+    /// (adversarial cases must pass every run).
+    #[arg(long, default_value_t = 0.66)]
+    pub pass_rate: f64,
+    /// The harness binary (default: next to this bench binary).
+    #[arg(long)]
+    pub harness: Option<PathBuf>,
+}
+
+/// Stable shard of a case id: the first 8 bytes of its SHA-256, mod n.
+pub fn shard_of(id: &str, n: u32) -> u32 {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(id.as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    (u64::from_be_bytes(b) % n as u64) as u32
+}
+
+pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+    let (i, n) = s.split_once('/').ok_or_else(|| format!("--shard: expected i/n like 1/2, found {s:?}"))?;
+    let i: u32 = i.trim().parse().map_err(|_| format!("--shard: {i:?} is not a number"))?;
+    let n: u32 = n.trim().parse().map_err(|_| format!("--shard: {n:?} is not a number"))?;
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("--shard: expected 1 <= i <= n, found {i}/{n}"));
+    }
+    Ok((i, n))
+}
+
+pub fn config_hash(cases: &[Case], runs_per_case: u32, pass_rate: f64) -> String {
+    use sha2::{Digest, Sha256};
+    let mut ids: Vec<(&str, &str)> = cases.iter().map(|c| (c.id(), c.content_sha256.as_str())).collect();
+    ids.sort();
+    let mut h = Sha256::new();
+    for (id, sha) in ids {
+        h.update(format!("{id}={sha};").as_bytes());
+    }
+    h.update(format!("runs_per_case={runs_per_case};pass_rate={pass_rate}").as_bytes());
+    hex::encode(h.finalize())
+}
+
+pub fn git_rev(dir: &Path) -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn quiet_progress() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal()
+}
+
+pub fn run(args: RunArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bench run: cannot start the runtime: {e}");
+            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        }
+    };
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: RunArgs) -> ExitCode {
+    if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
+        eprintln!("bench run: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
+        return ExitCode::from(2);
+    }
+    if !(0.0..=1.0).contains(&args.pass_rate) {
+        eprintln!("bench run: --pass-rate must be in [0, 1]");
+        return ExitCode::from(2);
+    }
+    let shard = match args.shard.as_deref().map(parse_shard).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bench run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let harness_bin = args.harness.clone().unwrap_or_else(runner::default_harness_bin);
+    if !harness_bin.is_file() {
+        eprintln!("bench run: harness binary {} not found; build it with `cargo build --release --workspace` or pass --harness", harness_bin.display());
+        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+    }
+    let loaded = match suite::load_suite(&args.suite, args.category.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bench run: {e}");
+            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        }
+    };
+    for e in &loaded.errors {
+        eprintln!("bench run: case not loaded: {e}");
+    }
+    let all_ids: Vec<String> = {
+        let mut v: Vec<String> = loaded.cases.iter().map(|c| c.id().to_string()).collect();
+        v.sort();
+        v
+    };
+    let hash = config_hash(&loaded.cases, args.runs_per_case, args.pass_rate);
+    let mut cases: Vec<Case> = loaded.cases;
+    if let Some(id) = &args.case {
+        cases.retain(|c| c.id() == id);
+        if cases.is_empty() {
+            eprintln!("bench run: --case {id:?}: no such case under {}", args.suite.display());
+            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        }
+    }
+    if let Some((i, n)) = shard {
+        cases.retain(|c| shard_of(c.id(), n) == i - 1);
+    }
+    if cases.is_empty() && loaded.errors.is_empty() {
+        eprintln!("bench run: no cases to run under {}", args.suite.display());
+        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+    }
+    let servers = match Servers::start(&cases).await {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("bench run: cannot start the replay server: {e}");
+            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&args.out) {
+        eprintln!("bench run: cannot create {}: {e}", args.out.display());
+        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+    }
+    let out = std::fs::canonicalize(&args.out).unwrap_or(args.out.clone());
+
+    let total = cases.len() as u64 * args.runs_per_case as u64;
+    let quiet = quiet_progress();
+    let bar = if quiet {
+        None
+    } else {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} case-runs {elapsed} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+        Some(b)
+    };
+    let sem = Arc::new(tokio::sync::Semaphore::new(args.max_concurrency.clamp(1, CONCURRENCY_MAX)));
+    let cases = Arc::new(cases);
+    let t0 = std::time::Instant::now();
+    let mut handles = vec![];
+    for ci in 0..cases.len() {
+        for r in 0..args.runs_per_case {
+            let (cases, servers, sem, hb, out) = (cases.clone(), servers.clone(), sem.clone(), harness_bin.clone(), out.clone());
+            handles.push(tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                let c = &cases[ci];
+                let rec = match servers.for_case(c) {
+                    Some(s) => runner::run_case(c, r, &s, &hb, &out).await,
+                    None => unreachable_record(c, r),
+                };
+                (ci, rec)
+            }));
+        }
+    }
+    let mut per_case: Vec<Vec<RunRecord>> = vec![vec![]; cases.len()];
+    let mut done = 0u64;
+    for h in handles {
+        let Ok((ci, rec)) = h.await else { continue };
+        done += 1;
+        let line = format!(
+            "[{done}/{total}] {}/{} run {}: {} ({}, {} ms, ${:.4})",
+            cases[ci].category(),
+            cases[ci].id(),
+            rec.run,
+            if rec.passed { "PASS" } else { "FAIL" },
+            rec.ending,
+            rec.latency_ms,
+            rec.cost_usd
+        );
+        match &bar {
+            Some(b) => {
+                b.inc(1);
+                if !rec.passed {
+                    b.println(line);
+                }
+            }
+            None => eprintln!("{line}"),
+        }
+        per_case[ci].push(rec);
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let wall_ms = t0.elapsed().as_millis() as u64;
+    let mut summary = Summary {
+        passed: false,
+        cases: cases
+            .iter()
+            .zip(per_case)
+            .map(|(c, mut runs)| {
+                runs.sort_by_key(|r| r.run);
+                case_record(c, runs, args.pass_rate)
+            })
+            .collect(),
+        categories: Default::default(),
+        git_rev: git_rev(&args.suite),
+        config_hash: hash,
+        runs_per_case: args.runs_per_case,
+        pass_rate_policy: args.pass_rate,
+        shard: args.shard.clone(),
+        suite_case_ids: all_ids,
+        load_errors: loaded.errors,
+        case_runs: 0,
+        wall_ms,
+        case_runs_per_s: if wall_ms == 0 { 0.0 } else { total as f64 / (wall_ms as f64 / 1000.0) },
+    };
+    summary.finish();
+    finish_outputs(&summary, &args.out, args.junit.as_deref())
+}
+
+fn unreachable_record(c: &Case, r: u32) -> RunRecord {
+    RunRecord {
+        run: r,
+        ending: "<none>".into(),
+        exit_code: -1,
+        passed: false,
+        score: 0.0,
+        cost_usd: 0.0,
+        latency_ms: 0,
+        expected_ending: c.ending.as_str().into(),
+        checks: vec![],
+        failures: vec!["no replay server for this case".into()],
+        state_dir: String::new(),
+        verified: 0,
+    }
+}
+
+/// Write the outputs, print the table and the failures, and pick the exit code.
+pub fn finish_outputs(summary: &Summary, out: &Path, junit: Option<&Path>) -> ExitCode {
+    if let Err(e) = summary.write(out, junit) {
+        eprintln!("bench run: cannot write outputs: {e}");
+        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+    }
+    println!("{}", summary.table());
+    for c in summary.cases.iter().filter(|c| !c.passed) {
+        for r in c.runs.iter().filter(|r| !r.passed) {
+            println!("FAIL {}/{} run {}: expected {}, got {} -- {}", c.category, c.id, r.run, r.expected_ending, r.ending, r.failures.join("; "));
+        }
+    }
+    for e in &summary.load_errors {
+        println!("NOT LOADED {e}");
+    }
+    println!(
+        "{} cases, {} case-runs in {:.1}s ({:.1} case-runs/s): {}",
+        summary.cases.len(),
+        summary.case_runs,
+        summary.wall_ms as f64 / 1000.0,
+        summary.case_runs_per_s,
+        if summary.passed { "PASS" } else { "FAIL" }
+    );
+    println!("summary    {}", out.join("summary.md").display());
+    if summary.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILED)
+    }
 }

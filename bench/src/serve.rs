@@ -76,6 +76,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         strict: args.strict,
         latency_scale: args.latency_scale,
         faults: args.faults.unwrap_or_else(FaultPlan::none),
+        capture: false,
     };
     let server = match ReplayServer::start_on(listener, recordings, opts).await {
         Ok(s) => s,

@@ -230,7 +230,7 @@ impl Running {
 }
 
 async fn start(kind: Kind, rec: &Recordings) -> Running {
-    let fast = ReplayOptions { strict: false, latency_scale: 0.0, faults: FaultPlan::none() };
+    let fast = ReplayOptions { strict: false, latency_scale: 0.0, faults: FaultPlan::none(), capture: false };
     match kind {
         Kind::Replay => Running::Replay(ReplayServer::start(rec.clone(), fast).await.unwrap()),
         Kind::ReplayStrict => {

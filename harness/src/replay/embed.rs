@@ -43,7 +43,7 @@ pub async fn start_for_run(
         Some(s) => FaultPlan::parse(s).map_err(|e| format!("--faults: {e}"))?,
         None => FaultPlan::none(),
     };
-    let server = ReplayServer::start(recordings, ReplayOptions { strict, latency_scale, faults }).await.map_err(|e| e.to_string())?;
+    let server = ReplayServer::start(recordings, ReplayOptions { strict, latency_scale, faults, capture: false }).await.map_err(|e| e.to_string())?;
     let mut url = server.base_url_for(&case_id, run_index);
     if protocol == Protocol::Openai {
         url.push_str("/v1"); // OpenAI base URLs carry /v1; the client appends /chat/completions

@@ -24,4 +24,4 @@ pub use cassette::{
 };
 pub use faults::{FaultKind, FaultPlan, FaultSpecError, FAULT_ATTEMPT_CAP};
 pub use embed::start_for_run;
-pub use server::{ReplayCounters, ReplayError, ReplayOptions, ReplayServer};
+pub use server::{Captured, ReplayCounters, ReplayError, ReplayOptions, ReplayServer};

@@ -58,11 +58,13 @@ pub struct ReplayOptions {
     /// Recorded latency is multiplied by this; 0 = as fast as possible.
     pub latency_scale: f64,
     pub faults: FaultPlan,
+    /// Keep request bodies per (case, run) for `take_captured`.
+    pub capture: bool,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { strict: false, latency_scale: 1.0, faults: FaultPlan::none() }
+        ReplayOptions { strict: false, latency_scale: 1.0, faults: FaultPlan::none(), capture: false }
     }
 }
 
@@ -173,7 +175,23 @@ struct Shared {
     opts: ReplayOptions,
     counters: Counters,
     miss_log: Mutex<VecDeque<String>>,
+    /// Request bodies by "<case>/<run>", kept only when `opts.capture` is on,
+    /// so the bench can check what the harness sent (e.g. where the budget
+    /// notice sat). Drained by `take_captured`.
+    captured: Mutex<HashMap<String, Vec<Captured>>>,
 }
+
+/// One request the harness sent, as the bench inspects it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Captured {
+    pub call_key: String,
+    pub attempt: u32,
+    pub body: String,
+}
+
+/// Bodies kept per (case, run) at most, so a runaway harness cannot grow the
+/// capture without bound.
+pub const CAPTURE_MAX_PER_RUN: usize = 2000;
 
 /// The running server. Dropping it shuts the listener down.
 pub struct ReplayServer {
@@ -215,6 +233,7 @@ impl ReplayServer {
             opts,
             counters: Counters::default(),
             miss_log: Mutex::new(VecDeque::with_capacity(MISS_LOG_LEN)),
+            captured: Mutex::new(HashMap::new()),
         });
         // Request recording off: this server is long-lived and high-volume,
         // and wiremock would otherwise keep every request in memory.
@@ -256,6 +275,13 @@ impl ReplayServer {
 
     pub fn options(&self) -> &ReplayOptions {
         &self.shared.opts
+    }
+
+    /// The request bodies captured for (case, run), in arrival order, and
+    /// forget them. Empty unless the server was started with `capture`.
+    pub fn take_captured(&self, case: &str, run: u32) -> Vec<Captured> {
+        let mut m = self.shared.captured.lock().unwrap_or_else(|p| p.into_inner());
+        m.remove(&format!("{case}/{run}")).unwrap_or_default()
     }
 
     /// Free the requests wiremock has retained. wiremock 0.6 keeps a clone of
@@ -309,6 +335,15 @@ struct Responder {
 impl Respond for Responder {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let shared = &self.shared;
+        if shared.opts.capture {
+            if let Ok(inc) = parse_incoming(request) {
+                let mut m = shared.captured.lock().unwrap_or_else(|p| p.into_inner());
+                let v = m.entry(format!("{}/{}", inc.case, inc.run)).or_default();
+                if v.len() < CAPTURE_MAX_PER_RUN {
+                    v.push(Captured { call_key: inc.call_key.to_string(), attempt: inc.attempt, body: String::from_utf8_lossy(&request.body).into_owned() });
+                }
+            }
+        }
         match shared.answer(request) {
             Ok(t) => {
                 shared.counters.served.fetch_add(1, Ordering::Relaxed);
@@ -757,7 +792,7 @@ mod tests {
     }
 
     fn fast() -> ReplayOptions {
-        ReplayOptions { strict: false, latency_scale: 0.0, faults: FaultPlan::none() }
+        ReplayOptions { strict: false, latency_scale: 0.0, faults: FaultPlan::none(), capture: false }
     }
 
     struct Reply {

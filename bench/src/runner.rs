@@ -1,0 +1,274 @@
+//! Running case-runs: each through the real `harness` binary as a subprocess
+//! (the deployable artifact and its exit code are what is tested), against an
+//! in-process replay server on loopback. Every case-run gets a fresh copy of
+//! the case (spec, workspace, checks) and its own state dir under the output
+//! directory, so nothing a run does can leak into another or into the suite.
+
+use crate::score::{self, Artifacts, Check, Verdict};
+use crate::suite::Case;
+use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// A harness process that has not ended by then is killed and the run fails.
+pub const PROCESS_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long to wait for an interrupted harness to reach its pause point.
+pub const PAUSE_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run: u32,
+    pub ending: String,
+    pub exit_code: i32,
+    pub passed: bool,
+    pub score: f64,
+    pub cost_usd: f64,
+    pub latency_ms: u64,
+    pub expected_ending: String,
+    pub checks: Vec<Check>,
+    pub failures: Vec<String>,
+    pub state_dir: String,
+    /// Verified task count, for cost-per-verified-task figures.
+    pub verified: u64,
+}
+
+/// One replay server per distinct (faults, latency scale): cases that ask
+/// for fault injection get a server configured for it.
+pub struct Servers {
+    servers: Vec<(String, Arc<ReplayServer>)>,
+}
+
+fn server_key(c: &Case) -> String {
+    format!("{}|{}", c.file.faults.clone().unwrap_or_default(), c.file.latency_scale.unwrap_or(0.0))
+}
+
+impl Servers {
+    pub async fn start(cases: &[Case]) -> Result<Servers, String> {
+        let mut keys: Vec<String> = cases.iter().map(server_key).collect();
+        keys.sort();
+        keys.dedup();
+        let mut servers = vec![];
+        for k in keys {
+            let mut rec = Recordings::new();
+            let mut first: Option<&Case> = None;
+            for c in cases.iter().filter(|c| server_key(c) == k) {
+                rec.add(c.cassette.clone(), c.cassette_path.clone()).map_err(|e| e.to_string())?;
+                first.get_or_insert(c);
+            }
+            let Some(c0) = first else { continue };
+            let faults = match &c0.file.faults {
+                Some(f) => FaultPlan::parse(f).map_err(|e| e.to_string())?,
+                None => FaultPlan::none(),
+            };
+            let opts = ReplayOptions { strict: false, latency_scale: c0.file.latency_scale.unwrap_or(0.0), faults, capture: true };
+            let s = ReplayServer::start(rec, opts).await.map_err(|e| e.to_string())?;
+            servers.push((k, Arc::new(s)));
+        }
+        Ok(Servers { servers })
+    }
+
+    pub fn for_case(&self, c: &Case) -> Option<Arc<ReplayServer>> {
+        let k = server_key(c);
+        self.servers.iter().find(|(kk, _)| *kk == k).map(|(_, s)| s.clone())
+    }
+}
+
+/// Copy a directory tree (files keep their permission bits; symlinks stay symlinks).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let t = e.file_type()?;
+        let dst = to.join(e.file_name());
+        if t.is_dir() {
+            copy_tree(&e.path(), &dst)?;
+        } else if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &dst)?;
+        } else {
+            std::fs::copy(e.path(), &dst)?;
+        }
+    }
+    Ok(())
+}
+
+fn git(ws: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
+    std::process::Command::new("git")
+        .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(ws)
+        .output()
+}
+
+struct Spawned {
+    code: i32,
+    elapsed: Duration,
+    stderr_tail: String,
+}
+
+async fn run_harness(harness_bin: &Path, args: &[String], pause_at: Option<&str>) -> Result<Spawned, String> {
+    let mut cmd = tokio::process::Command::new(harness_bin);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
+    if let Some(p) = pause_at {
+        cmd.env(harness::chaos_hook::ENV_VAR, p);
+    }
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", harness_bin.display()))?;
+    let stderr = child.stderr.take().ok_or("no stderr pipe")?;
+    let mut lines = BufReader::new(stderr).lines();
+    let mut tail = String::new();
+    if pause_at.is_some() {
+        // Read until the harness says it paused at the phase, then SIGKILL.
+        let paused = tokio::time::timeout(PAUSE_TIMEOUT, async {
+            while let Ok(Some(l)) = lines.next_line().await {
+                if l.starts_with("HARNESS_CHAOS_PAUSED") {
+                    return true;
+                }
+                tail.push_str(&l);
+                tail.push('\n');
+            }
+            false
+        })
+        .await
+        .unwrap_or(false);
+        let _ = child.start_kill(); // SIGKILL
+        let st = child.wait().await.map_err(|e| e.to_string())?;
+        if !paused {
+            return Err(format!("the harness never reached the interrupt point (exit {:?}); stderr: {}", st.code(), tail.trim()));
+        }
+        use std::os::unix::process::ExitStatusExt;
+        return Ok(Spawned { code: st.signal().map(|s| 128 + s).unwrap_or(-1), elapsed: t0.elapsed(), stderr_tail: tail });
+    }
+    let collect = async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            tail.push_str(&l);
+            tail.push('\n');
+            if tail.len() > 8192 {
+                tail.drain(..tail.len() - 4096);
+            }
+        }
+        child.wait().await
+    };
+    let st = match tokio::time::timeout(PROCESS_TIMEOUT, collect).await {
+        Ok(r) => r.map_err(|e| e.to_string())?,
+        Err(_) => return Err(format!("the harness ran past {}s and was killed", PROCESS_TIMEOUT.as_secs())),
+    };
+    Ok(Spawned { code: st.code().unwrap_or(-1), elapsed: t0.elapsed(), stderr_tail: tail })
+}
+
+/// Run one case once and score it. Never panics: an infrastructure failure
+/// is a failed run whose failure says what went wrong.
+pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin: &Path, out_root: &Path) -> RunRecord {
+    let dir = out_root.join("cases").join(case.id()).join(format!("run-{run}"));
+    let fail = |msg: String, dir: &Path| RunRecord {
+        run,
+        ending: "<none>".into(),
+        exit_code: -1,
+        passed: false,
+        score: 0.0,
+        cost_usd: 0.0,
+        latency_ms: 0,
+        expected_ending: case.ending.as_str().into(),
+        checks: vec![],
+        failures: vec![msg],
+        state_dir: dir.join("state").display().to_string(),
+        verified: 0,
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    let case_copy = dir.join("case");
+    for part in ["run.toml", "workspace", "checks"] {
+        let src = case.dir.join(part);
+        if !src.exists() {
+            continue;
+        }
+        let r = if src.is_dir() { copy_tree(&src, &case_copy.join(part)) } else { std::fs::create_dir_all(&case_copy).and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ())) };
+        if let Err(e) = r {
+            return fail(format!("cannot copy {}: {e}", src.display()), &dir);
+        }
+    }
+    let ws = case_copy.join("workspace");
+    if case.file.workspace_git == Some(true) {
+        for args in [&["init", "-q", "-b", "main"][..], &["add", "-A"], &["commit", "-q", "--allow-empty", "-m", "before the run"]] {
+            if let Err(e) = git(&ws, args) {
+                return fail(format!("git {args:?}: {e}"), &dir);
+            }
+        }
+    }
+    let state = dir.join("state");
+    let mut base = server.base_url_for(case.id(), run);
+    if case.cassette.protocol == harness::model::types::Protocol::Openai {
+        base.push_str("/v1");
+    }
+    let args: Vec<String> = vec![
+        "run".into(),
+        "--spec".into(),
+        case_copy.join("run.toml").display().to_string(),
+        "--state-dir".into(),
+        state.display().to_string(),
+        "--base-url".into(),
+        base,
+        "--run-index".into(),
+        run.to_string(),
+    ];
+    let mut latency = Duration::ZERO;
+    if let Some(i) = &case.file.interrupt {
+        match run_harness(harness_bin, &args, Some(&i.at)).await {
+            Ok(s) => latency += s.elapsed,
+            Err(e) => return fail(format!("interrupt at {}: {e}", i.at), &dir),
+        }
+    }
+    let spawned = match run_harness(harness_bin, &args, None).await {
+        Ok(s) => s,
+        Err(e) => return fail(e, &dir),
+    };
+    latency += spawned.elapsed;
+    let latency_ms = latency.as_millis() as u64;
+    let report: Value = match std::fs::read(state.join("report.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+        Some(r) => r,
+        None => return fail(format!("no report.json (exit {}); stderr: {}", spawned.code, spawned.stderr_tail.trim()), &dir),
+    };
+    let outbox: Vec<Value> = std::fs::read_to_string(state.join("outbox.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let requests: Vec<Captured> = server.take_captured(case.id(), run);
+    let commits = report["git_branch"].as_str().and_then(|b| {
+        let o = git(&ws, &["rev-list", "--count", &format!("main..{b}")]).ok()?;
+        String::from_utf8_lossy(&o.stdout).trim().parse::<usize>().ok()
+    });
+    let checks = score::checks(&case.file.expect, &Artifacts { report: &report, outbox: &outbox, workspace: &ws, requests: &requests, commits });
+    let Verdict { score, passed, mut failures, .. } = score::verdict(case, &report, &checks, latency_ms);
+    let exit_code = spawned.code;
+    let ending = report["ending"].as_str().unwrap_or("<none>").to_string();
+    // The exit code is part of what is tested: it must be the ending's.
+    let want_code = harness::ending::Ending::parse(&ending).map(|e| e.exit_code());
+    let passed = if want_code != Some(exit_code) {
+        failures.push(format!("exit code {exit_code} does not match the ending {ending} ({want_code:?})"));
+        false
+    } else {
+        passed
+    };
+    RunRecord {
+        run,
+        ending,
+        exit_code,
+        passed,
+        score,
+        cost_usd: report["spend_usd"].as_f64().unwrap_or(0.0),
+        latency_ms,
+        expected_ending: case.ending.as_str().into(),
+        checks,
+        failures,
+        state_dir: state.display().to_string(),
+        verified: report["verified"].as_array().map_or(0, |a| a.len() as u64),
+    }
+}
+
+pub fn default_harness_bin() -> PathBuf {
+    std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("harness"))).unwrap_or_else(|| PathBuf::from("harness"))
+}
