@@ -12,7 +12,6 @@
 //! invariants are asserted right before writing and again right after reading.
 
 use crate::state::RunState;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -23,13 +22,17 @@ pub const FILE_NAME: &str = "checkpoint.json";
 /// so it stays a few kilobytes; anything near this is a bug, not a big run.
 pub const MAX_CHECKPOINT_BYTES: u64 = 16 * 1024 * 1024;
 
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Frame {
-    format: String,
-    schema_version: u32,
-    sha256: String,
-    body: String,
+/// The frame is one header line and the body, byte for byte:
+///
+/// ```text
+/// harness-checkpoint schema=1 len=<body bytes> sha256=<hex of body>\n<body JSON>
+/// ```
+///
+/// A header line (not JSON-in-JSON) keeps the body readable with `tail -n +2`
+/// and avoids escaping the whole body on every save; `len` makes a torn
+/// file fail before any hashing, `sha256` covers everything the rename cannot.
+fn header(len: usize, sha: &str) -> String {
+    format!("{FRAME_FORMAT} schema={SCHEMA_VERSION} len={len} sha256={sha}\n")
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -78,14 +81,11 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 /// bytes through the bare sequence.
 pub fn encode(state: &RunState) -> Result<Vec<u8>, SaveError> {
     state.check_invariants().map_err(SaveError::Invariant)?;
-    let body = serde_json::to_string(state).map_err(|e| SaveError::Invariant(format!("serialize: {e}")))?;
-    let frame = Frame {
-        format: FRAME_FORMAT.into(),
-        schema_version: SCHEMA_VERSION,
-        sha256: hex::encode(Sha256::digest(body.as_bytes())),
-        body,
-    };
-    serde_json::to_vec(&frame).map_err(|e| SaveError::Invariant(format!("frame: {e}")))
+    let body = serde_json::to_vec(state).map_err(|e| SaveError::Invariant(format!("serialize: {e}")))?;
+    let sha = hex::encode(Sha256::digest(&body));
+    let mut out = header(body.len(), &sha).into_bytes();
+    out.extend_from_slice(&body);
+    Ok(out)
 }
 
 pub fn save(state_dir: &Path, state: &RunState) -> Result<(), SaveError> {
@@ -97,19 +97,38 @@ pub fn save(state_dir: &Path, state: &RunState) -> Result<(), SaveError> {
 /// Decode a frame. `expected_goal_sha` is the hash of the goal in the spec the
 /// run was started with now; None skips that check (for `harness status`).
 pub fn decode(bytes: &[u8], expected_goal_sha: Option<&str>) -> Result<RunState, Refusal> {
-    // A torn frame dies here, before any checksum: there is no body to hash.
-    let frame: Frame = serde_json::from_slice(bytes).map_err(|e| Refusal::Unparseable(e.to_string()))?;
-    if frame.format != FRAME_FORMAT {
-        return Err(Refusal::Unparseable(format!("format {:?} is not {FRAME_FORMAT:?}", frame.format)));
+    // A torn frame dies here, before any checksum: no header line, or fewer
+    // body bytes than the header promises.
+    let nl = bytes.iter().position(|b| *b == b'\n').ok_or_else(|| Refusal::Unparseable("no header line".into()))?;
+    let head = std::str::from_utf8(&bytes[..nl]).map_err(|_| Refusal::Unparseable("header is not UTF-8".into()))?;
+    let body = &bytes[nl + 1..];
+    let mut parts = head.split(' ');
+    if parts.next() != Some(FRAME_FORMAT) {
+        return Err(Refusal::Unparseable(format!("header does not start with {FRAME_FORMAT:?}")));
     }
-    let found = hex::encode(Sha256::digest(frame.body.as_bytes()));
-    if found != frame.sha256 {
-        return Err(Refusal::ChecksumMismatch { expected: frame.sha256, found });
+    let mut field = |name: &str| -> Result<&str, Refusal> {
+        parts
+            .next()
+            .and_then(|p| p.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+            .ok_or_else(|| Refusal::Unparseable(format!("header field {name:?} missing or out of order")))
+    };
+    let schema: u32 = field("schema")?.parse().map_err(|_| Refusal::Unparseable("schema is not a number".into()))?;
+    let len: usize = field("len")?.parse().map_err(|_| Refusal::Unparseable("len is not a number".into()))?;
+    let expected_sha = field("sha256")?.to_string();
+    if parts.next().is_some() {
+        return Err(Refusal::Unparseable("extra header fields".into()));
     }
-    if frame.schema_version != SCHEMA_VERSION {
-        return Err(Refusal::SchemaMismatch { found: frame.schema_version, expected: SCHEMA_VERSION });
+    if body.len() != len {
+        return Err(Refusal::Unparseable(format!("torn: header promises {len} body bytes, found {}", body.len())));
     }
-    let state: RunState = serde_json::from_str(&frame.body).map_err(|e| Refusal::BodyInvalid(e.to_string()))?;
+    let found = hex::encode(Sha256::digest(body));
+    if found != expected_sha {
+        return Err(Refusal::ChecksumMismatch { expected: expected_sha, found });
+    }
+    if schema != SCHEMA_VERSION {
+        return Err(Refusal::SchemaMismatch { found: schema, expected: SCHEMA_VERSION });
+    }
+    let state: RunState = serde_json::from_slice(body).map_err(|e| Refusal::BodyInvalid(e.to_string()))?;
     if state.schema_version != SCHEMA_VERSION {
         return Err(Refusal::SchemaMismatch { found: state.schema_version, expected: SCHEMA_VERSION });
     }

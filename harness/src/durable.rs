@@ -6,8 +6,7 @@
 //! Temp files are named `.<name>.tmp-<pid>-<n>` and are never read by anyone.
 
 use crate::chaos_hook::{point, Phase};
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use crate::simfs;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,6 +19,10 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name"))?;
+    #[cfg(feature = "chaos-broken")]
+    if simfs::broken() == Some(simfs::Broken::InPlaceCheckpoint) && name == crate::checkpoint::FILE_NAME {
+        return broken_in_place(path, dir, bytes);
+    }
     let tmp = dir.join(format!(
         ".{}{}{}-{}",
         name.to_string_lossy(),
@@ -28,24 +31,52 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         N.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut f = simfs::File::open(&tmp, simfs::Open::CreateNew)?;
         f.write_all(bytes)?;
         point(Phase::TempWritten);
-        f.sync_all()?; // bytes on the device, not just in the page cache
+        #[cfg(feature = "chaos-broken")]
+        let skip_file_fsync = simfs::broken() == Some(simfs::Broken::NoFileFsync);
+        #[cfg(not(feature = "chaos-broken"))]
+        let skip_file_fsync = false;
+        if !skip_file_fsync {
+            f.sync_all()?; // bytes on the device, not just in the page cache
+        }
         drop(f);
         point(Phase::AfterFsyncFile);
-        std::fs::rename(&tmp, path)?; // the step that buys atomicity
+        simfs::rename(&tmp, path)?; // the step that buys atomicity
         point(Phase::AfterRenameBeforeFsyncDir);
+        #[cfg(feature = "chaos-broken")]
+        if simfs::broken() == Some(simfs::Broken::NoDirFsync) {
+            return Ok(());
+        }
         fsync_dir(dir) // the rename itself is durable
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = simfs::remove_file(&tmp);
     }
     result
 }
 
 pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()
+    simfs::fsync_dir(dir)
+}
+
+/// The `in-place-checkpoint` broken variant (chaos self-test only): truncate
+/// the real file and rewrite it. The write goes out in two halves with the
+/// temp-written phase between them, as a large write_all can be split by
+/// the kernel; a kill or power cut in between leaves a torn checkpoint.
+#[cfg(feature = "chaos-broken")]
+fn broken_in_place(path: &Path, dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = simfs::File::open(path, simfs::Open::Truncate)?;
+    let half = bytes.len() / 2;
+    f.write_all(&bytes[..half])?;
+    point(Phase::TempWritten);
+    f.write_all(&bytes[half..])?;
+    f.sync_all()?;
+    drop(f);
+    point(Phase::AfterFsyncFile);
+    point(Phase::AfterRenameBeforeFsyncDir);
+    fsync_dir(dir)
 }
 
 #[cfg(test)]

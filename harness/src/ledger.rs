@@ -15,7 +15,6 @@
 use crate::model::types::{CallRole, Usage};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Cache reads bill at 0.1x the input price, cache writes at 1.25x.
@@ -156,7 +155,7 @@ impl Ledger {
         }
         // Truncate a torn tail so the next append starts on a line boundary.
         if complete.len() != text.len() {
-            let f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| jerr(e.to_string()))?;
+            let f = crate::simfs::File::open(path, crate::simfs::Open::Existing).map_err(|e| jerr(e.to_string()))?;
             f.set_len(complete.len() as u64).map_err(|e| jerr(e.to_string()))?;
             f.sync_all().map_err(|e| jerr(e.to_string()))?;
         }
@@ -196,11 +195,8 @@ impl Ledger {
         let jerr = |detail: String| LedgerError::Journal { path: path.display().to_string(), detail };
         let mut line = serde_json::to_string(e).map_err(|e| jerr(e.to_string()))?;
         line.push('\n');
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| jerr(e.to_string()))?;
+        let mut f =
+            crate::simfs::File::open(path, crate::simfs::Open::Append { read: false }).map_err(|e| jerr(e.to_string()))?;
         f.write_all(line.as_bytes()).map_err(|e| jerr(e.to_string()))?;
         f.sync_data().map_err(|e| jerr(e.to_string()))?;
         Ok(())
@@ -349,6 +345,7 @@ pub enum ReserveError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn opus() -> PriceTable {
         [("opus".to_string(), Price { input_usd_per_mtok: 5.0, output_usd_per_mtok: 25.0 })].into()

@@ -38,3 +38,4 @@ pub mod events; // events.jsonl, one line per lap event
 pub mod report; // report.json + the human summary
 
 pub mod chaos_hook; // named kill points for the chaos bench (inert in production)
+pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench)

@@ -193,16 +193,16 @@ pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationEr
 fn write_synced(abs: &std::path::Path, content: &[u8]) -> std::io::Result<()> {
     let parent = abs.parent();
     if let Some(p) = parent {
-        std::fs::create_dir_all(p)?;
+        crate::simfs::create_dir_all(p)?;
     }
     let existed = abs.exists();
-    let mut f = std::fs::File::create(abs)?;
+    let mut f = crate::simfs::File::open(abs, crate::simfs::Open::Truncate)?;
     f.write_all(content)?;
-    f.flush()?;
+    f.get_mut().flush()?;
     f.sync_all()?;
     if !existed {
-        if let Some(d) = parent.and_then(|p| std::fs::File::open(p).ok()) {
-            let _ = d.sync_all();
+        if let Some(p) = parent {
+            let _ = crate::simfs::fsync_dir(p);
         }
     }
     Ok(())

@@ -9,8 +9,7 @@
 //! the harness verifying instead of re-executing, not from this file.
 
 use serde::{Deserialize, Serialize};
-use std::fs::OpenOptions;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Largest outbox the harness will read back. A run posts a handful of
@@ -77,14 +76,14 @@ impl Outbox {
             ));
         }
         let existed = self.path.exists();
-        let mut f = OpenOptions::new().create(true).append(true).read(true).open(&self.path)?;
+        let mut f = crate::simfs::File::open(&self.path, crate::simfs::Open::Append { read: true })?;
         // A crash mid-write can leave a torn last line with no newline. Without
         // this, our line would be glued onto it and both would be lost.
-        let len = f.metadata()?.len();
+        let len = f.get_mut().metadata()?.len();
         if len > 0 {
             let mut last = [0u8; 1];
-            f.seek(SeekFrom::Start(len - 1))?;
-            f.read_exact(&mut last)?;
+            f.get_mut().seek(SeekFrom::Start(len - 1))?;
+            f.get_mut().read_exact(&mut last)?;
             if last[0] != b'\n' {
                 line.insert(0, b'\n');
             }
@@ -94,9 +93,7 @@ impl Outbox {
         if !existed {
             // A new file's name is only durable once its directory is synced.
             if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                if let Ok(d) = std::fs::File::open(dir) {
-                    let _ = d.sync_all();
-                }
+                let _ = crate::simfs::fsync_dir(dir);
             }
         }
         Ok(())
@@ -162,6 +159,8 @@ fn parse_contents(buf: &[u8]) -> OutboxContents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
+    use std::io::Write;
 
     #[test]
     fn missing_file_is_empty() {
