@@ -25,6 +25,8 @@ pub struct Case {
     pub latency_scale: f64,
     pub git: bool,
     pub max_tokens: u32,
+    pub faults: Option<String>,
+    pub http_attempts: u32,
 }
 
 pub fn case(name: &str) -> Case {
@@ -43,6 +45,8 @@ pub fn case(name: &str) -> Case {
         latency_scale: 0.0,
         git: false,
         max_tokens: 4096,
+        faults: None,
+        http_attempts: 4,
     }
 }
 
@@ -165,7 +169,7 @@ api_key_env = "HARNESS_TEST_API_KEY"
 executor = "{MODEL}"
 judge = "{MODEL}"
 max_tokens = {maxtok}
-http_attempts = 4
+http_attempts = {attempts}
 
 [prices."{MODEL}"]
 input_usd_per_mtok = 5.0
@@ -179,6 +183,7 @@ output_usd_per_mtok = 25.0
             wall = self.wall_clock_limit_s,
             extra = self.extra_toml,
             maxtok = self.max_tokens,
+            attempts = self.http_attempts,
         );
         std::fs::write(self.spec_path(), spec).unwrap();
         let sc = Scenario { case: self.name.clone(), protocol: Protocol::Anthropic, model: MODEL.into(), notes: "integration test".into(), when: None, runs: vec![ScriptRun { calls: self.calls.clone() }] };
@@ -198,6 +203,9 @@ output_usd_per_mtok = 25.0
             .arg(self.cassette_dir())
             .arg("--latency-scale")
             .arg(self.latency_scale.to_string());
+        if let Some(f) = &self.faults {
+            c.arg("--faults").arg(f);
+        }
         for (k, v) in &self.env {
             c.env(k, v);
         }
