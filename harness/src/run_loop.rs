@@ -149,6 +149,7 @@ pub struct Runner {
     last_predicate: Option<CheckResult>,
     plan_note: Option<String>,
     tamper_goal_before_lap: Option<u64>,
+    fresh_predicate: Option<CheckResult>,
 }
 
 /// Run (or resume) the spec's goal in `state_dir` to exactly one ending.
@@ -229,7 +230,7 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
     };
     let git = GitWork::detect(workspace.root());
 
-    let mut r = Runner { spec, goal, state, ledger, client, workspace, outbox, git, state_dir: state_dir.to_path_buf(), events, last_predicate: None, plan_note: None, tamper_goal_before_lap: opts.tamper_goal_before_lap };
+    let mut r = Runner { spec, goal, state, ledger, client, workspace, outbox, git, state_dir: state_dir.to_path_buf(), events, last_predicate: None, plan_note: None, tamper_goal_before_lap: opts.tamper_goal_before_lap, fresh_predicate: None };
     r.events.emit(r.state.step, if resumed { "resume" } else { "start" }, json!({"run_id": r.state.run_id, "spent_usd": r.ledger.spent_usd()}));
 
     let (ending, detail, kind) = r.drive(resumed).await;
@@ -241,7 +242,13 @@ impl Runner {
     /// UNRECOVERABLE_ERROR is not here: nothing returns it from a check; it is
     /// the classification of an error out of the lap body.
     fn should_stop(&mut self) -> Option<Ending> {
-        let met = self.predicate().passed; // the HARNESS runs it, never the agent
+        // The HARNESS runs it, never the agent. A result the lap computed as
+        // its very last act (nothing has run since) is used instead of
+        // running the same command twice in a row.
+        let met = match self.fresh_predicate.take() {
+            Some(p) => p.passed,
+            None => self.predicate().passed,
+        };
         if met {
             return Some(Ending::GoalMet);
         }
@@ -364,7 +371,9 @@ impl Runner {
         }
         if self.state.queue.is_empty() && self.state.replans < self.spec.max_replans {
             let pred = self.predicate();
-            if !pred.passed {
+            if pred.passed {
+                self.fresh_predicate = Some(pred); // nothing runs between here and should_stop
+            } else {
                 self.replan(&pred.output).await?;
                 self.checkpoint()?;
             }
