@@ -248,3 +248,25 @@ fn git_workspace_gets_one_commit_per_verified_task_on_a_run_branch() {
     assert!(subjects[0].starts_with("task t2:") && subjects[1].starts_with("task t1:"), "{log}");
     assert!(!log.contains("task t3"), "a parked task leaves no commit: {log}");
 }
+
+/// Every variant has a code path that produces it: an exhaustive match (no
+/// wildcard) names the producing scenario, so a new ending without one fails
+/// to compile here, and the loop runs each and checks the ending it reports.
+#[test]
+fn every_ending_has_a_producer() {
+    use harness::ending::Ending;
+    fn producer(e: Ending) -> fn() {
+        match e {
+            Ending::GoalMet => goal_met_exit_0,
+            Ending::BudgetExhausted => budget_exhausted_stalls_at_27_75_of_28_exit_2,
+            Ending::TimeLimit => time_limit_exit_2,
+            Ending::DriftDetected => drift_detected_exit_3_pages,
+            Ending::NoProgress => no_progress_exit_3,
+            Ending::QueueEmptyGoalUnmet => queue_empty_goal_unmet_exit_3_and_claimed_success_is_not_success,
+            Ending::UnrecoverableError => unrecoverable_error_on_recording_miss_exit_4,
+        }
+    }
+    for e in Ending::ALL {
+        producer(e)(); // each asserts its own ending and exit code
+    }
+}
