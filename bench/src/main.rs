@@ -6,7 +6,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod ab_cmd;
+mod calibrate_cmd;
 mod chaos_cmd;
+mod knee_cmd;
+mod price_cmd;
 mod merge_cmd;
 mod run_cmd;
 mod runner;
@@ -36,6 +40,14 @@ enum Command {
     Merge(merge_cmd::MergeArgs),
     /// Kill the harness at every step and phase (SIGKILL and simulated power loss) and check the invariants.
     Chaos(chaos_cmd::ChaosArgs),
+    /// Paired A/B comparison of two configurations over the suite.
+    Ab(ab_cmd::AbArgs),
+    /// Measure the drift detector on labeled queues.
+    Calibrate(calibrate_cmd::CalibrateArgs),
+    /// Cost per verified task across budget levels, and the knee.
+    Knee(knee_cmd::KneeArgs),
+    /// Price a night from first principles.
+    Price(price_cmd::PriceArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,5 +57,9 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(args),
         Command::Merge(args) => merge_cmd::run(args),
         Command::Chaos(args) => chaos_cmd::run(args),
+        Command::Ab(args) => ab_cmd::run(args),
+        Command::Calibrate(args) => calibrate_cmd::run(args),
+        Command::Knee(args) => knee_cmd::run(args),
+        Command::Price(args) => price_cmd::run(args),
     }
 }

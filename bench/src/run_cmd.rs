@@ -193,7 +193,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
                 let _permit = sem.acquire_owned().await;
                 let c = &cases[ci];
                 let rec = match servers.for_case(c) {
-                    Some(s) => runner::run_case(c, r, &s, &hb, &out).await,
+                    Some(s) => runner::run_case(c, r, &s, &hb, &out, &runner::Overlay::default()).await,
                     None => unreachable_record(c, r),
                 };
                 (ci, rec)

@@ -37,6 +37,47 @@ pub struct RunRecord {
     pub verified: u64,
 }
 
+/// Settings laid over a case's run spec for one arm of a comparison (`bench
+/// ab`) or one budget level (`bench knee`). Tables merge key by key; values
+/// replace. `budget_scale` multiplies the hard cap and the visible task budget.
+#[derive(Debug, Clone, Default)]
+pub struct Overlay {
+    pub table: toml::Table,
+    pub budget_scale: Option<f64>,
+}
+
+fn merge_into(dst: &mut toml::Table, src: &toml::Table) {
+    for (k, v) in src {
+        match (dst.get_mut(k), v) {
+            (Some(toml::Value::Table(d)), toml::Value::Table(s)) => merge_into(d, s),
+            _ => {
+                dst.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+impl Overlay {
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty() && self.budget_scale.is_none()
+    }
+
+    /// Apply to the text of a run.toml; errors name what could not be applied.
+    pub fn apply(&self, spec_text: &str) -> Result<String, String> {
+        let mut t: toml::Table = spec_text.parse().map_err(|e: toml::de::Error| format!("run.toml: {}", e.message()))?;
+        merge_into(&mut t, &self.table);
+        if let Some(f) = self.budget_scale {
+            let b = t.get_mut("budget").and_then(|b| b.as_table_mut()).ok_or("run.toml has no [budget] table")?;
+            let cap = b.get("hard_cap_usd").and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64))).ok_or("budget.hard_cap_usd is not a number")?;
+            b.insert("hard_cap_usd".into(), toml::Value::Float(cap * f));
+            if let Some(tok) = b.get("task_budget_tokens").and_then(|v| v.as_integer()) {
+                b.insert("task_budget_tokens".into(), toml::Value::Integer(((tok as f64 * f).round() as i64).max(1)));
+            }
+        }
+        toml::to_string(&t).map_err(|e| e.to_string())
+    }
+}
+
 /// One replay server per distinct (faults, latency scale): cases that ask
 /// for fault injection get a server configured for it.
 pub struct Servers {
@@ -162,7 +203,7 @@ async fn run_harness(harness_bin: &Path, args: &[String], pause_at: Option<&str>
 
 /// Run one case once and score it. Never panics: an infrastructure failure
 /// is a failed run whose failure says what went wrong.
-pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin: &Path, out_root: &Path) -> RunRecord {
+pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin: &Path, out_root: &Path, overlay: &Overlay) -> RunRecord {
     let dir = out_root.join("cases").join(case.id()).join(format!("run-{run}"));
     let fail = |msg: String, dir: &Path| RunRecord {
         run,
@@ -188,6 +229,14 @@ pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin:
         let r = if src.is_dir() { copy_tree(&src, &case_copy.join(part)) } else { std::fs::create_dir_all(&case_copy).and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ())) };
         if let Err(e) = r {
             return fail(format!("cannot copy {}: {e}", src.display()), &dir);
+        }
+    }
+    if !overlay.is_empty() {
+        let p = case_copy.join("run.toml");
+        let applied = std::fs::read_to_string(&p).map_err(|e| e.to_string()).and_then(|t| overlay.apply(&t));
+        match applied.and_then(|t| std::fs::write(&p, t).map_err(|e| e.to_string())) {
+            Ok(()) => {}
+            Err(e) => return fail(format!("overlay on {}: {e}", p.display()), &dir),
         }
     }
     let ws = case_copy.join("workspace");

@@ -38,3 +38,46 @@ mod tests {
         assert_eq!(wilson(0, 0, Z95), (0.0, 1.0));
     }
 }
+
+/// Case bootstrap: resample whole cases (the unit of analysis) with
+/// replacement `reps` times with a fixed seed, and return the statistic of
+/// each resample. statrs has no bootstrap. Deterministic for a given seed.
+pub fn case_bootstrap<T, F>(cases: &[T], reps: usize, seed: u64, stat: F) -> Vec<f64>
+where
+    F: Fn(&[&T]) -> f64,
+{
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let n = cases.len();
+    let mut out = Vec::with_capacity(reps);
+    if n == 0 {
+        return out;
+    }
+    let mut sample: Vec<&T> = Vec::with_capacity(n);
+    for _ in 0..reps {
+        sample.clear();
+        for _ in 0..n {
+            sample.push(&cases[rng.gen_range(0..n)]);
+        }
+        out.push(stat(&sample));
+    }
+    out
+}
+
+/// Percentile interval [lo, hi] at `level` (e.g. 0.95) from bootstrap
+/// replicates; non-finite replicates (e.g. a ratio with a zero denominator)
+/// are dropped and counted by the caller if it cares.
+pub fn percentile_interval(reps: &[f64], level: f64) -> (f64, f64) {
+    let mut v: Vec<f64> = reps.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let a = (1.0 - level) / 2.0;
+    let q = |p: f64| {
+        let pos = p * (v.len() - 1) as f64;
+        let (i, f) = (pos.floor() as usize, pos.fract());
+        if i + 1 < v.len() { v[i] * (1.0 - f) + v[i + 1] * f } else { v[i] }
+    };
+    (q(a), q(1.0 - a))
+}
