@@ -264,6 +264,20 @@ impl Runner {
         if self.state.no_progress_streak >= self.spec.no_progress_k {
             return Some(Ending::NoProgress);
         }
+        // The pass-rate guard: enough tasks finished and too few verified.
+        let finished = (self.state.completed.len() + self.state.parked.len()) as u64;
+        if finished >= self.spec.pass_rate_min_tasks {
+            let rate = self.state.completed.len() as f64 / finished as f64;
+            if rate < self.spec.min_pass_rate {
+                self.plan_note = Some(format!(
+                    "verified pass rate {:.0}% ({} of {finished} tasks) is below the {:.0}% guard: the run was paying for work that is thrown away",
+                    100.0 * rate,
+                    self.state.completed.len(),
+                    100.0 * self.spec.min_pass_rate
+                ));
+                return Some(Ending::NoProgress);
+            }
+        }
         if self.state.planned && self.state.queue.is_empty() {
             return Some(Ending::QueueEmptyGoalUnmet); // NOT success: report it as such
         }

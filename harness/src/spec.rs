@@ -66,6 +66,11 @@ pub struct RunSpec {
     pub retries_per_task: u32,
     pub max_replans: u32,
     pub no_progress_k: u32,
+    /// The pass-rate guard: after `pass_rate_min_tasks` finished tasks, a
+    /// verified share below `min_pass_rate` ends the run as NO_PROGRESS
+    /// (the seed: below ~70% the agent is paying for work that is thrown away).
+    pub min_pass_rate: f64,
+    pub pass_rate_min_tasks: u64,
     pub drift_every_tasks: u64,
     pub drift_prune_above: f64,
     pub drift_halt_above: f64,
@@ -83,6 +88,8 @@ pub const DEFAULT_DRIFT_EVERY: u64 = 5;
 pub const DEFAULT_PRUNE_ABOVE: f64 = 0.3;
 pub const DEFAULT_HALT_ABOVE: f64 = 0.5;
 pub const DEFAULT_NO_PROGRESS_K: u32 = 5;
+pub const DEFAULT_MIN_PASS_RATE: f64 = 0.7;
+pub const DEFAULT_PASS_RATE_MIN_TASKS: u64 = 10;
 /// Hard upper bounds: limits on everything that can run away.
 pub const LOOP_CAP_MAX: u32 = 50;
 pub const RETRIES_MAX: u32 = 10;
@@ -350,11 +357,13 @@ impl RunSpec {
 
         let empty = toml::Table::new();
         let lt = match root.get("loop") { Some(v) => r.table(v, "loop")?, None => &empty };
-        r.known(lt, "loop", &["loop_cap", "retries_per_task", "max_replans", "no_progress_k"])?;
+        r.known(lt, "loop", &["loop_cap", "retries_per_task", "max_replans", "no_progress_k", "min_pass_rate", "pass_rate_min_tasks"])?;
         let loop_cap = match lt.get("loop_cap") { Some(v) => r.uint(v, "loop.loop_cap", 1, LOOP_CAP_MAX as u64, "model calls per task")? as u32, None => DEFAULT_LOOP_CAP };
         let retries_per_task = match lt.get("retries_per_task") { Some(v) => r.uint(v, "loop.retries_per_task", 0, RETRIES_MAX as u64, "retries")? as u32, None => 1 };
         let max_replans = match lt.get("max_replans") { Some(v) => r.uint(v, "loop.max_replans", 0, REPLANS_MAX as u64, "replans")? as u32, None => 3 };
         let no_progress_k = match lt.get("no_progress_k") { Some(v) => r.uint(v, "loop.no_progress_k", 1, 1000, "tasks")? as u32, None => DEFAULT_NO_PROGRESS_K };
+        let min_pass_rate = match lt.get("min_pass_rate") { Some(v) => r.fraction(v, "loop.min_pass_rate")?, None => DEFAULT_MIN_PASS_RATE };
+        let pass_rate_min_tasks = match lt.get("pass_rate_min_tasks") { Some(v) => r.uint(v, "loop.pass_rate_min_tasks", 1, 100_000, "finished tasks before the pass-rate guard applies")?, None => DEFAULT_PASS_RATE_MIN_TASKS };
 
         let dt = match root.get("drift") { Some(v) => r.table(v, "drift")?, None => &empty };
         r.known(dt, "drift", &["every_tasks", "prune_above", "halt_above"])?;
@@ -415,6 +424,8 @@ impl RunSpec {
             retries_per_task,
             max_replans,
             no_progress_k,
+            min_pass_rate,
+            pass_rate_min_tasks,
             drift_every_tasks,
             drift_prune_above,
             drift_halt_above,

@@ -270,3 +270,23 @@ fn every_ending_has_a_producer() {
         producer(e)(); // each asserts its own ending and exit code
     }
 }
+
+#[test]
+fn pass_rate_guard_halts_a_run_paying_for_thrown_away_work() {
+    let c = p95_case("pass-rate-guard")
+        .toml("[loop]\nretries_per_task = 0\npass_rate_min_tasks = 3\nmin_pass_rate = 0.7\n")
+        .calls(vec![
+            plan("plan/0", json!([index_task("t1"),
+                {"id": "t2", "description": "Cache hot queries", "verify": {"kind": "file_exists", "path": "src/cache.py"}},
+                {"id": "t3", "description": "Tune pool size", "verify": {"kind": "file_contains", "path": "db/pool.conf", "text": "size=64"}},
+                {"id": "t4", "description": "Re-measure p95", "verify": {"kind": "check", "name": "p95"}}])),
+            write_index("execute/t1/a0/0"),
+            text("execute/t1/a0/1", "done"),
+            text("execute/t2/a0/0", "I added the cache."), // it did not
+            text("execute/t3/a0/0", "Pool tuned."),        // it did not
+        ]);
+    let r = c.run();
+    assert_eq!((r.code, r.ending()), (3, "NO_PROGRESS"), "{}", r.explain());
+    assert!(r.report["detail"].as_str().unwrap().contains("pass rate 33%"), "{}", r.explain());
+    assert_eq!(r.report["queue_left"], json!(["t4"]));
+}
