@@ -115,3 +115,34 @@ fn a_torn_checkpoint_on_disk_ends_unrecoverable_and_is_left_for_a_human() {
     assert_eq!(std::fs::read(&p).unwrap(), &b[..b.len() / 2], "the refused file is left as it was");
     assert!(!c.ws().join("db/0042_search_index.sql").exists(), "nothing ran from a refused checkpoint");
 }
+
+#[test]
+fn status_shows_a_live_run_without_disturbing_it() {
+    let c = case("status").calls(vec![plan("plan/0", json!([index_task("t1"), {"id": "t2", "description": "Post the note", "verify": {"kind": "outbox_has", "key": "n"}}])), write_index("execute/t1/a0/0"), text("execute/t1/a0/1", "done")]);
+    c.materialize();
+    let mut cmd = c.command();
+    cmd.env("HARNESS_CHAOS_PAUSE_AT", "during_model_call:2").stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(Ok(l)) = lines.next() {
+        if l.starts_with("HARNESS_CHAOS_PAUSED") {
+            break;
+        }
+    }
+    let before: Vec<(String, Vec<u8>)> = std::fs::read_dir(c.state_dir()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_file()).map(|p| (p.display().to_string(), std::fs::read(&p).unwrap())).collect();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness")).arg("status").arg("--state-dir").arg(c.state_dir()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text.contains("ending     none yet"), "{text}");
+    assert!(text.contains("in flight  t1"), "{text}");
+    assert!(text.contains("queue      1 task(s): t2"), "{text}");
+    assert!(text.contains("of $28.00 cap") && text.contains("reserved in flight"), "{text}");
+    let after: Vec<(String, Vec<u8>)> = before.iter().map(|(p, _)| (p.clone(), std::fs::read(p).unwrap())).collect();
+    assert_eq!(before, after, "status must not write to the state dir");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let r = c.result(c.command().output().unwrap());
+    // The goal is met after t1, so t2 never runs.
+    assert_eq!(r.ending(), "GOAL_MET", "{}", r.explain());
+    assert_eq!(r.report["queue_left"], json!(["t2"]));
+}
