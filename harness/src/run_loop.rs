@@ -340,11 +340,17 @@ impl Runner {
                 point(Phase::DuringResumeVerify);
                 let outcome = task.verify.run(&self.verify_ctx());
                 self.events.emit(self.state.step, "resume_verify", json!({"task": task.id, "outcome": outcome}));
+                // A task settled here finished: it counts as a step (the drift
+                // cadence counts finished tasks), exactly as in `lap`.
                 match outcome {
-                    VerifyOutcome::Done => self.complete(task, None, "verified_on_resume"),
+                    VerifyOutcome::Done => {
+                        self.complete(task, None, "verified_on_resume");
+                        self.state.step += 1;
+                    }
                     VerifyOutcome::NotStarted => self.state.queue.insert(0, task), // nothing happened: safe to re-run
                     VerifyOutcome::PartiallyApplied { detail } => {
                         self.park(task, format!("resumed into a partially applied state: {detail}"));
+                        self.state.step += 1;
                     }
                 }
             }
@@ -437,7 +443,6 @@ impl Runner {
         let mut previous: Option<(String, serde_json::Value)> = None;
         for turn in 0..self.spec.loop_cap {
             let notice = if self.ledger.notice_due() {
-                self.state.budget_notices += 1;
                 Some(crate::agent::budget_notice(self.ledger.fraction_spent()))
             } else {
                 None
@@ -560,6 +565,10 @@ impl Runner {
         // worst case, so err high.
         let est_in = body_len / 3 + 1;
         let res = self.ledger.reserve(req.role, &req.call_key, &req.model, est_in, req.max_tokens as u64)?;
+        if req.trailing_notice.is_some() {
+            // Counted only for requests actually sent, not ones the ledger refused.
+            self.state.budget_notices += 1;
+        }
         point(phase); // a kill here leaves a journaled reserve: booked at worst case on resume
         let result = self.client.call(&req).await;
         match result {

@@ -185,6 +185,32 @@ impl Reader<'_> {
         if out[0].contains('/') && !Path::new(&out[0]).is_absolute() {
             out[0] = self.dir.join(&out[0]).to_string_lossy().into_owned();
         }
+        // An argument that names a file next to the spec (["python3",
+        // "checks/p95.py"]) is that file, resolved now: left relative it would
+        // be looked up in the workspace at run time, where the agent can write
+        // a script of its own under that name and pass the predicate on its
+        // own say-so (regression-predicate-script-arg-resolved-in-workspace).
+        for a in out.iter_mut().skip(1) {
+            if !a.starts_with('-') && !Path::new(a.as_str()).is_absolute() && self.dir.join(a.as_str()).is_file() {
+                *a = self.dir.join(a.as_str()).to_string_lossy().into_owned();
+            }
+        }
+        // An interpreter whose script is still relative would run whatever the
+        // workspace holds under that name: refuse it.
+        let prog = Path::new(&out[0]).file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let interp = ["sh", "bash", "dash", "zsh", "python", "python3", "node", "perl", "ruby"].contains(&prog);
+        // (`-c` / `-e` run an inline program from the spec itself: fine.)
+        let inline = out.iter().skip(1).any(|a| a == "-c" || a == "-e");
+        if interp && !inline {
+            if let Some((i, script)) = out.iter().enumerate().skip(1).find(|(_, a)| !a.starts_with('-')) {
+                if !Path::new(script).is_absolute() {
+                    return Err(self.err(
+                        &format!("{field}[{i}]"),
+                        format!("a script next to the spec file ({script:?} does not exist there); a relative script would be looked up in the workspace, where the agent can write one"),
+                    ));
+                }
+            }
+        }
         Ok(out)
     }
     fn check(&self, v: &Value, field: &str) -> Result<CheckSpec, SpecError> {
@@ -502,5 +528,80 @@ impl RunSpec {
             Execute => &self.model.executor,
             Judge => &self.model.judge,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+goal = "Reduce p95 latency on /api/search to under 200ms."
+workspace = "ws"
+[predicate]
+command = ["python3", "checks/p95.py"]
+[budget]
+hard_cap_usd = 28.0
+wall_clock_limit_s = 28800
+task_budget_tokens = 74700
+[model]
+protocol = "anthropic"
+base_url = "https://api.anthropic.com"
+api_key_env = "ANTHROPIC_API_KEY"
+executor = "opus"
+[prices.opus]
+input_usd_per_mtok = 5.0
+output_usd_per_mtok = 25.0
+"#;
+
+    fn dir() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("ws")).unwrap();
+        std::fs::create_dir_all(d.path().join("checks")).unwrap();
+        std::fs::write(d.path().join("checks/p95.py"), "print(410)\n").unwrap();
+        d
+    }
+
+    #[test]
+    fn a_script_argument_next_to_the_spec_is_resolved_there() {
+        let d = dir();
+        let s = RunSpec::parse(BASE, "run.toml", d.path()).unwrap();
+        let Predicate::Command(c) = &s.predicate else { panic!() };
+        assert_eq!(c.command[1], d.path().join("checks/p95.py").to_string_lossy());
+    }
+
+    #[test]
+    fn an_interpreter_script_that_would_resolve_in_the_workspace_is_refused() {
+        let d = dir();
+        let e = RunSpec::parse(&BASE.replace("checks/p95.py", "checks/missing.py"), "run.toml", d.path()).unwrap_err();
+        assert_eq!(e.field, "predicate.command[1]");
+        assert!(e.expected.contains("workspace"), "{e}");
+        // An inline program from the spec itself is fine.
+        let inline = BASE.replace(r#"["python3", "checks/p95.py"]"#, r#"["sh", "-c", "test -f db/0042.sql"]"#);
+        assert!(RunSpec::parse(&inline, "run.toml", d.path()).is_ok());
+    }
+
+    #[test]
+    fn errors_name_the_field_and_what_was_expected() {
+        let d = dir();
+        let cases = [
+            (BASE.replace("hard_cap_usd = 28.0", "hard_cap_usd = -1"), "budget.hard_cap_usd"),
+            (BASE.replace("executor = \"opus\"", ""), "model.executor"),
+            (BASE.replace("protocol = \"anthropic\"", "protocol = \"gemini\""), "model.protocol"),
+            (BASE.replace("api_key_env = \"ANTHROPIC_API_KEY\"", "api_key = \"k\""), "model.api_key"),
+            (format!("{BASE}\n[loop]\nloop_cap = 500\n"), "loop.loop_cap"),
+            (format!("{BASE}\n[drift]\nprune_above = 0.6\n"), "drift.prune_above"),
+            (format!("bogus = 1\n{BASE}"), "bogus"),
+            (format!("{BASE}\nbogus = 1\n"), "prices.opus.bogus"),
+            (BASE.replace("[prices.opus]", "[prices.other]"), "prices.opus"),
+        ];
+        for (text, field) in cases {
+            let e = RunSpec::parse(&text, "run.toml", d.path()).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert_eq!(e.file, "run.toml");
+        }
+        let prose = BASE.replace("[predicate]\ncommand = [\"python3\", \"checks/p95.py\"]", "predicate = \"it feels fast\"");
+        let e = RunSpec::parse(&prose, "run.toml", d.path()).unwrap_err();
+        assert!(e.expected.contains("not eligible for autonomy"), "{e}");
     }
 }
