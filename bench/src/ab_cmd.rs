@@ -1,11 +1,303 @@
-//! `bench ab` (being written).
+//! `bench ab`: paired A/B comparison of two configurations over the suite.
+//!
+//! A config is a TOML file laid over every case's run.toml (the `Overlay`
+//! of `bench run`'s runner): e.g. `[loop] loop_cap = 4`. An optional `[ab]`
+//! table names the arm and may scale the budget; it is not part of the
+//! overlay. Both arms run the same cases, each case `--runs-per-case` times;
+//! run r of either arm replays cassette variant r % n with run r's fault
+//! seed, so the arms are paired run by run as well as case by case. Case-runs
+//! of both arms are interleaved in a seeded random order so that machine
+//! load drifts over the comparison fall on both arms alike.
+//!
+//! Statistics: bench/src/ab/ (inference: the tests; analysis: metrics,
+//! categories, guard; render: ab.md, the table, the forest plot).
+//!
+//! Exit codes: 0 B is not worse anywhere; 1 B regresses (the guard, or a
+//! gated metric significantly worse); 2 usage error or the comparison could
+//! not be made (bad flag, unreadable or invalid config, no suite, no cases,
+//! no harness binary), with a message naming the file and field.
+
+#[path = "ab/analysis.rs"]
+mod analysis;
+#[path = "ab/inference.rs"]
+mod inference;
+#[path = "ab/render.rs"]
+mod render;
+#[cfg(test)]
+#[path = "ab/sim.rs"]
+mod sim;
+
+use crate::runner::{self, Overlay, Servers};
+use harness::replay::ReplayServer;
+use crate::suite::{self, Case};
+use analysis::{CasePair, Obs, Settings};
 use clap::Args;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-#[derive(Args, Debug)]
-pub struct AbArgs {}
+pub const EXIT_REGRESSED: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+/// The per-arm summary.json uses `bench run`'s default case policy (a case
+/// passes when 2 of 3 runs pass; adversarial cases must pass every run).
+/// The comparison itself never uses it: it compares run-level pass shares.
+const CASE_PASS_POLICY: f64 = 0.66;
 
-pub fn run(_args: AbArgs) -> ExitCode {
-    eprintln!("bench ab: not built yet");
-    ExitCode::from(2)
+#[derive(Args, Debug, Clone)]
+pub struct AbArgs {
+    /// Config of arm A (the baseline): a TOML overlay on every case's run.toml.
+    #[arg(long = "a", value_name = "CONFIG")]
+    pub a: PathBuf,
+    /// Config of arm B (the change).
+    #[arg(long = "b", value_name = "CONFIG")]
+    pub b: PathBuf,
+    /// Suite root holding happy/ edge/ adversarial/ regression/.
+    #[arg(long, default_value = "suites")]
+    pub suite: PathBuf,
+    #[arg(long)]
+    pub category: Option<String>,
+    #[arg(long, default_value_t = 3)]
+    pub runs_per_case: u32,
+    /// Seeds the run order, the Monte Carlo permutations and the bootstrap.
+    #[arg(long, default_value_t = analysis::DEFAULT_SEED)]
+    pub seed: u64,
+    #[arg(long, default_value = "target/bench/ab")]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 4)]
+    pub max_concurrency: usize,
+    /// The harness binary (default: next to this bench binary).
+    #[arg(long)]
+    pub harness: Option<PathBuf>,
+}
+
+/// One arm's configuration, as loaded from its file.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmConfig {
+    pub path: String,
+    pub name: String,
+    pub description: String,
+    /// The overlay exactly as laid over run.toml, as TOML text.
+    pub overlay: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_scale: Option<f64>,
+    #[serde(skip)]
+    pub applied: Overlay,
+}
+
+/// Read a config file: a TOML table of run-spec settings plus an optional
+/// `[ab]` table (name, description, budget_scale).
+pub fn load_config(path: &Path) -> Result<ArmConfig, String> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read the config: {e}"))?;
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        format!("{shown}{}: not valid TOML: {}", line.map(|l| format!(" line {l}")).unwrap_or_default(), e.message())
+    })?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let (mut name, mut description, mut budget_scale) = (stem, String::new(), None);
+    if let Some(ab) = table.remove("ab") {
+        let ab = ab.as_table().ok_or_else(|| format!("{shown}: field `ab`: expected a table ([ab]), found a {}", ab.type_str()))?;
+        for (k, v) in ab {
+            match (k.as_str(), v) {
+                ("name", toml::Value::String(s)) => name = s.clone(),
+                ("description", toml::Value::String(s)) => description = s.trim().to_string(),
+                ("budget_scale", v) => {
+                    let f = v.as_float().or(v.as_integer().map(|i| i as f64)).filter(|f| f.is_finite() && *f > 0.0);
+                    budget_scale = Some(f.ok_or_else(|| format!("{shown}: field `ab.budget_scale`: expected a positive number, found {v}"))?);
+                }
+                ("name" | "description", v) => return Err(format!("{shown}: field `ab.{k}`: expected a string, found a {}", v.type_str())),
+                _ => return Err(format!("{shown}: field `ab.{k}`: unknown; [ab] takes name, description, budget_scale")),
+            }
+        }
+    }
+    let overlay = toml::to_string(&table).map_err(|e| format!("{shown}: {e}"))?;
+    Ok(ArmConfig { path: shown, name, description, overlay, budget_scale, applied: Overlay { table, budget_scale } })
+}
+
+/// Lay the config over every case's run.toml and parse the result as the
+/// harness would, so a config typo is a usage error naming the config file
+/// and the field, not 2 x N failed case-runs. A case whose own spec does not
+/// parse is skipped here (it fails in both arms and `bench run` reports it).
+pub fn check_config_against(cfg: &ArmConfig, cases: &[Case]) -> Result<(), String> {
+    for c in cases {
+        let spec = c.dir.join("run.toml");
+        let Ok(text) = std::fs::read_to_string(&spec) else { continue };
+        if harness::spec::RunSpec::parse(&text, &spec.display().to_string(), &c.dir).is_err() {
+            continue;
+        }
+        let laid = cfg.applied.apply(&text).map_err(|e| format!("{}: cannot be applied to {}: {e}", cfg.path, spec.display()))?;
+        if let Err(e) = harness::spec::RunSpec::parse(&laid, &cfg.path, &c.dir) {
+            return Err(format!("{}: field `{}`: expected {} (laid over {})", cfg.path, e.field, e.expected, spec.display()));
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: AbArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bench ab: cannot start the runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match rt.block_on(run_async(args)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bench ab: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// Everything written to ab.json besides the analysis.
+#[derive(Debug, Clone, Serialize)]
+pub struct AbRun {
+    #[serde(flatten)]
+    pub analysis: analysis::Analysis,
+    pub a: ArmConfig,
+    pub b: ArmConfig,
+    pub suite: String,
+    pub category: Option<String>,
+    pub git_rev: String,
+    pub suite_hash: String,
+    pub load_errors: Vec<String>,
+    pub case_runs: u64,
+    pub wall_ms: u64,
+}
+
+async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
+    if args.runs_per_case == 0 || args.runs_per_case > crate::run_cmd::RUNS_PER_CASE_MAX {
+        return Err(format!("--runs-per-case must be 1..={}", crate::run_cmd::RUNS_PER_CASE_MAX));
+    }
+    let a = load_config(&args.a)?;
+    let b = load_config(&args.b)?;
+    let harness_bin = args.harness.clone().unwrap_or_else(runner::default_harness_bin);
+    if !harness_bin.is_file() {
+        return Err(format!("harness binary {} not found; build it with `cargo build --release --workspace` or pass --harness", harness_bin.display()));
+    }
+    let loaded = suite::load_suite(&args.suite, args.category.as_deref()).map_err(|e| e.to_string())?;
+    if loaded.cases.is_empty() {
+        return Err(format!("no cases to compare under {}", args.suite.display()));
+    }
+    for e in &loaded.errors {
+        eprintln!("bench ab: case not loaded (left out of both arms): {e}");
+    }
+    check_config_against(&a, &loaded.cases)?;
+    check_config_against(&b, &loaded.cases)?;
+    let suite_hash = crate::run_cmd::config_hash(&loaded.cases, args.runs_per_case, 0.0);
+    let cases = Arc::new(loaded.cases);
+    let servers = Servers::start(&cases).await.map_err(|e| format!("cannot start the replay server: {e}"))?;
+    let server_of = cases
+        .iter()
+        .map(|c| servers.for_case(c).ok_or_else(|| format!("no replay server for case {}", c.id())))
+        .collect::<Result<Vec<_>, String>>()?;
+    let server_of = Arc::new(server_of);
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let out = std::fs::canonicalize(&args.out).unwrap_or(args.out.clone());
+
+    let t0 = std::time::Instant::now();
+    let pairs = run_arms(&args, &cases, &server_of, &harness_bin, &out, [&a, &b]).await;
+    let wall_ms = t0.elapsed().as_millis() as u64;
+
+    let settings = Settings { seed: args.seed, ..Settings::default() };
+    let analysis = analysis::analyze(&pairs, &settings);
+    let case_runs = pairs.iter().map(|p| (p.a.len() + p.b.len()) as u64).sum();
+    let report = AbRun {
+        analysis,
+        a,
+        b,
+        suite: args.suite.display().to_string(),
+        category: args.category.clone(),
+        git_rev: crate::run_cmd::git_rev(&args.suite),
+        suite_hash,
+        load_errors: loaded.errors.iter().map(|e| e.to_string()).collect(),
+        case_runs,
+        wall_ms,
+    };
+    render::write_all(&report, &out)?;
+    println!("{}", render::terminal(&report));
+    println!("report     {}", out.join("ab.md").display());
+    Ok(if report.analysis.regressions.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_REGRESSED) })
+}
+
+/// Run every (case, run, arm) through the harness, interleaved in a seeded
+/// random order, and pair the results by case. Each arm writes its case-runs
+/// under out/a or out/b plus a `bench run`-style summary.json.
+async fn run_arms(args: &AbArgs, cases: &Arc<Vec<Case>>, server_of: &Arc<Vec<Arc<ReplayServer>>>, harness_bin: &Path, out: &Path, arms: [&ArmConfig; 2]) -> Vec<CasePair> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut jobs: Vec<(usize, u32, usize)> = (0..cases.len()).flat_map(|ci| (0..args.runs_per_case).flat_map(move |r| [(ci, r, 0), (ci, r, 1)])).collect();
+    jobs.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(args.seed));
+    let overlays = Arc::new([arms[0].applied.clone(), arms[1].applied.clone()]);
+    let roots = [out.join("a"), out.join("b")];
+    let sem = Arc::new(tokio::sync::Semaphore::new(args.max_concurrency.clamp(1, crate::run_cmd::CONCURRENCY_MAX)));
+    let mut set = tokio::task::JoinSet::new();
+    for (ci, r, arm) in jobs {
+        let (cases, server_of, sem, overlays) = (cases.clone(), server_of.clone(), sem.clone(), overlays.clone());
+        let (hb, root) = (harness_bin.to_path_buf(), roots[arm].clone());
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            let case = &cases[ci];
+            let rec = runner::run_case(case, r, &server_of[ci], &hb, &root, &overlays[arm]).await;
+            (ci, arm, rec)
+        });
+    }
+    let total = set.len();
+    let mut per_arm: [Vec<Vec<runner::RunRecord>>; 2] = [vec![vec![]; cases.len()], vec![vec![]; cases.len()]];
+    let mut done = 0;
+    while let Some(joined) = set.join_next().await {
+        let Ok((ci, arm, rec)) = joined else { continue };
+        done += 1;
+        if !rec.passed || done % 20 == 0 || done == total {
+            eprintln!("[{done}/{total}] {} {} run {}: {} ({}, ${:.4})", ["A", "B"][arm], cases[ci].id(), rec.run, if rec.passed { "PASS" } else { "FAIL" }, rec.ending, rec.cost_usd);
+        }
+        per_arm[arm][ci].push(rec);
+    }
+    for (arm, runs) in per_arm.iter_mut().enumerate() {
+        for r in runs.iter_mut() {
+            r.sort_by_key(|x| x.run);
+        }
+        write_arm_summary(&roots[arm], cases, runs, args);
+    }
+    cases
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| CasePair {
+            id: c.id().to_string(),
+            category: c.category().to_string(),
+            a: per_arm[0][ci].iter().map(Obs::from).collect(),
+            b: per_arm[1][ci].iter().map(Obs::from).collect(),
+        })
+        .collect()
+}
+
+/// Each arm's case-runs in `bench run`'s summary.json format, for drilling
+/// into a case (same records, same per-category totals).
+fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>], args: &AbArgs) {
+    let pass_rate = CASE_PASS_POLICY;
+    let mut s = crate::summary::Summary {
+        passed: false,
+        cases: cases.iter().zip(runs).map(|(c, r)| crate::summary::case_record(c, r.clone(), pass_rate)).collect(),
+        categories: Default::default(),
+        git_rev: crate::run_cmd::git_rev(&args.suite),
+        config_hash: crate::run_cmd::config_hash(cases, args.runs_per_case, pass_rate),
+        runs_per_case: args.runs_per_case,
+        pass_rate_policy: pass_rate,
+        shard: None,
+        suite_case_ids: cases.iter().map(|c| c.id().to_string()).collect(),
+        load_errors: vec![],
+        case_runs: 0,
+        wall_ms: 0,
+        case_runs_per_s: 0.0,
+    };
+    s.finish();
+    let written = std::fs::create_dir_all(root)
+        .map_err(|e| e.to_string())
+        .and_then(|_| serde_json::to_vec_pretty(&s).map_err(|e| e.to_string()))
+        .and_then(|j| harness::durable::atomic_write(&root.join("summary.json"), &j).map_err(|e| e.to_string()));
+    if let Err(e) = written {
+        eprintln!("bench ab: cannot write {}: {e}", root.join("summary.json").display());
+    }
 }

@@ -47,10 +47,15 @@ pub struct ChaosArgs {
     /// `chaos-broken` feature into target/chaos-broken, never the production build).
     #[arg(long, value_parser = ["no-dir-fsync", "no-file-fsync", "in-place-checkpoint"])]
     pub broken: Option<String>,
-    /// Self-test the bench: each broken variant in both modes; passes when
+    /// Self-test the bench: each broken variant in both modes, differential
+    /// against the production harness on the same kill plan; passes when
     /// power-loss mode catches all three and SIGKILL mode misses the fsync ones.
+    /// (--harness then names the chaos-broken build.)
     #[arg(long, conflicts_with_all = ["broken", "replay_kill"])]
     pub self_test: bool,
+    /// The production harness the self-test compares against (default: target/release/harness, built).
+    #[arg(long)]
+    pub baseline_harness: Option<PathBuf>,
     /// Parallel trials (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -75,8 +80,8 @@ fn repo_root() -> PathBuf {
 }
 
 /// Build (incrementally) and return the harness binary to drive.
-fn harness_binary(args: &ChaosArgs, broken: bool) -> Result<PathBuf, String> {
-    if let Some(h) = &args.harness {
+fn harness_binary(explicit: Option<&PathBuf>, broken: bool, no_build: bool) -> Result<PathBuf, String> {
+    if let Some(h) = explicit {
         return Ok(h.clone());
     }
     let root = repo_root();
@@ -87,8 +92,8 @@ fn harness_binary(args: &ChaosArgs, broken: bool) -> Result<PathBuf, String> {
         (root.join("target"), &[])
     };
     let bin = target_dir.join("release/harness");
-    if !args.no_build {
-        eprintln!("bench chaos: cargo build --release -p harness {}(target dir {})", features.join(" ") + if broken { " " } else { "" }, target_dir.display());
+    if !no_build {
+        eprintln!("bench chaos: cargo build --release -p harness {}--target-dir {}", features.iter().map(|f| format!("{f} ")).collect::<String>(), target_dir.display());
         let st = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args(["build", "--release", "--quiet", "-p", "harness"])
             .args(features)
@@ -236,7 +241,7 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     if args.self_test {
         return self_test(&args, base, t0);
     }
-    let cfg = Config { harness_bin: harness_binary(&args, args.broken.is_some())?, ..base };
+    let cfg = Config { harness_bin: harness_binary(args.harness.as_ref(), args.broken.is_some(), args.no_build)?, ..base };
     let prep = driver::prepare(&cfg)?;
     let modes = run_modes(&cfg, &prep, &cfg.modes, "");
     let info = RunInfo {
@@ -274,38 +279,62 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+/// (kill, invariant) pairs: what the self-test compares.
+fn pairs(m: &ModeReport) -> std::collections::BTreeSet<(usize, String)> {
+    m.violations.iter().map(|v| (v.kill, v.invariant.clone())).collect()
+}
+
 fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, String> {
-    let bin = harness_binary(args, true)?;
+    let broken_bin = harness_binary(args.harness.as_ref(), true, args.no_build)?;
+    let base_bin = harness_binary(args.baseline_harness.as_ref(), false, args.no_build)?;
+    let modes = vec![Mode::Sigkill, Mode::PowerLoss];
+    // The production harness on the very same kill plan: violations it shows
+    // too are the harness's own bugs, not something the variant broke.
+    let bcfg = Config { harness_bin: base_bin.clone(), broken: None, modes: modes.clone(), ..base.clone() };
+    let bprep = driver::prepare(&bcfg)?;
+    let baseline = run_modes(&bcfg, &bprep, &modes, "baseline ");
     let mut rows = vec![];
     let mut results = serde_json::Map::new();
     let mut ok = true;
     for v in VARIANTS {
-        let cfg = Config { harness_bin: bin.clone(), broken: Some(v.to_string()), modes: vec![Mode::Sigkill, Mode::PowerLoss], ..base.clone() };
+        let cfg = Config { harness_bin: broken_bin.clone(), broken: Some(v.to_string()), modes: modes.clone(), ..base.clone() };
         let prep = driver::prepare(&cfg)?;
-        let modes = run_modes(&cfg, &prep, &cfg.modes, &format!("{v} "));
-        let count = |m: &ModeReport| m.violations.len();
-        let by_inv = |m: &ModeReport| {
-            let mut s: Vec<String> = m.invariants.iter().filter(|(_, c)| c.violated > 0).map(|(k, c)| format!("{k} ({})", c.violated)).collect();
-            s.sort();
-            s.join(", ")
-        };
-        let sig = &modes[0];
-        let pl = &modes[1];
-        let pl_caught = count(pl) > 0;
-        let sig_caught = count(sig) > 0;
+        let reports = run_modes(&cfg, &prep, &modes, &format!("{v} "));
+        let mut cells = vec![v.to_string()];
+        let mut caught = [false; 2];
+        let mut detail = serde_json::Map::new();
+        for (i, (m, b)) in reports.iter().zip(&baseline).enumerate() {
+            let base_pairs = pairs(b);
+            let own: Vec<(usize, String)> = pairs(m).into_iter().filter(|p| !base_pairs.contains(p)).collect();
+            let mut by_inv: std::collections::BTreeMap<String, usize> = Default::default();
+            for (_, inv) in &own {
+                *by_inv.entry(inv.clone()).or_insert(0) += 1;
+            }
+            caught[i] = !own.is_empty();
+            let inv_s = by_inv.iter().map(|(k, n)| format!("{k} ({n})")).collect::<Vec<_>>().join(", ");
+            cells.push(if caught[i] {
+                format!("CAUGHT on {} of {} kills: {inv_s}", own.iter().map(|p| p.0).collect::<std::collections::BTreeSet<_>>().len(), m.kills)
+            } else {
+                format!("missed: nothing beyond the baseline on {} kills", m.kills)
+            });
+            detail.insert(m.mode.clone(), serde_json::json!({
+                "kills": m.kills,
+                "violations": m.violations.len(),
+                "baseline_violations": b.violations.len(),
+                "attributable": own.len(),
+                "attributable_by_invariant": by_inv,
+                "caught": caught[i],
+            }));
+        }
         let fsync_variant = v != "in-place-checkpoint";
-        let as_expected = pl_caught && !(fsync_variant && sig_caught);
+        let as_expected = caught[1] && !(fsync_variant && caught[0]);
         ok &= as_expected;
-        rows.push(vec![
-            v.to_string(),
-            format!("{} kills: {}", sig.kills, if sig_caught { format!("CAUGHT, {} violation(s): {}", count(sig), by_inv(sig)) } else { "missed (0 violations)".into() }),
-            format!("{} kills: {}", pl.kills, if pl_caught { format!("CAUGHT, {} violation(s): {}", count(pl), by_inv(pl)) } else { "MISSED".into() }),
-            if as_expected { "as expected".into() } else { "UNEXPECTED".into() },
-        ]);
+        cells.push(if as_expected { "as expected".into() } else { "UNEXPECTED".into() });
+        rows.push(cells);
         let info = RunInfo {
             seed: base.seed,
             mode_label: "both",
-            harness: bin.display().to_string(),
+            harness: broken_bin.display().to_string(),
             broken: Some(v.into()),
             work_dir: base.work_dir.display().to_string(),
             jobs: base.jobs,
@@ -313,19 +342,38 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
             calibration: prep.calib.clone(),
             wall_s: t0.elapsed().as_secs_f64(),
         };
-        results.insert(v.into(), serde_json::json!({"sigkill_caught": sig_caught, "power_loss_caught": pl_caught, "as_expected": as_expected, "report": report::to_json(&info, &modes)}));
+        detail.insert("as_expected".into(), as_expected.into());
+        detail.insert("report".into(), report::to_json(&info, &reports));
+        results.insert(v.into(), serde_json::Value::Object(detail));
     }
-    let mut md = String::from("# bench chaos --self-test\n\nThree deliberately broken harness variants (cargo feature `chaos-broken`, selected by HARNESS_CHAOS_BROKEN; built into target/chaos-broken, never the production build). Power-loss mode must catch each; SIGKILL mode alone must miss the two fsync variants, because a SIGKILL leaves the page cache intact.\n\n");
-    md.push_str(&format!("seed {} · {} kill indexes per variant and mode · wall {:.1} s\n\n", base.seed, base.kills, t0.elapsed().as_secs_f64()));
+    let mut md = String::from("# bench chaos --self-test\n\nThree deliberately broken harness variants (cargo feature `chaos-broken` of the harness crate, selected at run time by HARNESS_CHAOS_BROKEN, built into target/chaos-broken, never the production build). Each runs the same kill plan (seed, kill indexes) as the production harness; a variant is CAUGHT in a mode when it shows a violation (kill, invariant) that the production harness does not show on that plan. Power-loss mode must catch all three; SIGKILL mode alone must miss the two fsync variants, because a SIGKILL leaves the page cache intact.\n\n");
+    md.push_str(&format!(
+        "seed {} · {} kill indexes per variant and mode · baseline (production harness) violations: sigkill {}, power-loss {} · wall {:.1} s\n\n",
+        base.seed,
+        base.kills,
+        baseline[0].violations.len(),
+        baseline[1].violations.len(),
+        t0.elapsed().as_secs_f64()
+    ));
     let header = ["variant", "SIGKILL mode", "power-loss mode", "verdict"];
-    let mut t = String::new();
-    t.push_str(&format!("| {} |\n|{}\n", header.join(" | "), ":---|".repeat(header.len())));
+    let mut t = format!("| {} |\n|{}\n", header.join(" | "), ":---|".repeat(header.len()));
     for r in &rows {
         t.push_str(&format!("| {} |\n", r.join(" | ")));
     }
     md.push_str(&t);
     md.push_str(&format!("\n**Self-test {}.**\n", if ok { "passed" } else { "FAILED" }));
-    let json = serde_json::json!({"seed": base.seed, "kills_per_mode": base.kills, "passed": ok, "variants": results, "wall_s": t0.elapsed().as_secs_f64()});
+    let binfo = RunInfo {
+        seed: base.seed,
+        mode_label: "both",
+        harness: base_bin.display().to_string(),
+        broken: None,
+        work_dir: base.work_dir.display().to_string(),
+        jobs: base.jobs,
+        cases: bprep.cases.iter().map(|c| c.id.clone()).collect(),
+        calibration: bprep.calib.clone(),
+        wall_s: t0.elapsed().as_secs_f64(),
+    };
+    let json = serde_json::json!({"seed": base.seed, "kills_per_mode": base.kills, "passed": ok, "baseline": report::to_json(&binfo, &baseline), "variants": results, "wall_s": t0.elapsed().as_secs_f64()});
     write_out(&args.out, "self-test", &json, &md)?;
     println!("{t}\nself-test {} in {:.1} s; report {}", if ok { "passed" } else { "FAILED" }, t0.elapsed().as_secs_f64(), args.out.join("self-test.md").display());
     if !args.keep {

@@ -194,7 +194,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
                 let c = &cases[ci];
                 let rec = match servers.for_case(c) {
                     Some(s) => runner::run_case(c, r, &s, &hb, &out, &runner::Overlay::default()).await,
-                    None => unreachable_record(c, r),
+                    None => RunRecord::failed(c, r, "no replay server for this case".into(), String::new()),
                 };
                 (ci, rec)
             }));
@@ -254,23 +254,6 @@ async fn run_async(args: RunArgs) -> ExitCode {
     };
     summary.finish();
     finish_outputs(&summary, &args.out, args.junit.as_deref())
-}
-
-fn unreachable_record(c: &Case, r: u32) -> RunRecord {
-    RunRecord {
-        run: r,
-        ending: "<none>".into(),
-        exit_code: -1,
-        passed: false,
-        score: 0.0,
-        cost_usd: 0.0,
-        latency_ms: 0,
-        expected_ending: c.ending.as_str().into(),
-        checks: vec![],
-        failures: vec!["no replay server for this case".into()],
-        state_dir: String::new(),
-        verified: 0,
-    }
 }
 
 /// Write the outputs, print the table and the failures, and pick the exit code.

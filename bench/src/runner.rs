@@ -78,6 +78,26 @@ impl Overlay {
     }
 }
 
+impl RunRecord {
+    /// A case-run that could not be carried out: failed, with the reason.
+    pub fn failed(case: &Case, run: u32, msg: String, state_dir: String) -> RunRecord {
+        RunRecord {
+            run,
+            ending: "<none>".into(),
+            exit_code: -1,
+            passed: false,
+            score: 0.0,
+            cost_usd: 0.0,
+            latency_ms: 0,
+            expected_ending: case.ending.as_str().into(),
+            checks: vec![],
+            failures: vec![msg],
+            state_dir,
+            verified: 0,
+        }
+    }
+}
+
 /// One replay server per distinct (faults, latency scale): cases that ask
 /// for fault injection get a server configured for it.
 pub struct Servers {
@@ -205,20 +225,7 @@ async fn run_harness(harness_bin: &Path, args: &[String], pause_at: Option<&str>
 /// is a failed run whose failure says what went wrong.
 pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin: &Path, out_root: &Path, overlay: &Overlay) -> RunRecord {
     let dir = out_root.join("cases").join(case.id()).join(format!("run-{run}"));
-    let fail = |msg: String, dir: &Path| RunRecord {
-        run,
-        ending: "<none>".into(),
-        exit_code: -1,
-        passed: false,
-        score: 0.0,
-        cost_usd: 0.0,
-        latency_ms: 0,
-        expected_ending: case.ending.as_str().into(),
-        checks: vec![],
-        failures: vec![msg],
-        state_dir: dir.join("state").display().to_string(),
-        verified: 0,
-    };
+    let fail = |msg: String, dir: &Path| RunRecord::failed(case, run, msg, dir.join("state").display().to_string());
     let _ = std::fs::remove_dir_all(&dir);
     let case_copy = dir.join("case");
     for part in ["run.toml", "workspace", "checks"] {

@@ -84,6 +84,10 @@ pub fn replan_request(goal: &Goal, model: &str, checks: &[String], state: &RunSt
     for p in &state.pruned {
         done.push_str(&format!("- {} (pruned as off-goal): {}\n", p.id, p.description));
     }
+    // Why earlier tasks were refused, so the planner does not repeat them.
+    for r in state.rejected.iter().rev().take(20) {
+        done.push_str(&format!("- {} (rejected, not run: {})\n", r.id, r.reason));
+    }
     ModelRequest {
         role: CallRole::Replan,
         call_key,

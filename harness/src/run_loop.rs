@@ -528,7 +528,11 @@ impl Runner {
         let reply = self.call_model(req, Phase::DuringModelCall).await?;
         match crate::agent::parse_plan(&reply.text) {
             Ok(raw) => self.admit(raw, &format!("replan/{n}")),
-            Err(e) => self.events.emit(self.state.step, "replan_malformed", json!({"error": e})),
+            Err(e) => {
+                // The queue stays empty: the report must say why.
+                self.plan_note = Some(format!("replanner output malformed ({}): {e}", format_args!("replan/{n}")));
+                self.events.emit(self.state.step, "replan_malformed", json!({"error": e}));
+            }
         }
         Ok(())
     }

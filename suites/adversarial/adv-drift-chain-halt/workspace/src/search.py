@@ -1,0 +1,2 @@
+def search(db, q):
+    return db.execute("SELECT id, title FROM search_events WHERE title ILIKE %(q)s", {'q': '%' + q + '%'}).fetchall()

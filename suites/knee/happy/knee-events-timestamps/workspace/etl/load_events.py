@@ -1,0 +1,5 @@
+import csv
+
+
+def load(path):
+    return list(csv.DictReader(open(path)))

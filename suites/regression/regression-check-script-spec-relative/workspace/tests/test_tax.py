@@ -1,0 +1,5 @@
+from billing.tax import vat
+
+
+def test_vat():
+    assert vat(1000, 0.19) == 190

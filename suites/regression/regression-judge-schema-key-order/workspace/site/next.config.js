@@ -1,0 +1,3 @@
+module.exports = {
+  images: { unoptimized: true },
+};
