@@ -1,1 +1,13 @@
-//! The chaos driver (being written).
+//! The chaos bench's kill driver (`bench chaos`): kill the real harness at
+//! every step-synchronized phase and at random times, with SIGKILL and with a
+//! simulated power cut, resume it, and check eight invariants against an oracle
+//! that knows what really happened. See chaos/README.md.
+
+pub mod cases; // chaos/cases/<id>: spec + workspace + scenario, and what the oracle reads from them
+pub mod driver; // kill plans, trials, invariant checks, per-mode results
+pub mod fsmodel; // the operation log replayed through a POSIX model: post-power-cut disk images
+pub mod oracle; // the oracle's own readers: outbox, ledger journal, task effects, checkpoint frames
+pub mod proc; // spawn the harness, SIGKILL it through nix, confirm with waitpid
+pub mod report; // chaos.json, chaos.md, the terminal tables
+
+pub use driver::{Config, Mode, ModeReport};

@@ -1,0 +1,1 @@
+CREATE TABLE events (id BIGSERIAL PRIMARY KEY, payload JSONB, exported_at TIMESTAMPTZ);

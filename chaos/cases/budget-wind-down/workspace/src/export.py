@@ -1,0 +1,2 @@
+def export(db):
+    return db.execute("SELECT * FROM events").fetchall()

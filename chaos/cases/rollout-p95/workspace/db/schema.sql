@@ -1,0 +1,1 @@
+CREATE TABLE search_events (id BIGSERIAL PRIMARY KEY, query TEXT NOT NULL, title TEXT, created_at TIMESTAMPTZ NOT NULL);

@@ -1,0 +1,151 @@
+//! Chaos cases as data: `chaos/cases/<id>/` holds `run.toml` (the spec),
+//! `workspace/` (copied fresh for every trial), `checks/` (predicate scripts,
+//! outside the workspace) and `scenario.json` (what the model answers, compiled
+//! to a cassette at start-up). What the oracle needs to know about a case
+//! (the tasks the planner can admit and how each verifies, the migrations and
+//! their steps, what each call costs) is read from the same files.
+
+use harness::replay::{Cassette, Recordings};
+use harness::scenario::Scenario;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Directory name under chaos/cases.
+    pub id: String,
+    pub dir: PathBuf,
+    /// The cassette's case id (the replay URL's `<case>`).
+    pub replay_case: String,
+    pub cassette: Cassette,
+    pub goal: String,
+    pub goal_sha256: String,
+    /// Task id -> its `verify` object, from every plan and replan reply.
+    pub tasks: BTreeMap<String, Value>,
+    /// Migration name -> its steps (path, content), from workspace/migrations.
+    pub migrations: BTreeMap<String, Vec<(String, String)>>,
+    /// Call key -> what the provider bills for it (the cassette's usage at the
+    /// spec's prices).
+    pub cost_usd: BTreeMap<String, f64>,
+}
+
+impl Case {
+    pub fn migration_of_task(&self, task: &str) -> Option<&str> {
+        self.tasks.get(task)?.get("kind").filter(|k| *k == "migration_state")?;
+        self.tasks.get(task)?.get("name")?.as_str()
+    }
+}
+
+/// The directory holding the committed cases.
+pub fn default_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("cases")
+}
+
+pub fn load_all(dir: &Path) -> Result<Vec<Case>, String> {
+    let mut ids: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .filter(|e| e.path().join("run.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    if ids.is_empty() {
+        return Err(format!("{}: no cases (directories with a run.toml)", dir.display()));
+    }
+    ids.iter().map(|id| load(&dir.join(id))).collect()
+}
+
+pub fn load(dir: &Path) -> Result<Case, String> {
+    let id = dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let spec = harness::spec::RunSpec::load(&dir.join("run.toml")).map_err(|e| e.to_string())?;
+    let sc_path = dir.join("scenario.json");
+    let sc = Scenario::load(&sc_path)?;
+    let v = sc.to_cassette("1970-01-01", "bench chaos").map_err(|e| format!("{}: {e}", sc_path.display()))?;
+    let cassette = Cassette::from_json_str(&v.to_string(), &sc_path).map_err(|e| e.to_string())?;
+    if sc.runs.len() != 1 {
+        return Err(format!("{}: a chaos case has exactly one run (found {})", sc_path.display(), sc.runs.len()));
+    }
+    let mut tasks = BTreeMap::new();
+    let mut cost_usd = BTreeMap::new();
+    for c in &sc.runs[0].calls {
+        if c.key.starts_with("plan/") || c.key.starts_with("replan/") {
+            if let Ok(p) = serde_json::from_str::<Value>(&c.text) {
+                for t in p["tasks"].as_array().into_iter().flatten() {
+                    if let (Some(id), Some(v)) = (t["id"].as_str(), t.get("verify")) {
+                        tasks.insert(id.to_string(), v.clone());
+                    }
+                }
+            }
+        }
+        let usage = c.usage.unwrap_or(harness::scenario::DEFAULT_USAGE);
+        let price = spec.prices.get(&sc.model).ok_or_else(|| format!("{}: no price for {}", dir.display(), sc.model))?;
+        cost_usd.insert(c.key.clone(), harness::ledger::cost_usd(price, &usage));
+    }
+    let mut migrations = BTreeMap::new();
+    let mdir = dir.join("workspace").join(harness::migration::MIGRATIONS_DIR);
+    if let Ok(rd) = std::fs::read_dir(&mdir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let Some(name) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".json")) else { continue };
+            let def: Value = serde_json::from_slice(&std::fs::read(&p).map_err(|e| e.to_string())?).map_err(|e| format!("{}: {e}", p.display()))?;
+            let steps = def["steps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| (s["path"].as_str().unwrap_or("").to_string(), s["content"].as_str().unwrap_or("").to_string()))
+                .collect();
+            migrations.insert(name.to_string(), steps);
+        }
+    }
+    Ok(Case {
+        id,
+        dir: dir.to_path_buf(),
+        replay_case: sc.case.clone(),
+        cassette,
+        goal: spec.goal.clone(),
+        goal_sha256: harness::goal::sha256_hex(&spec.goal),
+        tasks,
+        migrations,
+        cost_usd,
+    })
+}
+
+/// One index over every case's cassette, for the driver's replay server.
+pub fn recordings(cases: &[Case]) -> Result<Recordings, String> {
+    Recordings::from_cassettes(cases.iter().map(|c| (c.dir.join("scenario.json"), c.cassette.clone()))).map_err(|e| e.to_string())
+}
+
+/// Copy a directory tree (the case fixture into a trial dir).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let ft = e.file_type()?;
+        if ft.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if ft.is_file() {
+            std::fs::copy(&src, &dst)?; // keeps the mode: check scripts stay executable
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn committed_cases_load() {
+        let cases = load_all(&default_dir()).unwrap();
+        assert!(cases.len() >= 3, "{}", cases.len());
+        for c in &cases {
+            assert!(c.tasks.len() >= 4, "{}: {:?}", c.id, c.tasks.keys());
+            assert!(!c.migrations.is_empty(), "{}", c.id);
+            assert!(c.tasks.values().any(|v| v["kind"] == "outbox_has"), "{}: a non-idempotent post", c.id);
+            assert!(c.migrations.values().all(|s| s.len() >= 2), "{}: multi-step migrations", c.id);
+        }
+        recordings(&cases).unwrap();
+    }
+}

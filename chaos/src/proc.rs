@@ -1,0 +1,206 @@
+//! Spawning the real `harness` binary, killing it with SIGKILL through `nix`
+//! (its whole process group: the harness and any check it was running), and
+//! confirming with waitpid how the harness died.
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::Pid;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// When to kill.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Run to the end.
+    None,
+    /// `HARNESS_CHAOS_PAUSE_AT=<phase>:<n>`: SIGKILL once the harness says it is paused there.
+    Pause { phase: String, n: u64 },
+    /// SIGKILL this long after spawn, wherever the harness is.
+    Timer { delay_us: u64 },
+    /// `HARNESS_SIMFS_FAULT=<spec>`: inject an I/O error and let it run.
+    Fault { spec: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Died of SIGKILL, confirmed by waitpid, at a named phase.
+    KilledAtPhase { phase: String, n: u64 },
+    /// Died of SIGKILL, confirmed by waitpid, at a random time.
+    KilledByTimer { delay_us: u64 },
+    /// The signal was sent but waitpid reported something else.
+    SignalNotConfirmed { status: String },
+    /// Exited on its own before the kill point was reached (counted apart).
+    ExitedBeforeSignal { code: i32 },
+    /// Exited on its own; no kill was planned.
+    Exited { code: i32 },
+    /// Still running at the timeout: killed, and a violation.
+    Hung,
+    SpawnFailed(String),
+}
+
+impl Outcome {
+    pub fn killed(&self) -> bool {
+        matches!(self, Outcome::KilledAtPhase { .. } | Outcome::KilledByTimer { .. })
+    }
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            Outcome::ExitedBeforeSignal { code } | Outcome::Exited { code } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+pub struct Spawn {
+    pub harness: PathBuf,
+    pub args: Vec<std::ffi::OsString>,
+    pub env: Vec<(String, String)>,
+    pub stdout: PathBuf,
+    pub timeout: Duration,
+}
+
+/// Every variable the driver sets; removed from the inherited environment first.
+pub const DRIVER_ENV: [&str; 4] = [
+    harness::chaos_hook::ENV_VAR,
+    harness::simfs::LOG_ENV,
+    harness::simfs::FAULT_ENV,
+    harness::simfs::BROKEN_ENV,
+];
+
+enum Ev {
+    Paused,
+    Eof,
+}
+
+/// Run one harness process to its end or to its kill. Returns the outcome and
+/// what it wrote on stderr.
+pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
+    let mut cmd = Command::new(&s.harness);
+    cmd.args(&s.args);
+    for v in DRIVER_ENV {
+        cmd.env_remove(v);
+    }
+    for (k, v) in &s.env {
+        cmd.env(k, v);
+    }
+    match target {
+        Target::Pause { phase, n } => {
+            cmd.env(harness::chaos_hook::ENV_VAR, format!("{phase}:{n}"));
+        }
+        Target::Fault { spec } => {
+            cmd.env(harness::simfs::FAULT_ENV, spec);
+        }
+        _ => {}
+    }
+    let stdout = match std::fs::File::create(&s.stdout) {
+        Ok(f) => f,
+        Err(e) => return (Outcome::SpawnFailed(format!("{}: {e}", s.stdout.display())), String::new()),
+    };
+    cmd.stdin(Stdio::null()).stdout(stdout).stderr(Stdio::piped());
+    // Its own process group, so the kill takes what it started with it (a
+    // check script forked but not yet exec'd still shares the run.lock open
+    // file description, and would make the resume see "another harness is
+    // running").
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let start = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return (Outcome::SpawnFailed(format!("{}: {e}", s.harness.display())), String::new()),
+    };
+    let pid = Pid::from_raw(child.id() as i32);
+    let err = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("HARNESS_CHAOS_PAUSED") {
+                let _ = tx.send(Ev::Paused);
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        let _ = tx.send(Ev::Eof);
+        all
+    });
+    let deadline = start + s.timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let sigkill = || {
+        let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
+        let _ = kill(pid, Signal::SIGKILL);
+    };
+    let outcome = match target {
+        Target::Pause { phase, n } => match rx.recv_timeout(left()) {
+            Ok(Ev::Paused) => {
+                sigkill();
+                match reap(pid) {
+                    Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledAtPhase { phase: phase.clone(), n: *n },
+                    other => Outcome::SignalNotConfirmed { status: format!("{other:?}") },
+                }
+            }
+            Ok(Ev::Eof) => exited(reap(pid), true),
+            Err(_) => {
+                sigkill();
+                let _ = reap(pid);
+                Outcome::Hung
+            }
+        },
+        Target::Timer { delay_us } => {
+            let at = start + Duration::from_micros(*delay_us);
+            match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(Ev::Eof) => exited(reap(pid), true),
+                _ => {
+                    // Paused lines cannot happen (no pause target); timeout: kill now.
+                    sigkill();
+                    match reap(pid) {
+                        Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledByTimer { delay_us: *delay_us },
+                        Reaped::Exited(code) => Outcome::ExitedBeforeSignal { code },
+                        other => Outcome::SignalNotConfirmed { status: format!("{other:?}") },
+                    }
+                }
+            }
+        }
+        Target::None | Target::Fault { .. } => match rx.recv_timeout(left()) {
+            Ok(_) => exited(reap(pid), false),
+            Err(_) => {
+                sigkill();
+                let _ = reap(pid);
+                Outcome::Hung
+            }
+        },
+    };
+    // The child is reaped by waitpid above; std's Child must not wait again.
+    std::mem::forget(child);
+    let stderr = reader.join().unwrap_or_default();
+    (outcome, stderr)
+}
+
+#[derive(Debug)]
+#[allow(dead_code)] // the fields are read through Debug in messages
+enum Reaped {
+    Exited(i32),
+    Signaled(Signal),
+    Other(String),
+}
+
+fn reap(pid: Pid) -> Reaped {
+    loop {
+        match waitpid(pid, None) {
+            Ok(WaitStatus::Exited(_, code)) => return Reaped::Exited(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => return Reaped::Signaled(sig),
+            Ok(_) => continue,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Reaped::Other(e.to_string()),
+        }
+    }
+}
+
+fn exited(r: Reaped, kill_planned: bool) -> Outcome {
+    match r {
+        Reaped::Exited(code) if kill_planned => Outcome::ExitedBeforeSignal { code },
+        Reaped::Exited(code) => Outcome::Exited { code },
+        other => Outcome::SignalNotConfirmed { status: format!("{other:?}") },
+    }
+}

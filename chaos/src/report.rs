@@ -1,0 +1,236 @@
+//! DIR/chaos.json, DIR/chaos.md and the terminal table.
+
+use crate::driver::{Calibration, InvCount, ModeReport, INVARIANTS};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+pub struct RunInfo<'a> {
+    pub seed: u64,
+    pub mode_label: &'a str,
+    pub harness: String,
+    pub broken: Option<String>,
+    pub work_dir: String,
+    pub jobs: usize,
+    pub cases: Vec<String>,
+    pub calibration: Vec<Calibration>,
+    pub wall_s: f64,
+}
+
+fn add(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
+    for (k, v) in b {
+        *a.entry(k.clone()).or_insert(0) += v;
+    }
+}
+
+/// The issue's shape at the top level (summed over modes), the per-mode
+/// breakdown under "modes".
+pub fn to_json(info: &RunInfo, modes: &[ModeReport]) -> Value {
+    let mut by_phase = BTreeMap::new();
+    let mut endings = BTreeMap::new();
+    let mut inv: BTreeMap<String, InvCount> = INVARIANTS.iter().map(|n| (n.to_string(), InvCount::default())).collect();
+    for m in modes {
+        add(&mut by_phase, &m.by_phase);
+        add(&mut endings, &m.endings);
+        for (k, c) in &m.invariants {
+            let t = inv.entry(k.clone()).or_default();
+            t.checked += c.checked;
+            t.exercised += c.exercised;
+            t.violated += c.violated;
+        }
+    }
+    let violations: Vec<&crate::driver::Violation> = modes.iter().flat_map(|m| &m.violations).collect();
+    json!({
+        "kills": modes.iter().map(|m| m.kills).sum::<u64>(),
+        "confirmed_kills": modes.iter().map(|m| m.confirmed_kills).sum::<u64>(),
+        "violations": violations,
+        "by_phase": by_phase,
+        "invariants": inv,
+        "endings": endings,
+        "seed": info.seed,
+        "mode": info.mode_label,
+        "signals_sent": modes.iter().map(|m| m.signals_sent).sum::<u64>(),
+        "exited_before_signal": modes.iter().map(|m| m.exited_before_signal).sum::<u64>(),
+        "power_cuts": modes.iter().map(|m| m.power_cuts).sum::<u64>(),
+        "wall_s": info.wall_s,
+        "harness": info.harness,
+        "broken_variant": info.broken,
+        "work_dir": info.work_dir,
+        "jobs": info.jobs,
+        "cases": info.cases,
+        "calibration": info.cases.iter().cloned().zip(info.calibration.iter().cloned()).collect::<BTreeMap<_, _>>(),
+        "modes": modes.iter().map(|m| (m.mode.clone(), m)).collect::<BTreeMap<_, _>>(),
+    })
+}
+
+fn table<H: AsRef<str>>(header: &[H], rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = header.iter().map(|h| h.as_ref().chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut s = String::from("|");
+        for (i, c) in cells.iter().enumerate() {
+            let pad = " ".repeat(w[i] - c.chars().count());
+            if i == 0 {
+                s.push_str(&format!(" {c}{pad} |"));
+            } else {
+                s.push_str(&format!(" {pad}{c} |"));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut s = line(header.iter().map(|h| h.as_ref().to_string()).collect());
+    s.push('|');
+    for (i, x) in w.iter().enumerate() {
+        if i == 0 {
+            s.push_str(&format!(":{}|", "-".repeat(x + 1)));
+        } else {
+            s.push_str(&format!("{}:|", "-".repeat(x + 1)));
+        }
+    }
+    s.push('\n');
+    for r in rows {
+        s.push_str(&line(r.clone()));
+    }
+    s
+}
+
+/// Invariant x mode table, then phases x mode, endings, and a verdict line.
+pub fn summary_tables(modes: &[ModeReport]) -> String {
+    let mut out = String::new();
+    let mut header = vec!["invariant".to_string()];
+    for m in modes {
+        header.push(format!("{} checked", m.mode));
+        header.push(format!("{} exercised", m.mode));
+        header.push(format!("{} violated", m.mode));
+    }
+    let rows: Vec<Vec<String>> = INVARIANTS
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut r = vec![format!("{}. {n}", i + 1)];
+            for m in modes {
+                let c = &m.invariants[*n];
+                r.push(c.checked.to_string());
+                r.push(c.exercised.to_string());
+                r.push(c.violated.to_string());
+            }
+            r
+        })
+        .collect();
+    out.push_str(&table(&header, &rows));
+    out.push('\n');
+    let mut phases: Vec<String> = harness::chaos_hook::Phase::ALL.iter().map(|p| p.as_str().to_string()).collect();
+    phases.push("random_timing".into());
+    let mut header = vec!["kill point (confirmed SIGKILLs)".to_string()];
+    for m in modes {
+        header.push(m.mode.clone());
+    }
+    let mut rows: Vec<Vec<String>> = phases
+        .iter()
+        .map(|p| {
+            let mut r = vec![p.clone()];
+            for m in modes {
+                r.push(m.by_phase.get(p).copied().unwrap_or(0).to_string());
+            }
+            r
+        })
+        .collect();
+    let total = |f: &dyn Fn(&ModeReport) -> u64, name: &str| {
+        let mut r = vec![name.to_string()];
+        for m in modes {
+            r.push(f(m).to_string());
+        }
+        r
+    };
+    rows.push(total(&|m| m.kills, "kill indexes run"));
+    rows.push(total(&|m| m.confirmed_kills, "confirmed kills (all)"));
+    rows.push(total(&|m| m.kills_during_resume, "  of which during a resume"));
+    rows.push(total(&|m| m.exited_before_signal, "exited before the signal"));
+    rows.push(total(&|m| m.power_cuts, "power cuts simulated"));
+    rows.push(total(&|m| m.io_faults.values().sum(), "I/O faults injected"));
+    rows.push(total(&|m| m.resumes, "resumes"));
+    out.push_str(&table(&header, &rows));
+    out.push('\n');
+    let mut endings: Vec<String> = modes.iter().flat_map(|m| m.endings.keys().cloned()).collect();
+    endings.sort();
+    endings.dedup();
+    let mut header = vec!["final ending".to_string()];
+    for m in modes {
+        header.push(m.mode.clone());
+    }
+    let rows: Vec<Vec<String>> = endings
+        .iter()
+        .map(|e| {
+            let mut r = vec![e.clone()];
+            for m in modes {
+                r.push(m.endings.get(e).copied().unwrap_or(0).to_string());
+            }
+            r
+        })
+        .collect();
+    out.push_str(&table(&header, &rows));
+    out
+}
+
+pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
+    let mut s = String::new();
+    let nviol: usize = modes.iter().map(|m| m.violations.len()).sum();
+    s.push_str("# bench chaos\n\n");
+    s.push_str(&format!(
+        "seed {} · mode {} · {} kill indexes · harness `{}`{} · {} jobs · wall {:.1} s\n\n",
+        info.seed,
+        info.mode_label,
+        modes.iter().map(|m| m.kills).sum::<u64>(),
+        info.harness,
+        info.broken.as_ref().map(|b| format!(" (broken variant `{b}`)")).unwrap_or_default(),
+        info.jobs,
+        info.wall_s
+    ));
+    for m in modes {
+        s.push_str(&format!("- {}: {} kill indexes in {:.1} s ({:.0} ms each)\n", m.mode, m.kills, m.wall_s, 1000.0 * m.wall_s / m.kills.max(1) as f64));
+    }
+    s.push_str(&format!("\n**{}**\n\n", if nviol == 0 { "Zero violations.".to_string() } else { format!("{nviol} violation(s).") }));
+    s.push_str(&summary_tables(modes));
+    for m in modes {
+        if !m.io_faults.is_empty() {
+            s.push_str(&format!("\n{} I/O faults injected (errno:class): ", m.mode));
+            s.push_str(&m.io_faults.iter().map(|(k, v)| format!("{k} x{v}")).collect::<Vec<_>>().join(", "));
+            s.push('\n');
+        }
+        if !m.refusals.is_empty() {
+            s.push_str(&format!("\n{} runs that ended refusing to resume: ", m.mode));
+            s.push_str(&m.refusals.iter().map(|(k, v)| format!("{k} x{v}")).collect::<Vec<_>>().join(", "));
+            s.push('\n');
+        }
+    }
+    s.push_str("\n## Cases\n\n");
+    let mut rows = vec![];
+    for (c, cal) in info.cases.iter().zip(&info.calibration) {
+        rows.push(vec![c.clone(), cal.ending.clone(), cal.phases.values().sum::<u64>().to_string(), cal.writes.to_string(), cal.fsyncs.to_string(), format!("{:.1}", cal.wall_us as f64 / 1000.0)]);
+    }
+    s.push_str(&table(&["case", "clean ending", "phase points", "writes", "fsyncs", "clean run ms"], &rows));
+    s.push_str(
+        "\n## What the invariants check\n\n\
+1. `no_torn_checkpoint`: after every kill or power cut the checkpoint on disk is a whole frame, and it is the last one the harness went on from (or a newer one); a resume on a bad frame ends UNRECOVERABLE_ERROR naming the refusal and leaves the file alone; a valid-looking decoy temp file is never read.\n\
+2. `post_at_most_once`: no idempotency key appears twice in the outbox, on any disk.\n\
+3. `in_flight_classified`: the in-flight task's resume classification (done / not started / partially applied) equals the oracle's reading of the disk, with the matching consequence (completed / front of the queue / parked).\n\
+4. `partial_migration_parked`: once a migration is partially applied on disk, none of its steps is written again and its task is never reported verified.\n\
+5. `one_of_seven_endings`: every exit is one of the seven endings with its exit code (stdout and report.json agree); kills are confirmed by waitpid; no process hangs and every run ends within the process bound; an injected I/O error that ends the run is UNRECOVERABLE_ERROR naming the errno.\n\
+6. `ledger_never_forgets`: committed spend (booked + worst case of calls in flight) never decreases across resumes; the final spend covers everything the replay server answered (what the provider bills); every call in flight at a kill is booked at exactly its reserved worst case (the harness's documented promise); the report equals the journal; a journal with a corrupt line is refused.\n\
+7. `goal_hash_intact`: every checkpoint and report carries the spec's goal and its SHA-256; the spec file is unchanged.\n\
+8. `report_agrees`: every task the final report lists as verified verifies on the final workspace and outbox (posts exactly once); GOAL_MET only when the predicate passes there; the report and the final checkpoint agree.\n",
+    );
+    if nviol > 0 {
+        s.push_str("\n## Violations\n\n");
+        for m in modes {
+            for v in &m.violations {
+                s.push_str(&format!("- **{}** kill {} ({}, {}, {}, process {}): {}\n  - replay: `{}`\n  - trial dir: `{}`\n", v.invariant, v.kill, v.mode.as_str(), v.case, v.stratum, v.process, v.detail, v.replay, v.trial_dir));
+            }
+        }
+    }
+    s
+}
