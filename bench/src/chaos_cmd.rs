@@ -242,6 +242,8 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         return self_test(&args, base, t0);
     }
     let cfg = Config { harness_bin: harness_binary(args.harness.as_ref(), args.broken.is_some(), args.no_build)?, ..base };
+    let build_s = t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
     let prep = driver::prepare(&cfg)?;
     let modes = run_modes(&cfg, &prep, &cfg.modes, "");
     let info = RunInfo {
@@ -254,6 +256,7 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         cases: prep.cases.iter().map(|c| c.id.clone()).collect(),
         calibration: prep.calib.clone(),
         wall_s: t0.elapsed().as_secs_f64(),
+        build_s,
     };
     let json = report::to_json(&info, &modes);
     let md = report::to_markdown(&info, &modes);
@@ -267,10 +270,11 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         println!("... and {} more (see {})", violations.len() - 20, args.out.join("chaos.md").display());
     }
     println!(
-        "{} violation(s) over {} kill indexes in {:.1} s; report {}",
+        "{} violation(s) over {} kill indexes in {:.1} s (+{:.1} s building the harness); report {}",
         violations.len(),
         modes.iter().map(|m| m.kills).sum::<u64>(),
         info.wall_s,
+        build_s,
         args.out.join("chaos.md").display()
     );
     if violations.is_empty() && !args.keep {
@@ -341,6 +345,7 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
             cases: prep.cases.iter().map(|c| c.id.clone()).collect(),
             calibration: prep.calib.clone(),
             wall_s: t0.elapsed().as_secs_f64(),
+            build_s: 0.0,
         };
         detail.insert("as_expected".into(), as_expected.into());
         detail.insert("report".into(), report::to_json(&info, &reports));
@@ -372,6 +377,7 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
         cases: bprep.cases.iter().map(|c| c.id.clone()).collect(),
         calibration: bprep.calib.clone(),
         wall_s: t0.elapsed().as_secs_f64(),
+        build_s: 0.0,
     };
     let json = serde_json::json!({"seed": base.seed, "kills_per_mode": base.kills, "passed": ok, "baseline": report::to_json(&binfo, &baseline), "variants": results, "wall_s": t0.elapsed().as_secs_f64()});
     write_out(&args.out, "self-test", &json, &md)?;

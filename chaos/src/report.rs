@@ -13,7 +13,10 @@ pub struct RunInfo<'a> {
     pub jobs: usize,
     pub cases: Vec<String>,
     pub calibration: Vec<Calibration>,
+    /// Seconds of kills, calibration and checks (not building the harness).
     pub wall_s: f64,
+    /// Seconds spent building the harness first (0 with --no-build).
+    pub build_s: f64,
 }
 
 fn add(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
@@ -52,6 +55,7 @@ pub fn to_json(info: &RunInfo, modes: &[ModeReport]) -> Value {
         "exited_before_signal": modes.iter().map(|m| m.exited_before_signal).sum::<u64>(),
         "power_cuts": modes.iter().map(|m| m.power_cuts).sum::<u64>(),
         "wall_s": info.wall_s,
+        "build_s": info.build_s,
         "harness": info.harness,
         "broken_variant": info.broken,
         "work_dir": info.work_dir,
@@ -181,14 +185,15 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
     let nviol: usize = modes.iter().map(|m| m.violations.len()).sum();
     s.push_str("# bench chaos\n\n");
     s.push_str(&format!(
-        "seed {} · mode {} · {} kill indexes · harness `{}`{} · {} jobs · wall {:.1} s\n\n",
+        "seed {} · mode {} · {} kill indexes · harness `{}`{} · {} jobs · wall {:.1} s (+{:.1} s building the harness)\n\n",
         info.seed,
         info.mode_label,
         modes.iter().map(|m| m.kills).sum::<u64>(),
         info.harness,
         info.broken.as_ref().map(|b| format!(" (broken variant `{b}`)")).unwrap_or_default(),
         info.jobs,
-        info.wall_s
+        info.wall_s,
+        info.build_s
     ));
     for m in modes {
         s.push_str(&format!("- {}: {} kill indexes in {:.1} s ({:.0} ms each)\n", m.mode, m.kills, m.wall_s, 1000.0 * m.wall_s / m.kills.max(1) as f64));

@@ -93,6 +93,7 @@ fn every_stratum_is_killed_and_checked_in_both_modes() {
         cases: prep.cases.iter().map(|c| c.id.clone()).collect(),
         calibration: prep.calib.clone(),
         wall_s: 0.0,
+        build_s: 0.0,
     };
     let j = chaos::report::to_json(&info, &reports);
     for k in ["kills", "confirmed_kills", "violations", "by_phase", "invariants", "endings", "seed", "mode"] {
