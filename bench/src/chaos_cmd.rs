@@ -140,8 +140,10 @@ fn mode_label(m: ModeArg) -> &'static str {
     }
 }
 
+type ProgressFn = Box<dyn Fn(usize, usize) + Sync + Send>;
+
 /// A progress bar on a terminal, plain lines otherwise.
-fn progress_for(label: String, total: usize) -> (Box<dyn Fn(usize, usize) + Sync + Send>, Option<indicatif::ProgressBar>) {
+fn progress_for(label: String, total: usize) -> (ProgressFn, Option<indicatif::ProgressBar>) {
     if std::io::stderr().is_terminal() {
         let pb = indicatif::ProgressBar::new(total as u64);
         pb.set_style(

@@ -49,7 +49,7 @@ fn a_verified_migration_survives_a_power_cut() {
     )
     .unwrap();
     let ws = harness::workspace::Workspace::open(&ws_dir).unwrap();
-    let before = Snapshot::take(&[ws_dir.clone()]);
+    let before = Snapshot::take(std::slice::from_ref(&ws_dir));
     // apply() returned Ok: every step was written and fsynced, and the harness
     // now verifies the task done, checkpoints it completed and reports it verified.
     harness::migration::apply(&ws, "0007").unwrap();
@@ -70,7 +70,7 @@ fn the_first_reserve_survives_a_power_cut() {
     let root = d.path().canonicalize().unwrap();
     let state = root.join("state");
     std::fs::create_dir_all(&state).unwrap();
-    let before = Snapshot::take(&[state.clone()]);
+    let before = Snapshot::take(std::slice::from_ref(&state));
     let price = harness::ledger::Price { input_usd_per_mtok: 5.0, output_usd_per_mtok: 25.0 };
     let mut ledger = harness::ledger::Ledger::new(28.0, [("m".to_string(), price)].into());
     ledger.open_journal(&state.join("ledger.jsonl")).unwrap();
