@@ -1,0 +1,633 @@
+//! The LLM judge as a detector: exactly the harness's drift check.
+//!
+//! The request is built by `harness::drift::judge_request(goal, queue, model,
+//! call_key)`, the function the harness itself calls, so what is calibrated
+//! is what ships: a fresh context holding only (goal, queue), reasoning
+//! first. It is sent through `harness::model::ModelClient` (same wire
+//! adapters, same retries) and the reply read with `harness::drift::parse`;
+//! a reply that cannot be read is a failed check, never "aligned".
+//!
+//! Two sources of answers:
+//! - a live endpoint (`--endpoint --protocol --model`), optionally recorded
+//!   into a cassette (`--record DIR`) so the calibration can be replayed;
+//! - recordings: a `calibration-<name>` cassette whose interactions are
+//!   `judge/<queue id>`, replayed by `harness::replay::ReplayServer` in
+//!   strict mode, so a recording made with a different prompt (the judge
+//!   system text or a queue edited since) is refused, not silently reused.
+//!
+//! HONESTY: calibration figures must come from a real model. A cassette whose
+//! `made.how` is "scripted" is a stand-in and is refused here; only the
+//! pipeline tests may replay one (`ReplaySource::allow_scripted`), and their
+//! numbers are never written to a report.
+
+use super::queues::{LabeledQueue, LabeledSet};
+use harness::drift::{self, DriftCheck};
+use harness::goal::Goal;
+use harness::ledger::{cost_usd, Price, PriceTable};
+use harness::model::{render_response, request_body, CallRole, EndpointConfig, ModelClient, ModelRequest, ParsedReply, Protocol, Usage};
+use harness::replay::{Cassette, Interaction, Made, MadeHow, Recordings, ReplayOptions, ReplayServer};
+use harness::task::Task;
+use harness::verify::Verify;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Case ids of judge calibration cassettes start with this.
+pub const CASE_PREFIX: &str = "calibration-";
+/// Where `bench calibrate` looks for judge recordings by default.
+pub const DEFAULT_RECORDINGS: &str = "recordings/calibration";
+
+/// The call key of the judge call for one queue (and run, via the URL).
+pub fn call_key(queue_id: &str) -> String {
+    format!("judge/{queue_id}")
+}
+
+/// The harness's own judge request for a labeled queue. Only the goal text
+/// and the tasks' ids and descriptions go in: the label, severity, off-goal
+/// ids, tags and notes of the file never do (the verify is required by the
+/// `Task` type but `judge_request` does not read it).
+pub fn request_for(q: &LabeledQueue, model: &str) -> ModelRequest {
+    let goal = Goal::new(q.goal.clone());
+    let tasks: Vec<Task> = q
+        .queue
+        .iter()
+        .map(|t| Task {
+            id: t.id.clone(),
+            description: t.description.clone(),
+            verify: Verify::Check { name: "calibration".into() },
+            origin: "plan".into(),
+            attempts: 0,
+        })
+        .collect();
+    drift::judge_request(&goal, &tasks, model, call_key(&q.id))
+}
+
+/// One judge check of one queue in one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeCheck {
+    pub queue_id: String,
+    pub outcome: Result<DriftCheck, String>,
+    pub usage: Usage,
+    /// None when the model has no price in the table.
+    pub cost_usd: Option<f64>,
+    /// Live: wall time of the call including retries. Replay: the latency the
+    /// live endpoint had when it was recorded (the cassette's `latency_ms`),
+    /// not the replay's, which measures nothing.
+    pub latency_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct JudgeRun {
+    pub model: String,
+    pub protocol: Protocol,
+    /// Human-readable: where the answers came from.
+    pub source: String,
+    pub priced: bool,
+    /// checks[run][queue index], in the set's order.
+    pub checks: Vec<Vec<JudgeCheck>>,
+    /// Live with --record: where the cassette was written.
+    pub recorded_to: Option<PathBuf>,
+}
+
+/// Why the judge was not measured. Each says what to do about it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unavailable {
+    /// No real recordings: the honest answer is "not measured".
+    NoRecordings(String),
+    /// Recordings exist but cannot be used as they are (scripted, stale,
+    /// incomplete, too few run variants, ambiguous).
+    Refused(String),
+    /// The endpoint or the flags are wrong.
+    Config(String),
+}
+
+impl Unavailable {
+    pub fn message(&self) -> &str {
+        match self {
+            Unavailable::NoRecordings(m) | Unavailable::Refused(m) | Unavailable::Config(m) => m,
+        }
+    }
+}
+
+/// How to make the recordings that are missing (issue 9). Shown whenever the
+/// judge was not measured for want of them.
+pub fn how_to_record(dir: &Path) -> String {
+    format!(
+        "Calibration figures must come from a real model's answers, so none are shown for the judge. To make them (issue 9):\n\
+         1. start a local model server, e.g. llama.cpp: `llama-server -m <model>.gguf --port 8080`\n\
+         2. `bench calibrate --detector judge --endpoint http://127.0.0.1:8080/v1 --protocol openai --model <name> --runs 3 --record {}`\n\
+         \x20  (add `--prices FILE` to price it; a local model costs $0 per token)\n\
+         3. commit {}/{CASE_PREFIX}<name>.json; from then on `bench calibrate` replays it offline, in strict mode.",
+        dir.display(),
+        dir.display()
+    )
+}
+
+pub fn price_of(prices: &PriceTable, model: &str) -> Option<Price> {
+    prices.get(model).copied()
+}
+
+/// Live endpoint settings.
+#[derive(Debug, Clone)]
+pub struct LiveSource {
+    pub endpoint: String,
+    pub protocol: Protocol,
+    pub model: String,
+    pub api_key_env: Option<String>,
+    pub timeout_ms: u64,
+    /// Write the answers into `<dir>/calibration-<model>.json`.
+    pub record_dir: Option<PathBuf>,
+}
+
+/// Recordings settings.
+#[derive(Debug, Clone)]
+pub struct ReplaySource {
+    pub dir: PathBuf,
+    /// Which `calibration-*` case when the directory holds several.
+    pub case: Option<String>,
+    /// Test-only: replay a `made.how = "scripted"` stand-in. Not reachable
+    /// from the command line.
+    pub allow_scripted: bool,
+    /// Keep the request bodies the replay server received (for the test
+    /// that asserts what reaches the judge).
+    pub capture: bool,
+}
+
+/// What a replay run returns besides the checks: the captured bodies, per
+/// run, when `capture` was on.
+pub type Captured = Vec<Vec<harness::replay::Captured>>;
+
+fn check_from_reply(q: &LabeledQueue, text: &str, usage: Usage, price: Option<Price>, latency_ms: u64) -> JudgeCheck {
+    JudgeCheck {
+        queue_id: q.id.clone(),
+        outcome: drift::parse(text),
+        usage,
+        cost_usd: price.map(|p| cost_usd(&p, &usage)),
+        latency_ms,
+    }
+}
+
+fn failed(q: &LabeledQueue, why: String, latency_ms: u64) -> JudgeCheck {
+    JudgeCheck { queue_id: q.id.clone(), outcome: Err(why), usage: Usage::default(), cost_usd: None, latency_ms }
+}
+
+/// Call a live endpoint `runs` times per queue, sequentially (a local model
+/// server serves one request at a time anyway, and latency per check should
+/// not include queueing behind our own other calls).
+pub async fn run_live(set: &LabeledSet, src: &LiveSource, runs: u32, prices: &PriceTable) -> Result<JudgeRun, Unavailable> {
+    let cfg = EndpointConfig {
+        base_url: src.endpoint.clone(),
+        protocol: src.protocol,
+        api_key_env: src.api_key_env.clone(),
+        request_timeout_ms: src.timeout_ms,
+        retry: Default::default(),
+    };
+    let client = ModelClient::new(cfg).map_err(|e| Unavailable::Config(format!("--endpoint: {e}")))?;
+    let price = price_of(prices, &src.model);
+    let made = Made {
+        how: MadeHow::Recorded,
+        when: today_utc(),
+        by: format!("bench calibrate --record ({})", src.endpoint),
+        // The harness's judge request sets no temperature: the server's
+        // default applies, exactly as it would in a harness run.
+        temperature: None,
+        seed: None,
+        notes: format!(
+            "Judge calls of the drift-calibration set ({} queues, {runs} run(s)), request built by harness::drift::judge_request. \
+             Response bodies are re-rendered from the parsed reply (text, usage, stop reason and model exactly as the endpoint returned them).",
+            set.queues.len()
+        ),
+    };
+    let case = format!("{CASE_PREFIX}{}", slug(&src.model));
+    let mut cassette = Cassette::new(case.clone(), src.protocol, src.model.clone(), made.clone());
+    let mut checks = Vec::new();
+    for run in 0..runs {
+        let mut row = Vec::new();
+        for q in &set.queues {
+            let req = request_for(q, &src.model);
+            let started = Instant::now();
+            let res = client.call(&req).await;
+            let wall = started.elapsed().as_millis().min(u64::MAX as u128) as u64;
+            let n_total = set.queues.len() * runs as usize;
+            let done = run as usize * set.queues.len() + row.len() + 1;
+            match &res {
+                Ok(reply) => match drift::parse(&reply.text) {
+                    Ok(dc) => eprintln!("judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)", run + 1, q.id, dc.drift_score, wall as f64 / 1000.0),
+                    Err(e) => eprintln!("judge {done}/{n_total}: run {} {}: unreadable reply: {e}", run + 1, q.id),
+                },
+                Err(e) => eprintln!("judge {done}/{n_total}: run {} {}: call failed: {e}", run + 1, q.id),
+            }
+            match res {
+                Ok(reply) => {
+                    let parsed = ParsedReply {
+                        text: reply.text.clone(),
+                        tool_calls: reply.tool_calls.clone(),
+                        stop_reason: reply.stop_reason.clone(),
+                        usage: reply.usage,
+                        model: reply.model.clone(),
+                    };
+                    let body = render_response(src.protocol, &parsed).to_string();
+                    cassette.push(
+                        run,
+                        Interaction::from_exchange(
+                            CallRole::Judge,
+                            req.call_key.clone(),
+                            src.protocol,
+                            &request_body(src.protocol, &req),
+                            200,
+                            [("content-type", "application/json")],
+                            body.as_bytes(),
+                            reply.latency_ms,
+                        ),
+                    );
+                    row.push(check_from_reply(q, &reply.text, reply.usage, price, wall));
+                }
+                Err(e) => row.push(failed(q, format!("model call failed: {e}"), wall)),
+            }
+        }
+        checks.push(row);
+    }
+    let mut recorded_to = None;
+    let failed_calls = checks.iter().flatten().filter(|c| c.outcome.as_ref().is_err_and(|e| e.starts_with("model call failed"))).count();
+    let record_dir = match &src.record_dir {
+        // A cassette with holes would make every later replay fail on the
+        // missing keys: measure, report, but do not record. (Unreadable
+        // replies ARE recorded: they are the model's answers, and how often
+        // the judge cannot be read is part of its calibration.)
+        Some(_) if failed_calls > 0 => {
+            eprintln!("bench calibrate: NOT recording: {failed_calls} judge call(s) failed (listed in the report); fix the endpoint and run again");
+            None
+        }
+        other => other.clone(),
+    };
+    if let Some(dir) = &record_dir {
+        std::fs::create_dir_all(dir).map_err(|e| Unavailable::Config(format!("--record {}: {e}", dir.display())))?;
+        let path = dir.join(format!("{case}.json"));
+        cassette.save(&path).map_err(|e| Unavailable::Config(format!("--record: {e}")))?;
+        recorded_to = Some(path);
+    }
+    Ok(JudgeRun {
+        model: src.model.clone(),
+        protocol: src.protocol,
+        source: format!("live endpoint {} ({})", src.endpoint, src.protocol.as_str()),
+        priced: price.is_some(),
+        checks,
+        recorded_to,
+    })
+}
+
+/// Pick the calibration cassette to replay, refusing anything that would
+/// put numbers in a report that no real judge produced.
+pub fn select_cassette(src: &ReplaySource, set: &LabeledSet, runs: u32) -> Result<(PathBuf, Cassette), Unavailable> {
+    let none = || Unavailable::NoRecordings(format!("there are no recordings of a real judge yet (looked for {CASE_PREFIX}*.json cassettes in {})", src.dir.display()));
+    if !src.dir.is_dir() {
+        return Err(none());
+    }
+    let recs = match Recordings::load_dir(&src.dir) {
+        Ok(r) => r,
+        Err(e) if e.errors.iter().all(|x| x.message.contains("no *.json")) => return Err(none()),
+        Err(e) => return Err(Unavailable::Refused(format!("the recordings in {} do not load:\n{e}", src.dir.display()))),
+    };
+    let mut cands: Vec<(PathBuf, Cassette)> = recs
+        .into_cases()
+        .into_iter()
+        .filter(|c| c.cassette.case.starts_with(CASE_PREFIX))
+        .map(|c| (c.source, c.cassette))
+        .collect();
+    cands.sort_by(|a, b| a.1.case.cmp(&b.1.case));
+    if cands.is_empty() {
+        return Err(none());
+    }
+    let (path, cassette) = match &src.case {
+        Some(want) => {
+            let want_case = if want.starts_with(CASE_PREFIX) { want.clone() } else { format!("{CASE_PREFIX}{want}") };
+            let names: Vec<String> = cands.iter().map(|c| c.1.case.clone()).collect();
+            cands.into_iter().find(|c| c.1.case == want_case).ok_or_else(|| {
+                Unavailable::Config(format!("--judge-case {want}: no cassette \"{want_case}\" in {}; there are: {}", src.dir.display(), names.join(", ")))
+            })?
+        }
+        None if cands.len() == 1 => cands.remove(0),
+        None => {
+            return Err(Unavailable::Config(format!(
+                "{} holds {} judge recordings ({}); pick one with --judge-case",
+                src.dir.display(),
+                cands.len(),
+                cands.iter().map(|c| c.1.case.as_str()).collect::<Vec<_>>().join(", ")
+            )))
+        }
+    };
+    if cassette.made.how == MadeHow::Scripted && !src.allow_scripted {
+        let only_scripted = format!(
+            "{} is made.how = \"scripted\": its answers were written by a person or a script, not given by a model. \
+             A scripted stand-in tests the pipeline; it is never a judge's calibration, so it is not reported. \
+             There are no recordings of a real judge yet",
+            path.display()
+        );
+        return Err(Unavailable::NoRecordings(only_scripted));
+    }
+    let variants = cassette.runs.len() as u32;
+    if runs > variants {
+        return Err(Unavailable::Refused(format!(
+            "--runs {runs}, but {} holds {variants} recorded run(s): replaying run {variants} would serve run 0's answers again and show a run-to-run spread that was never measured; record more runs or lower --runs",
+            path.display()
+        )));
+    }
+    for (r, run) in cassette.runs.iter().enumerate().take(runs as usize) {
+        let have: std::collections::BTreeSet<&str> = run.interactions.iter().map(|i| i.call_key.as_str()).collect();
+        let missing: Vec<&str> = set.queues.iter().filter(|q| !have.contains(call_key(&q.id).as_str())).map(|q| q.id.as_str()).collect();
+        if !missing.is_empty() {
+            return Err(Unavailable::Refused(format!(
+                "{} run {r} has no judge call for {} of the {} queues ({}); the set changed since it was recorded: record again",
+                path.display(),
+                missing.len(),
+                set.queues.len(),
+                missing.join(", ")
+            )));
+        }
+    }
+    Ok((path, cassette))
+}
+
+/// Replay the judge's recorded answers through the same client code. The
+/// server runs in strict mode for recorded cassettes: each request body must
+/// hash to the recorded one, so the answers replayed are answers to exactly
+/// the request the harness would send today.
+pub async fn run_replay(set: &LabeledSet, src: &ReplaySource, runs: u32, prices: &PriceTable) -> Result<(JudgeRun, Captured), Unavailable> {
+    let (path, cassette) = select_cassette(src, set, runs)?;
+    let (model, protocol, case, made) = (cassette.model.clone(), cassette.protocol, cassette.case.clone(), cassette.made.clone());
+    let strict = made.how == MadeHow::Recorded;
+    let recs = Recordings::from_cassettes([(path.clone(), cassette)]).map_err(|e| Unavailable::Refused(e.to_string()))?;
+    // Recorded latencies, read before the server takes the recordings.
+    let latency: Vec<Vec<u64>> = (0..runs)
+        .map(|r| set.queues.iter().map(|q| recs.get(&case, r, &call_key(&q.id)).map_or(0, |i| i.latency_ms)).collect())
+        .collect();
+    let opts = ReplayOptions { strict, latency_scale: 0.0, capture: src.capture, ..Default::default() };
+    let server = ReplayServer::start(recs, opts).await.map_err(|e| Unavailable::Config(e.to_string()))?;
+    let price = price_of(prices, &model);
+    let mut checks = Vec::new();
+    let mut captured = Vec::new();
+    for run in 0..runs {
+        let cfg = EndpointConfig {
+            base_url: server.base_url_for(&case, run),
+            protocol,
+            api_key_env: None,
+            request_timeout_ms: 30_000,
+            retry: Default::default(),
+        };
+        let client = ModelClient::new(cfg).map_err(|e| Unavailable::Config(e.to_string()))?;
+        let mut row = Vec::new();
+        for (qi, q) in set.queues.iter().enumerate() {
+            let req = request_for(q, &model);
+            let lat = latency[run as usize][qi];
+            match client.call(&req).await {
+                Ok(reply) => row.push(check_from_reply(q, &reply.text, reply.usage, price, lat)),
+                Err(e) => row.push(failed(q, format!("replay: {e}"), lat)),
+            }
+        }
+        checks.push(row);
+        captured.push(server.take_captured(&case, run));
+    }
+    // In strict mode a miss means the request changed since the recording
+    // (the judge prompt, the schema, or a queue's text): the recorded answers
+    // are answers to another question. Refuse rather than report them.
+    let misses: Vec<String> = checks
+        .iter()
+        .flatten()
+        .filter_map(|c| c.outcome.as_ref().err().filter(|e| e.contains("recording miss")).map(|e| format!("{}: {e}", c.queue_id)))
+        .collect();
+    if !misses.is_empty() {
+        return Err(Unavailable::Refused(format!(
+            "{} of {} judge requests do not match {} (strict replay): the judge request or the queues changed since it was recorded; record again. First: {}",
+            misses.len(),
+            checks.iter().flatten().count(),
+            path.display(),
+            misses[0]
+        )));
+    }
+    let how = match made.how {
+        MadeHow::Recorded => "recorded",
+        MadeHow::Scripted => "SCRIPTED STAND-IN",
+    };
+    Ok((
+        JudgeRun {
+            model,
+            protocol,
+            source: format!("replay of {} (made.how = {how}, by {}, {}; strict body match: {strict})", path.display(), made.by, made.when),
+            priced: price.is_some(),
+            checks,
+            recorded_to: None,
+        },
+        captured,
+    ))
+}
+
+/// A model name as a case-id segment: A-Z a-z 0-9 - _ . only.
+pub fn slug(model: &str) -> String {
+    let s: String = model.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).collect();
+    let s = s.trim_matches('-').to_string();
+    let max = 100usize;
+    if s.is_empty() {
+        "model".into()
+    } else {
+        s.chars().take(max).collect()
+    }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, for `made.when`. Days-to-civil by hand
+/// (Howard Hinnant's algorithm): the bench has no date crate and needs none
+/// for this one field.
+pub fn today_utc() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    civil_from_days((secs / 86_400) as i64)
+}
+
+fn civil_from_days(z: i64) -> String {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    format!("{:04}-{:02}-{:02}", if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate_cmd::queues;
+    use serde_json::Value;
+
+    fn set() -> LabeledSet {
+        queues::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/drift-calibration")).unwrap()
+    }
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibrate")
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), "1970-01-01");
+        assert_eq!(civil_from_days(19_782), "2024-02-29");
+        assert_eq!(civil_from_days(20_000), "2024-10-04");
+    }
+
+    #[test]
+    fn stand_in_fixture_says_it_is_scripted_and_a_stand_in() {
+        let c = Cassette::load(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap();
+        assert_eq!(c.made.how, MadeHow::Scripted);
+        assert!(c.made.notes.contains("STAND-IN"), "{}", c.made.notes);
+        // And it is what its scenario compiles to.
+        let compiled = crate::script::compile(&fixtures().join("stand-in-judge/scenario.json")).unwrap();
+        assert_eq!(compiled, std::fs::read_to_string(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap(), "run `bench script bench/tests/fixtures/calibrate/stand-in-judge --out bench/tests/fixtures/calibrate/stand-in-judge/recordings/cassette.json`");
+    }
+
+    #[test]
+    fn scripted_cassettes_are_refused_as_calibration() {
+        let s = set();
+        let src = ReplaySource { dir: fixtures().join("stand-in-judge/recordings"), case: None, allow_scripted: false, capture: false };
+        let e = select_cassette(&src, &s, 1).unwrap_err();
+        assert!(matches!(e, Unavailable::NoRecordings(_)), "{e:?}");
+        assert!(e.message().contains("made.how = \"scripted\"") && e.message().contains("no recordings of a real judge yet"), "{}", e.message());
+        // An empty or missing directory: no recordings, not an error.
+        let empty = tempfile::tempdir().unwrap();
+        for d in [empty.path().to_path_buf(), empty.path().join("nope")] {
+            let src = ReplaySource { dir: d, case: None, allow_scripted: false, capture: false };
+            assert!(matches!(select_cassette(&src, &s, 1), Err(Unavailable::NoRecordings(_))));
+        }
+    }
+
+    #[test]
+    fn too_many_runs_or_missing_queues_are_refused() {
+        let s = set();
+        let src = ReplaySource { dir: fixtures().join("stand-in-judge/recordings"), case: None, allow_scripted: true, capture: false };
+        let e = select_cassette(&src, &s, 5).unwrap_err();
+        assert!(e.message().contains("--runs 5") && e.message().contains("never measured"), "{}", e.message());
+        let mut small = s.clone();
+        small.queues[0].id = "not-recorded".into();
+        let e = select_cassette(&src, &small, 1).unwrap_err();
+        assert!(e.message().contains("not-recorded"), "{}", e.message());
+    }
+
+    /// The pipeline end to end on the scripted stand-in: request built by the
+    /// harness, sent through ModelClient to the replay server, parsed by
+    /// drift::parse. And the request bodies the server received hold the
+    /// goal and the queue and nothing else.
+    #[test]
+    fn judge_sees_only_goal_and_queue_on_the_wire() {
+        let s = set();
+        let src = ReplaySource { dir: fixtures().join("stand-in-judge/recordings"), case: None, allow_scripted: true, capture: true };
+        let prices: PriceTable = [("stand-in-judge".to_string(), Price { input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0 })].into();
+        let (run, captured) = rt().block_on(run_replay(&s, &src, 2, &prices)).unwrap();
+        assert_eq!(run.checks.len(), 2);
+        assert!(run.source.contains("SCRIPTED STAND-IN"));
+        for row in &run.checks {
+            assert_eq!(row.len(), s.queues.len());
+            for c in row {
+                let dc = c.outcome.as_ref().unwrap_or_else(|e| panic!("{}: {e}", c.queue_id));
+                assert!((0.0..=1.0).contains(&dc.drift_score));
+                // 900 in + 250 out at $1 / $2 per MTok.
+                assert!((c.cost_usd.unwrap() - 0.0014).abs() < 1e-12, "{:?}", c.cost_usd);
+                assert_eq!(c.latency_ms, 1500);
+            }
+        }
+        for (r, bodies) in captured.iter().enumerate() {
+            assert_eq!(bodies.len(), s.queues.len(), "run {r}");
+            for (q, cap) in s.queues.iter().zip(bodies) {
+                assert_eq!(cap.call_key, call_key(&q.id));
+                let body: Value = serde_json::from_str(&cap.body).unwrap();
+                // 1. Exactly the harness's judge request, nothing added.
+                assert_eq!(body, request_body(run.protocol, &request_for(q, &run.model)));
+                // 2. Its parts: the model, the token cap, the schema, the
+                //    judge system prompt, and ONE user message holding the
+                //    goal and the queue, built here from the file by hand.
+                let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+                assert_eq!(keys, ["model", "max_tokens", "messages", "response_format"], "{keys:?}");
+                let msgs = body["messages"].as_array().unwrap();
+                assert_eq!(msgs.len(), 2);
+                assert_eq!(msgs[0]["role"], "system");
+                assert_eq!(msgs[0]["content"], drift::JUDGE_SYSTEM);
+                assert_eq!(msgs[1]["role"], "user");
+                let mut expect = format!("<original_goal>{}</original_goal>\n<queue>\n", q.goal);
+                for t in &q.queue {
+                    expect.push_str(&format!("- {}: {}\n", t.id, t.description));
+                }
+                expect.push_str("</queue>");
+                assert_eq!(msgs[1]["content"], expect);
+                assert_eq!(body["response_format"]["json_schema"]["schema"], drift::schema());
+                // 3. Nothing of the label file besides goal and queue: no
+                //    label, severity, off-goal list, tags, notes or domain.
+                //    (The user message is checked: the fixed system prompt
+                //    itself says "0.0 = fully aligned".)
+                let user = msgs[1]["content"].as_str().unwrap().to_lowercase();
+                for leak in ["aligned", "drifted", "mild", "moderate", "severe", "hard_", "off_goal", "notes", "domain"] {
+                    assert!(!user.contains(leak), "{}: the judge's message contains {leak:?}", q.id);
+                }
+                for line in q.notes.lines().filter(|l| l.trim().len() > 20) {
+                    assert!(!cap.body.contains(line.trim()), "{}: notes leaked", q.id);
+                }
+                // 4. Nothing of any other queue.
+                for other in s.queues.iter().filter(|o| o.goal != q.goal) {
+                    assert!(!cap.body.contains(&other.goal), "{} carries {}'s goal", q.id, other.id);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unreadable_judge_reply_is_a_failed_check_not_aligned() {
+        let q = &set().queues[0];
+        let c = check_from_reply(q, "Looks fine to me.", Usage::default(), None, 5);
+        assert!(c.outcome.is_err());
+        assert_eq!(c.cost_usd, None);
+    }
+
+    #[test]
+    fn live_endpoint_calls_go_through_the_model_client_and_can_be_recorded() {
+        // A stand-in "live" endpoint: the replay server answering the
+        // scripted fixture, addressed as a plain OpenAI base URL. What is
+        // tested is the live code path (client, parse, --record); the answers
+        // are the stand-in's, and the cassette written is checked, not kept.
+        let s = set();
+        let rt = rt();
+        let fixture = Cassette::load(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap();
+        let recs = Recordings::from_cassettes([("fixture", fixture.clone())]).unwrap();
+        let server = rt.block_on(ReplayServer::start(recs, ReplayOptions { latency_scale: 0.0, ..Default::default() })).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let live = LiveSource {
+            endpoint: server.base_url_for(&fixture.case, 0),
+            protocol: Protocol::Openai,
+            model: fixture.model.clone(),
+            api_key_env: None,
+            timeout_ms: 10_000,
+            record_dir: Some(out.path().to_path_buf()),
+        };
+        let run = rt.block_on(run_live(&s, &live, 1, &PriceTable::new())).unwrap();
+        assert!(!run.priced);
+        assert!(run.checks[0].iter().all(|c| c.outcome.is_ok() && c.cost_usd.is_none()));
+        let written = Cassette::load(run.recorded_to.as_ref().unwrap()).unwrap();
+        assert_eq!(written.case, format!("{CASE_PREFIX}{}", slug(&fixture.model)));
+        assert_eq!(written.made.how, MadeHow::Recorded);
+        let it = &written.runs[0].interactions[0];
+        assert_eq!(it.call_key, call_key(&s.queues[0].id));
+        // The recorded request is the harness's request, so strict replay of
+        // the written cassette serves the same answers back.
+        let strict = ReplaySource { dir: out.path().to_path_buf(), case: None, allow_scripted: false, capture: false };
+        let (replayed, _) = rt.block_on(run_replay(&s, &strict, 1, &PriceTable::new())).unwrap();
+        for (a, b) in replayed.checks[0].iter().zip(&run.checks[0]) {
+            assert_eq!(a.outcome, b.outcome);
+        }
+        // Edit one queue's text: the recording now answers another question
+        // and strict replay refuses it instead of reporting stale answers.
+        let mut edited = s.clone();
+        edited.queues[3].queue[0].description.push_str(" (edited)");
+        let e = rt.block_on(run_replay(&edited, &strict, 1, &PriceTable::new())).unwrap_err();
+        assert!(matches!(e, Unavailable::Refused(_)) && e.message().contains("record again") && e.message().contains(&edited.queues[3].id), "{e:?}");
+    }
+}
