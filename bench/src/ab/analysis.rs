@@ -155,6 +155,8 @@ pub enum Code {
     Worse,
     NoDifference,
     Underpowered,
+    /// The permutation test and the interval disagree.
+    Mixed,
     Undefined,
 }
 
@@ -170,8 +172,10 @@ pub struct MetricResult {
     pub ci: [f64; 2],
     /// "paired t" or "case bootstrap (percentile)".
     pub ci_method: &'static str,
-    /// The permutation p-value the verdict uses.
+    /// The permutation mid-p the verdict uses.
     pub p: f64,
+    /// The conventional permutation p (ties count in full; conservative).
+    pub p_conventional: f64,
     pub p_method: String,
     /// The paired t p-value, for reference (None for ratio-of-sums metrics).
     pub p_t: Option<f64>,
@@ -185,6 +189,8 @@ pub struct MetricResult {
     pub power_at_effect_of_interest: Option<f64>,
     pub verdict: String,
     pub verdict_code: Code,
+    /// Every case has the same runs-average in both arms (nothing to test).
+    pub identical: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_bootstrap: Option<[f64; 2]>,
     /// B / A: exp(delta) for the log-scale latency, a ratio of sums for cost per verified task.
@@ -201,17 +207,32 @@ pub struct MetricResult {
     pub variance: Option<VarianceParts>,
 }
 
-/// Verdict for one metric. Significant (permutation p < ALPHA): B better or
-/// B worse by the sign. Not significant: "no difference detectable at this
+/// Verdict for one metric. Significant means the permutation p < ALPHA and
+/// the 95% interval excludes 0 on the same side: B better or B worse by the
+/// sign. Requiring both keeps the verdict consistent with the interval
+/// printed next to it (an intersection of two level-ALPHA tests is still a
+/// level-ALPHA test); when they disagree, typically because every differing
+/// case moved the same way but one case's size dominates the mean, the
+/// verdict says so. Not significant: "no difference detectable at this
 /// size" only when the comparison could have seen an effect of interest
 /// (MDE <= the effect of interest, and enough cases to reach p < ALPHA);
 /// otherwise it is called underpowered, never "no difference".
-pub fn verdict(def: &MetricDef, delta: f64, p: f64, mde: f64, sesoi: f64, n: usize) -> (Code, String) {
+pub fn verdict(def: &MetricDef, r: &MetricResult, p: f64) -> (Code, String) {
+    let (delta, ci, mde, sesoi, n) = (r.delta, r.ci, r.mde, r.effect_of_interest, r.n_cases);
     if !delta.is_finite() || !p.is_finite() {
         return (Code::Undefined, "undefined: no comparable value in one arm".into());
     }
+    if r.identical {
+        // Not an inference: every case's runs agree across the arms. There
+        // is no variance to compute an MDE from, so none is claimed.
+        return (Code::NoDifference, format!("identical: no case differs between the arms ({n} cases)"));
+    }
     if p < ALPHA && delta != 0.0 {
         let b_higher = delta > 0.0;
+        let ci_agrees = if b_higher { ci[0] > 0.0 } else { ci[1] < 0.0 };
+        if !ci_agrees {
+            return (Code::Mixed, format!("inconclusive: p = {p:.4} but the 95% CI includes 0 (a few cases dominate the mean)"));
+        }
         return if b_higher == def.higher_is_better { (Code::Better, "B better".into()) } else { (Code::Worse, "B worse".into()) };
     }
     // 5 cases or fewer cannot reach p < 0.05 in an exact sign-flip test
@@ -244,6 +265,7 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
         ci: [f64::NAN; 2],
         ci_method: "paired t",
         p: f64::NAN,
+        p_conventional: f64::NAN,
         p_method: String::new(),
         p_t: None,
         p_holm: None,
@@ -252,6 +274,7 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
         power_at_effect_of_interest: None,
         verdict: String::new(),
         verdict_code: Code::Undefined,
+        identical: false,
         ci_bootstrap: None,
         ratio: None,
         ratio_ci: None,
@@ -271,9 +294,10 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
             r.ci = t.ci;
             r.p_t = Some(t.p);
             set_p(&mut r, &perm);
-            r.mde = if t.sd == 0.0 { 0.0 } else { inference::mde(t.sd, n) };
+            r.identical = n > 0 && d.iter().all(|x| *x == 0.0);
+            r.mde = if r.identical { f64::NAN } else if t.sd == 0.0 { 0.0 } else { inference::mde(t.sd, n) };
             let interest = def.sesoi_for(if def.name == "latency" { 0.0 } else { r.a });
-            r.power_at_effect_of_interest = Some(if t.sd == 0.0 { 1.0 } else { inference::power(interest, t.sd, n) }).filter(|p| p.is_finite());
+            r.power_at_effect_of_interest = Some(inference::power(interest, t.sd, n)).filter(|p| p.is_finite() && t.sd > 0.0);
             let paired_runs: Vec<Vec<f64>> = cases.iter().map(|c| c.a.iter().zip(&c.b).map(|(x, y)| f(y) - f(x)).collect()).collect();
             r.variance = inference::decompose(&paired_runs);
             if def.name == "pass_rate" {
@@ -301,23 +325,30 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
             let total = |v: &[[f64; 2]]| v.iter().fold([0.0, 0.0], |s, x| [s[0] + x[0], s[1] + x[1]]);
             let (ra, rb) = (ratio(&total(&a)), ratio(&total(&b)));
             let mut r = base(ra, rb, rb - ra);
+            r.identical = n > 0 && a == b;
             r.ci_method = "case bootstrap (percentile)";
             let tol = 1e-12 * (ra.abs() + rb.abs());
             let perm = inference::swap_test(&a, &b, |x, y| ratio(y) - ratio(x), tol, s.mc_reps, seed);
             set_p(&mut r, &perm);
             let idx: Vec<usize> = (0..n).collect();
             let resampled = |i: &[&usize]| {
-                let pick = |v: &[[f64; 2]]| total(&i.iter().map(|&&k| v[k]).collect::<Vec<_>>());
-                (ratio(&pick(&a)), ratio(&pick(&b)))
+                let (mut x, mut y) = ([0.0; 2], [0.0; 2]);
+                for &&k in i {
+                    for c in 0..2 {
+                        x[c] += a[k][c];
+                        y[c] += b[k][c];
+                    }
+                }
+                (ratio(&x), ratio(&y))
             };
+            // one pass over the resamples yields both the difference and the ratio
+            let ratios = std::cell::RefCell::new(Vec::with_capacity(s.bootstrap_reps));
             let deltas = crate::stats::case_bootstrap(&idx, s.bootstrap_reps, seed, |i| {
                 let (x, y) = resampled(i);
+                ratios.borrow_mut().push(y / x);
                 y - x
             });
-            let ratios = crate::stats::case_bootstrap(&idx, s.bootstrap_reps, seed, |i| {
-                let (x, y) = resampled(i);
-                y / x
-            });
+            let ratios = ratios.into_inner();
             let (lo, hi) = crate::stats::percentile_interval(&deltas, 1.0 - ALPHA);
             r.ci = [lo, hi];
             r.ci_bootstrap = Some([lo, hi]);
@@ -328,13 +359,13 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
             // ratio of sums), with the same t quantiles as the mean metrics.
             let finite: Vec<f64> = deltas.into_iter().filter(|x| x.is_finite()).collect();
             let se = inference::sample_var(&finite).sqrt();
-            r.mde = if se == 0.0 { 0.0 } else { inference::mde_from_se(se, n as f64 - 1.0) };
+            r.mde = if r.identical { f64::NAN } else if se == 0.0 { 0.0 } else { inference::mde_from_se(se, n as f64 - 1.0) };
             r
         }
     };
     r.effect_of_interest = def.sesoi_for(if def.name == "latency" { 0.0 } else { r.a });
 
-    let (code, text) = verdict(def, r.delta, r.p, r.mde, r.effect_of_interest, n);
+    let (code, text) = verdict(def, &r, r.p);
     r.verdict_code = code;
     r.verdict = text;
     r
@@ -342,7 +373,8 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
 
 fn set_p(r: &mut MetricResult, perm: &Permutation) {
     r.p = perm.p;
-    r.p_method = format!("sign-flip permutation, {} ({} patterns)", perm.method, perm.resamples);
+    r.p_conventional = perm.p_conventional;
+    r.p_method = format!("paired permutation mid-p, {} ({} patterns)", perm.method, perm.resamples);
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -419,11 +451,11 @@ pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
     for d in &METRICS {
         let ps: Vec<f64> = per_cat.iter().map(|(_, m)| m[d.name].p).collect();
         for ((_, m), adj) in per_cat.iter_mut().zip(inference::holm(&ps)) {
-            let r = m.get_mut(d.name).expect("every metric is computed per category");
+            let Some(r) = m.get_mut(d.name) else { continue };
             r.p_holm = Some(adj);
-            let (code, text) = verdict(d, r.delta, adj, r.mde, r.effect_of_interest, r.n_cases);
+            let (code, text) = verdict(d, r, adj);
             r.verdict_code = code;
-            r.verdict = format!("{text} (Holm)");
+            r.verdict = if r.identical { text } else { format!("{text} (Holm)") };
         }
     }
     let categories: BTreeMap<String, CategoryResult> = per_cat
@@ -487,8 +519,16 @@ pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
         format!("B regresses ({} regression(s)){}", regressions.len(), if better.is_empty() { String::new() } else { format!(" although B is better on {better}") })
     } else if gated.iter().any(|(_, m)| m.verdict_code == Code::Better) {
         format!("B better on {}, not worse anywhere", names_where(Code::Better))
-    } else if gated.iter().any(|(_, m)| m.verdict_code == Code::Underpowered || m.verdict_code == Code::Undefined) {
-        format!("inconclusive: nothing significant, underpowered on {}", names_where(Code::Underpowered))
+    } else if gated.iter().any(|(_, m)| matches!(m.verdict_code, Code::Underpowered | Code::Mixed | Code::Undefined)) {
+        let parts: Vec<String> = [(Code::Underpowered, "underpowered on"), (Code::Mixed, "test and interval disagree on"), (Code::Undefined, "undefined")]
+            .iter()
+            .map(|(c, what)| (names_where(*c), what))
+            .filter(|(names, _)| !names.is_empty())
+            .map(|(names, what)| format!("{what} {names}"))
+            .collect();
+        format!("inconclusive: nothing significant; {}", parts.join("; "))
+    } else if gated.iter().all(|(_, m)| m.identical) {
+        "no difference: every case agrees between the arms on every gated metric".into()
     } else {
         "no significant difference on any gated metric (each MDE within its effect of interest)".into()
     };
@@ -549,11 +589,10 @@ mod tests {
         for (name, m) in &a.metrics {
             assert_eq!(m.p, 1.0, "{name}");
             assert_eq!(m.delta, 0.0, "{name}");
-            if *name != "latency" {
-                assert_eq!(m.verdict_code, Code::NoDifference, "{name}: {}", m.verdict);
-            }
+            assert_eq!(m.verdict_code, Code::NoDifference, "{name}: {}", m.verdict);
+            assert!(m.verdict.starts_with("identical"), "{name}: {}", m.verdict);
         }
-        assert!(a.verdict.starts_with("no significant difference"), "{}", a.verdict);
+        assert!(a.verdict.starts_with("no difference"), "{}", a.verdict);
     }
 
     #[test]

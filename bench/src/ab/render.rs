@@ -1,4 +1,315 @@
-//! placeholder
+//! What `bench ab` shows: ab.json (the contract), ab.md (for a PR or a CI
+//! step summary), the terminal table (tabled) and forest.svg (plotters, SVG
+//! backend: per-category deltas with their 95% intervals).
+
+use super::analysis::{Code, MetricDef, MetricResult, METRICS};
+use super::inference::ClusteredWilson;
 use super::AbRun;
-pub fn write_all(_r: &AbRun, _out: &std::path::Path) -> Result<(), String> { Ok(()) }
-pub fn terminal(_r: &AbRun) -> String { String::new() }
+use std::path::Path;
+
+fn def(name: &str) -> &'static MetricDef {
+    METRICS.iter().find(|d| d.name == name).unwrap_or(&METRICS[0])
+}
+
+fn ci_text(d: &MetricDef, ci: [f64; 2]) -> String {
+    if !(ci[0].is_finite() && ci[1].is_finite()) {
+        return "n/a".into();
+    }
+    format!("[{}, {}]", d.show_delta(ci[0], true), d.show_delta(ci[1], true))
+}
+
+fn p_text(p: f64) -> String {
+    if !p.is_finite() {
+        "n/a".into()
+    } else if p < 0.0001 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+fn wilson_text(w: &Option<ClusteredWilson>) -> String {
+    w.map(|w| format!(" [{:.1}, {:.1}]", 100.0 * w.lo, 100.0 * w.hi)).unwrap_or_default()
+}
+
+/// Arm A / arm B as shown: a pass rate carries its Wilson 95% interval.
+fn arm_values(name: &str, m: &MetricResult) -> (String, String) {
+    let d = def(name);
+    (format!("{}{}", d.show_value(m.a), wilson_text(&m.wilson_a)), format!("{}{}", d.show_value(m.b), wilson_text(&m.wilson_b)))
+}
+
+fn metric_rows(r: &AbRun) -> Vec<[String; 8]> {
+    METRICS
+        .iter()
+        .filter_map(|d| r.analysis.metrics.get(d.name).map(|m| (d, m)))
+        .map(|(d, m)| {
+            let (a, b) = arm_values(d.name, m);
+            let label = if d.gated { d.label.to_string() } else { format!("{} (not gated)", d.label) };
+            [label, a, b, d.show_delta(m.delta, true), ci_text(d, m.ci), p_text(m.p), d.show_delta(m.mde, false), m.verdict.clone()]
+        })
+        .collect()
+}
+
+const METRIC_HEAD: [&str; 8] = ["metric", "A", "B", "B - A", "95% CI", "p", "MDE (80%)", "verdict"];
+
+fn category_rows(r: &AbRun) -> Vec<[String; 9]> {
+    let d = def("pass_rate");
+    r.analysis
+        .categories
+        .iter()
+        .map(|(name, c)| {
+            [
+                name.clone(),
+                c.n_cases.to_string(),
+                format!("{}{}", d.show_value(c.a), wilson_text(&c.wilson_a)),
+                format!("{}{}", d.show_value(c.b), wilson_text(&c.wilson_b)),
+                d.show_delta(c.delta, true),
+                ci_text(d, c.ci),
+                p_text(c.p),
+                p_text(c.p_holm),
+                c.verdict.clone(),
+            ]
+        })
+        .collect()
+}
+
+const CATEGORY_HEAD: [&str; 9] = ["category", "cases", "A pass rate", "B pass rate", "B - A", "95% CI", "p", "p (Holm)", "verdict"];
+
+fn header(r: &AbRun) -> String {
+    format!(
+        "A = {} ({}), B = {} ({}); {} cases x {} runs per arm ({} case-runs), seed {}",
+        r.a.name, r.a.path, r.b.name, r.b.path, r.analysis.n_cases, r.analysis.runs_per_case, r.case_runs, r.analysis.seed
+    )
+}
+
+/// The terminal view: both tables, the regressions and the verdict.
+pub fn terminal(r: &AbRun) -> String {
+    use tabled::{builder::Builder, settings::Style};
+    let table = |head: &[&str], rows: Vec<Vec<String>>| {
+        let mut b = Builder::default();
+        b.push_record(head.iter().map(|s| s.to_string()));
+        for row in rows {
+            b.push_record(row);
+        }
+        let mut t = b.build();
+        t.with(Style::sharp());
+        t.to_string()
+    };
+    let mut s = format!("bench ab: {}\n", header(r));
+    s.push_str(&table(&METRIC_HEAD, metric_rows(r).into_iter().map(Vec::from).collect()));
+    s.push_str("\npass rate by category (Wilson 95% in brackets; p adjusted by Holm across categories)\n");
+    s.push_str(&table(&CATEGORY_HEAD, category_rows(r).into_iter().map(Vec::from).collect()));
+    s.push('\n');
+    for g in &r.analysis.regressions {
+        s.push_str(&format!("REGRESSION {} {}: {}\n", g.kind, g.subject, g.detail));
+    }
+    s.push_str(&format!("verdict: {}", r.analysis.verdict));
+    s
+}
+
+fn md_table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut s = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(N));
+    for row in rows {
+        s.push_str(&format!("| {} |\n", row.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | ")));
+    }
+    s
+}
+
+pub fn markdown(r: &AbRun) -> String {
+    let a = &r.analysis;
+    let mut s = format!("## bench ab: {}\n\n{}\n\n", a.verdict, header(r));
+    for (arm, c) in [("A", &r.a), ("B", &r.b)] {
+        s.push_str(&format!("- **{arm}: {}** (`{}`){}\n", c.name, c.path, if c.description.is_empty() { String::new() } else { format!(": {}", c.description.replace('\n', " ")) }));
+        let overlay = c.overlay.trim();
+        if !overlay.is_empty() {
+            s.push_str(&format!("  ```toml\n  {}\n  ```\n", overlay.replace('\n', "\n  ")));
+        }
+        if let Some(f) = c.budget_scale {
+            s.push_str(&format!("  budget scaled x{f}\n"));
+        }
+    }
+    s.push_str("\n### Metrics (B - A, paired by case)\n\n");
+    s.push_str(&md_table(&METRIC_HEAD, &metric_rows(r)));
+    s.push_str("\n### Pass rate by category\n\n");
+    s.push_str(&md_table(&CATEGORY_HEAD, &category_rows(r)));
+    s.push_str("\n![forest plot](forest.svg)\n");
+
+    s.push_str("\n### Regressions\n\n");
+    if a.regressions.is_empty() {
+        s.push_str("None: no category's pass rate drops significantly (Holm), no adversarial case that passed every A run fails a B run, no gated metric is significantly worse.\n");
+    }
+    for g in &a.regressions {
+        s.push_str(&format!("- **{}** `{}`: {}\n", g.kind, g.subject, g.detail));
+    }
+
+    s.push_str("\n### Every metric by category (p adjusted by Holm across categories)\n\n");
+    let mut rows: Vec<[String; 7]> = vec![];
+    for (cat, c) in &a.categories {
+        for d in &METRICS {
+            if let Some(m) = c.metrics.get(d.name) {
+                rows.push([cat.clone(), d.label.into(), d.show_delta(m.delta, true), ci_text(d, m.ci), p_text(m.p), p_text(m.p_holm.unwrap_or(f64::NAN)), m.verdict.clone()]);
+            }
+        }
+    }
+    s.push_str(&md_table(&["category", "metric", "B - A", "95% CI", "p", "p (Holm)", "verdict"], &rows));
+
+    s.push_str("\n### Where the uncertainty comes from\n\n");
+    let mut rows: Vec<[String; 6]> = vec![];
+    for d in &METRICS {
+        if let Some(v) = a.metrics.get(d.name).and_then(|m| m.variance.as_ref()) {
+            let sd = |x: f64| d.show_delta(x, false);
+            rows.push([d.label.into(), format!("{:.0}%", 100.0 * v.within_share), sd(v.se), sd(v.se_double_runs), sd(v.se_double_cases), v.advice.clone()]);
+        }
+    }
+    s.push_str(&md_table(&["metric", "run noise share", "SE now", "SE, 2x runs", "SE, 2x cases", "what would help"], &rows));
+    s.push_str("\nBetween-case variance is how much the true B - A effect differs from case to case; within-case variance is run-to-run noise of the paired difference (run r of A and B replay the same variant and fault seed). Var(case mean) = between + within / runs, so more runs shrink only the second term.\n");
+
+    s.push_str("\n### Cases\n\n");
+    let rows: Vec<[String; 8]> = a
+        .cases
+        .iter()
+        .map(|c| [c.id.clone(), c.category.clone(), c.a_passed.clone(), c.b_passed.clone(), format!("${:.4}", c.a_cost_usd), format!("${:.4}", c.b_cost_usd), format!("{:.2}", c.a_verified), format!("{:.2}", c.b_verified)])
+        .collect();
+    s.push_str(&md_table(&["case", "category", "A runs passed", "B runs passed", "A cost/run", "B cost/run", "A verified/run", "B verified/run"], &rows));
+
+    s.push_str(&format!(
+        "\n### Method\n\n\
+Evan Miller, \"Adding Error Bars to Evals\" (arXiv 2411.00640): the case is the unit. Each case's runs are averaged first, then arms are compared on per-case paired differences B - A. \
+Intervals: paired t (statrs StudentsT), 95%; for cost per verified task (a ratio of sums) a case bootstrap ({} resamples, percentile); latency is compared on a log scale (a ratio of geometric means). \
+p: paired permutation test (each case's arms swapped), exact up to 20 cases, otherwise {} Monte Carlo draws; mid-p (ties count half), because pass shares of a few runs are lumpy and the conventional p is conservative there (both are in ab.json). \
+Categories: Holm-adjusted across categories. Pass rates: Wilson 95% on the effective number of runs (Kish design effect from the intra-case correlation). \
+MDE: the effect a two-sided paired t test detects with 80% power at alpha 0.05 for the observed variance (noncentral t, solved exactly). \
+B better / B worse needs p < 0.05 and the 95% CI on the same side of 0 (when they disagree the verdict says so). \
+A verdict says \"no difference detectable at this size\" only when the MDE is within the effect of interest (pass rate and score 5 points, costs 10% of A, latency 10%); otherwise \"underpowered\". \
+Gate (exit 1): a category's pass rate drops with Holm p < 0.05; an adversarial case passed every A run and failed a B run; or a gated metric is significantly worse (latency is reported, not gated: on replayed traffic it is process wall time on a shared machine). \
+Seed {} (run order, permutations, bootstrap); suite `{}`{}, git `{}`, suite hash `{}`.\n",
+        a.bootstrap_resamples,
+        a.monte_carlo_draws,
+        a.seed,
+        r.suite,
+        r.category.as_ref().map(|c| format!(" (category {c})")).unwrap_or_default(),
+        r.git_rev,
+        &r.suite_hash[..r.suite_hash.len().min(16)]
+    ));
+    if !r.load_errors.is_empty() {
+        s.push_str("\nCases not loaded (left out of both arms):\n");
+        for e in &r.load_errors {
+            s.push_str(&format!("- {e}\n"));
+        }
+    }
+    s
+}
+
+/// One row of the forest plot.
+struct Row {
+    label: String,
+    delta: f64,
+    ci: [f64; 2],
+    code: Code,
+}
+
+fn forest_rows(r: &AbRun, metric: &str) -> Vec<Row> {
+    let mut rows = vec![];
+    if let Some(m) = r.analysis.metrics.get(metric) {
+        rows.push(Row { label: format!("all cases (n={})", m.n_cases), delta: m.delta, ci: m.ci, code: m.verdict_code });
+    }
+    for (cat, c) in &r.analysis.categories {
+        if let Some(m) = c.metrics.get(metric) {
+            rows.push(Row { label: format!("{cat} (n={})", m.n_cases), delta: m.delta, ci: m.ci, code: m.verdict_code });
+        }
+    }
+    rows
+}
+
+/// forest.svg: per-category B - A with 95% intervals, pass rate (percentage
+/// points) on the left, cost per case-run (USD) on the right. Green: B
+/// significantly better; red: significantly worse (categories: Holm); grey:
+/// neither.
+pub fn forest_svg(r: &AbRun) -> Result<String, String> {
+    use plotters::prelude::*;
+    let panels = [("pass_rate", "pass rate, B - A (percentage points)", 100.0), ("cost_per_case", "cost per case-run, B - A (USD)", 1.0)];
+    let n_rows = forest_rows(r, "pass_rate").len().max(1);
+    let (w, h) = (1200u32, 170 + 46 * n_rows as u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let title = format!(
+            "{} (B) vs {} (A), {} cases x {} runs: B - A with 95% intervals (green: B significantly better, red: worse)",
+            r.b.name, r.a.name, r.analysis.n_cases, r.analysis.runs_per_case
+        );
+        let root = root.titled(&title, ("sans-serif", 18)).map_err(|e| e.to_string())?;
+        let halves = root.split_evenly((1, 2));
+        for (area, (metric, axis, scale)) in halves.iter().zip(panels) {
+            let rows = forest_rows(r, metric);
+            let n = rows.len().max(1);
+            let finite: Vec<f64> = rows.iter().flat_map(|x| [x.delta, x.ci[0], x.ci[1]]).filter(|v| v.is_finite()).map(|v| v * scale).collect();
+            let lo = finite.iter().copied().fold(0.0f64, f64::min);
+            let hi = finite.iter().copied().fold(0.0f64, f64::max);
+            let pad = ((hi - lo) * 0.08).max(if scale > 1.0 { 1.0 } else { 1e-4 });
+            let labels: Vec<String> = rows.iter().map(|x| x.label.clone()).collect();
+            let mut chart = ChartBuilder::on(area)
+                .margin(16)
+                .x_label_area_size(56)
+                .y_label_area_size(170)
+                // an integer range includes its end: 0..n-1 is n rows
+                .build_cartesian_2d((lo - pad)..(hi + pad), (0..n - 1).into_segmented())
+                .map_err(|e| e.to_string())?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .x_desc(axis)
+                .y_desc("")
+                .axis_desc_style(("sans-serif", 16))
+                .label_style(("sans-serif", 14))
+                .y_labels(n)
+                .y_label_formatter(&|v| match v {
+                    // row 0 (all cases) at the top
+                    SegmentValue::CenterOf(i) if *i < n => labels.get(n - 1 - i).cloned().unwrap_or_default(),
+                    _ => String::new(),
+                })
+                .x_label_formatter(&|x| if scale > 1.0 { format!("{x:+.0}") } else { format!("{x:+.3}") })
+                .draw()
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(std::iter::once(PathElement::new(vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Last)], BLACK.mix(0.5).stroke_width(1))))
+                .map_err(|e| e.to_string())?;
+            for (i, row) in rows.iter().enumerate() {
+                let y = SegmentValue::CenterOf(n - 1 - i);
+                let color = match row.code {
+                    Code::Better => RGBColor(0, 130, 60),
+                    Code::Worse => RGBColor(200, 30, 30),
+                    _ => RGBColor(90, 90, 90),
+                };
+                if row.ci[0].is_finite() && row.ci[1].is_finite() {
+                    chart
+                        .draw_series(std::iter::once(PathElement::new(vec![(row.ci[0] * scale, y.clone()), (row.ci[1] * scale, y.clone())], color.stroke_width(3))))
+                        .map_err(|e| e.to_string())?;
+                }
+                if row.delta.is_finite() {
+                    chart.draw_series(std::iter::once(Circle::new((row.delta * scale, y), 6, color.filled()))).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+/// Write ab.json, ab.md and forest.svg into `out`; ab.md also goes to the
+/// CI step summary when there is one.
+pub fn write_all(r: &AbRun, out: &Path) -> Result<(), String> {
+    let json = serde_json::to_vec_pretty(r).map_err(|e| format!("ab.json: {e}"))?;
+    harness::durable::atomic_write(&out.join("ab.json"), &json).map_err(|e| format!("{}: {e}", out.join("ab.json").display()))?;
+    let md = markdown(r);
+    harness::durable::atomic_write(&out.join("ab.md"), md.as_bytes()).map_err(|e| format!("{}: {e}", out.join("ab.md").display()))?;
+    let svg = forest_svg(r)?;
+    harness::durable::atomic_write(&out.join("forest.svg"), svg.as_bytes()).map_err(|e| format!("{}: {e}", out.join("forest.svg").display()))?;
+    if let Ok(p) = std::env::var("GITHUB_STEP_SUMMARY") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(p) {
+            let _ = f.write_all(md.as_bytes());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! `bench ab` end to end through the real binaries on the A/B suite
+//! (suites/ab): the same config on both sides, the loop-cap example's
+//! regression guard, and usage errors. The statistics themselves are tested
+//! against SciPy / statsmodels and by simulation in bench/src/ab/.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The harness binary beside the bench binary, built on demand (`cargo test
+/// -p bench` alone does not build another package's binary).
+fn harness() -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_bench")).with_file_name("harness");
+    if !bin.exists() {
+        let profile: &[&str] = if cfg!(debug_assertions) { &[] } else { &["--release"] };
+        let ok = Command::new(env!("CARGO")).current_dir(root()).args(["build", "-q", "-p", "harness", "--bin", "harness"]).args(profile).status().map(|s| s.success());
+        assert_eq!(ok.ok(), Some(true), "cannot build the harness binary");
+    }
+    bin
+}
+
+struct Out {
+    code: i32,
+    json: Value,
+    text: String,
+    dir: tempfile::TempDir,
+}
+
+fn ab(a: &Path, b: &Path, extra: &[&str]) -> Out {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .current_dir(root())
+        .arg("ab")
+        .arg("--a")
+        .arg(a)
+        .arg("--b")
+        .arg(b)
+        .arg("--out")
+        .arg(dir.path())
+        .arg("--harness")
+        .arg(harness())
+        .args(extra)
+        .env("CI", "1")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    let json = std::fs::read(dir.path().join("ab.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
+    Out { code: o.status.code().unwrap_or(-1), json, text: format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)), dir }
+}
+
+fn config(name: &str) -> PathBuf {
+    root().join("bench/configs").join(name)
+}
+
+#[test]
+fn the_same_config_on_both_sides_reports_no_regression_and_no_difference() {
+    let cap6 = config("loop-cap-6.toml");
+    let o = ab(&cap6, &cap6, &["--suite", "suites/ab", "--category", "edge", "--runs-per-case", "3"]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    let j = &o.json;
+    assert_eq!(j["regressions"].as_array().map(Vec::len), Some(0), "{}", o.text);
+    assert!(j["verdict"].as_str().unwrap().starts_with("no difference"), "{}", j["verdict"]);
+    assert_eq!(j["n_cases"], 5);
+    assert_eq!(j["runs_per_case"], 3);
+    assert!(j["seed"].is_u64());
+    // Run r of either arm replays the same variant and fault seed, so every
+    // gated metric is identical case by case: p = 1, delta 0.
+    for name in ["pass_rate", "score", "cost_per_case", "cost_per_verified_task"] {
+        let m = &j["metrics"][name];
+        assert_eq!(m["delta"].as_f64(), Some(0.0), "{name}: {m}");
+        assert_eq!(m["p"].as_f64(), Some(1.0), "{name}: {m}");
+        assert_eq!(m["verdict_code"], "no_difference", "{name}: {m}");
+        for k in ["a", "b", "ci", "mde", "verdict"] {
+            assert!(m.get(k).is_some(), "{name} lacks {k}");
+        }
+    }
+    // Latency is wall time and differs run to run; it is not gated, and with
+    // 5 cases no test can reach p < 0.05 (2 / 2^5 = 0.0625), so it cannot be
+    // called significant here either.
+    let lat = &j["metrics"]["latency"];
+    assert!(!matches!(lat["verdict_code"].as_str(), Some("better" | "worse")), "{lat}");
+    assert!(j["categories"]["edge"]["p_holm"].is_number());
+    assert!(j["categories"]["edge"]["wilson_a"]["lo"].is_number());
+    let md = std::fs::read_to_string(o.dir.path().join("ab.md")).unwrap();
+    assert!(md.contains("### Metrics") && md.contains("Wilson"), "{md}");
+    // per-arm drill-down in bench run's format
+    let a: Value = serde_json::from_slice(&std::fs::read(o.dir.path().join("a/summary.json")).unwrap()).unwrap();
+    assert_eq!(a["cases"].as_array().map(Vec::len), Some(5));
+}
+
+#[test]
+fn loop_cap_4_versus_6_trips_the_adversarial_guard_and_exits_1() {
+    let o = ab(&config("loop-cap-6.toml"), &config("loop-cap-4.toml"), &["--suite", "suites/ab", "--category", "adversarial"]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    let regs = o.json["regressions"].as_array().unwrap();
+    assert!(
+        regs.iter().any(|r| r["kind"] == "adversarial_case" && r["subject"] == "ab-adv-injection-distracts"),
+        "{regs:?}"
+    );
+    // the cap saves money in every adversarial case that is not identical
+    assert!(o.json["metrics"]["cost_per_case"]["delta"].as_f64().unwrap() < 0.0);
+    assert!(o.text.contains("REGRESSION adversarial_case ab-adv-injection-distracts"), "{}", o.text);
+    let svg = std::fs::read_to_string(o.dir.path().join("forest.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("percentage points") && svg.contains("(USD)") && svg.contains("adversarial (n=4)"), "{svg}");
+}
+
+#[test]
+fn usage_errors_exit_2_and_name_the_file_and_field() {
+    let t = tempfile::tempdir().unwrap();
+    let cap6 = config("loop-cap-6.toml");
+    let missing = t.path().join("nope.toml");
+    let o = ab(&missing, &cap6, &["--suite", "suites/ab"]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    assert!(o.text.contains("nope.toml") && o.text.contains("cannot read"), "{}", o.text);
+
+    let bad_cap = t.path().join("bad-cap.toml");
+    std::fs::write(&bad_cap, "[loop]\nloop_cap = 0\n").unwrap();
+    let o = ab(&cap6, &bad_cap, &["--suite", "suites/ab", "--category", "regression"]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    assert!(o.text.contains("bad-cap.toml") && o.text.contains("loop.loop_cap"), "{}", o.text);
+
+    let bad_ab = t.path().join("bad-ab.toml");
+    std::fs::write(&bad_ab, "[ab]\nnmae = \"typo\"\n").unwrap();
+    let o = ab(&bad_ab, &cap6, &["--suite", "suites/ab"]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    assert!(o.text.contains("ab.nmae"), "{}", o.text);
+
+    let not_toml = t.path().join("broken.toml");
+    std::fs::write(&not_toml, "[loop\n").unwrap();
+    let o = ab(&not_toml, &cap6, &["--suite", "suites/ab"]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    assert!(o.text.contains("broken.toml") && o.text.contains("TOML"), "{}", o.text);
+
+    let o = ab(&cap6, &cap6, &["--suite", "no/such/suite"]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    let o = ab(&cap6, &cap6, &["--suite", "suites/ab", "--category", "nonsense"]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    let o = ab(&cap6, &cap6, &["--suite", "suites/ab", "--runs-per-case", "0"]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    // clap's own usage errors (a missing --b) are exit 2 too
+    let st = Command::new(env!("CARGO_BIN_EXE_bench")).args(["ab", "--a", "x.toml"]).output().unwrap();
+    assert_eq!(st.status.code(), Some(2));
+}
+
+#[test]
+fn the_ab_suite_cassettes_are_what_their_scenarios_compile_to() {
+    // CI checks the main suite's cassettes; this is the same check for the
+    // A/B suite (written by suites/ab/gen_ab.py).
+    let mut dirs = vec![];
+    for cat in ["happy", "edge", "adversarial", "regression"] {
+        for e in std::fs::read_dir(root().join("suites/ab").join(cat)).unwrap() {
+            dirs.push(e.unwrap().path());
+        }
+    }
+    assert!(dirs.len() >= 20, "{dirs:?}");
+    let o = Command::new(env!("CARGO_BIN_EXE_bench")).arg("script").arg("--check").args(&dirs).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -1,0 +1,2 @@
+def comment(s):
+    return s

@@ -1,0 +1,2 @@
+def rnd(x):
+    return round(x + 0.5)

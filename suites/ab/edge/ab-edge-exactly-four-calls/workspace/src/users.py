@@ -1,0 +1,2 @@
+def key(email):
+    return email

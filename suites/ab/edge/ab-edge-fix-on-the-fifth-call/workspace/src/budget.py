@@ -1,0 +1,1 @@
+RETRY_BUDGET = None

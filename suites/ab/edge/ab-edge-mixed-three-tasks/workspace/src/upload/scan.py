@@ -1,0 +1,1 @@
+SCAN = False

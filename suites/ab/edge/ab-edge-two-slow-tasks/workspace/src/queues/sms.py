@@ -1,0 +1,1 @@
+BROKER = 'amqp://old'

@@ -1,0 +1,1 @@
+REPORTS_DSN = 'primary'

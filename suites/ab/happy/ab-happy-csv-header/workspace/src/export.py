@@ -1,0 +1,2 @@
+def rows(items):
+    return [i.csv() for i in items]

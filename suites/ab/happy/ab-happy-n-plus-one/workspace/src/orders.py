@@ -1,0 +1,2 @@
+def load(db, ids):
+    return [db.customer(i) for i in ids]

@@ -1,0 +1,2 @@
+def allowed(count, limit):
+    return count <= limit

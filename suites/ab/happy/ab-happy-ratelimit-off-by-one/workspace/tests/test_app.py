@@ -1,0 +1,1 @@
+# placeholder: the checks/ script is the real test

@@ -1,0 +1,2 @@
+def delay(n):
+    return 2 ** n

@@ -1,0 +1,1 @@
+NEW_CHECKOUT = flag('new_checkout')

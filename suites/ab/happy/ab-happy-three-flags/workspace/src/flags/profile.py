@@ -1,0 +1,1 @@
+AVATARS = flag('avatars')

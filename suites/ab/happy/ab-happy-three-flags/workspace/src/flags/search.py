@@ -1,0 +1,1 @@
+FUZZY = flag('fuzzy_search')

@@ -1,0 +1,1 @@
+POOL_SIZE = 2

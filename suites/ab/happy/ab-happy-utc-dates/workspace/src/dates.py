@@ -1,0 +1,4 @@
+from datetime import datetime
+
+def parse(s):
+    return datetime.fromisoformat(s)
