@@ -78,11 +78,12 @@ fn the_same_config_on_both_sides_reports_no_regression_and_no_difference() {
             assert!(m.get(k).is_some(), "{name} lacks {k}");
         }
     }
-    // Latency is wall time and differs run to run; it is not gated, and with
-    // 5 cases no test can reach p < 0.05 (2 / 2^5 = 0.0625), so it cannot be
-    // called significant here either.
+    // Latency is wall time on a shared machine and differs run to run even
+    // between identical arms; the mid-p permutation test can reach 0.031 with
+    // 5 cases, so it may read "worse" by chance. That is why it is not gated:
+    // it must never move the exit code or the overall verdict (checked above).
     let lat = &j["metrics"]["latency"];
-    assert!(!matches!(lat["verdict_code"].as_str(), Some("better" | "worse")), "{lat}");
+    assert_eq!(lat["gated"], false, "{lat}");
     assert!(j["categories"]["edge"]["p_holm"].is_number());
     assert!(j["categories"]["edge"]["wilson_a"]["lo"].is_number());
     let md = std::fs::read_to_string(o.dir.path().join("ab.md")).unwrap();

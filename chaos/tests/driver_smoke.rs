@@ -1,7 +1,7 @@
 //! End to end: the driver kills the real harness binary at every stratum in
 //! both modes, confirms the kills, builds power-cut images and fills the
 //! report in the shape. (Whether the harness then passes is what
-//! `bench chaos` reports; known harness bugs are in the #[ignore]d tests.)
+//! `bench chaos` reports; the harness bugs it found have their own tests.)
 //!
 //! Uses the `harness` binary cargo builds next to this test for the
 //! workspace's tests (`cargo test --workspace` builds it; with `-p chaos`

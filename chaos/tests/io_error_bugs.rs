@@ -1,8 +1,6 @@
 //! A harness bug `bench chaos` found with I/O-error injection
-//! (HARNESS_SIMFS_FAULT): it FAILS on the harness as it is and is #[ignore]d
-//! until the fix lands. Run it with
-//!
-//!     cargo test -p chaos --test io_error_bugs -- --ignored
+//! (HARNESS_SIMFS_FAULT): it failed on the harness as it was; the fix landed
+//! with it (Ledger::record books in memory before journaling).
 //!
 //! Reproduction through the bench (seed 1, kill 4):
 //!     bench chaos --seed 1 --mode power-loss --replay-kill 4
@@ -10,7 +8,6 @@
 use harness::model::types::{CallRole, Usage};
 
 #[test]
-#[ignore = "harness bug found by bench chaos (io_error): a call whose record cannot be journaled is never booked"]
 fn a_billed_call_is_booked_even_when_its_record_cannot_be_journaled() {
     let d = tempfile::tempdir().unwrap();
     // The journal's 2nd data write (the record after the call) fails once with ENOSPC.

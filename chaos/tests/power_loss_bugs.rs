@@ -1,10 +1,8 @@
 //! Harness bugs `bench chaos --mode power-loss` found, each reduced to the
 //! harness function that has it, recorded through the operation log
 //! (HARNESS_SIMFS_LOG) and replayed through the same power-cut model the bench
-//! uses. Every test here FAILS on the harness as it is; they are #[ignore]d so
-//! the workspace stays green until the fix lands. Run them with
-//!
-//!     cargo test -p chaos --test power_loss_bugs -- --ignored
+//! uses. Each failed on the harness as it was and passes with its fix
+//! (durable::create_dir_all_synced; the ledger journal's creation fsyncs the dir).
 //!
 //! The model is the strict POSIX one the issue asks for: a name (create,
 //! mkdir, rename) is durable only after fsync of the directory that holds it.
@@ -27,7 +25,26 @@ fn log() -> &'static PathBuf {
 
 /// Crash with every volatile operation lost; return what `root` holds after.
 fn power_cut(root: &Path, before: Snapshot) -> chaos::fsmodel::Image {
-    let ops: Vec<_> = read_log(log()).into_iter().filter(|o| format!("{o:?}").contains(&*root.to_string_lossy())).collect();
+    // The log is shared by the tests of this process: keep the operations on
+    // paths under `root`, and the fd operations (write, fsync, truncate) of
+    // files opened under it.
+    let mut fds = std::collections::BTreeSet::new();
+    let ops: Vec<_> = read_log(log())
+        .into_iter()
+        .filter(|o| match o {
+            chaos::fsmodel::Op::Open { fd, path, .. } => {
+                let mine = path.starts_with(root);
+                if mine {
+                    fds.insert(*fd);
+                } else {
+                    fds.remove(fd);
+                }
+                mine
+            }
+            chaos::fsmodel::Op::Write { fd, .. } | chaos::fsmodel::Op::Fsync { fd } | chaos::fsmodel::Op::Truncate { fd, .. } => fds.contains(fd),
+            other => format!("{other:?}").contains(&*root.to_string_lossy()),
+        })
+        .collect();
     let mut m = Model::new(before);
     m.replay(&ops);
     let img = m.crash(CrashPolicy::DropAll, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0));
@@ -36,7 +53,6 @@ fn power_cut(root: &Path, before: Snapshot) -> chaos::fsmodel::Image {
 }
 
 #[test]
-#[ignore = "harness bug found by bench chaos (power-loss): migration step directories are never made durable"]
 fn a_verified_migration_survives_a_power_cut() {
     log();
     let d = tempfile::tempdir().unwrap();
@@ -63,7 +79,6 @@ fn a_verified_migration_survives_a_power_cut() {
 }
 
 #[test]
-#[ignore = "harness bug found by bench chaos (power-loss): the ledger journal's creation is never made durable"]
 fn the_first_reserve_survives_a_power_cut() {
     log();
     let d = tempfile::tempdir().unwrap();

@@ -159,6 +159,12 @@ impl Ledger {
             f.set_len(complete.len() as u64).map_err(|e| jerr(e.to_string()))?;
             f.sync_all().map_err(|e| jerr(e.to_string()))?;
         }
+        // An existing journal's name may not be durable yet (its creating
+        // append's directory fsync may have failed before a kill): make it so.
+        if path.exists() {
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            crate::durable::fsync_dir(dir).map_err(|e| jerr(format!("fsync of {}: {e}", dir.display())))?;
+        }
         self.journal = Some(path.to_path_buf());
         for (_, r) in open {
             self.book_worst(r, 1).map_err(|e| jerr(e.to_string()))?;
@@ -195,10 +201,18 @@ impl Ledger {
         let jerr = |detail: String| LedgerError::Journal { path: path.display().to_string(), detail };
         let mut line = serde_json::to_string(e).map_err(|e| jerr(e.to_string()))?;
         line.push('\n');
+        let created = !path.exists();
         let mut f =
             crate::simfs::File::open(path, crate::simfs::Open::Append { read: false }).map_err(|e| jerr(e.to_string()))?;
         f.write_all(line.as_bytes()).map_err(|e| jerr(e.to_string()))?;
         f.sync_data().map_err(|e| jerr(e.to_string()))?;
+        if created {
+            // The first reserve creates the journal: its NAME is durable only
+            // once the state dir is fsynced, and the call it pays for is about
+            // to be made (found by bench chaos, power-loss mode).
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            crate::durable::fsync_dir(dir).map_err(|e| jerr(format!("fsync of {}: {e}", dir.display())))?;
+        }
         Ok(())
     }
 
@@ -285,8 +299,12 @@ impl Ledger {
         let price = self.prices.get(&r.model).copied().unwrap_or(Price { input_usd_per_mtok: 0.0, output_usd_per_mtok: 0.0 });
         let cost = cost_usd(&price, &usage) + r.worst_usd * unparseable_attempts as f64;
         let basis = if unparseable_attempts == 0 { "usage".to_string() } else { format!("usage+worst_case*{unparseable_attempts}") };
-        self.append(&JournalEntry::Record { seq: r.seq, cost_usd: cost, usage, basis: basis.clone() })?;
+        // Booked in memory first: the call was billed whether or not the
+        // journal can take the line, and the report is written from memory
+        // (found by bench chaos, I/O-error injection). The open reserve in the
+        // journal still books the worst case on any later resume.
         self.book(&r, cost, usage, &basis);
+        self.append(&JournalEntry::Record { seq: r.seq, cost_usd: cost, usage, basis })?;
         Ok(cost)
     }
 
@@ -295,8 +313,8 @@ impl Ledger {
     /// flight at a kill.
     pub fn book_worst(&mut self, r: Reservation, n: u32) -> Result<f64, LedgerError> {
         let cost = r.worst_usd * n as f64;
+        self.book(&r, cost, Usage::default(), "worst_case"); // memory first, as in `record`
         self.append(&JournalEntry::Record { seq: r.seq, cost_usd: cost, usage: Usage::default(), basis: "worst_case".into() })?;
-        self.book(&r, cost, Usage::default(), "worst_case");
         Ok(cost)
     }
 

@@ -193,17 +193,18 @@ pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationEr
 fn write_synced(abs: &std::path::Path, content: &[u8]) -> std::io::Result<()> {
     let parent = abs.parent();
     if let Some(p) = parent {
-        crate::simfs::create_dir_all(p)?;
+        crate::durable::create_dir_all_synced(p)?;
     }
-    let existed = abs.exists();
     let mut f = crate::simfs::File::open(abs, crate::simfs::Open::Truncate)?;
     f.write_all(content)?;
     f.get_mut().flush()?;
     f.sync_all()?;
-    if !existed {
-        if let Some(p) = parent {
-            let _ = crate::simfs::fsync_dir(p);
-        }
+    // A step's file name must survive a power cut like its bytes do. Always,
+    // not only when the file is new: a file left by an attempt whose directory
+    // fsync failed exists but its name may not be durable (bench chaos, EIO on
+    // fsync then a retried migration).
+    if let Some(p) = parent {
+        crate::simfs::fsync_dir(p)?;
     }
     Ok(())
 }

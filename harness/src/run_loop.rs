@@ -161,16 +161,11 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
     let dir_err = std::fs::create_dir_all(state_dir).err();
     let mut events = EventLog::open(state_dir);
     let hard_cap = spec.hard_cap_usd;
-    let fail_early = |state: RunState, kind: &str, detail: String, events: &mut EventLog| {
-        events.emit(state.step, "ending", json!({"ending": "UNRECOVERABLE_ERROR", "kind": kind, "detail": detail}));
-        let report = Report::build(&state, goal.text(), Ending::UnrecoverableError, Some(detail), Some(kind.into()), false, now_unix_ms().saturating_sub(state.started_at_unix_ms));
-        let _ = report.write(state_dir);
-        Outcome { ending: Ending::UnrecoverableError, report }
-    };
+    let alerts = spec.alerts.clone();
 
     if let Some(e) = dir_err {
         let s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
-        return fail_early(s, "state_dir", format!("cannot create state dir {}: {e}", state_dir.display()), &mut events);
+        return fail_early(s, "state_dir", format!("cannot create state dir {}: {e}", state_dir.display()), &goal, &alerts, state_dir, &mut events).await;
     }
     // Load or start. Every refusal is UNRECOVERABLE_ERROR with the refusal
     // named; the refused file is left untouched for a human to inspect.
@@ -185,7 +180,7 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
         Err(refusal) => {
             let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
             s.hard_cap_usd = hard_cap;
-            return fail_early(s, &format!("checkpoint_{}", refusal.kind()), format!("refused to resume: {refusal}"), &mut events);
+            return fail_early(s, &format!("checkpoint_{}", refusal.kind()), format!("refused to resume: {refusal}"), &goal, &alerts, state_dir, &mut events).await;
         }
     };
     state.hard_cap_usd = hard_cap;
@@ -193,28 +188,41 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
     if let Some(f) = &state.finished {
         // Already ended: re-report, never run again.
         events.emit(state.step, "rereport", json!({"ending": f.ending}));
-        let report = Report::load(state_dir).unwrap_or_else(|_| {
-            Report::build(&state, goal.text(), f.ending, f.detail.clone(), f.error_kind.clone(), f.ending == Ending::GoalMet, 0)
-        });
+        let report = match Report::load(state_dir) {
+            Ok(r) => r,
+            Err(_) => {
+                // Killed between the final checkpoint and report.json: the
+                // report and the alert were never delivered. finish() sends
+                // the alert before writing the report, so a missing report
+                // means a possibly missing alert: deliver it now (alerts are
+                // at-least-once, never at-most-once).
+                let mut r = Report::build(&state, goal.text(), f.ending, f.detail.clone(), f.error_kind.clone(), f.ending == Ending::GoalMet, 0);
+                r.alert_delivery.extend(crate::report::deliver_alert(&alerts, state_dir, &r).await);
+                if let Err(e) = r.write(state_dir) {
+                    eprintln!("harness: could not write report.json: {e}");
+                }
+                r
+            }
+        };
         return Outcome { ending: f.ending, report };
     }
 
     let mut ledger = Ledger::new(spec.hard_cap_usd, spec.prices.clone());
     if let Err(e) = ledger.open_journal(&state_dir.join("ledger.jsonl")) {
-        return fail_early(state, "ledger_journal", e.to_string(), &mut events);
+        return fail_early(state, "ledger_journal", e.to_string(), &goal, &alerts, state_dir, &mut events).await;
     }
     // Money the checkpoint knows about must still be in the journal: a journal
     // that lost money is refused, never silently trusted.
     if ledger.spent_usd() + 1e-9 < state.ledger.spent_usd {
         let d = format!("ledger journal books ${:.6} but the checkpoint recorded ${:.6}", ledger.spent_usd(), state.ledger.spent_usd);
-        return fail_early(state, "ledger_journal", d, &mut events);
+        return fail_early(state, "ledger_journal", d, &goal, &alerts, state_dir, &mut events).await;
     }
     ledger.set_blocked(state.ledger.blocked);
     state.ledger = ledger.snapshot().clone();
 
     let workspace = match Workspace::open(&spec.workspace) {
         Ok(w) => w,
-        Err(e) => return fail_early(state, "workspace", format!("workspace {}: {e}", spec.workspace.display()), &mut events),
+        Err(e) => return fail_early(state, "workspace", format!("workspace {}: {e}", spec.workspace.display()), &goal, &alerts, state_dir, &mut events).await,
     };
     let outbox = Outbox::new(spec.outbox.clone().unwrap_or_else(|| state_dir.join("outbox.jsonl")));
     let base_url = opts.base_url_override.clone().unwrap_or_else(|| spec.model.base_url.clone());
@@ -226,7 +234,7 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
         retry: RetryPolicy { max_attempts: spec.model.http_attempts, jitter_seed: opts.jitter_seed, ..RetryPolicy::default() },
     }) {
         Ok(c) => c,
-        Err(e) => return fail_early(state, "endpoint_config", e.to_string(), &mut events),
+        Err(e) => return fail_early(state, "endpoint_config", e.to_string(), &goal, &alerts, state_dir, &mut events).await,
     };
     let git = GitWork::detect(workspace.root());
 
@@ -235,6 +243,27 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
 
     let (ending, detail, kind) = r.drive(resumed).await;
     r.finish(ending, detail, kind).await
+}
+
+/// End a run that could not start (a refused checkpoint, an unusable state
+/// dir, ledger journal, workspace or endpoint): report it and alert a human,
+/// exactly like any other UNRECOVERABLE_ERROR.
+async fn fail_early(
+    state: RunState,
+    kind: &str,
+    detail: String,
+    goal: &Goal,
+    alerts: &crate::spec::AlertSpec,
+    state_dir: &Path,
+    events: &mut EventLog,
+) -> Outcome {
+    events.emit(state.step, "ending", json!({"ending": "UNRECOVERABLE_ERROR", "kind": kind, "detail": detail}));
+    let mut report = Report::build(&state, goal.text(), Ending::UnrecoverableError, Some(detail), Some(kind.into()), false, now_unix_ms().saturating_sub(state.started_at_unix_ms));
+    report.alert_delivery.extend(crate::report::deliver_alert(alerts, state_dir, &report).await);
+    if let Err(e) = report.write(state_dir) {
+        eprintln!("harness: could not write report.json: {e}");
+    }
+    Outcome { ending: Ending::UnrecoverableError, report }
 }
 
 impl Runner {

@@ -277,16 +277,25 @@ impl ToolBox<'_> {
             return Observation::err(format!("{path:?} is a directory; give a file path"));
         }
         if let Some(parent) = abs.parent() {
-            if let Err(e) = std::fs::create_dir_all(parent) {
+            if let Err(e) = crate::durable::create_dir_all_synced(parent) {
                 return Observation::err(format!("cannot create the parent directory of {path:?}: {e}"));
             }
         }
         // From here on the file may have been truncated, so a failure still
-        // counts as a side effect.
-        let res = std::fs::File::create(&abs).and_then(|mut f| {
+        // counts as a side effect. Durable like the harness's own writes (bytes,
+        // and the name of a new file), through the layer the chaos bench logs:
+        // a task the report lists as verified must survive a power cut.
+        // The directory is fsynced every time, not only for a new file: an
+        // earlier write whose directory fsync failed left a name that may not
+        // be durable.
+        let res = crate::simfs::File::open(&abs, crate::simfs::Open::Truncate).and_then(|mut f| {
             f.write_all(content.as_bytes())?;
-            f.flush()?;
-            f.sync_all()
+            f.get_mut().flush()?;
+            f.sync_all()?;
+            match abs.parent() {
+                Some(p) => crate::simfs::fsync_dir(p),
+                None => Ok(()),
+            }
         });
         match res {
             Ok(()) => Observation::ok(format!("wrote {} bytes to {path}", content.len())).wrote(),

@@ -1,8 +1,7 @@
 //! A harness bug `bench chaos` found with SIGKILL alone (reproduction:
-//! `bench chaos --seed 1 --mode sigkill --replay-kill 3`). The test FAILS on
-//! the harness as it is and is #[ignore]d until the fix lands:
-//!
-//!     cargo test -p harness --test chaos_found -- --ignored
+//! `bench chaos --seed 1 --mode sigkill --replay-kill 3`). They failed on the
+//! harness as it was and pass with the fixes in run_loop (the re-report writes
+//! a missing report and delivers its alert; a refused resume alerts).
 
 mod common;
 use common::*;
@@ -21,7 +20,6 @@ fn unmet_case(name: &str) -> Case {
 }
 
 #[test]
-#[ignore = "harness bug found by bench chaos: a kill between the final checkpoint and report.json loses the report and the alert"]
 fn killed_after_the_final_checkpoint_the_rerun_still_writes_the_report_and_alerts() {
     // 1. A clean run, counting its checkpoint writes through the operation log.
     let clean = unmet_case("final-window-clean");
@@ -57,7 +55,6 @@ fn killed_after_the_final_checkpoint_the_rerun_still_writes_the_report_and_alert
 }
 
 #[test]
-#[ignore = "harness bug found by bench chaos: a refused resume (UNRECOVERABLE_ERROR, alert action \"alert\") never delivers its alert"]
 fn a_refused_checkpoint_alerts_a_human() {
     // Any refusal at load goes through run()'s fail_early, which writes the
     // report but never calls deliver_alert. Reproduced here with a torn
