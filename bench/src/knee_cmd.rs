@@ -1,11 +1,421 @@
-//! `bench knee` (being written).
+//! `bench knee`: cost per verified task across budget levels, and the knee.
+//!
+//! Runs the whole suite once per level with every case's hard cap and
+//! visible task budget scaled to the level (`Overlay::budget_scale`), through
+//! the same batch runner as `bench run`, and reports per level: spend,
+//! verified tasks, verified pass rate, cost per verified task with a
+//! case-bootstrap 95% interval, and the share of runs that ended
+//! BUDGET_EXHAUSTED. The knee is Kneedle on pass rate against actual spend;
+//! separately, the level with the lowest cost per verified task; and how
+//! often each level is the knee over case resamples.
+//!
+//! Outputs in --out: knee.json, knee.md, cost_per_verified.svg,
+//! verified_vs_spend.svg, case_runs.json (every case-run's figures and its
+//! state dir), and levels/level-<L>/cases/<id>/run-<r>/ (the runs themselves).
+//!
+//! Exit codes: 0 measured; 1 measured, but some case-run had no usable
+//! report or some case did not load (the outputs say which); 2 usage error;
+//! 3 the suite could not be loaded or the harness binary is missing.
+
+use crate::batch;
+#[path = "knee/analysis.rs"]
+pub mod analysis;
+#[path = "knee/kneedle.rs"]
+pub mod kneedle;
+#[path = "knee/plot.rs"]
+mod plot;
+
+use crate::run_cmd::{EXIT_FAILED, EXIT_SUITE_UNLOADABLE, RUNS_PER_CASE_MAX};
+use crate::runner::{Overlay, RunRecord};
+use crate::suite;
+use analysis::{KneeReport, RunObs};
 use clap::Args;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Args, Debug)]
-pub struct KneeArgs {}
+pub const LEVELS_MAX: usize = 20;
+/// A level scales a cap; ten times the cap is far past any useful curve.
+pub const LEVEL_MAX: f64 = 10.0;
+pub const REPS_MAX: usize = 100_000;
 
-pub fn run(_args: KneeArgs) -> ExitCode {
-    eprintln!("bench knee: not built yet");
-    ExitCode::from(2)
+#[derive(Args, Debug)]
+pub struct KneeArgs {
+    /// Suite root holding happy/ edge/ adversarial/ regression/ (the knee
+    /// suite's caps are set close to what its work costs).
+    #[arg(long, default_value = "suites/knee")]
+    pub suite: PathBuf,
+    /// Budget levels: shares of each case's hard cap and task budget.
+    #[arg(long, default_value = "1,0.75,0.5,0.25,0.1")]
+    pub levels: String,
+    /// Case-runs per case per level (run r replays scenario variant r % n).
+    #[arg(long, default_value_t = 3)]
+    pub runs_per_case: u32,
+    #[arg(long, default_value = "target/bench/knee")]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 4)]
+    pub max_concurrency: usize,
+    /// Case-bootstrap resamples for the intervals and the knee frequencies.
+    #[arg(long, default_value_t = 2000)]
+    pub bootstrap_reps: usize,
+    #[arg(long, default_value_t = 20261130)]
+    pub seed: u64,
+    /// Kneedle's sensitivity S: a knee must be followed by a drop of S times
+    /// the mean normalized step (1 is the paper's offline recommendation).
+    #[arg(long, default_value_t = kneedle::DEFAULT_SENSITIVITY)]
+    pub sensitivity: f64,
+    /// The harness binary (default: next to this bench binary).
+    #[arg(long)]
+    pub harness: Option<PathBuf>,
+}
+
+/// Parse `--levels`: distinct numbers in (0, LEVEL_MAX], highest first.
+pub fn parse_levels(s: &str) -> Result<Vec<f64>, String> {
+    let mut out: Vec<f64> = vec![];
+    for part in s.split(',') {
+        let p = part.trim();
+        let v: f64 = p.parse().map_err(|_| format!("--levels: {p:?} is not a number"))?;
+        if !(v.is_finite() && v > 0.0 && v <= LEVEL_MAX) {
+            return Err(format!("--levels: {p} is not in (0, {LEVEL_MAX}]"));
+        }
+        if out.iter().any(|o| (o - v).abs() < 1e-9) {
+            return Err(format!("--levels: {p} appears twice"));
+        }
+        out.push(v);
+    }
+    if out.len() > LEVELS_MAX {
+        return Err(format!("--levels: at most {LEVELS_MAX} levels, found {}", out.len()));
+    }
+    out.sort_by(|a, b| b.total_cmp(a));
+    Ok(out)
+}
+
+/// A case-run's figures, from its record and its report.json. A run with
+/// no readable report is an error observation naming the file and field.
+pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
+    let mut o = RunObs {
+        level,
+        case: case.to_string(),
+        run: rec.run,
+        ending: rec.ending.clone(),
+        spend_usd: rec.cost_usd,
+        hard_cap_usd: 0.0,
+        verified: rec.verified,
+        parked: 0,
+        queue_left: 0,
+        planned: 0,
+        planned_borrowed: false,
+        error: None,
+        state_dir: rec.state_dir.clone(),
+    };
+    let path = Path::new(&rec.state_dir).join(harness::report::FILE_NAME);
+    let read = || -> Result<(u64, u64, u64, f64), String> {
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let count = |field: &str| v[field].as_array().map(|a| a.len() as u64).ok_or_else(|| format!("{}: field `{field}`: expected a list", path.display()));
+        let (verified, parked, queue_left) = (count("verified")?, count("parked")?, count("queue_left")?);
+        let cap = v["hard_cap_usd"].as_f64().ok_or_else(|| format!("{}: field `hard_cap_usd`: expected a number", path.display()))?;
+        Ok((verified, parked, queue_left, cap))
+    };
+    if rec.ending == "<none>" {
+        o.error = Some(rec.failures.join("; "));
+        return o;
+    }
+    match read() {
+        Ok((v, p, q, cap)) => {
+            o.verified = v;
+            o.parked = p;
+            o.queue_left = q;
+            o.hard_cap_usd = cap;
+        }
+        Err(e) => o.error = Some(e),
+    }
+    // A run that died on an error measures the bench, not the budget.
+    if o.error.is_none() && rec.ending == harness::ending::Ending::UnrecoverableError.as_str() {
+        o.error = Some(format!("ended UNRECOVERABLE_ERROR: {}", rec.failures.join("; ")));
+    }
+    o
+}
+
+pub fn run(args: KneeArgs) -> ExitCode {
+    batch::block_on("knee", EXIT_SUITE_UNLOADABLE, run_async(args))
+}
+
+async fn run_async(args: KneeArgs) -> ExitCode {
+    let levels = match parse_levels(&args.levels) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("bench knee: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
+        eprintln!("bench knee: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
+        return ExitCode::from(2);
+    }
+    if !(args.sensitivity.is_finite() && args.sensitivity >= 0.0) {
+        eprintln!("bench knee: --sensitivity must be a non-negative number");
+        return ExitCode::from(2);
+    }
+    if args.bootstrap_reps == 0 || args.bootstrap_reps > REPS_MAX {
+        eprintln!("bench knee: --bootstrap-reps must be 1..={REPS_MAX}");
+        return ExitCode::from(2);
+    }
+    let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("bench knee: {e}");
+            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        }
+    };
+    let loaded = match suite::load_suite(&args.suite, None) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bench knee: {e}");
+            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        }
+    };
+    for e in &loaded.errors {
+        eprintln!("bench knee: case not loaded: {e}");
+    }
+    if loaded.cases.is_empty() {
+        eprintln!("bench knee: no cases to run under {}", args.suite.display());
+        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+    }
+    let b = match batch::Batch::start(loaded.cases, harness_bin, &args.out, args.runs_per_case, args.max_concurrency).await {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("bench knee: {e}");
+            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        }
+    };
+    let out = b.out.clone();
+
+    let mut obs: Vec<RunObs> = vec![];
+    let t_all = std::time::Instant::now();
+    for (li, &level) in levels.iter().enumerate() {
+        let t0 = std::time::Instant::now();
+        let overlay = Overlay { table: Default::default(), budget_scale: Some(level) };
+        let per_case = b.run(&overlay, &out.join("levels").join(format!("level-{level}")), |_, _| {}).await;
+        let mut this: Vec<RunObs> = vec![];
+        for (c, runs) in b.cases.iter().zip(&per_case) {
+            for rec in runs {
+                let o = observe(level, c.id(), rec);
+                if let Some(e) = &o.error {
+                    eprintln!("bench knee: level {level} {} run {}: {e}", c.id(), rec.run);
+                }
+                this.push(o);
+            }
+        }
+        if this.len() as u64 != b.total() {
+            eprintln!("bench knee: level {level}: {} of {} case-runs came back (a run task panicked)", this.len(), b.total());
+        }
+        let spend: f64 = this.iter().map(|o| o.spend_usd).sum();
+        let verified: u64 = this.iter().map(|o| o.verified).sum();
+        let exhausted = this.iter().filter(|o| o.ending == analysis::BUDGET_EXHAUSTED).count();
+        eprintln!(
+            "[level {}/{}] {:>4} of each cap: {} case-runs, ${spend:.2} spent, {verified} tasks verified, {exhausted} BUDGET_EXHAUSTED, {:.1}s",
+            li + 1,
+            levels.len(),
+            format!("{:.0}%", 100.0 * level),
+            this.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        obs.extend(this);
+    }
+    analysis::fill_planned(&mut obs);
+    let report = analysis::analyze(&args.suite.display().to_string(), args.runs_per_case, &levels, &obs, args.bootstrap_reps, args.seed, args.sensitivity);
+    if let Err(e) = write_outputs(&report, &obs, &out) {
+        eprintln!("bench knee: cannot write outputs: {e}");
+        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+    }
+    println!("{}", table(&report));
+    println!("{}", verdict(&report));
+    let errored: u64 = report.levels.iter().map(|l| l.errored_runs).sum();
+    println!("{} case-runs in {:.1}s; {}", obs.len(), t_all.elapsed().as_secs_f64(), out.join("knee.md").display());
+    if errored > 0 || !loaded.errors.is_empty() {
+        eprintln!("bench knee: {errored} case-run(s) without a usable report, {} case(s) not loaded: the figures leave them out", loaded.errors.len());
+        return ExitCode::from(EXIT_FAILED);
+    }
+    ExitCode::SUCCESS
+}
+
+fn usd(x: Option<f64>) -> String {
+    x.map_or("n/a".into(), |v| format!("${v:.3}"))
+}
+
+fn ci(x: Option<[f64; 2]>) -> String {
+    x.map_or("n/a".into(), |[lo, hi]| format!("[${lo:.3}, ${hi:.3}]"))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", 100.0 * x)
+}
+
+fn knee_share(r: &KneeReport, level: f64) -> f64 {
+    r.knee_bootstrap.levels.iter().find(|s| s.level == level).map_or(0.0, |s| s.share)
+}
+
+/// The terminal table.
+pub fn table(r: &KneeReport) -> String {
+    use tabled::{builder::Builder, settings::Style};
+    let mut b = Builder::default();
+    b.push_record(["level", "spend", "verified", "pass rate", "$/verified", "95% CI", "BUDGET_EXHAUSTED", "knee in"]);
+    for l in &r.levels {
+        let mark = match (Some(l.level) == r.knee_level, Some(l.level) == r.min_cost_level) {
+            (true, true) => " (knee, cheapest)",
+            (true, false) => " (knee)",
+            (false, true) => " (cheapest)",
+            _ => "",
+        };
+        b.push_record([
+            format!("{}{mark}", pct(l.level)),
+            format!("${:.2}", l.spend_usd),
+            format!("{}/{}", l.verified, l.planned),
+            format!("{:.1}%", 100.0 * l.pass_rate),
+            usd(l.cost_per_verified_usd),
+            ci(l.cost_per_verified_ci),
+            format!("{:.0}% ({}/{})", 100.0 * l.budget_exhausted_share, (l.budget_exhausted_share * l.runs as f64).round(), l.runs),
+            pct(knee_share(r, l.level)),
+        ]);
+    }
+    let mut t = b.build();
+    t.with(Style::sharp());
+    t.to_string()
+}
+
+fn verdict(r: &KneeReport) -> String {
+    let knee = match r.knee_level {
+        Some(k) => format!("knee at {} of each cap (Kneedle on verified pass rate vs spend; the knee in {} of {} case resamples)", pct(k), pct(knee_share(r, k)), r.knee_bootstrap.reps),
+        None => match &r.knee_candidate {
+            Some(c) => format!(
+                "no knee confirmed: the point farthest above the chord is {} (difference {:.3}), but Kneedle at S = {} needs the difference to fall by {:.3} after it and it does not; {} is the knee in {} of {} case resamples, no knee in {}",
+                pct(c.level),
+                c.difference,
+                r.kneedle.sensitivity,
+                c.drop_needed,
+                pct(c.level),
+                pct(knee_share(r, c.level)),
+                r.knee_bootstrap.reps,
+                pct(r.knee_bootstrap.none_share)
+            ),
+            None => format!("no knee: pass rate against spend is not concave over these levels (no knee in {} of resamples)", pct(r.knee_bootstrap.none_share)),
+        },
+    };
+    let cheap = match r.min_cost_level.and_then(|m| r.levels.iter().find(|l| l.level == m)) {
+        Some(l) => format!(
+            "lowest cost per verified task at {}: {} {} (the cheapest level in {} of resamples)",
+            pct(l.level),
+            usd(l.cost_per_verified_usd),
+            ci(l.cost_per_verified_ci),
+            pct(r.min_cost_bootstrap.levels.iter().find(|s| s.level == l.level).map_or(0.0, |s| s.share))
+        ),
+        None => "no level verified a task".into(),
+    };
+    format!("{knee}\n{cheap}")
+}
+
+/// knee.md: the verdict, the table, the bootstrap frequencies, the plots
+/// and the definitions.
+pub fn markdown(r: &KneeReport) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("## bench knee: {} cases x {} runs per level, suite `{}`\n\n", r.cases, r.runs_per_case, r.suite));
+    for line in verdict(r).lines() {
+        s.push_str(&format!("- {line}\n"));
+    }
+    s.push_str("\n| level | spend | verified / planned | pass rate | cost per verified task | 95% CI | BUDGET_EXHAUSTED | knee in | cheapest in |\n|---|---:|---:|---:|---:|---|---:|---:|---:|\n");
+    for l in &r.levels {
+        let cheap = r.min_cost_bootstrap.levels.iter().find(|x| x.level == l.level).map_or(0.0, |x| x.share);
+        s.push_str(&format!(
+            "| {}{}{} | ${:.2} | {}/{} | {:.1}% | {} | {} | {:.0}% of {} | {} | {} |\n",
+            pct(l.level),
+            if Some(l.level) == r.knee_level { " **knee**" } else { "" },
+            if Some(l.level) == r.min_cost_level { " **cheapest**" } else { "" },
+            l.spend_usd,
+            l.verified,
+            l.planned,
+            100.0 * l.pass_rate,
+            usd(l.cost_per_verified_usd),
+            ci(l.cost_per_verified_ci),
+            100.0 * l.budget_exhausted_share,
+            l.runs,
+            pct(knee_share(r, l.level)),
+            pct(cheap)
+        ));
+    }
+    s.push_str(&format!(
+        "\nNo knee in {} of the {} case resamples (seed {}).\n\n![cost per verified task by budget level](cost_per_verified.svg)\n\n![verified tasks against spend](verified_vs_spend.svg)\n\n",
+        pct(r.knee_bootstrap.none_share),
+        r.knee_bootstrap.reps,
+        r.knee_bootstrap.seed
+    ));
+    s.push_str("### Definitions\n\n");
+    s.push_str(&format!("- **pass rate**: {}\n", r.definitions.pass_rate));
+    s.push_str(&format!("- **cost per verified task**: {}\n", r.definitions.cost_per_verified));
+    s.push_str(&format!("- **spend**: {}\n", r.definitions.spend_usd));
+    s.push_str(&format!("- **BUDGET_EXHAUSTED**: {}\n", r.definitions.budget_exhausted_share));
+    s.push_str(&format!("- **knee**: Kneedle (Satopaa et al. 2011), x = {}, y = {}, S = {}, {}\n", r.kneedle.x, r.kneedle.y, r.kneedle.sensitivity, r.kneedle.curve));
+    s.push_str(&format!("- **cheapest**: {}\n", r.definitions.min_cost_level));
+    s
+}
+
+fn write_outputs(r: &KneeReport, obs: &[RunObs], out: &Path) -> Result<(), String> {
+    let write = |name: &str, bytes: &[u8]| harness::durable::atomic_write(&out.join(name), bytes).map_err(|e| format!("{name}: {e}"));
+    write("knee.json", &serde_json::to_vec_pretty(r).map_err(|e| e.to_string())?)?;
+    write("case_runs.json", &serde_json::to_vec_pretty(obs).map_err(|e| e.to_string())?)?;
+    let md = markdown(r);
+    write("knee.md", md.as_bytes())?;
+    plot::cost_per_verified(r, &out.join("cost_per_verified.svg"))?;
+    plot::verified_vs_spend(r, &out.join("verified_vs_spend.svg"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_parse_sorted_and_errors_name_the_flag() {
+        assert_eq!(parse_levels("0.5, 1,0.1").unwrap(), vec![1.0, 0.5, 0.1]);
+        assert_eq!(parse_levels("1,0.75,0.5,0.25,0.1").unwrap().len(), 5);
+        for bad in ["", "1,x", "0", "-0.5", "11", "nan", "1,1.0", "inf"] {
+            let e = parse_levels(bad).unwrap_err();
+            assert!(e.starts_with("--levels:"), "{bad}: {e}");
+        }
+        let many: Vec<String> = (1..=21).map(|i| format!("{}", i as f64 / 10.0)).collect();
+        assert!(parse_levels(&many.join(",")).unwrap_err().contains("at most"));
+    }
+
+    fn record(state_dir: &Path, ending: &str) -> RunRecord {
+        RunRecord {
+            run: 0,
+            ending: ending.into(),
+            exit_code: 0,
+            passed: true,
+            score: 1.0,
+            cost_usd: 0.5,
+            latency_ms: 1,
+            expected_ending: "GOAL_MET".into(),
+            checks: vec![],
+            failures: vec![],
+            state_dir: state_dir.display().to_string(),
+            verified: 2,
+        }
+    }
+
+    #[test]
+    fn observe_reads_the_report_and_names_what_is_wrong() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("report.json"), r#"{"verified": [{}, {}], "parked": [{}], "queue_left": ["t4", "t5"], "hard_cap_usd": 1.5}"#).unwrap();
+        let o = observe(0.5, "c", &record(d.path(), "BUDGET_EXHAUSTED"));
+        assert_eq!((o.verified, o.parked, o.queue_left, o.hard_cap_usd, o.error.clone()), (2, 1, 2, 1.5, None));
+        std::fs::write(d.path().join("report.json"), r#"{"verified": [], "parked": 3, "queue_left": []}"#).unwrap();
+        let o = observe(0.5, "c", &record(d.path(), "BUDGET_EXHAUSTED"));
+        let e = o.error.unwrap();
+        assert!(e.contains("report.json") && e.contains("`parked`"), "{e}");
+        std::fs::remove_file(d.path().join("report.json")).unwrap();
+        assert!(observe(0.5, "c", &record(d.path(), "GOAL_MET")).error.unwrap().contains("report.json"));
+        let mut r = record(d.path(), "<none>");
+        r.failures = vec!["the harness ran past 600s".into()];
+        assert_eq!(observe(0.5, "c", &r).error.as_deref(), Some("the harness ran past 600s"));
+    }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ab_cmd;
+mod batch;
 mod calibrate_cmd;
 mod chaos_cmd;
 mod knee_cmd;

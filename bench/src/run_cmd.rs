@@ -6,13 +6,12 @@
 //! (no such directory, no cases, a filter matching nothing, no harness
 //! binary); 2 usage error.
 
-use crate::runner::{self, RunRecord, Servers};
+use crate::runner;
 use crate::summary::{case_record, Summary};
 use crate::suite::{self, Case};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_SUITE_UNLOADABLE: u8 = 3;
@@ -98,14 +97,7 @@ fn quiet_progress() -> bool {
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("bench run: cannot start the runtime: {e}");
-            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
-        }
-    };
-    rt.block_on(run_async(args))
+    crate::batch::block_on("run", EXIT_SUITE_UNLOADABLE, run_async(args))
 }
 
 async fn run_async(args: RunArgs) -> ExitCode {
@@ -124,11 +116,13 @@ async fn run_async(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let harness_bin = args.harness.clone().unwrap_or_else(runner::default_harness_bin);
-    if !harness_bin.is_file() {
-        eprintln!("bench run: harness binary {} not found; build it with `cargo build --release --workspace` or pass --harness", harness_bin.display());
-        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
-    }
+    let harness_bin = match crate::batch::harness_bin(args.harness.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("bench run: {e}");
+            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        }
+    };
     let loaded = match suite::load_suite(&args.suite, args.category.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -160,20 +154,14 @@ async fn run_async(args: RunArgs) -> ExitCode {
         eprintln!("bench run: no cases to run under {}", args.suite.display());
         return ExitCode::from(EXIT_SUITE_UNLOADABLE);
     }
-    let servers = match Servers::start(&cases).await {
-        Ok(s) => Arc::new(s),
+    let batch = match crate::batch::Batch::start(cases, harness_bin, &args.out, args.runs_per_case, args.max_concurrency).await {
+        Ok(b) => b,
         Err(e) => {
-            eprintln!("bench run: cannot start the replay server: {e}");
+            eprintln!("bench run: {e}");
             return ExitCode::from(EXIT_SUITE_UNLOADABLE);
         }
     };
-    if let Err(e) = std::fs::create_dir_all(&args.out) {
-        eprintln!("bench run: cannot create {}: {e}", args.out.display());
-        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
-    }
-    let out = std::fs::canonicalize(&args.out).unwrap_or(args.out.clone());
-
-    let total = cases.len() as u64 * args.runs_per_case as u64;
+    let total = batch.total();
     let quiet = quiet_progress();
     let bar = if quiet {
         None
@@ -182,64 +170,40 @@ async fn run_async(args: RunArgs) -> ExitCode {
         b.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} case-runs {elapsed} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
         Some(b)
     };
-    let sem = Arc::new(tokio::sync::Semaphore::new(args.max_concurrency.clamp(1, CONCURRENCY_MAX)));
-    let cases = Arc::new(cases);
     let t0 = std::time::Instant::now();
-    let mut handles = vec![];
-    for ci in 0..cases.len() {
-        for r in 0..args.runs_per_case {
-            let (cases, servers, sem, hb, out) = (cases.clone(), servers.clone(), sem.clone(), harness_bin.clone(), out.clone());
-            handles.push(tokio::spawn(async move {
-                let _permit = sem.acquire_owned().await;
-                let c = &cases[ci];
-                let rec = match servers.for_case(c) {
-                    Some(s) => runner::run_case(c, r, &s, &hb, &out, &runner::Overlay::default()).await,
-                    None => RunRecord::failed(c, r, "no replay server for this case".into(), String::new()),
-                };
-                (ci, rec)
-            }));
-        }
-    }
-    let mut per_case: Vec<Vec<RunRecord>> = vec![vec![]; cases.len()];
     let mut done = 0u64;
-    for h in handles {
-        let Ok((ci, rec)) = h.await else { continue };
-        done += 1;
-        let line = format!(
-            "[{done}/{total}] {}/{} run {}: {} ({}, {} ms, ${:.4})",
-            cases[ci].category(),
-            cases[ci].id(),
-            rec.run,
-            if rec.passed { "PASS" } else { "FAIL" },
-            rec.ending,
-            rec.latency_ms,
-            rec.cost_usd
-        );
-        match &bar {
-            Some(b) => {
-                b.inc(1);
-                if !rec.passed {
-                    b.println(line);
+    let per_case = batch
+        .run(&runner::Overlay::default(), &batch.out, |ci, rec| {
+            done += 1;
+            let c = &batch.cases[ci];
+            let line = format!(
+                "[{done}/{total}] {}/{} run {}: {} ({}, {} ms, ${:.4})",
+                c.category(),
+                c.id(),
+                rec.run,
+                if rec.passed { "PASS" } else { "FAIL" },
+                rec.ending,
+                rec.latency_ms,
+                rec.cost_usd
+            );
+            match &bar {
+                Some(b) => {
+                    b.inc(1);
+                    if !rec.passed {
+                        b.println(line);
+                    }
                 }
+                None => eprintln!("{line}"),
             }
-            None => eprintln!("{line}"),
-        }
-        per_case[ci].push(rec);
-    }
+        })
+        .await;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     let wall_ms = t0.elapsed().as_millis() as u64;
     let mut summary = Summary {
         passed: false,
-        cases: cases
-            .iter()
-            .zip(per_case)
-            .map(|(c, mut runs)| {
-                runs.sort_by_key(|r| r.run);
-                case_record(c, runs, args.pass_rate)
-            })
-            .collect(),
+        cases: batch.cases.iter().zip(per_case).map(|(c, runs)| case_record(c, runs, args.pass_rate)).collect(),
         categories: Default::default(),
         git_rev: git_rev(&args.suite),
         config_hash: hash,

@@ -7,7 +7,7 @@ compile every cassette with `bench script`.
 
 Why a suite of its own: the main suite's caps sit far above what its cases
 spend, so scaling a cap to 50% or 25% changes nothing there. Here every case
-is a multi-task night in miniature (5-7 tasks, 20+ model calls, the seed's
+is a multi-task night in miniature (4-8 tasks, 12-31 model calls, the seed's
 call sizes: a task's first call ~3.5k input tokens, +3.3k per call, ~700
 output tokens a call) and its hard cap is set from what the work costs:
 
@@ -15,7 +15,7 @@ output tokens a call) and its hard cap is set from what the work costs:
                 reservation),                      # the ledger refuses past this
                 max over tasks but the last of (spend after the task / 0.9) )
                                                    # from 90% it only finishes the task in flight
-    cap  = need * headroom (per case, 1.05-1.6), rounded up to the cent
+    cap  = need * headroom (per case, 1.05-2.0), rounded up to the cent
 
 over the costliest of the case's three scenario variants, so at level 1 every
 variant finishes (the case.toml expectations say so and `bench run --suite
@@ -24,7 +24,17 @@ verified tasks and BUDGET_EXHAUSTED endings. The worst-case reservation is the
 ledger's (harness/src/ledger.rs): (request bytes / 3 + 1) input tokens at the
 input price plus max_tokens at the output price; request bytes are estimated
 here from the system prompt, the tool definitions and what the turns carry,
-on the high side.
+on the high side (the largest estimate a real run reserved was ~1.9k tokens;
+this assumes 3k+).
+
+What shapes the curve, and is an assumption of this suite (see README.md):
+  - 8 of the 10 cases hold one task the agent cannot finish from the sandbox
+    (staging unreachable, no credentials, a flaky unrelated test): two
+    attempts, both fail verification, parked. It sits in the back half of
+    the queue, where planners put external confirmation steps.
+  - later tasks cost a little more (POSITION_GROWTH per position): they read
+    what the earlier ones wrote.
+  - headroom over the need differs per case, as operators' caps do.
 
 Variants (scenario `runs`; case-run r replays variant r % 3):
   0  baseline: each task done in its planned calls
@@ -46,7 +56,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gen"))
 
-from lib import (PRICES, ROOT, Case, V, call, cost, judge_call, ls, migrate, plan_call, post, read, task, u, write)  # noqa: E402
+from lib import (PRICES, ROOT, Case, V, call, cost, judge_call, ls, migrate, plan_call, post, read, run_check, task, u, write)  # noqa: E402
 
 CACHED_PREFIX = 2850        # system prompt + tool definitions, cached after the first call of a run
 PLAN_MAX_TOKENS = 4096      # harness/src/agent.rs
@@ -68,11 +78,14 @@ def h(*parts):
 class T:
     """One task of a knee case: what the plan says, the tool calls that do it,
     the summary the model ends with, and for the variants a wrong first try
-    (`bad`) and extra exploration (`explore`)."""
+    (`bad`) and extra exploration (`explore`). A `doomed` task is one the
+    agent cannot finish from inside the sandbox (staging unreachable, no
+    credentials, a flaky suite): both attempts run and fail verification and
+    it is parked; `doomed` holds the second attempt's calls."""
 
-    def __init__(self, tid, description, verify, actions, final, bad=None, explore=None, refuse=None):
+    def __init__(self, tid, description, verify, actions, final, bad=None, explore=None, refuse=None, doomed=None):
         self.id, self.description, self.verify = tid, description, verify
-        self.actions, self.final, self.bad, self.explore, self.refuse = actions, final, bad, explore, refuse
+        self.actions, self.final, self.bad, self.explore, self.refuse, self.doomed = actions, final, bad, explore, refuse, doomed
 
 
 def exec_calls(cid, ri, tid, attempt, actions, final):
@@ -83,9 +96,18 @@ def exec_calls(cid, ri, tid, attempt, actions, final):
     return out
 
 
-def size_calls(c, ri, calls, heavy):
+# Later tasks cost more: they carry the history of the earlier ones and read
+# what those wrote (re-measuring, integrating, documenting); a task the agent
+# cannot finish reads logs and configs looking for a way.
+POSITION_GROWTH = 0.15
+DOOMED_FACTOR = 1.3
+
+
+def size_calls(c, ri, calls, heavy, tasks):
     """Seed-sized usage: input grows by ~3.3k tokens per call within a task
     attempt; output is the model's reasoning plus whatever it writes."""
+    pos = {t.id: i for i, t in enumerate(tasks)}
+    doomed = {t.id for t in tasks if t.doomed}
     first = True
     for k in calls:
         role = k["key"].split("/")[0]
@@ -95,12 +117,21 @@ def size_calls(c, ri, calls, heavy):
         elif role == "judge":
             k["usage"] = u(1500 + x % 500, 220 + x % 140)
         else:
+            tid = k["key"].split("/")[1]
             turn = int(k["key"].rsplit("/", 1)[1])
-            fresh = int(heavy * (3500 + 3300 * turn)) + x % 700
+            f = heavy * (1 + POSITION_GROWTH * pos[tid]) * (DOOMED_FACTOR if tid in doomed else 1.0)
+            fresh = int(f * (3500 + 3300 * turn)) + x % 700
             written = sum(len(json.dumps(t["input"])) for t in k.get("tools", []))
             out = 380 + x % 520 + written // 4 + len(k.get("text", "")) // 4
             k["usage"] = u(fresh, out, cw=CACHED_PREFIX) if first else u(fresh, out, cr=CACHED_PREFIX)
             first = False
+
+
+def unreachable(check, why, description, first, second, final, explore=None):
+    """A task that needs what the sandbox lacks, verified by a check that
+    fails the same way every time (the message is what the agent sees)."""
+    script = "#!/bin/sh\n# Needs what the sandbox does not have: fails the same way every time.\n" + f"echo {json.dumps(why)}\nexit 1\n"
+    return T("tx", description, V.check(check), first, final, explore=explore, doomed=second), check, script
 
 
 def worst_usd(c, k, turn_bytes):
@@ -133,7 +164,22 @@ def cap_need(c, calls):
 
 
 def knee_case(cid, title, goal, files, checks, predicate, tasks, headroom, heavy=1.0, executor="claude-opus-5", max_tokens=8192,
-              retry_task=None, explore_tasks=(), comment=""):
+              retry_task=None, explore_tasks=(), comment="", doomed=None, doomed_at=None):
+    if doomed:
+        # The task the agent cannot finish goes where a planner would put it
+        # (`doomed_at`, default just before the final task); never after the
+        # final task, which meets the goal and ends the run.
+        t, name, script = doomed
+        at = len(tasks) - 1 if doomed_at is None else doomed_at
+        assert 0 <= at < len(tasks), (cid, at)
+        tasks = tasks[:at] + [t] + tasks[at:]
+        checks = dict(checks, **{name: (f"{name}.sh", script)})
+    # Ids in plan order (t1, t2, ...): the planner numbers what it writes.
+    ids = {t.id: f"t{i + 1}" for i, t in enumerate(tasks)}
+    for t in tasks:
+        t.id = ids[t.id]
+    retry_task = ids.get(retry_task)
+    explore_tasks = tuple(ids[x] for x in explore_tasks)
     c = KneeCase(cid, "happy", title, ["GOAL_MET", "knee", "budget-scaling"], goal)
     c.executor, c.max_tokens, c.n_tasks = executor, max_tokens, len(tasks)
     for p, text in files.items():
@@ -147,6 +193,10 @@ def knee_case(cid, title, goal, files, checks, predicate, tasks, headroom, heavy
         for i, t in enumerate(tasks):
             if t.refuse:
                 calls.append(call(f"execute/{t.id}/a0/0", text=t.refuse, stop="refusal"))
+            elif t.doomed:
+                acts = (list(t.explore) if ri == 2 and t.explore else []) + list(t.actions)
+                calls += exec_calls(cid, ri, t.id, 0, acts, t.final)
+                calls += exec_calls(cid, ri, t.id, 1, t.doomed, t.final)
             else:
                 acts = list(t.actions)
                 if ri == 2 and t.id in explore_tasks and t.explore:
@@ -158,14 +208,14 @@ def knee_case(cid, title, goal, files, checks, predicate, tasks, headroom, heavy
                     calls += exec_calls(cid, ri, t.id, 0, acts, t.final)
             if i + 1 == DRIFT_EVERY and i + 1 < len(tasks):
                 calls.append(judge_call(f"judge/{DRIFT_EVERY}", "Every remaining task serves the goal directly.", [], 0.05))
-        size_calls(c, ri, calls, heavy)
+        size_calls(c, ri, calls, heavy, tasks)
         c.run(calls)
     needs = [cap_need(c, calls) for calls in c.runs]
     need = max(n for n, _ in needs)
     c.cap = math.ceil(need * headroom * 100) / 100
     c.task_budget = 74700
-    verified = [t.id for t in tasks if not t.refuse]
-    parked = [t.id for t in tasks if t.refuse]
+    verified = [t.id for t in tasks if not (t.refuse or t.doomed)]
+    parked = [t.id for t in tasks if t.refuse or t.doomed]
     c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": verified, "parked": parked, "queue_left": []}
     spends = ", ".join(f"${s:.4f}" for _, s in needs)
     c.comment = (comment.strip() + "\n" if comment else "") + (
@@ -222,7 +272,13 @@ echo "p95_ms=$p95 (target < 200)"
     ]
     return knee_case("knee-search-p95", "Bring /api/search p95 under 200ms: index, cache, narrower query, note, docs",
                      "Reduce p95 latency on /api/search to under 200ms and record the result in docs/perf.md.",
-                     files, {"p95": ("p95.sh", p95)}, "p95", tasks, headroom=1.1, heavy=1.0, retry_task="t2", explore_tasks=("t1", "t4"))
+                     files, {"p95": ("p95.sh", p95)}, "p95", tasks, headroom=1.1, heavy=1.0, retry_task="t2", explore_tasks=("t1", "t4"),
+                     doomed=unreachable("staging_load", "POST https://staging.internal/loadtest: connection refused (no route from the sandbox to staging)",
+                             "Confirm p95 with the 10-minute staging load test",
+                             [run_check("staging_load"), read("docs/perf.md"), ls("src"), run_check("staging_load")],
+                             [read("config/search.toml"), run_check("staging_load")],
+                             "Staging is unreachable from here (connection refused); the load test has to run from the CI network.",
+                             explore=[ls(".")]))
 
 
 def orders_fk():
@@ -263,7 +319,13 @@ exit $fail
     ]
     return knee_case("knee-orders-fk-migration", "Migration 0107: orphan backfill, FK, ORM, test, schema docs",
                      "Add a foreign key from orders.customer_id to customers.id as migration 0107, after backfilling orphans; update the ORM, test it, document it.",
-                     files, {"schema": ("schema.sh", check)}, "schema", tasks, headroom=1.25, heavy=1.2, retry_task="t3", explore_tasks=("t1", "t4"))
+                     files, {"schema": ("schema.sh", check)}, "schema", tasks, headroom=1.25, heavy=1.2, retry_task="t3", explore_tasks=("t1", "t4"),
+                     doomed=unreachable("replica_validate", "psql: could not connect to server replica-ro.internal:5432: no route to host",
+                             "Validate 0107 against last night's production replica snapshot",
+                             [run_check("replica_validate"), read("db/migrations/0107_orders_customer_fk.sql"), run_check("replica_validate")],
+                             [ls("db"), read("db/backfill/0107_orphan_orders.sql"), run_check("replica_validate")],
+                             "The replica is not reachable from the sandbox; 0107 has to be validated from the bastion.",
+                             explore=[ls("db/migrations")]), doomed_at=3)
 
 
 CUSTOMERS = "customer_id,email,name,plan,updated_at,country\n" + "".join(
@@ -323,7 +385,12 @@ print(f"{len(rows)} clean customers")
     return knee_case("knee-customers-cleaning", "Clean the CRM export: emails, dates, countries, dedupe, README, heads-up",
                      "Produce data/customers_clean.csv: unique normalized emails, ISO dates and country codes, no QA accounts; document how.",
                      files, {"clean": ("clean.py", check)}, "clean", tasks, headroom=1.4, heavy=0.9, executor="claude-sonnet-5", max_tokens=4096,
-                     retry_task="t2", explore_tasks=("t1", "t4"))
+                     retry_task="t2", explore_tasks=("t1", "t4"),
+                     doomed=unreachable("crm_sync", "CRM API: 401 Unauthorized (no CRM token in this environment)",
+                             "Push the cleaned customers back to the CRM",
+                             [write("scripts/push_crm.py", "import csv, os, requests\n\nTOKEN = os.environ['CRM_TOKEN']\nfor r in csv.DictReader(open('data/customers_clean.csv')):\n    requests.put(f'https://crm.example.com/api/customers/{r[\"customer_id\"]}', json=r, headers={'Authorization': f'Bearer {TOKEN}'})\n"), run_check("crm_sync"), read("data/README.md"), run_check("crm_sync")],
+                             [read("scripts/push_crm.py"), run_check("crm_sync")],
+                             "The CRM rejects the push (401): there is no CRM token here. scripts/push_crm.py is ready for someone with one."))
 
 
 def api_docs():
@@ -367,7 +434,12 @@ grep -q "next_cursor" $d && grep -q "429" $d && grep -q "600 requests per minute
     return knee_case("knee-api-docs", "Document the v2 public API: auth, pagination, errors, rate limits, changelog",
                      "Write the public API reference in docs/api/README.md: authentication, pagination, errors, rate limits and a changelog.",
                      files, {"docs": ("docs.sh", check)}, "docs", tasks, headroom=1.6, heavy=0.8, executor="claude-sonnet-5", max_tokens=4096,
-                     retry_task="t2", explore_tasks=("t1", "t4"))
+                     retry_task="t2", explore_tasks=("t1", "t4"),
+                     doomed=unreachable("openapi_live", "GET http://localhost:8080/openapi.json: connection refused (the service is not running here)",
+                             "Check the reference against the live OpenAPI schema",
+                             [run_check("openapi_live"), read("src/api/routes.py"), read("src/api/errors.py"), run_check("openapi_live")],
+                             [ls("src/api"), run_check("openapi_live")],
+                             "The service is not running in this workspace, so there is no live schema to compare against."), doomed_at=3)
 
 
 def checkout_latency():
@@ -412,7 +484,12 @@ echo "checkout p99_ms=$p99 (target < 800)"
     tasks = tasks[:5] + [tasks[6], tasks[5]]
     return knee_case("knee-checkout-latency", "Checkout p99 under 800ms: timeouts, retries, pool, async receipts; one unsafe task refused",
                      "Bring checkout p99 latency under 800ms and write the latency budget into the checkout runbook.",
-                     files, {"p99": ("p99.sh", check)}, "p99", tasks, headroom=1.05, heavy=1.1, retry_task="t3", explore_tasks=("t1", "t4"))
+                     files, {"p99": ("p99.sh", check)}, "p99", tasks, headroom=1.05, heavy=1.1, retry_task="t3", explore_tasks=("t1", "t4"),
+                     doomed=unreachable("checkout_load", "k6: dial tcp staging-checkout.internal:443: i/o timeout",
+                             "Load-test checkout at 200 rps on staging and confirm p99",
+                             [run_check("checkout_load"), read("config/http.toml"), run_check("p99"), run_check("checkout_load")],
+                             [read("src/checkout.py"), run_check("checkout_load")],
+                             "Staging checkout times out from here; the 200 rps test needs the load-test runner."))
 
 
 def events_dates():
@@ -446,7 +523,13 @@ grep -q "test_to_utc_iso" tests/test_load_events.py 2>/dev/null
     ]
     return knee_case("knee-events-timestamps", "Normalize event timestamps to UTC ISO-8601, dedupe, test, document",
                      "Normalize every event timestamp in the ETL to UTC ISO-8601, drop duplicates, and document the accepted formats.",
-                     files, {"etl": ("etl.sh", check)}, "etl", tasks, headroom=1.15, heavy=1.3, retry_task="t2", explore_tasks=("t1", "t3"))
+                     files, {"etl": ("etl.sh", check)}, "etl", tasks, headroom=1.15, heavy=1.3, retry_task="t2", explore_tasks=("t1", "t3"),
+                     doomed=unreachable("warehouse_backfill", "snowflake: authentication failed: SNOWFLAKE_PASSWORD is not set",
+                             "Backfill the 2025 events in the warehouse with the new normalization",
+                             [read("etl/load_events.py"), run_check("warehouse_backfill"), ls("etl"), run_check("warehouse_backfill")],
+                             [read("data/events_clean.csv"), run_check("warehouse_backfill")],
+                             "No warehouse credentials here; the backfill must run from the ETL host.",
+                             explore=[ls("data")]), doomed_at=3)
 
 
 def oncall_runbook():
@@ -518,7 +601,13 @@ grep -q "currency" docs/billing.md 2>/dev/null
     ]
     return knee_case("knee-invoices-currency", "invoices.currency: add column, backfill, NOT NULL, model, announce, document",
                      "Give every invoice a currency: add invoices.currency, backfill it, make it NOT NULL, update the model, and document it.",
-                     files, {"currency": ("currency.sh", check)}, "currency", tasks, headroom=1.2, heavy=1.4, retry_task="t2", explore_tasks=("t1", "t4"))
+                     files, {"currency": ("currency.sh", check)}, "currency", tasks, headroom=1.2, heavy=1.4, retry_task="t2", explore_tasks=("t1", "t4"),
+                     doomed=unreachable("ledger_reconcile", "ledger export: invoice totals differ by 1204.50 EUR on 3 invoices (credit notes missing from the export)",
+                             "Reconcile invoice totals by currency against the ledger export",
+                             [run_check("ledger_reconcile"), read("db/backfill/0212_invoices_currency.sql"), ls("db"), run_check("ledger_reconcile")],
+                             [read("app/models/invoice.py"), run_check("ledger_reconcile")],
+                             "The totals differ because the ledger export lacks credit notes; that needs finance, not a code change.",
+                             explore=[ls("migrations")]), doomed_at=4)
 
 
 def image_cdn():
@@ -553,7 +642,12 @@ echo "gallery LCP_ms=$lcp (target < 1300)"
     tasks = tasks[:3] + [tasks[4], tasks[3]]
     return knee_case("knee-gallery-lcp", "Gallery LCP under 1.3s: resize, WebP, caching, lazy loading",
                      "Bring the gallery page's largest contentful paint under 1.3s.",
-                     files, {"lcp": ("lcp.sh", check)}, "lcp", tasks, headroom=1.5, heavy=1.2, retry_task="t2", explore_tasks=("t1", "t4"))
+                     files, {"lcp": ("lcp.sh", check)}, "lcp", tasks, headroom=2.0, heavy=1.2, retry_task="t2", explore_tasks=("t1", "t4"),
+                     doomed=unreachable("lighthouse_staging", "lighthouse: net::ERR_NAME_NOT_RESOLVED staging.gallery.internal",
+                             "Measure LCP with Lighthouse on the staging gallery",
+                             [run_check("lighthouse_staging"), read("config/cdn.toml"), run_check("lcp"), run_check("lighthouse_staging")],
+                             [ls("web/templates"), run_check("lighthouse_staging")],
+                             "staging.gallery.internal does not resolve from here; Lighthouse has to run in CI."))
 
 
 def flags_cleanup():
@@ -581,7 +675,7 @@ grep -q "Removed flags" CHANGELOG.md 2>/dev/null
     tasks[2].verify = V.contains("config/flags.toml", "dead flags removed")
     return knee_case("knee-flag-cleanup", "Remove two dead feature flags: inline, delete, changelog",
                      "Remove the new_checkout and legacy_search feature flags: inline their winning branches, delete them from config, note it in the changelog.",
-                     files, {"flags": ("flags.sh", check)}, "flags", tasks, headroom=1.35, heavy=0.9, executor="claude-sonnet-5", max_tokens=4096,
+                     files, {"flags": ("flags.sh", check)}, "flags", tasks, headroom=1.8, heavy=0.9, executor="claude-sonnet-5", max_tokens=4096,
                      retry_task="t2", explore_tasks=("t1", "t4"))
 
 
