@@ -57,16 +57,22 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// `create_dir_all`, then fsync the parent of every directory it created
-/// (outermost first), so the new directories' names survive a power cut: an
-/// fsync of a file and of its own directory is not enough when that directory
-/// is new (found by bench chaos, power-loss mode, on migration steps).
-pub fn create_dir_all_synced(dir: &Path) -> std::io::Result<()> {
-    let missing: Vec<std::path::PathBuf> = dir.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf).collect();
+/// `create_dir_all`, then fsync every directory from `dir`'s parent up to
+/// `root` (inclusive), so the names of `dir` and of every directory between
+/// it and `root` are durable. Not only the ones this call created: a
+/// directory created by an earlier attempt whose fsync failed (EIO) exists
+/// but its name may not be durable (both found by bench chaos, power-loss
+/// mode, on migration steps). `root` itself is assumed durable (it existed
+/// before the run). Fsyncing a clean directory is cheap.
+pub fn create_dir_all_synced(dir: &Path, root: &Path) -> std::io::Result<()> {
     simfs::create_dir_all(dir)?;
-    for d in missing.iter().rev() {
-        if let Some(parent) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fsync_dir(parent)?;
+    if !dir.starts_with(root) || dir == root {
+        return Ok(());
+    }
+    for a in dir.ancestors().skip(1) {
+        fsync_dir(a)?;
+        if a == root || !a.starts_with(root) {
+            break;
         }
     }
     Ok(())

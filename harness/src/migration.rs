@@ -174,7 +174,7 @@ pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationEr
             path: step.path.clone(),
             error,
         })?;
-        if let Err(e) = write_synced(&abs, step.content.as_bytes()) {
+        if let Err(e) = write_synced(&abs, step.content.as_bytes(), ws.root()) {
             return Err(MigrationError::StepWrite {
                 name: name.to_string(),
                 step: i + 1,
@@ -190,10 +190,10 @@ pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationEr
 
 /// Create parents, write, flush, fsync; fsync the directory when the file is
 /// new so its name survives a power cut too.
-fn write_synced(abs: &std::path::Path, content: &[u8]) -> std::io::Result<()> {
+fn write_synced(abs: &std::path::Path, content: &[u8], root: &std::path::Path) -> std::io::Result<()> {
     let parent = abs.parent();
     if let Some(p) = parent {
-        crate::durable::create_dir_all_synced(p)?;
+        crate::durable::create_dir_all_synced(p, root)?;
     }
     let mut f = crate::simfs::File::open(abs, crate::simfs::Open::Truncate)?;
     f.write_all(content)?;

@@ -435,7 +435,7 @@ impl Runner {
         let attempts_allowed = 1 + self.spec.retries_per_task;
         let mut last = String::new();
         for attempt in 0..attempts_allowed {
-            let end = self.execute_attempt(task, attempt).await?;
+            let (end, io_failed) = self.execute_attempt(task, attempt).await?;
             let claim = match &end {
                 AttemptEnd::Finished { claim } => Some(truncate(claim, CLAIM_MAX_CHARS)),
                 _ => None,
@@ -446,6 +446,19 @@ impl Runner {
                 self.state.model_claims.push(ModelClaim { task_id: task.id.clone(), text: c.clone(), verified: outcome == VerifyOutcome::Done });
             }
             match outcome {
+                // What the page cache shows is not what a power cut leaves: a
+                // side-effecting tool call failed with an I/O error in this
+                // attempt (and was not redone successfully), so "done" may not
+                // be durable. Never re-executed here (it may be a post): a
+                // human decides (found by bench chaos, EIO on fsync).
+                VerifyOutcome::Done if io_failed.is_some() => {
+                    return Ok(TaskResult::Park {
+                        reason: format!(
+                            "verify says done, but {} failed with an I/O error during the attempt, so its effects may not be durable",
+                            io_failed.unwrap_or_default()
+                        ),
+                    })
+                }
                 VerifyOutcome::Done => return Ok(TaskResult::Verified { claim }),
                 // A half-applied operation goes to a human: no improvising.
                 VerifyOutcome::PartiallyApplied { detail } => {
@@ -464,7 +477,16 @@ impl Runner {
 
     /// One short ReAct loop: model <-> tools, one tool call per turn, up to
     /// the loop cap.
-    async fn execute_attempt(&mut self, task: &Task, attempt: u32) -> Result<AttemptEnd, LapError> {
+    /// Returns how the attempt ended and, if a side-effecting tool call
+    /// failed (an I/O error after it may have changed something) and was not
+    /// later redone successfully, which call.
+    async fn execute_attempt(&mut self, task: &Task, attempt: u32) -> Result<(AttemptEnd, Option<String>), LapError> {
+        let mut io_failed: Option<(String, serde_json::Value)> = None;
+        let end = self.react(task, attempt, &mut io_failed).await?;
+        Ok((end, io_failed.map(|(name, _)| name)))
+    }
+
+    async fn react(&mut self, task: &Task, attempt: u32, io_failed: &mut Option<(String, serde_json::Value)>) -> Result<AttemptEnd, LapError> {
         let checks: std::collections::BTreeMap<_, _> = self.spec.checks.clone();
         let allow = self.spec.tools_allowed.clone();
         let tool_defs = ToolBox { workspace: &self.workspace, outbox: &self.outbox, checks: &checks, allowlist: &allow }.defs();
@@ -499,6 +521,11 @@ impl Runner {
             let obs = ToolBox { workspace: &self.workspace, outbox: &self.outbox, checks: &checks, allowlist: &allow }.dispatch(&call);
             if obs.posted_key.is_some() {
                 point(Phase::AfterPostBeforeCheckpoint);
+            }
+            if obs.is_error && obs.side_effect {
+                *io_failed = Some((call.name.clone(), call.input.clone()));
+            } else if !obs.is_error && io_failed.as_ref() == Some(&(call.name.clone(), call.input.clone())) {
+                *io_failed = None; // the same call redone successfully: durable again
             }
             if obs.side_effect {
                 if let Some(p) = call.input.get("path").and_then(|p| p.as_str()) {

@@ -277,7 +277,7 @@ impl ToolBox<'_> {
             return Observation::err(format!("{path:?} is a directory; give a file path"));
         }
         if let Some(parent) = abs.parent() {
-            if let Err(e) = crate::durable::create_dir_all_synced(parent) {
+            if let Err(e) = crate::durable::create_dir_all_synced(parent, self.workspace.root()) {
                 return Observation::err(format!("cannot create the parent directory of {path:?}: {e}"));
             }
         }
