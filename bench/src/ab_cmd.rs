@@ -28,10 +28,10 @@ mod render;
 mod sim;
 
 use crate::runner::{self, Overlay, Servers};
-use harness::replay::ReplayServer;
 use crate::suite::{self, Case};
 use analysis::{CasePair, Obs, Settings};
 use clap::Args;
+use harness::replay::ReplayServer;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -89,30 +89,67 @@ pub struct ArmConfig {
 /// `[ab]` table (name, description, budget_scale).
 pub fn load_config(path: &Path) -> Result<ArmConfig, String> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read the config: {e}"))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{shown}: cannot read the config: {e}"))?;
     let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-        format!("{shown}{}: not valid TOML: {}", line.map(|l| format!(" line {l}")).unwrap_or_default(), e.message())
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        format!(
+            "{shown}{}: not valid TOML: {}",
+            line.map(|l| format!(" line {l}")).unwrap_or_default(),
+            e.message()
+        )
     })?;
-    let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
     let (mut name, mut description, mut budget_scale) = (stem, String::new(), None);
     if let Some(ab) = table.remove("ab") {
-        let ab = ab.as_table().ok_or_else(|| format!("{shown}: field `ab`: expected a table ([ab]), found a {}", ab.type_str()))?;
+        let ab = ab.as_table().ok_or_else(|| {
+            format!(
+                "{shown}: field `ab`: expected a table ([ab]), found a {}",
+                ab.type_str()
+            )
+        })?;
         for (k, v) in ab {
             match (k.as_str(), v) {
                 ("name", toml::Value::String(s)) => name = s.clone(),
                 ("description", toml::Value::String(s)) => description = s.trim().to_string(),
                 ("budget_scale", v) => {
-                    let f = v.as_float().or(v.as_integer().map(|i| i as f64)).filter(|f| f.is_finite() && *f > 0.0);
+                    let f = v
+                        .as_float()
+                        .or(v.as_integer().map(|i| i as f64))
+                        .filter(|f| f.is_finite() && *f > 0.0);
                     budget_scale = Some(f.ok_or_else(|| format!("{shown}: field `ab.budget_scale`: expected a positive number, found {v}"))?);
                 }
-                ("name" | "description", v) => return Err(format!("{shown}: field `ab.{k}`: expected a string, found a {}", v.type_str())),
-                _ => return Err(format!("{shown}: field `ab.{k}`: unknown; [ab] takes name, description, budget_scale")),
+                ("name" | "description", v) => {
+                    return Err(format!(
+                        "{shown}: field `ab.{k}`: expected a string, found a {}",
+                        v.type_str()
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                    "{shown}: field `ab.{k}`: unknown; [ab] takes name, description, budget_scale"
+                ))
+                }
             }
         }
     }
     let overlay = toml::to_string(&table).map_err(|e| format!("{shown}: {e}"))?;
-    Ok(ArmConfig { path: shown, name, description, overlay, budget_scale, applied: Overlay { table, budget_scale } })
+    Ok(ArmConfig {
+        path: shown,
+        name,
+        description,
+        overlay,
+        budget_scale,
+        applied: Overlay {
+            table,
+            budget_scale,
+        },
+    })
 }
 
 /// Lay the config over every case's run.toml and parse the result as the
@@ -122,20 +159,34 @@ pub fn load_config(path: &Path) -> Result<ArmConfig, String> {
 pub fn check_config_against(cfg: &ArmConfig, cases: &[Case]) -> Result<(), String> {
     for c in cases {
         let spec = c.dir.join("run.toml");
-        let Ok(text) = std::fs::read_to_string(&spec) else { continue };
+        let Ok(text) = std::fs::read_to_string(&spec) else {
+            continue;
+        };
         if harness::spec::RunSpec::parse(&text, &spec.display().to_string(), &c.dir).is_err() {
             continue;
         }
-        let laid = cfg.applied.apply(&text).map_err(|e| format!("{}: cannot be applied to {}: {e}", cfg.path, spec.display()))?;
+        let laid = cfg
+            .applied
+            .apply(&text)
+            .map_err(|e| format!("{}: cannot be applied to {}: {e}", cfg.path, spec.display()))?;
         if let Err(e) = harness::spec::RunSpec::parse(&laid, &cfg.path, &c.dir) {
-            return Err(format!("{}: field `{}`: expected {} (laid over {})", cfg.path, e.field, e.expected, spec.display()));
+            return Err(format!(
+                "{}: field `{}`: expected {} (laid over {})",
+                cfg.path,
+                e.field,
+                e.expected,
+                spec.display()
+            ));
         }
     }
     Ok(())
 }
 
 pub fn run(args: AbArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("bench ab: cannot start the runtime: {e}");
@@ -169,17 +220,27 @@ pub struct AbRun {
 
 async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     if args.runs_per_case == 0 || args.runs_per_case > crate::run_cmd::RUNS_PER_CASE_MAX {
-        return Err(format!("--runs-per-case must be 1..={}", crate::run_cmd::RUNS_PER_CASE_MAX));
+        return Err(format!(
+            "--runs-per-case must be 1..={}",
+            crate::run_cmd::RUNS_PER_CASE_MAX
+        ));
     }
     let a = load_config(&args.a)?;
     let b = load_config(&args.b)?;
-    let harness_bin = args.harness.clone().unwrap_or_else(runner::default_harness_bin);
+    let harness_bin = args
+        .harness
+        .clone()
+        .unwrap_or_else(runner::default_harness_bin);
     if !harness_bin.is_file() {
         return Err(format!("harness binary {} not found; build it with `cargo build --release --workspace` or pass --harness", harness_bin.display()));
     }
-    let loaded = suite::load_suite(&args.suite, args.category.as_deref()).map_err(|e| e.to_string())?;
+    let loaded =
+        suite::load_suite(&args.suite, args.category.as_deref()).map_err(|e| e.to_string())?;
     if loaded.cases.is_empty() {
-        return Err(format!("no cases to compare under {}", args.suite.display()));
+        return Err(format!(
+            "no cases to compare under {}",
+            args.suite.display()
+        ));
     }
     for e in &loaded.errors {
         eprintln!("bench ab: case not loaded (left out of both arms): {e}");
@@ -188,10 +249,16 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     check_config_against(&b, &loaded.cases)?;
     let suite_hash = crate::run_cmd::config_hash(&loaded.cases, args.runs_per_case, 0.0);
     let cases = Arc::new(loaded.cases);
-    let servers = Servers::start(&cases).await.map_err(|e| format!("cannot start the replay server: {e}"))?;
+    let servers = Servers::start(&cases)
+        .await
+        .map_err(|e| format!("cannot start the replay server: {e}"))?;
     let server_of = cases
         .iter()
-        .map(|c| servers.for_case(c).ok_or_else(|| format!("no replay server for case {}", c.id())))
+        .map(|c| {
+            servers
+                .for_case(c)
+                .ok_or_else(|| format!("no replay server for case {}", c.id()))
+        })
         .collect::<Result<Vec<_>, String>>()?;
     let server_of = Arc::new(server_of);
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
@@ -201,7 +268,10 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     let pairs = run_arms(&args, &cases, &server_of, &harness_bin, &out, [&a, &b]).await;
     let wall_ms = t0.elapsed().as_millis() as u64;
 
-    let settings = Settings { seed: args.seed, ..Settings::default() };
+    let settings = Settings {
+        seed: args.seed,
+        ..Settings::default()
+    };
     let analysis = analysis::analyze(&pairs, &settings);
     let case_runs = pairs.iter().map(|p| (p.a.len() + p.b.len()) as u64).sum();
     let report = AbRun {
@@ -219,23 +289,44 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     render::write_all(&report, &out)?;
     println!("{}", render::terminal(&report));
     println!("report     {}", out.join("ab.md").display());
-    Ok(if report.analysis.regressions.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_REGRESSED) })
+    Ok(if report.analysis.regressions.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_REGRESSED)
+    })
 }
 
 /// Run every (case, run, arm) through the harness, interleaved in a seeded
 /// random order, and pair the results by case. Each arm writes its case-runs
 /// under out/a or out/b plus a `bench run`-style summary.json.
-async fn run_arms(args: &AbArgs, cases: &Arc<Vec<Case>>, server_of: &Arc<Vec<Arc<ReplayServer>>>, harness_bin: &Path, out: &Path, arms: [&ArmConfig; 2]) -> Vec<CasePair> {
+async fn run_arms(
+    args: &AbArgs,
+    cases: &Arc<Vec<Case>>,
+    server_of: &Arc<Vec<Arc<ReplayServer>>>,
+    harness_bin: &Path,
+    out: &Path,
+    arms: [&ArmConfig; 2],
+) -> Vec<CasePair> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
-    let mut jobs: Vec<(usize, u32, usize)> = (0..cases.len()).flat_map(|ci| (0..args.runs_per_case).flat_map(move |r| [(ci, r, 0), (ci, r, 1)])).collect();
+    let mut jobs: Vec<(usize, u32, usize)> = (0..cases.len())
+        .flat_map(|ci| (0..args.runs_per_case).flat_map(move |r| [(ci, r, 0), (ci, r, 1)]))
+        .collect();
     jobs.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(args.seed));
     let overlays = Arc::new([arms[0].applied.clone(), arms[1].applied.clone()]);
     let roots = [out.join("a"), out.join("b")];
-    let sem = Arc::new(tokio::sync::Semaphore::new(args.max_concurrency.clamp(1, crate::run_cmd::CONCURRENCY_MAX)));
+    let sem = Arc::new(tokio::sync::Semaphore::new(
+        args.max_concurrency
+            .clamp(1, crate::run_cmd::CONCURRENCY_MAX),
+    ));
     let mut set = tokio::task::JoinSet::new();
     for (ci, r, arm) in jobs {
-        let (cases, server_of, sem, overlays) = (cases.clone(), server_of.clone(), sem.clone(), overlays.clone());
+        let (cases, server_of, sem, overlays) = (
+            cases.clone(),
+            server_of.clone(),
+            sem.clone(),
+            overlays.clone(),
+        );
         let (hb, root) = (harness_bin.to_path_buf(), roots[arm].clone());
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
@@ -245,13 +336,22 @@ async fn run_arms(args: &AbArgs, cases: &Arc<Vec<Case>>, server_of: &Arc<Vec<Arc
         });
     }
     let total = set.len();
-    let mut per_arm: [Vec<Vec<runner::RunRecord>>; 2] = [vec![vec![]; cases.len()], vec![vec![]; cases.len()]];
+    let mut per_arm: [Vec<Vec<runner::RunRecord>>; 2] =
+        [vec![vec![]; cases.len()], vec![vec![]; cases.len()]];
     let mut done = 0;
     while let Some(joined) = set.join_next().await {
         let Ok((ci, arm, rec)) = joined else { continue };
         done += 1;
         if !rec.passed || done % 20 == 0 || done == total {
-            eprintln!("[{done}/{total}] {} {} run {}: {} ({}, ${:.4})", ["A", "B"][arm], cases[ci].id(), rec.run, if rec.passed { "PASS" } else { "FAIL" }, rec.ending, rec.cost_usd);
+            eprintln!(
+                "[{done}/{total}] {} {} run {}: {} ({}, ${:.4})",
+                ["A", "B"][arm],
+                cases[ci].id(),
+                rec.run,
+                if rec.passed { "PASS" } else { "FAIL" },
+                rec.ending,
+                rec.cost_usd
+            );
         }
         per_arm[arm][ci].push(rec);
     }
@@ -279,7 +379,11 @@ fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>
     let pass_rate = CASE_PASS_POLICY;
     let mut s = crate::summary::Summary {
         passed: false,
-        cases: cases.iter().zip(runs).map(|(c, r)| crate::summary::case_record(c, r.clone(), pass_rate)).collect(),
+        cases: cases
+            .iter()
+            .zip(runs)
+            .map(|(c, r)| crate::summary::case_record(c, r.clone(), pass_rate))
+            .collect(),
         categories: Default::default(),
         git_rev: crate::run_cmd::git_rev(&args.suite),
         config_hash: crate::run_cmd::config_hash(cases, args.runs_per_case, pass_rate),
@@ -296,8 +400,14 @@ fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>
     let written = std::fs::create_dir_all(root)
         .map_err(|e| e.to_string())
         .and_then(|_| serde_json::to_vec_pretty(&s).map_err(|e| e.to_string()))
-        .and_then(|j| harness::durable::atomic_write(&root.join("summary.json"), &j).map_err(|e| e.to_string()));
+        .and_then(|j| {
+            harness::durable::atomic_write(&root.join("summary.json"), &j)
+                .map_err(|e| e.to_string())
+        });
     if let Err(e) = written {
-        eprintln!("bench ab: cannot write {}: {e}", root.join("summary.json").display());
+        eprintln!(
+            "bench ab: cannot write {}: {e}",
+            root.join("summary.json").display()
+        );
     }
 }

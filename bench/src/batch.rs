@@ -15,7 +15,10 @@ use std::sync::Arc;
 /// Run a subcommand's async body on a multi-threaded runtime; a runtime that
 /// cannot start is exit `on_error` with the reason on stderr.
 pub fn block_on<F: Future<Output = ExitCode>>(cmd: &str, on_error: u8, body: F) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt.block_on(body),
         Err(e) => {
             eprintln!("bench {cmd}: cannot start the runtime: {e}");
@@ -26,7 +29,9 @@ pub fn block_on<F: Future<Output = ExitCode>>(cmd: &str, on_error: u8, body: F) 
 
 /// The harness binary: `--harness`, or the one next to this bench binary.
 pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
-    let p = arg.map(Path::to_path_buf).unwrap_or_else(runner::default_harness_bin);
+    let p = arg
+        .map(Path::to_path_buf)
+        .unwrap_or_else(runner::default_harness_bin);
     if p.is_file() {
         Ok(p)
     } else {
@@ -47,11 +52,27 @@ pub struct Batch {
 impl Batch {
     /// Start the replay servers for `cases` and create the output root.
     /// Errors say which of the two failed.
-    pub async fn start(cases: Vec<Case>, harness_bin: PathBuf, out: &Path, runs_per_case: u32, max_concurrency: usize) -> Result<Batch, String> {
-        let servers = Servers::start(&cases).await.map_err(|e| format!("cannot start the replay server: {e}"))?;
-        std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    pub async fn start(
+        cases: Vec<Case>,
+        harness_bin: PathBuf,
+        out: &Path,
+        runs_per_case: u32,
+        max_concurrency: usize,
+    ) -> Result<Batch, String> {
+        let servers = Servers::start(&cases)
+            .await
+            .map_err(|e| format!("cannot start the replay server: {e}"))?;
+        std::fs::create_dir_all(out)
+            .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
         let out = std::fs::canonicalize(out).unwrap_or(out.to_path_buf());
-        Ok(Batch { cases: Arc::new(cases), servers: Arc::new(servers), harness_bin, out, runs_per_case, max_concurrency })
+        Ok(Batch {
+            cases: Arc::new(cases),
+            servers: Arc::new(servers),
+            harness_bin,
+            out,
+            runs_per_case,
+            max_concurrency,
+        })
     }
 
     pub fn total(&self) -> u64 {
@@ -66,18 +87,33 @@ impl Batch {
     where
         F: FnMut(usize, &RunRecord),
     {
-        let sem = Arc::new(tokio::sync::Semaphore::new(self.max_concurrency.clamp(1, crate::run_cmd::CONCURRENCY_MAX)));
+        let sem = Arc::new(tokio::sync::Semaphore::new(
+            self.max_concurrency
+                .clamp(1, crate::run_cmd::CONCURRENCY_MAX),
+        ));
         let overlay = Arc::new(overlay.clone());
         let mut handles = vec![];
         for ci in 0..self.cases.len() {
             for r in 0..self.runs_per_case {
-                let (cases, servers, sem, hb, out, ov) = (self.cases.clone(), self.servers.clone(), sem.clone(), self.harness_bin.clone(), out.to_path_buf(), overlay.clone());
+                let (cases, servers, sem, hb, out, ov) = (
+                    self.cases.clone(),
+                    self.servers.clone(),
+                    sem.clone(),
+                    self.harness_bin.clone(),
+                    out.to_path_buf(),
+                    overlay.clone(),
+                );
                 handles.push(tokio::spawn(async move {
                     let _permit = sem.acquire_owned().await;
                     let c = &cases[ci];
                     let rec = match servers.for_case(c) {
                         Some(s) => runner::run_case(c, r, &s, &hb, &out, &ov).await,
-                        None => RunRecord::failed(c, r, "no replay server for this case".into(), String::new()),
+                        None => RunRecord::failed(
+                            c,
+                            r,
+                            "no replay server for this case".into(),
+                            String::new(),
+                        ),
                     };
                     (ci, rec)
                 }));

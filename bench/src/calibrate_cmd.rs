@@ -116,18 +116,30 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
 fn default_prices() -> PriceTable {
     crate::price_cmd::default_prices()
         .into_iter()
-        .map(|(m, p)| (m, Price { input_usd_per_mtok: p.input, output_usd_per_mtok: p.output }))
+        .map(|(m, p)| {
+            (
+                m,
+                Price {
+                    input_usd_per_mtok: p.input,
+                    output_usd_per_mtok: p.output,
+                },
+            )
+        })
         .collect()
 }
 
 /// Same format as a run spec's [prices] table, so one file serves both.
 pub fn load_prices(path: &Path) -> Result<PriceTable, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let t: toml::Table = text.parse().map_err(|e: toml::de::Error| format!("{}: not valid TOML: {}", path.display(), e.message().trim()))?;
-    let prices = t
-        .get("prices")
-        .and_then(|p| p.as_table())
-        .ok_or_else(|| format!("{}: field `prices`: missing; expected a [prices.\"<model>\"] table per model", path.display()))?;
+    let t: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        format!("{}: not valid TOML: {}", path.display(), e.message().trim())
+    })?;
+    let prices = t.get("prices").and_then(|p| p.as_table()).ok_or_else(|| {
+        format!(
+            "{}: field `prices`: missing; expected a [prices.\"<model>\"] table per model",
+            path.display()
+        )
+    })?;
     let mut out = PriceTable::new();
     for (m, v) in prices {
         let num = |k: &str| {
@@ -136,7 +148,13 @@ pub fn load_prices(path: &Path) -> Result<PriceTable, String> {
                 .filter(|x| x.is_finite() && *x >= 0.0)
                 .ok_or_else(|| format!("{}: field `prices.{m}.{k}`: expected a non-negative number of USD per million tokens", path.display()))
         };
-        out.insert(m.clone(), Price { input_usd_per_mtok: num("input_usd_per_mtok")?, output_usd_per_mtok: num("output_usd_per_mtok")? });
+        out.insert(
+            m.clone(),
+            Price {
+                input_usd_per_mtok: num("input_usd_per_mtok")?,
+                output_usd_per_mtok: num("output_usd_per_mtok")?,
+            },
+        );
     }
     Ok(out)
 }
@@ -150,11 +168,20 @@ pub fn run_lexical(set: &LabeledSet, runs: u32) -> DetectorInput {
             set.queues
                 .iter()
                 .map(|q| {
-                    let tasks: Vec<(String, String)> = q.queue.iter().map(|t| (t.id.clone(), t.description.clone())).collect();
+                    let tasks: Vec<(String, String)> = q
+                        .queue
+                        .iter()
+                        .map(|t| (t.id.clone(), t.description.clone()))
+                        .collect();
                     let started = Instant::now();
                     let c = lexical::check(&q.goal, &tasks);
                     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-                    Ok(Obs { score: c.drift_score, off_goal: c.off_goal_task_ids, cost_usd: Some(0.0), latency_ms })
+                    Ok(Obs {
+                        score: c.drift_score,
+                        off_goal: c.off_goal_task_ids,
+                        cost_usd: Some(0.0),
+                        latency_ms,
+                    })
                 })
                 .collect()
         })
@@ -220,7 +247,10 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
             for e in &errors {
                 eprintln!("bench calibrate: {e}");
             }
-            eprintln!("bench calibrate: {} problem(s) in the labeled set; nothing was measured", errors.len());
+            eprintln!(
+                "bench calibrate: {} problem(s) in the labeled set; nothing was measured",
+                errors.len()
+            );
             return ExitCode::from(EXIT_USAGE);
         }
     };
@@ -242,7 +272,10 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         match measure_judge(&args, &set, &prices) {
             Ok(run) => {
                 if let Some(p) = &run.recorded_to {
-                    eprintln!("bench calibrate: recorded the judge's answers to {}", p.display());
+                    eprintln!(
+                        "bench calibrate: recorded the judge's answers to {}",
+                        p.display()
+                    );
                 }
                 if !run.priced {
                     eprintln!("bench calibrate: model {:?} has no price in the table: cost per check is reported as not priced (pass --prices)", run.model);
@@ -251,11 +284,15 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
             }
             Err(u) => {
                 let how_to = judge::how_to_record(&args.recordings);
-                eprintln!("bench calibrate: judge: NOT MEASURED: {}\n{how_to}", u.message());
+                eprintln!(
+                    "bench calibrate: judge: NOT MEASURED: {}\n{how_to}",
+                    u.message()
+                );
                 // Under --detector all, "no recordings yet" is the expected
                 // state until issue 9, and the lexical baseline is still
                 // measured; anything else (refused, bad flags) is a failure.
-                exit_not_measured |= args.detector == DetectorArg::Judge || !matches!(u, judge::Unavailable::NoRecordings(_));
+                exit_not_measured |= args.detector == DetectorArg::Judge
+                    || !matches!(u, judge::Unavailable::NoRecordings(_));
                 not_measured.insert(
                     "judge".into(),
                     NotMeasured {
@@ -287,7 +324,10 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         n_drifted: set.count(Label::Drifted),
         queues_dir: args.queues.display().to_string(),
         runs: args.runs,
-        bands: render::Bands { prune_above: metrics::PRUNE_ABOVE, halt_above: metrics::HALT_ABOVE },
+        bands: render::Bands {
+            prune_above: metrics::PRUNE_ABOVE,
+            halt_above: metrics::HALT_ABOVE,
+        },
         warnings: set.warnings.clone(),
         note: metrics::small_sample_note(set.queues.len()),
         detectors,
@@ -297,7 +337,10 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         return ExitCode::from(EXIT_WRITE);
     }
     print!("{}", render::terminal(&cal));
-    println!("wrote {0}/calibration.json, {0}/calibration.md, {0}/roc.svg", args.out.display());
+    println!(
+        "wrote {0}/calibration.json, {0}/calibration.md, {0}/roc.svg",
+        args.out.display()
+    );
     if exit_not_measured {
         ExitCode::from(EXIT_NOT_MEASURED)
     } else {
@@ -305,7 +348,11 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
     }
 }
 
-fn measure_judge(args: &CalibrateArgs, set: &LabeledSet, prices: &PriceTable) -> Result<judge::JudgeRun, judge::Unavailable> {
+fn measure_judge(
+    args: &CalibrateArgs,
+    set: &LabeledSet,
+    prices: &PriceTable,
+) -> Result<judge::JudgeRun, judge::Unavailable> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -327,21 +374,46 @@ fn measure_judge(args: &CalibrateArgs, set: &LabeledSet, prices: &PriceTable) ->
             rt.block_on(judge::run_live(set, &src, args.runs, prices))
         }
         _ => {
-            let src = judge::ReplaySource { dir: args.recordings.clone(), case: args.judge_case.clone(), allow_scripted: false, capture: false };
-            rt.block_on(judge::run_replay(set, &src, args.runs, prices)).map(|(run, _)| run)
+            let src = judge::ReplaySource {
+                dir: args.recordings.clone(),
+                case: args.judge_case.clone(),
+                allow_scripted: false,
+                capture: false,
+            };
+            rt.block_on(judge::run_replay(set, &src, args.runs, prices))
+                .map(|(run, _)| run)
         }
     }
 }
 
-fn write_outputs(out: &Path, cal: &render::Calibration, reports: &[(String, metrics::DetectorReport)]) -> Result<(), String> {
+fn write_outputs(
+    out: &Path,
+    cal: &render::Calibration,
+    reports: &[(String, metrics::DetectorReport)],
+) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
     let json = serde_json::to_string_pretty(cal).map_err(|e| e.to_string())?;
-    let write = |name: &str, text: &str| std::fs::write(out.join(name), text).map_err(|e| format!("{}: {e}", out.join(name).display()));
+    let write = |name: &str, text: &str| {
+        std::fs::write(out.join(name), text)
+            .map_err(|e| format!("{}: {e}", out.join(name).display()))
+    };
     write("calibration.json", &(json + "\n"))?;
     write("calibration.md", &render::markdown(cal))?;
-    let measured: Vec<(&str, &metrics::DetectorReport)> = reports.iter().map(|(n, r)| (n.as_str(), r)).collect();
-    let not: Vec<&str> = cal.detectors.iter().filter(|(_, d)| matches!(d, DetectorEntry::NotMeasured(_))).map(|(n, _)| n.as_str()).collect();
-    plot::roc(&measured, &not, cal.n_aligned, cal.n_drifted, &out.join("roc.svg"))
+    let measured: Vec<(&str, &metrics::DetectorReport)> =
+        reports.iter().map(|(n, r)| (n.as_str(), r)).collect();
+    let not: Vec<&str> = cal
+        .detectors
+        .iter()
+        .filter(|(_, d)| matches!(d, DetectorEntry::NotMeasured(_)))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    plot::roc(
+        &measured,
+        &not,
+        cal.n_aligned,
+        cal.n_drifted,
+        &out.join("roc.svg"),
+    )
 }
 
 #[cfg(test)]
@@ -363,8 +435,14 @@ mod tests {
             allow_scripted: true,
             capture: false,
         };
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let (run, _) = rt.block_on(judge::run_replay(&set, &src, 2, &PriceTable::new())).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (run, _) = rt
+            .block_on(judge::run_replay(&set, &src, 2, &PriceTable::new()))
+            .unwrap();
         let lex = metrics::evaluate(&set, &run_lexical(&set, 1));
         let jr = metrics::evaluate(&set, &judge_input(&run));
         // The stand-in's scores were set by hand: mild drift at <= 0.3, so
@@ -377,9 +455,16 @@ mod tests {
         let path = out.path().join("roc.svg");
         plot::roc(&[("lexical", &lex), ("judge", &jr)], &[], 10, 10, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
-        assert!(svg.contains("lexical: AUC") && svg.contains("judge: AUC") && svg.contains("judge &gt; 0.5"));
+        assert!(
+            svg.contains("lexical: AUC")
+                && svg.contains("judge: AUC")
+                && svg.contains("judge &gt; 0.5")
+        );
         let mut md = String::new();
         render::detector_md(&mut md, "judge", &jr);
-        assert!(md.contains("SCRIPTED STAND-IN"), "the source line must say what it is");
+        assert!(
+            md.contains("SCRIPTED STAND-IN"),
+            "the source line must say what it is"
+        );
     }
 }

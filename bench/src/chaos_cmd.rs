@@ -76,36 +76,58 @@ pub struct ChaosArgs {
 const VARIANTS: [&str; 3] = ["no-dir-fsync", "no-file-fsync", "in-place-checkpoint"];
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// Build (incrementally) and return the harness binary to drive.
-fn harness_binary(explicit: Option<&PathBuf>, broken: bool, no_build: bool) -> Result<PathBuf, String> {
+fn harness_binary(
+    explicit: Option<&PathBuf>,
+    broken: bool,
+    no_build: bool,
+) -> Result<PathBuf, String> {
     if let Some(h) = explicit {
         return Ok(h.clone());
     }
     let root = repo_root();
     let (target_dir, features): (PathBuf, &[&str]) = if broken {
         // Its own target dir: the feature must never reach target/release/harness.
-        (root.join("target/chaos-broken"), &["--features", "chaos-broken"])
+        (
+            root.join("target/chaos-broken"),
+            &["--features", "chaos-broken"],
+        )
     } else {
         (root.join("target"), &[])
     };
     let bin = target_dir.join("release/harness");
     if !no_build {
-        eprintln!("bench chaos: cargo build --release -p harness {}--target-dir {}", features.iter().map(|f| format!("{f} ")).collect::<String>(), target_dir.display());
-        let st = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--release", "--quiet", "-p", "harness"])
-            .args(features)
-            .arg("--target-dir")
-            .arg(&target_dir)
-            .current_dir(&root)
-            .status();
+        eprintln!(
+            "bench chaos: cargo build --release -p harness {}--target-dir {}",
+            features.iter().map(|f| format!("{f} ")).collect::<String>(),
+            target_dir.display()
+        );
+        let st =
+            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "--release", "--quiet", "-p", "harness"])
+                .args(features)
+                .arg("--target-dir")
+                .arg(&target_dir)
+                .current_dir(&root)
+                .status();
         match st {
             Ok(s) if s.success() => {}
             Ok(s) => return Err(format!("building the harness failed ({s})")),
-            Err(e) if bin.is_file() => eprintln!("bench chaos: cannot run cargo ({e}); using {}", bin.display()),
-            Err(e) => return Err(format!("cannot run cargo to build the harness: {e}; pass --harness")),
+            Err(e) if bin.is_file() => eprintln!(
+                "bench chaos: cannot run cargo ({e}); using {}",
+                bin.display()
+            ),
+            Err(e) => {
+                return Err(format!(
+                    "cannot run cargo to build the harness: {e}; pass --harness"
+                ))
+            }
         }
     }
     Ok(bin)
@@ -113,7 +135,11 @@ fn harness_binary(explicit: Option<&PathBuf>, broken: bool, no_build: bool) -> R
 
 fn default_work_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() && tempfile_ok(shm) { shm.to_path_buf() } else { std::env::temp_dir() };
+    let base = if shm.is_dir() && tempfile_ok(shm) {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
     base.join(format!("bench-chaos-{}", std::process::id()))
 }
 
@@ -147,13 +173,18 @@ fn progress_for(label: String, total: usize) -> (ProgressFn, Option<indicatif::P
     if std::io::stderr().is_terminal() {
         let pb = indicatif::ProgressBar::new(total as u64);
         pb.set_style(
-            indicatif::ProgressStyle::with_template("{prefix:>16} [{bar:40}] {pos}/{len} kills {elapsed_precise} eta {eta}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
+            indicatif::ProgressStyle::with_template(
+                "{prefix:>16} [{bar:40}] {pos}/{len} kills {elapsed_precise} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
         );
         pb.set_prefix(label);
         let pb2 = pb.clone();
-        (Box::new(move |done, _| pb2.set_position(done as u64)), Some(pb))
+        (
+            Box::new(move |done, _| pb2.set_position(done as u64)),
+            Some(pb),
+        )
     } else {
         let step = (total / 10).max(1);
         (
@@ -167,10 +198,19 @@ fn progress_for(label: String, total: usize) -> (ProgressFn, Option<indicatif::P
     }
 }
 
-fn run_modes(cfg: &Config, prep: &driver::Prepared, modes: &[Mode], prefix: &str) -> Vec<ModeReport> {
+fn run_modes(
+    cfg: &Config,
+    prep: &driver::Prepared,
+    modes: &[Mode],
+    prefix: &str,
+) -> Vec<ModeReport> {
     let mut out = vec![];
     for &m in modes {
-        let total = if cfg.replay_kill.is_some() { 1 } else { cfg.kills };
+        let total = if cfg.replay_kill.is_some() {
+            1
+        } else {
+            cfg.kills
+        };
         let (cb, pb) = progress_for(format!("{prefix}{}", m.as_str()), total);
         let r = driver::run_mode(cfg, prep, m, &*cb);
         if let Some(pb) = pb {
@@ -194,8 +234,10 @@ fn write_out(out: &Path, name: &str, json: &serde_json::Value, md: &str) -> Resu
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut j = serde_json::to_vec_pretty(json).map_err(|e| e.to_string())?;
     j.push(b'\n');
-    harness::durable::atomic_write(&out.join(format!("{name}.json")), &j).map_err(|e| format!("{name}.json: {e}"))?;
-    harness::durable::atomic_write(&out.join(format!("{name}.md")), md.as_bytes()).map_err(|e| format!("{name}.md: {e}"))?;
+    harness::durable::atomic_write(&out.join(format!("{name}.json")), &j)
+        .map_err(|e| format!("{name}.json: {e}"))?;
+    harness::durable::atomic_write(&out.join(format!("{name}.md")), md.as_bytes())
+        .map_err(|e| format!("{name}.md: {e}"))?;
     Ok(())
 }
 
@@ -212,9 +254,16 @@ pub fn run(args: ChaosArgs) -> ExitCode {
 fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     let t0 = Instant::now();
     let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64 % 1_000_000).unwrap_or(1)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64 % 1_000_000)
+            .unwrap_or(1)
     });
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
     let work_dir = args.work_dir.clone().unwrap_or_else(default_work_dir);
     let mut replay_extra = vec![];
     if let Some(h) = &args.harness {
@@ -231,7 +280,10 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         replay_kill: args.replay_kill,
         harness_bin: PathBuf::new(),
         broken: args.broken.clone(),
-        cases_dir: args.cases_dir.clone().unwrap_or_else(chaos::cases::default_dir),
+        cases_dir: args
+            .cases_dir
+            .clone()
+            .unwrap_or_else(chaos::cases::default_dir),
         work_dir: work_dir.clone(),
         jobs,
         keep: args.keep,
@@ -239,11 +291,17 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         max_procs: 12,
         replay_extra: replay_extra.join(" "),
     };
-    eprintln!("bench chaos: seed {seed} (replay any kill with --seed {seed}); trials in {}", work_dir.display());
+    eprintln!(
+        "bench chaos: seed {seed} (replay any kill with --seed {seed}); trials in {}",
+        work_dir.display()
+    );
     if args.self_test {
         return self_test(&args, base, t0);
     }
-    let cfg = Config { harness_bin: harness_binary(args.harness.as_ref(), args.broken.is_some(), args.no_build)?, ..base };
+    let cfg = Config {
+        harness_bin: harness_binary(args.harness.as_ref(), args.broken.is_some(), args.no_build)?,
+        ..base
+    };
     let build_s = t0.elapsed().as_secs_f64();
     let t0 = Instant::now();
     let prep = driver::prepare(&cfg)?;
@@ -266,10 +324,23 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     println!("{}", report::summary_tables(&modes));
     let violations: Vec<&driver::Violation> = modes.iter().flat_map(|m| &m.violations).collect();
     for v in violations.iter().take(20) {
-        println!("VIOLATION {} kill {} ({}, {}, {}): {}\n  replay: {}", v.invariant, v.kill, v.mode.as_str(), v.case, v.stratum, v.detail, v.replay);
+        println!(
+            "VIOLATION {} kill {} ({}, {}, {}): {}\n  replay: {}",
+            v.invariant,
+            v.kill,
+            v.mode.as_str(),
+            v.case,
+            v.stratum,
+            v.detail,
+            v.replay
+        );
     }
     if violations.len() > 20 {
-        println!("... and {} more (see {})", violations.len() - 20, args.out.join("chaos.md").display());
+        println!(
+            "... and {} more (see {})",
+            violations.len() - 20,
+            args.out.join("chaos.md").display()
+        );
     }
     println!(
         "{} violation(s) over {} kill indexes in {:.1} s (+{:.1} s building the harness); report {}",
@@ -282,12 +353,19 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     if violations.is_empty() && !args.keep {
         let _ = std::fs::remove_dir_all(&work_dir);
     }
-    Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// (kill, invariant) pairs: what the self-test compares.
 fn pairs(m: &ModeReport) -> std::collections::BTreeSet<(usize, String)> {
-    m.violations.iter().map(|v| (v.kill, v.invariant.clone())).collect()
+    m.violations
+        .iter()
+        .map(|v| (v.kill, v.invariant.clone()))
+        .collect()
 }
 
 fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, String> {
@@ -296,14 +374,24 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
     let modes = vec![Mode::Sigkill, Mode::PowerLoss];
     // The production harness on the very same kill plan: violations it shows
     // too are the harness's own bugs, not something the variant broke.
-    let bcfg = Config { harness_bin: base_bin.clone(), broken: None, modes: modes.clone(), ..base.clone() };
+    let bcfg = Config {
+        harness_bin: base_bin.clone(),
+        broken: None,
+        modes: modes.clone(),
+        ..base.clone()
+    };
     let bprep = driver::prepare(&bcfg)?;
     let baseline = run_modes(&bcfg, &bprep, &modes, "baseline ");
     let mut rows = vec![];
     let mut results = serde_json::Map::new();
     let mut ok = true;
     for v in VARIANTS {
-        let cfg = Config { harness_bin: broken_bin.clone(), broken: Some(v.to_string()), modes: modes.clone(), ..base.clone() };
+        let cfg = Config {
+            harness_bin: broken_bin.clone(),
+            broken: Some(v.to_string()),
+            modes: modes.clone(),
+            ..base.clone()
+        };
         let prep = driver::prepare(&cfg)?;
         let reports = run_modes(&cfg, &prep, &modes, &format!("{v} "));
         let mut cells = vec![v.to_string()];
@@ -311,31 +399,52 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
         let mut detail = serde_json::Map::new();
         for (i, (m, b)) in reports.iter().zip(&baseline).enumerate() {
             let base_pairs = pairs(b);
-            let own: Vec<(usize, String)> = pairs(m).into_iter().filter(|p| !base_pairs.contains(p)).collect();
+            let own: Vec<(usize, String)> = pairs(m)
+                .into_iter()
+                .filter(|p| !base_pairs.contains(p))
+                .collect();
             let mut by_inv: std::collections::BTreeMap<String, usize> = Default::default();
             for (_, inv) in &own {
                 *by_inv.entry(inv.clone()).or_insert(0) += 1;
             }
             caught[i] = !own.is_empty();
-            let inv_s = by_inv.iter().map(|(k, n)| format!("{k} ({n})")).collect::<Vec<_>>().join(", ");
+            let inv_s = by_inv
+                .iter()
+                .map(|(k, n)| format!("{k} ({n})"))
+                .collect::<Vec<_>>()
+                .join(", ");
             cells.push(if caught[i] {
-                format!("CAUGHT on {} of {} kills: {inv_s}", own.iter().map(|p| p.0).collect::<std::collections::BTreeSet<_>>().len(), m.kills)
+                format!(
+                    "CAUGHT on {} of {} kills: {inv_s}",
+                    own.iter()
+                        .map(|p| p.0)
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .len(),
+                    m.kills
+                )
             } else {
                 format!("missed: nothing beyond the baseline on {} kills", m.kills)
             });
-            detail.insert(m.mode.clone(), serde_json::json!({
-                "kills": m.kills,
-                "violations": m.violations.len(),
-                "baseline_violations": b.violations.len(),
-                "attributable": own.len(),
-                "attributable_by_invariant": by_inv,
-                "caught": caught[i],
-            }));
+            detail.insert(
+                m.mode.clone(),
+                serde_json::json!({
+                    "kills": m.kills,
+                    "violations": m.violations.len(),
+                    "baseline_violations": b.violations.len(),
+                    "attributable": own.len(),
+                    "attributable_by_invariant": by_inv,
+                    "caught": caught[i],
+                }),
+            );
         }
         let fsync_variant = v != "in-place-checkpoint";
         let as_expected = caught[1] && !(fsync_variant && caught[0]);
         ok &= as_expected;
-        cells.push(if as_expected { "as expected".into() } else { "UNEXPECTED".into() });
+        cells.push(if as_expected {
+            "as expected".into()
+        } else {
+            "UNEXPECTED".into()
+        });
         rows.push(cells);
         let info = RunInfo {
             seed: base.seed,
@@ -363,12 +472,19 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
         t0.elapsed().as_secs_f64()
     ));
     let header = ["variant", "SIGKILL mode", "power-loss mode", "verdict"];
-    let mut t = format!("| {} |\n|{}\n", header.join(" | "), ":---|".repeat(header.len()));
+    let mut t = format!(
+        "| {} |\n|{}\n",
+        header.join(" | "),
+        ":---|".repeat(header.len())
+    );
     for r in &rows {
         t.push_str(&format!("| {} |\n", r.join(" | ")));
     }
     md.push_str(&t);
-    md.push_str(&format!("\n**Self-test {}.**\n", if ok { "passed" } else { "FAILED" }));
+    md.push_str(&format!(
+        "\n**Self-test {}.**\n",
+        if ok { "passed" } else { "FAILED" }
+    ));
     let binfo = RunInfo {
         seed: base.seed,
         mode_label: "both",
@@ -383,9 +499,18 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
     };
     let json = serde_json::json!({"seed": base.seed, "kills_per_mode": base.kills, "passed": ok, "baseline": report::to_json(&binfo, &baseline), "variants": results, "wall_s": t0.elapsed().as_secs_f64()});
     write_out(&args.out, "self-test", &json, &md)?;
-    println!("{t}\nself-test {} in {:.1} s; report {}", if ok { "passed" } else { "FAILED" }, t0.elapsed().as_secs_f64(), args.out.join("self-test.md").display());
+    println!(
+        "{t}\nself-test {} in {:.1} s; report {}",
+        if ok { "passed" } else { "FAILED" },
+        t0.elapsed().as_secs_f64(),
+        args.out.join("self-test.md").display()
+    );
     if !args.keep {
         let _ = std::fs::remove_dir_all(&base.work_dir);
     }
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

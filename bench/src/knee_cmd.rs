@@ -73,7 +73,9 @@ pub fn parse_levels(s: &str) -> Result<Vec<f64>, String> {
     let mut out: Vec<f64> = vec![];
     for part in s.split(',') {
         let p = part.trim();
-        let v: f64 = p.parse().map_err(|_| format!("--levels: {p:?} is not a number"))?;
+        let v: f64 = p
+            .parse()
+            .map_err(|_| format!("--levels: {p:?} is not a number"))?;
         if !(v.is_finite() && v > 0.0 && v <= LEVEL_MAX) {
             return Err(format!("--levels: {p} is not in (0, {LEVEL_MAX}]"));
         }
@@ -83,7 +85,10 @@ pub fn parse_levels(s: &str) -> Result<Vec<f64>, String> {
         out.push(v);
     }
     if out.len() > LEVELS_MAX {
-        return Err(format!("--levels: at most {LEVELS_MAX} levels, found {}", out.len()));
+        return Err(format!(
+            "--levels: at most {LEVELS_MAX} levels, found {}",
+            out.len()
+        ));
     }
     out.sort_by(|a, b| b.total_cmp(a));
     Ok(out)
@@ -110,10 +115,22 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
     let path = Path::new(&rec.state_dir).join(harness::report::FILE_NAME);
     let read = || -> Result<(u64, u64, u64, f64), String> {
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        let count = |field: &str| v[field].as_array().map(|a| a.len() as u64).ok_or_else(|| format!("{}: field `{field}`: expected a list", path.display()));
-        let (verified, parked, queue_left) = (count("verified")?, count("parked")?, count("queue_left")?);
-        let cap = v["hard_cap_usd"].as_f64().ok_or_else(|| format!("{}: field `hard_cap_usd`: expected a number", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let count = |field: &str| {
+            v[field]
+                .as_array()
+                .map(|a| a.len() as u64)
+                .ok_or_else(|| format!("{}: field `{field}`: expected a list", path.display()))
+        };
+        let (verified, parked, queue_left) =
+            (count("verified")?, count("parked")?, count("queue_left")?);
+        let cap = v["hard_cap_usd"].as_f64().ok_or_else(|| {
+            format!(
+                "{}: field `hard_cap_usd`: expected a number",
+                path.display()
+            )
+        })?;
         Ok((verified, parked, queue_left, cap))
     };
     if rec.ending == "<none>" {
@@ -131,7 +148,10 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
     }
     // A run that died on an error measures the bench, not the budget.
     if o.error.is_none() && rec.ending == harness::ending::Ending::UnrecoverableError.as_str() {
-        o.error = Some(format!("ended UNRECOVERABLE_ERROR: {}", rec.failures.join("; ")));
+        o.error = Some(format!(
+            "ended UNRECOVERABLE_ERROR: {}",
+            rec.failures.join("; ")
+        ));
     }
     o
 }
@@ -181,7 +201,15 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         eprintln!("bench knee: no cases to run under {}", args.suite.display());
         return ExitCode::from(EXIT_SUITE_UNLOADABLE);
     }
-    let b = match batch::Batch::start(loaded.cases, harness_bin, &args.out, args.runs_per_case, args.max_concurrency).await {
+    let b = match batch::Batch::start(
+        loaded.cases,
+        harness_bin,
+        &args.out,
+        args.runs_per_case,
+        args.max_concurrency,
+    )
+    .await
+    {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench knee: {e}");
@@ -194,8 +222,17 @@ async fn run_async(args: KneeArgs) -> ExitCode {
     let t_all = std::time::Instant::now();
     for (li, &level) in levels.iter().enumerate() {
         let t0 = std::time::Instant::now();
-        let overlay = Overlay { table: Default::default(), budget_scale: Some(level) };
-        let per_case = b.run(&overlay, &out.join("levels").join(format!("level-{level}")), |_, _| {}).await;
+        let overlay = Overlay {
+            table: Default::default(),
+            budget_scale: Some(level),
+        };
+        let per_case = b
+            .run(
+                &overlay,
+                &out.join("levels").join(format!("level-{level}")),
+                |_, _| {},
+            )
+            .await;
         let mut this: Vec<RunObs> = vec![];
         for (c, runs) in b.cases.iter().zip(&per_case) {
             for rec in runs {
@@ -207,11 +244,18 @@ async fn run_async(args: KneeArgs) -> ExitCode {
             }
         }
         if this.len() as u64 != b.total() {
-            eprintln!("bench knee: level {level}: {} of {} case-runs came back (a run task panicked)", this.len(), b.total());
+            eprintln!(
+                "bench knee: level {level}: {} of {} case-runs came back (a run task panicked)",
+                this.len(),
+                b.total()
+            );
         }
         let spend: f64 = this.iter().map(|o| o.spend_usd).sum();
         let verified: u64 = this.iter().map(|o| o.verified).sum();
-        let exhausted = this.iter().filter(|o| o.ending == analysis::BUDGET_EXHAUSTED).count();
+        let exhausted = this
+            .iter()
+            .filter(|o| o.ending == analysis::BUDGET_EXHAUSTED)
+            .count();
         eprintln!(
             "[level {}/{}] {:>4} of each cap: {} case-runs, ${spend:.2} spent, {verified} tasks verified, {exhausted} BUDGET_EXHAUSTED, {:.1}s",
             li + 1,
@@ -223,7 +267,15 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         obs.extend(this);
     }
     analysis::fill_planned(&mut obs);
-    let report = analysis::analyze(&args.suite.display().to_string(), args.runs_per_case, &levels, &obs, args.bootstrap_reps, args.seed, args.sensitivity);
+    let report = analysis::analyze(
+        &args.suite.display().to_string(),
+        args.runs_per_case,
+        &levels,
+        &obs,
+        args.bootstrap_reps,
+        args.seed,
+        args.sensitivity,
+    );
     if let Err(e) = write_outputs(&report, &obs, &out) {
         eprintln!("bench knee: cannot write outputs: {e}");
         return ExitCode::from(EXIT_SUITE_UNLOADABLE);
@@ -231,7 +283,12 @@ async fn run_async(args: KneeArgs) -> ExitCode {
     println!("{}", table(&report));
     println!("{}", verdict(&report));
     let errored: u64 = report.levels.iter().map(|l| l.errored_runs).sum();
-    println!("{} case-runs in {:.1}s; {}", obs.len(), t_all.elapsed().as_secs_f64(), out.join("knee.md").display());
+    println!(
+        "{} case-runs in {:.1}s; {}",
+        obs.len(),
+        t_all.elapsed().as_secs_f64(),
+        out.join("knee.md").display()
+    );
     if errored > 0 || !loaded.errors.is_empty() {
         eprintln!("bench knee: {errored} case-run(s) without a usable report, {} case(s) not loaded: the figures leave them out", loaded.errors.len());
         return ExitCode::from(EXIT_FAILED);
@@ -252,16 +309,32 @@ fn pct(x: f64) -> String {
 }
 
 fn knee_share(r: &KneeReport, level: f64) -> f64 {
-    r.knee_bootstrap.levels.iter().find(|s| s.level == level).map_or(0.0, |s| s.share)
+    r.knee_bootstrap
+        .levels
+        .iter()
+        .find(|s| s.level == level)
+        .map_or(0.0, |s| s.share)
 }
 
 /// The terminal table.
 pub fn table(r: &KneeReport) -> String {
     use tabled::{builder::Builder, settings::Style};
     let mut b = Builder::default();
-    b.push_record(["level", "spend", "verified", "pass rate", "$/verified", "95% CI", "BUDGET_EXHAUSTED", "knee in"]);
+    b.push_record([
+        "level",
+        "spend",
+        "verified",
+        "pass rate",
+        "$/verified",
+        "95% CI",
+        "BUDGET_EXHAUSTED",
+        "knee in",
+    ]);
     for l in &r.levels {
-        let mark = match (Some(l.level) == r.knee_level, Some(l.level) == r.min_cost_level) {
+        let mark = match (
+            Some(l.level) == r.knee_level,
+            Some(l.level) == r.min_cost_level,
+        ) {
             (true, true) => " (knee, cheapest)",
             (true, false) => " (knee)",
             (false, true) => " (cheapest)",
@@ -274,7 +347,12 @@ pub fn table(r: &KneeReport) -> String {
             format!("{:.1}%", 100.0 * l.pass_rate),
             usd(l.cost_per_verified_usd),
             ci(l.cost_per_verified_ci),
-            format!("{:.0}% ({}/{})", 100.0 * l.budget_exhausted_share, (l.budget_exhausted_share * l.runs as f64).round(), l.runs),
+            format!(
+                "{:.0}% ({}/{})",
+                100.0 * l.budget_exhausted_share,
+                (l.budget_exhausted_share * l.runs as f64).round(),
+                l.runs
+            ),
             pct(knee_share(r, l.level)),
         ]);
     }
@@ -301,13 +379,21 @@ fn verdict(r: &KneeReport) -> String {
             None => format!("no knee: pass rate against spend is not concave over these levels (no knee in {} of resamples)", pct(r.knee_bootstrap.none_share)),
         },
     };
-    let cheap = match r.min_cost_level.and_then(|m| r.levels.iter().find(|l| l.level == m)) {
+    let cheap = match r
+        .min_cost_level
+        .and_then(|m| r.levels.iter().find(|l| l.level == m))
+    {
         Some(l) => format!(
             "lowest cost per verified task at {}: {} {} (the cheapest level in {} of resamples)",
             pct(l.level),
             usd(l.cost_per_verified_usd),
             ci(l.cost_per_verified_ci),
-            pct(r.min_cost_bootstrap.levels.iter().find(|s| s.level == l.level).map_or(0.0, |s| s.share))
+            pct(r
+                .min_cost_bootstrap
+                .levels
+                .iter()
+                .find(|s| s.level == l.level)
+                .map_or(0.0, |s| s.share))
         ),
         None => "no level verified a task".into(),
     };
@@ -318,18 +404,34 @@ fn verdict(r: &KneeReport) -> String {
 /// and the definitions.
 pub fn markdown(r: &KneeReport) -> String {
     let mut s = String::new();
-    s.push_str(&format!("## bench knee: {} cases x {} runs per level, suite `{}`\n\n", r.cases, r.runs_per_case, r.suite));
+    s.push_str(&format!(
+        "## bench knee: {} cases x {} runs per level, suite `{}`\n\n",
+        r.cases, r.runs_per_case, r.suite
+    ));
     for line in verdict(r).lines() {
         s.push_str(&format!("- {line}\n"));
     }
     s.push_str("\n| level | spend | verified / planned | pass rate | cost per verified task | 95% CI | BUDGET_EXHAUSTED | knee in | cheapest in |\n|---|---:|---:|---:|---:|---|---:|---:|---:|\n");
     for l in &r.levels {
-        let cheap = r.min_cost_bootstrap.levels.iter().find(|x| x.level == l.level).map_or(0.0, |x| x.share);
+        let cheap = r
+            .min_cost_bootstrap
+            .levels
+            .iter()
+            .find(|x| x.level == l.level)
+            .map_or(0.0, |x| x.share);
         s.push_str(&format!(
             "| {}{}{} | ${:.2} | {}/{} | {:.1}% | {} | {} | {:.0}% of {} | {} | {} |\n",
             pct(l.level),
-            if Some(l.level) == r.knee_level { " **knee**" } else { "" },
-            if Some(l.level) == r.min_cost_level { " **cheapest**" } else { "" },
+            if Some(l.level) == r.knee_level {
+                " **knee**"
+            } else {
+                ""
+            },
+            if Some(l.level) == r.min_cost_level {
+                " **cheapest**"
+            } else {
+                ""
+            },
             l.spend_usd,
             l.verified,
             l.planned,
@@ -350,18 +452,38 @@ pub fn markdown(r: &KneeReport) -> String {
     ));
     s.push_str("### Definitions\n\n");
     s.push_str(&format!("- **pass rate**: {}\n", r.definitions.pass_rate));
-    s.push_str(&format!("- **cost per verified task**: {}\n", r.definitions.cost_per_verified));
+    s.push_str(&format!(
+        "- **cost per verified task**: {}\n",
+        r.definitions.cost_per_verified
+    ));
     s.push_str(&format!("- **spend**: {}\n", r.definitions.spend_usd));
-    s.push_str(&format!("- **BUDGET_EXHAUSTED**: {}\n", r.definitions.budget_exhausted_share));
-    s.push_str(&format!("- **knee**: Kneedle (Satopaa et al. 2011), x = {}, y = {}, S = {}, {}\n", r.kneedle.x, r.kneedle.y, r.kneedle.sensitivity, r.kneedle.curve));
-    s.push_str(&format!("- **cheapest**: {}\n", r.definitions.min_cost_level));
+    s.push_str(&format!(
+        "- **BUDGET_EXHAUSTED**: {}\n",
+        r.definitions.budget_exhausted_share
+    ));
+    s.push_str(&format!(
+        "- **knee**: Kneedle (Satopaa et al. 2011), x = {}, y = {}, S = {}, {}\n",
+        r.kneedle.x, r.kneedle.y, r.kneedle.sensitivity, r.kneedle.curve
+    ));
+    s.push_str(&format!(
+        "- **cheapest**: {}\n",
+        r.definitions.min_cost_level
+    ));
     s
 }
 
 fn write_outputs(r: &KneeReport, obs: &[RunObs], out: &Path) -> Result<(), String> {
-    let write = |name: &str, bytes: &[u8]| harness::durable::atomic_write(&out.join(name), bytes).map_err(|e| format!("{name}: {e}"));
-    write("knee.json", &serde_json::to_vec_pretty(r).map_err(|e| e.to_string())?)?;
-    write("case_runs.json", &serde_json::to_vec_pretty(obs).map_err(|e| e.to_string())?)?;
+    let write = |name: &str, bytes: &[u8]| {
+        harness::durable::atomic_write(&out.join(name), bytes).map_err(|e| format!("{name}: {e}"))
+    };
+    write(
+        "knee.json",
+        &serde_json::to_vec_pretty(r).map_err(|e| e.to_string())?,
+    )?;
+    write(
+        "case_runs.json",
+        &serde_json::to_vec_pretty(obs).map_err(|e| e.to_string())?,
+    )?;
     let md = markdown(r);
     write("knee.md", md.as_bytes())?;
     plot::cost_per_verified(r, &out.join("cost_per_verified.svg"))?;
@@ -382,7 +504,9 @@ mod tests {
             assert!(e.starts_with("--levels:"), "{bad}: {e}");
         }
         let many: Vec<String> = (1..=21).map(|i| format!("{}", i as f64 / 10.0)).collect();
-        assert!(parse_levels(&many.join(",")).unwrap_err().contains("at most"));
+        assert!(parse_levels(&many.join(","))
+            .unwrap_err()
+            .contains("at most"));
     }
 
     fn record(state_dir: &Path, ending: &str) -> RunRecord {
@@ -407,15 +531,34 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("report.json"), r#"{"verified": [{}, {}], "parked": [{}], "queue_left": ["t4", "t5"], "hard_cap_usd": 1.5}"#).unwrap();
         let o = observe(0.5, "c", &record(d.path(), "BUDGET_EXHAUSTED"));
-        assert_eq!((o.verified, o.parked, o.queue_left, o.hard_cap_usd, o.error.clone()), (2, 1, 2, 1.5, None));
-        std::fs::write(d.path().join("report.json"), r#"{"verified": [], "parked": 3, "queue_left": []}"#).unwrap();
+        assert_eq!(
+            (
+                o.verified,
+                o.parked,
+                o.queue_left,
+                o.hard_cap_usd,
+                o.error.clone()
+            ),
+            (2, 1, 2, 1.5, None)
+        );
+        std::fs::write(
+            d.path().join("report.json"),
+            r#"{"verified": [], "parked": 3, "queue_left": []}"#,
+        )
+        .unwrap();
         let o = observe(0.5, "c", &record(d.path(), "BUDGET_EXHAUSTED"));
         let e = o.error.unwrap();
         assert!(e.contains("report.json") && e.contains("`parked`"), "{e}");
         std::fs::remove_file(d.path().join("report.json")).unwrap();
-        assert!(observe(0.5, "c", &record(d.path(), "GOAL_MET")).error.unwrap().contains("report.json"));
+        assert!(observe(0.5, "c", &record(d.path(), "GOAL_MET"))
+            .error
+            .unwrap()
+            .contains("report.json"));
         let mut r = record(d.path(), "<none>");
         r.failures = vec!["the harness ran past 600s".into()];
-        assert_eq!(observe(0.5, "c", &r).error.as_deref(), Some("the harness ran past 600s"));
+        assert_eq!(
+            observe(0.5, "c", &r).error.as_deref(),
+            Some("the harness ran past 600s")
+        );
     }
 }

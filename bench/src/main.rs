@@ -11,19 +11,23 @@ mod batch;
 mod calibrate_cmd;
 mod chaos_cmd;
 mod knee_cmd;
-mod price_cmd;
 mod merge_cmd;
+mod price_cmd;
 mod run_cmd;
 mod runner;
 mod score;
+mod script;
+mod serve;
 mod stats;
 mod suite;
 mod summary;
-mod script;
-mod serve;
 
 #[derive(Parser, Debug)]
-#[command(name = "bench", version, about = "Eval and chaos bench for the harness")]
+#[command(
+    name = "bench",
+    version,
+    about = "Eval and chaos bench for the harness"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -23,13 +23,27 @@ pub struct MergeArgs {
 pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
     let first = parts.first().ok_or("no shards given")?;
     let mut seen = BTreeSet::new();
-    let mut merged = Summary { cases: vec![], load_errors: vec![], shard: None, wall_ms: 0, ..first.clone() };
+    let mut merged = Summary {
+        cases: vec![],
+        load_errors: vec![],
+        shard: None,
+        wall_ms: 0,
+        ..first.clone()
+    };
     for (i, p) in parts.iter().enumerate() {
         if p.config_hash != first.config_hash {
-            return Err(format!("shard {} has config hash {} but shard 1 has {}: not the same suite and settings", i + 1, p.config_hash, first.config_hash));
+            return Err(format!(
+                "shard {} has config hash {} but shard 1 has {}: not the same suite and settings",
+                i + 1,
+                p.config_hash,
+                first.config_hash
+            ));
         }
         if p.suite_case_ids != first.suite_case_ids {
-            return Err(format!("shard {} was run over a different case list", i + 1));
+            return Err(format!(
+                "shard {} was run over a different case list",
+                i + 1
+            ));
         }
         for c in &p.cases {
             if !seen.insert(c.id.clone()) {
@@ -50,7 +64,11 @@ pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
         return Err(format!("the shards are not complete: missing {missing:?}"));
     }
     merged.finish();
-    merged.case_runs_per_s = if merged.wall_ms == 0 { 0.0 } else { merged.case_runs as f64 / (merged.wall_ms as f64 / 1000.0) };
+    merged.case_runs_per_s = if merged.wall_ms == 0 {
+        0.0
+    } else {
+        merged.case_runs as f64 / (merged.wall_ms as f64 / 1000.0)
+    };
     Ok(merged)
 }
 
@@ -58,7 +76,10 @@ pub fn run(args: MergeArgs) -> ExitCode {
     let mut parts = vec![];
     for d in &args.dirs {
         let p = d.join("summary.json");
-        match std::fs::read(&p).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice::<Summary>(&b).map_err(|e| e.to_string())) {
+        match std::fs::read(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<Summary>(&b).map_err(|e| e.to_string()))
+        {
             Ok(s) => parts.push(s),
             Err(e) => {
                 eprintln!("bench merge: {}: {e}", p.display());

@@ -113,8 +113,17 @@ fn usd(p: P, input: u64, output: u64) -> f64 {
 }
 
 fn pair(s: &str, flag: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s.split_once(',').ok_or_else(|| format!("--{flag}: expected <input>,<output> tokens, found {s:?}"))?;
-    Ok((a.trim().parse().map_err(|_| format!("--{flag}: {a:?} is not a token count"))?, b.trim().parse().map_err(|_| format!("--{flag}: {b:?} is not a token count"))?))
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("--{flag}: expected <input>,<output> tokens, found {s:?}"))?;
+    Ok((
+        a.trim()
+            .parse()
+            .map_err(|_| format!("--{flag}: {a:?} is not a token count"))?,
+        b.trim()
+            .parse()
+            .map_err(|_| format!("--{flag}: {b:?} is not a token count"))?,
+    ))
 }
 
 pub struct Priced {
@@ -123,9 +132,17 @@ pub struct Priced {
 }
 
 pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, String> {
-    let p = *prices.get(&a.model).ok_or_else(|| format!("--model {:?}: no price in the table", a.model))?;
-    let cheap = *prices.get(&a.cheap_model).ok_or_else(|| format!("--cheap-model {:?}: no price in the table", a.cheap_model))?;
-    if a.calls_per_task == 0 || a.tasks == 0 || !(0.0..=1.0).contains(&a.pass_rate) || a.pass_rate == 0.0 {
+    let p = *prices
+        .get(&a.model)
+        .ok_or_else(|| format!("--model {:?}: no price in the table", a.model))?;
+    let cheap = *prices
+        .get(&a.cheap_model)
+        .ok_or_else(|| format!("--cheap-model {:?}: no price in the table", a.cheap_model))?;
+    if a.calls_per_task == 0
+        || a.tasks == 0
+        || !(0.0..=1.0).contains(&a.pass_rate)
+        || a.pass_rate == 0.0
+    {
         return Err("--tasks and --calls-per-task must be > 0 and --pass-rate in (0, 1]".into());
     }
     let v = pair(&a.verify_call, "verify-call")?;
@@ -138,15 +155,52 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
     let drift_calls = a.tasks / a.drift_every.max(1);
     let night_with = |exec_usd: f64, exec_in: u64, exec_out: u64, verify_p: P| -> Night {
         let lines = vec![
-            Line { kind: "execution".into(), calls: a.tasks * a.calls_per_task, input_tokens: exec_in, output_tokens: exec_out, usd: exec_usd },
-            Line { kind: "verification".into(), calls: a.tasks, input_tokens: v.0 * a.tasks, output_tokens: v.1 * a.tasks, usd: usd(verify_p, v.0 * a.tasks, v.1 * a.tasks) },
-            Line { kind: "drift check".into(), calls: drift_calls, input_tokens: d.0 * drift_calls, output_tokens: d.1 * drift_calls, usd: usd(p, d.0 * drift_calls, d.1 * drift_calls) },
-            Line { kind: "replan".into(), calls: a.replans, input_tokens: r.0 * a.replans, output_tokens: r.1 * a.replans, usd: usd(p, r.0 * a.replans, r.1 * a.replans) },
-            Line { kind: "compaction".into(), calls: a.compactions, input_tokens: c.0 * a.compactions, output_tokens: c.1 * a.compactions, usd: usd(p, c.0 * a.compactions, c.1 * a.compactions) },
+            Line {
+                kind: "execution".into(),
+                calls: a.tasks * a.calls_per_task,
+                input_tokens: exec_in,
+                output_tokens: exec_out,
+                usd: exec_usd,
+            },
+            Line {
+                kind: "verification".into(),
+                calls: a.tasks,
+                input_tokens: v.0 * a.tasks,
+                output_tokens: v.1 * a.tasks,
+                usd: usd(verify_p, v.0 * a.tasks, v.1 * a.tasks),
+            },
+            Line {
+                kind: "drift check".into(),
+                calls: drift_calls,
+                input_tokens: d.0 * drift_calls,
+                output_tokens: d.1 * drift_calls,
+                usd: usd(p, d.0 * drift_calls, d.1 * drift_calls),
+            },
+            Line {
+                kind: "replan".into(),
+                calls: a.replans,
+                input_tokens: r.0 * a.replans,
+                output_tokens: r.1 * a.replans,
+                usd: usd(p, r.0 * a.replans, r.1 * a.replans),
+            },
+            Line {
+                kind: "compaction".into(),
+                calls: a.compactions,
+                input_tokens: c.0 * a.compactions,
+                output_tokens: c.1 * a.compactions,
+                usd: usd(p, c.0 * a.compactions, c.1 * a.compactions),
+            },
         ];
         let total: f64 = lines.iter().map(|l| l.usd).sum();
         let verified = a.tasks as f64 * a.pass_rate;
-        Night { input_per_task: per_task_in, lines, total_usd: total, headroom_usd: a.cap - total, verified_tasks: verified, cost_per_verified_usd: total / verified }
+        Night {
+            input_per_task: per_task_in,
+            lines,
+            total_usd: total,
+            headroom_usd: a.cap - total,
+            verified_tasks: verified,
+            cost_per_verified_usd: total / verified,
+        }
     };
     let night = night_with(usd(p, exec_in, exec_out), exec_in, exec_out, p);
     let mut what_ifs = vec![];
@@ -161,7 +215,11 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
         row: format!("cap the loop at {k} calls"),
         total_usd: capped.total_usd,
         saves_usd: night.total_usd - capped.total_usd,
-        note: format!("input per task {} -> {}", per_task_in, input_per_task(a.first_call_tokens, a.growth_tokens, k)),
+        note: format!(
+            "input per task {} -> {}",
+            per_task_in,
+            input_per_task(a.first_call_tokens, a.growth_tokens, k)
+        ),
     });
 
     // Prompt caching: call t reads the previous call's whole input from the
@@ -169,18 +227,43 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
     // cacheable prefix nothing caches; past the TTL every read misses and the
     // run pays the 1.25x write on everything.
     let (cache_usd, note) = if a.first_call_tokens < a.cache_min_prefix {
-        (usd(p, exec_in, exec_out), format!("first prefix {} < minimum cacheable {}: nothing caches", a.first_call_tokens, a.cache_min_prefix))
+        (
+            usd(p, exec_in, exec_out),
+            format!(
+                "first prefix {} < minimum cacheable {}: nothing caches",
+                a.first_call_tokens, a.cache_min_prefix
+            ),
+        )
     } else if a.inter_call_gap_s > a.cache_ttl_s {
-        (usd(p, 0, exec_out) + exec_in as f64 * p.input * 1.25 / 1e6, format!("calls {}s apart > {}s TTL: every turn pays 1.25x writes, no reads", a.inter_call_gap_s, a.cache_ttl_s))
+        (
+            usd(p, 0, exec_out) + exec_in as f64 * p.input * 1.25 / 1e6,
+            format!(
+                "calls {}s apart > {}s TTL: every turn pays 1.25x writes, no reads",
+                a.inter_call_gap_s, a.cache_ttl_s
+            ),
+        )
     } else {
         let n = a.calls_per_task;
         let reads_per_task = per_task_in - (a.first_call_tokens + (n - 1) * a.growth_tokens);
         let writes_per_task = a.first_call_tokens + (n - 1) * a.growth_tokens;
-        let input_usd = a.tasks as f64 * (reads_per_task as f64 * 0.1 + writes_per_task as f64 * 1.25) * p.input / 1e6;
-        (input_usd + usd(p, 0, exec_out), format!("per task {reads_per_task} cached reads at 0.1x, {writes_per_task} writes at 1.25x"))
+        let input_usd = a.tasks as f64
+            * (reads_per_task as f64 * 0.1 + writes_per_task as f64 * 1.25)
+            * p.input
+            / 1e6;
+        (
+            input_usd + usd(p, 0, exec_out),
+            format!(
+                "per task {reads_per_task} cached reads at 0.1x, {writes_per_task} writes at 1.25x"
+            ),
+        )
     };
     let cached = night_with(cache_usd, exec_in, exec_out, p);
-    what_ifs.push(WhatIf { row: "prompt caching".into(), total_usd: cached.total_usd, saves_usd: night.total_usd - cached.total_usd, note });
+    what_ifs.push(WhatIf {
+        row: "prompt caching".into(),
+        total_usd: cached.total_usd,
+        saves_usd: night.total_usd - cached.total_usd,
+        note,
+    });
 
     let cheaper = night_with(usd(p, exec_in, exec_out), exec_in, exec_out, cheap);
     what_ifs.push(WhatIf {
@@ -193,19 +276,56 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
 }
 
 pub fn default_prices() -> BTreeMap<String, P> {
-    [("claude-opus-5".to_string(), P { input: 5.0, output: 25.0 }), ("claude-sonnet-5".to_string(), P { input: 3.0, output: 15.0 })].into()
+    [
+        (
+            "claude-opus-5".to_string(),
+            P {
+                input: 5.0,
+                output: 25.0,
+            },
+        ),
+        (
+            "claude-sonnet-5".to_string(),
+            P {
+                input: 3.0,
+                output: 15.0,
+            },
+        ),
+    ]
+    .into()
 }
 
 fn load_prices(path: &std::path::Path) -> Result<BTreeMap<String, P>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let t: toml::Table = text.parse().map_err(|e: toml::de::Error| format!("{}: {}", path.display(), e.message()))?;
-    let prices = t.get("prices").and_then(|p| p.as_table()).ok_or_else(|| format!("{}: field `prices`: expected a [prices.\"<model>\"] table", path.display()))?;
+    let t: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| format!("{}: {}", path.display(), e.message()))?;
+    let prices = t.get("prices").and_then(|p| p.as_table()).ok_or_else(|| {
+        format!(
+            "{}: field `prices`: expected a [prices.\"<model>\"] table",
+            path.display()
+        )
+    })?;
     let mut out = BTreeMap::new();
     for (m, v) in prices {
         let num = |k: &str| {
-            v.get(k).and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64))).filter(|x| *x >= 0.0).ok_or_else(|| format!("{}: field `prices.{m}.{k}`: expected a non-negative $/MTok", path.display()))
+            v.get(k)
+                .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
+                .filter(|x| *x >= 0.0)
+                .ok_or_else(|| {
+                    format!(
+                        "{}: field `prices.{m}.{k}`: expected a non-negative $/MTok",
+                        path.display()
+                    )
+                })
         };
-        out.insert(m.clone(), P { input: num("input_usd_per_mtok")?, output: num("output_usd_per_mtok")? });
+        out.insert(
+            m.clone(),
+            P {
+                input: num("input_usd_per_mtok")?,
+                output: num("output_usd_per_mtok")?,
+            },
+        );
     }
     Ok(out)
 }
@@ -215,15 +335,32 @@ fn table(pr: &Priced) -> String {
     let mut b = Builder::default();
     b.push_record(["call kind", "calls", "input tokens", "output tokens", "USD"]);
     for l in &pr.night.lines {
-        b.push_record([l.kind.clone(), l.calls.to_string(), l.input_tokens.to_string(), l.output_tokens.to_string(), format!("${:.2}", l.usd)]);
+        b.push_record([
+            l.kind.clone(),
+            l.calls.to_string(),
+            l.input_tokens.to_string(),
+            l.output_tokens.to_string(),
+            format!("${:.2}", l.usd),
+        ]);
     }
-    b.push_record(["night".into(), String::new(), String::new(), String::new(), format!("${:.2}", pr.night.total_usd)]);
+    b.push_record([
+        "night".into(),
+        String::new(),
+        String::new(),
+        String::new(),
+        format!("${:.2}", pr.night.total_usd),
+    ]);
     let mut t = b.build();
     t.with(Style::sharp());
     let mut w = Builder::default();
     w.push_record(["what if", "night", "saves", "why"]);
     for x in &pr.what_ifs {
-        w.push_record([x.row.clone(), format!("${:.2}", x.total_usd), format!("${:.2}", x.saves_usd), x.note.clone()]);
+        w.push_record([
+            x.row.clone(),
+            format!("${:.2}", x.total_usd),
+            format!("${:.2}", x.saves_usd),
+            x.note.clone(),
+        ]);
     }
     let mut wt = w.build();
     wt.with(Style::sharp());
@@ -256,8 +393,20 @@ pub fn run(args: PriceArgs) -> ExitCode {
     if let Some(out) = &args.out {
         let json = serde_json::json!({"night": pr.night, "what_ifs": pr.what_ifs});
         let r = std::fs::create_dir_all(out)
-            .and_then(|_| harness::durable::atomic_write(&out.join("price.json"), serde_json::to_string_pretty(&json).unwrap_or_default().as_bytes()))
-            .and_then(|_| harness::durable::atomic_write(&out.join("price.md"), format!("```\n{text}\n```\n").as_bytes()));
+            .and_then(|_| {
+                harness::durable::atomic_write(
+                    &out.join("price.json"),
+                    serde_json::to_string_pretty(&json)
+                        .unwrap_or_default()
+                        .as_bytes(),
+                )
+            })
+            .and_then(|_| {
+                harness::durable::atomic_write(
+                    &out.join("price.md"),
+                    format!("```\n{text}\n```\n").as_bytes(),
+                )
+            });
         if let Err(e) = r {
             eprintln!("bench price: cannot write {}: {e}", out.display());
             return ExitCode::from(1);
@@ -288,7 +437,10 @@ mod tests {
         let n = &p.night;
         assert_eq!(n.input_per_task, 70_500);
         let exec = &n.lines[0];
-        assert_eq!((exec.calls, exec.input_tokens, exec.output_tokens), (240, 2_820_000, 168_000));
+        assert_eq!(
+            (exec.calls, exec.input_tokens, exec.output_tokens),
+            (240, 2_820_000, 168_000)
+        );
         assert_eq!(format!("{:.2}", exec.usd), "18.30");
         assert_eq!(format!("{:.2}", n.lines[2].usd), "0.35", "8 drift checks");
         assert_eq!(n.lines[2].calls, 8);
@@ -302,16 +454,27 @@ mod tests {
 
     #[test]
     fn loop_length_costs_quadratically_and_caching_has_its_caveats() {
-        assert_eq!(input_per_task(3500, 3300, 7) - input_per_task(3500, 3300, 6), 3500 + 6 * 3300, "a 7th call adds its own ~23.3k");
+        assert_eq!(
+            input_per_task(3500, 3300, 7) - input_per_task(3500, 3300, 6),
+            3500 + 6 * 3300,
+            "a 7th call adds its own ~23.3k"
+        );
         let p = seed();
         assert!(p.what_ifs[0].saves_usd > 8.0, "{:?}", p.what_ifs[0]);
         assert!(p.what_ifs[1].saves_usd > 0.0);
         let mut a = T::parse_from(["t", "--inter-call-gap-s", "400"]).a;
         let slow = price(&a, &default_prices()).unwrap();
-        assert!(slow.what_ifs[1].saves_usd < 0.0, "past the TTL caching costs more: {:?}", slow.what_ifs[1]);
+        assert!(
+            slow.what_ifs[1].saves_usd < 0.0,
+            "past the TTL caching costs more: {:?}",
+            slow.what_ifs[1]
+        );
         a = T::parse_from(["t", "--cache-min-prefix", "4096"]).a;
         let small = price(&a, &default_prices()).unwrap();
-        assert!(small.what_ifs[1].saves_usd.abs() < 1e-9, "below the floor nothing caches");
+        assert!(
+            small.what_ifs[1].saves_usd.abs() < 1e-9,
+            "below the floor nothing caches"
+        );
         assert!(p.what_ifs[2].saves_usd > 0.0);
     }
 }

@@ -7,8 +7,8 @@
 //! binary); 2 usage error.
 
 use crate::runner;
-use crate::summary::{case_record, Summary};
 use crate::suite::{self, Case};
+use crate::summary::{case_record, Summary};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -59,9 +59,17 @@ pub fn shard_of(id: &str, n: u32) -> u32 {
 }
 
 pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
-    let (i, n) = s.split_once('/').ok_or_else(|| format!("--shard: expected i/n like 1/2, found {s:?}"))?;
-    let i: u32 = i.trim().parse().map_err(|_| format!("--shard: {i:?} is not a number"))?;
-    let n: u32 = n.trim().parse().map_err(|_| format!("--shard: {n:?} is not a number"))?;
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("--shard: expected i/n like 1/2, found {s:?}"))?;
+    let i: u32 = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard: {i:?} is not a number"))?;
+    let n: u32 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard: {n:?} is not a number"))?;
     if n == 0 || i == 0 || i > n {
         return Err(format!("--shard: expected 1 <= i <= n, found {i}/{n}"));
     }
@@ -70,7 +78,10 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
 
 pub fn config_hash(cases: &[Case], runs_per_case: u32, pass_rate: f64) -> String {
     use sha2::{Digest, Sha256};
-    let mut ids: Vec<(&str, &str)> = cases.iter().map(|c| (c.id(), c.content_sha256.as_str())).collect();
+    let mut ids: Vec<(&str, &str)> = cases
+        .iter()
+        .map(|c| (c.id(), c.content_sha256.as_str()))
+        .collect();
     ids.sort();
     let mut h = Sha256::new();
     for (id, sha) in ids {
@@ -143,7 +154,10 @@ async fn run_async(args: RunArgs) -> ExitCode {
     if let Some(id) = &args.case {
         cases.retain(|c| c.id() == id);
         if cases.is_empty() {
-            eprintln!("bench run: --case {id:?}: no such case under {}", args.suite.display());
+            eprintln!(
+                "bench run: --case {id:?}: no such case under {}",
+                args.suite.display()
+            );
             return ExitCode::from(EXIT_SUITE_UNLOADABLE);
         }
     }
@@ -154,7 +168,15 @@ async fn run_async(args: RunArgs) -> ExitCode {
         eprintln!("bench run: no cases to run under {}", args.suite.display());
         return ExitCode::from(EXIT_SUITE_UNLOADABLE);
     }
-    let batch = match crate::batch::Batch::start(cases, harness_bin, &args.out, args.runs_per_case, args.max_concurrency).await {
+    let batch = match crate::batch::Batch::start(
+        cases,
+        harness_bin,
+        &args.out,
+        args.runs_per_case,
+        args.max_concurrency,
+    )
+    .await
+    {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench run: {e}");
@@ -167,7 +189,12 @@ async fn run_async(args: RunArgs) -> ExitCode {
         None
     } else {
         let b = indicatif::ProgressBar::new(total);
-        b.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} case-runs {elapsed} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} case-runs {elapsed} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
         Some(b)
     };
     let t0 = std::time::Instant::now();
@@ -203,7 +230,12 @@ async fn run_async(args: RunArgs) -> ExitCode {
     let wall_ms = t0.elapsed().as_millis() as u64;
     let mut summary = Summary {
         passed: false,
-        cases: batch.cases.iter().zip(per_case).map(|(c, runs)| case_record(c, runs, args.pass_rate)).collect(),
+        cases: batch
+            .cases
+            .iter()
+            .zip(per_case)
+            .map(|(c, runs)| case_record(c, runs, args.pass_rate))
+            .collect(),
         categories: Default::default(),
         git_rev: git_rev(&args.suite),
         config_hash: hash,
@@ -214,7 +246,11 @@ async fn run_async(args: RunArgs) -> ExitCode {
         load_errors: loaded.errors,
         case_runs: 0,
         wall_ms,
-        case_runs_per_s: if wall_ms == 0 { 0.0 } else { total as f64 / (wall_ms as f64 / 1000.0) },
+        case_runs_per_s: if wall_ms == 0 {
+            0.0
+        } else {
+            total as f64 / (wall_ms as f64 / 1000.0)
+        },
     };
     summary.finish();
     finish_outputs(&summary, &args.out, args.junit.as_deref())
@@ -229,7 +265,15 @@ pub fn finish_outputs(summary: &Summary, out: &Path, junit: Option<&Path>) -> Ex
     println!("{}", summary.table());
     for c in summary.cases.iter().filter(|c| !c.passed) {
         for r in c.runs.iter().filter(|r| !r.passed) {
-            println!("FAIL {}/{} run {}: expected {}, got {} -- {}", c.category, c.id, r.run, r.expected_ending, r.ending, r.failures.join("; "));
+            println!(
+                "FAIL {}/{} run {}: expected {}, got {} -- {}",
+                c.category,
+                c.id,
+                r.run,
+                r.expected_ending,
+                r.ending,
+                r.failures.join("; ")
+            );
         }
     }
     for e in &summary.load_errors {

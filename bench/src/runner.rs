@@ -64,14 +64,25 @@ impl Overlay {
 
     /// Apply to the text of a run.toml; errors name what could not be applied.
     pub fn apply(&self, spec_text: &str) -> Result<String, String> {
-        let mut t: toml::Table = spec_text.parse().map_err(|e: toml::de::Error| format!("run.toml: {}", e.message()))?;
+        let mut t: toml::Table = spec_text
+            .parse()
+            .map_err(|e: toml::de::Error| format!("run.toml: {}", e.message()))?;
         merge_into(&mut t, &self.table);
         if let Some(f) = self.budget_scale {
-            let b = t.get_mut("budget").and_then(|b| b.as_table_mut()).ok_or("run.toml has no [budget] table")?;
-            let cap = b.get("hard_cap_usd").and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64))).ok_or("budget.hard_cap_usd is not a number")?;
+            let b = t
+                .get_mut("budget")
+                .and_then(|b| b.as_table_mut())
+                .ok_or("run.toml has no [budget] table")?;
+            let cap = b
+                .get("hard_cap_usd")
+                .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+                .ok_or("budget.hard_cap_usd is not a number")?;
             b.insert("hard_cap_usd".into(), toml::Value::Float(cap * f));
             if let Some(tok) = b.get("task_budget_tokens").and_then(|v| v.as_integer()) {
-                b.insert("task_budget_tokens".into(), toml::Value::Integer(((tok as f64 * f).round() as i64).max(1)));
+                b.insert(
+                    "task_budget_tokens".into(),
+                    toml::Value::Integer(((tok as f64 * f).round() as i64).max(1)),
+                );
             }
         }
         toml::to_string(&t).map_err(|e| e.to_string())
@@ -105,7 +116,11 @@ pub struct Servers {
 }
 
 fn server_key(c: &Case) -> String {
-    format!("{}|{}", c.file.faults.clone().unwrap_or_default(), c.file.latency_scale.unwrap_or(0.0))
+    format!(
+        "{}|{}",
+        c.file.faults.clone().unwrap_or_default(),
+        c.file.latency_scale.unwrap_or(0.0)
+    )
 }
 
 impl Servers {
@@ -118,7 +133,8 @@ impl Servers {
             let mut rec = Recordings::new();
             let mut first: Option<&Case> = None;
             for c in cases.iter().filter(|c| server_key(c) == k) {
-                rec.add(c.cassette.clone(), c.cassette_path.clone()).map_err(|e| e.to_string())?;
+                rec.add(c.cassette.clone(), c.cassette_path.clone())
+                    .map_err(|e| e.to_string())?;
                 first.get_or_insert(c);
             }
             let Some(c0) = first else { continue };
@@ -126,8 +142,15 @@ impl Servers {
                 Some(f) => FaultPlan::parse(f).map_err(|e| e.to_string())?,
                 None => FaultPlan::none(),
             };
-            let opts = ReplayOptions { strict: false, latency_scale: c0.file.latency_scale.unwrap_or(0.0), faults, capture: true };
-            let s = ReplayServer::start(rec, opts).await.map_err(|e| e.to_string())?;
+            let opts = ReplayOptions {
+                strict: false,
+                latency_scale: c0.file.latency_scale.unwrap_or(0.0),
+                faults,
+                capture: true,
+            };
+            let s = ReplayServer::start(rec, opts)
+                .await
+                .map_err(|e| e.to_string())?;
             servers.push((k, Arc::new(s)));
         }
         Ok(Servers { servers })
@@ -135,7 +158,10 @@ impl Servers {
 
     pub fn for_case(&self, c: &Case) -> Option<Arc<ReplayServer>> {
         let k = server_key(c);
-        self.servers.iter().find(|(kk, _)| *kk == k).map(|(_, s)| s.clone())
+        self.servers
+            .iter()
+            .find(|(kk, _)| *kk == k)
+            .map(|(_, s)| s.clone())
     }
 }
 
@@ -159,7 +185,14 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 
 fn git(ws: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
     std::process::Command::new("git")
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@localhost",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(ws)
         .output()
@@ -171,14 +204,24 @@ struct Spawned {
     stderr_tail: String,
 }
 
-async fn run_harness(harness_bin: &Path, args: &[String], pause_at: Option<&str>) -> Result<Spawned, String> {
+async fn run_harness(
+    harness_bin: &Path,
+    args: &[String],
+    pause_at: Option<&str>,
+) -> Result<Spawned, String> {
     let mut cmd = tokio::process::Command::new(harness_bin);
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
     if let Some(p) = pause_at {
         cmd.env(harness::chaos_hook::ENV_VAR, p);
     }
     let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", harness_bin.display()))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", harness_bin.display()))?;
     let stderr = child.stderr.take().ok_or("no stderr pipe")?;
     let mut lines = BufReader::new(stderr).lines();
     let mut tail = String::new();
@@ -199,10 +242,18 @@ async fn run_harness(harness_bin: &Path, args: &[String], pause_at: Option<&str>
         let _ = child.start_kill(); // SIGKILL
         let st = child.wait().await.map_err(|e| e.to_string())?;
         if !paused {
-            return Err(format!("the harness never reached the interrupt point (exit {:?}); stderr: {}", st.code(), tail.trim()));
+            return Err(format!(
+                "the harness never reached the interrupt point (exit {:?}); stderr: {}",
+                st.code(),
+                tail.trim()
+            ));
         }
         use std::os::unix::process::ExitStatusExt;
-        return Ok(Spawned { code: st.signal().map(|s| 128 + s).unwrap_or(-1), elapsed: t0.elapsed(), stderr_tail: tail });
+        return Ok(Spawned {
+            code: st.signal().map(|s| 128 + s).unwrap_or(-1),
+            elapsed: t0.elapsed(),
+            stderr_tail: tail,
+        });
     }
     let collect = async {
         while let Ok(Some(l)) = lines.next_line().await {
@@ -216,16 +267,37 @@ async fn run_harness(harness_bin: &Path, args: &[String], pause_at: Option<&str>
     };
     let st = match tokio::time::timeout(PROCESS_TIMEOUT, collect).await {
         Ok(r) => r.map_err(|e| e.to_string())?,
-        Err(_) => return Err(format!("the harness ran past {}s and was killed", PROCESS_TIMEOUT.as_secs())),
+        Err(_) => {
+            return Err(format!(
+                "the harness ran past {}s and was killed",
+                PROCESS_TIMEOUT.as_secs()
+            ))
+        }
     };
-    Ok(Spawned { code: st.code().unwrap_or(-1), elapsed: t0.elapsed(), stderr_tail: tail })
+    Ok(Spawned {
+        code: st.code().unwrap_or(-1),
+        elapsed: t0.elapsed(),
+        stderr_tail: tail,
+    })
 }
 
 /// Run one case once and score it. Never panics: an infrastructure failure
 /// is a failed run whose failure says what went wrong.
-pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin: &Path, out_root: &Path, overlay: &Overlay) -> RunRecord {
-    let dir = out_root.join("cases").join(case.id()).join(format!("run-{run}"));
-    let fail = |msg: String, dir: &Path| RunRecord::failed(case, run, msg, dir.join("state").display().to_string());
+pub async fn run_case(
+    case: &Case,
+    run: u32,
+    server: &ReplayServer,
+    harness_bin: &Path,
+    out_root: &Path,
+    overlay: &Overlay,
+) -> RunRecord {
+    let dir = out_root
+        .join("cases")
+        .join(case.id())
+        .join(format!("run-{run}"));
+    let fail = |msg: String, dir: &Path| {
+        RunRecord::failed(case, run, msg, dir.join("state").display().to_string())
+    };
     let _ = std::fs::remove_dir_all(&dir);
     let case_copy = dir.join("case");
     for part in ["run.toml", "workspace", "checks"] {
@@ -233,14 +305,21 @@ pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin:
         if !src.exists() {
             continue;
         }
-        let r = if src.is_dir() { copy_tree(&src, &case_copy.join(part)) } else { std::fs::create_dir_all(&case_copy).and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ())) };
+        let r = if src.is_dir() {
+            copy_tree(&src, &case_copy.join(part))
+        } else {
+            std::fs::create_dir_all(&case_copy)
+                .and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ()))
+        };
         if let Err(e) = r {
             return fail(format!("cannot copy {}: {e}", src.display()), &dir);
         }
     }
     if !overlay.is_empty() {
         let p = case_copy.join("run.toml");
-        let applied = std::fs::read_to_string(&p).map_err(|e| e.to_string()).and_then(|t| overlay.apply(&t));
+        let applied = std::fs::read_to_string(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| overlay.apply(&t));
         match applied.and_then(|t| std::fs::write(&p, t).map_err(|e| e.to_string())) {
             Ok(()) => {}
             Err(e) => return fail(format!("overlay on {}: {e}", p.display()), &dir),
@@ -248,7 +327,11 @@ pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin:
     }
     let ws = case_copy.join("workspace");
     if case.file.workspace_git == Some(true) {
-        for args in [&["init", "-q", "-b", "main"][..], &["add", "-A"], &["commit", "-q", "--allow-empty", "-m", "before the run"]] {
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["add", "-A"],
+            &["commit", "-q", "--allow-empty", "-m", "before the run"],
+        ] {
             if let Err(e) = git(&ws, args) {
                 return fail(format!("git {args:?}: {e}"), &dir);
             }
@@ -283,9 +366,21 @@ pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin:
     };
     latency += spawned.elapsed;
     let latency_ms = latency.as_millis() as u64;
-    let report: Value = match std::fs::read(state.join("report.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+    let report: Value = match std::fs::read(state.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    {
         Some(r) => r,
-        None => return fail(format!("no report.json (exit {}); stderr: {}", spawned.code, spawned.stderr_tail.trim()), &dir),
+        None => {
+            return fail(
+                format!(
+                    "no report.json (exit {}); stderr: {}",
+                    spawned.code,
+                    spawned.stderr_tail.trim()
+                ),
+                &dir,
+            )
+        }
     };
     let outbox: Vec<Value> = std::fs::read_to_string(state.join("outbox.jsonl"))
         .unwrap_or_default()
@@ -295,16 +390,35 @@ pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin:
     let requests: Vec<Captured> = server.take_captured(case.id(), run);
     let commits = report["git_branch"].as_str().and_then(|b| {
         let o = git(&ws, &["rev-list", "--count", &format!("main..{b}")]).ok()?;
-        String::from_utf8_lossy(&o.stdout).trim().parse::<usize>().ok()
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<usize>()
+            .ok()
     });
-    let checks = score::checks(&case.file.expect, &Artifacts { report: &report, outbox: &outbox, workspace: &ws, requests: &requests, commits });
-    let Verdict { score, passed, mut failures, .. } = score::verdict(case, &report, &checks, latency_ms);
+    let checks = score::checks(
+        &case.file.expect,
+        &Artifacts {
+            report: &report,
+            outbox: &outbox,
+            workspace: &ws,
+            requests: &requests,
+            commits,
+        },
+    );
+    let Verdict {
+        score,
+        passed,
+        mut failures,
+        ..
+    } = score::verdict(case, &report, &checks, latency_ms);
     let exit_code = spawned.code;
     let ending = report["ending"].as_str().unwrap_or("<none>").to_string();
     // The exit code is part of what is tested: it must be the ending's.
     let want_code = harness::ending::Ending::parse(&ending).map(|e| e.exit_code());
     let passed = if want_code != Some(exit_code) {
-        failures.push(format!("exit code {exit_code} does not match the ending {ending} ({want_code:?})"));
+        failures.push(format!(
+            "exit code {exit_code} does not match the ending {ending} ({want_code:?})"
+        ));
         false
     } else {
         passed
@@ -326,5 +440,8 @@ pub async fn run_case(case: &Case, run: u32, server: &ReplayServer, harness_bin:
 }
 
 pub fn default_harness_bin() -> PathBuf {
-    std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("harness"))).unwrap_or_else(|| PathBuf::from("harness"))
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("harness")))
+        .unwrap_or_else(|| PathBuf::from("harness"))
 }

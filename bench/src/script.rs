@@ -25,7 +25,9 @@ pub struct ScriptArgs {
 /// the same loader the replay server uses (secrets, fields, duplicates).
 pub fn compile(scenario_path: &Path) -> Result<String, String> {
     let sc = Scenario::load(scenario_path)?;
-    let v = sc.to_cassette("1970-01-01", "bench script").map_err(|e| format!("{}: {e}", scenario_path.display()))?;
+    let v = sc
+        .to_cassette("1970-01-01", "bench script")
+        .map_err(|e| format!("{}: {e}", scenario_path.display()))?;
     let mut text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
     text.push('\n');
     harness::replay::Cassette::from_json_str(&text, scenario_path).map_err(|e| e.to_string())?;

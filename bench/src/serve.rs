@@ -41,7 +41,10 @@ fn parse_faults(s: &str) -> Result<FaultPlan, String> {
 pub fn run(args: ServeArgs) -> ExitCode {
     // The replay server runs on wiremock's own thread; this runtime only
     // starts it and then waits.
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("bench serve: cannot start the async runtime: {e}");
@@ -56,14 +59,20 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             // Every bad file, each naming its field: fix them all in one go.
-            eprintln!("bench serve: cannot load recordings from {}: {e}", args.recordings.display());
+            eprintln!(
+                "bench serve: cannot load recordings from {}: {e}",
+                args.recordings.display()
+            );
             return ExitCode::FAILURE;
         }
     };
     let (cases, interactions) = (recordings.case_count(), recordings.interaction_count());
     let mut example_case: Vec<&str> = recordings.case_ids().collect();
     example_case.sort_unstable();
-    let example_case = example_case.first().map(|s| s.to_string()).unwrap_or_else(|| "<case>".into());
+    let example_case = example_case
+        .first()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "<case>".into());
 
     let listener = match TcpListener::bind(("127.0.0.1", args.port)) {
         Ok(l) => l,
@@ -87,10 +96,22 @@ async fn serve(args: ServeArgs) -> ExitCode {
     };
     let o = server.options();
     println!("replay server listening on {}", server.uri());
-    println!("  {cases} cases, {interactions} interactions from {}", args.recordings.display());
-    println!("  strict={} latency_scale={} faults={}", o.strict, o.latency_scale, o.faults);
-    println!("  base URL per case and run: {}/replay/<case>/<run>", server.uri());
-    println!("    e.g. {}  (run r uses cassette variant r % variants)", server.base_url_for(&example_case, 0));
+    println!(
+        "  {cases} cases, {interactions} interactions from {}",
+        args.recordings.display()
+    );
+    println!(
+        "  strict={} latency_scale={} faults={}",
+        o.strict, o.latency_scale, o.faults
+    );
+    println!(
+        "  base URL per case and run: {}/replay/<case>/<run>",
+        server.uri()
+    );
+    println!(
+        "    e.g. {}  (run r uses cassette variant r % variants)",
+        server.base_url_for(&example_case, 0)
+    );
     println!("  stop with Ctrl-C or SIGTERM");
 
     // Serve until killed. No signal handler is installed (the workspace's

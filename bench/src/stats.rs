@@ -28,13 +28,25 @@ mod tests {
         // statsmodels.stats.proportion.proportion_confint(k, n, method="wilson"),
         // computed with statsmodels 0.14 on this machine.
         let (lo, hi) = wilson(8, 10, Z95);
-        assert!((lo - 0.4901624).abs() < 1e-6 && (hi - 0.9433178).abs() < 1e-6, "{lo} {hi}");
+        assert!(
+            (lo - 0.4901624).abs() < 1e-6 && (hi - 0.9433178).abs() < 1e-6,
+            "{lo} {hi}"
+        );
         let (lo, hi) = wilson(0, 5, Z95);
-        assert!(lo.abs() < 1e-12 && (hi - 0.4344825).abs() < 1e-6, "{lo} {hi}");
+        assert!(
+            lo.abs() < 1e-12 && (hi - 0.4344825).abs() < 1e-6,
+            "{lo} {hi}"
+        );
         let (lo, hi) = wilson(52, 52, Z95);
-        assert!((lo - 0.9312077639).abs() < 1e-9 && (hi - 1.0).abs() < 1e-12, "{lo} {hi}");
+        assert!(
+            (lo - 0.9312077639).abs() < 1e-9 && (hi - 1.0).abs() < 1e-12,
+            "{lo} {hi}"
+        );
         let (lo, hi) = wilson(33, 34, Z95);
-        assert!((lo - 0.8508442671).abs() < 1e-9 && (hi - 0.9947890937).abs() < 1e-9, "{lo} {hi}");
+        assert!(
+            (lo - 0.8508442671).abs() < 1e-9 && (hi - 0.9947890937).abs() < 1e-9,
+            "{lo} {hi}"
+        );
         assert_eq!(wilson(0, 0, Z95), (0.0, 1.0));
     }
 }
@@ -77,7 +89,11 @@ pub fn percentile_interval(reps: &[f64], level: f64) -> (f64, f64) {
     let q = |p: f64| {
         let pos = p * (v.len() - 1) as f64;
         let (i, f) = (pos.floor() as usize, pos.fract());
-        if i + 1 < v.len() { v[i] * (1.0 - f) + v[i + 1] * f } else { v[i] }
+        if i + 1 < v.len() {
+            v[i] * (1.0 - f) + v[i + 1] * f
+        } else {
+            v[i]
+        }
     };
     (q(a), q(1.0 - a))
 }
@@ -147,7 +163,12 @@ pub fn brier(scores: &[f64], positive: &[bool]) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
-    scores.iter().zip(positive).map(|(s, &y)| (s - if y { 1.0 } else { 0.0 }).powi(2)).sum::<f64>() / n as f64
+    scores
+        .iter()
+        .zip(positive)
+        .map(|(s, &y)| (s - if y { 1.0 } else { 0.0 }).powi(2))
+        .sum::<f64>()
+        / n as f64
 }
 
 /// One point of an ROC curve: classifying `score > threshold` as positive.
@@ -170,7 +191,13 @@ pub fn rates_at(scores: &[f64], positive: &[bool], t: f64) -> (f64, f64) {
             fp += usize::from(s > t);
         }
     }
-    let rate = |k: usize, d: usize| if d == 0 { f64::NAN } else { k as f64 / d as f64 };
+    let rate = |k: usize, d: usize| {
+        if d == 0 {
+            f64::NAN
+        } else {
+            k as f64 / d as f64
+        }
+    };
     (rate(tp, p), rate(fp, n))
 }
 
@@ -183,7 +210,9 @@ pub fn candidate_thresholds(scores: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = scores.iter().copied().filter(|s| s.is_finite()).collect();
     v.sort_by(|a, b| a.total_cmp(b));
     v.dedup();
-    let Some((&first, &last)) = v.first().zip(v.last()) else { return vec![] };
+    let Some((&first, &last)) = v.first().zip(v.last()) else {
+        return vec![];
+    };
     let mut out = Vec::with_capacity(v.len() + 1);
     out.push(first - 1.0);
     out.extend(v.windows(2).map(|w| (w[0] + w[1]) / 2.0));
@@ -199,7 +228,11 @@ pub fn roc_curve(scores: &[f64], positive: &[bool]) -> Vec<RocPoint> {
         .rev()
         .map(|t| {
             let (tpr, fpr) = rates_at(scores, positive, t);
-            RocPoint { threshold: t, fpr, tpr }
+            RocPoint {
+                threshold: t,
+                fpr,
+                tpr,
+            }
         })
         .collect();
     pts.sort_by(|a, b| a.fpr.total_cmp(&b.fpr).then(a.tpr.total_cmp(&b.tpr)));
@@ -237,8 +270,18 @@ pub fn youden_threshold(scores: &[f64], positive: &[bool]) -> Option<(f64, f64)>
 pub fn loo_youden(scores: &[f64], positive: &[bool]) -> Vec<Option<(f64, bool)>> {
     (0..scores.len())
         .map(|i| {
-            let s: Vec<f64> = scores.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, &x)| x).collect();
-            let y: Vec<bool> = positive.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, &x)| x).collect();
+            let s: Vec<f64> = scores
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, &x)| x)
+                .collect();
+            let y: Vec<bool> = positive
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, &x)| x)
+                .collect();
             youden_threshold(&s, &y).map(|(t, _)| (t, (scores[i] > t) == positive[i]))
         })
         .collect()

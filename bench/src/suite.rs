@@ -100,7 +100,11 @@ pub struct LoadError {
 
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: field `{}`: {}", self.file, self.field, self.expected)
+        write!(
+            f,
+            "{}: field `{}`: {}",
+            self.file, self.field, self.expected
+        )
     }
 }
 
@@ -115,7 +119,11 @@ pub fn report_fields() -> Vec<String> {
 }
 
 fn err(file: &Path, field: &str, expected: impl Into<String>) -> LoadError {
-    LoadError { file: file.display().to_string(), field: field.into(), expected: expected.into() }
+    LoadError {
+        file: file.display().to_string(),
+        field: field.into(),
+        expected: expected.into(),
+    }
 }
 
 /// Hash every regular file under `dir` (sorted by relative path).
@@ -124,7 +132,9 @@ pub fn tree_sha256(dir: &Path) -> String {
     let mut files = vec![];
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             match e.file_type() {
@@ -140,7 +150,12 @@ pub fn tree_sha256(dir: &Path) -> String {
     files.sort();
     let mut h = Sha256::new();
     for f in files {
-        h.update(f.strip_prefix(dir).unwrap_or(&f).to_string_lossy().as_bytes());
+        h.update(
+            f.strip_prefix(dir)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .as_bytes(),
+        );
         h.update([0]);
         h.update(std::fs::read(&f).unwrap_or_default());
         h.update([0]);
@@ -150,26 +165,63 @@ pub fn tree_sha256(dir: &Path) -> String {
 
 pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result<Case, LoadError> {
     let f = dir.join("case.toml");
-    let text = std::fs::read_to_string(&f).map_err(|e| err(&f, "(file)", format!("a readable case.toml: {e}")))?;
+    let text = std::fs::read_to_string(&f)
+        .map_err(|e| err(&f, "(file)", format!("a readable case.toml: {e}")))?;
     let file: CaseFile = toml::from_str(&text).map_err(|e| {
         let msg = e.message().to_string();
         // serde names the field in its message ("missing field `x`", "unknown field `y`").
         let field = msg.split('`').nth(1).unwrap_or("(file)").to_string();
-        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-        err(&f, &field, format!("{msg}{}", line.map(|l| format!(" (line {l})")).unwrap_or_default()))
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        err(
+            &f,
+            &field,
+            format!(
+                "{msg}{}",
+                line.map(|l| format!(" (line {l})")).unwrap_or_default()
+            ),
+        )
     })?;
     let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if file.id != dir_name {
-        return Err(err(&f, "id", format!("the directory name {dir_name:?}, found {:?}", file.id)));
+        return Err(err(
+            &f,
+            "id",
+            format!("the directory name {dir_name:?}, found {:?}", file.id),
+        ));
     }
     if !CATEGORIES.contains(&file.category.as_str()) {
-        return Err(err(&f, "category", format!("one of {}, found {:?}", CATEGORIES.join(", "), file.category)));
+        return Err(err(
+            &f,
+            "category",
+            format!(
+                "one of {}, found {:?}",
+                CATEGORIES.join(", "),
+                file.category
+            ),
+        ));
     }
     if file.category != category {
-        return Err(err(&f, "category", format!("{category:?} (the parent directory), found {:?}", file.category)));
+        return Err(err(
+            &f,
+            "category",
+            format!(
+                "{category:?} (the parent directory), found {:?}",
+                file.category
+            ),
+        ));
     }
     let ending = Ending::parse(&file.expect.ending).ok_or_else(|| {
-        err(&f, "expect.ending", format!("one of {}, found {:?}", Ending::ALL.map(|e| e.as_str()).join(", "), file.expect.ending))
+        err(
+            &f,
+            "expect.ending",
+            format!(
+                "one of {}, found {:?}",
+                Ending::ALL.map(|e| e.as_str()).join(", "),
+                file.expect.ending
+            ),
+        )
     })?;
     if !(file.cost_cap_usd.is_finite() && file.cost_cap_usd >= 0.0) {
         return Err(err(&f, "cost_cap_usd", "a non-negative number of USD"));
@@ -177,22 +229,49 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
     if let Some(r) = &file.expect.report {
         for k in r.keys() {
             if !report_fields.iter().any(|x| x == k) {
-                return Err(err(&f, &format!("expect.report.{k}"), format!("a report.json field; known: {}", report_fields.join(", "))));
+                return Err(err(
+                    &f,
+                    &format!("expect.report.{k}"),
+                    format!("a report.json field; known: {}", report_fields.join(", ")),
+                ));
             }
         }
     }
     if let Some(b) = &file.expect.drift_bands {
         for (i, x) in b.iter().enumerate() {
             if !["aligned", "prune", "halt"].contains(&x.as_str()) {
-                return Err(err(&f, &format!("expect.drift_bands[{i}]"), format!("aligned, prune or halt, found {x:?}")));
+                return Err(err(
+                    &f,
+                    &format!("expect.drift_bands[{i}]"),
+                    format!("aligned, prune or halt, found {x:?}"),
+                ));
             }
         }
     }
     if let Some(i) = &file.interrupt {
-        let ok = i.at.split_once(':').and_then(|(p, n)| Some((harness::chaos_hook::Phase::parse(p)?, n.parse::<u64>().ok()?))).is_some();
+        let ok =
+            i.at.split_once(':')
+                .and_then(|(p, n)| {
+                    Some((
+                        harness::chaos_hook::Phase::parse(p)?,
+                        n.parse::<u64>().ok()?,
+                    ))
+                })
+                .is_some();
         if !ok {
-            let phases: Vec<&str> = harness::chaos_hook::Phase::ALL.iter().map(|p| p.as_str()).collect();
-            return Err(err(&f, "interrupt.at", format!("<phase>:<n> with a phase among {}, found {:?}", phases.join(", "), i.at)));
+            let phases: Vec<&str> = harness::chaos_hook::Phase::ALL
+                .iter()
+                .map(|p| p.as_str())
+                .collect();
+            return Err(err(
+                &f,
+                "interrupt.at",
+                format!(
+                    "<phase>:<n> with a phase among {}, found {:?}",
+                    phases.join(", "),
+                    i.at
+                ),
+            ));
         }
     }
     if let Some(fs) = &file.faults {
@@ -200,16 +279,32 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
     }
     for needed in ["run.toml", "workspace"] {
         if !dir.join(needed).exists() {
-            return Err(err(&dir.join(needed), "(file)", format!("the case's {needed}")));
+            return Err(err(
+                &dir.join(needed),
+                "(file)",
+                format!("the case's {needed}"),
+            ));
         }
     }
     let cassette_path = dir.join(file.cassette.as_deref().unwrap_or("cassette.json"));
-    let cassette = harness::replay::Cassette::load(&cassette_path).map_err(|e| err(&cassette_path, "(cassette)", e.to_string()))?;
+    let cassette = harness::replay::Cassette::load(&cassette_path)
+        .map_err(|e| err(&cassette_path, "(cassette)", e.to_string()))?;
     if cassette.case != file.id {
-        return Err(err(&cassette_path, "case", format!("the case id {:?}, found {:?}", file.id, cassette.case)));
+        return Err(err(
+            &cassette_path,
+            "case",
+            format!("the case id {:?}, found {:?}", file.id, cassette.case),
+        ));
     }
     let content_sha256 = tree_sha256(dir);
-    Ok(Case { dir: dir.to_path_buf(), file, ending, cassette, cassette_path, content_sha256 })
+    Ok(Case {
+        dir: dir.to_path_buf(),
+        file,
+        ending,
+        cassette,
+        cassette_path,
+        content_sha256,
+    })
 }
 
 pub struct Suite {
@@ -225,7 +320,11 @@ pub fn load_suite(root: &Path, category: Option<&str>) -> Result<Suite, LoadErro
     }
     if let Some(c) = category {
         if !CATEGORIES.contains(&c) {
-            return Err(err(root, "--category", format!("one of {}, found {c:?}", CATEGORIES.join(", "))));
+            return Err(err(
+                root,
+                "--category",
+                format!("one of {}, found {c:?}", CATEGORIES.join(", ")),
+            ));
         }
     }
     let fields = report_fields();
@@ -236,12 +335,22 @@ pub fn load_suite(root: &Path, category: Option<&str>) -> Result<Suite, LoadErro
             continue;
         }
         let cdir = root.join(cat);
-        let Ok(rd) = std::fs::read_dir(&cdir) else { continue };
-        let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        let Ok(rd) = std::fs::read_dir(&cdir) else {
+            continue;
+        };
+        let mut dirs: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
         dirs.sort();
         for d in dirs {
             if cases.len() + errors.len() >= SUITE_MAX_CASES {
-                errors.push(err(&d, "(suite)", format!("at most {SUITE_MAX_CASES} cases")));
+                errors.push(err(
+                    &d,
+                    "(suite)",
+                    format!("at most {SUITE_MAX_CASES} cases"),
+                ));
                 break;
             }
             match load_case(&d, cat, &fields) {
@@ -259,9 +368,18 @@ pub fn load_suite(root: &Path, category: Option<&str>) -> Result<Suite, LoadErro
         }
     }
     for (i, j) in dup.iter().rev() {
-        errors.push(err(&cases[*i].dir.join("case.toml"), "id", format!("a unique id; also used by {}", cases[*j].dir.display())));
+        errors.push(err(
+            &cases[*i].dir.join("case.toml"),
+            "id",
+            format!("a unique id; also used by {}", cases[*j].dir.display()),
+        ));
     }
     let dup_idx: std::collections::BTreeSet<usize> = dup.iter().map(|(i, _)| *i).collect();
-    let cases = cases.into_iter().enumerate().filter(|(i, _)| !dup_idx.contains(i)).map(|(_, c)| c).collect();
+    let cases = cases
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !dup_idx.contains(i))
+        .map(|(_, c)| c)
+        .collect();
     Ok(Suite { cases, errors })
 }

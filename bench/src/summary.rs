@@ -64,7 +64,11 @@ pub fn case_passes(category: &str, runs: &[RunRecord], pass_rate: f64) -> bool {
 }
 
 pub fn case_record(c: &crate::suite::Case, runs: Vec<RunRecord>, pass_rate: f64) -> CaseRecord {
-    let score = if runs.is_empty() { 0.0 } else { runs.iter().map(|r| r.score).sum::<f64>() / runs.len() as f64 };
+    let score = if runs.is_empty() {
+        0.0
+    } else {
+        runs.iter().map(|r| r.score).sum::<f64>() / runs.len() as f64
+    };
     CaseRecord {
         id: c.id().into(),
         category: c.category().into(),
@@ -80,14 +84,25 @@ pub fn case_record(c: &crate::suite::Case, runs: Vec<RunRecord>, pass_rate: f64)
 pub fn totals(cases: &[CaseRecord]) -> BTreeMap<String, CategoryTotals> {
     let mut m: BTreeMap<String, CategoryTotals> = BTreeMap::new();
     for c in cases {
-        let t = m.entry(c.category.clone()).or_insert(CategoryTotals { passed: 0, total: 0, pass_rate: 0.0, wilson_95: [0.0, 1.0], runs_passed: 0, runs_total: 0 });
+        let t = m.entry(c.category.clone()).or_insert(CategoryTotals {
+            passed: 0,
+            total: 0,
+            pass_rate: 0.0,
+            wilson_95: [0.0, 1.0],
+            runs_passed: 0,
+            runs_total: 0,
+        });
         t.total += 1;
         t.passed += c.passed as u64;
         t.runs_total += c.runs.len() as u64;
         t.runs_passed += c.runs.iter().filter(|r| r.passed).count() as u64;
     }
     for t in m.values_mut() {
-        t.pass_rate = if t.total == 0 { 0.0 } else { t.passed as f64 / t.total as f64 };
+        t.pass_rate = if t.total == 0 {
+            0.0
+        } else {
+            t.passed as f64 / t.total as f64
+        };
         let (lo, hi) = wilson(t.passed, t.total, Z95);
         t.wilson_95 = [lo, hi];
     }
@@ -96,10 +111,14 @@ pub fn totals(cases: &[CaseRecord]) -> BTreeMap<String, CategoryTotals> {
 
 impl Summary {
     pub fn finish(&mut self) {
-        self.cases.sort_by(|a, b| (a.category.as_str(), a.id.as_str()).cmp(&(b.category.as_str(), b.id.as_str())));
+        self.cases.sort_by(|a, b| {
+            (a.category.as_str(), a.id.as_str()).cmp(&(b.category.as_str(), b.id.as_str()))
+        });
         self.categories = totals(&self.cases);
         self.case_runs = self.cases.iter().map(|c| c.runs.len() as u64).sum();
-        self.passed = self.load_errors.is_empty() && !self.cases.is_empty() && self.cases.iter().all(|c| c.passed);
+        self.passed = self.load_errors.is_empty()
+            && !self.cases.is_empty()
+            && self.cases.iter().all(|c| c.passed);
     }
 
     pub fn markdown(&self) -> String {
@@ -111,11 +130,23 @@ impl Summary {
             if self.passed { "PASS" } else { "FAIL" },
             self.case_runs,
             self.runs_per_case,
-            self.shard.as_ref().map(|x| format!(", shard {x}")).unwrap_or_default()
+            self.shard
+                .as_ref()
+                .map(|x| format!(", shard {x}"))
+                .unwrap_or_default()
         ));
-        s.push_str("| category | passed | total | pass rate | Wilson 95% |\n|---|---:|---:|---:|---|\n");
+        s.push_str(
+            "| category | passed | total | pass rate | Wilson 95% |\n|---|---:|---:|---:|---|\n",
+        );
         for (k, t) in &self.categories {
-            s.push_str(&format!("| {k} | {} | {} | {:.1}% | [{:.1}%, {:.1}%] |\n", t.passed, t.total, 100.0 * t.pass_rate, 100.0 * t.wilson_95[0], 100.0 * t.wilson_95[1]));
+            s.push_str(&format!(
+                "| {k} | {} | {} | {:.1}% | [{:.1}%, {:.1}%] |\n",
+                t.passed,
+                t.total,
+                100.0 * t.pass_rate,
+                100.0 * t.wilson_95[0],
+                100.0 * t.wilson_95[1]
+            ));
         }
         if !self.load_errors.is_empty() {
             s.push_str("\n### Cases that could not be loaded\n\n");
@@ -137,7 +168,11 @@ impl Summary {
                 s.push('\n');
             }
         }
-        s.push_str(&format!("\nconfig `{}` at git `{}`\n", &self.config_hash[..self.config_hash.len().min(16)], self.git_rev));
+        s.push_str(&format!(
+            "\nconfig `{}` at git `{}`\n",
+            &self.config_hash[..self.config_hash.len().min(16)],
+            self.git_rev
+        ));
         s
     }
 
@@ -152,7 +187,10 @@ impl Summary {
                         TestCaseStatus::success()
                     } else {
                         let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                        st.set_message(format!("expected {}, got {} (exit {})", r.expected_ending, r.ending, r.exit_code));
+                        st.set_message(format!(
+                            "expected {}, got {} (exit {})",
+                            r.expected_ending, r.ending, r.exit_code
+                        ));
                         st.set_description(r.failures.join("\n"));
                         st
                     };
@@ -179,14 +217,25 @@ impl Summary {
     pub fn table(&self) -> String {
         use tabled::{builder::Builder, settings::Style};
         let mut b = Builder::default();
-        b.push_record(["category", "passed", "total", "pass rate", "Wilson 95%", "runs passed"]);
+        b.push_record([
+            "category",
+            "passed",
+            "total",
+            "pass rate",
+            "Wilson 95%",
+            "runs passed",
+        ]);
         for (k, t) in &self.categories {
             b.push_record([
                 k.clone(),
                 t.passed.to_string(),
                 t.total.to_string(),
                 format!("{:.1}%", 100.0 * t.pass_rate),
-                format!("[{:.1}%, {:.1}%]", 100.0 * t.wilson_95[0], 100.0 * t.wilson_95[1]),
+                format!(
+                    "[{:.1}%, {:.1}%]",
+                    100.0 * t.wilson_95[0],
+                    100.0 * t.wilson_95[1]
+                ),
                 format!("{}/{}", t.runs_passed, t.runs_total),
             ]);
         }
@@ -196,19 +245,32 @@ impl Summary {
     }
 
     /// Write summary.json, summary.md and the JUnit file.
-    pub fn write(&self, out: &std::path::Path, junit: Option<&std::path::Path>) -> Result<(), String> {
+    pub fn write(
+        &self,
+        out: &std::path::Path,
+        junit: Option<&std::path::Path>,
+    ) -> Result<(), String> {
         std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
         let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
-        harness::durable::atomic_write(&out.join("summary.json"), &json).map_err(|e| format!("summary.json: {e}"))?;
+        harness::durable::atomic_write(&out.join("summary.json"), &json)
+            .map_err(|e| format!("summary.json: {e}"))?;
         let md = self.markdown();
-        harness::durable::atomic_write(&out.join("summary.md"), md.as_bytes()).map_err(|e| format!("summary.md: {e}"))?;
+        harness::durable::atomic_write(&out.join("summary.md"), md.as_bytes())
+            .map_err(|e| format!("summary.md: {e}"))?;
         let x = self.junit()?;
-        let jpath = junit.map(|p| p.to_path_buf()).unwrap_or_else(|| out.join("junit.xml"));
-        harness::durable::atomic_write(&jpath, x.as_bytes()).map_err(|e| format!("{}: {e}", jpath.display()))?;
+        let jpath = junit
+            .map(|p| p.to_path_buf())
+            .unwrap_or_else(|| out.join("junit.xml"));
+        harness::durable::atomic_write(&jpath, x.as_bytes())
+            .map_err(|e| format!("{}: {e}", jpath.display()))?;
         // A CI step summary, when the CI offers one.
         if let Ok(p) = std::env::var("GITHUB_STEP_SUMMARY") {
             use std::io::Write;
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(p) {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+            {
                 let _ = f.write_all(md.as_bytes());
             }
         }

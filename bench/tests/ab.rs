@@ -16,8 +16,17 @@ fn root() -> PathBuf {
 fn harness() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_bench")).with_file_name("harness");
     if !bin.exists() {
-        let profile: &[&str] = if cfg!(debug_assertions) { &[] } else { &["--release"] };
-        let ok = Command::new(env!("CARGO")).current_dir(root()).args(["build", "-q", "-p", "harness", "--bin", "harness"]).args(profile).status().map(|s| s.success());
+        let profile: &[&str] = if cfg!(debug_assertions) {
+            &[]
+        } else {
+            &["--release"]
+        };
+        let ok = Command::new(env!("CARGO"))
+            .current_dir(root())
+            .args(["build", "-q", "-p", "harness", "--bin", "harness"])
+            .args(profile)
+            .status()
+            .map(|s| s.success());
         assert_eq!(ok.ok(), Some(true), "cannot build the harness binary");
     }
     bin
@@ -48,8 +57,20 @@ fn ab(a: &Path, b: &Path, extra: &[&str]) -> Out {
         .env_remove("GITHUB_STEP_SUMMARY")
         .output()
         .unwrap();
-    let json = std::fs::read(dir.path().join("ab.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
-    Out { code: o.status.code().unwrap_or(-1), json, text: format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)), dir }
+    let json = std::fs::read(dir.path().join("ab.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        json,
+        text: format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        dir,
+    }
 }
 
 fn config(name: &str) -> PathBuf {
@@ -59,17 +80,42 @@ fn config(name: &str) -> PathBuf {
 #[test]
 fn the_same_config_on_both_sides_reports_no_regression_and_no_difference() {
     let cap6 = config("loop-cap-6.toml");
-    let o = ab(&cap6, &cap6, &["--suite", "suites/ab", "--category", "edge", "--runs-per-case", "3"]);
+    let o = ab(
+        &cap6,
+        &cap6,
+        &[
+            "--suite",
+            "suites/ab",
+            "--category",
+            "edge",
+            "--runs-per-case",
+            "3",
+        ],
+    );
     assert_eq!(o.code, 0, "{}", o.text);
     let j = &o.json;
-    assert_eq!(j["regressions"].as_array().map(Vec::len), Some(0), "{}", o.text);
-    assert!(j["verdict"].as_str().unwrap().starts_with("no difference"), "{}", j["verdict"]);
+    assert_eq!(
+        j["regressions"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        o.text
+    );
+    assert!(
+        j["verdict"].as_str().unwrap().starts_with("no difference"),
+        "{}",
+        j["verdict"]
+    );
     assert_eq!(j["n_cases"], 5);
     assert_eq!(j["runs_per_case"], 3);
     assert!(j["seed"].is_u64());
     // Run r of either arm replays the same variant and fault seed, so every
     // gated metric is identical case by case: p = 1, delta 0.
-    for name in ["pass_rate", "score", "cost_per_case", "cost_per_verified_task"] {
+    for name in [
+        "pass_rate",
+        "score",
+        "cost_per_case",
+        "cost_per_verified_task",
+    ] {
         let m = &j["metrics"][name];
         assert_eq!(m["delta"].as_f64(), Some(0.0), "{name}: {m}");
         assert_eq!(m["p"].as_f64(), Some(1.0), "{name}: {m}");
@@ -89,24 +135,48 @@ fn the_same_config_on_both_sides_reports_no_regression_and_no_difference() {
     let md = std::fs::read_to_string(o.dir.path().join("ab.md")).unwrap();
     assert!(md.contains("### Metrics") && md.contains("Wilson"), "{md}");
     // per-arm drill-down in bench run's format
-    let a: Value = serde_json::from_slice(&std::fs::read(o.dir.path().join("a/summary.json")).unwrap()).unwrap();
+    let a: Value =
+        serde_json::from_slice(&std::fs::read(o.dir.path().join("a/summary.json")).unwrap())
+            .unwrap();
     assert_eq!(a["cases"].as_array().map(Vec::len), Some(5));
 }
 
 #[test]
 fn loop_cap_4_versus_6_trips_the_adversarial_guard_and_exits_1() {
-    let o = ab(&config("loop-cap-6.toml"), &config("loop-cap-4.toml"), &["--suite", "suites/ab", "--category", "adversarial"]);
+    let o = ab(
+        &config("loop-cap-6.toml"),
+        &config("loop-cap-4.toml"),
+        &["--suite", "suites/ab", "--category", "adversarial"],
+    );
     assert_eq!(o.code, 1, "{}", o.text);
     let regs = o.json["regressions"].as_array().unwrap();
     assert!(
-        regs.iter().any(|r| r["kind"] == "adversarial_case" && r["subject"] == "ab-adv-injection-distracts"),
+        regs.iter().any(
+            |r| r["kind"] == "adversarial_case" && r["subject"] == "ab-adv-injection-distracts"
+        ),
         "{regs:?}"
     );
     // the cap saves money in every adversarial case that is not identical
-    assert!(o.json["metrics"]["cost_per_case"]["delta"].as_f64().unwrap() < 0.0);
-    assert!(o.text.contains("REGRESSION adversarial_case ab-adv-injection-distracts"), "{}", o.text);
+    assert!(
+        o.json["metrics"]["cost_per_case"]["delta"]
+            .as_f64()
+            .unwrap()
+            < 0.0
+    );
+    assert!(
+        o.text
+            .contains("REGRESSION adversarial_case ab-adv-injection-distracts"),
+        "{}",
+        o.text
+    );
     let svg = std::fs::read_to_string(o.dir.path().join("forest.svg")).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("percentage points") && svg.contains("(USD)") && svg.contains("adversarial (n=4)"), "{svg}");
+    assert!(
+        svg.starts_with("<svg")
+            && svg.contains("percentage points")
+            && svg.contains("(USD)")
+            && svg.contains("adversarial (n=4)"),
+        "{svg}"
+    );
 }
 
 #[test]
@@ -116,13 +186,25 @@ fn usage_errors_exit_2_and_name_the_file_and_field() {
     let missing = t.path().join("nope.toml");
     let o = ab(&missing, &cap6, &["--suite", "suites/ab"]);
     assert_eq!(o.code, 2, "{}", o.text);
-    assert!(o.text.contains("nope.toml") && o.text.contains("cannot read"), "{}", o.text);
+    assert!(
+        o.text.contains("nope.toml") && o.text.contains("cannot read"),
+        "{}",
+        o.text
+    );
 
     let bad_cap = t.path().join("bad-cap.toml");
     std::fs::write(&bad_cap, "[loop]\nloop_cap = 0\n").unwrap();
-    let o = ab(&cap6, &bad_cap, &["--suite", "suites/ab", "--category", "regression"]);
+    let o = ab(
+        &cap6,
+        &bad_cap,
+        &["--suite", "suites/ab", "--category", "regression"],
+    );
     assert_eq!(o.code, 2, "{}", o.text);
-    assert!(o.text.contains("bad-cap.toml") && o.text.contains("loop.loop_cap"), "{}", o.text);
+    assert!(
+        o.text.contains("bad-cap.toml") && o.text.contains("loop.loop_cap"),
+        "{}",
+        o.text
+    );
 
     let bad_ab = t.path().join("bad-ab.toml");
     std::fs::write(&bad_ab, "[ab]\nnmae = \"typo\"\n").unwrap();
@@ -134,16 +216,31 @@ fn usage_errors_exit_2_and_name_the_file_and_field() {
     std::fs::write(&not_toml, "[loop\n").unwrap();
     let o = ab(&not_toml, &cap6, &["--suite", "suites/ab"]);
     assert_eq!(o.code, 2, "{}", o.text);
-    assert!(o.text.contains("broken.toml") && o.text.contains("TOML"), "{}", o.text);
+    assert!(
+        o.text.contains("broken.toml") && o.text.contains("TOML"),
+        "{}",
+        o.text
+    );
 
     let o = ab(&cap6, &cap6, &["--suite", "no/such/suite"]);
     assert_eq!(o.code, 2, "{}", o.text);
-    let o = ab(&cap6, &cap6, &["--suite", "suites/ab", "--category", "nonsense"]);
+    let o = ab(
+        &cap6,
+        &cap6,
+        &["--suite", "suites/ab", "--category", "nonsense"],
+    );
     assert_eq!(o.code, 2, "{}", o.text);
-    let o = ab(&cap6, &cap6, &["--suite", "suites/ab", "--runs-per-case", "0"]);
+    let o = ab(
+        &cap6,
+        &cap6,
+        &["--suite", "suites/ab", "--runs-per-case", "0"],
+    );
     assert_eq!(o.code, 2, "{}", o.text);
     // clap's own usage errors (a missing --b) are exit 2 too
-    let st = Command::new(env!("CARGO_BIN_EXE_bench")).args(["ab", "--a", "x.toml"]).output().unwrap();
+    let st = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["ab", "--a", "x.toml"])
+        .output()
+        .unwrap();
     assert_eq!(st.status.code(), Some(2));
 }
 
@@ -158,6 +255,11 @@ fn the_ab_suite_cassettes_are_what_their_scenarios_compile_to() {
         }
     }
     assert!(dirs.len() >= 20, "{dirs:?}");
-    let o = Command::new(env!("CARGO_BIN_EXE_bench")).arg("script").arg("--check").args(&dirs).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("script")
+        .arg("--check")
+        .args(&dirs)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn harness_bin() -> PathBuf {
@@ -14,7 +17,8 @@ fn harness_bin() -> PathBuf {
     if !p.exists() {
         // `cargo test -p bench` alone does not build the other package's binary.
         let mut c = Command::new(env!("CARGO"));
-        c.args(["build", "-q", "-p", "harness", "--bin", "harness"]).current_dir(repo());
+        c.args(["build", "-q", "-p", "harness", "--bin", "harness"])
+            .current_dir(repo());
         if !cfg!(debug_assertions) {
             c.arg("--release");
         }
@@ -41,11 +45,21 @@ fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {
     let dir = suite.join(category).join(id);
     let demo = repo().join("suites/demo/p95-index");
     copy(&demo, &dir);
-    let mut sc: Value = serde_json::from_str(&std::fs::read_to_string(demo.join("scenario.json")).unwrap()).unwrap();
+    let mut sc: Value =
+        serde_json::from_str(&std::fs::read_to_string(demo.join("scenario.json")).unwrap())
+            .unwrap();
     sc["case"] = Value::String(id.into());
     std::fs::write(dir.join("scenario.json"), sc.to_string()).unwrap();
-    let st = Command::new(env!("CARGO_BIN_EXE_bench")).args(["script"]).arg(&dir).output().unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let st = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["script"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     std::fs::write(
         dir.join("case.toml"),
         format!("id = \"{id}\"\ncategory = \"{category}\"\ntitle = \"demo copy\"\nlatency_cap_ms = 60000\ncost_cap_usd = 1.0\n\n[expect]\n{expect}\n"),
@@ -68,8 +82,19 @@ fn bench_run(suite: &Path, out: &Path, extra: &[&str]) -> (i32, Value, String) {
         .env("CI", "1")
         .output()
         .unwrap();
-    let summary = std::fs::read(out.join("summary.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
-    (o.status.code().unwrap_or(-1), summary, format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    let summary = std::fs::read(out.join("summary.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (
+        o.status.code().unwrap_or(-1),
+        summary,
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
 }
 
 #[test]
@@ -88,13 +113,22 @@ fn a_passing_suite_exits_0_with_the_contract_fields() {
         assert!(!c[k].is_null(), "{k}");
     }
     let r = &c["runs"][1];
-    for k in ["ending", "exit_code", "passed", "score", "cost_usd", "latency_ms"] {
+    for k in [
+        "ending",
+        "exit_code",
+        "passed",
+        "score",
+        "cost_usd",
+        "latency_ms",
+    ] {
         assert!(!r[k].is_null(), "{k}");
     }
     assert_eq!(r["ending"], "GOAL_MET");
     assert!(s["git_rev"].is_string() && s["config_hash"].as_str().unwrap().len() == 64);
     assert!(t.path().join("out/junit.xml").exists());
-    assert!(std::fs::read_to_string(t.path().join("out/summary.md")).unwrap().contains("| happy | 1 | 1 |"));
+    assert!(std::fs::read_to_string(t.path().join("out/summary.md"))
+        .unwrap()
+        .contains("| happy | 1 | 1 |"));
 }
 
 #[test]
@@ -102,12 +136,21 @@ fn a_failing_case_fails_the_gate_and_says_why() {
     let t = tempfile::tempdir().unwrap();
     let suite = t.path().join("suites");
     add_case(&suite, "happy", "demo-ok", GOOD);
-    add_case(&suite, "edge", "demo-wrong", "ending = \"QUEUE_EMPTY_GOAL_UNMET\"\nverified_count = 2");
+    add_case(
+        &suite,
+        "edge",
+        "demo-wrong",
+        "ending = \"QUEUE_EMPTY_GOAL_UNMET\"\nverified_count = 2",
+    );
     let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
     assert_eq!(code, 1, "{log}");
     assert_eq!(s["passed"], false);
     let md = std::fs::read_to_string(t.path().join("out/summary.md")).unwrap();
-    assert!(md.contains("demo-wrong") && md.contains("expected `QUEUE_EMPTY_GOAL_UNMET`, got `GOAL_MET`"), "{md}");
+    assert!(
+        md.contains("demo-wrong")
+            && md.contains("expected `QUEUE_EMPTY_GOAL_UNMET`, got `GOAL_MET`"),
+        "{md}"
+    );
     assert!(md.contains("verified_count: expected 2, got 3"), "{md}");
     let junit = std::fs::read_to_string(t.path().join("out/junit.xml")).unwrap();
     assert!(junit.contains("failure"), "{junit}");
@@ -118,15 +161,32 @@ fn bad_case_files_are_named_and_the_rest_still_runs() {
     let t = tempfile::tempdir().unwrap();
     let suite = t.path().join("suites");
     add_case(&suite, "happy", "demo-ok", GOOD);
-    add_case(&suite, "happy", "demo-typo", &format!("{GOOD}\nverfied_count = 3"));
-    add_case(&suite, "happy", "demo-badfield", &format!("{GOOD}\nreport = {{ no_such_field = 1 }}"));
+    add_case(
+        &suite,
+        "happy",
+        "demo-typo",
+        &format!("{GOOD}\nverfied_count = 3"),
+    );
+    add_case(
+        &suite,
+        "happy",
+        "demo-badfield",
+        &format!("{GOOD}\nreport = {{ no_such_field = 1 }}"),
+    );
     add_case(&suite, "edge", "demo-nocassette", GOOD);
     std::fs::remove_file(suite.join("edge/demo-nocassette/cassette.json")).unwrap();
     let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
     assert_eq!(code, 1, "{log}");
-    assert_eq!(s["cases"].as_array().unwrap().len(), 1, "the good case still ran");
+    assert_eq!(
+        s["cases"].as_array().unwrap().len(),
+        1,
+        "the good case still ran"
+    );
     let errs = s["load_errors"].to_string();
-    assert!(errs.contains("demo-typo/case.toml") && errs.contains("verfied_count"), "{errs}");
+    assert!(
+        errs.contains("demo-typo/case.toml") && errs.contains("verfied_count"),
+        "{errs}"
+    );
     assert!(errs.contains("expect.report.no_such_field"), "{errs}");
     assert!(errs.contains("demo-nocassette/cassette.json"), "{errs}");
     // An unknown category is a usage-level failure to load the suite.
@@ -139,7 +199,13 @@ fn bad_case_files_are_named_and_the_rest_still_runs() {
 fn merged_shards_equal_the_unsharded_run_case_for_case() {
     let t = tempfile::tempdir().unwrap();
     let suite = t.path().join("suites");
-    for (cat, id) in [("happy", "s-a"), ("happy", "s-b"), ("edge", "s-c"), ("adversarial", "s-d"), ("regression", "s-e")] {
+    for (cat, id) in [
+        ("happy", "s-a"),
+        ("happy", "s-b"),
+        ("edge", "s-c"),
+        ("adversarial", "s-d"),
+        ("regression", "s-e"),
+    ] {
         add_case(&suite, cat, id, GOOD);
     }
     add_case(&suite, "edge", "s-f", "ending = \"NO_PROGRESS\"");
@@ -158,8 +224,15 @@ fn merged_shards_equal_the_unsharded_run_case_for_case() {
         .env("CI", "1")
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "one case fails in both: {}", String::from_utf8_lossy(&o.stderr));
-    let merged: Value = serde_json::from_slice(&std::fs::read(t.path().join("merged/summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "one case fails in both: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let merged: Value =
+        serde_json::from_slice(&std::fs::read(t.path().join("merged/summary.json")).unwrap())
+            .unwrap();
     let key = |s: &Value| -> Vec<(String, String, bool, String, Vec<String>)> {
         s["cases"]
             .as_array()
@@ -171,7 +244,12 @@ fn merged_shards_equal_the_unsharded_run_case_for_case() {
                     c["category"].as_str().unwrap().into(),
                     c["passed"].as_bool().unwrap(),
                     format!("{:.6}", c["score"].as_f64().unwrap()),
-                    c["runs"].as_array().unwrap().iter().map(|r| format!("{}:{}:{}", r["ending"], r["exit_code"], r["passed"])).collect(),
+                    c["runs"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|r| format!("{}:{}:{}", r["ending"], r["exit_code"], r["passed"]))
+                        .collect(),
                 )
             })
             .collect()
@@ -180,9 +258,22 @@ fn merged_shards_equal_the_unsharded_run_case_for_case() {
     assert_eq!(merged["categories"], whole["categories"]);
     assert_eq!(merged["passed"], whole["passed"]);
     // Overlapping or incomplete shards are refused.
-    let o = Command::new(env!("CARGO_BIN_EXE_bench")).args(["merge"]).arg(t.path().join("shard1")).arg(t.path().join("shard1")).arg("--out").arg(t.path().join("bad")).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["merge"])
+        .arg(t.path().join("shard1"))
+        .arg(t.path().join("shard1"))
+        .arg("--out")
+        .arg(t.path().join("bad"))
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("more than one shard"));
-    let o = Command::new(env!("CARGO_BIN_EXE_bench")).args(["merge"]).arg(t.path().join("shard1")).arg("--out").arg(t.path().join("bad2")).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["merge"])
+        .arg(t.path().join("shard1"))
+        .arg("--out")
+        .arg(t.path().join("bad2"))
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("not complete"));
 }

@@ -32,7 +32,10 @@ pub struct Case {
 
 impl Case {
     pub fn migration_of_task(&self, task: &str) -> Option<&str> {
-        self.tasks.get(task)?.get("kind").filter(|k| *k == "migration_state")?;
+        self.tasks
+            .get(task)?
+            .get("kind")
+            .filter(|k| *k == "migration_state")?;
         self.tasks.get(task)?.get("name")?.as_str()
     }
 }
@@ -51,20 +54,32 @@ pub fn load_all(dir: &Path) -> Result<Vec<Case>, String> {
         .collect();
     ids.sort();
     if ids.is_empty() {
-        return Err(format!("{}: no cases (directories with a run.toml)", dir.display()));
+        return Err(format!(
+            "{}: no cases (directories with a run.toml)",
+            dir.display()
+        ));
     }
     ids.iter().map(|id| load(&dir.join(id))).collect()
 }
 
 pub fn load(dir: &Path) -> Result<Case, String> {
-    let id = dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let id = dir
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let spec = harness::spec::RunSpec::load(&dir.join("run.toml")).map_err(|e| e.to_string())?;
     let sc_path = dir.join("scenario.json");
     let sc = Scenario::load(&sc_path)?;
-    let v = sc.to_cassette("1970-01-01", "bench chaos").map_err(|e| format!("{}: {e}", sc_path.display()))?;
+    let v = sc
+        .to_cassette("1970-01-01", "bench chaos")
+        .map_err(|e| format!("{}: {e}", sc_path.display()))?;
     let cassette = Cassette::from_json_str(&v.to_string(), &sc_path).map_err(|e| e.to_string())?;
     if sc.runs.len() != 1 {
-        return Err(format!("{}: a chaos case has exactly one run (found {})", sc_path.display(), sc.runs.len()));
+        return Err(format!(
+            "{}: a chaos case has exactly one run (found {})",
+            sc_path.display(),
+            sc.runs.len()
+        ));
     }
     let mut tasks = BTreeMap::new();
     let mut cost_usd = BTreeMap::new();
@@ -79,21 +94,38 @@ pub fn load(dir: &Path) -> Result<Case, String> {
             }
         }
         let usage = c.usage.unwrap_or(harness::scenario::DEFAULT_USAGE);
-        let price = spec.prices.get(&sc.model).ok_or_else(|| format!("{}: no price for {}", dir.display(), sc.model))?;
+        let price = spec
+            .prices
+            .get(&sc.model)
+            .ok_or_else(|| format!("{}: no price for {}", dir.display(), sc.model))?;
         cost_usd.insert(c.key.clone(), harness::ledger::cost_usd(price, &usage));
     }
     let mut migrations = BTreeMap::new();
-    let mdir = dir.join("workspace").join(harness::migration::MIGRATIONS_DIR);
+    let mdir = dir
+        .join("workspace")
+        .join(harness::migration::MIGRATIONS_DIR);
     if let Ok(rd) = std::fs::read_dir(&mdir) {
         for e in rd.flatten() {
             let p = e.path();
-            let Some(name) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".json")) else { continue };
-            let def: Value = serde_json::from_slice(&std::fs::read(&p).map_err(|e| e.to_string())?).map_err(|e| format!("{}: {e}", p.display()))?;
+            let Some(name) = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+            else {
+                continue;
+            };
+            let def: Value = serde_json::from_slice(&std::fs::read(&p).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("{}: {e}", p.display()))?;
             let steps = def["steps"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|s| (s["path"].as_str().unwrap_or("").to_string(), s["content"].as_str().unwrap_or("").to_string()))
+                .map(|s| {
+                    (
+                        s["path"].as_str().unwrap_or("").to_string(),
+                        s["content"].as_str().unwrap_or("").to_string(),
+                    )
+                })
                 .collect();
             migrations.insert(name.to_string(), steps);
         }
@@ -113,7 +145,12 @@ pub fn load(dir: &Path) -> Result<Case, String> {
 
 /// One index over every case's cassette, for the driver's replay server.
 pub fn recordings(cases: &[Case]) -> Result<Recordings, String> {
-    Recordings::from_cassettes(cases.iter().map(|c| (c.dir.join("scenario.json"), c.cassette.clone()))).map_err(|e| e.to_string())
+    Recordings::from_cassettes(
+        cases
+            .iter()
+            .map(|c| (c.dir.join("scenario.json"), c.cassette.clone())),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Copy a directory tree (the case fixture into a trial dir).
@@ -143,8 +180,16 @@ mod tests {
         for c in &cases {
             assert!(c.tasks.len() >= 4, "{}: {:?}", c.id, c.tasks.keys());
             assert!(!c.migrations.is_empty(), "{}", c.id);
-            assert!(c.tasks.values().any(|v| v["kind"] == "outbox_has"), "{}: a non-idempotent post", c.id);
-            assert!(c.migrations.values().all(|s| s.len() >= 2), "{}: multi-step migrations", c.id);
+            assert!(
+                c.tasks.values().any(|v| v["kind"] == "outbox_has"),
+                "{}: a non-idempotent post",
+                c.id
+            );
+            assert!(
+                c.migrations.values().all(|s| s.len() >= 2),
+                "{}: multi-step migrations",
+                c.id
+            );
         }
         recordings(&cases).unwrap();
     }

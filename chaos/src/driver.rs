@@ -12,7 +12,7 @@ use crate::fsmodel::{self, CrashPolicy, Model, Snapshot};
 use crate::oracle::{self, Ckpt, Effect, Journal};
 use crate::proc::{self, Outcome, Spawn, Target};
 use harness::chaos_hook::Phase;
-use harness::replay::{ReplayOptions, ReplayServer, Recordings};
+use harness::replay::{Recordings, ReplayOptions, ReplayServer};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -193,11 +193,22 @@ pub fn strata(mode: Mode) -> Vec<Stratum> {
 }
 
 /// Phases at which a task is in flight, usable to set up a resume kill.
-const SETUP_PHASES: [Phase; 3] = [Phase::AfterPostBeforeCheckpoint, Phase::BetweenMigrationSteps, Phase::DuringModelCall];
+const SETUP_PHASES: [Phase; 3] = [
+    Phase::AfterPostBeforeCheckpoint,
+    Phase::BetweenMigrationSteps,
+    Phase::DuringModelCall,
+];
 
 /// The plan of kill `k`: a pure function of (seed, mode, k, case filter and
 /// the cases' calibration), so `--replay-kill k` reruns exactly this kill.
-pub fn plan(seed: u64, mode: Mode, k: usize, cases: &[Case], calib: &[Calibration], only: Option<usize>) -> TrialPlan {
+pub fn plan(
+    seed: u64,
+    mode: Mode,
+    k: usize,
+    cases: &[Case],
+    calib: &[Calibration],
+    only: Option<usize>,
+) -> TrialPlan {
     let order_seed = mix(seed ^ mix(mode.tag()));
     let mut order = strata(mode);
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(order_seed));
@@ -206,7 +217,8 @@ pub fn plan(seed: u64, mode: Mode, k: usize, cases: &[Case], calib: &[Calibratio
     let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
     let mut case = rng.gen_range(0..cases.len());
     let count = |c: usize, p: Phase| calib[c].phases.get(p.as_str()).copied().unwrap_or(0);
-    let reachable = |p: Phase| -> Vec<usize> { (0..cases.len()).filter(|c| count(*c, p) > 0).collect() };
+    let reachable =
+        |p: Phase| -> Vec<usize> { (0..cases.len()).filter(|c| count(*c, p) > 0).collect() };
     let pick_case_for = |p: Phase, rng: &mut ChaCha8Rng| {
         if let Some(o) = only {
             return o;
@@ -225,14 +237,27 @@ pub fn plan(seed: u64, mode: Mode, k: usize, cases: &[Case], calib: &[Calibratio
             case = pick_case_for(setup, &mut rng);
             let max = count(case, setup).max(1);
             // during_model_call 1 is the plan call: no task in flight yet.
-            let lo = if setup == Phase::DuringModelCall { 2.min(max) } else { 1 };
-            resume_target = Some(Target::Pause { phase: Phase::DuringResumeVerify.as_str().into(), n: 1 });
-            Target::Pause { phase: setup.as_str().into(), n: rng.gen_range(lo..=max) }
+            let lo = if setup == Phase::DuringModelCall {
+                2.min(max)
+            } else {
+                1
+            };
+            resume_target = Some(Target::Pause {
+                phase: Phase::DuringResumeVerify.as_str().into(),
+                n: 1,
+            });
+            Target::Pause {
+                phase: setup.as_str().into(),
+                n: rng.gen_range(lo..=max),
+            }
         }
         Stratum::Phase(p) => {
             case = pick_case_for(*p, &mut rng);
             let max = count(case, *p).max(1);
-            Target::Pause { phase: p.as_str().into(), n: rng.gen_range(1..=max) }
+            Target::Pause {
+                phase: p.as_str().into(),
+                n: rng.gen_range(1..=max),
+            }
         }
         Stratum::RandomTiming => {
             if let Some(o) = only {
@@ -241,25 +266,48 @@ pub fn plan(seed: u64, mode: Mode, k: usize, cases: &[Case], calib: &[Calibratio
             // A deterministic span (~2 ms per model call or atomic write of a
             // clean run, about its wall time here), so (seed, k) alone fixes the
             // delay; where it lands still depends on the machine's speed.
-            let steps = [Phase::DuringModelCall, Phase::DuringDriftCall, Phase::TempWritten].iter().map(|p| count(case, *p)).sum::<u64>();
+            let steps = [
+                Phase::DuringModelCall,
+                Phase::DuringDriftCall,
+                Phase::TempWritten,
+            ]
+            .iter()
+            .map(|p| count(case, *p))
+            .sum::<u64>();
             let span = 2_000 * steps.max(5);
-            Target::Timer { delay_us: rng.gen_range(0..span) }
+            Target::Timer {
+                delay_us: rng.gen_range(0..span),
+            }
         }
         Stratum::IoError => {
             if let Some(o) = only {
                 case = o;
             }
             let errno = if rng.gen_bool(0.5) { "eio" } else { "enospc" };
-            let (class, max) = if rng.gen_bool(0.5) { ("write", calib[case].writes) } else { ("fsync", calib[case].fsyncs) };
+            let (class, max) = if rng.gen_bool(0.5) {
+                ("write", calib[case].writes)
+            } else {
+                ("fsync", calib[case].fsyncs)
+            };
             let n = rng.gen_range(1..=max.max(1));
             let mode = if rng.gen_bool(0.5) { "sticky" } else { "once" };
-            Target::Fault { spec: format!("{errno}:{class}:{n}:{mode}") }
+            Target::Fault {
+                spec: format!("{errno}:{class}:{n}:{mode}"),
+            }
         }
     };
     if let Some(o) = only {
         case = o;
     }
-    TrialPlan { k, mode, case, stratum, first, resume_target, rng_seed }
+    TrialPlan {
+        k,
+        mode,
+        case,
+        stratum,
+        first,
+        resume_target,
+        rng_seed,
+    }
 }
 
 /// Shared by the worker threads of one mode.
@@ -313,27 +361,58 @@ fn observe(p: &Paths, case: &Case) -> Obs {
     let migrations = case
         .migrations
         .keys()
-        .map(|m| (m.clone(), oracle::effect(&json!({"kind": "migration_state", "name": m}), &p.ws, &p.outbox, &case.migrations)))
+        .map(|m| {
+            (
+                m.clone(),
+                oracle::effect(
+                    &json!({"kind": "migration_state", "name": m}),
+                    &p.ws,
+                    &p.outbox,
+                    &case.migrations,
+                ),
+            )
+        })
         .collect();
-    let inflight = ckpt.state().filter(|s| s.finished.is_none()).and_then(|s| s.in_progress.as_ref()).map(|t| {
-        let v = case.tasks.get(&t.id).cloned().unwrap_or_else(|| serde_json::to_value(&t.verify).unwrap_or(Value::Null));
-        (t.id.clone(), oracle::effect(&v, &p.ws, &p.outbox, &case.migrations))
-    });
+    let inflight = ckpt
+        .state()
+        .filter(|s| s.finished.is_none())
+        .and_then(|s| s.in_progress.as_ref())
+        .map(|t| {
+            let v = case
+                .tasks
+                .get(&t.id)
+                .cloned()
+                .unwrap_or_else(|| serde_json::to_value(&t.verify).unwrap_or(Value::Null));
+            (
+                t.id.clone(),
+                oracle::effect(&v, &p.ws, &p.outbox, &case.migrations),
+            )
+        });
     Obs {
         ckpt,
         journal: Journal::read(&p.state.join("ledger.jsonl")),
         outbox: oracle::outbox_counts(&p.outbox),
         migrations,
         inflight,
-        events_len: std::fs::metadata(p.state.join("events.jsonl")).map(|m| m.len()).unwrap_or(0),
-        report: std::fs::read(p.state.join("report.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()),
+        events_len: std::fs::metadata(p.state.join("events.jsonl"))
+            .map(|m| m.len())
+            .unwrap_or(0),
+        report: std::fs::read(p.state.join("report.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok()),
     }
 }
 
 fn new_events(state: &Path, from: u64) -> Vec<Value> {
     let b = std::fs::read(state.join("events.jsonl")).unwrap_or_default();
-    let tail = if (from as usize) <= b.len() { &b[from as usize..] } else { &b[..0] };
-    tail.split(|&c| c == b'\n').filter_map(|l| serde_json::from_slice(l).ok()).collect()
+    let tail = if (from as usize) <= b.len() {
+        &b[from as usize..]
+    } else {
+        &b[..0]
+    };
+    tail.split(|&c| c == b'\n')
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect()
 }
 
 /// (ending, exit) from the harness's human summary on stdout.
@@ -341,22 +420,46 @@ fn parse_ending(stdout: &str) -> Option<(String, i32)> {
     let line = stdout.lines().find(|l| l.starts_with("ending "))?;
     let rest = line["ending".len()..].trim_start();
     let name = rest.split_whitespace().next()?.to_string();
-    let exit = rest.split("exit ").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    let exit = rest
+        .split("exit ")
+        .nth(1)?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
     Some((name, exit))
 }
 
 fn ending_code(name: &str) -> Option<i32> {
-    harness::ending::Ending::ALL.iter().find(|e| serde_json::to_value(e).ok().as_ref().and_then(Value::as_str) == Some(name)).map(|e| e.exit_code())
+    harness::ending::Ending::ALL
+        .iter()
+        .find(|e| {
+            serde_json::to_value(e)
+                .ok()
+                .as_ref()
+                .and_then(Value::as_str)
+                == Some(name)
+        })
+        .map(|e| e.exit_code())
 }
 
 /// The checkpoint writes one process made: every whole frame it wrote toward
 /// checkpoint.json, and the index of the last one the process went on from
 /// (an operation that is not part of that write sequence followed it, or the
 /// process exited): the harness believed it durable.
-fn checkpoint_writes(ops: &[fsmodel::Op], state: &Path, exited: bool) -> (Vec<Vec<u8>>, Option<usize>) {
+fn checkpoint_writes(
+    ops: &[fsmodel::Op],
+    state: &Path,
+    exited: bool,
+) -> (Vec<Vec<u8>>, Option<usize>) {
     use fsmodel::Op;
     let ck = harness::checkpoint::path_in(state);
-    let is_tmp = |p: &Path| p.parent() == Some(state) && p.file_name().map(|n| n.to_string_lossy().starts_with(".checkpoint.json.tmp-")).unwrap_or(false);
+    let is_tmp = |p: &Path| {
+        p.parent() == Some(state)
+            && p.file_name()
+                .map(|n| n.to_string_lossy().starts_with(".checkpoint.json.tmp-"))
+                .unwrap_or(false)
+    };
     let mut bufs: BTreeMap<u64, (PathBuf, Vec<u8>)> = BTreeMap::new();
     let mut cands: Vec<Vec<u8>> = vec![];
     // (candidate index, fd of its write sequence) awaiting acknowledgement
@@ -366,7 +469,9 @@ fn checkpoint_writes(ops: &[fsmodel::Op], state: &Path, exited: bool) -> (Vec<Ve
     let mut renamed: BTreeSet<u64> = BTreeSet::new();
     for op in ops {
         let part_of_seq = match (&open_seq, op) {
-            (Some((_, fd)), Op::Fsync { fd: f }) | (Some((_, fd)), Op::Write { fd: f, .. }) => f == fd,
+            (Some((_, fd)), Op::Fsync { fd: f }) | (Some((_, fd)), Op::Write { fd: f, .. }) => {
+                f == fd
+            }
             (Some(_), Op::FsyncDir { path }) => path == state,
             _ => false,
         };
@@ -419,7 +524,11 @@ fn checkpoint_writes(ops: &[fsmodel::Op], state: &Path, exited: bool) -> (Vec<Ve
         if let Some((i, _)) = open_seq {
             acked = Some(i);
         }
-    } else if let Some((_, (_, b))) = bufs.iter().next_back().filter(|(fd, (p, _))| !renamed.contains(*fd) && !p.as_os_str().is_empty()) {
+    } else if let Some((_, (_, b))) = bufs
+        .iter()
+        .next_back()
+        .filter(|(fd, (p, _))| !renamed.contains(*fd) && !p.as_os_str().is_empty())
+    {
         // The log is written right after each operation: a kill between the
         // last temp file's rename and its log line leaves that temp's frame
         // in place with no rename in the log.
@@ -432,7 +541,11 @@ fn is_refusal(report: &Value, spawn: &Obs) -> bool {
     let kind = report["error_kind"].as_str().unwrap_or("");
     REFUSAL_KINDS.contains(&kind)
         || (kind == "ledger_journal"
-            && (spawn.journal.bad_line.is_some() || report["detail"].as_str().unwrap_or("").contains("but the checkpoint recorded")))
+            && (spawn.journal.bad_line.is_some()
+                || report["detail"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("but the checkpoint recorded")))
 }
 
 /// Accumulates one trial's findings per invariant.
@@ -443,7 +556,10 @@ struct Checks {
 
 impl Checks {
     fn new() -> Checks {
-        Checks { exercised: [false; 8], found: vec![] }
+        Checks {
+            exercised: [false; 8],
+            found: vec![],
+        }
     }
     fn ex(&mut self, inv: usize) {
         self.exercised[inv] = true;
@@ -512,7 +628,13 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         std::fs::create_dir_all(dir.join("state"))?;
         std::fs::create_dir_all(dir.join("logs"))?;
         let state = dir.join("state");
-        Ok(Paths { spec: dir.join("case/run.toml"), ws: dir.join("case/workspace"), outbox: state.join("outbox.jsonl"), state, logs: dir.join("logs") })
+        Ok(Paths {
+            spec: dir.join("case/run.toml"),
+            ws: dir.join("case/workspace"),
+            outbox: state.join("outbox.jsonl"),
+            state,
+            logs: dir.join("logs"),
+        })
     })();
     let p = match setup {
         Ok(p) => p,
@@ -552,10 +674,16 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         } else if extra_kills < 2 && !post_cut_done && rng.gen_bool(0.3) {
             extra_kills += 1;
             if spawn.inflight.is_some() && rng.gen_bool(0.5) {
-                Target::Pause { phase: Phase::DuringResumeVerify.as_str().into(), n: 1 }
+                Target::Pause {
+                    phase: Phase::DuringResumeVerify.as_str().into(),
+                    n: 1,
+                }
             } else {
                 let ph = Phase::ALL[rng.gen_range(0..Phase::ALL.len())];
-                Target::Pause { phase: ph.as_str().into(), n: rng.gen_range(1..=2) }
+                Target::Pause {
+                    phase: ph.as_str().into(),
+                    n: rng.gen_range(1..=2),
+                }
             }
         } else {
             Target::None
@@ -568,7 +696,12 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         max_committed = max_committed.max(committed);
         // The promise "a reserve with no record is booked at its worst case"
         // is about resuming; a finished run is re-reported, never resumed.
-        if spawn.ckpt.state().map(|s| s.finished.is_none()).unwrap_or(true) {
+        if spawn
+            .ckpt
+            .state()
+            .map(|s| s.finished.is_none())
+            .unwrap_or(true)
+        {
             for (seq, (_, worst)) in spawn.journal.open() {
                 inflight_reserves.insert(seq, worst);
             }
@@ -578,9 +711,13 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
                 partial_seen.insert(m.clone());
             }
         }
-        let snapshot = (mode == Mode::PowerLoss).then(|| Snapshot::take(&[p.state.clone(), p.ws.clone()]));
+        let snapshot =
+            (mode == Mode::PowerLoss).then(|| Snapshot::take(&[p.state.clone(), p.ws.clone()]));
         let log = p.logs.join(format!("p{idx}.jsonl"));
-        let mut env = vec![(harness::simfs::LOG_ENV.to_string(), log.display().to_string())];
+        let mut env = vec![(
+            harness::simfs::LOG_ENV.to_string(),
+            log.display().to_string(),
+        )];
         env.push(("TMPDIR".into(), cfg.work_dir.display().to_string()));
         if let Some(b) = &cfg.broken {
             env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
@@ -624,12 +761,22 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
             _ => {}
         }
         if let Target::Fault { spec } = &target {
-            out.io_fault = Some(format!("{}{}", spec.split(':').take(2).collect::<Vec<_>>().join(":"), if fault_fired.is_some() { "" } else { " (not reached)" }));
+            out.io_fault = Some(format!(
+                "{}{}",
+                spec.split(':').take(2).collect::<Vec<_>>().join(":"),
+                if fault_fired.is_some() {
+                    ""
+                } else {
+                    " (not reached)"
+                }
+            ));
         }
         let exited = outcome.exit_code().is_some();
         // ---- power loss: the disk as a power cut at this moment leaves it
         let cut = mode == Mode::PowerLoss
-            && (outcome.killed() || matches!(outcome, Outcome::SignalNotConfirmed { .. }) || (exited && (fault_fired.is_some() || !post_cut_done)));
+            && (outcome.killed()
+                || matches!(outcome, Outcome::SignalNotConfirmed { .. })
+                || (exited && (fault_fired.is_some() || !post_cut_done)));
         if cut {
             if let Some(snap) = snapshot {
                 let mut m = Model::new(snap);
@@ -647,11 +794,29 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         }
         let end = observe(&p, case);
         let events = new_events(&p.state, spawn.events_len);
-        let pr = Proc { idx, outcome, stdout, stderr, ops, spawn, end, events, fault_fired, crashed: cut };
+        let pr = Proc {
+            idx,
+            outcome,
+            stdout,
+            stderr,
+            ops,
+            spawn,
+            end,
+            events,
+            fault_fired,
+            crashed: cut,
+        };
         check_process(&mut ck, &pr, case, &p, &spec_bytes, &partial_seen);
         let done_now = match &pr.outcome {
             Outcome::Hung => {
-                ck.fail(4, idx, format!("process {idx} still running after {:?}: killed", cfg.proc_timeout));
+                ck.fail(
+                    4,
+                    idx,
+                    format!(
+                        "process {idx} still running after {:?}: killed",
+                        cfg.proc_timeout
+                    ),
+                );
                 true
             }
             Outcome::SpawnFailed(e) => {
@@ -677,13 +842,31 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         }
     }
     if !finished {
-        ck.fail(4, cfg.max_procs, format!("no ending after {} harness processes", cfg.max_procs));
+        ck.fail(
+            4,
+            cfg.max_procs,
+            format!("no ending after {} harness processes", cfg.max_procs),
+        );
     }
     // ---- end of the run: invariants 4, 6 and 8 on the final disk
-    let billed: f64 = server.take_captured(&case.replay_case, run_index).iter().map(|c| case.cost_usd.get(&c.call_key).copied().unwrap_or(0.0)).sum();
+    let billed: f64 = server
+        .take_captured(&case.replay_case, run_index)
+        .iter()
+        .map(|c| case.cost_usd.get(&c.call_key).copied().unwrap_or(0.0))
+        .sum();
     if let (true, Some(last)) = (finished, procs.last()) {
         out.ending = final_ending.as_ref().map(|(e, _)| e.clone());
-        final_checks(&mut ck, last, case, &p, billed, &inflight_reserves, &partial_seen, final_report.as_ref(), &mut out);
+        final_checks(
+            &mut ck,
+            last,
+            case,
+            &p,
+            billed,
+            &inflight_reserves,
+            &partial_seen,
+            final_report.as_ref(),
+            &mut out,
+        );
     }
     ck.ex(0);
     ck.ex(4);
@@ -694,10 +877,21 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
     out
 }
 
-fn check_process(ck: &mut Checks, pr: &Proc, case: &Case, p: &Paths, spec_bytes: &[u8], partial_seen: &BTreeSet<String>) {
+fn check_process(
+    ck: &mut Checks,
+    pr: &Proc,
+    case: &Case,
+    p: &Paths,
+    spec_bytes: &[u8],
+    partial_seen: &BTreeSet<String>,
+) {
     let idx = pr.idx;
     let exited = pr.outcome.exit_code();
-    let report = if exited.is_some() { pr.end.report.as_ref() } else { None };
+    let report = if exited.is_some() {
+        pr.end.report.as_ref()
+    } else {
+        None
+    };
     let ending = exited.and_then(|_| parse_ending(&pr.stdout));
     // ---- 1: whole frame or refusal; what is on disk is what was acknowledged (or newer)
     match &pr.spawn.ckpt {
@@ -715,7 +909,11 @@ fn check_process(ck: &mut Checks, pr: &Proc, case: &Case, p: &Paths, spec_bytes:
         Ckpt::Valid(..) => {
             if let Some(r) = report {
                 if REFUSAL_KINDS.contains(&r["error_kind"].as_str().unwrap_or("")) {
-                    ck.fail(0, idx, format!("refused a whole, valid checkpoint: {}", r["detail"]));
+                    ck.fail(
+                        0,
+                        idx,
+                        format!("refused a whole, valid checkpoint: {}", r["detail"]),
+                    );
                 }
             }
         }
@@ -724,25 +922,45 @@ fn check_process(ck: &mut Checks, pr: &Proc, case: &Case, p: &Paths, spec_bytes:
     let (cands, acked) = checkpoint_writes(&pr.ops, &p.state, exited.is_some());
     match &pr.end.ckpt {
         Ckpt::Invalid(kind, b) if kind == "goal_mismatch" => {
-            ck.fail(6, idx, format!("checkpoint on disk carries another goal's hash ({} bytes)", b.len()));
+            ck.fail(
+                6,
+                idx,
+                format!(
+                    "checkpoint on disk carries another goal's hash ({} bytes)",
+                    b.len()
+                ),
+            );
         }
         Ckpt::Invalid(kind, b) => {
-            let how = if pr.crashed { "power cut" } else if pr.outcome.killed() { "SIGKILL" } else { "exit" };
+            let how = if pr.crashed {
+                "power cut"
+            } else if pr.outcome.killed() {
+                "SIGKILL"
+            } else {
+                "exit"
+            };
             ck.fail(0, idx, format!("after the {how} the checkpoint on disk is not a whole frame ({kind}, {} bytes, sha {}): the write was not atomic", b.len(), oracle::digest(b)));
         }
         end => {
             let on_disk = end.bytes();
             let allowed: Vec<Option<&[u8]>> = match acked {
                 Some(i) => cands[i..].iter().map(|c| Some(c.as_slice())).collect(),
-                None => std::iter::once(pr.spawn.ckpt.bytes()).chain(cands.iter().map(|c| Some(c.as_slice()))).collect(),
+                None => std::iter::once(pr.spawn.ckpt.bytes())
+                    .chain(cands.iter().map(|c| Some(c.as_slice())))
+                    .collect(),
             };
             if !allowed.contains(&on_disk) {
                 let what = match (acked, on_disk) {
                     (Some(_), None) => "no checkpoint at all".to_string(),
-                    (_, Some(b)) if Some(b) == pr.spawn.ckpt.bytes() => "the checkpoint from before this process".into(),
+                    (_, Some(b)) if Some(b) == pr.spawn.ckpt.bytes() => {
+                        "the checkpoint from before this process".into()
+                    }
                     (_, Some(b)) => match cands.iter().position(|c| c == b) {
                         Some(j) => format!("checkpoint write #{} of {}", j + 1, cands.len()),
-                        None => format!("a checkpoint this process never wrote (sha {})", oracle::digest(b)),
+                        None => format!(
+                            "a checkpoint this process never wrote (sha {})",
+                            oracle::digest(b)
+                        ),
                     },
                     _ => "nothing".into(),
                 };
@@ -757,29 +975,52 @@ fn check_process(ck: &mut Checks, pr: &Proc, case: &Case, p: &Paths, spec_bytes:
     }
     if let Some(r) = report {
         if r["run_id"].as_str() == Some(DECOY_RUN_ID) {
-            ck.fail(0, idx, "the harness read a temp file (the decoy) as its checkpoint".into());
+            ck.fail(
+                0,
+                idx,
+                "the harness read a temp file (the decoy) as its checkpoint".into(),
+            );
         }
     }
     // ---- 2: at most one post per idempotency key, on every disk
     for (k, n) in &pr.end.outbox {
         ck.ex(1);
         if *n > 1 {
-            ck.fail(1, idx, format!("outbox holds {n} posts with idempotency key {k:?}"));
+            ck.fail(
+                1,
+                idx,
+                format!("outbox holds {n} posts with idempotency key {k:?}"),
+            );
         }
     }
     // ---- 3: the in-flight task classified as the disk says
     if let Some((task, expect)) = &pr.spawn.inflight {
-        let rv = pr.events.iter().find(|e| e["kind"] == "resume_verify" && e["data"]["task"] == task.as_str());
+        let rv = pr
+            .events
+            .iter()
+            .find(|e| e["kind"] == "resume_verify" && e["data"]["task"] == task.as_str());
         if let Some(rv) = rv {
             ck.ex(2);
             let got = rv["data"]["outcome"]["outcome"].as_str().unwrap_or("?");
             if got != expect.wire() {
                 ck.fail(2, idx, format!("in-flight task {task} classified {got} on resume, but the disk says {} ({expect:?})", expect.wire()));
             } else {
-                let after = |kind: &str| pr.events.iter().any(|e| e["kind"] == kind && e["data"]["task"] == task.as_str());
+                let after = |kind: &str| {
+                    pr.events
+                        .iter()
+                        .any(|e| e["kind"] == kind && e["data"]["task"] == task.as_str())
+                };
                 match expect {
-                    Effect::Done if !after("task_done") => ck.fail(2, idx, format!("{task} verified done on resume but not completed")),
-                    Effect::Partial(_) if !after("task_parked") => ck.fail(2, idx, format!("{task} partially applied on resume but not parked")),
+                    Effect::Done if !after("task_done") => ck.fail(
+                        2,
+                        idx,
+                        format!("{task} verified done on resume but not completed"),
+                    ),
+                    Effect::Partial(_) if !after("task_parked") => ck.fail(
+                        2,
+                        idx,
+                        format!("{task} partially applied on resume but not parked"),
+                    ),
                     Effect::NotStarted => {
                         if let Some(first) = pr.events.iter().find(|e| e["kind"] == "task_start") {
                             if first["data"]["task"] != task.as_str() {
@@ -793,7 +1034,13 @@ fn check_process(ck: &mut Checks, pr: &Proc, case: &Case, p: &Paths, spec_bytes:
         }
     }
     // ---- 4: a partially applied migration is never re-run
-    for m in partial_seen.iter().chain(pr.spawn.migrations.iter().filter(|(_, e)| matches!(e, Effect::Partial(_))).map(|(m, _)| m)) {
+    for m in partial_seen.iter().chain(
+        pr.spawn
+            .migrations
+            .iter()
+            .filter(|(_, e)| matches!(e, Effect::Partial(_)))
+            .map(|(m, _)| m),
+    ) {
         ck.ex(3);
         let steps = &case.migrations[m];
         for op in &pr.ops {
@@ -808,17 +1055,37 @@ fn check_process(ck: &mut Checks, pr: &Proc, case: &Case, p: &Paths, spec_bytes:
     // ---- 5: one of seven endings with its exit code
     if let Some(code) = exited {
         match &ending {
-            None => ck.fail(4, idx, format!("exit {code} with no ending line on stdout (stderr: {})", pr.stderr.lines().last().unwrap_or(""))),
+            None => ck.fail(
+                4,
+                idx,
+                format!(
+                    "exit {code} with no ending line on stdout (stderr: {})",
+                    pr.stderr.lines().last().unwrap_or("")
+                ),
+            ),
             Some((name, e)) => match ending_code(name) {
                 None => ck.fail(4, idx, format!("ending {name:?} is not one of the seven")),
-                Some(want) if want != code || *e != code => ck.fail(4, idx, format!("ending {name} must exit {want}; exited {code} (summary says {e})")),
+                Some(want) if want != code || *e != code => ck.fail(
+                    4,
+                    idx,
+                    format!("ending {name} must exit {want}; exited {code} (summary says {e})"),
+                ),
                 _ => {}
             },
         }
         if pr.fault_fired.is_none() {
             if let (Some((name, _)), Some(r)) = (&ending, report) {
-                if r["ending"].as_str() != Some(name.as_str()) || r["exit_code"].as_i64() != Some(code as i64) {
-                    ck.fail(4, idx, format!("stdout says {name} exit {code} but report.json says {} exit {}", r["ending"], r["exit_code"]));
+                if r["ending"].as_str() != Some(name.as_str())
+                    || r["exit_code"].as_i64() != Some(code as i64)
+                {
+                    ck.fail(
+                        4,
+                        idx,
+                        format!(
+                            "stdout says {name} exit {code} but report.json says {} exit {}",
+                            r["ending"], r["exit_code"]
+                        ),
+                    );
                 }
             }
         }
@@ -828,22 +1095,42 @@ fn check_process(ck: &mut Checks, pr: &Proc, case: &Case, p: &Paths, spec_bytes:
             if let Some((name, _)) = &ending {
                 let named = pr.stdout.contains(&format!("os error {errno}"));
                 if name == "UNRECOVERABLE_ERROR" && !named {
-                    let detail = pr.stdout.lines().find(|l| l.starts_with("detail")).unwrap_or("").to_string();
+                    let detail = pr
+                        .stdout
+                        .lines()
+                        .find(|l| l.starts_with("detail"))
+                        .unwrap_or("")
+                        .to_string();
                     ck.fail(4, idx, format!("an injected errno {errno} ended the run UNRECOVERABLE_ERROR without naming it: {detail}"));
                 }
             }
         }
         // A journal with a corrupt line must be refused, never resumed from.
         if let (Some(line), Some((name, _))) = (pr.spawn.journal.bad_line, &ending) {
-            let refused = name == "UNRECOVERABLE_ERROR" && report.map(|r| r["error_kind"] == "ledger_journal").unwrap_or(false);
-            if !refused && pr.spawn.ckpt.state().map(|s| s.finished.is_none()).unwrap_or(true) {
+            let refused = name == "UNRECOVERABLE_ERROR"
+                && report
+                    .map(|r| r["error_kind"] == "ledger_journal")
+                    .unwrap_or(false);
+            if !refused
+                && pr
+                    .spawn
+                    .ckpt
+                    .state()
+                    .map(|s| s.finished.is_none())
+                    .unwrap_or(true)
+            {
                 ck.fail(5, idx, format!("ledger journal line {line} is not a journal entry but the run went on ({name})"));
             }
         }
     }
     // ---- 6: a report never shows less money than the journal had committed at spawn
     if let Some(r) = report {
-        let resumed = pr.spawn.ckpt.state().map(|s| s.finished.is_none()).unwrap_or(true);
+        let resumed = pr
+            .spawn
+            .ckpt
+            .state()
+            .map(|s| s.finished.is_none())
+            .unwrap_or(true);
         if resumed && !is_refusal(r, &pr.spawn) && pr.fault_fired.is_none() {
             let spent = r["spend_usd"].as_f64().unwrap_or(0.0);
             if spent + EPS < pr.spawn.journal.committed() {
@@ -854,12 +1141,28 @@ fn check_process(ck: &mut Checks, pr: &Proc, case: &Case, p: &Paths, spec_bytes:
     // ---- 7: goal hash intact
     if let Some(s) = pr.end.ckpt.state() {
         if s.goal_sha256 != case.goal_sha256 {
-            ck.fail(6, idx, format!("checkpoint goal hash {} != {}", s.goal_sha256, case.goal_sha256));
+            ck.fail(
+                6,
+                idx,
+                format!(
+                    "checkpoint goal hash {} != {}",
+                    s.goal_sha256, case.goal_sha256
+                ),
+            );
         }
     }
     if let Some(r) = report {
-        if r["goal_sha256"].as_str() != Some(case.goal_sha256.as_str()) || r["goal"].as_str() != Some(case.goal.as_str()) {
-            ck.fail(6, idx, format!("report goal/hash differ from the spec's: {} / {}", r["goal"], r["goal_sha256"]));
+        if r["goal_sha256"].as_str() != Some(case.goal_sha256.as_str())
+            || r["goal"].as_str() != Some(case.goal.as_str())
+        {
+            ck.fail(
+                6,
+                idx,
+                format!(
+                    "report goal/hash differ from the spec's: {} / {}",
+                    r["goal"], r["goal_sha256"]
+                ),
+            );
         }
     }
     if std::fs::read(&p.spec).unwrap_or_default() != spec_bytes {
@@ -898,7 +1201,14 @@ fn final_checks(
         // (Not after an injected write error: then the journal could not take
         // what the report must still show.)
         if out.io_fault.is_none() && (spent - journal.booked()).abs() > 1e-6 {
-            ck.fail(5, idx, format!("report spend ${spent:.6} != journal booked ${:.6}", journal.booked()));
+            ck.fail(
+                5,
+                idx,
+                format!(
+                    "report spend ${spent:.6} != journal booked ${:.6}",
+                    journal.booked()
+                ),
+            );
         }
         for (seq, worst) in inflight_reserves {
             match journal.records.get(seq) {
@@ -911,9 +1221,19 @@ fn final_checks(
         }
     }
     // ---- 4: never reported done
-    let verified: Vec<String> = r["verified"].as_array().into_iter().flatten().filter_map(|v| v["id"].as_str().map(str::to_string)).collect();
+    let verified: Vec<String> = r["verified"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["id"].as_str().map(str::to_string))
+        .collect();
     for m in partial_seen {
-        if let Some(t) = case.tasks.iter().find(|(_, v)| v["kind"] == "migration_state" && v["name"] == m.as_str()).map(|(t, _)| t) {
+        if let Some(t) = case
+            .tasks
+            .iter()
+            .find(|(_, v)| v["kind"] == "migration_state" && v["name"] == m.as_str())
+            .map(|(t, _)| t)
+        {
             if verified.contains(t) {
                 ck.fail(3, idx, format!("migration {m} was seen partially applied yet its task {t} is reported verified"));
             }
@@ -922,26 +1242,58 @@ fn final_checks(
     // ---- 5: the ending's alert action happened (a human is told)
     if r["alert"].as_str().is_some_and(|a| a != "none") {
         let alerts = std::fs::read_to_string(p.state.join("alerts.jsonl")).unwrap_or_default();
-        let delivered = alerts.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).any(|a| a["ending"] == r["ending"]);
+        let delivered = alerts
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|a| a["ending"] == r["ending"]);
         if !delivered {
-            ck.fail(4, idx, format!("the run ended {} (alert action {}) but no alert for it is in alerts.jsonl", r["ending"], r["alert"]));
+            ck.fail(
+                4,
+                idx,
+                format!(
+                    "the run ended {} (alert action {}) but no alert for it is in alerts.jsonl",
+                    r["ending"], r["alert"]
+                ),
+            );
         }
     }
     // ---- 8: the report agrees with the workspace and the outbox
     ck.ex(7);
     for t in &verified {
         let Some(v) = case.tasks.get(t) else {
-            ck.fail(7, idx, format!("report lists {t} as verified, a task no plan ever proposed"));
+            ck.fail(
+                7,
+                idx,
+                format!("report lists {t} as verified, a task no plan ever proposed"),
+            );
             continue;
         };
         let e = oracle::effect(v, &p.ws, &p.outbox, &case.migrations);
         if e != Effect::Done {
-            ck.fail(7, idx, format!("report lists {t} as verified but the disk says {} ({e:?}) for {v}", e.wire()));
+            ck.fail(
+                7,
+                idx,
+                format!(
+                    "report lists {t} as verified but the disk says {} ({e:?}) for {v}",
+                    e.wire()
+                ),
+            );
         }
         if v["kind"] == "outbox_has" {
-            let n = last.end.outbox.get(v["key"].as_str().unwrap_or("")).copied().unwrap_or(0);
+            let n = last
+                .end
+                .outbox
+                .get(v["key"].as_str().unwrap_or(""))
+                .copied()
+                .unwrap_or(0);
             if n != 1 {
-                ck.fail(7, idx, format!("{t} is verified by a post, and the outbox holds {n} posts with its key"));
+                ck.fail(
+                    7,
+                    idx,
+                    format!(
+                        "{t} is verified by a post, and the outbox holds {n} posts with its key"
+                    ),
+                );
             }
         }
     }
@@ -953,7 +1305,12 @@ fn final_checks(
             };
             if let Some(c) = c {
                 if !harness::check::run_check(&c, &p.ws).passed {
-                    ck.fail(7, idx, "report says GOAL_MET but the goal predicate fails on the final workspace".into());
+                    ck.fail(
+                        7,
+                        idx,
+                        "report says GOAL_MET but the goal predicate fails on the final workspace"
+                            .into(),
+                    );
                 }
             }
         }
@@ -961,7 +1318,14 @@ fn final_checks(
     if let Some(s) = last.end.ckpt.state() {
         if let Some(f) = &s.finished {
             if serde_json::to_value(f.ending).ok().as_ref() != Some(&r["ending"]) {
-                ck.fail(7, idx, format!("report says {} but the final checkpoint says {:?}", r["ending"], f.ending));
+                ck.fail(
+                    7,
+                    idx,
+                    format!(
+                        "report says {} but the final checkpoint says {:?}",
+                        r["ending"], f.ending
+                    ),
+                );
             }
         }
     }
@@ -969,8 +1333,23 @@ fn final_checks(
 
 /// One per worker: its own replay server (so request capture and wiremock's
 /// retained requests can be cleared between its trials).
-fn worker(ctx: &Ctx, mode: Mode, todo: &[usize], next: &AtomicUsize, results: &Mutex<Vec<TrialOutcome>>, progress: &(dyn Fn(usize, usize) + Sync)) {
-    let server = match ctx.rt.block_on(ReplayServer::start(ctx.recordings.clone(), ReplayOptions { strict: false, latency_scale: 0.0, capture: true, ..Default::default() })) {
+fn worker(
+    ctx: &Ctx,
+    mode: Mode,
+    todo: &[usize],
+    next: &AtomicUsize,
+    results: &Mutex<Vec<TrialOutcome>>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) {
+    let server = match ctx.rt.block_on(ReplayServer::start(
+        ctx.recordings.clone(),
+        ReplayOptions {
+            strict: false,
+            latency_scale: 0.0,
+            capture: true,
+            ..Default::default()
+        },
+    )) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench chaos: cannot start the replay server: {e}");
@@ -999,8 +1378,23 @@ fn worker(ctx: &Ctx, mode: Mode, todo: &[usize], next: &AtomicUsize, results: &M
 }
 
 /// Run one clean pass of every case to learn its phase counts.
-pub fn calibrate(cfg: &Config, cases: &[Case], rt: &tokio::runtime::Runtime, recordings: &Recordings) -> Result<Vec<Calibration>, String> {
-    let server = rt.block_on(ReplayServer::start(recordings.clone(), ReplayOptions { strict: false, latency_scale: 0.0, capture: true, ..Default::default() })).map_err(|e| e.to_string())?;
+pub fn calibrate(
+    cfg: &Config,
+    cases: &[Case],
+    rt: &tokio::runtime::Runtime,
+    recordings: &Recordings,
+) -> Result<Vec<Calibration>, String> {
+    let server = rt
+        .block_on(ReplayServer::start(
+            recordings.clone(),
+            ReplayOptions {
+                strict: false,
+                latency_scale: 0.0,
+                capture: true,
+                ..Default::default()
+            },
+        ))
+        .map_err(|e| e.to_string())?;
     let mut out = vec![];
     for (ci, case) in cases.iter().enumerate() {
         let dir = cfg.work_dir.join(format!("calibrate-{}", case.id));
@@ -1010,7 +1404,13 @@ pub fn calibrate(cfg: &Config, cases: &[Case], rt: &tokio::runtime::Runtime, rec
         copy_tree(&case.dir, &dir.join("case")).map_err(|e| e.to_string())?;
         std::fs::create_dir_all(dir.join("state")).map_err(|e| e.to_string())?;
         let log = dir.join("ops.jsonl");
-        let mut env = vec![(harness::simfs::LOG_ENV.to_string(), log.display().to_string()), ("TMPDIR".into(), cfg.work_dir.display().to_string())];
+        let mut env = vec![
+            (
+                harness::simfs::LOG_ENV.to_string(),
+                log.display().to_string(),
+            ),
+            ("TMPDIR".into(), cfg.work_dir.display().to_string()),
+        ];
         if let Some(b) = &cfg.broken {
             env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
         }
@@ -1023,7 +1423,9 @@ pub fn calibrate(cfg: &Config, cases: &[Case], rt: &tokio::runtime::Runtime, rec
                 "--state-dir".into(),
                 dir.join("state").into(),
                 "--base-url".into(),
-                server.base_url_for(&case.replay_case, 0x00FF_0000 + ci as u32).into(),
+                server
+                    .base_url_for(&case.replay_case, 0x00FF_0000 + ci as u32)
+                    .into(),
             ],
             env,
             stdout: dir.join("stdout"),
@@ -1034,7 +1436,10 @@ pub fn calibrate(cfg: &Config, cases: &[Case], rt: &tokio::runtime::Runtime, rec
         let wall_us = t0.elapsed().as_micros() as u64;
         let stdout = std::fs::read_to_string(&s.stdout).unwrap_or_default();
         let Some(code) = outcome.exit_code() else {
-            return Err(format!("case {}: the clean run did not finish: {outcome:?}\n{stderr}", case.id));
+            return Err(format!(
+                "case {}: the clean run did not finish: {outcome:?}\n{stderr}",
+                case.id
+            ));
         };
         let ending = parse_ending(&stdout).map(|(e, _)| e).unwrap_or_default();
         if code == 4 || code == 64 {
@@ -1042,34 +1447,81 @@ pub fn calibrate(cfg: &Config, cases: &[Case], rt: &tokio::runtime::Runtime, rec
         }
         let ops = fsmodel::read_log(&log);
         let events = new_events(&dir.join("state"), 0);
-        let ev = |kind: &str, f: &dyn Fn(&Value) -> bool| events.iter().filter(|e| e["kind"] == kind && f(&e["data"])).count() as u64;
+        let ev = |kind: &str, f: &dyn Fn(&Value) -> bool| {
+            events
+                .iter()
+                .filter(|e| e["kind"] == kind && f(&e["data"]))
+                .count() as u64
+        };
         let mut phases = BTreeMap::new();
-        let ckname = |p: &Path| p.file_name().map(|n| n == "checkpoint.json" || n == "report.json").unwrap_or(false);
+        let ckname = |p: &Path| {
+            p.file_name()
+                .map(|n| n == "checkpoint.json" || n == "report.json")
+                .unwrap_or(false)
+        };
         let atomic = ops
             .iter()
             .filter(|o| match o {
                 fsmodel::Op::Rename { to, .. } => ckname(to),
-                fsmodel::Op::Open { path, trunc: true, .. } => path.file_name().map(|n| n == "checkpoint.json").unwrap_or(false),
+                fsmodel::Op::Open {
+                    path, trunc: true, ..
+                } => path
+                    .file_name()
+                    .map(|n| n == "checkpoint.json")
+                    .unwrap_or(false),
                 _ => false,
             })
             .count() as u64;
         let ws = dir.join("case/workspace");
         let step_writes = ops.iter().filter(|o| matches!(o, fsmodel::Op::Open { path, trunc: true, .. } if path.starts_with(&ws))).count() as u64;
         let applies = ev("tool", &|d| d["tool"] == "apply_migration");
-        let calls = |judge: bool| ev("model_call", &|d| (d["role"] == "judge") == judge) + ev("model_error", &|d| (d["role"] == "judge") == judge);
-        phases.insert(Phase::BeforeInProgressCheckpoint.as_str().into(), ev("task_start", &|_| true));
-        for ph in [Phase::TempWritten, Phase::AfterFsyncFile, Phase::AfterRenameBeforeFsyncDir] {
+        let calls = |judge: bool| {
+            ev("model_call", &|d| (d["role"] == "judge") == judge)
+                + ev("model_error", &|d| (d["role"] == "judge") == judge)
+        };
+        phases.insert(
+            Phase::BeforeInProgressCheckpoint.as_str().into(),
+            ev("task_start", &|_| true),
+        );
+        for ph in [
+            Phase::TempWritten,
+            Phase::AfterFsyncFile,
+            Phase::AfterRenameBeforeFsyncDir,
+        ] {
             phases.insert(ph.as_str().into(), atomic);
         }
-        phases.insert(Phase::BetweenMigrationSteps.as_str().into(), step_writes.saturating_sub(applies));
-        phases.insert(Phase::AfterPostBeforeCheckpoint.as_str().into(), ev("tool", &|d| d["tool"] == "post_message" && d["is_error"] == false));
+        phases.insert(
+            Phase::BetweenMigrationSteps.as_str().into(),
+            step_writes.saturating_sub(applies),
+        );
+        phases.insert(
+            Phase::AfterPostBeforeCheckpoint.as_str().into(),
+            ev("tool", &|d| {
+                d["tool"] == "post_message" && d["is_error"] == false
+            }),
+        );
         phases.insert(Phase::DuringModelCall.as_str().into(), calls(false));
         phases.insert(Phase::DuringDriftCall.as_str().into(), calls(true));
-        phases.insert(Phase::BetweenLedgerRecordAndCheckpoint.as_str().into(), ev("model_call", &|_| true));
+        phases.insert(
+            Phase::BetweenLedgerRecordAndCheckpoint.as_str().into(),
+            ev("model_call", &|_| true),
+        );
         phases.insert(Phase::DuringResumeVerify.as_str().into(), 1);
-        let writes = ops.iter().filter(|o| matches!(o, fsmodel::Op::Write { .. } | fsmodel::Op::Truncate { .. })).count() as u64;
-        let fsyncs = ops.iter().filter(|o| matches!(o, fsmodel::Op::Fsync { .. } | fsmodel::Op::FsyncDir { .. })).count() as u64;
-        out.push(Calibration { phases, writes, fsyncs, wall_us, ending });
+        let writes = ops
+            .iter()
+            .filter(|o| matches!(o, fsmodel::Op::Write { .. } | fsmodel::Op::Truncate { .. }))
+            .count() as u64;
+        let fsyncs = ops
+            .iter()
+            .filter(|o| matches!(o, fsmodel::Op::Fsync { .. } | fsmodel::Op::FsyncDir { .. }))
+            .count() as u64;
+        out.push(Calibration {
+            phases,
+            writes,
+            fsyncs,
+            wall_us,
+            ending,
+        });
         let _ = server.take_captured(&case.replay_case, 0x00FF_0000 + ci as u32);
         if !cfg.keep {
             let _ = std::fs::remove_dir_all(&dir);
@@ -1090,23 +1542,49 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, String> {
     let cases = crate::cases::load_all(&cfg.cases_dir)?;
     let only = match &cfg.case {
         Some(id) => Some(cases.iter().position(|c| &c.id == id).ok_or_else(|| {
-            format!("--case {id:?}: no such case under {} (cases: {})", cfg.cases_dir.display(), cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(", "))
+            format!(
+                "--case {id:?}: no such case under {} (cases: {})",
+                cfg.cases_dir.display(),
+                cases
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         })?),
         None => None,
     };
     if !cfg.harness_bin.is_file() {
-        return Err(format!("harness binary {} not found (build it: cargo build --release -p harness)", cfg.harness_bin.display()));
+        return Err(format!(
+            "harness binary {} not found (build it: cargo build --release -p harness)",
+            cfg.harness_bin.display()
+        ));
     }
-    std::fs::create_dir_all(&cfg.work_dir).map_err(|e| format!("{}: {e}", cfg.work_dir.display()))?;
+    std::fs::create_dir_all(&cfg.work_dir)
+        .map_err(|e| format!("{}: {e}", cfg.work_dir.display()))?;
     let recordings = crate::cases::recordings(&cases)?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
     let calib = calibrate(cfg, &cases, &rt, &recordings)?;
-    Ok(Prepared { cases, calib, only, rt, recordings })
+    Ok(Prepared {
+        cases,
+        calib,
+        only,
+        rt,
+        recordings,
+    })
 }
 
 /// The exact command that replays kill `k` of `mode`.
 pub fn replay_command(cfg: &Config, mode: Mode, k: usize) -> String {
-    let mut s = format!("bench chaos --seed {} --mode {} --replay-kill {k}", cfg.seed, mode.as_str());
+    let mut s = format!(
+        "bench chaos --seed {} --mode {} --replay-kill {k}",
+        cfg.seed,
+        mode.as_str()
+    );
     if let Some(c) = &cfg.case {
         s.push_str(&format!(" --case {c}"));
     }
@@ -1121,13 +1599,25 @@ pub fn replay_command(cfg: &Config, mode: Mode, k: usize) -> String {
 }
 
 /// Run every kill of one mode.
-pub fn run_mode(cfg: &Config, prep: &Prepared, mode: Mode, progress: &(dyn Fn(usize, usize) + Sync)) -> ModeReport {
+pub fn run_mode(
+    cfg: &Config,
+    prep: &Prepared,
+    mode: Mode,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> ModeReport {
     let t0 = Instant::now();
     let todo: Vec<usize> = match cfg.replay_kill {
         Some(k) => vec![k],
         None => (0..cfg.kills).collect(),
     };
-    let ctx = Ctx { cfg, cases: &prep.cases, calib: &prep.calib, only: prep.only, rt: &prep.rt, recordings: &prep.recordings };
+    let ctx = Ctx {
+        cfg,
+        cases: &prep.cases,
+        calib: &prep.calib,
+        only: prep.only,
+        rt: &prep.rt,
+        recordings: &prep.recordings,
+    };
     let next = AtomicUsize::new(0);
     let results = Mutex::new(Vec::with_capacity(todo.len()));
     let jobs = cfg.jobs.clamp(1, todo.len().max(1));
@@ -1138,7 +1628,10 @@ pub fn run_mode(cfg: &Config, prep: &Prepared, mode: Mode, progress: &(dyn Fn(us
     });
     let mut trials = results.into_inner().unwrap_or_else(|e| e.into_inner());
     trials.sort_by_key(|t| t.plan.k);
-    let mut r = ModeReport { mode: mode.as_str().into(), ..Default::default() };
+    let mut r = ModeReport {
+        mode: mode.as_str().into(),
+        ..Default::default()
+    };
     for name in INVARIANTS {
         r.invariants.insert(name.into(), InvCount::default());
     }
@@ -1156,7 +1649,9 @@ pub fn run_mode(cfg: &Config, prep: &Prepared, mode: Mode, progress: &(dyn Fn(us
         if let Some(f) = &t.io_fault {
             *r.io_faults.entry(f.clone()).or_insert(0) += 1;
         }
-        *r.endings.entry(t.ending.clone().unwrap_or_else(|| "NONE".into())).or_insert(0) += 1;
+        *r.endings
+            .entry(t.ending.clone().unwrap_or_else(|| "NONE".into()))
+            .or_insert(0) += 1;
         if let Some(k) = &t.refusal {
             *r.refusals.entry(k.clone()).or_insert(0) += 1;
         }
@@ -1173,7 +1668,11 @@ pub fn run_mode(cfg: &Config, prep: &Prepared, mode: Mode, progress: &(dyn Fn(us
                 case: t.case_id.clone(),
                 invariant: INVARIANTS[*inv].into(),
                 process: *process,
-                stratum: format!("{} ({})", t.plan.stratum.label(), describe_target(&t.plan.first)),
+                stratum: format!(
+                    "{} ({})",
+                    t.plan.stratum.label(),
+                    describe_target(&t.plan.first)
+                ),
                 detail: detail.clone(),
                 replay: replay_command(cfg, mode, t.plan.k),
                 trial_dir: t.dir.display().to_string(),
@@ -1212,7 +1711,16 @@ mod tests {
         let cases = crate::cases::load_all(&crate::cases::default_dir()).unwrap();
         let calib: Vec<Calibration> = cases
             .iter()
-            .map(|_| Calibration { phases: Phase::ALL.iter().map(|p| (p.as_str().to_string(), 3)).collect(), writes: 40, fsyncs: 40, wall_us: 30_000, ending: "GOAL_MET".into() })
+            .map(|_| Calibration {
+                phases: Phase::ALL
+                    .iter()
+                    .map(|p| (p.as_str().to_string(), 3))
+                    .collect(),
+                writes: 40,
+                fsyncs: 40,
+                wall_us: 30_000,
+                ending: "GOAL_MET".into(),
+            })
             .collect();
         for mode in [Mode::Sigkill, Mode::PowerLoss] {
             let n = strata(mode).len();
@@ -1220,7 +1728,10 @@ mod tests {
             for k in 0..n * 3 {
                 let a = plan(7, mode, k, &cases, &calib, None);
                 let b = plan(7, mode, k, &cases, &calib, None);
-                assert_eq!((a.case, &a.first, &a.stratum), (b.case, &b.first, &b.stratum));
+                assert_eq!(
+                    (a.case, &a.first, &a.stratum),
+                    (b.case, &b.first, &b.stratum)
+                );
                 *seen.entry(a.stratum.label()).or_insert(0) += 1;
             }
             assert_eq!(seen.len(), n);
@@ -1249,7 +1760,11 @@ mod tests {
         .collect();
         let (c, a) = checkpoint_writes(&ops, st, false);
         assert_eq!(c, vec![b"A".to_vec(), b"B".to_vec()]);
-        assert_eq!(a, Some(0), "B was renamed but the harness had not gone on from it");
+        assert_eq!(
+            a,
+            Some(0),
+            "B was renamed but the harness had not gone on from it"
+        );
         assert_eq!(checkpoint_writes(&ops, st, true).1, Some(1));
     }
 }

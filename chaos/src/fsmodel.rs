@@ -33,15 +33,45 @@ pub const SECTOR: u64 = 512;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    Open { fd: u64, path: PathBuf, created: bool, trunc: bool, append: bool },
-    Write { fd: u64, off: Option<u64>, data: String, ok: bool },
-    Fsync { fd: u64 },
-    Truncate { fd: u64, len: u64 },
-    Rename { from: PathBuf, to: PathBuf },
-    Unlink { path: PathBuf },
-    Mkdir { path: PathBuf },
-    FsyncDir { path: PathBuf },
-    Fault { errno: i32, class: String, n: u64, path: PathBuf },
+    Open {
+        fd: u64,
+        path: PathBuf,
+        created: bool,
+        trunc: bool,
+        append: bool,
+    },
+    Write {
+        fd: u64,
+        off: Option<u64>,
+        data: String,
+        ok: bool,
+    },
+    Fsync {
+        fd: u64,
+    },
+    Truncate {
+        fd: u64,
+        len: u64,
+    },
+    Rename {
+        from: PathBuf,
+        to: PathBuf,
+    },
+    Unlink {
+        path: PathBuf,
+    },
+    Mkdir {
+        path: PathBuf,
+    },
+    FsyncDir {
+        path: PathBuf,
+    },
+    Fault {
+        errno: i32,
+        class: String,
+        n: u64,
+        path: PathBuf,
+    },
 }
 
 impl Op {
@@ -61,7 +91,10 @@ pub fn parse_log(text: &str) -> Vec<Op> {
         Some(i) => &text[..=i],
         None => "",
     };
-    complete.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    complete
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 pub fn read_log(path: &Path) -> Vec<Op> {
@@ -84,14 +117,19 @@ pub enum Entry {
 
 impl Snapshot {
     pub fn take(roots: &[PathBuf]) -> Snapshot {
-        let mut s = Snapshot { roots: roots.to_vec(), entries: BTreeMap::new() };
+        let mut s = Snapshot {
+            roots: roots.to_vec(),
+            entries: BTreeMap::new(),
+        };
         for r in roots {
             s.walk(r);
         }
         s
     }
     fn walk(&mut self, p: &Path) {
-        let Ok(meta) = std::fs::symlink_metadata(p) else { return };
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            return;
+        };
         if meta.is_dir() {
             self.entries.insert(p.to_path_buf(), Entry::Dir);
             if let Ok(rd) = std::fs::read_dir(p) {
@@ -100,7 +138,10 @@ impl Snapshot {
                 }
             }
         } else if meta.is_file() {
-            self.entries.insert(p.to_path_buf(), Entry::File(std::fs::read(p).unwrap_or_default()));
+            self.entries.insert(
+                p.to_path_buf(),
+                Entry::File(std::fs::read(p).unwrap_or_default()),
+            );
         }
     }
     fn covers(&self, p: &Path) -> bool {
@@ -170,7 +211,12 @@ fn apply_data(buf: &mut Vec<u8>, op: &DataOp) {
     }
 }
 
-fn apply_meta(ns: &mut BTreeMap<PathBuf, Node>, m: &Meta, check: bool, base_dir: &dyn Fn(&Path) -> bool) -> bool {
+fn apply_meta(
+    ns: &mut BTreeMap<PathBuf, Node>,
+    m: &Meta,
+    check: bool,
+    base_dir: &dyn Fn(&Path) -> bool,
+) -> bool {
     let parent_ok = |ns: &BTreeMap<PathBuf, Node>, p: &Path| {
         let Some(d) = p.parent() else { return true };
         match ns.get(d) {
@@ -193,7 +239,9 @@ fn apply_meta(ns: &mut BTreeMap<PathBuf, Node>, m: &Meta, check: bool, base_dir:
             ns.insert(path.clone(), Node::Dir);
         }
         Meta::Rename { from, to } => {
-            let Some(n) = ns.get(from).copied() else { return false };
+            let Some(n) = ns.get(from).copied() else {
+                return false;
+            };
             if check && !parent_ok(ns, to) {
                 return false;
             }
@@ -244,7 +292,10 @@ impl Model {
             }
             Some(Entry::File(b)) => {
                 let ino = self.inodes.len();
-                self.inodes.push(Inode { durable: b.clone(), pending: vec![] });
+                self.inodes.push(Inode {
+                    durable: b.clone(),
+                    pending: vec![],
+                });
                 self.durable.insert(p.to_path_buf(), Node::File(ino));
                 self.live.insert(p.to_path_buf(), Node::File(ino));
             }
@@ -284,7 +335,13 @@ impl Model {
 
     pub fn step(&mut self, op: &Op) {
         match op {
-            Op::Open { fd, path, trunc, append, .. } => {
+            Op::Open {
+                fd,
+                path,
+                trunc,
+                append,
+                ..
+            } => {
                 self.know(path);
                 let ino = match self.live.get(path) {
                     Some(Node::File(i)) => {
@@ -297,14 +354,19 @@ impl Model {
                     _ => {
                         let i = self.inodes.len();
                         self.inodes.push(Inode::default());
-                        self.push_meta(Meta::Create { path: path.clone(), ino: i });
+                        self.push_meta(Meta::Create {
+                            path: path.clone(),
+                            ino: i,
+                        });
                         i
                     }
                 };
                 self.fds.insert(*fd, (ino, 0, *append));
             }
             Op::Write { fd, off, ok, .. } => {
-                let Some(&(ino, pos, append)) = self.fds.get(fd) else { return };
+                let Some(&(ino, pos, append)) = self.fds.get(fd) else {
+                    return;
+                };
                 let data = op.write_bytes();
                 let at = match off {
                     Some(o) => *o,
@@ -313,15 +375,23 @@ impl Model {
                 };
                 let _ = ok; // a failed write may still have landed partly: model it as written, volatile
                 let n = data.len() as u64;
-                self.inodes[ino].pending.push(DataOp::Write { off: at, data });
+                self.inodes[ino]
+                    .pending
+                    .push(DataOp::Write { off: at, data });
                 self.fds.insert(*fd, (ino, at + n, append));
             }
             Op::Truncate { fd, len } => {
-                let Some(&(ino, ..)) = self.fds.get(fd) else { return };
-                self.inodes[ino].pending.push(DataOp::Truncate { len: *len });
+                let Some(&(ino, ..)) = self.fds.get(fd) else {
+                    return;
+                };
+                self.inodes[ino]
+                    .pending
+                    .push(DataOp::Truncate { len: *len });
             }
             Op::Fsync { fd } => {
-                let Some(&(ino, ..)) = self.fds.get(fd) else { return };
+                let Some(&(ino, ..)) = self.fds.get(fd) else {
+                    return;
+                };
                 let pend = std::mem::take(&mut self.inodes[ino].pending);
                 for p in &pend {
                     apply_data(&mut self.inodes[ino].durable, p);
@@ -330,7 +400,10 @@ impl Model {
             Op::Rename { from, to } => {
                 self.know(from);
                 self.know(to);
-                self.push_meta(Meta::Rename { from: from.clone(), to: to.clone() });
+                self.push_meta(Meta::Rename {
+                    from: from.clone(),
+                    to: to.clone(),
+                });
             }
             Op::Unlink { path } => {
                 self.know(path);
@@ -341,7 +414,9 @@ impl Model {
                 self.push_meta(Meta::Mkdir { path: path.clone() });
             }
             Op::FsyncDir { path } => {
-                let (now, later): (Vec<Meta>, Vec<Meta>) = std::mem::take(&mut self.pending).into_iter().partition(|m| m.dir() == *path);
+                let (now, later): (Vec<Meta>, Vec<Meta>) = std::mem::take(&mut self.pending)
+                    .into_iter()
+                    .partition(|m| m.dir() == *path);
                 self.pending = later;
                 let base = |_: &Path| true;
                 for m in &now {
@@ -388,7 +463,9 @@ impl Model {
                     continue;
                 }
                 match op {
-                    DataOp::Write { off, data } if policy == CrashPolicy::Random && rng.gen_bool(0.35) => {
+                    DataOp::Write { off, data }
+                        if policy == CrashPolicy::Random && rng.gen_bool(0.35) =>
+                    {
                         // Torn: only some of the sectors the write covers made it.
                         let end = off + data.len() as u64;
                         let mut s = off / SECTOR * SECTOR;
@@ -397,7 +474,13 @@ impl Model {
                             let a = s.max(*off);
                             let e = (s + SECTOR).min(end);
                             if rng.gen_bool(0.5) {
-                                apply_data(&mut b, &DataOp::Write { off: a, data: data[(a - off) as usize..(e - off) as usize].to_vec() });
+                                apply_data(
+                                    &mut b,
+                                    &DataOp::Write {
+                                        off: a,
+                                        data: data[(a - off) as usize..(e - off) as usize].to_vec(),
+                                    },
+                                );
                             } else {
                                 any_dropped = true;
                             }
@@ -425,7 +508,12 @@ impl Model {
             };
             entries.insert(p.clone(), e);
         }
-        Image { entries, kept_meta, dropped_meta: self.pending.len() - kept_meta, torn_writes: torn }
+        Image {
+            entries,
+            kept_meta,
+            dropped_meta: self.pending.len() - kept_meta,
+            torn_writes: torn,
+        }
     }
 }
 
@@ -498,15 +586,21 @@ mod tests {
     use serde_json::json;
 
     fn ops(v: Vec<serde_json::Value>) -> Vec<Op> {
-        v.into_iter().map(|x| serde_json::from_value(x).unwrap()).collect()
+        v.into_iter()
+            .map(|x| serde_json::from_value(x).unwrap())
+            .collect()
     }
     fn w(fd: u64, off: u64, s: &str) -> serde_json::Value {
         json!({"op":"write","fd":fd,"off":off,"data":hex::encode(s),"ok":true})
     }
     fn base() -> Snapshot {
-        let mut s = Snapshot { roots: vec!["/s".into()], entries: BTreeMap::new() };
+        let mut s = Snapshot {
+            roots: vec!["/s".into()],
+            entries: BTreeMap::new(),
+        };
         s.entries.insert("/s".into(), Entry::Dir);
-        s.entries.insert("/s/ck".into(), Entry::File(b"old".to_vec()));
+        s.entries
+            .insert("/s/ck".into(), Entry::File(b"old".to_vec()));
         s
     }
     fn file(img: &Image, p: &str) -> Option<Vec<u8>> {
@@ -516,7 +610,10 @@ mod tests {
         }
     }
     fn atomic(with_file_fsync: bool, with_dir_fsync: bool) -> Vec<Op> {
-        let mut v = vec![json!({"op":"open","fd":1,"path":"/s/.ck.tmp-1-0","created":true,"trunc":false,"append":false}), w(1, 0, "new")];
+        let mut v = vec![
+            json!({"op":"open","fd":1,"path":"/s/.ck.tmp-1-0","created":true,"trunc":false,"append":false}),
+            w(1, 0, "new"),
+        ];
         if with_file_fsync {
             v.push(json!({"op":"fsync","fd":1}));
         }
@@ -533,7 +630,11 @@ mod tests {
         m.replay(&atomic(true, true));
         for seed in 0..50 {
             let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-            for pol in [CrashPolicy::DropAll, CrashPolicy::Random, CrashPolicy::KeepAll] {
+            for pol in [
+                CrashPolicy::DropAll,
+                CrashPolicy::Random,
+                CrashPolicy::KeepAll,
+            ] {
                 let img = m.crash(pol, &mut r);
                 assert_eq!(file(&img, "/s/ck").unwrap(), b"new");
                 assert_eq!(file(&img, "/s/.ck.tmp-1-0"), None);
@@ -545,9 +646,15 @@ mod tests {
     fn missing_dir_fsync_can_lose_the_rename_but_never_tears() {
         let mut m = Model::new(base());
         m.replay(&atomic(true, false));
-        let img = m.crash(CrashPolicy::DropAll, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0));
+        let img = m.crash(
+            CrashPolicy::DropAll,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
+        );
         assert_eq!(file(&img, "/s/ck").unwrap(), b"old");
-        let img = m.crash(CrashPolicy::KeepAll, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0));
+        let img = m.crash(
+            CrashPolicy::KeepAll,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
+        );
         assert_eq!(file(&img, "/s/ck").unwrap(), b"new");
     }
 
@@ -555,8 +662,15 @@ mod tests {
     fn missing_file_fsync_can_leave_an_empty_checkpoint() {
         let mut m = Model::new(base());
         m.replay(&atomic(false, true));
-        let img = m.crash(CrashPolicy::DropAll, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0));
-        assert_eq!(file(&img, "/s/ck").unwrap(), b"", "the name is durable, the data is not");
+        let img = m.crash(
+            CrashPolicy::DropAll,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
+        );
+        assert_eq!(
+            file(&img, "/s/ck").unwrap(),
+            b"",
+            "the name is durable, the data is not"
+        );
     }
 
     #[test]
@@ -572,30 +686,53 @@ mod tests {
             json!({"op":"fsync","fd":1}),
             json!({"op":"fsync_dir","path":"/w/db"}),
         ]));
-        let img = m.crash(CrashPolicy::DropAll, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0));
+        let img = m.crash(
+            CrashPolicy::DropAll,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
+        );
         assert_eq!(img.entries[Path::new("/w/db")], None);
-        assert_eq!(file(&img, "/w/db/a.sql"), None, "unreachable without its directory");
-        let img = m.crash(CrashPolicy::KeepAll, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0));
+        assert_eq!(
+            file(&img, "/w/db/a.sql"),
+            None,
+            "unreachable without its directory"
+        );
+        let img = m.crash(
+            CrashPolicy::KeepAll,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
+        );
         assert_eq!(file(&img, "/w/db/a.sql").unwrap(), b"x");
     }
 
     #[test]
     fn unsynced_appends_tear_at_sector_granularity() {
         let mut s = base();
-        s.entries.insert("/s/j".into(), Entry::File(vec![b'a'; 500]));
+        s.entries
+            .insert("/s/j".into(), Entry::File(vec![b'a'; 500]));
         let mut m = Model::new(s);
         let line = "b".repeat(600);
-        m.replay(&ops(vec![json!({"op":"open","fd":1,"path":"/s/j","created":false,"trunc":false,"append":true}), w(1, 500, &line)]));
+        m.replay(&ops(vec![
+            json!({"op":"open","fd":1,"path":"/s/j","created":false,"trunc":false,"append":true}),
+            w(1, 500, &line),
+        ]));
         let mut shapes = BTreeSet::new();
         for seed in 0..200 {
-            let img = m.crash(CrashPolicy::Random, &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+            let img = m.crash(
+                CrashPolicy::Random,
+                &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed),
+            );
             let b = file(&img, "/s/j").unwrap();
             assert!(b[..500].iter().all(|&c| c == b'a'), "durable prefix kept");
             shapes.insert(b.len());
             assert!(b[500..].iter().all(|&c| c == b'b' || c == 0));
         }
-        assert!(shapes.contains(&500) && shapes.contains(&1100), "{shapes:?}");
-        assert!(shapes.contains(&1024), "torn at the sector boundary: {shapes:?}");
+        assert!(
+            shapes.contains(&500) && shapes.contains(&1100),
+            "{shapes:?}"
+        );
+        assert!(
+            shapes.contains(&1024),
+            "torn at the sector boundary: {shapes:?}"
+        );
     }
 
     #[test]

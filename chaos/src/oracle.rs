@@ -77,10 +77,22 @@ impl Journal {
             let seq = v["seq"].as_u64().unwrap_or(u64::MAX);
             match v["op"].as_str() {
                 Some("reserve") => {
-                    j.reserves.insert(seq, (v["call_key"].as_str().unwrap_or("").into(), v["worst_usd"].as_f64().unwrap_or(0.0)));
+                    j.reserves.insert(
+                        seq,
+                        (
+                            v["call_key"].as_str().unwrap_or("").into(),
+                            v["worst_usd"].as_f64().unwrap_or(0.0),
+                        ),
+                    );
                 }
                 Some("record") => {
-                    j.records.insert(seq, (v["cost_usd"].as_f64().unwrap_or(0.0), v["basis"].as_str().unwrap_or("").into()));
+                    j.records.insert(
+                        seq,
+                        (
+                            v["cost_usd"].as_f64().unwrap_or(0.0),
+                            v["basis"].as_str().unwrap_or("").into(),
+                        ),
+                    );
                 }
                 Some("release") => j.released.push(seq),
                 _ => {
@@ -95,7 +107,11 @@ impl Journal {
     }
     /// Reserves with neither a record nor a release: calls in flight at a kill.
     pub fn open(&self) -> BTreeMap<u64, (String, f64)> {
-        self.reserves.iter().filter(|(s, _)| !self.records.contains_key(s) && !self.released.contains(s)).map(|(s, v)| (*s, v.clone())).collect()
+        self.reserves
+            .iter()
+            .filter(|(s, _)| !self.records.contains_key(s) && !self.released.contains(s))
+            .map(|(s, v)| (*s, v.clone()))
+            .collect()
     }
     /// What the harness has committed to: booked money plus the worst case
     /// of everything in flight (booked that way on resume).
@@ -105,7 +121,12 @@ impl Journal {
 }
 
 /// A task's effect on the disk, judged from the files alone.
-pub fn effect(verify: &Value, ws: &Path, outbox: &Path, migrations: &BTreeMap<String, Vec<(String, String)>>) -> Effect {
+pub fn effect(
+    verify: &Value,
+    ws: &Path,
+    outbox: &Path,
+    migrations: &BTreeMap<String, Vec<(String, String)>>,
+) -> Effect {
     let s = |k: &str| verify.get(k).and_then(Value::as_str).unwrap_or("");
     match s("kind") {
         "file_contains" => match std::fs::read(ws.join(s("path"))) {
@@ -134,8 +155,17 @@ pub fn effect(verify: &Value, ws: &Path, outbox: &Path, migrations: &BTreeMap<St
             }
         }
         "migration_state" => {
-            let Some(steps) = migrations.get(s("name")) else { return Effect::NotStarted };
-            let applied: Vec<bool> = steps.iter().map(|(p, c)| std::fs::read(ws.join(p)).map(|b| b == c.as_bytes()).unwrap_or(false)).collect();
+            let Some(steps) = migrations.get(s("name")) else {
+                return Effect::NotStarted;
+            };
+            let applied: Vec<bool> = steps
+                .iter()
+                .map(|(p, c)| {
+                    std::fs::read(ws.join(p))
+                        .map(|b| b == c.as_bytes())
+                        .unwrap_or(false)
+                })
+                .collect();
             let n = applied.iter().filter(|a| **a).count();
             if n == steps.len() {
                 Effect::Done
@@ -201,7 +231,11 @@ mod tests {
     fn outbox_and_journal_readers() {
         let d = tempfile::tempdir().unwrap();
         let o = d.path().join("o");
-        std::fs::write(&o, "{\"key\":\"a\"}\n{\"key\":\"a\"}\n{\"key\":\"b\"}\n{\"key\":\"c\"").unwrap();
+        std::fs::write(
+            &o,
+            "{\"key\":\"a\"}\n{\"key\":\"a\"}\n{\"key\":\"b\"}\n{\"key\":\"c\"",
+        )
+        .unwrap();
         let c = outbox_counts(&o);
         assert_eq!((c["a"], c["b"], c.get("c")), (2, 1, None));
         let j = d.path().join("j");
@@ -220,15 +254,40 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let ws = d.path();
         let mut m = BTreeMap::new();
-        m.insert("m".to_string(), vec![("a".to_string(), "1".to_string()), ("b/c".to_string(), "2".to_string())]);
+        m.insert(
+            "m".to_string(),
+            vec![
+                ("a".to_string(), "1".to_string()),
+                ("b/c".to_string(), "2".to_string()),
+            ],
+        );
         let v = json!({"kind":"migration_state","name":"m"});
         assert_eq!(effect(&v, ws, &ws.join("o"), &m), Effect::NotStarted);
         std::fs::write(ws.join("a"), "1").unwrap();
-        assert!(matches!(effect(&v, ws, &ws.join("o"), &m), Effect::Partial(_)));
+        assert!(matches!(
+            effect(&v, ws, &ws.join("o"), &m),
+            Effect::Partial(_)
+        ));
         std::fs::create_dir(ws.join("b")).unwrap();
         std::fs::write(ws.join("b/c"), "2").unwrap();
         assert_eq!(effect(&v, ws, &ws.join("o"), &m), Effect::Done);
-        assert_eq!(effect(&json!({"kind":"file_contains","path":"a","text":"1"}), ws, &ws.join("o"), &m), Effect::Done);
-        assert_eq!(effect(&json!({"kind":"outbox_has","key":"k"}), ws, &ws.join("o"), &m), Effect::NotStarted);
+        assert_eq!(
+            effect(
+                &json!({"kind":"file_contains","path":"a","text":"1"}),
+                ws,
+                &ws.join("o"),
+                &m
+            ),
+            Effect::Done
+        );
+        assert_eq!(
+            effect(
+                &json!({"kind":"outbox_has","key":"k"}),
+                ws,
+                &ws.join("o"),
+                &m
+            ),
+            Effect::NotStarted
+        );
     }
 }

@@ -27,15 +27,26 @@ pub enum Target {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// Died of SIGKILL, confirmed by waitpid, at a named phase.
-    KilledAtPhase { phase: String, n: u64 },
+    KilledAtPhase {
+        phase: String,
+        n: u64,
+    },
     /// Died of SIGKILL, confirmed by waitpid, at a random time.
-    KilledByTimer { delay_us: u64 },
+    KilledByTimer {
+        delay_us: u64,
+    },
     /// The signal was sent but waitpid reported something else.
-    SignalNotConfirmed { status: String },
+    SignalNotConfirmed {
+        status: String,
+    },
     /// Exited on its own before the kill point was reached (counted apart).
-    ExitedBeforeSignal { code: i32 },
+    ExitedBeforeSignal {
+        code: i32,
+    },
     /// Exited on its own; no kill was planned.
-    Exited { code: i32 },
+    Exited {
+        code: i32,
+    },
     /// Still running at the timeout: killed, and a violation.
     Hung,
     SpawnFailed(String),
@@ -43,7 +54,10 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn killed(&self) -> bool {
-        matches!(self, Outcome::KilledAtPhase { .. } | Outcome::KilledByTimer { .. })
+        matches!(
+            self,
+            Outcome::KilledAtPhase { .. } | Outcome::KilledByTimer { .. }
+        )
     }
     pub fn exit_code(&self) -> Option<i32> {
         match self {
@@ -96,9 +110,16 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
     }
     let stdout = match std::fs::File::create(&s.stdout) {
         Ok(f) => f,
-        Err(e) => return (Outcome::SpawnFailed(format!("{}: {e}", s.stdout.display())), String::new()),
+        Err(e) => {
+            return (
+                Outcome::SpawnFailed(format!("{}: {e}", s.stdout.display())),
+                String::new(),
+            )
+        }
     };
-    cmd.stdin(Stdio::null()).stdout(stdout).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped());
     // Its own process group, so the kill takes what it started with it (a
     // check script forked but not yet exec'd still shares the run.lock open
     // file description, and would make the resume see "another harness is
@@ -107,7 +128,12 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
     let start = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return (Outcome::SpawnFailed(format!("{}: {e}", s.harness.display())), String::new()),
+        Err(e) => {
+            return (
+                Outcome::SpawnFailed(format!("{}: {e}", s.harness.display())),
+                String::new(),
+            )
+        }
     };
     let pid = Pid::from_raw(child.id() as i32);
     let err = child.stderr.take().expect("stderr is piped");
@@ -136,8 +162,13 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
             Ok(Ev::Paused) => {
                 sigkill();
                 match reap(pid) {
-                    Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledAtPhase { phase: phase.clone(), n: *n },
-                    other => Outcome::SignalNotConfirmed { status: format!("{other:?}") },
+                    Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledAtPhase {
+                        phase: phase.clone(),
+                        n: *n,
+                    },
+                    other => Outcome::SignalNotConfirmed {
+                        status: format!("{other:?}"),
+                    },
                 }
             }
             Ok(Ev::Eof) => exited(reap(pid), true),
@@ -155,9 +186,13 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
                     // Paused lines cannot happen (no pause target); timeout: kill now.
                     sigkill();
                     match reap(pid) {
-                        Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledByTimer { delay_us: *delay_us },
+                        Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledByTimer {
+                            delay_us: *delay_us,
+                        },
                         Reaped::Exited(code) => Outcome::ExitedBeforeSignal { code },
-                        other => Outcome::SignalNotConfirmed { status: format!("{other:?}") },
+                        other => Outcome::SignalNotConfirmed {
+                            status: format!("{other:?}"),
+                        },
                     }
                 }
             }
@@ -201,6 +236,8 @@ fn exited(r: Reaped, kill_planned: bool) -> Outcome {
     match r {
         Reaped::Exited(code) if kill_planned => Outcome::ExitedBeforeSignal { code },
         Reaped::Exited(code) => Outcome::Exited { code },
-        other => Outcome::SignalNotConfirmed { status: format!("{other:?}") },
+        other => Outcome::SignalNotConfirmed {
+            status: format!("{other:?}"),
+        },
     }
 }

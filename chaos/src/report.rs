@@ -30,7 +30,10 @@ fn add(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
 pub fn to_json(info: &RunInfo, modes: &[ModeReport]) -> Value {
     let mut by_phase = BTreeMap::new();
     let mut endings = BTreeMap::new();
-    let mut inv: BTreeMap<String, InvCount> = INVARIANTS.iter().map(|n| (n.to_string(), InvCount::default())).collect();
+    let mut inv: BTreeMap<String, InvCount> = INVARIANTS
+        .iter()
+        .map(|n| (n.to_string(), InvCount::default()))
+        .collect();
     for m in modes {
         add(&mut by_phase, &m.by_phase);
         add(&mut endings, &m.endings);
@@ -41,7 +44,8 @@ pub fn to_json(info: &RunInfo, modes: &[ModeReport]) -> Value {
             t.violated += c.violated;
         }
     }
-    let violations: Vec<&crate::driver::Violation> = modes.iter().flat_map(|m| &m.violations).collect();
+    let violations: Vec<&crate::driver::Violation> =
+        modes.iter().flat_map(|m| &m.violations).collect();
     json!({
         "kills": modes.iter().map(|m| m.kills).sum::<u64>(),
         "confirmed_kills": modes.iter().map(|m| m.confirmed_kills).sum::<u64>(),
@@ -127,7 +131,10 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
         .collect();
     out.push_str(&table(&header, &rows));
     out.push('\n');
-    let mut phases: Vec<String> = harness::chaos_hook::Phase::ALL.iter().map(|p| p.as_str().to_string()).collect();
+    let mut phases: Vec<String> = harness::chaos_hook::Phase::ALL
+        .iter()
+        .map(|p| p.as_str().to_string())
+        .collect();
     phases.push("random_timing".into());
     let mut header = vec!["kill point (confirmed SIGKILLs)".to_string()];
     for m in modes {
@@ -152,14 +159,26 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
     };
     rows.push(total(&|m| m.kills, "kill indexes run"));
     rows.push(total(&|m| m.confirmed_kills, "confirmed kills (all)"));
-    rows.push(total(&|m| m.kills_during_resume, "  of which during a resume"));
-    rows.push(total(&|m| m.exited_before_signal, "exited before the signal"));
+    rows.push(total(
+        &|m| m.kills_during_resume,
+        "  of which during a resume",
+    ));
+    rows.push(total(
+        &|m| m.exited_before_signal,
+        "exited before the signal",
+    ));
     rows.push(total(&|m| m.power_cuts, "power cuts simulated"));
-    rows.push(total(&|m| m.io_faults.values().sum(), "I/O faults injected"));
+    rows.push(total(
+        &|m| m.io_faults.values().sum(),
+        "I/O faults injected",
+    ));
     rows.push(total(&|m| m.resumes, "resumes"));
     out.push_str(&table(&header, &rows));
     out.push('\n');
-    let mut endings: Vec<String> = modes.iter().flat_map(|m| m.endings.keys().cloned()).collect();
+    let mut endings: Vec<String> = modes
+        .iter()
+        .flat_map(|m| m.endings.keys().cloned())
+        .collect();
     endings.sort();
     endings.dedup();
     let mut header = vec!["final ending".to_string()];
@@ -196,28 +215,73 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
         info.build_s
     ));
     for m in modes {
-        s.push_str(&format!("- {}: {} kill indexes in {:.1} s ({:.0} ms each)\n", m.mode, m.kills, m.wall_s, 1000.0 * m.wall_s / m.kills.max(1) as f64));
+        s.push_str(&format!(
+            "- {}: {} kill indexes in {:.1} s ({:.0} ms each)\n",
+            m.mode,
+            m.kills,
+            m.wall_s,
+            1000.0 * m.wall_s / m.kills.max(1) as f64
+        ));
     }
-    s.push_str(&format!("\n**{}**\n\n", if nviol == 0 { "Zero violations.".to_string() } else { format!("{nviol} violation(s).") }));
+    s.push_str(&format!(
+        "\n**{}**\n\n",
+        if nviol == 0 {
+            "Zero violations.".to_string()
+        } else {
+            format!("{nviol} violation(s).")
+        }
+    ));
     s.push_str(&summary_tables(modes));
     for m in modes {
         if !m.io_faults.is_empty() {
             s.push_str(&format!("\n{} I/O faults injected (errno:class): ", m.mode));
-            s.push_str(&m.io_faults.iter().map(|(k, v)| format!("{k} x{v}")).collect::<Vec<_>>().join(", "));
+            s.push_str(
+                &m.io_faults
+                    .iter()
+                    .map(|(k, v)| format!("{k} x{v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
             s.push('\n');
         }
         if !m.refusals.is_empty() {
-            s.push_str(&format!("\n{} runs that ended refusing to resume: ", m.mode));
-            s.push_str(&m.refusals.iter().map(|(k, v)| format!("{k} x{v}")).collect::<Vec<_>>().join(", "));
+            s.push_str(&format!(
+                "\n{} runs that ended refusing to resume: ",
+                m.mode
+            ));
+            s.push_str(
+                &m.refusals
+                    .iter()
+                    .map(|(k, v)| format!("{k} x{v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
             s.push('\n');
         }
     }
     s.push_str("\n## Cases\n\n");
     let mut rows = vec![];
     for (c, cal) in info.cases.iter().zip(&info.calibration) {
-        rows.push(vec![c.clone(), cal.ending.clone(), cal.phases.values().sum::<u64>().to_string(), cal.writes.to_string(), cal.fsyncs.to_string(), format!("{:.1}", cal.wall_us as f64 / 1000.0)]);
+        rows.push(vec![
+            c.clone(),
+            cal.ending.clone(),
+            cal.phases.values().sum::<u64>().to_string(),
+            cal.writes.to_string(),
+            cal.fsyncs.to_string(),
+            format!("{:.1}", cal.wall_us as f64 / 1000.0),
+        ]);
     }
-    s.push_str(&table(&["case", "clean ending", "phase points", "writes", "fsyncs", "clean run ms"], &rows));
+    s.push_str(&table(
+        &[
+            "case",
+            "clean ending",
+            "phase points",
+            "writes",
+            "fsyncs",
+            "clean run ms",
+        ],
+        &rows,
+    ));
     s.push_str(
         "\n## What the invariants check\n\n\
 1. `no_torn_checkpoint`: after every kill or power cut the checkpoint on disk is a whole frame, and it is the last one the harness went on from (or a newer one); a resume on a bad frame ends UNRECOVERABLE_ERROR naming the refusal and leaves the file alone; a valid-looking decoy temp file is never read.\n\

@@ -23,14 +23,21 @@ fn newest_source() -> SystemTime {
         }
     }
     let mut t = SystemTime::UNIX_EPOCH;
-    walk(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../harness/src"), &mut t);
+    walk(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../harness/src"),
+        &mut t,
+    );
     t
 }
 
 fn harness_bin() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let bin = exe.parent()?.parent()?.join("harness");
-    let fresh = bin.metadata().and_then(|m| m.modified()).map(|m| m >= newest_source()).unwrap_or(false);
+    let fresh = bin
+        .metadata()
+        .and_then(|m| m.modified())
+        .map(|m| m >= newest_source())
+        .unwrap_or(false);
     if fresh {
         Some(bin)
     } else {
@@ -60,27 +67,51 @@ fn every_stratum_is_killed_and_checked_in_both_modes() {
         replay_extra: String::new(),
     };
     let prep = driver::prepare(&cfg).unwrap();
-    assert!(prep.calib.iter().all(|c| c.phases.values().sum::<u64>() > 20), "{:?}", prep.calib);
+    assert!(
+        prep.calib
+            .iter()
+            .all(|c| c.phases.values().sum::<u64>() > 20),
+        "{:?}",
+        prep.calib
+    );
     let mut reports = vec![];
     for mode in [Mode::Sigkill, Mode::PowerLoss] {
         // One kill index per stratum: every named phase, random timing (and I/O errors).
-        let cfg = Config { kills: driver::strata(mode).len(), ..cfg.clone() };
+        let cfg = Config {
+            kills: driver::strata(mode).len(),
+            ..cfg.clone()
+        };
         let r = driver::run_mode(&cfg, &prep, mode, &|_, _| {});
         assert_eq!(r.kills as usize, cfg.kills);
         for (name, c) in &r.invariants {
             assert_eq!(c.checked, r.kills, "{name}");
         }
-        let named = harness::chaos_hook::Phase::ALL.iter().filter(|p| r.by_phase.contains_key(p.as_str())).count();
-        assert!(named >= 8, "{mode:?}: confirmed kills at only {named} named phases: {:?}", r.by_phase);
+        let named = harness::chaos_hook::Phase::ALL
+            .iter()
+            .filter(|p| r.by_phase.contains_key(p.as_str()))
+            .count();
+        assert!(
+            named >= 8,
+            "{mode:?}: confirmed kills at only {named} named phases: {:?}",
+            r.by_phase
+        );
         assert!(r.confirmed_kills >= 10, "{mode:?}: {r:?}");
         if mode == Mode::PowerLoss {
             assert!(r.power_cuts >= r.kills, "{r:?}");
             assert_eq!(r.io_faults.values().sum::<u64>(), 1);
         }
         for v in &r.violations {
-            assert!(v.replay.contains("--seed 4242") && v.replay.contains(&format!("--replay-kill {}", v.kill)), "{v:?}");
+            assert!(
+                v.replay.contains("--seed 4242")
+                    && v.replay.contains(&format!("--replay-kill {}", v.kill)),
+                "{v:?}"
+            );
         }
-        assert!(r.endings.keys().all(|e| e != "NONE"), "every run ended: {:?}", r.endings);
+        assert!(
+            r.endings.keys().all(|e| e != "NONE"),
+            "every run ended: {:?}",
+            r.endings
+        );
         reports.push(r);
     }
     let info = chaos::report::RunInfo {
@@ -96,7 +127,16 @@ fn every_stratum_is_killed_and_checked_in_both_modes() {
         build_s: 0.0,
     };
     let j = chaos::report::to_json(&info, &reports);
-    for k in ["kills", "confirmed_kills", "violations", "by_phase", "invariants", "endings", "seed", "mode"] {
+    for k in [
+        "kills",
+        "confirmed_kills",
+        "violations",
+        "by_phase",
+        "invariants",
+        "endings",
+        "seed",
+        "mode",
+    ] {
         assert!(j.get(k).is_some(), "chaos.json lacks {k}");
     }
     assert_eq!(j["invariants"].as_object().unwrap().len(), 8);

@@ -16,7 +16,10 @@ use std::sync::OnceLock;
 fn log() -> &'static PathBuf {
     static L: OnceLock<PathBuf> = OnceLock::new();
     L.get_or_init(|| {
-        let p = std::env::temp_dir().join(format!("chaos-power-loss-bugs-{}.jsonl", std::process::id()));
+        let p = std::env::temp_dir().join(format!(
+            "chaos-power-loss-bugs-{}.jsonl",
+            std::process::id()
+        ));
         let _ = std::fs::remove_file(&p);
         std::env::set_var(harness::simfs::LOG_ENV, &p);
         p
@@ -41,13 +44,18 @@ fn power_cut(root: &Path, before: Snapshot) -> chaos::fsmodel::Image {
                 }
                 mine
             }
-            chaos::fsmodel::Op::Write { fd, .. } | chaos::fsmodel::Op::Fsync { fd } | chaos::fsmodel::Op::Truncate { fd, .. } => fds.contains(fd),
+            chaos::fsmodel::Op::Write { fd, .. }
+            | chaos::fsmodel::Op::Fsync { fd }
+            | chaos::fsmodel::Op::Truncate { fd, .. } => fds.contains(fd),
             other => format!("{other:?}").contains(&*root.to_string_lossy()),
         })
         .collect();
     let mut m = Model::new(before);
     m.replay(&ops);
-    let img = m.crash(CrashPolicy::DropAll, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0));
+    let img = m.crash(
+        CrashPolicy::DropAll,
+        &mut rand_chacha::ChaCha8Rng::seed_from_u64(0),
+    );
     img.apply().unwrap();
     img
 }
@@ -69,13 +77,24 @@ fn a_verified_migration_survives_a_power_cut() {
     // apply() returned Ok: every step was written and fsynced, and the harness
     // now verifies the task done, checkpoints it completed and reports it verified.
     harness::migration::apply(&ws, "0007").unwrap();
-    assert_eq!(harness::migration::state(&ws, "0007"), harness::migration::MigrationState::Done);
+    assert_eq!(
+        harness::migration::state(&ws, "0007"),
+        harness::migration::MigrationState::Done
+    );
     let img = power_cut(&root, before);
     // write_synced() fsyncs each step file and the directory holding it, but
     // `db/` itself was created by create_dir_all and its entry in the
     // workspace root was never fsynced: the whole migration can vanish.
-    assert_eq!(img.entries.get(&ws_dir.join("db")), Some(&Some(Entry::Dir)), "db/ lost by the power cut");
-    assert_eq!(harness::migration::state(&ws, "0007"), harness::migration::MigrationState::Done, "a migration reported done is gone after a power cut");
+    assert_eq!(
+        img.entries.get(&ws_dir.join("db")),
+        Some(&Some(Entry::Dir)),
+        "db/ lost by the power cut"
+    );
+    assert_eq!(
+        harness::migration::state(&ws, "0007"),
+        harness::migration::MigrationState::Done,
+        "a migration reported done is gone after a power cut"
+    );
 }
 
 #[test]
@@ -86,13 +105,24 @@ fn the_first_reserve_survives_a_power_cut() {
     let state = root.join("state");
     std::fs::create_dir_all(&state).unwrap();
     let before = Snapshot::take(std::slice::from_ref(&state));
-    let price = harness::ledger::Price { input_usd_per_mtok: 5.0, output_usd_per_mtok: 25.0 };
+    let price = harness::ledger::Price {
+        input_usd_per_mtok: 5.0,
+        output_usd_per_mtok: 25.0,
+    };
     let mut ledger = harness::ledger::Ledger::new(28.0, [("m".to_string(), price)].into());
     ledger.open_journal(&state.join("ledger.jsonl")).unwrap();
     // reserve() returned Ok: the journal line is fsynced, and the harness now
     // makes the (billed) model call. ARCHITECTURE.md: "Money is journaled
     // before each call".
-    let r = ledger.reserve(harness::model::types::CallRole::Plan, "plan/0", "m", 2000, 4096).unwrap();
+    let r = ledger
+        .reserve(
+            harness::model::types::CallRole::Plan,
+            "plan/0",
+            "m",
+            2000,
+            4096,
+        )
+        .unwrap();
     let worst = r.worst_usd;
     power_cut(&root, before);
     // The journal file was created by this append; its name is durable only

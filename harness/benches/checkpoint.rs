@@ -23,8 +23,12 @@ fn bench(c: &mut Criterion) {
     let bytes = harness::checkpoint::encode(&state).unwrap();
     eprintln!("40-task checkpoint frame: {} bytes", bytes.len());
     let mut g = c.benchmark_group("checkpoint_40_tasks");
-    g.bench_function("bare_write_fsync_rename_fsyncdir", |b| b.iter(|| bare(dir.path(), &bytes)));
-    g.bench_function("harness_checkpoint_save", |b| b.iter(|| harness::checkpoint::save(dir.path(), &state).unwrap()));
+    g.bench_function("bare_write_fsync_rename_fsyncdir", |b| {
+        b.iter(|| bare(dir.path(), &bytes))
+    });
+    g.bench_function("harness_checkpoint_save", |b| {
+        b.iter(|| harness::checkpoint::save(dir.path(), &state).unwrap())
+    });
     g.finish();
 }
 

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use harness::model::types::{CallRole, Protocol};
-use harness::replay::{Cassette, FaultPlan, Interaction, Made, MadeHow, Recordings, ReplayOptions, ReplayServer};
+use harness::replay::{
+    Cassette, FaultPlan, Interaction, Made, MadeHow, Recordings, ReplayOptions, ReplayServer,
+};
 use serde_json::{json, Value};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -40,7 +42,10 @@ fn call_key(k: u32) -> (CallRole, String) {
     match k {
         0 => (CallRole::Plan, "plan/0".to_string()),
         k if k == KEYS_PER_RUN - 1 => (CallRole::Judge, "judge/0".to_string()),
-        k => (CallRole::Execute, format!("execute/t{}/a0/{}", k / 8, k % 8)),
+        k => (
+            CallRole::Execute,
+            format!("execute/t{}/a0/{}", k / 8, k % 8),
+        ),
     }
 }
 
@@ -138,8 +143,13 @@ async fn drive(
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
-        let (client, base, reqs, next, errors) =
-            (client.clone(), base.to_string(), Arc::clone(reqs), Arc::clone(&next), Arc::clone(&errors));
+        let (client, base, reqs, next, errors) = (
+            client.clone(),
+            base.to_string(),
+            Arc::clone(reqs),
+            Arc::clone(&next),
+            Arc::clone(&errors),
+        );
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             loop {
@@ -182,7 +192,12 @@ async fn drive(
         Some(c) => issued.min(c),
         None => latencies.len() as u64,
     };
-    Stats { requests, errors: errors.load(Ordering::Relaxed), elapsed, latencies }
+    Stats {
+        requests,
+        errors: errors.load(Ordering::Relaxed),
+        elapsed,
+        latencies,
+    }
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -230,16 +245,35 @@ impl Running {
 }
 
 async fn start(kind: Kind, rec: &Recordings) -> Running {
-    let fast = ReplayOptions { strict: false, latency_scale: 0.0, faults: FaultPlan::none(), capture: false };
+    let fast = ReplayOptions {
+        strict: false,
+        latency_scale: 0.0,
+        faults: FaultPlan::none(),
+        capture: false,
+    };
     match kind {
         Kind::Replay => Running::Replay(ReplayServer::start(rec.clone(), fast).await.unwrap()),
-        Kind::ReplayStrict => {
-            Running::Replay(ReplayServer::start(rec.clone(), ReplayOptions { strict: true, ..fast }).await.unwrap())
-        }
+        Kind::ReplayStrict => Running::Replay(
+            ReplayServer::start(
+                rec.clone(),
+                ReplayOptions {
+                    strict: true,
+                    ..fast
+                },
+            )
+            .await
+            .unwrap(),
+        ),
         Kind::WiremockBare => {
-            let bare = MockServer::builder().disable_request_recording().start().await;
+            let bare = MockServer::builder()
+                .disable_request_recording()
+                .start()
+                .await;
             Mock::given(any())
-                .respond_with(ResponseTemplate::new(200).set_body_raw(response_body(0, 0, 1), "application/json"))
+                .respond_with(
+                    ResponseTemplate::new(200)
+                        .set_body_raw(response_body(0, 0, 1), "application/json"),
+                )
                 .mount(&bare)
                 .await;
             Running::Bare(bare)
@@ -267,8 +301,15 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not, and then
     // criterion runs each routine once as a smoke test: skip the timed table.
     let full = std::env::args().any(|a| a == "--bench");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let client = reqwest::Client::builder().pool_max_idle_per_host(128).build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(128)
+        .build()
+        .unwrap();
     let (rec, reqs) = generate();
     let reqs = Arc::new(reqs);
     let rss_before = rss_mib();
@@ -305,7 +346,8 @@ fn main() {
             g.bench_with_input(BenchmarkId::new(kind.label(), conc), &conc, |b, &conc| {
                 b.iter_custom(|iters| {
                     // Wall time of `iters` requests at this concurrency; criterion divides by iters.
-                    let st = rt.block_on(drive(&client, &base, &reqs, conc, Some(iters), None, false));
+                    let st =
+                        rt.block_on(drive(&client, &base, &reqs, conc, Some(iters), None, false));
                     assert_eq!(st.errors, 0, "{} answered with errors", kind.label());
                     st.elapsed
                 })
@@ -324,7 +366,10 @@ fn main() {
             rss_before.unwrap_or(f64::NAN),
             rss_mib().unwrap_or(f64::NAN)
         );
-        println!("{:<15} {:>5} {:>10} {:>10} {:>10} {:>8}", "server", "conc", "req/s", "p50 ms", "p99 ms", "errors");
+        println!(
+            "{:<15} {:>5} {:>10} {:>10} {:>10} {:>8}",
+            "server", "conc", "req/s", "p50 ms", "p99 ms", "errors"
+        );
         for r in &rows {
             println!(
                 "{:<15} {:>5} {:>10.0} {:>10.3} {:>10.3} {:>8}",

@@ -51,18 +51,32 @@ fn checks_line(checks: &[String]) -> String {
     if checks.is_empty() {
         "Checks available for verify kind \"check\": none.".into()
     } else {
-        format!("Checks available for verify kind \"check\": {}.", checks.join(", "))
+        format!(
+            "Checks available for verify kind \"check\": {}.",
+            checks.join(", ")
+        )
     }
 }
 
-pub fn plan_request(goal: &Goal, model: &str, checks: &[String], listing: &str, call_key: String) -> ModelRequest {
+pub fn plan_request(
+    goal: &Goal,
+    model: &str,
+    checks: &[String],
+    listing: &str,
+    call_key: String,
+) -> ModelRequest {
     ModelRequest {
         role: CallRole::Plan,
         call_key,
         model: model.into(),
         system: PLAN_SYSTEM.into(),
         turns: vec![Turn::User {
-            text: format!("<goal>{}</goal>\n{}\n<workspace_files>\n{}</workspace_files>", goal.text(), checks_line(checks), listing),
+            text: format!(
+                "<goal>{}</goal>\n{}\n<workspace_files>\n{}</workspace_files>",
+                goal.text(),
+                checks_line(checks),
+                listing
+            ),
         }],
         tools: vec![],
         max_tokens: PLAN_MAX_TOKENS,
@@ -73,16 +87,29 @@ pub fn plan_request(goal: &Goal, model: &str, checks: &[String], listing: &str, 
 
 /// The replanner sees the goal, what was done, what was given up and why,
 /// and the predicate's output: what was learned, compacted.
-pub fn replan_request(goal: &Goal, model: &str, checks: &[String], state: &RunState, predicate_output: &str, call_key: String) -> ModelRequest {
+pub fn replan_request(
+    goal: &Goal,
+    model: &str,
+    checks: &[String],
+    state: &RunState,
+    predicate_output: &str,
+    call_key: String,
+) -> ModelRequest {
     let mut done = String::new();
     for c in &state.completed {
         done.push_str(&format!("- {} (verified): {}\n", c.id, c.description));
     }
     for p in &state.parked {
-        done.push_str(&format!("- {} (parked: {}): {}\n", p.id, p.reason, p.description));
+        done.push_str(&format!(
+            "- {} (parked: {}): {}\n",
+            p.id, p.reason, p.description
+        ));
     }
     for p in &state.pruned {
-        done.push_str(&format!("- {} (pruned as off-goal): {}\n", p.id, p.description));
+        done.push_str(&format!(
+            "- {} (pruned as off-goal): {}\n",
+            p.id, p.description
+        ));
     }
     // Why earlier tasks were refused, so the planner does not repeat them.
     for r in state.rejected.iter().rev().take(20) {
@@ -111,9 +138,24 @@ pub fn replan_request(goal: &Goal, model: &str, checks: &[String], state: &RunSt
 
 /// The first user turn of a task attempt. The visible budget is in tokens:
 /// the model never sees a dollar figure.
-pub fn task_prompt(goal: &Goal, task: &Task, task_budget_tokens: u64, history: &[String]) -> String {
-    let recent: Vec<&String> = history.iter().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect();
-    let hist = recent.iter().map(|s| format!("- {s}\n")).collect::<String>();
+pub fn task_prompt(
+    goal: &Goal,
+    task: &Task,
+    task_budget_tokens: u64,
+    history: &[String],
+) -> String {
+    let recent: Vec<&String> = history
+        .iter()
+        .rev()
+        .take(20)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let hist = recent
+        .iter()
+        .map(|s| format!("- {s}\n"))
+        .collect::<String>();
     format!(
         "<goal>{}</goal>\n<task id=\"{}\">{}</task>\n<verification>The harness will check: {}</verification>\n<task_budget>{} tokens for this task</task_budget>\n<history>\n{}</history>",
         goal.text(),
@@ -125,7 +167,14 @@ pub fn task_prompt(goal: &Goal, task: &Task, task_budget_tokens: u64, history: &
     )
 }
 
-pub fn execute_request(model: &str, max_tokens: u32, call_key: String, turns: Vec<Turn>, tools: Vec<ToolDef>, notice: Option<String>) -> ModelRequest {
+pub fn execute_request(
+    model: &str,
+    max_tokens: u32,
+    call_key: String,
+    turns: Vec<Turn>,
+    tools: Vec<ToolDef>,
+    notice: Option<String>,
+) -> ModelRequest {
     ModelRequest {
         role: CallRole::Execute,
         call_key,
@@ -150,7 +199,11 @@ pub fn budget_notice(fraction_spent: f64) -> String {
 /// Find the first JSON object in a model's text (it may be fenced or have
 /// prose around it). Bounded: scans at most 1 MiB.
 pub fn extract_json_object(text: &str) -> Option<Value> {
-    let text = if text.len() > 1 << 20 { &text[..text.floor_char_boundary(1 << 20)] } else { text };
+    let text = if text.len() > 1 << 20 {
+        &text[..text.floor_char_boundary(1 << 20)]
+    } else {
+        text
+    };
     if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text.trim()) {
         return Some(v);
     }
@@ -174,41 +227,83 @@ pub struct RawTask {
 /// Parse a plan/replan reply. Err = malformed output (the caller may give the
 /// model one more chance with the error as an observation).
 pub fn parse_plan(text: &str) -> Result<Vec<RawTask>, String> {
-    let v = extract_json_object(text).ok_or_else(|| "the reply holds no JSON object; expected {\"tasks\": [...]}".to_string())?;
-    let tasks = v.get("tasks").and_then(|t| t.as_array()).ok_or_else(|| "the JSON object has no `tasks` array".to_string())?;
+    let v = extract_json_object(text)
+        .ok_or_else(|| "the reply holds no JSON object; expected {\"tasks\": [...]}".to_string())?;
+    let tasks = v
+        .get("tasks")
+        .and_then(|t| t.as_array())
+        .ok_or_else(|| "the JSON object has no `tasks` array".to_string())?;
     let mut out = vec![];
     for (i, t) in tasks.iter().enumerate() {
-        let id = t.get("id").and_then(|x| x.as_str()).ok_or_else(|| format!("tasks[{i}].id: expected a string"))?;
-        let description = t.get("description").and_then(|x| x.as_str()).ok_or_else(|| format!("tasks[{i}].description: expected a string"))?;
-        let verify = t.get("verify").cloned().ok_or_else(|| format!("tasks[{i}].verify: expected an object"))?;
-        out.push(RawTask { id: id.to_string(), description: description.to_string(), verify });
+        let id = t
+            .get("id")
+            .and_then(|x| x.as_str())
+            .ok_or_else(|| format!("tasks[{i}].id: expected a string"))?;
+        let description = t
+            .get("description")
+            .and_then(|x| x.as_str())
+            .ok_or_else(|| format!("tasks[{i}].description: expected a string"))?;
+        let verify = t
+            .get("verify")
+            .cloned()
+            .ok_or_else(|| format!("tasks[{i}].verify: expected an object"))?;
+        out.push(RawTask {
+            id: id.to_string(),
+            description: description.to_string(),
+            verify,
+        });
     }
     Ok(out)
 }
 
 /// Admit model-written tasks: the ones that pass join the queue (returned),
 /// the others are recorded with the reason (for the report).
-pub fn admit_tasks(raw: Vec<RawTask>, origin: &str, state: &RunState, ctx: &VerifyContext) -> (Vec<Task>, Vec<RejectedTask>) {
+pub fn admit_tasks(
+    raw: Vec<RawTask>,
+    origin: &str,
+    state: &RunState,
+    ctx: &VerifyContext,
+) -> (Vec<Task>, Vec<RejectedTask>) {
     let mut known = state.known_ids();
     let mut ok = vec![];
     let mut rejected = vec![];
-    let room = crate::state::QUEUE_MAX_TASKS.saturating_sub(state.queue.len()).min(TASKS_PER_PLAN_MAX);
+    let room = crate::state::QUEUE_MAX_TASKS
+        .saturating_sub(state.queue.len())
+        .min(TASKS_PER_PLAN_MAX);
     for r in raw {
-        let reject = |reason: String| RejectedTask { id: r.id.chars().take(TASK_ID_MAX_CHARS).collect(), origin: origin.into(), reason };
+        let reject = |reason: String| RejectedTask {
+            id: r.id.chars().take(TASK_ID_MAX_CHARS).collect(),
+            origin: origin.into(),
+            reason,
+        };
         if ok.len() >= room {
-            rejected.push(reject(format!("over the limit of {room} tasks admitted from one plan")));
+            rejected.push(reject(format!(
+                "over the limit of {room} tasks admitted from one plan"
+            )));
             continue;
         }
-        if r.id.is_empty() || r.id.chars().count() > TASK_ID_MAX_CHARS || !r.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
-            rejected.push(reject(format!("id must be 1-{TASK_ID_MAX_CHARS} characters of letters, digits, '_', '-', '.'")));
+        if r.id.is_empty()
+            || r.id.chars().count() > TASK_ID_MAX_CHARS
+            || !r
+                .id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        {
+            rejected.push(reject(format!(
+                "id must be 1-{TASK_ID_MAX_CHARS} characters of letters, digits, '_', '-', '.'"
+            )));
             continue;
         }
         if known.contains(&r.id) {
             rejected.push(reject("id already used in this run".into()));
             continue;
         }
-        if r.description.trim().is_empty() || r.description.chars().count() > TASK_DESCRIPTION_MAX_CHARS {
-            rejected.push(reject(format!("description must be 1-{TASK_DESCRIPTION_MAX_CHARS} characters")));
+        if r.description.trim().is_empty()
+            || r.description.chars().count() > TASK_DESCRIPTION_MAX_CHARS
+        {
+            rejected.push(reject(format!(
+                "description must be 1-{TASK_DESCRIPTION_MAX_CHARS} characters"
+            )));
             continue;
         }
         let verify: Verify = match crate::verify::parse_model_verify(&r.verify) {
@@ -227,7 +322,13 @@ pub fn admit_tasks(raw: Vec<RawTask>, origin: &str, state: &RunState, ctx: &Veri
             continue;
         }
         known.insert(r.id.clone());
-        ok.push(Task { id: r.id, description: r.description, verify, origin: origin.into(), attempts: 0 });
+        ok.push(Task {
+            id: r.id,
+            description: r.description,
+            verify,
+            origin: origin.into(),
+            attempts: 0,
+        });
     }
     (ok, rejected)
 }
@@ -239,7 +340,10 @@ mod tests {
     #[test]
     fn extracts_fenced_and_embedded_json() {
         assert_eq!(extract_json_object("{\"a\":1}").unwrap()["a"], 1);
-        assert_eq!(extract_json_object("Sure! ```json\n{\"tasks\": []}\n``` done").unwrap()["tasks"], json!([]));
+        assert_eq!(
+            extract_json_object("Sure! ```json\n{\"tasks\": []}\n``` done").unwrap()["tasks"],
+            json!([])
+        );
         assert!(extract_json_object("no json here { broken").is_none());
     }
 

@@ -76,14 +76,22 @@ pub fn point(phase: Phase) {
     }
     static COUNTS: OnceLock<Mutex<HashMap<Phase, u64>>> = OnceLock::new();
     let hit = {
-        let mut m = COUNTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = COUNTS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let c = m.entry(phase).or_insert(0);
         *c += 1;
         *c == n
     };
     if hit {
         use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "HARNESS_CHAOS_PAUSED {} {}", phase.as_str(), n);
+        let _ = writeln!(
+            std::io::stderr(),
+            "HARNESS_CHAOS_PAUSED {} {}",
+            phase.as_str(),
+            n
+        );
         let _ = std::io::stderr().flush();
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));

@@ -33,11 +33,23 @@ pub struct CheckResult {
 /// a failed check with the reason in `output`.
 pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
     let Some((prog, args)) = spec.command.split_first() else {
-        return CheckResult { passed: false, exit_code: None, timed_out: false, output: "empty command".into() };
+        return CheckResult {
+            passed: false,
+            exit_code: None,
+            timed_out: false,
+            output: "empty command".into(),
+        };
     };
     let out_file = match tempfile_in_tmp() {
         Ok(f) => f,
-        Err(e) => return CheckResult { passed: false, exit_code: None, timed_out: false, output: format!("cannot capture output: {e}") },
+        Err(e) => {
+            return CheckResult {
+                passed: false,
+                exit_code: None,
+                timed_out: false,
+                output: format!("cannot capture output: {e}"),
+            }
+        }
     };
     let (file, path) = out_file;
     let child = Command::new(prog)
@@ -51,7 +63,12 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
         Ok(c) => c,
         Err(e) => {
             let _ = std::fs::remove_file(&path);
-            return CheckResult { passed: false, exit_code: None, timed_out: false, output: format!("cannot start {prog:?}: {e}") };
+            return CheckResult {
+                passed: false,
+                exit_code: None,
+                timed_out: false,
+                output: format!("cannot start {prog:?}: {e}"),
+            };
         }
     };
     let deadline = Instant::now() + Duration::from_secs(spec.timeout_s.max(1));
@@ -69,11 +86,25 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
     };
     let raw = std::fs::read(&path).unwrap_or_default();
     let _ = std::fs::remove_file(&path);
-    let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES { &raw[raw.len() - CHECK_OUTPUT_MAX_BYTES..] } else { &raw[..] };
+    let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES {
+        &raw[raw.len() - CHECK_OUTPUT_MAX_BYTES..]
+    } else {
+        &raw[..]
+    };
     let output = String::from_utf8_lossy(tail).into_owned();
     match status {
-        Some(st) => CheckResult { passed: st.success(), exit_code: st.code(), timed_out: false, output },
-        None => CheckResult { passed: false, exit_code: None, timed_out: true, output },
+        Some(st) => CheckResult {
+            passed: st.success(),
+            exit_code: st.code(),
+            timed_out: false,
+            output,
+        },
+        None => CheckResult {
+            passed: false,
+            exit_code: None,
+            timed_out: true,
+            output,
+        },
     }
 }
 
@@ -85,6 +116,9 @@ fn tempfile_in_tmp() -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
-    let f = std::fs::OpenOptions::new().create_new(true).write(true).open(&p)?;
+    let f = std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&p)?;
     Ok((f, p))
 }

@@ -81,7 +81,8 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 /// bytes through the bare sequence.
 pub fn encode(state: &RunState) -> Result<Vec<u8>, SaveError> {
     state.check_invariants().map_err(SaveError::Invariant)?;
-    let body = serde_json::to_vec(state).map_err(|e| SaveError::Invariant(format!("serialize: {e}")))?;
+    let body =
+        serde_json::to_vec(state).map_err(|e| SaveError::Invariant(format!("serialize: {e}")))?;
     let sha = hex::encode(Sha256::digest(&body));
     let mut out = header(body.len(), &sha).into_bytes();
     out.extend_from_slice(&body);
@@ -99,42 +100,70 @@ pub fn save(state_dir: &Path, state: &RunState) -> Result<(), SaveError> {
 pub fn decode(bytes: &[u8], expected_goal_sha: Option<&str>) -> Result<RunState, Refusal> {
     // A torn frame dies here, before any checksum: no header line, or fewer
     // body bytes than the header promises.
-    let nl = bytes.iter().position(|b| *b == b'\n').ok_or_else(|| Refusal::Unparseable("no header line".into()))?;
-    let head = std::str::from_utf8(&bytes[..nl]).map_err(|_| Refusal::Unparseable("header is not UTF-8".into()))?;
+    let nl = bytes
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or_else(|| Refusal::Unparseable("no header line".into()))?;
+    let head = std::str::from_utf8(&bytes[..nl])
+        .map_err(|_| Refusal::Unparseable("header is not UTF-8".into()))?;
     let body = &bytes[nl + 1..];
     let mut parts = head.split(' ');
     if parts.next() != Some(FRAME_FORMAT) {
-        return Err(Refusal::Unparseable(format!("header does not start with {FRAME_FORMAT:?}")));
+        return Err(Refusal::Unparseable(format!(
+            "header does not start with {FRAME_FORMAT:?}"
+        )));
     }
     let mut field = |name: &str| -> Result<&str, Refusal> {
         parts
             .next()
             .and_then(|p| p.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-            .ok_or_else(|| Refusal::Unparseable(format!("header field {name:?} missing or out of order")))
+            .ok_or_else(|| {
+                Refusal::Unparseable(format!("header field {name:?} missing or out of order"))
+            })
     };
-    let schema: u32 = field("schema")?.parse().map_err(|_| Refusal::Unparseable("schema is not a number".into()))?;
-    let len: usize = field("len")?.parse().map_err(|_| Refusal::Unparseable("len is not a number".into()))?;
+    let schema: u32 = field("schema")?
+        .parse()
+        .map_err(|_| Refusal::Unparseable("schema is not a number".into()))?;
+    let len: usize = field("len")?
+        .parse()
+        .map_err(|_| Refusal::Unparseable("len is not a number".into()))?;
     let expected_sha = field("sha256")?.to_string();
     if parts.next().is_some() {
         return Err(Refusal::Unparseable("extra header fields".into()));
     }
     if body.len() != len {
-        return Err(Refusal::Unparseable(format!("torn: header promises {len} body bytes, found {}", body.len())));
+        return Err(Refusal::Unparseable(format!(
+            "torn: header promises {len} body bytes, found {}",
+            body.len()
+        )));
     }
     let found = hex::encode(Sha256::digest(body));
     if found != expected_sha {
-        return Err(Refusal::ChecksumMismatch { expected: expected_sha, found });
+        return Err(Refusal::ChecksumMismatch {
+            expected: expected_sha,
+            found,
+        });
     }
     if schema != SCHEMA_VERSION {
-        return Err(Refusal::SchemaMismatch { found: schema, expected: SCHEMA_VERSION });
+        return Err(Refusal::SchemaMismatch {
+            found: schema,
+            expected: SCHEMA_VERSION,
+        });
     }
-    let state: RunState = serde_json::from_slice(body).map_err(|e| Refusal::BodyInvalid(e.to_string()))?;
+    let state: RunState =
+        serde_json::from_slice(body).map_err(|e| Refusal::BodyInvalid(e.to_string()))?;
     if state.schema_version != SCHEMA_VERSION {
-        return Err(Refusal::SchemaMismatch { found: state.schema_version, expected: SCHEMA_VERSION });
+        return Err(Refusal::SchemaMismatch {
+            found: state.schema_version,
+            expected: SCHEMA_VERSION,
+        });
     }
     if let Some(expected) = expected_goal_sha {
         if state.goal_sha256 != expected {
-            return Err(Refusal::GoalMismatch { expected: expected.into(), found: state.goal_sha256 });
+            return Err(Refusal::GoalMismatch {
+                expected: expected.into(),
+                found: state.goal_sha256,
+            });
         }
     }
     state.check_invariants().map_err(Refusal::BodyInvalid)?;
@@ -144,7 +173,10 @@ pub fn decode(bytes: &[u8], expected_goal_sha: Option<&str>) -> Result<RunState,
 /// Load the checkpoint in `state_dir`: Ok(None) when there is none (a fresh
 /// run), Ok(Some) for a whole, valid frame, Err for every refusal. Only the
 /// real name is ever read; temp files are never considered.
-pub fn load(state_dir: &Path, expected_goal_sha: Option<&str>) -> Result<Option<RunState>, Refusal> {
+pub fn load(
+    state_dir: &Path,
+    expected_goal_sha: Option<&str>,
+) -> Result<Option<RunState>, Refusal> {
     let p = path_in(state_dir);
     let meta = match std::fs::metadata(&p) {
         Ok(m) => m,
@@ -152,8 +184,13 @@ pub fn load(state_dir: &Path, expected_goal_sha: Option<&str>) -> Result<Option<
         Err(e) => return Err(Refusal::Unreadable(format!("{}: {e}", p.display()))),
     };
     if meta.len() > MAX_CHECKPOINT_BYTES {
-        return Err(Refusal::Unreadable(format!("{} is {} bytes, over the {MAX_CHECKPOINT_BYTES} limit", p.display(), meta.len())));
+        return Err(Refusal::Unreadable(format!(
+            "{} is {} bytes, over the {MAX_CHECKPOINT_BYTES} limit",
+            p.display(),
+            meta.len()
+        )));
     }
-    let bytes = std::fs::read(&p).map_err(|e| Refusal::Unreadable(format!("{}: {e}", p.display())))?;
+    let bytes =
+        std::fs::read(&p).map_err(|e| Refusal::Unreadable(format!("{}: {e}", p.display())))?;
     decode(&bytes, expected_goal_sha).map(Some)
 }

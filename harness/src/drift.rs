@@ -59,14 +59,24 @@ pub fn schema() -> Value {
 pub fn judge_request(goal: &Goal, queue: &[Task], model: &str, call_key: String) -> ModelRequest {
     let mut q = String::new();
     for t in queue {
-        q.push_str(&format!("- {}: {}\n", t.id, t.description.replace('\n', " ")));
+        q.push_str(&format!(
+            "- {}: {}\n",
+            t.id,
+            t.description.replace('\n', " ")
+        ));
     }
     ModelRequest {
         role: CallRole::Judge,
         call_key,
         model: model.to_string(),
         system: JUDGE_SYSTEM.to_string(),
-        turns: vec![Turn::User { text: format!("<original_goal>{}</original_goal>\n<queue>\n{}</queue>", goal.text(), q) }],
+        turns: vec![Turn::User {
+            text: format!(
+                "<original_goal>{}</original_goal>\n<queue>\n{}</queue>",
+                goal.text(),
+                q
+            ),
+        }],
         tools: vec![],
         max_tokens: JUDGE_MAX_TOKENS,
         json_schema: Some(schema()),
@@ -77,8 +87,10 @@ pub fn judge_request(goal: &Goal, queue: &[Task], model: &str, call_key: String)
 /// Parse the judge's reply text into a DriftCheck. Refuses a score outside
 /// [0, 1] or not a number: a judge we cannot read is an error, not "aligned".
 pub fn parse(text: &str) -> Result<DriftCheck, String> {
-    let v = crate::agent::extract_json_object(text).ok_or_else(|| "judge reply holds no JSON object".to_string())?;
-    let mut dc: DriftCheck = serde_json::from_value(v).map_err(|e| format!("judge reply does not match the schema: {e}"))?;
+    let v = crate::agent::extract_json_object(text)
+        .ok_or_else(|| "judge reply holds no JSON object".to_string())?;
+    let mut dc: DriftCheck = serde_json::from_value(v)
+        .map_err(|e| format!("judge reply does not match the schema: {e}"))?;
     if !(dc.drift_score.is_finite() && (0.0..=1.0).contains(&dc.drift_score)) {
         return Err(format!("drift_score {} outside [0, 1]", dc.drift_score));
     }
@@ -101,17 +113,30 @@ pub fn band(score: f64, prune_above: f64, halt_above: f64) -> Band {
 /// The harness half: record the score, then act on the band. Halting is left
 /// to `should_stop` at the top of the next lap (the one place endings are
 /// decided). Returns the ids it pruned.
-pub fn gate(state: &mut RunState, dc: &DriftCheck, prune_above: f64, halt_above: f64) -> Vec<String> {
+pub fn gate(
+    state: &mut RunState,
+    dc: &DriftCheck,
+    prune_above: f64,
+    halt_above: f64,
+) -> Vec<String> {
     let b = band(dc.drift_score, prune_above, halt_above);
     state.drift_score = dc.drift_score; // nothing else assigns this
     let mut pruned = vec![];
     if b == Band::Prune {
-        let off: std::collections::BTreeSet<&str> = dc.off_goal_task_ids.iter().map(|s| s.as_str()).collect();
-        let (drop, keep): (Vec<Task>, Vec<Task>) = std::mem::take(&mut state.queue).into_iter().partition(|t| off.contains(t.id.as_str()));
+        let off: std::collections::BTreeSet<&str> =
+            dc.off_goal_task_ids.iter().map(|s| s.as_str()).collect();
+        let (drop, keep): (Vec<Task>, Vec<Task>) = std::mem::take(&mut state.queue)
+            .into_iter()
+            .partition(|t| off.contains(t.id.as_str()));
         state.queue = keep;
         for t in drop {
             pruned.push(t.id.clone());
-            state.pruned.push(PrunedTask { id: t.id, description: t.description, drift_step: state.step, drift_score: dc.drift_score });
+            state.pruned.push(PrunedTask {
+                id: t.id,
+                description: t.description,
+                drift_step: state.step,
+                drift_score: dc.drift_score,
+            });
         }
     }
     state.drift_history.push(DriftPoint {
@@ -130,15 +155,31 @@ mod tests {
     use crate::verify::Verify;
 
     fn task(id: &str, d: &str) -> Task {
-        Task { id: id.into(), description: d.into(), verify: Verify::FileExists { path: format!("{id}.txt") }, origin: "plan".into(), attempts: 0 }
+        Task {
+            id: id.into(),
+            description: d.into(),
+            verify: Verify::FileExists {
+                path: format!("{id}.txt"),
+            },
+            origin: "plan".into(),
+            attempts: 0,
+        }
     }
     fn state() -> RunState {
         let mut s = RunState::new("r".into(), crate::goal::sha256_hex("g"), 0);
-        s.queue = vec![task("t5", "Build a metrics dashboard"), task("t6", "Add dashboard auth"), task("t7", "Re-measure p95")];
+        s.queue = vec![
+            task("t5", "Build a metrics dashboard"),
+            task("t6", "Add dashboard auth"),
+            task("t7", "Re-measure p95"),
+        ];
         s
     }
     fn dc(score: f64) -> DriftCheck {
-        DriftCheck { reasoning: "dashboard and auth do not move p95".into(), off_goal_task_ids: vec!["t5".into(), "t6".into()], drift_score: score }
+        DriftCheck {
+            reasoning: "dashboard and auth do not move p95".into(),
+            off_goal_task_ids: vec!["t5".into(), "t6".into()],
+            drift_score: score,
+        }
     }
 
     #[test]
@@ -174,7 +215,9 @@ mod tests {
         let r = judge_request(&g, &state().queue, "judge-model", "judge/5".into());
         assert_eq!(r.turns.len(), 1);
         assert!(r.tools.is_empty());
-        let Turn::User { text } = &r.turns[0] else { panic!() };
+        let Turn::User { text } = &r.turns[0] else {
+            panic!()
+        };
         assert!(text.contains("<original_goal>Reduce p95"));
         assert!(text.contains("t5: Build a metrics dashboard"));
     }

@@ -15,12 +15,17 @@ pub const TEMP_MARKER: &str = ".tmp-";
 
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static N: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name")
+    })?;
     #[cfg(feature = "chaos-broken")]
-    if simfs::broken() == Some(simfs::Broken::InPlaceCheckpoint) && name == crate::checkpoint::FILE_NAME {
+    if simfs::broken() == Some(simfs::Broken::InPlaceCheckpoint)
+        && name == crate::checkpoint::FILE_NAME
+    {
         return broken_in_place(path, dir, bytes);
     }
     let tmp = dir.join(format!(
@@ -110,7 +115,10 @@ mod tests {
         atomic_write(&p, b"old").unwrap();
         atomic_write(&p, b"new contents").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new contents");
-        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
 }

@@ -119,8 +119,10 @@ mod tests {
 
     #[test]
     fn the_table_matches_the_seed() {
-        let table: Vec<(&str, Class, i32, Alert)> =
-            Ending::ALL.iter().map(|e| (e.as_str(), e.class(), e.exit_code(), e.alert())).collect();
+        let table: Vec<(&str, Class, i32, Alert)> = Ending::ALL
+            .iter()
+            .map(|e| (e.as_str(), e.class(), e.exit_code(), e.alert()))
+            .collect();
         assert_eq!(
             table,
             vec![
@@ -147,7 +149,10 @@ mod tests {
     fn names_round_trip_and_spec_exit_code_is_distinct() {
         for e in Ending::ALL {
             assert_eq!(Ending::parse(e.as_str()), Some(e));
-            assert_eq!(serde_json::to_value(e).unwrap(), serde_json::json!(e.as_str()));
+            assert_eq!(
+                serde_json::to_value(e).unwrap(),
+                serde_json::json!(e.as_str())
+            );
             assert_ne!(e.exit_code(), EXIT_SPEC_REJECTED);
         }
     }

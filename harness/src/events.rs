@@ -19,8 +19,17 @@ pub struct EventLog {
 impl EventLog {
     pub fn open(state_dir: &Path) -> EventLog {
         let path = state_dir.join(FILE_NAME);
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok();
-        EventLog { path, file, written: 0, t0: std::time::Instant::now() }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .ok();
+        EventLog {
+            path,
+            file,
+            written: 0,
+            t0: std::time::Instant::now(),
+        }
     }
 
     /// Append one event. Never fails the run: a debug log that cannot be

@@ -54,7 +54,11 @@ pub enum GitError {
     #[error("git {args} timed out after {GIT_TIMEOUT_S}s")]
     Timeout { args: String },
     #[error("git {args} failed (exit code {code:?}): {stderr}")]
-    Failed { args: String, code: Option<i32>, stderr: String },
+    Failed {
+        args: String,
+        code: Option<i32>,
+        stderr: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -76,7 +80,9 @@ impl GitWork {
         if !root.join(".git").exists() {
             return None;
         }
-        let gw = GitWork { root: root.to_path_buf() };
+        let gw = GitWork {
+            root: root.to_path_buf(),
+        };
         match gw.run(&["rev-parse", "--git-dir"]) {
             Ok(o) if o.code == Some(0) => Some(gw),
             _ => None,
@@ -96,7 +102,10 @@ impl GitWork {
             return Ok(());
         }
         let refname = format!("refs/heads/{branch}");
-        let exists = self.run(&["rev-parse", "--verify", "--quiet", &refname])?.code == Some(0);
+        let exists = self
+            .run(&["rev-parse", "--verify", "--quiet", &refname])?
+            .code
+            == Some(0);
         // `switch` (unlike `checkout`) never mistakes the name for a path.
         if exists {
             self.run_ok(&["switch", "-q", branch])?;
@@ -108,15 +117,23 @@ impl GitWork {
 
     /// The checked-out branch, or None when HEAD is detached or git fails.
     pub fn current_branch(&self) -> Option<String> {
-        let o = self.run(&["symbolic-ref", "--quiet", "--short", "HEAD"]).ok()?;
-        (o.code == Some(0)).then(|| o.stdout.trim().to_string()).filter(|s| !s.is_empty())
+        let o = self
+            .run(&["symbolic-ref", "--quiet", "--short", "HEAD"])
+            .ok()?;
+        (o.code == Some(0))
+            .then(|| o.stdout.trim().to_string())
+            .filter(|s| !s.is_empty())
     }
 
     /// Stage everything and commit it as the work of `task_id`: exactly one
     /// commit per verified task. A task whose effect lies outside the
     /// workspace (a post) gets an empty commit that says so, so the morning
     /// log lists every verified task. Returns the new commit's sha.
-    pub fn commit_task(&self, task_id: &str, description: &str) -> Result<Option<String>, GitError> {
+    pub fn commit_task(
+        &self,
+        task_id: &str,
+        description: &str,
+    ) -> Result<Option<String>, GitError> {
         validate_task_id(task_id)?;
         self.run_ok(&["add", "-A"])?;
         let staged = self.run(&["diff", "--cached", "--quiet"])?;
@@ -124,19 +141,52 @@ impl GitWork {
             Some(0) => true,
             Some(1) => false,
             code => {
-                return Err(GitError::Failed { args: "diff --cached --quiet".into(), code, stderr: staged.stderr })
+                return Err(GitError::Failed {
+                    args: "diff --cached --quiet".into(),
+                    code,
+                    stderr: staged.stderr,
+                })
             }
         };
-        let first = description.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-        let subject = if first.is_empty() { format!("task {task_id}") } else { format!("task {task_id}: {first}") };
+        let first = description
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("");
+        let subject = if first.is_empty() {
+            format!("task {task_id}")
+        } else {
+            format!("task {task_id}: {first}")
+        };
         let subject = clip(&subject, COMMIT_SUBJECT_MAX_CHARS);
         let trailer = format!("{TASK_TRAILER}: {task_id}");
         // verbatim: the default cleanup would drop a subject starting with '#'.
         if empty {
             let note = "No file changes: this task's effect lies outside the workspace (verified by the harness).";
-            self.run_ok(&["commit", "-q", "--no-verify", "--allow-empty", "--cleanup=verbatim", "-m", &subject, "-m", note, "-m", &trailer])?;
+            self.run_ok(&[
+                "commit",
+                "-q",
+                "--no-verify",
+                "--allow-empty",
+                "--cleanup=verbatim",
+                "-m",
+                &subject,
+                "-m",
+                note,
+                "-m",
+                &trailer,
+            ])?;
         } else {
-            self.run_ok(&["commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", &subject, "-m", &trailer])?;
+            self.run_ok(&[
+                "commit",
+                "-q",
+                "--no-verify",
+                "--cleanup=verbatim",
+                "-m",
+                &subject,
+                "-m",
+                &trailer,
+            ])?;
         }
         let sha = self.run_ok(&["rev-parse", "HEAD"])?.trim().to_string();
         Ok(Some(sha))
@@ -151,8 +201,11 @@ impl GitWork {
         }
         let n = TASK_COMMITS_MAX.to_string();
         let grep = format!("--grep={TASK_TRAILER}: {task_id}");
-        let format = format!("--format=%H%x1f%(trailers:key={TASK_TRAILER},valueonly,separator=%x1f)%x1e");
-        let Ok(o) = self.run(&["log", "-n", &n, "--fixed-strings", &grep, &format]) else { return Vec::new() };
+        let format =
+            format!("--format=%H%x1f%(trailers:key={TASK_TRAILER},valueonly,separator=%x1f)%x1e");
+        let Ok(o) = self.run(&["log", "-n", &n, "--fixed-strings", &grep, &format]) else {
+            return Vec::new();
+        };
         if o.code != Some(0) {
             return Vec::new();
         }
@@ -170,7 +223,10 @@ impl GitWork {
     }
 
     fn validate_branch(&self, branch: &str) -> Result<(), GitError> {
-        let bad = |reason: &str| GitError::InvalidBranch { name: clip(branch, BRANCH_MAX_CHARS), reason: reason.into() };
+        let bad = |reason: &str| GitError::InvalidBranch {
+            name: clip(branch, BRANCH_MAX_CHARS),
+            reason: reason.into(),
+        };
         if branch.is_empty() {
             return Err(bad("empty"));
         }
@@ -228,7 +284,10 @@ impl GitWork {
     /// Run git with a hard timeout; a non-zero exit is returned, not an error.
     fn run(&self, args: &[&str]) -> Result<GitOut, GitError> {
         let shown = args.join(" ");
-        let mut child = self.command(args).spawn().map_err(|e| GitError::Spawn { args: shown.clone(), detail: e.to_string() })?;
+        let mut child = self.command(args).spawn().map_err(|e| GitError::Spawn {
+            args: shown.clone(),
+            detail: e.to_string(),
+        })?;
         // Pipes are drained on threads so a chatty git cannot block on a full
         // pipe while we wait for it.
         let out = child.stdout.take().map(read_bounded);
@@ -246,17 +305,26 @@ impl GitWork {
                 Err(e) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(GitError::Spawn { args: shown, detail: e.to_string() });
+                    return Err(GitError::Spawn {
+                        args: shown,
+                        detail: e.to_string(),
+                    });
                 }
             }
         };
         let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
-            h.and_then(|h| h.join().ok()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+            h.and_then(|h| h.join().ok())
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
         };
         let stdout = join(out);
         let stderr = join(err);
         match status {
-            Some(st) => Ok(GitOut { code: st.code(), stdout, stderr }),
+            Some(st) => Ok(GitOut {
+                code: st.code(),
+                stdout,
+                stderr,
+            }),
             None => Err(GitError::Timeout { args: shown }),
         }
     }
@@ -266,7 +334,11 @@ impl GitWork {
         if o.code == Some(0) {
             Ok(o.stdout)
         } else {
-            Err(GitError::Failed { args: args.join(" "), code: o.code, stderr: clip(o.stderr.trim(), 2000) })
+            Err(GitError::Failed {
+                args: args.join(" "),
+                code: o.code,
+                stderr: clip(o.stderr.trim(), 2000),
+            })
         }
     }
 }
@@ -290,7 +362,10 @@ fn read_bounded<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<V
 }
 
 fn validate_task_id(id: &str) -> Result<(), GitError> {
-    let bad = |reason: &str| GitError::InvalidTaskId { id: clip(id, TASK_ID_MAX_CHARS), reason: reason.into() };
+    let bad = |reason: &str| GitError::InvalidTaskId {
+        id: clip(id, TASK_ID_MAX_CHARS),
+        reason: reason.into(),
+    };
     if id.trim().is_empty() {
         return Err(bad("empty"));
     }
@@ -317,7 +392,11 @@ mod tests {
     use super::*;
 
     fn raw_git(dir: &Path, args: &[&str]) -> String {
-        let o = GitWork { root: dir.to_path_buf() }.run(args).unwrap();
+        let o = GitWork {
+            root: dir.to_path_buf(),
+        }
+        .run(args)
+        .unwrap();
         assert_eq!(o.code, Some(0), "git {args:?}: {}", o.stderr);
         o.stdout
     }
@@ -337,10 +416,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         assert!(GitWork::detect(d.path()).is_none());
         std::fs::create_dir(d.path().join(".git")).unwrap();
-        assert!(GitWork::detect(d.path()).is_none(), "an empty .git is not a repository");
+        assert!(
+            GitWork::detect(d.path()).is_none(),
+            "an empty .git is not a repository"
+        );
         let (r, _) = repo();
         std::fs::create_dir(r.path().join("sub")).unwrap();
-        assert!(GitWork::detect(&r.path().join("sub")).is_none(), "a parent's repository is not ours");
+        assert!(
+            GitWork::detect(&r.path().join("sub")).is_none(),
+            "a parent's repository is not ours"
+        );
     }
 
     #[test]
@@ -364,7 +449,10 @@ mod tests {
     fn ensure_branch_refuses_bad_names() {
         let (_d, gw) = repo();
         for b in ["", "-x", "a..b", "a b", "a\nb", "x.lock", "a~1"] {
-            assert!(matches!(gw.ensure_branch(b), Err(GitError::InvalidBranch { .. })), "{b:?}");
+            assert!(
+                matches!(gw.ensure_branch(b), Err(GitError::InvalidBranch { .. })),
+                "{b:?}"
+            );
         }
         assert_eq!(gw.current_branch().as_deref(), Some("main"));
     }
@@ -375,7 +463,10 @@ mod tests {
         gw.ensure_branch("run").unwrap();
         std::fs::create_dir(gw.root().join("src")).unwrap();
         std::fs::write(gw.root().join("src/x.rs"), "fn x() {}\n").unwrap();
-        let s1 = gw.commit_task("t1", "\n  # add x  \nmore detail\n").unwrap().unwrap();
+        let s1 = gw
+            .commit_task("t1", "\n  # add x  \nmore detail\n")
+            .unwrap()
+            .unwrap();
         assert_eq!(s1.len(), 40);
         let msg = raw_git(gw.root(), &["log", "-1", "--format=%B"]);
         assert_eq!(msg.trim_end(), "task t1: # add x\n\nHarness-Task: t1");
@@ -383,7 +474,10 @@ mod tests {
 
         std::fs::write(gw.root().join("src/y.rs"), "fn y() {}\n").unwrap();
         let s10 = gw.commit_task("t10", "").unwrap().unwrap();
-        assert_eq!(raw_git(gw.root(), &["log", "-1", "--format=%s"]).trim(), "task t10");
+        assert_eq!(
+            raw_git(gw.root(), &["log", "-1", "--format=%s"]).trim(),
+            "task t10"
+        );
 
         assert_eq!(gw.commits_for_task("t1"), vec![s1.clone()]);
         assert_eq!(gw.commits_for_task("t10"), vec![s10]);
@@ -391,8 +485,14 @@ mod tests {
         assert!(gw.commits_for_task("").is_empty());
         // Nothing changed in the workspace (e.g. a post): still one commit,
         // empty, saying why, so every verified task is in the log.
-        let s3 = gw.commit_task("t3", "post the rollout note").unwrap().unwrap();
-        assert_eq!(raw_git(gw.root(), &["show", "--stat", "--format=", &s3]).trim(), "");
+        let s3 = gw
+            .commit_task("t3", "post the rollout note")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            raw_git(gw.root(), &["show", "--stat", "--format=", &s3]).trim(),
+            ""
+        );
         assert!(raw_git(gw.root(), &["log", "-1", "--format=%B"]).contains("outside the workspace"));
         assert_eq!(gw.commits_for_task("t3"), vec![s3]);
         // Deletions are committed too.
@@ -405,9 +505,14 @@ mod tests {
         let (_d, gw) = repo();
         std::fs::write(gw.root().join("a"), "1").unwrap();
         for id in ["", " t1", "t1\nHarness-Task: t9", "t\x01"] {
-            assert!(matches!(gw.commit_task(id, "x"), Err(GitError::InvalidTaskId { .. })), "{id:?}");
+            assert!(
+                matches!(gw.commit_task(id, "x"), Err(GitError::InvalidTaskId { .. })),
+                "{id:?}"
+            );
         }
-        assert!(gw.commit_task(&"x".repeat(TASK_ID_MAX_CHARS + 1), "x").is_err());
+        assert!(gw
+            .commit_task(&"x".repeat(TASK_ID_MAX_CHARS + 1), "x")
+            .is_err());
     }
 
     #[test]
@@ -443,13 +548,21 @@ mod tests {
 
     #[test]
     fn redirecting_env_is_removed() {
-        let gw = GitWork { root: PathBuf::from(".") };
+        let gw = GitWork {
+            root: PathBuf::from("."),
+        };
         let cmd = gw.command(&["status"]);
-        let envs: Vec<_> = cmd.get_envs().map(|(k, v)| (k.to_string_lossy().into_owned(), v.is_none())).collect();
+        let envs: Vec<_> = cmd
+            .get_envs()
+            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.is_none()))
+            .collect();
         for v in GIT_REDIRECT_VARS {
             assert!(envs.contains(&(v.to_string(), true)), "{v} not removed");
         }
-        let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         assert!(args.contains(&"commit.gpgsign=false".to_string()));
         assert!(args.contains(&"user.email=harness@localhost".to_string()));
     }

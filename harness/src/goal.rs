@@ -42,7 +42,10 @@ impl Goal {
         if found == self.sha256 {
             Ok(())
         } else {
-            Err(GoalTampered { expected: self.sha256.clone(), found })
+            Err(GoalTampered {
+                expected: self.sha256.clone(),
+                found,
+            })
         }
     }
 
@@ -63,6 +66,9 @@ mod tests {
         assert!(g.assert_intact().is_ok());
         g.corrupt_for_test("Improve observability of the search subsystem.");
         let e = g.assert_intact().unwrap_err();
-        assert_eq!(e.expected, sha256_hex("Reduce p95 latency on /api/search to under 200ms."));
+        assert_eq!(
+            e.expected,
+            sha256_hex("Reduce p95 latency on /api/search to under 200ms.")
+        );
     }
 }

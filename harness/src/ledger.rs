@@ -46,7 +46,9 @@ pub fn cost_usd(price: &Price, u: &Usage) -> f64 {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("budget refused the next {role} call: would reach ${would_reach_usd:.4} of ${hard_cap_usd:.2}")]
+#[error(
+    "budget refused the next {role} call: would reach ${would_reach_usd:.4} of ${hard_cap_usd:.2}"
+)]
 pub struct BudgetExceeded {
     pub role: String,
     pub would_reach_usd: f64,
@@ -90,9 +92,22 @@ pub struct LedgerSnapshot {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum JournalEntry {
-    Reserve { seq: u64, call_key: String, role: CallRole, model: String, worst_usd: f64 },
-    Record { seq: u64, cost_usd: f64, usage: Usage, basis: String },
-    Release { seq: u64 },
+    Reserve {
+        seq: u64,
+        call_key: String,
+        role: CallRole,
+        model: String,
+        worst_usd: f64,
+    },
+    Record {
+        seq: u64,
+        cost_usd: f64,
+        usage: Usage,
+        basis: String,
+    },
+    Release {
+        seq: u64,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -112,15 +127,27 @@ pub struct Ledger {
 
 impl Ledger {
     pub fn new(hard_cap_usd: f64, prices: PriceTable) -> Ledger {
-        assert!(hard_cap_usd.is_finite() && hard_cap_usd > 0.0, "spec validation guarantees a positive cap");
-        Ledger { hard_cap_usd, prices, snap: LedgerSnapshot::default(), next_seq: 0, journal: None }
+        assert!(
+            hard_cap_usd.is_finite() && hard_cap_usd > 0.0,
+            "spec validation guarantees a positive cap"
+        );
+        Ledger {
+            hard_cap_usd,
+            prices,
+            snap: LedgerSnapshot::default(),
+            next_seq: 0,
+            journal: None,
+        }
     }
 
     /// Attach the durable journal at `path`, replaying whatever it holds. A
     /// reserve with no record or release is a call that was in flight at a
     /// kill: it is booked at its worst case, durably, before anything else.
     pub fn open_journal(&mut self, path: &Path) -> Result<(), LedgerError> {
-        let jerr = |detail: String| LedgerError::Journal { path: path.display().to_string(), detail };
+        let jerr = |detail: String| LedgerError::Journal {
+            path: path.display().to_string(),
+            detail,
+        };
         let text = match std::fs::read(path) {
             Ok(b) => String::from_utf8(b).map_err(|e| jerr(format!("not UTF-8: {e}")))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -138,13 +165,36 @@ impl Ledger {
             let entry: JournalEntry =
                 serde_json::from_str(line).map_err(|e| jerr(format!("line {}: {e}", n + 1)))?;
             match entry {
-                JournalEntry::Reserve { seq, call_key, role, model, worst_usd } => {
+                JournalEntry::Reserve {
+                    seq,
+                    call_key,
+                    role,
+                    model,
+                    worst_usd,
+                } => {
                     self.next_seq = self.next_seq.max(seq + 1);
-                    open.insert(seq, Reservation { seq, call_key, role, model, worst_usd });
+                    open.insert(
+                        seq,
+                        Reservation {
+                            seq,
+                            call_key,
+                            role,
+                            model,
+                            worst_usd,
+                        },
+                    );
                 }
-                JournalEntry::Record { seq, cost_usd, usage, basis } => {
+                JournalEntry::Record {
+                    seq,
+                    cost_usd,
+                    usage,
+                    basis,
+                } => {
                     let Some(r) = open.remove(&seq) else {
-                        return Err(jerr(format!("line {}: record for unknown reservation {seq}", n + 1)));
+                        return Err(jerr(format!(
+                            "line {}: record for unknown reservation {seq}",
+                            n + 1
+                        )));
                     };
                     self.book(&r, cost_usd, usage, &basis);
                 }
@@ -155,15 +205,21 @@ impl Ledger {
         }
         // Truncate a torn tail so the next append starts on a line boundary.
         if complete.len() != text.len() {
-            let f = crate::simfs::File::open(path, crate::simfs::Open::Existing).map_err(|e| jerr(e.to_string()))?;
-            f.set_len(complete.len() as u64).map_err(|e| jerr(e.to_string()))?;
+            let f = crate::simfs::File::open(path, crate::simfs::Open::Existing)
+                .map_err(|e| jerr(e.to_string()))?;
+            f.set_len(complete.len() as u64)
+                .map_err(|e| jerr(e.to_string()))?;
             f.sync_all().map_err(|e| jerr(e.to_string()))?;
         }
         // An existing journal's name may not be durable yet (its creating
         // append's directory fsync may have failed before a kill): make it so.
         if path.exists() {
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            crate::durable::fsync_dir(dir).map_err(|e| jerr(format!("fsync of {}: {e}", dir.display())))?;
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            crate::durable::fsync_dir(dir)
+                .map_err(|e| jerr(format!("fsync of {}: {e}", dir.display())))?;
         }
         self.journal = Some(path.to_path_buf());
         for (_, r) in open {
@@ -197,21 +253,31 @@ impl Ledger {
     }
 
     fn append(&self, e: &JournalEntry) -> Result<(), LedgerError> {
-        let Some(path) = &self.journal else { return Ok(()) };
-        let jerr = |detail: String| LedgerError::Journal { path: path.display().to_string(), detail };
+        let Some(path) = &self.journal else {
+            return Ok(());
+        };
+        let jerr = |detail: String| LedgerError::Journal {
+            path: path.display().to_string(),
+            detail,
+        };
         let mut line = serde_json::to_string(e).map_err(|e| jerr(e.to_string()))?;
         line.push('\n');
         let created = !path.exists();
-        let mut f =
-            crate::simfs::File::open(path, crate::simfs::Open::Append { read: false }).map_err(|e| jerr(e.to_string()))?;
-        f.write_all(line.as_bytes()).map_err(|e| jerr(e.to_string()))?;
+        let mut f = crate::simfs::File::open(path, crate::simfs::Open::Append { read: false })
+            .map_err(|e| jerr(e.to_string()))?;
+        f.write_all(line.as_bytes())
+            .map_err(|e| jerr(e.to_string()))?;
         f.sync_data().map_err(|e| jerr(e.to_string()))?;
         if created {
             // The first reserve creates the journal: its NAME is durable only
             // once the state dir is fsynced, and the call it pays for is about
             // to be made (found by bench chaos, power-loss mode).
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            crate::durable::fsync_dir(dir).map_err(|e| jerr(format!("fsync of {}: {e}", dir.display())))?;
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            crate::durable::fsync_dir(dir)
+                .map_err(|e| jerr(format!("fsync of {}: {e}", dir.display())))?;
         }
         Ok(())
     }
@@ -249,7 +315,8 @@ impl Ledger {
     pub fn remaining_output_tokens(&self, model: &str) -> u64 {
         match self.prices.get(model) {
             Some(p) if p.output_usd_per_mtok > 0.0 => {
-                (((self.hard_cap_usd - self.snap.spent_usd).max(0.0) / p.output_usd_per_mtok) * 1e6) as u64
+                (((self.hard_cap_usd - self.snap.spent_usd).max(0.0) / p.output_usd_per_mtok) * 1e6)
+                    as u64
             }
             _ => u64::MAX,
         }
@@ -280,7 +347,13 @@ impl Ledger {
                 hard_cap_usd: self.hard_cap_usd,
             }));
         }
-        let r = Reservation { seq: self.next_seq, call_key: call_key.into(), role, model: model.into(), worst_usd: worst };
+        let r = Reservation {
+            seq: self.next_seq,
+            call_key: call_key.into(),
+            role,
+            model: model.into(),
+            worst_usd: worst,
+        };
         self.next_seq += 1;
         self.append(&JournalEntry::Reserve {
             seq: r.seq,
@@ -295,16 +368,33 @@ impl Ledger {
     /// Book what the call actually cost, all four usage fields, plus the
     /// worst case for each attempt that got HTTP 200 with an unparseable body
     /// (it may have been billed and we cannot know for how much).
-    pub fn record(&mut self, r: Reservation, usage: Usage, unparseable_attempts: u32) -> Result<f64, LedgerError> {
-        let price = self.prices.get(&r.model).copied().unwrap_or(Price { input_usd_per_mtok: 0.0, output_usd_per_mtok: 0.0 });
+    pub fn record(
+        &mut self,
+        r: Reservation,
+        usage: Usage,
+        unparseable_attempts: u32,
+    ) -> Result<f64, LedgerError> {
+        let price = self.prices.get(&r.model).copied().unwrap_or(Price {
+            input_usd_per_mtok: 0.0,
+            output_usd_per_mtok: 0.0,
+        });
         let cost = cost_usd(&price, &usage) + r.worst_usd * unparseable_attempts as f64;
-        let basis = if unparseable_attempts == 0 { "usage".to_string() } else { format!("usage+worst_case*{unparseable_attempts}") };
+        let basis = if unparseable_attempts == 0 {
+            "usage".to_string()
+        } else {
+            format!("usage+worst_case*{unparseable_attempts}")
+        };
         // Booked in memory first: the call was billed whether or not the
         // journal can take the line, and the report is written from memory
         // (found by bench chaos, I/O-error injection). The open reserve in the
         // journal still books the worst case on any later resume.
         self.book(&r, cost, usage, &basis);
-        self.append(&JournalEntry::Record { seq: r.seq, cost_usd: cost, usage, basis })?;
+        self.append(&JournalEntry::Record {
+            seq: r.seq,
+            cost_usd: cost,
+            usage,
+            basis,
+        })?;
         Ok(cost)
     }
 
@@ -314,7 +404,12 @@ impl Ledger {
     pub fn book_worst(&mut self, r: Reservation, n: u32) -> Result<f64, LedgerError> {
         let cost = r.worst_usd * n as f64;
         self.book(&r, cost, Usage::default(), "worst_case"); // memory first, as in `record`
-        self.append(&JournalEntry::Record { seq: r.seq, cost_usd: cost, usage: Usage::default(), basis: "worst_case".into() })?;
+        self.append(&JournalEntry::Record {
+            seq: r.seq,
+            cost_usd: cost,
+            usage: Usage::default(),
+            basis: "worst_case".into(),
+        })?;
         Ok(cost)
     }
 
@@ -366,17 +461,38 @@ mod tests {
     use std::io::Write;
 
     fn opus() -> PriceTable {
-        [("opus".to_string(), Price { input_usd_per_mtok: 5.0, output_usd_per_mtok: 25.0 })].into()
+        [(
+            "opus".to_string(),
+            Price {
+                input_usd_per_mtok: 5.0,
+                output_usd_per_mtok: 25.0,
+            },
+        )]
+        .into()
     }
 
     #[test]
     fn seed_cache_example_costs_0_0344_not_0_0025() {
-        let p = Price { input_usd_per_mtok: 5.0, output_usd_per_mtok: 25.0 };
-        let u = Usage { input_tokens: 500, output_tokens: 0, cache_read_input_tokens: 20_000, cache_creation_input_tokens: 3_500 };
+        let p = Price {
+            input_usd_per_mtok: 5.0,
+            output_usd_per_mtok: 25.0,
+        };
+        let u = Usage {
+            input_tokens: 500,
+            output_tokens: 0,
+            cache_read_input_tokens: 20_000,
+            cache_creation_input_tokens: 3_500,
+        };
         let c = cost_usd(&p, &u);
         assert!((c - 0.034375).abs() < 1e-12, "{c}");
         assert_eq!(format!("{c:.4}"), "0.0344");
-        let naive = cost_usd(&p, &Usage { input_tokens: 500, ..Default::default() });
+        let naive = cost_usd(
+            &p,
+            &Usage {
+                input_tokens: 500,
+                ..Default::default()
+            },
+        );
         assert_eq!(format!("{naive:.4}"), "0.0025");
     }
 
@@ -384,12 +500,27 @@ mod tests {
     fn refusal_sets_blocked_and_spend_stalls_below_cap() {
         let mut l = Ledger::new(28.0, opus());
         // Book $27.75 of real spend.
-        let r = l.reserve(CallRole::Execute, "k0", "opus", 1000, 1000).unwrap();
-        l.record(r, Usage { input_tokens: 5_550_000, ..Default::default() }, 0).unwrap();
+        let r = l
+            .reserve(CallRole::Execute, "k0", "opus", 1000, 1000)
+            .unwrap();
+        l.record(
+            r,
+            Usage {
+                input_tokens: 5_550_000,
+                ..Default::default()
+            },
+            0,
+        )
+        .unwrap();
         assert!((l.spent_usd() - 27.75).abs() < 1e-9);
         // The next call's worst case ($1.00 of output) would reach $28.75.
-        let err = l.reserve(CallRole::Execute, "k1", "opus", 0, 40_000).unwrap_err();
-        assert!(matches!(err, ReserveError::Budget(ref b) if (b.would_reach_usd - 28.75).abs() < 1e-9), "{err}");
+        let err = l
+            .reserve(CallRole::Execute, "k1", "opus", 0, 40_000)
+            .unwrap_err();
+        assert!(
+            matches!(err, ReserveError::Budget(ref b) if (b.would_reach_usd - 28.75).abs() < 1e-9),
+            "{err}"
+        );
         assert!(l.blocked());
         assert!(l.spent_usd() < l.hard_cap_usd());
     }
@@ -400,18 +531,39 @@ mod tests {
         let j = dir.path().join("ledger.jsonl");
         let mut l = Ledger::new(10.0, opus());
         l.open_journal(&j).unwrap();
-        let r = l.reserve(CallRole::Plan, "plan/0", "opus", 1000, 1000).unwrap();
-        l.record(r, Usage { input_tokens: 1000, output_tokens: 100, ..Default::default() }, 0).unwrap();
-        let r2 = l.reserve(CallRole::Execute, "execute/t1/a0/0", "opus", 1000, 1000).unwrap();
+        let r = l
+            .reserve(CallRole::Plan, "plan/0", "opus", 1000, 1000)
+            .unwrap();
+        l.record(
+            r,
+            Usage {
+                input_tokens: 1000,
+                output_tokens: 100,
+                ..Default::default()
+            },
+            0,
+        )
+        .unwrap();
+        let r2 = l
+            .reserve(CallRole::Execute, "execute/t1/a0/0", "opus", 1000, 1000)
+            .unwrap();
         let worst = r2.worst_usd;
         let before = l.spent_usd();
         drop(l); // "killed" with r2 in flight
-        // A torn half line after it, as a kill mid-append leaves.
-        std::fs::OpenOptions::new().append(true).open(&j).unwrap().write_all(b"{\"op\":\"rec").unwrap();
+                 // A torn half line after it, as a kill mid-append leaves.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&j)
+            .unwrap()
+            .write_all(b"{\"op\":\"rec")
+            .unwrap();
         let mut l2 = Ledger::new(10.0, opus());
         l2.open_journal(&j).unwrap();
         assert!((l2.spent_usd() - (before + worst)).abs() < 1e-12);
-        assert_eq!(l2.snapshot().spend_curve.last().unwrap().basis, "worst_case");
+        assert_eq!(
+            l2.snapshot().spend_curve.last().unwrap().basis,
+            "worst_case"
+        );
         // Reopening again books nothing new: the worst-case record is durable.
         let mut l3 = Ledger::new(10.0, opus());
         l3.open_journal(&j).unwrap();
@@ -421,7 +573,9 @@ mod tests {
     #[test]
     fn release_books_nothing() {
         let mut l = Ledger::new(1.0, opus());
-        let r = l.reserve(CallRole::Judge, "judge/5", "opus", 100, 100).unwrap();
+        let r = l
+            .reserve(CallRole::Judge, "judge/5", "opus", 100, 100)
+            .unwrap();
         l.release(r).unwrap();
         assert_eq!(l.spent_usd(), 0.0);
     }

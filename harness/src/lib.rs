@@ -5,28 +5,28 @@
 //! in exactly one of seven endings. See ARCHITECTURE.md at the repo root.
 
 // --- the loop and its five mechanisms ---
-pub mod ending; // the seven endings, their class, exit code and alert action
-pub mod run_loop; // should_stop + the one loop; every branch decision lives here
-pub mod ledger; // hard-cap dollar ledger (reserve / record / blocked)
 pub mod checkpoint; // framed, checksummed, atomic checkpoint + refusals on load
-pub mod durable; // the atomic write sequence: temp, write, fsync, rename, fsync dir
 pub mod drift; // drift judge request/parse + the drift gate (only writer of the score)
-pub mod goal; // the immutable, hashed goal
+pub mod durable; // the atomic write sequence: temp, write, fsync, rename, fsync dir
+pub mod ending; // the seven endings, their class, exit code and alert action
+pub mod goal;
+pub mod ledger; // hard-cap dollar ledger (reserve / record / blocked)
+pub mod run_loop; // should_stop + the one loop; every branch decision lives here // the immutable, hashed goal
 
 // --- what the loop works on ---
+pub mod agent;
+pub mod check; // spec-defined checks and the goal predicate: commands the harness runs
 pub mod spec; // run.toml: parsing, validation, errors that name file and field
 pub mod state; // the run state that the checkpoint carries
 pub mod task; // a task and where it came from
-pub mod verify; // the fixed verification vocabulary (done / not_started / partially_applied)
-pub mod check; // spec-defined checks and the goal predicate: commands the harness runs
-pub mod agent; // planner, executor (ReAct), replanner prompts and parsing
+pub mod verify; // the fixed verification vocabulary (done / not_started / partially_applied) // planner, executor (ReAct), replanner prompts and parsing
 
 // --- the agent's reach: tools, confined to the workspace ---
-pub mod workspace; // path confinement: no absolute paths, no `..`, no symlink escapes
-pub mod tools; // the allowlisted tools and their dispatch
-pub mod outbox; // the non-idempotent side effect, outside the workspace
+pub mod gitwork;
 pub mod migration; // a multi-step operation that can be left partially applied
-pub mod gitwork; // one commit per verified task on a run branch
+pub mod outbox; // the non-idempotent side effect, outside the workspace
+pub mod tools; // the allowlisted tools and their dispatch
+pub mod workspace; // path confinement: no absolute paths, no `..`, no symlink escapes // one commit per verified task on a run branch
 
 // --- model traffic ---
 pub mod model; // protocol adapters + HTTP client with retries

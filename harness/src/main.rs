@@ -12,7 +12,11 @@ use harness::spec::RunSpec;
 use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
-#[command(name = "harness", version, about = "Run an unattended agent inside a harness it cannot reach")]
+#[command(
+    name = "harness",
+    version,
+    about = "Run an unattended agent inside a harness it cannot reach"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -63,22 +67,50 @@ fn main() {
         Err(e) => {
             // clap's own exit code for usage errors is 2, which is
             // BUDGET_EXHAUSTED here: map it to the documented rejection code.
-            let code = if e.use_stderr() { EXIT_SPEC_REJECTED } else { 0 };
+            let code = if e.use_stderr() {
+                EXIT_SPEC_REJECTED
+            } else {
+                0
+            };
             let _ = e.print();
             std::process::exit(code);
         }
     };
     let code = match cli.cmd {
         Cmd::Status { state_dir } => status(&state_dir),
-        Cmd::Run { spec, state_dir, replay, case, run_index, strict, latency_scale, faults, base_url } => {
-            let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Cmd::Run {
+            spec,
+            state_dir,
+            replay,
+            case,
+            run_index,
+            strict,
+            latency_scale,
+            faults,
+            base_url,
+        } => {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("harness: cannot start the async runtime: {e}");
                     std::process::exit(harness::ending::Ending::UnrecoverableError.exit_code());
                 }
             };
-            rt.block_on(run_cmd(spec, state_dir, replay, case, run_index, strict, latency_scale, faults, base_url))
+            rt.block_on(run_cmd(
+                spec,
+                state_dir,
+                replay,
+                case,
+                run_index,
+                strict,
+                latency_scale,
+                faults,
+                base_url,
+            ))
         }
     };
     std::process::exit(code);
@@ -117,7 +149,17 @@ async fn run_cmd(
     }
     let mut base_url_override = base_url;
     if let Some(dir) = replay {
-        match harness::replay::start_for_run(&dir, case.as_deref(), run_index, spec.model.protocol, strict, latency_scale, faults.as_deref()).await {
+        match harness::replay::start_for_run(
+            &dir,
+            case.as_deref(),
+            run_index,
+            spec.model.protocol,
+            strict,
+            latency_scale,
+            faults.as_deref(),
+        )
+        .await
+        {
             Ok((server, url)) => {
                 base_url_override = Some(url);
                 _server = Some(server);
@@ -129,11 +171,19 @@ async fn run_cmd(
         }
     }
     if let Err(e) = std::fs::create_dir_all(&state_dir) {
-        eprintln!("harness: cannot create state dir {}: {e}", state_dir.display());
+        eprintln!(
+            "harness: cannot create state dir {}: {e}",
+            state_dir.display()
+        );
         return harness::ending::Ending::UnrecoverableError.exit_code();
     }
     // One harness per state dir: a second one would interleave checkpoints.
-    let lock = match std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(state_dir.join("run.lock")) {
+    let lock = match std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(state_dir.join("run.lock"))
+    {
         Ok(f) => f,
         Err(e) => {
             eprintln!("harness: cannot open lock in {}: {e}", state_dir.display());
@@ -144,9 +194,21 @@ async fn run_cmd(
         eprintln!("harness: another harness is running on {} (run.lock is held); use `harness status` to watch it", state_dir.display());
         return EXIT_SPEC_REJECTED;
     }
-    let outcome = run(spec, &state_dir, RunOptions { base_url_override, jitter_seed: run_index as u64, tamper_goal_before_lap: None }).await;
+    let outcome = run(
+        spec,
+        &state_dir,
+        RunOptions {
+            base_url_override,
+            jitter_seed: run_index as u64,
+            tamper_goal_before_lap: None,
+        },
+    )
+    .await;
     print!("{}", outcome.report.human_summary());
-    println!("report     {}", state_dir.join(harness::report::FILE_NAME).display());
+    println!(
+        "report     {}",
+        state_dir.join(harness::report::FILE_NAME).display()
+    );
     outcome.ending.exit_code()
 }
 
@@ -170,16 +232,34 @@ fn status(state_dir: &Path) -> i32 {
             if let Some(t) = &s.in_progress {
                 println!("in flight  {}: {}", t.id, t.description);
             }
-            println!("queue      {} task(s): {}", s.queue.len(), s.queue.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", "));
-            println!("done       {} verified, {} parked, {} pruned", s.completed.len(), s.parked.len(), s.pruned.len());
+            println!(
+                "queue      {} task(s): {}",
+                s.queue.len(),
+                s.queue
+                    .iter()
+                    .map(|t| t.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            println!(
+                "done       {} verified, {} parked, {} pruned",
+                s.completed.len(),
+                s.parked.len(),
+                s.pruned.len()
+            );
             match s.drift_history.last() {
-                Some(d) => println!("drift      {:.2} ({:?}) at step {}", d.score, d.band, d.step),
+                Some(d) => println!(
+                    "drift      {:.2} ({:?}) at step {}",
+                    d.score, d.band, d.step
+                ),
                 None => println!("drift      not checked yet"),
             }
         }
         Err(r) => {
             println!("checkpoint REFUSED: {r}");
-            println!("(a run on this state dir ends as UNRECOVERABLE_ERROR until a human looks at it)");
+            println!(
+                "(a run on this state dir ends as UNRECOVERABLE_ERROR until a human looks at it)"
+            );
         }
     }
     0

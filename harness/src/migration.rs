@@ -57,13 +57,28 @@ pub enum MigrationError {
     #[error("migration {name:?} has no definition at {path}")]
     Missing { name: String, path: String },
     #[error("migration {name:?} definition {path} is invalid: {detail}")]
-    BadDefinition { name: String, path: String, detail: String },
+    BadDefinition {
+        name: String,
+        path: String,
+        detail: String,
+    },
     #[error("migration {name:?} step {step} path {path:?} refused: {error}")]
-    StepPath { name: String, step: usize, path: String, error: PathError },
+    StepPath {
+        name: String,
+        step: usize,
+        path: String,
+        error: PathError,
+    },
     /// A write failed partway. `written` names the steps already written, so
     /// the caller knows the migration is now partially applied.
     #[error("migration {name:?} step {step} ({path}) failed after {} step(s) were written: {detail}", written.len())]
-    StepWrite { name: String, step: usize, path: String, detail: String, written: Vec<String> },
+    StepWrite {
+        name: String,
+        step: usize,
+        path: String,
+        detail: String,
+        written: Vec<String>,
+    },
 }
 
 /// The state of a migration, judged only from the files on disk.
@@ -74,7 +89,11 @@ pub enum MigrationState {
     /// No step's file has its content.
     NotStarted,
     /// Some, but not all, steps are in place.
-    Partial { applied: usize, total: usize, detail: String },
+    Partial {
+        applied: usize,
+        total: usize,
+        detail: String,
+    },
     /// The definition is missing or invalid, so nothing can be judged.
     Unknown { detail: String },
 }
@@ -86,10 +105,17 @@ pub fn validate_name(name: &str) -> Result<(), String> {
         return Err("the name is empty; expected something like \"0042_add_index\"".into());
     }
     if name.chars().count() > MIGRATION_NAME_MAX_CHARS {
-        return Err(format!("the name is longer than {MIGRATION_NAME_MAX_CHARS} characters"));
+        return Err(format!(
+            "the name is longer than {MIGRATION_NAME_MAX_CHARS} characters"
+        ));
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))) {
-        return Err(format!("character {c:?} is not allowed; use only letters, digits, '_', '.', '-' (no slashes)"));
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Err(format!(
+            "character {c:?} is not allowed; use only letters, digits, '_', '.', '-' (no slashes)"
+        ));
     }
     if name.chars().all(|c| c == '.') {
         return Err("the name cannot be only dots".into());
@@ -106,49 +132,79 @@ pub fn definition_path(name: &str) -> String {
 /// parses, it has 1..=MIGRATION_MAX_STEPS steps, every step path resolves
 /// inside the workspace, no two steps write the same file, contents bounded.
 pub fn load(ws: &Workspace, name: &str) -> Result<MigrationDef, MigrationError> {
-    validate_name(name).map_err(|reason| MigrationError::InvalidName { name: name.to_string(), reason })?;
+    validate_name(name).map_err(|reason| MigrationError::InvalidName {
+        name: name.to_string(),
+        reason,
+    })?;
     let rel = definition_path(name);
-    let bad = |detail: String| MigrationError::BadDefinition { name: name.to_string(), path: rel.clone(), detail };
+    let bad = |detail: String| MigrationError::BadDefinition {
+        name: name.to_string(),
+        path: rel.clone(),
+        detail,
+    };
     let abs = ws.resolve(&rel).map_err(|e| bad(e.to_string()))?;
     let f = match std::fs::File::open(&abs) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(MigrationError::Missing { name: name.to_string(), path: rel.clone() })
+            return Err(MigrationError::Missing {
+                name: name.to_string(),
+                path: rel.clone(),
+            })
         }
         Err(e) => return Err(bad(e.to_string())),
     };
     let mut buf = Vec::new();
-    f.take(MIGRATION_DEF_MAX_BYTES + 1).read_to_end(&mut buf).map_err(|e| bad(e.to_string()))?;
+    f.take(MIGRATION_DEF_MAX_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| bad(e.to_string()))?;
     if buf.len() as u64 > MIGRATION_DEF_MAX_BYTES {
         return Err(bad(format!("larger than {MIGRATION_DEF_MAX_BYTES} bytes")));
     }
     let def: MigrationDef = serde_json::from_slice(&buf).map_err(|e| {
-        bad(format!("{e}; expected {{\"steps\": [{{\"path\": \"db/...\", \"content\": \"...\"}}]}}"))
+        bad(format!(
+            "{e}; expected {{\"steps\": [{{\"path\": \"db/...\", \"content\": \"...\"}}]}}"
+        ))
     })?;
     if def.steps.is_empty() {
         return Err(bad("it has no steps".into()));
     }
     if def.steps.len() > MIGRATION_MAX_STEPS {
-        return Err(bad(format!("it has {} steps, over the limit of {MIGRATION_MAX_STEPS}", def.steps.len())));
+        return Err(bad(format!(
+            "it has {} steps, over the limit of {MIGRATION_MAX_STEPS}",
+            def.steps.len()
+        )));
     }
     let mut seen: Vec<PathBuf> = Vec::with_capacity(def.steps.len());
     for (i, step) in def.steps.iter().enumerate() {
-        let abs = ws.resolve(&step.path).map_err(|error| MigrationError::StepPath {
-            name: name.to_string(),
-            step: i + 1,
-            path: step.path.clone(),
-            error,
-        })?;
+        let abs = ws
+            .resolve(&step.path)
+            .map_err(|error| MigrationError::StepPath {
+                name: name.to_string(),
+                step: i + 1,
+                path: step.path.clone(),
+                error,
+            })?;
         if abs == ws.root() {
-            return Err(bad(format!("step {} path {:?} names the workspace root, not a file", i + 1, step.path)));
+            return Err(bad(format!(
+                "step {} path {:?} names the workspace root, not a file",
+                i + 1,
+                step.path
+            )));
         }
         if step.content.len() > MIGRATION_STEP_MAX_BYTES {
-            return Err(bad(format!("step {} content is over {MIGRATION_STEP_MAX_BYTES} bytes", i + 1)));
+            return Err(bad(format!(
+                "step {} content is over {MIGRATION_STEP_MAX_BYTES} bytes",
+                i + 1
+            )));
         }
         // Two steps on one file could never both be "in place", so the
         // migration could never read as Done.
         if seen.contains(&abs) {
-            return Err(bad(format!("step {} writes {:?}, which an earlier step already writes", i + 1, step.path)));
+            return Err(bad(format!(
+                "step {} writes {:?}, which an earlier step already writes",
+                i + 1,
+                step.path
+            )));
         }
         seen.push(abs);
     }
@@ -168,12 +224,14 @@ pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationEr
         }
         // Re-resolve right before writing: the check in load() was against
         // the file system as it was then.
-        let abs = ws.resolve(&step.path).map_err(|error| MigrationError::StepPath {
-            name: name.to_string(),
-            step: i + 1,
-            path: step.path.clone(),
-            error,
-        })?;
+        let abs = ws
+            .resolve(&step.path)
+            .map_err(|error| MigrationError::StepPath {
+                name: name.to_string(),
+                step: i + 1,
+                path: step.path.clone(),
+                error,
+            })?;
         if let Err(e) = write_synced(&abs, step.content.as_bytes(), ws.root()) {
             return Err(MigrationError::StepWrite {
                 name: name.to_string(),
@@ -185,12 +243,19 @@ pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationEr
         }
         written.push(step.path.clone());
     }
-    Ok(MigrationApplied { name: name.to_string(), steps_written: written })
+    Ok(MigrationApplied {
+        name: name.to_string(),
+        steps_written: written,
+    })
 }
 
 /// Create parents, write, flush, fsync; fsync the directory when the file is
 /// new so its name survives a power cut too.
-fn write_synced(abs: &std::path::Path, content: &[u8], root: &std::path::Path) -> std::io::Result<()> {
+fn write_synced(
+    abs: &std::path::Path,
+    content: &[u8],
+    root: &std::path::Path,
+) -> std::io::Result<()> {
     let parent = abs.parent();
     if let Some(p) = parent {
         crate::durable::create_dir_all_synced(p, root)?;
@@ -214,14 +279,22 @@ fn write_synced(abs: &std::path::Path, content: &[u8], root: &std::path::Path) -
 pub fn state(ws: &Workspace, name: &str) -> MigrationState {
     let def = match load(ws, name) {
         Ok(d) => d,
-        Err(e) => return MigrationState::Unknown { detail: e.to_string() },
+        Err(e) => {
+            return MigrationState::Unknown {
+                detail: e.to_string(),
+            }
+        }
     };
     let total = def.steps.len();
     let mut applied = 0usize;
     let mut notes: Vec<String> = Vec::with_capacity(total);
     for (i, step) in def.steps.iter().enumerate() {
         let status = match ws.resolve(&step.path) {
-            Err(e) => return MigrationState::Unknown { detail: format!("step {} path: {e}", i + 1) },
+            Err(e) => {
+                return MigrationState::Unknown {
+                    detail: format!("step {} path: {e}", i + 1),
+                }
+            }
             Ok(abs) => step_status(&abs, step.content.as_bytes()),
         };
         if status == StepStatus::Applied {
@@ -234,7 +307,11 @@ pub fn state(ws: &Workspace, name: &str) -> MigrationState {
     } else if applied == 0 {
         MigrationState::NotStarted
     } else {
-        MigrationState::Partial { applied, total, detail: bounded(notes.join("; "), MIGRATION_DETAIL_MAX_CHARS) }
+        MigrationState::Partial {
+            applied,
+            total,
+            detail: bounded(notes.join("; "), MIGRATION_DETAIL_MAX_CHARS),
+        }
     }
 }
 
@@ -316,8 +393,14 @@ mod tests {
         define(&w, "0042", THREE);
         assert_eq!(state(&w, "0042"), MigrationState::NotStarted);
         let a = apply(&w, "0042").unwrap();
-        assert_eq!(a.steps_written, vec!["db/0001.sql", "db/0002.sql", "db/sub/0003.sql"]);
-        assert_eq!(std::fs::read_to_string(w.root().join("db/sub/0003.sql")).unwrap(), "ANALYZE t;\n");
+        assert_eq!(
+            a.steps_written,
+            vec!["db/0001.sql", "db/0002.sql", "db/sub/0003.sql"]
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.root().join("db/sub/0003.sql")).unwrap(),
+            "ANALYZE t;\n"
+        );
         assert_eq!(state(&w, "0042"), MigrationState::Done);
         // Re-applying a finished migration leaves it finished.
         apply(&w, "0042").unwrap();
@@ -330,13 +413,24 @@ mod tests {
         define(&w, "0042", THREE);
         std::fs::create_dir_all(w.root().join("db")).unwrap();
         std::fs::write(w.root().join("db/0001.sql"), "CREATE TABLE t(x);\n").unwrap();
-        std::fs::write(w.root().join("db/0002.sql"), "CREATE INDEX i ON t(x);\n-- torn").unwrap();
+        std::fs::write(
+            w.root().join("db/0002.sql"),
+            "CREATE INDEX i ON t(x);\n-- torn",
+        )
+        .unwrap();
         match state(&w, "0042") {
-            MigrationState::Partial { applied, total, detail } => {
+            MigrationState::Partial {
+                applied,
+                total,
+                detail,
+            } => {
                 assert_eq!((applied, total), (1, 3));
                 assert!(detail.contains("step 1 db/0001.sql applied"), "{detail}");
                 assert!(detail.contains("step 2 db/0002.sql differs"), "{detail}");
-                assert!(detail.contains("step 3 db/sub/0003.sql missing"), "{detail}");
+                assert!(
+                    detail.contains("step 3 db/sub/0003.sql missing"),
+                    "{detail}"
+                );
             }
             s => panic!("{s:?}"),
         }
@@ -346,8 +440,14 @@ mod tests {
     fn unknown_when_definition_missing_or_bad() {
         let (_d, w) = ws();
         assert!(matches!(state(&w, "nope"), MigrationState::Unknown { .. }));
-        assert!(matches!(state(&w, "../etc"), MigrationState::Unknown { .. }));
-        assert!(matches!(apply(&w, "nope"), Err(MigrationError::Missing { .. })));
+        assert!(matches!(
+            state(&w, "../etc"),
+            MigrationState::Unknown { .. }
+        ));
+        assert!(matches!(
+            apply(&w, "nope"),
+            Err(MigrationError::Missing { .. })
+        ));
         for body in [
             "not json",
             r#"{"steps":[]}"#,
@@ -360,11 +460,15 @@ mod tests {
             r#"{"steps":[{"path":".","content":"x"}]}"#,
         ] {
             define(&w, "m", body);
-            assert!(matches!(state(&w, "m"), MigrationState::Unknown { .. }), "{body}");
+            assert!(
+                matches!(state(&w, "m"), MigrationState::Unknown { .. }),
+                "{body}"
+            );
             assert!(apply(&w, "m").is_err(), "{body}");
         }
-        let many: Vec<String> =
-            (0..=MIGRATION_MAX_STEPS).map(|i| format!(r#"{{"path":"f{i}","content":"x"}}"#)).collect();
+        let many: Vec<String> = (0..=MIGRATION_MAX_STEPS)
+            .map(|i| format!(r#"{{"path":"f{i}","content":"x"}}"#))
+            .collect();
         define(&w, "m", &format!(r#"{{"steps":[{}]}}"#, many.join(",")));
         assert!(matches!(state(&w, "m"), MigrationState::Unknown { .. }));
         // Nothing was written by the refused applies.
@@ -376,7 +480,11 @@ mod tests {
         let (_d, w) = ws();
         // Step 2's path is a directory, so it cannot be written as a file.
         std::fs::create_dir(w.root().join("blocker")).unwrap();
-        define(&w, "m", r#"{"steps":[{"path":"ok.txt","content":"1"},{"path":"blocker","content":"2"}]}"#);
+        define(
+            &w,
+            "m",
+            r#"{"steps":[{"path":"ok.txt","content":"1"},{"path":"blocker","content":"2"}]}"#,
+        );
         match apply(&w, "m") {
             Err(MigrationError::StepWrite { step, written, .. }) => {
                 assert_eq!(step, 2);
@@ -384,12 +492,22 @@ mod tests {
             }
             r => panic!("{r:?}"),
         }
-        assert!(matches!(state(&w, "m"), MigrationState::Partial { applied: 1, total: 2, .. }));
+        assert!(matches!(
+            state(&w, "m"),
+            MigrationState::Partial {
+                applied: 1,
+                total: 2,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn detail_is_bounded() {
-        let s = bounded("é".repeat(MIGRATION_DETAIL_MAX_CHARS + 10), MIGRATION_DETAIL_MAX_CHARS);
+        let s = bounded(
+            "é".repeat(MIGRATION_DETAIL_MAX_CHARS + 10),
+            MIGRATION_DETAIL_MAX_CHARS,
+        );
         assert_eq!(s.chars().count(), MIGRATION_DETAIL_MAX_CHARS + 3);
     }
 }

@@ -66,17 +66,26 @@ impl Outbox {
     /// lines; `sync_data` makes the post durable before we return, so "post()
     /// returned" really means "posted".
     pub fn post(&self, channel: &str, text: &str, idempotency_key: &str) -> io::Result<()> {
-        let entry = OutboxEntry { key: idempotency_key.to_string(), channel: channel.to_string(), text: text.to_string() };
-        let mut line = serde_json::to_vec(&entry).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let entry = OutboxEntry {
+            key: idempotency_key.to_string(),
+            channel: channel.to_string(),
+            text: text.to_string(),
+        };
+        let mut line = serde_json::to_vec(&entry)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         line.push(b'\n');
         if line.len() > OUTBOX_MAX_LINE_BYTES {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("outbox entry is {} bytes, over the {OUTBOX_MAX_LINE_BYTES}-byte limit", line.len()),
+                format!(
+                    "outbox entry is {} bytes, over the {OUTBOX_MAX_LINE_BYTES}-byte limit",
+                    line.len()
+                ),
             ));
         }
         let existed = self.path.exists();
-        let mut f = crate::simfs::File::open(&self.path, crate::simfs::Open::Append { read: true })?;
+        let mut f =
+            crate::simfs::File::open(&self.path, crate::simfs::Open::Append { read: true })?;
         // A crash mid-write can leave a torn last line with no newline. Without
         // this, our line would be glued onto it and both would be lost.
         let len = f.get_mut().metadata()?.len();
@@ -106,7 +115,10 @@ impl Outbox {
 
     /// All entries plus what was skipped (torn tail, bad lines).
     pub fn read_all(&self) -> Result<OutboxContents, OutboxError> {
-        let io_err = |e: io::Error| OutboxError::Io { path: self.path.clone(), detail: e.to_string() };
+        let io_err = |e: io::Error| OutboxError::Io {
+            path: self.path.clone(),
+            detail: e.to_string(),
+        };
         let f = match std::fs::File::open(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(OutboxContents::default()),
@@ -114,18 +126,25 @@ impl Outbox {
         };
         let size = f.metadata().map_err(io_err)?.len();
         if size > OUTBOX_MAX_FILE_BYTES {
-            return Err(OutboxError::TooLarge { path: self.path.clone(), size });
+            return Err(OutboxError::TooLarge {
+                path: self.path.clone(),
+                size,
+            });
         }
         let mut buf = Vec::new();
         // take(): the file may grow between metadata() and the read.
-        f.take(OUTBOX_MAX_FILE_BYTES).read_to_end(&mut buf).map_err(io_err)?;
+        f.take(OUTBOX_MAX_FILE_BYTES)
+            .read_to_end(&mut buf)
+            .map_err(io_err)?;
         Ok(parse_contents(&buf))
     }
 
     /// How many times `key` was posted. An unreadable outbox counts as 0;
     /// callers that must tell "unreadable" from "absent" use [`Outbox::read_all`].
     pub fn count_key(&self, key: &str) -> usize {
-        self.entries().map(|es| es.iter().filter(|e| e.key == key).count()).unwrap_or(0)
+        self.entries()
+            .map(|es| es.iter().filter(|e| e.key == key).count())
+            .unwrap_or(0)
     }
 
     pub fn has_key(&self, key: &str) -> bool {
@@ -180,8 +199,19 @@ mod tests {
         o.post("#ops", "x", "k2").unwrap();
         let es = o.entries().unwrap();
         assert_eq!(es.len(), 3);
-        assert_eq!(es[0], OutboxEntry { key: "k1".into(), channel: "#eng".into(), text: "hello \"world\"\nline2".into() });
-        assert_eq!(o.count_key("k1"), 2, "a second post with the same key appends again");
+        assert_eq!(
+            es[0],
+            OutboxEntry {
+                key: "k1".into(),
+                channel: "#eng".into(),
+                text: "hello \"world\"\nline2".into()
+            }
+        );
+        assert_eq!(
+            o.count_key("k1"),
+            2,
+            "a second post with the same key appends again"
+        );
         assert!(o.has_key("k2"));
         let raw = std::fs::read_to_string(o.path()).unwrap();
         assert_eq!(raw.lines().count(), 3);
@@ -204,7 +234,10 @@ mod tests {
         // The next post must not be glued onto the torn fragment.
         o.post("#eng", "next", "k3").unwrap();
         let c = o.read_all().unwrap();
-        assert_eq!(c.entries.iter().map(|e| e.key.as_str()).collect::<Vec<_>>(), vec!["k1", "k3"]);
+        assert_eq!(
+            c.entries.iter().map(|e| e.key.as_str()).collect::<Vec<_>>(),
+            vec!["k1", "k3"]
+        );
         assert_eq!(c.torn_tail_bytes, None);
         assert_eq!(c.bad_lines, vec![2]);
     }
@@ -213,7 +246,11 @@ mod tests {
     fn garbage_never_panics() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("outbox.jsonl");
-        std::fs::write(&p, b"\xff\xfe\n{}\n[1,2]\n\n{\"key\":\"a\",\"channel\":\"c\",\"text\":\"t\"}\n\xff").unwrap();
+        std::fs::write(
+            &p,
+            b"\xff\xfe\n{}\n[1,2]\n\n{\"key\":\"a\",\"channel\":\"c\",\"text\":\"t\"}\n\xff",
+        )
+        .unwrap();
         let o = Outbox::new(&p);
         let c = o.read_all().unwrap();
         assert_eq!(c.entries.len(), 1);

@@ -65,7 +65,15 @@ pub struct Report {
 
 impl Report {
     #[allow(clippy::too_many_arguments)]
-    pub fn build(state: &RunState, goal: &str, ending: Ending, detail: Option<String>, error_kind: Option<String>, predicate_met: bool, elapsed_ms: u64) -> Report {
+    pub fn build(
+        state: &RunState,
+        goal: &str,
+        ending: Ending,
+        detail: Option<String>,
+        error_kind: Option<String>,
+        predicate_met: bool,
+        elapsed_ms: u64,
+    ) -> Report {
         let n = state.completed.len();
         Report {
             ending,
@@ -77,10 +85,29 @@ impl Report {
             usage: state.ledger.usage,
             spend_curve: state.ledger.spend_curve.clone(),
             verified: state.completed.clone(),
-            parked: state.parked.iter().map(|p| ParkedEntry { id: p.id.clone(), reason: p.reason.clone() }).collect(),
+            parked: state
+                .parked
+                .iter()
+                .map(|p| ParkedEntry {
+                    id: p.id.clone(),
+                    reason: p.reason.clone(),
+                })
+                .collect(),
             pruned: state.pruned.clone(),
-            drift_history: state.drift_history.iter().map(|d| DriftEntry { step: d.step, score: d.score, band: d.band }).collect(),
-            cost_per_verified_task_usd: if n > 0 { Some(state.ledger.spent_usd / n as f64) } else { None },
+            drift_history: state
+                .drift_history
+                .iter()
+                .map(|d| DriftEntry {
+                    step: d.step,
+                    score: d.score,
+                    band: d.band,
+                })
+                .collect(),
+            cost_per_verified_task_usd: if n > 0 {
+                Some(state.ledger.spent_usd / n as f64)
+            } else {
+                None
+            },
             steps: state.step,
             elapsed_ms,
             detail,
@@ -94,7 +121,11 @@ impl Report {
             model_claims: state.model_claims.clone(),
             drift_detail: state.drift_history.clone(),
             git_branch: state.git_branch.clone(),
-            commits: state.completed.iter().filter_map(|c| c.commit.clone()).collect(),
+            commits: state
+                .completed
+                .iter()
+                .filter_map(|c| c.commit.clone())
+                .collect(),
             resumes: state.resumes,
             budget_notices: state.budget_notices,
             model_calls: state.ledger.calls,
@@ -126,9 +157,19 @@ impl Report {
             Alert::Alert => "alert",
             Alert::Page => "PAGE",
         };
-        s.push_str(&format!("ending     {} ({class}, exit {}, {alert})\n", self.ending, self.exit_code));
+        s.push_str(&format!(
+            "ending     {} ({class}, exit {}, {alert})\n",
+            self.ending, self.exit_code
+        ));
         s.push_str(&format!("goal       {}\n", self.goal));
-        s.push_str(&format!("predicate  {}\n", if self.predicate_met { "met (checked by the harness)" } else { "NOT met (checked by the harness)" }));
+        s.push_str(&format!(
+            "predicate  {}\n",
+            if self.predicate_met {
+                "met (checked by the harness)"
+            } else {
+                "NOT met (checked by the harness)"
+            }
+        ));
         s.push_str(&format!(
             "spend      ${:.4} of ${:.2} cap over {} calls (in {} / out {} / cache read {} / cache write {} tokens)\n",
             self.spend_usd, self.hard_cap_usd, self.model_calls, self.usage.input_tokens, self.usage.output_tokens, self.usage.cache_read_input_tokens, self.usage.cache_creation_input_tokens
@@ -149,16 +190,33 @@ impl Report {
             s.push_str(&format!("parked     {}: {}\n", p.id, p.reason));
         }
         for p in &self.pruned {
-            s.push_str(&format!("pruned     {} (drift {:.2} at step {}): {}\n", p.id, p.drift_score, p.drift_step, p.description));
+            s.push_str(&format!(
+                "pruned     {} (drift {:.2} at step {}): {}\n",
+                p.id, p.drift_score, p.drift_step, p.description
+            ));
         }
         if let Some(d) = self.drift_history.last() {
-            s.push_str(&format!("drift      last {:.2} ({:?}) over {} checks\n", d.score, d.band, self.drift_history.len()));
+            s.push_str(&format!(
+                "drift      last {:.2} ({:?}) over {} checks\n",
+                d.score,
+                d.band,
+                self.drift_history.len()
+            ));
         }
         if let Some(b) = &self.git_branch {
-            s.push_str(&format!("branch     {b} ({} commits)\n", self.commits.len()));
+            s.push_str(&format!(
+                "branch     {b} ({} commits)\n",
+                self.commits.len()
+            ));
         }
         if let Some(d) = &self.detail {
-            s.push_str(&format!("detail     {}{d}\n", self.error_kind.as_deref().map(|k| format!("[{k}] ")).unwrap_or_default()));
+            s.push_str(&format!(
+                "detail     {}{d}\n",
+                self.error_kind
+                    .as_deref()
+                    .map(|k| format!("[{k}] "))
+                    .unwrap_or_default()
+            ));
         }
         s
     }
@@ -167,12 +225,20 @@ impl Report {
 /// Deliver the ending's alert action: a line in the alerts file (the spec's,
 /// or `<state-dir>/alerts.jsonl`) and, when configured, a POST to the webhook.
 /// Delivery problems are reported, never turned into a different ending.
-pub async fn deliver_alert(spec: &crate::spec::AlertSpec, state_dir: &Path, report: &Report) -> Vec<String> {
+pub async fn deliver_alert(
+    spec: &crate::spec::AlertSpec,
+    state_dir: &Path,
+    report: &Report,
+) -> Vec<String> {
     let mut out = vec![];
     if report.alert == Alert::None {
         return out;
     }
-    let action = if report.alert == Alert::Page { "page" } else { "alert" };
+    let action = if report.alert == Alert::Page {
+        "page"
+    } else {
+        "alert"
+    };
     let line = serde_json::json!({
         "unix_ms": crate::run_loop::now_unix_ms(),
         "action": action,
@@ -184,13 +250,19 @@ pub async fn deliver_alert(spec: &crate::spec::AlertSpec, state_dir: &Path, repo
         "detail": report.detail,
         "report": state_dir.join(FILE_NAME),
     });
-    let file = spec.file.clone().unwrap_or_else(|| state_dir.join("alerts.jsonl"));
+    let file = spec
+        .file
+        .clone()
+        .unwrap_or_else(|| state_dir.join("alerts.jsonl"));
     let res = (|| -> std::io::Result<()> {
         use std::io::Write;
         if let Some(p) = file.parent() {
             std::fs::create_dir_all(p)?;
         }
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&file)?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)?;
         f.write_all(format!("{line}\n").as_bytes())?;
         f.sync_data()
     })();
@@ -199,9 +271,17 @@ pub async fn deliver_alert(spec: &crate::spec::AlertSpec, state_dir: &Path, repo
         Err(e) => format!("{action} NOT written to {}: {e}", file.display()),
     });
     if let Some(url) = &spec.webhook_url {
-        let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build();
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(5))
+            .build();
         let sent = match client {
-            Ok(c) => c.post(url).json(&line).send().await.map(|r| r.status().as_u16()).map_err(|e| e.to_string()),
+            Ok(c) => c
+                .post(url)
+                .json(&line)
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+                .map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         out.push(match sent {

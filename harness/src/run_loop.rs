@@ -36,7 +36,10 @@ pub const PLAN_FORMAT_RETRIES: u32 = 1;
 pub const CLAIM_MAX_CHARS: usize = 500;
 
 pub fn now_unix_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Everything that can go wrong inside a lap, as values. `classify` is the
@@ -70,7 +73,10 @@ impl From<ReserveError> for LapError {
 pub enum Classified {
     /// The ledger refused the next call: not broken, a PARTIAL.
     Blocked,
-    Unrecoverable { kind: String, detail: String },
+    Unrecoverable {
+        kind: String,
+        detail: String,
+    },
 }
 
 impl LapError {
@@ -165,7 +171,16 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
 
     if let Some(e) = dir_err {
         let s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
-        return fail_early(s, "state_dir", format!("cannot create state dir {}: {e}", state_dir.display()), &goal, &alerts, state_dir, &mut events).await;
+        return fail_early(
+            s,
+            "state_dir",
+            format!("cannot create state dir {}: {e}", state_dir.display()),
+            &goal,
+            &alerts,
+            state_dir,
+            &mut events,
+        )
+        .await;
     }
     // Load or start. Every refusal is UNRECOVERABLE_ERROR with the refusal
     // named; the refused file is left untouched for a human to inspect.
@@ -173,14 +188,27 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
     let (mut state, resumed) = match loaded {
         Ok(Some(s)) => (s, true),
         Ok(None) => {
-            let mut s = RunState::new(format!("run-{}-{}", now_unix_ms(), std::process::id()), goal.sha256().to_string(), now_unix_ms());
+            let mut s = RunState::new(
+                format!("run-{}-{}", now_unix_ms(), std::process::id()),
+                goal.sha256().to_string(),
+                now_unix_ms(),
+            );
             s.hard_cap_usd = hard_cap;
             (s, false)
         }
         Err(refusal) => {
             let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
             s.hard_cap_usd = hard_cap;
-            return fail_early(s, &format!("checkpoint_{}", refusal.kind()), format!("refused to resume: {refusal}"), &goal, &alerts, state_dir, &mut events).await;
+            return fail_early(
+                s,
+                &format!("checkpoint_{}", refusal.kind()),
+                format!("refused to resume: {refusal}"),
+                &goal,
+                &alerts,
+                state_dir,
+                &mut events,
+            )
+            .await;
         }
     };
     state.hard_cap_usd = hard_cap;
@@ -196,50 +224,136 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
                 // the alert before writing the report, so a missing report
                 // means a possibly missing alert: deliver it now (alerts are
                 // at-least-once, never at-most-once).
-                let mut r = Report::build(&state, goal.text(), f.ending, f.detail.clone(), f.error_kind.clone(), f.ending == Ending::GoalMet, 0);
-                r.alert_delivery.extend(crate::report::deliver_alert(&alerts, state_dir, &r).await);
+                let mut r = Report::build(
+                    &state,
+                    goal.text(),
+                    f.ending,
+                    f.detail.clone(),
+                    f.error_kind.clone(),
+                    f.ending == Ending::GoalMet,
+                    0,
+                );
+                r.alert_delivery
+                    .extend(crate::report::deliver_alert(&alerts, state_dir, &r).await);
                 if let Err(e) = r.write(state_dir) {
                     eprintln!("harness: could not write report.json: {e}");
                 }
                 r
             }
         };
-        return Outcome { ending: f.ending, report };
+        return Outcome {
+            ending: f.ending,
+            report,
+        };
     }
 
     let mut ledger = Ledger::new(spec.hard_cap_usd, spec.prices.clone());
     if let Err(e) = ledger.open_journal(&state_dir.join("ledger.jsonl")) {
-        return fail_early(state, "ledger_journal", e.to_string(), &goal, &alerts, state_dir, &mut events).await;
+        return fail_early(
+            state,
+            "ledger_journal",
+            e.to_string(),
+            &goal,
+            &alerts,
+            state_dir,
+            &mut events,
+        )
+        .await;
     }
     // Money the checkpoint knows about must still be in the journal: a journal
     // that lost money is refused, never silently trusted.
     if ledger.spent_usd() + 1e-9 < state.ledger.spent_usd {
-        let d = format!("ledger journal books ${:.6} but the checkpoint recorded ${:.6}", ledger.spent_usd(), state.ledger.spent_usd);
-        return fail_early(state, "ledger_journal", d, &goal, &alerts, state_dir, &mut events).await;
+        let d = format!(
+            "ledger journal books ${:.6} but the checkpoint recorded ${:.6}",
+            ledger.spent_usd(),
+            state.ledger.spent_usd
+        );
+        return fail_early(
+            state,
+            "ledger_journal",
+            d,
+            &goal,
+            &alerts,
+            state_dir,
+            &mut events,
+        )
+        .await;
     }
     ledger.set_blocked(state.ledger.blocked);
     state.ledger = ledger.snapshot().clone();
 
     let workspace = match Workspace::open(&spec.workspace) {
         Ok(w) => w,
-        Err(e) => return fail_early(state, "workspace", format!("workspace {}: {e}", spec.workspace.display()), &goal, &alerts, state_dir, &mut events).await,
+        Err(e) => {
+            return fail_early(
+                state,
+                "workspace",
+                format!("workspace {}: {e}", spec.workspace.display()),
+                &goal,
+                &alerts,
+                state_dir,
+                &mut events,
+            )
+            .await
+        }
     };
-    let outbox = Outbox::new(spec.outbox.clone().unwrap_or_else(|| state_dir.join("outbox.jsonl")));
-    let base_url = opts.base_url_override.clone().unwrap_or_else(|| spec.model.base_url.clone());
+    let outbox = Outbox::new(
+        spec.outbox
+            .clone()
+            .unwrap_or_else(|| state_dir.join("outbox.jsonl")),
+    );
+    let base_url = opts
+        .base_url_override
+        .clone()
+        .unwrap_or_else(|| spec.model.base_url.clone());
     let client = match ModelClient::new(EndpointConfig {
         base_url,
         protocol: spec.model.protocol,
         api_key_env: spec.model.api_key_env.clone(),
         request_timeout_ms: spec.model.request_timeout_s * 1000,
-        retry: RetryPolicy { max_attempts: spec.model.http_attempts, jitter_seed: opts.jitter_seed, ..RetryPolicy::default() },
+        retry: RetryPolicy {
+            max_attempts: spec.model.http_attempts,
+            jitter_seed: opts.jitter_seed,
+            ..RetryPolicy::default()
+        },
     }) {
         Ok(c) => c,
-        Err(e) => return fail_early(state, "endpoint_config", e.to_string(), &goal, &alerts, state_dir, &mut events).await,
+        Err(e) => {
+            return fail_early(
+                state,
+                "endpoint_config",
+                e.to_string(),
+                &goal,
+                &alerts,
+                state_dir,
+                &mut events,
+            )
+            .await
+        }
     };
     let git = GitWork::detect(workspace.root());
 
-    let mut r = Runner { spec, goal, state, ledger, client, workspace, outbox, git, state_dir: state_dir.to_path_buf(), events, last_predicate: None, plan_note: None, tamper_goal_before_lap: opts.tamper_goal_before_lap, fresh_predicate: None };
-    r.events.emit(r.state.step, if resumed { "resume" } else { "start" }, json!({"run_id": r.state.run_id, "spent_usd": r.ledger.spent_usd()}));
+    let mut r = Runner {
+        spec,
+        goal,
+        state,
+        ledger,
+        client,
+        workspace,
+        outbox,
+        git,
+        state_dir: state_dir.to_path_buf(),
+        events,
+        last_predicate: None,
+        plan_note: None,
+        tamper_goal_before_lap: opts.tamper_goal_before_lap,
+        fresh_predicate: None,
+    };
+    r.events.emit(
+        r.state.step,
+        if resumed { "resume" } else { "start" },
+        json!({"run_id": r.state.run_id, "spent_usd": r.ledger.spent_usd()}),
+    );
 
     let (ending, detail, kind) = r.drive(resumed).await;
     r.finish(ending, detail, kind).await
@@ -257,13 +371,30 @@ async fn fail_early(
     state_dir: &Path,
     events: &mut EventLog,
 ) -> Outcome {
-    events.emit(state.step, "ending", json!({"ending": "UNRECOVERABLE_ERROR", "kind": kind, "detail": detail}));
-    let mut report = Report::build(&state, goal.text(), Ending::UnrecoverableError, Some(detail), Some(kind.into()), false, now_unix_ms().saturating_sub(state.started_at_unix_ms));
-    report.alert_delivery.extend(crate::report::deliver_alert(alerts, state_dir, &report).await);
+    events.emit(
+        state.step,
+        "ending",
+        json!({"ending": "UNRECOVERABLE_ERROR", "kind": kind, "detail": detail}),
+    );
+    let mut report = Report::build(
+        &state,
+        goal.text(),
+        Ending::UnrecoverableError,
+        Some(detail),
+        Some(kind.into()),
+        false,
+        now_unix_ms().saturating_sub(state.started_at_unix_ms),
+    );
+    report
+        .alert_delivery
+        .extend(crate::report::deliver_alert(alerts, state_dir, &report).await);
     if let Err(e) = report.write(state_dir) {
         eprintln!("harness: could not write report.json: {e}");
     }
-    Outcome { ending: Ending::UnrecoverableError, report }
+    Outcome {
+        ending: Ending::UnrecoverableError,
+        report,
+    }
 }
 
 impl Runner {
@@ -281,7 +412,10 @@ impl Runner {
         if met {
             return Some(Ending::GoalMet);
         }
-        if self.ledger.blocked() || self.ledger.spent_usd() >= self.ledger.hard_cap_usd() || self.ledger.winding_down() {
+        if self.ledger.blocked()
+            || self.ledger.spent_usd() >= self.ledger.hard_cap_usd()
+            || self.ledger.winding_down()
+        {
             return Some(Ending::BudgetExhausted); // `blocked`: reserve() already refused
         }
         if self.elapsed_ms() as f64 > self.spec.wall_clock_limit_s * 1000.0 {
@@ -325,10 +459,15 @@ impl Runner {
             }
             laps += 1;
             if self.tamper_goal_before_lap == Some(laps) {
-                self.goal.corrupt_for_test("Improve observability of the search subsystem.");
+                self.goal
+                    .corrupt_for_test("Improve observability of the search subsystem.");
             }
             if laps > LAPS_MAX {
-                return (Ending::UnrecoverableError, Some(format!("the loop ran {LAPS_MAX} laps without ending")), Some("laps_exhausted".into()));
+                return (
+                    Ending::UnrecoverableError,
+                    Some(format!("the loop ran {LAPS_MAX} laps without ending")),
+                    Some("laps_exhausted".into()),
+                );
             }
             if let Err(e) = self.lap().await {
                 match e.classify() {
@@ -336,10 +475,16 @@ impl Runner {
                     // the goal predicate has had its say.
                     Classified::Blocked => {
                         self.ledger.set_blocked(true);
-                        self.events.emit(self.state.step, "budget_refused", json!({"spent_usd": self.ledger.spent_usd()}));
+                        self.events.emit(
+                            self.state.step,
+                            "budget_refused",
+                            json!({"spent_usd": self.ledger.spent_usd()}),
+                        );
                         continue;
                     }
-                    Classified::Unrecoverable { kind, detail } => return (Ending::UnrecoverableError, Some(detail), Some(kind)),
+                    Classified::Unrecoverable { kind, detail } => {
+                        return (Ending::UnrecoverableError, Some(detail), Some(kind))
+                    }
                 }
             }
         }
@@ -348,7 +493,9 @@ impl Runner {
     fn classify_fatal(&self, e: LapError) -> (Ending, Option<String>, Option<String>) {
         match e.classify() {
             Classified::Blocked => (Ending::BudgetExhausted, None, None),
-            Classified::Unrecoverable { kind, detail } => (Ending::UnrecoverableError, Some(detail), Some(kind)),
+            Classified::Unrecoverable { kind, detail } => {
+                (Ending::UnrecoverableError, Some(detail), Some(kind))
+            }
         }
     }
 
@@ -357,10 +504,18 @@ impl Runner {
     async fn prepare(&mut self, resumed: bool) -> Result<(), LapError> {
         self.goal.assert_intact()?;
         if let Some(g) = &self.git {
-            let branch = self.state.git_branch.clone().unwrap_or_else(|| format!("harness/{}", self.state.run_id));
+            let branch = self
+                .state
+                .git_branch
+                .clone()
+                .unwrap_or_else(|| format!("harness/{}", self.state.run_id));
             match g.ensure_branch(&branch) {
                 Ok(()) => self.state.git_branch = Some(branch),
-                Err(e) => self.events.emit(self.state.step, "git_error", json!({"detail": e.to_string()})),
+                Err(e) => self.events.emit(
+                    self.state.step,
+                    "git_error",
+                    json!({"detail": e.to_string()}),
+                ),
             }
         }
         if resumed {
@@ -368,7 +523,11 @@ impl Runner {
             if let Some(task) = self.state.in_progress.take() {
                 point(Phase::DuringResumeVerify);
                 let outcome = task.verify.run(&self.verify_ctx());
-                self.events.emit(self.state.step, "resume_verify", json!({"task": task.id, "outcome": outcome}));
+                self.events.emit(
+                    self.state.step,
+                    "resume_verify",
+                    json!({"task": task.id, "outcome": outcome}),
+                );
                 // A task settled here finished: it counts as a step (the drift
                 // cadence counts finished tasks), exactly as in `lap`.
                 match outcome {
@@ -378,7 +537,10 @@ impl Runner {
                     }
                     VerifyOutcome::NotStarted => self.state.queue.insert(0, task), // nothing happened: safe to re-run
                     VerifyOutcome::PartiallyApplied { detail } => {
-                        self.park(task, format!("resumed into a partially applied state: {detail}"));
+                        self.park(
+                            task,
+                            format!("resumed into a partially applied state: {detail}"),
+                        );
                         self.state.step += 1;
                     }
                 }
@@ -400,7 +562,11 @@ impl Runner {
         point(Phase::BeforeInProgressCheckpoint);
         self.state.in_progress = Some(task.clone());
         self.checkpoint()?; // IN_PROGRESS: a crash from here on is verified on resume
-        self.events.emit(self.state.step, "task_start", json!({"task": task.id, "description": task.description}));
+        self.events.emit(
+            self.state.step,
+            "task_start",
+            json!({"task": task.id, "description": task.description}),
+        );
 
         let result = self.execute_task(&task).await?;
         self.state.in_progress = None;
@@ -443,7 +609,11 @@ impl Runner {
             let outcome = task.verify.run(&self.verify_ctx());
             self.events.emit(self.state.step, "verify", json!({"task": task.id, "attempt": attempt, "attempt_end": end.describe(), "outcome": outcome}));
             if let Some(c) = &claim {
-                self.state.model_claims.push(ModelClaim { task_id: task.id.clone(), text: c.clone(), verified: outcome == VerifyOutcome::Done });
+                self.state.model_claims.push(ModelClaim {
+                    task_id: task.id.clone(),
+                    text: c.clone(),
+                    verified: outcome == VerifyOutcome::Done,
+                });
             }
             match outcome {
                 // What the page cache shows is not what a power cut leaves: a
@@ -472,7 +642,9 @@ impl Runner {
                 }
             }
         }
-        Ok(TaskResult::Park { reason: format!("{last}; gave up after {attempts_allowed} attempt(s)") })
+        Ok(TaskResult::Park {
+            reason: format!("{last}; gave up after {attempts_allowed} attempt(s)"),
+        })
     }
 
     /// One short ReAct loop: model <-> tools, one tool call per turn, up to
@@ -480,17 +652,39 @@ impl Runner {
     /// Returns how the attempt ended and, if a side-effecting tool call
     /// failed (an I/O error after it may have changed something) and was not
     /// later redone successfully, which call.
-    async fn execute_attempt(&mut self, task: &Task, attempt: u32) -> Result<(AttemptEnd, Option<String>), LapError> {
+    async fn execute_attempt(
+        &mut self,
+        task: &Task,
+        attempt: u32,
+    ) -> Result<(AttemptEnd, Option<String>), LapError> {
         let mut io_failed: Option<(String, serde_json::Value)> = None;
         let end = self.react(task, attempt, &mut io_failed).await?;
         Ok((end, io_failed.map(|(name, _)| name)))
     }
 
-    async fn react(&mut self, task: &Task, attempt: u32, io_failed: &mut Option<(String, serde_json::Value)>) -> Result<AttemptEnd, LapError> {
+    async fn react(
+        &mut self,
+        task: &Task,
+        attempt: u32,
+        io_failed: &mut Option<(String, serde_json::Value)>,
+    ) -> Result<AttemptEnd, LapError> {
         let checks: std::collections::BTreeMap<_, _> = self.spec.checks.clone();
         let allow = self.spec.tools_allowed.clone();
-        let tool_defs = ToolBox { workspace: &self.workspace, outbox: &self.outbox, checks: &checks, allowlist: &allow }.defs();
-        let mut turns = vec![Turn::User { text: crate::agent::task_prompt(&self.goal, task, self.spec.task_budget_tokens, &self.state.history_summary) }];
+        let tool_defs = ToolBox {
+            workspace: &self.workspace,
+            outbox: &self.outbox,
+            checks: &checks,
+            allowlist: &allow,
+        }
+        .defs();
+        let mut turns = vec![Turn::User {
+            text: crate::agent::task_prompt(
+                &self.goal,
+                task,
+                self.spec.task_budget_tokens,
+                &self.state.history_summary,
+            ),
+        }];
         let mut previous: Option<(String, serde_json::Value)> = None;
         for turn in 0..self.spec.loop_cap {
             let notice = if self.ledger.notice_due() {
@@ -515,21 +709,33 @@ impl Runner {
             };
             let key = (call.name.clone(), call.input.clone());
             if previous.as_ref() == Some(&key) {
-                return Ok(AttemptEnd::Stuck { detail: format!("repeated an identical {} call", call.name) });
+                return Ok(AttemptEnd::Stuck {
+                    detail: format!("repeated an identical {} call", call.name),
+                });
             }
             previous = Some(key);
-            let obs = ToolBox { workspace: &self.workspace, outbox: &self.outbox, checks: &checks, allowlist: &allow }.dispatch(&call);
+            let obs = ToolBox {
+                workspace: &self.workspace,
+                outbox: &self.outbox,
+                checks: &checks,
+                allowlist: &allow,
+            }
+            .dispatch(&call);
             if obs.posted_key.is_some() {
                 point(Phase::AfterPostBeforeCheckpoint);
             }
             if obs.is_error && obs.side_effect {
                 *io_failed = Some((call.name.clone(), call.input.clone()));
-            } else if !obs.is_error && io_failed.as_ref() == Some(&(call.name.clone(), call.input.clone())) {
+            } else if !obs.is_error
+                && io_failed.as_ref() == Some(&(call.name.clone(), call.input.clone()))
+            {
                 *io_failed = None; // the same call redone successfully: durable again
             }
             if obs.side_effect {
                 if let Some(p) = call.input.get("path").and_then(|p| p.as_str()) {
-                    if !self.state.artifacts.iter().any(|a| a == p) && self.state.artifacts.len() < 1000 {
+                    if !self.state.artifacts.iter().any(|a| a == p)
+                        && self.state.artifacts.len() < 1000
+                    {
                         self.state.artifacts.push(p.to_string());
                     }
                 }
@@ -540,8 +746,15 @@ impl Runner {
             if ignored > 0 {
                 content.push_str(&format!("\n[harness] only one tool call per turn is run; {ignored} other call(s) were ignored"));
             }
-            turns.push(Turn::Assistant { text: reply.text, tool_calls: vec![call.clone()] });
-            turns.push(Turn::ToolResult { call_id: call.id, content, is_error: obs.is_error });
+            turns.push(Turn::Assistant {
+                text: reply.text,
+                tool_calls: vec![call.clone()],
+            });
+            turns.push(Turn::ToolResult {
+                call_id: call.id,
+                content,
+                is_error: obs.is_error,
+            });
         }
         Ok(AttemptEnd::LoopCap)
     }
@@ -549,7 +762,13 @@ impl Runner {
     async fn plan(&mut self) -> Result<(), LapError> {
         let checks: Vec<String> = self.spec.checks.keys().cloned().collect();
         let listing = self.workspace_listing();
-        let mut req = crate::agent::plan_request(&self.goal, self.spec.model_for(crate::model::types::CallRole::Plan), &checks, &listing, "plan/0".into());
+        let mut req = crate::agent::plan_request(
+            &self.goal,
+            self.spec.model_for(crate::model::types::CallRole::Plan),
+            &checks,
+            &listing,
+            "plan/0".into(),
+        );
         let mut raw = None;
         for n in 0..=PLAN_FORMAT_RETRIES {
             let reply = self.call_model(req.clone(), Phase::DuringModelCall).await?;
@@ -559,10 +778,14 @@ impl Runner {
                     break;
                 }
                 Err(e) => {
-                    self.events.emit(self.state.step, "plan_malformed", json!({"error": e}));
+                    self.events
+                        .emit(self.state.step, "plan_malformed", json!({"error": e}));
                     self.plan_note = Some(format!("planner output malformed: {e}"));
                     // The error goes back to the model as an observation.
-                    req.turns.push(Turn::Assistant { text: reply.text, tool_calls: vec![] });
+                    req.turns.push(Turn::Assistant {
+                        text: reply.text,
+                        tool_calls: vec![],
+                    });
                     req.turns.push(Turn::User { text: format!("Your reply could not be used: {e}. Reply again with only the JSON object.") });
                     req.call_key = format!("plan/{}", n + 1);
                 }
@@ -580,14 +803,25 @@ impl Runner {
         let n = self.state.replans;
         self.state.replans += 1;
         let checks: Vec<String> = self.spec.checks.keys().cloned().collect();
-        let req = crate::agent::replan_request(&self.goal, self.spec.model_for(crate::model::types::CallRole::Replan), &checks, &self.state, &truncate(predicate_output, 2000), format!("replan/{n}"));
+        let req = crate::agent::replan_request(
+            &self.goal,
+            self.spec.model_for(crate::model::types::CallRole::Replan),
+            &checks,
+            &self.state,
+            &truncate(predicate_output, 2000),
+            format!("replan/{n}"),
+        );
         let reply = self.call_model(req, Phase::DuringModelCall).await?;
         match crate::agent::parse_plan(&reply.text) {
             Ok(raw) => self.admit(raw, &format!("replan/{n}")),
             Err(e) => {
                 // The queue stays empty: the report must say why.
-                self.plan_note = Some(format!("replanner output malformed ({}): {e}", format_args!("replan/{n}")));
-                self.events.emit(self.state.step, "replan_malformed", json!({"error": e}));
+                self.plan_note = Some(format!(
+                    "replanner output malformed ({}): {e}",
+                    format_args!("replan/{n}")
+                ));
+                self.events
+                    .emit(self.state.step, "replan_malformed", json!({"error": e}));
             }
         }
         Ok(())
@@ -605,26 +839,62 @@ impl Runner {
 
     async fn drift_check(&mut self) -> Result<(), LapError> {
         self.goal.assert_intact()?; // at every check
-        let req = drift::judge_request(&self.goal, &self.state.queue, self.spec.model_for(crate::model::types::CallRole::Judge), format!("judge/{}", self.state.step));
+        let req = drift::judge_request(
+            &self.goal,
+            &self.state.queue,
+            self.spec.model_for(crate::model::types::CallRole::Judge),
+            format!("judge/{}", self.state.step),
+        );
         let reply = self.call_model(req, Phase::DuringDriftCall).await?;
-        let dc = drift::parse(&reply.text).map_err(|e| LapError::Internal(format!("drift judge reply unusable: {e}")))?;
-        let pruned = drift::gate(&mut self.state, &dc, self.spec.drift_prune_above, self.spec.drift_halt_above);
-        let band = drift::band(dc.drift_score, self.spec.drift_prune_above, self.spec.drift_halt_above);
-        self.events.emit(self.state.step, "drift", json!({"score": dc.drift_score, "band": band, "pruned": pruned}));
+        let dc = drift::parse(&reply.text)
+            .map_err(|e| LapError::Internal(format!("drift judge reply unusable: {e}")))?;
+        let pruned = drift::gate(
+            &mut self.state,
+            &dc,
+            self.spec.drift_prune_above,
+            self.spec.drift_halt_above,
+        );
+        let band = drift::band(
+            dc.drift_score,
+            self.spec.drift_prune_above,
+            self.spec.drift_halt_above,
+        );
+        self.events.emit(
+            self.state.step,
+            "drift",
+            json!({"score": dc.drift_score, "band": band, "pruned": pruned}),
+        );
         if band == Band::Halt {
-            self.plan_note = Some(format!("drift {:.2} above {:.2}: {}", dc.drift_score, self.spec.drift_halt_above, truncate(&dc.reasoning, 300)));
+            self.plan_note = Some(format!(
+                "drift {:.2} above {:.2}: {}",
+                dc.drift_score,
+                self.spec.drift_halt_above,
+                truncate(&dc.reasoning, 300)
+            ));
         }
         Ok(())
     }
 
     /// Reserve the worst case, call, book all four usage fields.
-    async fn call_model(&mut self, req: ModelRequest, phase: Phase) -> Result<ModelReply, LapError> {
+    async fn call_model(
+        &mut self,
+        req: ModelRequest,
+        phase: Phase,
+    ) -> Result<ModelReply, LapError> {
         self.goal.assert_intact()?;
-        let body_len = crate::model::request_body(self.spec.model.protocol, &req).to_string().len() as u64;
+        let body_len = crate::model::request_body(self.spec.model.protocol, &req)
+            .to_string()
+            .len() as u64;
         // ~3 bytes per token over-estimates the prompt: the reservation is a
         // worst case, so err high.
         let est_in = body_len / 3 + 1;
-        let res = self.ledger.reserve(req.role, &req.call_key, &req.model, est_in, req.max_tokens as u64)?;
+        let res = self.ledger.reserve(
+            req.role,
+            &req.call_key,
+            &req.model,
+            est_in,
+            req.max_tokens as u64,
+        )?;
         if req.trailing_notice.is_some() {
             // Counted only for requests actually sent, not ones the ledger refused.
             self.state.budget_notices += 1;
@@ -633,7 +903,9 @@ impl Runner {
         let result = self.client.call(&req).await;
         match result {
             Ok(reply) => {
-                let cost = self.ledger.record(res, reply.usage, reply.unparseable_billed_attempts)?;
+                let cost =
+                    self.ledger
+                        .record(res, reply.usage, reply.unparseable_billed_attempts)?;
                 point(Phase::BetweenLedgerRecordAndCheckpoint);
                 self.state.ledger = self.ledger.snapshot().clone();
                 self.events.emit(
@@ -645,13 +917,20 @@ impl Runner {
             }
             Err(e) => {
                 match &e {
-                    ModelError::RetriesExhausted { unparseable_billed_attempts: n, .. } if *n > 0 => {
+                    ModelError::RetriesExhausted {
+                        unparseable_billed_attempts: n,
+                        ..
+                    } if *n > 0 => {
                         self.ledger.book_worst(res, *n)?;
                     }
                     _ => self.ledger.release(res)?,
                 }
                 self.state.ledger = self.ledger.snapshot().clone();
-                self.events.emit(self.state.step, "model_error", json!({"role": req.role, "call_key": req.call_key, "error": e.to_string()}));
+                self.events.emit(
+                    self.state.step,
+                    "model_error",
+                    json!({"role": req.role, "call_key": req.call_key, "error": e.to_string()}),
+                );
                 Err(LapError::Model(e))
             }
         }
@@ -668,15 +947,27 @@ impl Runner {
                 None => match g.commit_task(&task.id, &task.description) {
                     Ok(c) => c,
                     Err(e) => {
-                        self.events.emit(self.state.step, "git_error", json!({"task": task.id, "detail": e.to_string()}));
+                        self.events.emit(
+                            self.state.step,
+                            "git_error",
+                            json!({"task": task.id, "detail": e.to_string()}),
+                        );
                         None
                     }
                 },
             };
         }
         self.state.no_progress_streak = 0;
-        self.state.push_history(format!("{} verified: {}", task.id, truncate(&task.description, 120)));
-        self.events.emit(self.state.step, "task_done", json!({"task": task.id, "how": how, "commit": commit}));
+        self.state.push_history(format!(
+            "{} verified: {}",
+            task.id,
+            truncate(&task.description, 120)
+        ));
+        self.events.emit(
+            self.state.step,
+            "task_done",
+            json!({"task": task.id, "how": how, "commit": commit}),
+        );
         self.state.completed.push(CompletedTask {
             id: task.id,
             description: task.description,
@@ -690,9 +981,19 @@ impl Runner {
 
     fn park(&mut self, task: Task, reason: String) {
         self.state.no_progress_streak += 1;
-        self.state.push_history(format!("{} parked: {}", task.id, truncate(&reason, 160)));
-        self.events.emit(self.state.step, "task_parked", json!({"task": task.id, "reason": reason}));
-        self.state.parked.push(ParkedTask { id: task.id, description: task.description, reason, step: self.state.step });
+        self.state
+            .push_history(format!("{} parked: {}", task.id, truncate(&reason, 160)));
+        self.events.emit(
+            self.state.step,
+            "task_parked",
+            json!({"task": task.id, "reason": reason}),
+        );
+        self.state.parked.push(ParkedTask {
+            id: task.id,
+            description: task.description,
+            reason,
+            step: self.state.step,
+        });
     }
 
     fn checkpoint(&mut self) -> Result<(), LapError> {
@@ -707,7 +1008,12 @@ impl Runner {
             Predicate::Command(c) => run_check(c, self.workspace.root()),
             Predicate::Check(name) => match self.spec.checks.get(name) {
                 Some(c) => run_check(c, self.workspace.root()),
-                None => CheckResult { passed: false, exit_code: None, timed_out: false, output: format!("check {name:?} not defined") },
+                None => CheckResult {
+                    passed: false,
+                    exit_code: None,
+                    timed_out: false,
+                    output: format!("check {name:?} not defined"),
+                },
             },
         };
         self.last_predicate = Some(res.clone());
@@ -715,14 +1021,27 @@ impl Runner {
     }
 
     fn verify_ctx(&self) -> VerifyContext<'_> {
-        VerifyContext { workspace: &self.workspace, outbox: &self.outbox, checks: &self.spec.checks }
+        VerifyContext {
+            workspace: &self.workspace,
+            outbox: &self.outbox,
+            checks: &self.spec.checks,
+        }
     }
 
     fn workspace_listing(&self) -> String {
         let checks = std::collections::BTreeMap::new();
         let allow = vec!["list_files".to_string()];
-        let tb = ToolBox { workspace: &self.workspace, outbox: &self.outbox, checks: &checks, allowlist: &allow };
-        let call = crate::model::types::ToolCall { id: "listing".into(), name: "list_files".into(), input: json!({"path": "."}) };
+        let tb = ToolBox {
+            workspace: &self.workspace,
+            outbox: &self.outbox,
+            checks: &checks,
+            allowlist: &allow,
+        };
+        let call = crate::model::types::ToolCall {
+            id: "listing".into(),
+            name: "list_files".into(),
+            input: json!({"path": "."}),
+        };
         truncate(&tb.dispatch(&call).content, 4000)
     }
 
@@ -732,16 +1051,25 @@ impl Runner {
 
     /// End the run: settle an in-flight task by verifying it, write the final
     /// checkpoint (so a re-run re-reports), the report, and the alert.
-    async fn finish(mut self, ending: Ending, detail: Option<String>, kind: Option<String>) -> Outcome {
+    async fn finish(
+        mut self,
+        ending: Ending,
+        detail: Option<String>,
+        kind: Option<String>,
+    ) -> Outcome {
         if let Some(task) = self.state.in_progress.take() {
             let outcome = task.verify.run(&self.verify_ctx());
             match outcome {
                 VerifyOutcome::Done => self.complete(task, None, "verified_at_end"),
                 other => {
-                    let r = format!("run ended ({ending}) while this task was in progress; verify says {}", match other {
-                        VerifyOutcome::PartiallyApplied { detail } => format!("partially applied: {detail}"),
-                        _ => "not started".into(),
-                    });
+                    let r = format!(
+                        "run ended ({ending}) while this task was in progress; verify says {}",
+                        match other {
+                            VerifyOutcome::PartiallyApplied { detail } =>
+                                format!("partially applied: {detail}"),
+                            _ => "not started".into(),
+                        }
+                    );
                     self.park(task, r)
                 }
             }
@@ -753,18 +1081,39 @@ impl Runner {
         // GOAL_MET only ever comes from the predicate; assert what must not happen.
         debug_assert!(ending != Ending::GoalMet || predicate_met);
         self.state.ledger = self.ledger.snapshot().clone();
-        self.state.finished = Some(Finished { ending, detail: detail.clone(), error_kind: kind.clone() });
-        let ckpt_err = if ending == Ending::UnrecoverableError && kind.as_deref() == Some("goal_tampered") {
-            None // never write a checkpoint from a state whose goal we no longer trust
-        } else {
-            checkpoint::save(&self.state_dir, &self.state).err()
-        };
-        let mut report = Report::build(&self.state, self.goal.text(), ending, detail, kind, predicate_met, self.elapsed_ms());
+        self.state.finished = Some(Finished {
+            ending,
+            detail: detail.clone(),
+            error_kind: kind.clone(),
+        });
+        let ckpt_err =
+            if ending == Ending::UnrecoverableError && kind.as_deref() == Some("goal_tampered") {
+                None // never write a checkpoint from a state whose goal we no longer trust
+            } else {
+                checkpoint::save(&self.state_dir, &self.state).err()
+            };
+        let mut report = Report::build(
+            &self.state,
+            self.goal.text(),
+            ending,
+            detail,
+            kind,
+            predicate_met,
+            self.elapsed_ms(),
+        );
         if let Some(e) = ckpt_err {
-            report.alert_delivery.push(format!("final checkpoint not written: {e}"));
+            report
+                .alert_delivery
+                .push(format!("final checkpoint not written: {e}"));
         }
-        report.alert_delivery.extend(crate::report::deliver_alert(&self.spec.alerts, &self.state_dir, &report).await);
-        self.events.emit(self.state.step, "ending", json!({"ending": ending, "exit_code": ending.exit_code(), "detail": report.detail}));
+        report.alert_delivery.extend(
+            crate::report::deliver_alert(&self.spec.alerts, &self.state_dir, &report).await,
+        );
+        self.events.emit(
+            self.state.step,
+            "ending",
+            json!({"ending": ending, "exit_code": ending.exit_code(), "detail": report.detail}),
+        );
         if let Err(e) = report.write(&self.state_dir) {
             eprintln!("harness: could not write report.json: {e}");
         }

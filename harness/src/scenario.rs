@@ -63,7 +63,12 @@ pub struct ScriptTool {
 
 /// Default usage for a scripted call whose author did not give one: sized
 /// like the seed's task calls (a 3.5k prompt, ~700 tokens out).
-pub const DEFAULT_USAGE: Usage = Usage { input_tokens: 3500, output_tokens: 700, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 };
+pub const DEFAULT_USAGE: Usage = Usage {
+    input_tokens: 3500,
+    output_tokens: 700,
+    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: 0,
+};
 
 pub fn role_of_key(key: &str) -> Result<&'static str, String> {
     match key.split('/').next().unwrap_or("") {
@@ -71,7 +76,9 @@ pub fn role_of_key(key: &str) -> Result<&'static str, String> {
         "execute" => Ok("execute"),
         "judge" => Ok("judge"),
         "replan" => Ok("replan"),
-        other => Err(format!("call key {key:?}: role prefix {other:?} is not plan/execute/judge/replan")),
+        other => Err(format!(
+            "call key {key:?}: role prefix {other:?} is not plan/execute/judge/replan"
+        )),
     }
 }
 
@@ -81,10 +88,24 @@ impl ScriptCall {
             .tools
             .iter()
             .enumerate()
-            .map(|(i, t)| ToolCall { id: format!("call_{}_{}", self.key.replace('/', "_"), i), name: t.name.clone(), input: t.input.clone() })
+            .map(|(i, t)| ToolCall {
+                id: format!("call_{}_{}", self.key.replace('/', "_"), i),
+                name: t.name.clone(),
+                input: t.input.clone(),
+            })
             .collect();
-        let stop = self.stop.clone().unwrap_or(if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse });
-        ScriptedReply { text: self.text.clone(), tool_calls, stop_reason: stop, usage: self.usage.unwrap_or(DEFAULT_USAGE), model: model.to_string() }
+        let stop = self.stop.clone().unwrap_or(if tool_calls.is_empty() {
+            StopReason::EndTurn
+        } else {
+            StopReason::ToolUse
+        });
+        ScriptedReply {
+            text: self.text.clone(),
+            tool_calls,
+            stop_reason: stop,
+            usage: self.usage.unwrap_or(DEFAULT_USAGE),
+            model: model.to_string(),
+        }
     }
 }
 
@@ -92,7 +113,14 @@ impl Scenario {
     /// Load a scenario file; errors name the file and what was expected.
     pub fn load(path: &std::path::Path) -> Result<Scenario, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: line {} column {}: {e}", path.display(), e.line(), e.column()))
+        serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}: line {} column {}: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })
     }
 
     /// Compile to a cassette (JSON value in the replay format).

@@ -69,7 +69,12 @@ impl Fault {
         if it.next().is_some() {
             return None;
         }
-        Some(Fault { errno, class, nth, sticky })
+        Some(Fault {
+            errno,
+            class,
+            nth,
+            sticky,
+        })
     }
 }
 
@@ -100,7 +105,11 @@ impl Broken {
 #[cfg(feature = "chaos-broken")]
 pub fn broken() -> Option<Broken> {
     static B: OnceLock<Option<Broken>> = OnceLock::new();
-    *B.get_or_init(|| std::env::var(BROKEN_ENV).ok().and_then(|v| Broken::parse(&v)))
+    *B.get_or_init(|| {
+        std::env::var(BROKEN_ENV)
+            .ok()
+            .and_then(|v| Broken::parse(&v))
+    })
 }
 
 #[cfg(not(feature = "chaos-broken"))]
@@ -121,10 +130,21 @@ fn sim() -> &'static Sim {
     static S: OnceLock<Sim> = OnceLock::new();
     S.get_or_init(|| {
         let log = std::env::var_os(LOG_ENV).and_then(|p| {
-            std::fs::OpenOptions::new().create(true).append(true).open(p).ok().map(Mutex::new)
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .ok()
+                .map(Mutex::new)
         });
         let fault = std::env::var(FAULT_ENV).ok().and_then(|v| Fault::parse(&v));
-        Sim { log, fault, writes: AtomicU64::new(0), fsyncs: AtomicU64::new(0), next_fd: AtomicU64::new(1) }
+        Sim {
+            log,
+            fault,
+            writes: AtomicU64::new(0),
+            fsyncs: AtomicU64::new(0),
+            next_fd: AtomicU64::new(1),
+        }
     })
 }
 
@@ -205,7 +225,12 @@ impl File {
                 "trunc": how == Open::Truncate, "append": matches!(how, Open::Append { .. }),
             }));
         }
-        Ok(File { inner, id, path: path.to_path_buf(), append: matches!(how, Open::Append { .. }) })
+        Ok(File {
+            inner,
+            id,
+            path: path.to_path_buf(),
+            append: matches!(how, Open::Append { .. }),
+        })
     }
 
     pub fn get_mut(&mut self) -> &mut std::fs::File {
@@ -226,7 +251,9 @@ impl File {
         let r = self.inner.write_all(buf);
         if self.id != 0 {
             // Logged even on error: part of the buffer may have landed.
-            record(json!({"op": "write", "fd": self.id, "off": off, "data": hex::encode(buf), "ok": r.is_ok()}));
+            record(
+                json!({"op": "write", "fd": self.id, "off": off, "data": hex::encode(buf), "ok": r.is_ok()}),
+            );
         }
         r
     }
@@ -284,7 +311,11 @@ pub fn create_dir_all(p: &Path) -> io::Result<()> {
         return std::fs::create_dir_all(p);
     }
     let p = abs(p);
-    let missing: Vec<PathBuf> = p.ancestors().take_while(|a| !a.exists()).map(Path::to_path_buf).collect();
+    let missing: Vec<PathBuf> = p
+        .ancestors()
+        .take_while(|a| !a.exists())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(&p)?;
     for d in missing.iter().rev() {
         record(json!({"op": "mkdir", "path": d}));
@@ -309,9 +340,34 @@ mod tests {
 
     #[test]
     fn fault_specs() {
-        assert_eq!(Fault::parse("eio:write:3"), Some(Fault { errno: 5, class: FaultClass::Write, nth: 3, sticky: true }));
-        assert_eq!(Fault::parse("enospc:fsync:1:once"), Some(Fault { errno: 28, class: FaultClass::Fsync, nth: 1, sticky: false }));
-        for bad in ["", "eio", "eio:write", "eio:write:0", "eacces:write:1", "eio:read:1", "eio:write:1:x", "eio:write:1:once:2"] {
+        assert_eq!(
+            Fault::parse("eio:write:3"),
+            Some(Fault {
+                errno: 5,
+                class: FaultClass::Write,
+                nth: 3,
+                sticky: true
+            })
+        );
+        assert_eq!(
+            Fault::parse("enospc:fsync:1:once"),
+            Some(Fault {
+                errno: 28,
+                class: FaultClass::Fsync,
+                nth: 1,
+                sticky: false
+            })
+        );
+        for bad in [
+            "",
+            "eio",
+            "eio:write",
+            "eio:write:0",
+            "eacces:write:1",
+            "eio:read:1",
+            "eio:write:1:x",
+            "eio:write:1:once:2",
+        ] {
             assert_eq!(Fault::parse(bad), None, "{bad}");
         }
         assert_eq!(Broken::parse("no-dir-fsync"), Some(Broken::NoDirFsync));

@@ -104,16 +104,28 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn err(&self, field: &str, expected: impl Into<String>) -> SpecError {
-        SpecError { file: self.file.into(), field: field.into(), expected: expected.into() }
+        SpecError {
+            file: self.file.into(),
+            field: field.into(),
+            expected: expected.into(),
+        }
     }
     fn table<'v>(&self, v: &'v Value, field: &str) -> Result<&'v toml::Table, SpecError> {
-        v.as_table().ok_or_else(|| self.err(field, format!("a table, found {}", v.type_str())))
+        v.as_table()
+            .ok_or_else(|| self.err(field, format!("a table, found {}", v.type_str())))
     }
     fn known(&self, t: &toml::Table, prefix: &str, allowed: &[&str]) -> Result<(), SpecError> {
         for k in t.keys() {
             if !allowed.contains(&k.as_str()) {
-                let f = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                return Err(self.err(&f, format!("no such field; known fields here: {}", allowed.join(", "))));
+                let f = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                return Err(self.err(
+                    &f,
+                    format!("no such field; known fields here: {}", allowed.join(", ")),
+                ));
             }
         }
         Ok(())
@@ -121,8 +133,15 @@ impl Reader<'_> {
     fn opt<'v>(&self, t: &'v toml::Table, key: &str) -> Option<&'v Value> {
         t.get(key)
     }
-    fn req<'v>(&self, t: &'v toml::Table, prefix: &str, key: &str, what: &str) -> Result<&'v Value, SpecError> {
-        t.get(key).ok_or_else(|| self.err(&join(prefix, key), format!("{what} (the field is missing)")))
+    fn req<'v>(
+        &self,
+        t: &'v toml::Table,
+        prefix: &str,
+        key: &str,
+        what: &str,
+    ) -> Result<&'v Value, SpecError> {
+        t.get(key)
+            .ok_or_else(|| self.err(&join(prefix, key), format!("{what} (the field is missing)")))
     }
     fn string(&self, v: &Value, field: &str, what: &str) -> Result<String, SpecError> {
         match v.as_str() {
@@ -149,11 +168,24 @@ impl Reader<'_> {
         }
         Ok(n)
     }
-    fn uint(&self, v: &Value, field: &str, min: u64, max: u64, what: &str) -> Result<u64, SpecError> {
+    fn uint(
+        &self,
+        v: &Value,
+        field: &str,
+        min: u64,
+        max: u64,
+        what: &str,
+    ) -> Result<u64, SpecError> {
         match v.as_integer() {
             Some(i) if i >= min as i64 && (i as u64) <= max => Ok(i as u64),
             Some(i) => Err(self.err(field, format!("{what} between {min} and {max}, found {i}"))),
-            None => Err(self.err(field, format!("{what} (an integer between {min} and {max}), found {}", v.type_str()))),
+            None => Err(self.err(
+                field,
+                format!(
+                    "{what} (an integer between {min} and {max}), found {}",
+                    v.type_str()
+                ),
+            )),
         }
     }
     fn fraction(&self, v: &Value, field: &str) -> Result<f64, SpecError> {
@@ -164,7 +196,11 @@ impl Reader<'_> {
         Ok(n)
     }
     fn path(&self, v: &Value, field: &str) -> Result<PathBuf, SpecError> {
-        let s = self.string(v, field, "a path (relative paths are relative to the spec file)")?;
+        let s = self.string(
+            v,
+            field,
+            "a path (relative paths are relative to the spec file)",
+        )?;
         let p = PathBuf::from(s);
         Ok(if p.is_absolute() { p } else { self.dir.join(p) })
     }
@@ -177,7 +213,9 @@ impl Reader<'_> {
         }
         let mut out = vec![];
         for (i, a) in arr.iter().enumerate() {
-            let s = a.as_str().ok_or_else(|| self.err(&format!("{field}[{i}]"), "a string"))?;
+            let s = a
+                .as_str()
+                .ok_or_else(|| self.err(&format!("{field}[{i}]"), "a string"))?;
             out.push(s.to_string());
         }
         // A program named by a relative path (./x, checks/x) is relative to the
@@ -191,18 +229,32 @@ impl Reader<'_> {
         // a script of its own under that name and pass the predicate on its
         // own say-so (regression-predicate-script-arg-resolved-in-workspace).
         for a in out.iter_mut().skip(1) {
-            if !a.starts_with('-') && !Path::new(a.as_str()).is_absolute() && self.dir.join(a.as_str()).is_file() {
+            if !a.starts_with('-')
+                && !Path::new(a.as_str()).is_absolute()
+                && self.dir.join(a.as_str()).is_file()
+            {
                 *a = self.dir.join(a.as_str()).to_string_lossy().into_owned();
             }
         }
         // An interpreter whose script is still relative would run whatever the
         // workspace holds under that name: refuse it.
-        let prog = Path::new(&out[0]).file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let interp = ["sh", "bash", "dash", "zsh", "python", "python3", "node", "perl", "ruby"].contains(&prog);
+        let prog = Path::new(&out[0])
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let interp = [
+            "sh", "bash", "dash", "zsh", "python", "python3", "node", "perl", "ruby",
+        ]
+        .contains(&prog);
         // (`-c` / `-e` run an inline program from the spec itself: fine.)
         let inline = out.iter().skip(1).any(|a| a == "-c" || a == "-e");
         if interp && !inline {
-            if let Some((i, script)) = out.iter().enumerate().skip(1).find(|(_, a)| !a.starts_with('-')) {
+            if let Some((i, script)) = out
+                .iter()
+                .enumerate()
+                .skip(1)
+                .find(|(_, a)| !a.starts_with('-'))
+            {
                 if !Path::new(script).is_absolute() {
                     return Err(self.err(
                         &format!("{field}[{i}]"),
@@ -216,9 +268,18 @@ impl Reader<'_> {
     fn check(&self, v: &Value, field: &str) -> Result<CheckSpec, SpecError> {
         let t = self.table(v, field)?;
         self.known(t, field, &["command", "timeout_s"])?;
-        let command = self.argv(self.req(t, field, "command", "a command array")?, &join(field, "command"))?;
+        let command = self.argv(
+            self.req(t, field, "command", "a command array")?,
+            &join(field, "command"),
+        )?;
         let timeout_s = match self.opt(t, "timeout_s") {
-            Some(v) => self.uint(v, &join(field, "timeout_s"), 1, CHECK_TIMEOUT_MAX_S, "seconds")?,
+            Some(v) => self.uint(
+                v,
+                &join(field, "timeout_s"),
+                1,
+                CHECK_TIMEOUT_MAX_S,
+                "seconds",
+            )?,
             None => 300,
         };
         Ok(CheckSpec { command, timeout_s })
@@ -236,13 +297,31 @@ fn join(prefix: &str, key: &str) -> String {
 impl RunSpec {
     pub fn load(path: &Path) -> Result<RunSpec, SpecError> {
         let file = path.display().to_string();
-        let top_err = |expected: String| SpecError { file: file.clone(), field: "(file)".into(), expected };
-        let meta = std::fs::metadata(path).map_err(|e| top_err(format!("a readable run spec: {e}")))?;
+        let top_err = |expected: String| SpecError {
+            file: file.clone(),
+            field: "(file)".into(),
+            expected,
+        };
+        let meta =
+            std::fs::metadata(path).map_err(|e| top_err(format!("a readable run spec: {e}")))?;
         if meta.len() > SPEC_MAX_BYTES {
-            return Err(top_err(format!("a spec under {SPEC_MAX_BYTES} bytes, found {}", meta.len())));
+            return Err(top_err(format!(
+                "a spec under {SPEC_MAX_BYTES} bytes, found {}",
+                meta.len()
+            )));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| top_err(format!("a UTF-8 TOML file: {e}")))?;
-        let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p }).unwrap_or(Path::new("."));
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| top_err(format!("a UTF-8 TOML file: {e}")))?;
+        let dir = path
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .unwrap_or(Path::new("."));
         let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         Self::parse(&text, &file, &dir)
     }
@@ -250,22 +329,49 @@ impl RunSpec {
     pub fn parse(text: &str, file: &str, dir: &Path) -> Result<RunSpec, SpecError> {
         let r = Reader { file, dir };
         let root: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let field = e.span().map(|s| format!("(byte {})", s.start)).unwrap_or_else(|| "(file)".into());
+            let field = e
+                .span()
+                .map(|s| format!("(byte {})", s.start))
+                .unwrap_or_else(|| "(file)".into());
             r.err(&field, format!("valid TOML: {}", e.message()))
         })?;
         r.known(
             &root,
             "",
-            &["goal", "predicate", "budget", "model", "prices", "loop", "drift", "tools", "checks", "alerts", "workspace", "outbox"],
+            &[
+                "goal",
+                "predicate",
+                "budget",
+                "model",
+                "prices",
+                "loop",
+                "drift",
+                "tools",
+                "checks",
+                "alerts",
+                "workspace",
+                "outbox",
+            ],
         )?;
-        let goal = r.string(r.req(&root, "", "goal", "the goal in plain English")?, "goal", "the goal in plain English")?;
+        let goal = r.string(
+            r.req(&root, "", "goal", "the goal in plain English")?,
+            "goal",
+            "the goal in plain English",
+        )?;
 
         // checks first: the predicate may name one.
         let mut checks = BTreeMap::new();
         if let Some(v) = root.get("checks") {
             for (name, c) in r.table(v, "checks")? {
-                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                    return Err(r.err(&format!("checks.{name}"), "a check name of letters, digits, '_' or '-'"));
+                if name.is_empty()
+                    || !name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
+                    return Err(r.err(
+                        &format!("checks.{name}"),
+                        "a check name of letters, digits, '_' or '-'",
+                    ));
                 }
                 checks.insert(name.clone(), r.check(c, &format!("checks.{name}"))?);
             }
@@ -298,17 +404,40 @@ impl RunSpec {
             other => return Err(r.err("predicate", format!("a table with `command` or `check`, found {}", other.type_str()))),
         };
 
-        let bv = r.req(&root, "", "budget", "a [budget] table with hard_cap_usd, wall_clock_limit_s and task_budget_tokens")?;
+        let bv = r.req(
+            &root,
+            "",
+            "budget",
+            "a [budget] table with hard_cap_usd, wall_clock_limit_s and task_budget_tokens",
+        )?;
         let b = r.table(bv, "budget")?;
-        r.known(b, "budget", &["hard_cap_usd", "wall_clock_limit_s", "task_budget_tokens"])?;
-        let hard_cap_usd = r.positive(r.req(b, "budget", "hard_cap_usd", "the hard cap in USD")?, "budget.hard_cap_usd", "a positive number of USD")?;
+        r.known(
+            b,
+            "budget",
+            &["hard_cap_usd", "wall_clock_limit_s", "task_budget_tokens"],
+        )?;
+        let hard_cap_usd = r.positive(
+            r.req(b, "budget", "hard_cap_usd", "the hard cap in USD")?,
+            "budget.hard_cap_usd",
+            "a positive number of USD",
+        )?;
         let wall_clock_limit_s = r.positive(
-            r.req(b, "budget", "wall_clock_limit_s", "the wall-clock limit in seconds")?,
+            r.req(
+                b,
+                "budget",
+                "wall_clock_limit_s",
+                "the wall-clock limit in seconds",
+            )?,
             "budget.wall_clock_limit_s",
             "a positive number of seconds",
         )?;
         let task_budget_tokens = r.uint(
-            r.req(b, "budget", "task_budget_tokens", "the visible per-task budget in tokens (never dollars)")?,
+            r.req(
+                b,
+                "budget",
+                "task_budget_tokens",
+                "the visible per-task budget in tokens (never dollars)",
+            )?,
             "budget.task_budget_tokens",
             1,
             100_000_000,
@@ -317,30 +446,75 @@ impl RunSpec {
 
         let mv = r.req(&root, "", "model", "a [model] table")?;
         let m = r.table(mv, "model")?;
-        r.known(m, "model", &["protocol", "base_url", "api_key_env", "api_key", "planner", "executor", "judge", "max_tokens", "request_timeout_s", "http_attempts"])?;
+        r.known(
+            m,
+            "model",
+            &[
+                "protocol",
+                "base_url",
+                "api_key_env",
+                "api_key",
+                "planner",
+                "executor",
+                "judge",
+                "max_tokens",
+                "request_timeout_s",
+                "http_attempts",
+            ],
+        )?;
         if m.contains_key("api_key") {
             return Err(r.err("model.api_key", "no key in the spec: name the environment variable that holds it with `api_key_env`"));
         }
-        let protocol = match r.string(r.req(m, "model", "protocol", "\"anthropic\" or \"openai\"")?, "model.protocol", "\"anthropic\" or \"openai\"")?.as_str() {
+        let protocol = match r
+            .string(
+                r.req(m, "model", "protocol", "\"anthropic\" or \"openai\"")?,
+                "model.protocol",
+                "\"anthropic\" or \"openai\"",
+            )?
+            .as_str()
+        {
             "anthropic" => Protocol::Anthropic,
             "openai" => Protocol::Openai,
-            other => return Err(r.err("model.protocol", format!("\"anthropic\" or \"openai\", found {other:?}"))),
+            other => {
+                return Err(r.err(
+                    "model.protocol",
+                    format!("\"anthropic\" or \"openai\", found {other:?}"),
+                ))
+            }
         };
-        let base_url = r.string(r.req(m, "model", "base_url", "the endpoint's base URL")?, "model.base_url", "an http(s) URL")?;
+        let base_url = r.string(
+            r.req(m, "model", "base_url", "the endpoint's base URL")?,
+            "model.base_url",
+            "an http(s) URL",
+        )?;
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(r.err("model.base_url", format!("an http:// or https:// URL, found {base_url:?}")));
+            return Err(r.err(
+                "model.base_url",
+                format!("an http:// or https:// URL, found {base_url:?}"),
+            ));
         }
         let api_key_env = match m.get("api_key_env") {
             Some(v) => {
-                let s = r.string(v, "model.api_key_env", "the NAME of an environment variable")?;
+                let s = r.string(
+                    v,
+                    "model.api_key_env",
+                    "the NAME of an environment variable",
+                )?;
                 if !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    return Err(r.err("model.api_key_env", "an environment variable NAME (letters, digits, '_'), not a key"));
+                    return Err(r.err(
+                        "model.api_key_env",
+                        "an environment variable NAME (letters, digits, '_'), not a key",
+                    ));
                 }
                 Some(s)
             }
             None => None,
         };
-        let executor = r.string(r.req(m, "model", "executor", "the executor model name")?, "model.executor", "a model name")?;
+        let executor = r.string(
+            r.req(m, "model", "executor", "the executor model name")?,
+            "model.executor",
+            "a model name",
+        )?;
         let planner = match m.get("planner") {
             Some(v) => r.string(v, "model.planner", "a model name")?,
             None => executor.clone(),
@@ -350,7 +524,13 @@ impl RunSpec {
             None => executor.clone(),
         };
         let max_tokens = match m.get("max_tokens") {
-            Some(v) => r.uint(v, "model.max_tokens", 1, 1_000_000, "max output tokens per call")? as u32,
+            Some(v) => r.uint(
+                v,
+                "model.max_tokens",
+                1,
+                1_000_000,
+                "max output tokens per call",
+            )? as u32,
             None => 4096,
         };
         let request_timeout_s = match m.get("request_timeout_s") {
@@ -358,7 +538,13 @@ impl RunSpec {
             None => 120,
         };
         let http_attempts = match m.get("http_attempts") {
-            Some(v) => r.uint(v, "model.http_attempts", 1, HTTP_ATTEMPTS_MAX as u64, "attempts per call")? as u32,
+            Some(v) => r.uint(
+                v,
+                "model.http_attempts",
+                1,
+                HTTP_ATTEMPTS_MAX as u64,
+                "attempts per call",
+            )? as u32,
             None => 5,
         };
 
@@ -368,49 +554,148 @@ impl RunSpec {
             let f = format!("prices.{name}");
             let t = r.table(pt, &f)?;
             r.known(t, &f, &["input_usd_per_mtok", "output_usd_per_mtok"])?;
-            let inp = r.number(r.req(t, &f, "input_usd_per_mtok", "$/MTok input")?, &join(&f, "input_usd_per_mtok"), "a non-negative $/MTok")?;
-            let out = r.number(r.req(t, &f, "output_usd_per_mtok", "$/MTok output")?, &join(&f, "output_usd_per_mtok"), "a non-negative $/MTok")?;
+            let inp = r.number(
+                r.req(t, &f, "input_usd_per_mtok", "$/MTok input")?,
+                &join(&f, "input_usd_per_mtok"),
+                "a non-negative $/MTok",
+            )?;
+            let out = r.number(
+                r.req(t, &f, "output_usd_per_mtok", "$/MTok output")?,
+                &join(&f, "output_usd_per_mtok"),
+                "a non-negative $/MTok",
+            )?;
             if inp < 0.0 || out < 0.0 {
                 return Err(r.err(&f, "non-negative prices"));
             }
-            prices.insert(name.clone(), Price { input_usd_per_mtok: inp, output_usd_per_mtok: out });
+            prices.insert(
+                name.clone(),
+                Price {
+                    input_usd_per_mtok: inp,
+                    output_usd_per_mtok: out,
+                },
+            );
         }
-        for (role, model) in [("planner", &planner), ("executor", &executor), ("judge", &judge)] {
+        for (role, model) in [
+            ("planner", &planner),
+            ("executor", &executor),
+            ("judge", &judge),
+        ] {
             if !prices.contains_key(model) {
                 return Err(r.err(&format!("prices.{model}"), format!("a price for the {role} model {model:?} (every model the run calls must be priced, or the ledger cannot be a control)")));
             }
         }
 
         let empty = toml::Table::new();
-        let lt = match root.get("loop") { Some(v) => r.table(v, "loop")?, None => &empty };
-        r.known(lt, "loop", &["loop_cap", "retries_per_task", "max_replans", "no_progress_k", "min_pass_rate", "pass_rate_min_tasks"])?;
-        let loop_cap = match lt.get("loop_cap") { Some(v) => r.uint(v, "loop.loop_cap", 1, LOOP_CAP_MAX as u64, "model calls per task")? as u32, None => DEFAULT_LOOP_CAP };
-        let retries_per_task = match lt.get("retries_per_task") { Some(v) => r.uint(v, "loop.retries_per_task", 0, RETRIES_MAX as u64, "retries")? as u32, None => 1 };
-        let max_replans = match lt.get("max_replans") { Some(v) => r.uint(v, "loop.max_replans", 0, REPLANS_MAX as u64, "replans")? as u32, None => 3 };
-        let no_progress_k = match lt.get("no_progress_k") { Some(v) => r.uint(v, "loop.no_progress_k", 1, 1000, "tasks")? as u32, None => DEFAULT_NO_PROGRESS_K };
-        let min_pass_rate = match lt.get("min_pass_rate") { Some(v) => r.fraction(v, "loop.min_pass_rate")?, None => DEFAULT_MIN_PASS_RATE };
-        let pass_rate_min_tasks = match lt.get("pass_rate_min_tasks") { Some(v) => r.uint(v, "loop.pass_rate_min_tasks", 1, 100_000, "finished tasks before the pass-rate guard applies")?, None => DEFAULT_PASS_RATE_MIN_TASKS };
+        let lt = match root.get("loop") {
+            Some(v) => r.table(v, "loop")?,
+            None => &empty,
+        };
+        r.known(
+            lt,
+            "loop",
+            &[
+                "loop_cap",
+                "retries_per_task",
+                "max_replans",
+                "no_progress_k",
+                "min_pass_rate",
+                "pass_rate_min_tasks",
+            ],
+        )?;
+        let loop_cap = match lt.get("loop_cap") {
+            Some(v) => r.uint(
+                v,
+                "loop.loop_cap",
+                1,
+                LOOP_CAP_MAX as u64,
+                "model calls per task",
+            )? as u32,
+            None => DEFAULT_LOOP_CAP,
+        };
+        let retries_per_task = match lt.get("retries_per_task") {
+            Some(v) => r.uint(v, "loop.retries_per_task", 0, RETRIES_MAX as u64, "retries")? as u32,
+            None => 1,
+        };
+        let max_replans = match lt.get("max_replans") {
+            Some(v) => r.uint(v, "loop.max_replans", 0, REPLANS_MAX as u64, "replans")? as u32,
+            None => 3,
+        };
+        let no_progress_k = match lt.get("no_progress_k") {
+            Some(v) => r.uint(v, "loop.no_progress_k", 1, 1000, "tasks")? as u32,
+            None => DEFAULT_NO_PROGRESS_K,
+        };
+        let min_pass_rate = match lt.get("min_pass_rate") {
+            Some(v) => r.fraction(v, "loop.min_pass_rate")?,
+            None => DEFAULT_MIN_PASS_RATE,
+        };
+        let pass_rate_min_tasks = match lt.get("pass_rate_min_tasks") {
+            Some(v) => r.uint(
+                v,
+                "loop.pass_rate_min_tasks",
+                1,
+                100_000,
+                "finished tasks before the pass-rate guard applies",
+            )?,
+            None => DEFAULT_PASS_RATE_MIN_TASKS,
+        };
 
-        let dt = match root.get("drift") { Some(v) => r.table(v, "drift")?, None => &empty };
+        let dt = match root.get("drift") {
+            Some(v) => r.table(v, "drift")?,
+            None => &empty,
+        };
         r.known(dt, "drift", &["every_tasks", "prune_above", "halt_above"])?;
-        let drift_every_tasks = match dt.get("every_tasks") { Some(v) => r.uint(v, "drift.every_tasks", 1, 1000, "tasks between drift checks")?, None => DEFAULT_DRIFT_EVERY };
-        let drift_prune_above = match dt.get("prune_above") { Some(v) => r.fraction(v, "drift.prune_above")?, None => DEFAULT_PRUNE_ABOVE };
-        let drift_halt_above = match dt.get("halt_above") { Some(v) => r.fraction(v, "drift.halt_above")?, None => DEFAULT_HALT_ABOVE };
+        let drift_every_tasks = match dt.get("every_tasks") {
+            Some(v) => r.uint(
+                v,
+                "drift.every_tasks",
+                1,
+                1000,
+                "tasks between drift checks",
+            )?,
+            None => DEFAULT_DRIFT_EVERY,
+        };
+        let drift_prune_above = match dt.get("prune_above") {
+            Some(v) => r.fraction(v, "drift.prune_above")?,
+            None => DEFAULT_PRUNE_ABOVE,
+        };
+        let drift_halt_above = match dt.get("halt_above") {
+            Some(v) => r.fraction(v, "drift.halt_above")?,
+            None => DEFAULT_HALT_ABOVE,
+        };
         if drift_prune_above > drift_halt_above {
             return Err(r.err("drift.prune_above", format!("a prune band at or below the halt band ({drift_halt_above}), found {drift_prune_above}")));
         }
 
-        let workspace = r.path(r.req(&root, "", "workspace", "the workspace directory the tools act in")?, "workspace")?;
+        let workspace = r.path(
+            r.req(
+                &root,
+                "",
+                "workspace",
+                "the workspace directory the tools act in",
+            )?,
+            "workspace",
+        )?;
         if !workspace.is_dir() {
-            return Err(r.err("workspace", format!("an existing directory, {} is not", workspace.display())));
+            return Err(r.err(
+                "workspace",
+                format!("an existing directory, {} is not", workspace.display()),
+            ));
         }
-        let outbox = match root.get("outbox") { Some(v) => Some(r.path(v, "outbox")?), None => None };
+        let outbox = match root.get("outbox") {
+            Some(v) => Some(r.path(v, "outbox")?),
+            None => None,
+        };
 
-        let tt = match root.get("tools") { Some(v) => r.table(v, "tools")?, None => &empty };
+        let tt = match root.get("tools") {
+            Some(v) => r.table(v, "tools")?,
+            None => &empty,
+        };
         r.known(tt, "tools", &["allow"])?;
         let tools_allowed = match tt.get("allow") {
             Some(v) => {
-                let arr = v.as_array().ok_or_else(|| r.err("tools.allow", "an array of tool names"))?;
+                let arr = v
+                    .as_array()
+                    .ok_or_else(|| r.err("tools.allow", "an array of tool names"))?;
                 let mut out = vec![];
                 for (i, a) in arr.iter().enumerate() {
                     out.push(r.string(a, &format!("tools.allow[{i}]"), "a tool name")?);
@@ -418,18 +703,30 @@ impl RunSpec {
                 crate::tools::validate_allowlist(&out).map_err(|e| r.err("tools.allow", e))?;
                 out
             }
-            None => crate::tools::ALL_TOOL_NAMES.iter().map(|s| s.to_string()).collect(),
+            None => crate::tools::ALL_TOOL_NAMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         };
 
-        let at = match root.get("alerts") { Some(v) => r.table(v, "alerts")?, None => &empty };
+        let at = match root.get("alerts") {
+            Some(v) => r.table(v, "alerts")?,
+            None => &empty,
+        };
         r.known(at, "alerts", &["file", "webhook_url"])?;
         let alerts = AlertSpec {
-            file: match at.get("file") { Some(v) => Some(r.path(v, "alerts.file")?), None => None },
+            file: match at.get("file") {
+                Some(v) => Some(r.path(v, "alerts.file")?),
+                None => None,
+            },
             webhook_url: match at.get("webhook_url") {
                 Some(v) => {
                     let u = r.string(v, "alerts.webhook_url", "an http(s) URL")?;
                     if !(u.starts_with("http://") || u.starts_with("https://")) {
-                        return Err(r.err("alerts.webhook_url", format!("an http:// or https:// URL, found {u:?}")));
+                        return Err(r.err(
+                            "alerts.webhook_url",
+                            format!("an http:// or https:// URL, found {u:?}"),
+                        ));
                     }
                     Some(u)
                 }
@@ -444,7 +741,17 @@ impl RunSpec {
             hard_cap_usd,
             wall_clock_limit_s,
             task_budget_tokens,
-            model: ModelSpec { protocol, base_url, api_key_env, planner, executor, judge, max_tokens, request_timeout_s, http_attempts },
+            model: ModelSpec {
+                protocol,
+                base_url,
+                api_key_env,
+                planner,
+                executor,
+                judge,
+                max_tokens,
+                request_timeout_s,
+                http_attempts,
+            },
             prices,
             loop_cap,
             retries_per_task,
@@ -475,9 +782,16 @@ impl RunSpec {
             c.starts_with(&ws)
         };
         if inside(&self.path) {
-            return Err(r.err("workspace", "a directory that does not contain the spec file (a tool could rewrite it)"));
+            return Err(r.err(
+                "workspace",
+                "a directory that does not contain the spec file (a tool could rewrite it)",
+            ));
         }
-        let mut cmds: Vec<(String, &CheckSpec)> = self.checks.iter().map(|(n, c)| (format!("checks.{n}.command"), c)).collect();
+        let mut cmds: Vec<(String, &CheckSpec)> = self
+            .checks
+            .iter()
+            .map(|(n, c)| (format!("checks.{n}.command"), c))
+            .collect();
         if let Predicate::Command(c) = &self.predicate {
             cmds.push(("predicate.command".into(), c));
         }
@@ -508,8 +822,13 @@ impl RunSpec {
         let sd = if state_dir.exists() {
             std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf())
         } else {
-            let parent = state_dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf()).join(state_dir.file_name().unwrap_or_default())
+            let parent = state_dir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            std::fs::canonicalize(parent)
+                .unwrap_or_else(|_| parent.to_path_buf())
+                .join(state_dir.file_name().unwrap_or_default())
         };
         if sd.starts_with(&ws) {
             return Err(SpecError {
@@ -566,18 +885,31 @@ output_usd_per_mtok = 25.0
     fn a_script_argument_next_to_the_spec_is_resolved_there() {
         let d = dir();
         let s = RunSpec::parse(BASE, "run.toml", d.path()).unwrap();
-        let Predicate::Command(c) = &s.predicate else { panic!() };
-        assert_eq!(c.command[1], d.path().join("checks/p95.py").to_string_lossy());
+        let Predicate::Command(c) = &s.predicate else {
+            panic!()
+        };
+        assert_eq!(
+            c.command[1],
+            d.path().join("checks/p95.py").to_string_lossy()
+        );
     }
 
     #[test]
     fn an_interpreter_script_that_would_resolve_in_the_workspace_is_refused() {
         let d = dir();
-        let e = RunSpec::parse(&BASE.replace("checks/p95.py", "checks/missing.py"), "run.toml", d.path()).unwrap_err();
+        let e = RunSpec::parse(
+            &BASE.replace("checks/p95.py", "checks/missing.py"),
+            "run.toml",
+            d.path(),
+        )
+        .unwrap_err();
         assert_eq!(e.field, "predicate.command[1]");
         assert!(e.expected.contains("workspace"), "{e}");
         // An inline program from the spec itself is fine.
-        let inline = BASE.replace(r#"["python3", "checks/p95.py"]"#, r#"["sh", "-c", "test -f db/0042.sql"]"#);
+        let inline = BASE.replace(
+            r#"["python3", "checks/p95.py"]"#,
+            r#"["sh", "-c", "test -f db/0042.sql"]"#,
+        );
         assert!(RunSpec::parse(&inline, "run.toml", d.path()).is_ok());
     }
 
@@ -585,22 +917,40 @@ output_usd_per_mtok = 25.0
     fn errors_name_the_field_and_what_was_expected() {
         let d = dir();
         let cases = [
-            (BASE.replace("hard_cap_usd = 28.0", "hard_cap_usd = -1"), "budget.hard_cap_usd"),
+            (
+                BASE.replace("hard_cap_usd = 28.0", "hard_cap_usd = -1"),
+                "budget.hard_cap_usd",
+            ),
             (BASE.replace("executor = \"opus\"", ""), "model.executor"),
-            (BASE.replace("protocol = \"anthropic\"", "protocol = \"gemini\""), "model.protocol"),
-            (BASE.replace("api_key_env = \"ANTHROPIC_API_KEY\"", "api_key = \"k\""), "model.api_key"),
+            (
+                BASE.replace("protocol = \"anthropic\"", "protocol = \"gemini\""),
+                "model.protocol",
+            ),
+            (
+                BASE.replace("api_key_env = \"ANTHROPIC_API_KEY\"", "api_key = \"k\""),
+                "model.api_key",
+            ),
             (format!("{BASE}\n[loop]\nloop_cap = 500\n"), "loop.loop_cap"),
-            (format!("{BASE}\n[drift]\nprune_above = 0.6\n"), "drift.prune_above"),
+            (
+                format!("{BASE}\n[drift]\nprune_above = 0.6\n"),
+                "drift.prune_above",
+            ),
             (format!("bogus = 1\n{BASE}"), "bogus"),
             (format!("{BASE}\nbogus = 1\n"), "prices.opus.bogus"),
-            (BASE.replace("[prices.opus]", "[prices.other]"), "prices.opus"),
+            (
+                BASE.replace("[prices.opus]", "[prices.other]"),
+                "prices.opus",
+            ),
         ];
         for (text, field) in cases {
             let e = RunSpec::parse(&text, "run.toml", d.path()).unwrap_err();
             assert_eq!(e.field, field, "{e}");
             assert_eq!(e.file, "run.toml");
         }
-        let prose = BASE.replace("[predicate]\ncommand = [\"python3\", \"checks/p95.py\"]", "predicate = \"it feels fast\"");
+        let prose = BASE.replace(
+            "[predicate]\ncommand = [\"python3\", \"checks/p95.py\"]",
+            "predicate = \"it feels fast\"",
+        );
         let e = RunSpec::parse(&prose, "run.toml", d.path()).unwrap_err();
         assert!(e.expected.contains("not eligible for autonomy"), "{e}");
     }

@@ -166,7 +166,11 @@ impl RunState {
             .queue
             .iter()
             .map(|t| ("queue", t.id.as_str()))
-            .chain(self.in_progress.iter().map(|t| ("in_progress", t.id.as_str())))
+            .chain(
+                self.in_progress
+                    .iter()
+                    .map(|t| ("in_progress", t.id.as_str())),
+            )
             .chain(self.completed.iter().map(|t| ("completed", t.id.as_str())))
             .chain(self.parked.iter().map(|t| ("parked", t.id.as_str())))
             .chain(self.pruned.iter().map(|t| ("pruned", t.id.as_str())));
@@ -176,15 +180,22 @@ impl RunState {
             }
         }
         if self.queue.len() > QUEUE_MAX_TASKS {
-            return Err(format!("queue holds {} tasks, over the {QUEUE_MAX_TASKS} limit", self.queue.len()));
+            return Err(format!(
+                "queue holds {} tasks, over the {QUEUE_MAX_TASKS} limit",
+                self.queue.len()
+            ));
         }
         if !(self.drift_score.is_finite() && (0.0..=1.0).contains(&self.drift_score)) {
             return Err(format!("drift_score {} outside [0, 1]", self.drift_score));
         }
         if !(self.ledger.spent_usd.is_finite() && self.ledger.spent_usd >= 0.0) {
-            return Err(format!("spent_usd {} is not a non-negative number", self.ledger.spent_usd));
+            return Err(format!(
+                "spent_usd {} is not a non-negative number",
+                self.ledger.spent_usd
+            ));
         }
-        if self.goal_sha256.len() != 64 || !self.goal_sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if self.goal_sha256.len() != 64 || !self.goal_sha256.bytes().all(|b| b.is_ascii_hexdigit())
+        {
             return Err("goal_sha256 is not a SHA-256 hex digest".into());
         }
         if self.finished.is_some() && self.in_progress.is_some() {
@@ -198,7 +209,11 @@ impl RunState {
     #[doc(hidden)]
     pub fn example(n: usize) -> RunState {
         use crate::verify::Verify;
-        let mut s = RunState::new("run-example".into(), crate::goal::sha256_hex("Reduce p95 latency on /api/search to under 200ms."), 1_700_000_000_000);
+        let mut s = RunState::new(
+            "run-example".into(),
+            crate::goal::sha256_hex("Reduce p95 latency on /api/search to under 200ms."),
+            1_700_000_000_000,
+        );
         s.planned = true;
         for i in 0..n {
             let t = Task {
@@ -219,7 +234,12 @@ impl RunState {
                     commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
                 }),
                 2 => s.queue.push(t),
-                _ => s.parked.push(ParkedTask { id: t.id, description: t.description, reason: "verification failed after 2 attempts: not_started".into(), step: i as u64 }),
+                _ => s.parked.push(ParkedTask {
+                    id: t.id,
+                    description: t.description,
+                    reason: "verification failed after 2 attempts: not_started".into(),
+                    step: i as u64,
+                }),
             }
             s.push_history(format!("step {i}: task t{i} verified"));
             s.artifacts.push(format!("db/migrations/{i:04}_index.sql"));

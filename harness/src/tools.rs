@@ -15,7 +15,14 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
-pub const ALL_TOOL_NAMES: [&str; 6] = ["read_file", "write_file", "list_files", "post_message", "apply_migration", "run_check"];
+pub const ALL_TOOL_NAMES: [&str; 6] = [
+    "read_file",
+    "write_file",
+    "list_files",
+    "post_message",
+    "apply_migration",
+    "run_check",
+];
 
 /// Largest file read_file returns; bigger files are refused, not truncated,
 /// so the model never edits a file it only saw part of.
@@ -54,10 +61,20 @@ pub struct Observation {
 
 impl Observation {
     fn ok(content: String) -> Observation {
-        Observation { content: bound(content), is_error: false, side_effect: false, posted_key: None }
+        Observation {
+            content: bound(content),
+            is_error: false,
+            side_effect: false,
+            posted_key: None,
+        }
     }
     fn err(content: String) -> Observation {
-        Observation { content: bound(content), is_error: true, side_effect: false, posted_key: None }
+        Observation {
+            content: bound(content),
+            is_error: true,
+            side_effect: false,
+            posted_key: None,
+        }
     }
     fn wrote(mut self) -> Observation {
         self.side_effect = true;
@@ -67,13 +84,21 @@ impl Observation {
 
 /// Unknown tool names in a spec are an error naming the valid ones.
 pub fn validate_allowlist(names: &[String]) -> Result<(), String> {
-    let unknown: Vec<&str> = names.iter().map(String::as_str).filter(|n| !ALL_TOOL_NAMES.contains(n)).collect();
+    let unknown: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !ALL_TOOL_NAMES.contains(n))
+        .collect();
     if unknown.is_empty() {
         Ok(())
     } else {
         Err(format!(
             "unknown tool name(s) in the allowlist: {}; valid tools are: {}",
-            unknown.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+            unknown
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             ALL_TOOL_NAMES.join(", ")
         ))
     }
@@ -116,7 +141,11 @@ impl ToolBox<'_> {
         ALL_TOOL_NAMES
             .iter()
             .filter(|n| self.allowed(n))
-            .map(|n| ToolDef { name: n.to_string(), description: self.description(n), input_schema: self.schema(n) })
+            .map(|n| ToolDef {
+                name: n.to_string(),
+                description: self.description(n),
+                input_schema: self.schema(n),
+            })
             .collect()
     }
 
@@ -125,7 +154,11 @@ impl ToolBox<'_> {
     }
 
     fn available(&self) -> String {
-        let names: Vec<&str> = ALL_TOOL_NAMES.iter().copied().filter(|n| self.allowed(n)).collect();
+        let names: Vec<&str> = ALL_TOOL_NAMES
+            .iter()
+            .copied()
+            .filter(|n| self.allowed(n))
+            .collect();
         if names.is_empty() {
             "(none)".into()
         } else {
@@ -156,12 +189,18 @@ impl ToolBox<'_> {
     fn schema(&self, name: &str) -> Value {
         let s = |d: &str| json!({"type": "string", "description": d});
         match name {
-            "read_file" => object(json!({"path": s("file path relative to the workspace root")}), &["path"]),
+            "read_file" => object(
+                json!({"path": s("file path relative to the workspace root")}),
+                &["path"],
+            ),
             "write_file" => object(
                 json!({"path": s("file path relative to the workspace root"), "content": s("the complete new file content")}),
                 &["path", "content"],
             ),
-            "list_files" => object(json!({"path": s("directory relative to the workspace root; default \".\"")}), &[]),
+            "list_files" => object(
+                json!({"path": s("directory relative to the workspace root; default \".\"")}),
+                &[],
+            ),
             "post_message" => object(
                 json!({
                     "channel": {"type": "string", "maxLength": POST_CHANNEL_MAX_CHARS, "description": "channel, e.g. #eng"},
@@ -175,7 +214,8 @@ impl ToolBox<'_> {
                 &["name"],
             ),
             "run_check" => {
-                let mut name = json!({"type": "string", "description": "name of a check defined by the spec"});
+                let mut name =
+                    json!({"type": "string", "description": "name of a check defined by the spec"});
                 if !self.checks.is_empty() {
                     name["enum"] = Value::from(self.checks.keys().cloned().collect::<Vec<_>>());
                 }
@@ -190,7 +230,9 @@ impl ToolBox<'_> {
             "read_file" => "{\"path\": string}",
             "write_file" => "{\"path\": string, \"content\": string}",
             "list_files" => "{\"path\"?: string}",
-            "post_message" => "{\"channel\": string, \"text\": string, \"idempotency_key\": string}",
+            "post_message" => {
+                "{\"channel\": string, \"text\": string, \"idempotency_key\": string}"
+            }
             "apply_migration" | "run_check" => "{\"name\": string}",
             _ => "{}",
         }
@@ -200,22 +242,47 @@ impl ToolBox<'_> {
     pub fn dispatch(&self, call: &ToolCall) -> Observation {
         let name = call.name.as_str();
         if !self.allowed(name) {
-            return Observation::err(format!("no such tool: {}; available tools: {}", clip(name), self.available()));
+            return Observation::err(format!(
+                "no such tool: {}; available tools: {}",
+                clip(name),
+                self.available()
+            ));
         }
         match name {
-            "read_file" => self.args::<ReadArgs>(call).map_or_else(|e| e, |a| self.read_file(&a.path)),
-            "write_file" => self.args::<WriteArgs>(call).map_or_else(|e| e, |a| self.write_file(&a.path, &a.content)),
-            "list_files" => self.args::<ListArgs>(call).map_or_else(|e| e, |a| self.list_files(a.path.as_deref().unwrap_or("."))),
-            "post_message" => self.args::<PostArgs>(call).map_or_else(|e| e, |a| self.post_message(a)),
-            "apply_migration" => self.args::<NameArgs>(call).map_or_else(|e| e, |a| self.apply_migration(&a.name)),
-            "run_check" => self.args::<NameArgs>(call).map_or_else(|e| e, |a| self.run_check(&a.name)),
-            _ => Observation::err(format!("no such tool: {}; available tools: {}", clip(name), self.available())),
+            "read_file" => self
+                .args::<ReadArgs>(call)
+                .map_or_else(|e| e, |a| self.read_file(&a.path)),
+            "write_file" => self
+                .args::<WriteArgs>(call)
+                .map_or_else(|e| e, |a| self.write_file(&a.path, &a.content)),
+            "list_files" => self
+                .args::<ListArgs>(call)
+                .map_or_else(|e| e, |a| self.list_files(a.path.as_deref().unwrap_or("."))),
+            "post_message" => self
+                .args::<PostArgs>(call)
+                .map_or_else(|e| e, |a| self.post_message(a)),
+            "apply_migration" => self
+                .args::<NameArgs>(call)
+                .map_or_else(|e| e, |a| self.apply_migration(&a.name)),
+            "run_check" => self
+                .args::<NameArgs>(call)
+                .map_or_else(|e| e, |a| self.run_check(&a.name)),
+            _ => Observation::err(format!(
+                "no such tool: {}; available tools: {}",
+                clip(name),
+                self.available()
+            )),
         }
     }
 
     fn args<T: DeserializeOwned>(&self, call: &ToolCall) -> Result<T, Observation> {
         let expected = Self::expected_args(&call.name);
-        let bad = |why: String| Observation::err(format!("bad arguments for {}: {why}; expected {expected}", call.name));
+        let bad = |why: String| {
+            Observation::err(format!(
+                "bad arguments for {}: {why}; expected {expected}",
+                call.name
+            ))
+        };
         let Some(obj) = call.input.as_object() else {
             return Err(bad("the arguments are not a JSON object".into()));
         };
@@ -234,15 +301,22 @@ impl ToolBox<'_> {
         let meta = match std::fs::metadata(&abs) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Observation::err(format!("{path:?} does not exist; use list_files to see what is there"))
+                return Observation::err(format!(
+                    "{path:?} does not exist; use list_files to see what is there"
+                ))
             }
             Err(e) => return Observation::err(format!("cannot read {path:?}: {e}")),
         };
         if meta.is_dir() {
-            return Observation::err(format!("{path:?} is a directory; use list_files to list it"));
+            return Observation::err(format!(
+                "{path:?} is a directory; use list_files to list it"
+            ));
         }
         if meta.len() > READ_MAX_BYTES {
-            return Observation::err(format!("{path:?} is {} bytes, over the {READ_MAX_BYTES}-byte read limit", meta.len()));
+            return Observation::err(format!(
+                "{path:?} is {} bytes, over the {READ_MAX_BYTES}-byte read limit",
+                meta.len()
+            ));
         }
         let f = match std::fs::File::open(&abs) {
             Ok(f) => f,
@@ -254,11 +328,15 @@ impl ToolBox<'_> {
             return Observation::err(format!("cannot read {path:?}: {e}"));
         }
         if buf.len() as u64 > READ_MAX_BYTES {
-            return Observation::err(format!("{path:?} is over the {READ_MAX_BYTES}-byte read limit"));
+            return Observation::err(format!(
+                "{path:?} is over the {READ_MAX_BYTES}-byte read limit"
+            ));
         }
         match String::from_utf8(buf) {
             Ok(s) => Observation::ok(s),
-            Err(_) => Observation::err(format!("{path:?} is not UTF-8 text; read_file only returns text files")),
+            Err(_) => Observation::err(format!(
+                "{path:?} is not UTF-8 text; read_file only returns text files"
+            )),
         }
     }
 
@@ -278,7 +356,9 @@ impl ToolBox<'_> {
         }
         if let Some(parent) = abs.parent() {
             if let Err(e) = crate::durable::create_dir_all_synced(parent, self.workspace.root()) {
-                return Observation::err(format!("cannot create the parent directory of {path:?}: {e}"));
+                return Observation::err(format!(
+                    "cannot create the parent directory of {path:?}: {e}"
+                ));
             }
         }
         // From here on the file may have been truncated, so a failure still
@@ -310,8 +390,12 @@ impl ToolBox<'_> {
         };
         let rd = match std::fs::read_dir(&abs) {
             Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Observation::err(format!("{path:?} does not exist")),
-            Err(_) if abs.is_file() => return Observation::err(format!("{path:?} is a file; use read_file to read it")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Observation::err(format!("{path:?} does not exist"))
+            }
+            Err(_) if abs.is_file() => {
+                return Observation::err(format!("{path:?} is a file; use read_file to read it"))
+            }
             Err(e) => return Observation::err(format!("cannot list {path:?}: {e}")),
         };
         // Entries are shown relative to the workspace root so they can be
@@ -336,15 +420,24 @@ impl ToolBox<'_> {
                 continue;
             }
             let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false)
-                || (entry.file_type().map(|t| t.is_symlink()).unwrap_or(false) && entry.path().is_dir());
-            names.push(if is_dir { format!("{prefix}{name}/") } else { format!("{prefix}{name}") });
+                || (entry.file_type().map(|t| t.is_symlink()).unwrap_or(false)
+                    && entry.path().is_dir());
+            names.push(if is_dir {
+                format!("{prefix}{name}/")
+            } else {
+                format!("{prefix}{name}")
+            });
         }
         names.sort();
         if names.len() > LIST_MAX_ENTRIES {
             more += names.len() - LIST_MAX_ENTRIES;
             names.truncate(LIST_MAX_ENTRIES);
         }
-        let mut out = if names.is_empty() { format!("{path} is empty") } else { names.join("\n") };
+        let mut out = if names.is_empty() {
+            format!("{path} is empty")
+        } else {
+            names.join("\n")
+        };
         if more > 0 {
             out.push_str(&format!("\n... and {more} more entries not shown"));
         }
@@ -361,14 +454,19 @@ impl ToolBox<'_> {
                 return Observation::err(format!("post_message: `{field}` must not be empty"));
             }
             if v.chars().count() > max {
-                return Observation::err(format!("post_message: `{field}` is over {max} characters"));
+                return Observation::err(format!(
+                    "post_message: `{field}` is over {max} characters"
+                ));
             }
         }
         // No dedupe here on purpose: the outbox models a real chat API. The
         // harness avoids double posts by verifying, not by this tool.
         match self.outbox.post(&a.channel, &a.text, &a.idempotency_key) {
             Ok(()) => Observation {
-                content: format!("posted to {} with idempotency_key {:?}", a.channel, a.idempotency_key),
+                content: format!(
+                    "posted to {} with idempotency_key {:?}",
+                    a.channel, a.idempotency_key
+                ),
                 is_error: false,
                 side_effect: true,
                 posted_key: Some(a.idempotency_key),
@@ -379,7 +477,10 @@ impl ToolBox<'_> {
 
     fn apply_migration(&self, name: &str) -> Observation {
         if let Err(r) = migration::validate_name(name) {
-            return Observation::err(format!("apply_migration: invalid name {:?}: {r}", clip(name)));
+            return Observation::err(format!(
+                "apply_migration: invalid name {:?}: {r}",
+                clip(name)
+            ));
         }
         match migration::apply(self.workspace, name) {
             Ok(a) => Observation::ok(format!(
@@ -388,16 +489,21 @@ impl ToolBox<'_> {
                 a.steps_written.join(", ")
             ))
             .wrote(),
-            Err(e @ migration::MigrationError::StepWrite { .. }) => {
-                Observation::err(format!("apply_migration: {e}; the migration is now partially applied")).wrote()
-            }
+            Err(e @ migration::MigrationError::StepWrite { .. }) => Observation::err(format!(
+                "apply_migration: {e}; the migration is now partially applied"
+            ))
+            .wrote(),
             Err(e) => Observation::err(format!("apply_migration: {e}")),
         }
     }
 
     fn run_check(&self, name: &str) -> Observation {
         let Some(spec) = self.checks.get(name) else {
-            return Observation::err(format!("run_check: no check named {:?}; defined checks: {}", clip(name), self.check_names()));
+            return Observation::err(format!(
+                "run_check: no check named {:?}; defined checks: {}",
+                clip(name),
+                self.check_names()
+            ));
         };
         let r = crate::check::run_check(spec, self.workspace.root());
         let status = if r.passed {
@@ -410,9 +516,15 @@ impl ToolBox<'_> {
                 None => "FAILED (killed or did not start)".to_string(),
             }
         };
-        let code = r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "none".into());
+        let code = r
+            .exit_code
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "none".into());
         // A failing check is a result, not a tool error: the tool worked.
-        Observation::ok(format!("check {name}: {status}; exit code: {code}\n--- output (tail) ---\n{}", r.output))
+        Observation::ok(format!(
+            "check {name}: {status}; exit code: {code}\n--- output (tail) ---\n{}",
+            r.output
+        ))
     }
 }
 
@@ -460,15 +572,43 @@ mod tests {
             let ws = Workspace::open(d.path()).unwrap();
             let outbox = Outbox::new(o.path().join("outbox.jsonl"));
             let mut checks = BTreeMap::new();
-            checks.insert("ok".into(), CheckSpec { command: vec!["sh".into(), "-c".into(), "echo fine".into()], timeout_s: 5 });
-            checks.insert("bad".into(), CheckSpec { command: vec!["sh".into(), "-c".into(), "echo nope; exit 3".into()], timeout_s: 5 });
-            Fx { _d: d, _o: o, ws, outbox, checks, allow: allow.iter().map(|s| s.to_string()).collect() }
+            checks.insert(
+                "ok".into(),
+                CheckSpec {
+                    command: vec!["sh".into(), "-c".into(), "echo fine".into()],
+                    timeout_s: 5,
+                },
+            );
+            checks.insert(
+                "bad".into(),
+                CheckSpec {
+                    command: vec!["sh".into(), "-c".into(), "echo nope; exit 3".into()],
+                    timeout_s: 5,
+                },
+            );
+            Fx {
+                _d: d,
+                _o: o,
+                ws,
+                outbox,
+                checks,
+                allow: allow.iter().map(|s| s.to_string()).collect(),
+            }
         }
         fn tb(&self) -> ToolBox<'_> {
-            ToolBox { workspace: &self.ws, outbox: &self.outbox, checks: &self.checks, allowlist: &self.allow }
+            ToolBox {
+                workspace: &self.ws,
+                outbox: &self.outbox,
+                checks: &self.checks,
+                allowlist: &self.allow,
+            }
         }
         fn call(&self, name: &str, input: Value) -> Observation {
-            self.tb().dispatch(&ToolCall { id: "c1".into(), name: name.into(), input })
+            self.tb().dispatch(&ToolCall {
+                id: "c1".into(),
+                name: name.into(),
+                input,
+            })
         }
     }
 
@@ -486,7 +626,10 @@ mod tests {
         let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, vec!["read_file", "run_check"]);
         assert_eq!(defs[0].input_schema["required"], json!(["path"]));
-        assert_eq!(defs[1].input_schema["properties"]["name"]["enum"], json!(["bad", "ok"]));
+        assert_eq!(
+            defs[1].input_schema["properties"]["name"]["enum"],
+            json!(["bad", "ok"])
+        );
         let all = Fx::new(&ALL_TOOL_NAMES);
         let defs = all.tb().defs();
         assert_eq!(defs.len(), 6);
@@ -501,7 +644,10 @@ mod tests {
         let fx = Fx::new(&["read_file"]);
         let o = fx.call("write_file", json!({"path":"x","content":"y"}));
         assert!(o.is_error && !o.side_effect);
-        assert_eq!(o.content, "no such tool: write_file; available tools: read_file");
+        assert_eq!(
+            o.content,
+            "no such tool: write_file; available tools: read_file"
+        );
         assert!(!fx.ws.root().join("x").exists());
         let o = fx.call("rm_rf", json!({}));
         assert!(o.is_error && o.content.starts_with("no such tool: rm_rf"));
@@ -510,10 +656,20 @@ mod tests {
     #[test]
     fn bad_arguments_explain_expected() {
         let fx = Fx::new(&ALL_TOOL_NAMES);
-        for input in [json!({"__unparsed": "{path: x"}), json!("x"), json!({}), json!({"path": 3}), json!({"path":"a","extra":1})] {
+        for input in [
+            json!({"__unparsed": "{path: x"}),
+            json!("x"),
+            json!({}),
+            json!({"path": 3}),
+            json!({"path":"a","extra":1}),
+        ] {
             let o = fx.call("read_file", input.clone());
             assert!(o.is_error, "{input}");
-            assert!(o.content.contains("expected {\"path\": string}"), "{}", o.content);
+            assert!(
+                o.content.contains("expected {\"path\": string}"),
+                "{}",
+                o.content
+            );
         }
         let o = fx.call("post_message", json!({"channel":"#eng"}));
         assert!(o.is_error && o.content.contains("idempotency_key"));
@@ -523,10 +679,21 @@ mod tests {
     #[test]
     fn write_read_list_roundtrip() {
         let fx = Fx::new(&ALL_TOOL_NAMES);
-        let o = fx.call("write_file", json!({"path":"src/deep/a.txt","content":"héllo"}));
+        let o = fx.call(
+            "write_file",
+            json!({"path":"src/deep/a.txt","content":"héllo"}),
+        );
         assert!(!o.is_error && o.side_effect, "{o:?}");
         let o = fx.call("read_file", json!({"path":"src/deep/a.txt"}));
-        assert_eq!(o, Observation { content: "héllo".into(), is_error: false, side_effect: false, posted_key: None });
+        assert_eq!(
+            o,
+            Observation {
+                content: "héllo".into(),
+                is_error: false,
+                side_effect: false,
+                posted_key: None
+            }
+        );
         fx.call("write_file", json!({"path":"b.txt","content":""}));
         let o = fx.call("list_files", json!({}));
         assert_eq!(o.content, "b.txt\nsrc/");
@@ -575,9 +742,16 @@ mod tests {
         std::fs::write(fx.ws.root().join("bin"), b"\xff\x00\xfe").unwrap();
         let o = fx.call("read_file", json!({"path":"bin"}));
         assert!(o.is_error && o.content.contains("UTF-8"));
-        std::fs::write(fx.ws.root().join("big"), vec![b'a'; READ_MAX_BYTES as usize + 1]).unwrap();
+        std::fs::write(
+            fx.ws.root().join("big"),
+            vec![b'a'; READ_MAX_BYTES as usize + 1],
+        )
+        .unwrap();
         assert!(fx.call("read_file", json!({"path":"big"})).is_error);
-        let o = fx.call("write_file", json!({"path":"w","content":"a".repeat(WRITE_MAX_BYTES + 1)}));
+        let o = fx.call(
+            "write_file",
+            json!({"path":"w","content":"a".repeat(WRITE_MAX_BYTES + 1)}),
+        );
         assert!(o.is_error && !o.side_effect);
         assert!(!fx.ws.root().join("w").exists());
     }
@@ -591,7 +765,10 @@ mod tests {
         assert_eq!(o.posted_key.as_deref(), Some("sum-1"));
         fx.call("post_message", args);
         assert_eq!(fx.outbox.count_key("sum-1"), 2);
-        let o = fx.call("post_message", json!({"channel":"#eng","text":" ","idempotency_key":"k"}));
+        let o = fx.call(
+            "post_message",
+            json!({"channel":"#eng","text":" ","idempotency_key":"k"}),
+        );
         assert!(o.is_error && o.posted_key.is_none());
         let o = fx.call("post_message", json!({"channel":"#eng","text":"x","idempotency_key":"k".repeat(POST_KEY_MAX_CHARS + 1)}));
         assert!(o.is_error);
@@ -604,7 +781,10 @@ mod tests {
         let o = fx.call("apply_migration", json!({"name":"../x"}));
         assert!(o.is_error && !o.side_effect);
         let o = fx.call("apply_migration", json!({"name":"0042"}));
-        assert!(o.is_error && !o.side_effect && o.content.contains("migrations/0042.json"), "{o:?}");
+        assert!(
+            o.is_error && !o.side_effect && o.content.contains("migrations/0042.json"),
+            "{o:?}"
+        );
         fx.call(
             "write_file",
             json!({"path":"migrations/0042.json","content":r#"{"steps":[{"path":"db/1.sql","content":"a"},{"path":"db/2.sql","content":"b"}]}"#}),
@@ -612,7 +792,10 @@ mod tests {
         let o = fx.call("apply_migration", json!({"name":"0042"}));
         assert!(!o.is_error && o.side_effect, "{o:?}");
         assert!(o.content.contains("db/1.sql, db/2.sql"), "{}", o.content);
-        assert_eq!(migration::state(&fx.ws, "0042"), migration::MigrationState::Done);
+        assert_eq!(
+            migration::state(&fx.ws, "0042"),
+            migration::MigrationState::Done
+        );
     }
 
     #[test]
@@ -620,11 +803,23 @@ mod tests {
         let fx = Fx::new(&ALL_TOOL_NAMES);
         let o = fx.call("run_check", json!({"name":"ok"}));
         assert!(!o.is_error && !o.side_effect);
-        assert!(o.content.starts_with("check ok: passed; exit code: 0") && o.content.contains("fine"), "{}", o.content);
+        assert!(
+            o.content.starts_with("check ok: passed; exit code: 0") && o.content.contains("fine"),
+            "{}",
+            o.content
+        );
         let o = fx.call("run_check", json!({"name":"bad"}));
-        assert!(o.content.contains("FAILED (exit code 3)") && o.content.contains("nope"), "{}", o.content);
+        assert!(
+            o.content.contains("FAILED (exit code 3)") && o.content.contains("nope"),
+            "{}",
+            o.content
+        );
         let o = fx.call("run_check", json!({"name":"rm -rf /"}));
-        assert!(o.is_error && o.content.contains("defined checks: bad, ok"), "{}", o.content);
+        assert!(
+            o.is_error && o.content.contains("defined checks: bad, ok"),
+            "{}",
+            o.content
+        );
     }
 
     #[test]

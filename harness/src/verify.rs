@@ -42,15 +42,28 @@ pub const ALLOWED_KINDS: [&str; 6] = [
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Verify {
-    FileContains { path: String, text: String },
-    FileAbsent { path: String },
-    FileExists { path: String },
-    OutboxHas { key: String },
+    FileContains {
+        path: String,
+        text: String,
+    },
+    FileAbsent {
+        path: String,
+    },
+    FileExists {
+        path: String,
+    },
+    OutboxHas {
+        key: String,
+    },
     /// Done only when the migration is fully applied.
-    MigrationState { name: String },
+    MigrationState {
+        name: String,
+    },
     /// A check the SPEC defines (e.g. "tests"); the model names it, never
     /// supplies a command.
-    Check { name: String },
+    Check {
+        name: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,8 +87,12 @@ impl Verify {
     pub fn run(&self, ctx: &VerifyContext) -> VerifyOutcome {
         match self {
             Verify::FileContains { path, text } => {
-                let Ok(abs) = ctx.workspace.resolve(path) else { return VerifyOutcome::NotStarted };
-                let Ok(f) = std::fs::File::open(&abs) else { return VerifyOutcome::NotStarted };
+                let Ok(abs) = ctx.workspace.resolve(path) else {
+                    return VerifyOutcome::NotStarted;
+                };
+                let Ok(f) = std::fs::File::open(&abs) else {
+                    return VerifyOutcome::NotStarted;
+                };
                 let mut buf = Vec::new();
                 if f.take(VERIFY_READ_MAX_BYTES).read_to_end(&mut buf).is_err() {
                     return VerifyOutcome::NotStarted;
@@ -88,14 +105,18 @@ impl Verify {
                 }
             }
             Verify::FileAbsent { path } => {
-                let Ok(abs) = ctx.workspace.resolve(path) else { return VerifyOutcome::NotStarted };
+                let Ok(abs) = ctx.workspace.resolve(path) else {
+                    return VerifyOutcome::NotStarted;
+                };
                 match std::fs::symlink_metadata(&abs) {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => VerifyOutcome::Done,
                     _ => VerifyOutcome::NotStarted,
                 }
             }
             Verify::FileExists { path } => {
-                let Ok(abs) = ctx.workspace.resolve(path) else { return VerifyOutcome::NotStarted };
+                let Ok(abs) = ctx.workspace.resolve(path) else {
+                    return VerifyOutcome::NotStarted;
+                };
                 if std::fs::symlink_metadata(&abs).is_ok() {
                     VerifyOutcome::Done
                 } else {
@@ -107,17 +128,27 @@ impl Verify {
                 Ok(_) => VerifyOutcome::NotStarted,
                 // Not NotStarted: that would let resume post a second time.
                 // We cannot tell whether the post happened, so park the task.
-                Err(e) => VerifyOutcome::PartiallyApplied { detail: format!("cannot tell whether {key:?} was posted: {e}") },
+                Err(e) => VerifyOutcome::PartiallyApplied {
+                    detail: format!("cannot tell whether {key:?} was posted: {e}"),
+                },
             },
             Verify::MigrationState { name } => match migration::state(ctx.workspace, name) {
                 MigrationState::Done => VerifyOutcome::Done,
-                MigrationState::NotStarted | MigrationState::Unknown { .. } => VerifyOutcome::NotStarted,
-                MigrationState::Partial { applied, total, detail } => {
-                    VerifyOutcome::PartiallyApplied { detail: format!("applied {applied} of {total} steps: {detail}") }
+                MigrationState::NotStarted | MigrationState::Unknown { .. } => {
+                    VerifyOutcome::NotStarted
                 }
+                MigrationState::Partial {
+                    applied,
+                    total,
+                    detail,
+                } => VerifyOutcome::PartiallyApplied {
+                    detail: format!("applied {applied} of {total} steps: {detail}"),
+                },
             },
             Verify::Check { name } => {
-                let Some(spec) = ctx.checks.get(name) else { return VerifyOutcome::NotStarted };
+                let Some(spec) = ctx.checks.get(name) else {
+                    return VerifyOutcome::NotStarted;
+                };
                 if crate::check::run_check(spec, ctx.workspace.root()).passed {
                     VerifyOutcome::Done
                 } else {
@@ -144,7 +175,10 @@ impl Verify {
     /// what was wrong and what was expected; it goes back to the model.
     pub fn validate_model_written(&self, ctx: &VerifyContext) -> Result<(), String> {
         let file_path = |path: &str| -> Result<(), String> {
-            let abs = ctx.workspace.resolve(path).map_err(|e| format!("verify path refused: {e}"))?;
+            let abs = ctx
+                .workspace
+                .resolve(path)
+                .map_err(|e| format!("verify path refused: {e}"))?;
             if abs == ctx.workspace.root() {
                 return Err(format!("verify path {path:?} names the workspace root; name a file, e.g. \"src/lib.rs\""));
             }
@@ -167,21 +201,32 @@ impl Verify {
                     return Err("outbox_has needs a non-empty `key`: the idempotency_key the task's post_message will use".into());
                 }
                 if key.chars().count() > VERIFY_KEY_MAX_CHARS {
-                    return Err(format!("outbox_has `key` is over {VERIFY_KEY_MAX_CHARS} characters"));
+                    return Err(format!(
+                        "outbox_has `key` is over {VERIFY_KEY_MAX_CHARS} characters"
+                    ));
                 }
                 Ok(())
             }
             Verify::MigrationState { name } => {
-                migration::validate_name(name).map_err(|r| format!("migration_state name {name:?} is invalid: {r}"))?;
-                migration::load(ctx.workspace, name).map(|_| ()).map_err(|e| {
-                    format!("migration_state needs an existing, valid definition at {}: {e}", migration::definition_path(name))
-                })
+                migration::validate_name(name)
+                    .map_err(|r| format!("migration_state name {name:?} is invalid: {r}"))?;
+                migration::load(ctx.workspace, name)
+                    .map(|_| ())
+                    .map_err(|e| {
+                        format!(
+                            "migration_state needs an existing, valid definition at {}: {e}",
+                            migration::definition_path(name)
+                        )
+                    })
             }
             Verify::Check { name } => {
                 if ctx.checks.contains_key(name) {
                     Ok(())
                 } else {
-                    Err(format!("check {name:?} is not defined by the spec; defined checks: {}", check_list(ctx.checks)))
+                    Err(format!(
+                        "check {name:?} is not defined by the spec; defined checks: {}",
+                        check_list(ctx.checks)
+                    ))
                 }
             }
         }
@@ -192,15 +237,25 @@ impl Verify {
 pub fn parse_model_verify(v: &serde_json::Value) -> Result<Verify, String> {
     let allowed = ALLOWED_KINDS.join(", ");
     let Some(obj) = v.as_object() else {
-        return Err(format!("verify must be a JSON object with a \"kind\"; allowed kinds: {allowed}"));
+        return Err(format!(
+            "verify must be a JSON object with a \"kind\"; allowed kinds: {allowed}"
+        ));
     };
     let kind = match obj.get("kind") {
         Some(serde_json::Value::String(k)) => k.as_str(),
-        Some(_) => return Err(format!("verify \"kind\" must be a string; allowed kinds: {allowed}")),
+        Some(_) => {
+            return Err(format!(
+                "verify \"kind\" must be a string; allowed kinds: {allowed}"
+            ))
+        }
         None => return Err(format!("verify has no \"kind\"; allowed kinds: {allowed}")),
     };
-    let known = ALLOWED_KINDS.iter().any(|k| k.split(' ').next() == Some(kind));
-    let commandish = ["command", "cmd", "shell", "bash", "sh", "exec", "run", "script", "argv"];
+    let known = ALLOWED_KINDS
+        .iter()
+        .any(|k| k.split(' ').next() == Some(kind));
+    let commandish = [
+        "command", "cmd", "shell", "bash", "sh", "exec", "run", "script", "argv",
+    ];
     if !known && (commandish.contains(&kind) || commandish.iter().any(|c| obj.contains_key(*c))) {
         return Err(format!(
             "a command is not allowed in verify: the harness only runs checks the spec defines. \
@@ -209,7 +264,10 @@ pub fn parse_model_verify(v: &serde_json::Value) -> Result<Verify, String> {
         ));
     }
     if !known {
-        return Err(format!("verify kind {:?} is not allowed; allowed kinds: {allowed}", clip(kind, DESCRIBE_MAX_CHARS)));
+        return Err(format!(
+            "verify kind {:?} is not allowed; allowed kinds: {allowed}",
+            clip(kind, DESCRIBE_MAX_CHARS)
+        ));
     }
     serde_json::from_value::<Verify>(v.clone()).map_err(|e| {
         let fields = ALLOWED_KINDS.iter().find(|k| k.split(' ').next() == Some(kind)).copied().unwrap_or(kind);
@@ -221,7 +279,11 @@ fn check_list(checks: &BTreeMap<String, CheckSpec>) -> String {
     if checks.is_empty() {
         "(none)".into()
     } else {
-        checks.keys().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+        checks
+            .keys()
+            .map(|k| format!("{k:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -256,37 +318,87 @@ mod tests {
             let ws = Workspace::open(d.path()).unwrap();
             let outbox = Outbox::new(o.path().join("outbox.jsonl"));
             let mut checks = BTreeMap::new();
-            checks.insert("ok".to_string(), CheckSpec { command: vec!["true".into()], timeout_s: 5 });
-            checks.insert("bad".to_string(), CheckSpec { command: vec!["false".into()], timeout_s: 5 });
+            checks.insert(
+                "ok".to_string(),
+                CheckSpec {
+                    command: vec!["true".into()],
+                    timeout_s: 5,
+                },
+            );
+            checks.insert(
+                "bad".to_string(),
+                CheckSpec {
+                    command: vec!["false".into()],
+                    timeout_s: 5,
+                },
+            );
             checks.insert(
                 "has_marker".to_string(),
-                CheckSpec { command: vec!["test".into(), "-f".into(), "marker".into()], timeout_s: 5 },
+                CheckSpec {
+                    command: vec!["test".into(), "-f".into(), "marker".into()],
+                    timeout_s: 5,
+                },
             );
-            Fx { _d: d, _o: o, ws, outbox, checks }
+            Fx {
+                _d: d,
+                _o: o,
+                ws,
+                outbox,
+                checks,
+            }
         }
         fn ctx(&self) -> VerifyContext<'_> {
-            VerifyContext { workspace: &self.ws, outbox: &self.outbox, checks: &self.checks }
+            VerifyContext {
+                workspace: &self.ws,
+                outbox: &self.outbox,
+                checks: &self.checks,
+            }
         }
     }
 
     #[test]
     fn serde_shape() {
-        let v = Verify::FileContains { path: "a".into(), text: "b".into() };
-        assert_eq!(serde_json::to_value(&v).unwrap(), json!({"kind":"file_contains","path":"a","text":"b"}));
+        let v = Verify::FileContains {
+            path: "a".into(),
+            text: "b".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&v).unwrap(),
+            json!({"kind":"file_contains","path":"a","text":"b"})
+        );
         let o = VerifyOutcome::PartiallyApplied { detail: "x".into() };
-        assert_eq!(serde_json::to_value(&o).unwrap(), json!({"outcome":"partially_applied","detail":"x"}));
-        assert_eq!(serde_json::to_value(VerifyOutcome::Done).unwrap(), json!({"outcome":"done"}));
-        let back: Verify = serde_json::from_value(json!({"kind":"migration_state","name":"0042"})).unwrap();
-        assert_eq!(back, Verify::MigrationState { name: "0042".into() });
+        assert_eq!(
+            serde_json::to_value(&o).unwrap(),
+            json!({"outcome":"partially_applied","detail":"x"})
+        );
+        assert_eq!(
+            serde_json::to_value(VerifyOutcome::Done).unwrap(),
+            json!({"outcome":"done"})
+        );
+        let back: Verify =
+            serde_json::from_value(json!({"kind":"migration_state","name":"0042"})).unwrap();
+        assert_eq!(
+            back,
+            Verify::MigrationState {
+                name: "0042".into()
+            }
+        );
     }
 
     #[test]
     fn file_kinds() {
         let fx = Fx::new();
         let c = fx.ctx();
-        let fc = Verify::FileContains { path: "src/a.rs".into(), text: "fn main".into() };
-        let fe = Verify::FileExists { path: "src/a.rs".into() };
-        let fa = Verify::FileAbsent { path: "src/a.rs".into() };
+        let fc = Verify::FileContains {
+            path: "src/a.rs".into(),
+            text: "fn main".into(),
+        };
+        let fe = Verify::FileExists {
+            path: "src/a.rs".into(),
+        };
+        let fa = Verify::FileAbsent {
+            path: "src/a.rs".into(),
+        };
         assert_eq!(fc.run(&c), VerifyOutcome::NotStarted);
         assert_eq!(fe.run(&c), VerifyOutcome::NotStarted);
         assert_eq!(fa.run(&c), VerifyOutcome::Done);
@@ -298,28 +410,55 @@ mod tests {
         std::fs::write(fx.ws.root().join("src/a.rs"), b"\xff\xfe fn main() {}").unwrap();
         assert_eq!(fc.run(&c), VerifyOutcome::Done);
         // Paths that do not resolve are NotStarted, never a panic.
-        assert_eq!(Verify::FileExists { path: "/etc/passwd".into() }.run(&c), VerifyOutcome::NotStarted);
-        assert_eq!(Verify::FileAbsent { path: "../x".into() }.run(&c), VerifyOutcome::NotStarted);
+        assert_eq!(
+            Verify::FileExists {
+                path: "/etc/passwd".into()
+            }
+            .run(&c),
+            VerifyOutcome::NotStarted
+        );
+        assert_eq!(
+            Verify::FileAbsent {
+                path: "../x".into()
+            }
+            .run(&c),
+            VerifyOutcome::NotStarted
+        );
     }
 
     #[test]
     fn outbox_kind() {
         let fx = Fx::new();
-        let v = Verify::OutboxHas { key: "summary-1".into() };
+        let v = Verify::OutboxHas {
+            key: "summary-1".into(),
+        };
         assert_eq!(v.run(&fx.ctx()), VerifyOutcome::NotStarted);
         fx.outbox.post("#eng", "hi", "summary-1").unwrap();
         assert_eq!(v.run(&fx.ctx()), VerifyOutcome::Done);
         // An unreadable outbox parks instead of inviting a second post.
         let bad = Outbox::new(fx.ws.root());
-        let ctx = VerifyContext { workspace: &fx.ws, outbox: &bad, checks: &fx.checks };
-        assert!(matches!(v.run(&ctx), VerifyOutcome::PartiallyApplied { .. }));
+        let ctx = VerifyContext {
+            workspace: &fx.ws,
+            outbox: &bad,
+            checks: &fx.checks,
+        };
+        assert!(matches!(
+            v.run(&ctx),
+            VerifyOutcome::PartiallyApplied { .. }
+        ));
     }
 
     #[test]
     fn migration_kind_is_three_way() {
         let fx = Fx::new();
-        let v = Verify::MigrationState { name: "0042".into() };
-        assert_eq!(v.run(&fx.ctx()), VerifyOutcome::NotStarted, "unknown => NotStarted");
+        let v = Verify::MigrationState {
+            name: "0042".into(),
+        };
+        assert_eq!(
+            v.run(&fx.ctx()),
+            VerifyOutcome::NotStarted,
+            "unknown => NotStarted"
+        );
         std::fs::create_dir(fx.ws.root().join("migrations")).unwrap();
         std::fs::write(
             fx.ws.root().join("migrations/0042.json"),
@@ -330,7 +469,9 @@ mod tests {
         std::fs::create_dir(fx.ws.root().join("db")).unwrap();
         std::fs::write(fx.ws.root().join("db/1"), "a").unwrap();
         match v.run(&fx.ctx()) {
-            VerifyOutcome::PartiallyApplied { detail } => assert!(detail.starts_with("applied 1 of 2 steps: "), "{detail}"),
+            VerifyOutcome::PartiallyApplied { detail } => {
+                assert!(detail.starts_with("applied 1 of 2 steps: "), "{detail}")
+            }
             o => panic!("{o:?}"),
         }
         std::fs::write(fx.ws.root().join("db/2"), "b").unwrap();
@@ -341,10 +482,24 @@ mod tests {
     fn check_kind_runs_in_workspace() {
         let fx = Fx::new();
         let c = fx.ctx();
-        assert_eq!(Verify::Check { name: "ok".into() }.run(&c), VerifyOutcome::Done);
-        assert_eq!(Verify::Check { name: "bad".into() }.run(&c), VerifyOutcome::NotStarted);
-        assert_eq!(Verify::Check { name: "nope".into() }.run(&c), VerifyOutcome::NotStarted);
-        let m = Verify::Check { name: "has_marker".into() };
+        assert_eq!(
+            Verify::Check { name: "ok".into() }.run(&c),
+            VerifyOutcome::Done
+        );
+        assert_eq!(
+            Verify::Check { name: "bad".into() }.run(&c),
+            VerifyOutcome::NotStarted
+        );
+        assert_eq!(
+            Verify::Check {
+                name: "nope".into()
+            }
+            .run(&c),
+            VerifyOutcome::NotStarted
+        );
+        let m = Verify::Check {
+            name: "has_marker".into(),
+        };
         assert_eq!(m.run(&c), VerifyOutcome::NotStarted);
         std::fs::write(fx.ws.root().join("marker"), "").unwrap();
         assert_eq!(m.run(&c), VerifyOutcome::Done, "cwd is the workspace root");
@@ -355,22 +510,58 @@ mod tests {
         let fx = Fx::new();
         let c = fx.ctx();
         let ok = |v: Verify| v.validate_model_written(&c);
-        assert!(ok(Verify::FileContains { path: "a.txt".into(), text: "x".into() }).is_ok());
-        assert!(ok(Verify::FileContains { path: "a.txt".into(), text: "  \n".into() }).unwrap_err().contains("non-empty"));
-        assert!(ok(Verify::FileContains { path: "a.txt".into(), text: "x".repeat(VERIFY_TEXT_MAX_CHARS + 1) }).is_err());
-        assert!(ok(Verify::FileExists { path: "/abs".into() }).unwrap_err().contains("absolute"));
-        assert!(ok(Verify::FileAbsent { path: ".git/HEAD".into() }).is_err());
+        assert!(ok(Verify::FileContains {
+            path: "a.txt".into(),
+            text: "x".into()
+        })
+        .is_ok());
+        assert!(ok(Verify::FileContains {
+            path: "a.txt".into(),
+            text: "  \n".into()
+        })
+        .unwrap_err()
+        .contains("non-empty"));
+        assert!(ok(Verify::FileContains {
+            path: "a.txt".into(),
+            text: "x".repeat(VERIFY_TEXT_MAX_CHARS + 1)
+        })
+        .is_err());
+        assert!(ok(Verify::FileExists {
+            path: "/abs".into()
+        })
+        .unwrap_err()
+        .contains("absolute"));
+        assert!(ok(Verify::FileAbsent {
+            path: ".git/HEAD".into()
+        })
+        .is_err());
         assert!(ok(Verify::FileAbsent { path: ".".into() }).is_err());
         assert!(ok(Verify::OutboxHas { key: " ".into() }).is_err());
         assert!(ok(Verify::OutboxHas { key: "k".into() }).is_ok());
-        let e = ok(Verify::Check { name: "lint".into() }).unwrap_err();
+        let e = ok(Verify::Check {
+            name: "lint".into(),
+        })
+        .unwrap_err();
         assert!(e.contains("\"ok\"") && e.contains("\"bad\""), "{e}");
         assert!(ok(Verify::Check { name: "ok".into() }).is_ok());
-        assert!(ok(Verify::MigrationState { name: "a/b".into() }).unwrap_err().contains("invalid"));
-        assert!(ok(Verify::MigrationState { name: "0042".into() }).unwrap_err().contains("migrations/0042.json"));
+        assert!(ok(Verify::MigrationState { name: "a/b".into() })
+            .unwrap_err()
+            .contains("invalid"));
+        assert!(ok(Verify::MigrationState {
+            name: "0042".into()
+        })
+        .unwrap_err()
+        .contains("migrations/0042.json"));
         std::fs::create_dir(fx.ws.root().join("migrations")).unwrap();
-        std::fs::write(fx.ws.root().join("migrations/0042.json"), r#"{"steps":[{"path":"db/1","content":"a"}]}"#).unwrap();
-        assert!(ok(Verify::MigrationState { name: "0042".into() }).is_ok());
+        std::fs::write(
+            fx.ws.root().join("migrations/0042.json"),
+            r#"{"steps":[{"path":"db/1","content":"a"}]}"#,
+        )
+        .unwrap();
+        assert!(ok(Verify::MigrationState {
+            name: "0042".into()
+        })
+        .is_ok());
     }
 
     #[test]
@@ -380,24 +571,43 @@ mod tests {
             Verify::OutboxHas { key: "k".into() }
         );
         let e = parse_model_verify(&json!({"kind":"command","command":"pytest"})).unwrap_err();
-        assert!(e.contains("command is not allowed") && e.contains("\"check\""), "{e}");
-        let e = parse_model_verify(&json!({"kind":"file_exists","path":"a","command":"x"})).unwrap_err();
+        assert!(
+            e.contains("command is not allowed") && e.contains("\"check\""),
+            "{e}"
+        );
+        let e = parse_model_verify(&json!({"kind":"file_exists","path":"a","command":"x"}))
+            .unwrap_err();
         assert!(e.contains("malformed"), "{e}");
         let e = parse_model_verify(&json!({"kind":"sql","query":"select 1"})).unwrap_err();
-        assert!(e.contains("not allowed") && e.contains("file_contains"), "{e}");
+        assert!(
+            e.contains("not allowed") && e.contains("file_contains"),
+            "{e}"
+        );
         let e = parse_model_verify(&json!({"kind":"file_contains","path":"a"})).unwrap_err();
         assert!(e.contains("file_contains {path, text}"), "{e}");
         assert!(parse_model_verify(&json!("done")).is_err());
-        assert!(parse_model_verify(&json!({"path":"a"})).unwrap_err().contains("no \"kind\""));
+        assert!(parse_model_verify(&json!({"path":"a"}))
+            .unwrap_err()
+            .contains("no \"kind\""));
         assert!(parse_model_verify(&json!({"kind":3})).is_err());
         assert!(parse_model_verify(&json!({"kind":"file_exists","path":5})).is_err());
     }
 
     #[test]
     fn describe_is_one_bounded_line() {
-        let d = Verify::FileContains { path: "a".into(), text: "x\n".repeat(500) }.describe();
+        let d = Verify::FileContains {
+            path: "a".into(),
+            text: "x\n".repeat(500),
+        }
+        .describe();
         assert!(!d.contains('\n'));
         assert!(d.len() < 400);
-        assert_eq!(Verify::Check { name: "tests".into() }.describe(), "check \"tests\" passes");
+        assert_eq!(
+            Verify::Check {
+                name: "tests".into()
+            }
+            .describe(),
+            "check \"tests\" passes"
+        );
     }
 }

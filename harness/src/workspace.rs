@@ -102,12 +102,18 @@ pub struct Workspace {
 
 impl Workspace {
     pub fn open(root: &Path) -> Result<Workspace, WorkspaceError> {
-        let canon = std::fs::canonicalize(root)
-            .map_err(|e| WorkspaceError::Unreadable { path: root.to_path_buf(), detail: e.to_string() })?;
-        let meta = std::fs::metadata(&canon)
-            .map_err(|e| WorkspaceError::Unreadable { path: root.to_path_buf(), detail: e.to_string() })?;
+        let canon = std::fs::canonicalize(root).map_err(|e| WorkspaceError::Unreadable {
+            path: root.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        let meta = std::fs::metadata(&canon).map_err(|e| WorkspaceError::Unreadable {
+            path: root.to_path_buf(),
+            detail: e.to_string(),
+        })?;
         if !meta.is_dir() {
-            return Err(WorkspaceError::NotADirectory { path: root.to_path_buf() });
+            return Err(WorkspaceError::NotADirectory {
+                path: root.to_path_buf(),
+            });
         }
         Ok(Workspace { root: canon })
     }
@@ -133,20 +139,32 @@ impl Workspace {
         }
         let p = Path::new(rel);
         if p.is_absolute() || rel.starts_with('/') || rel.starts_with('\\') {
-            return Err(PathError::Absolute { path: rel.to_string() });
+            return Err(PathError::Absolute {
+                path: rel.to_string(),
+            });
         }
         let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
         for c in p.components() {
             match c {
                 Component::Normal(s) => {
                     if is_git_name(s) {
-                        return Err(PathError::GitDir { path: rel.to_string() });
+                        return Err(PathError::GitDir {
+                            path: rel.to_string(),
+                        });
                     }
                     parts.push(s);
                 }
                 Component::CurDir => {}
-                Component::ParentDir => return Err(PathError::ParentDir { path: rel.to_string() }),
-                Component::RootDir | Component::Prefix(_) => return Err(PathError::Absolute { path: rel.to_string() }),
+                Component::ParentDir => {
+                    return Err(PathError::ParentDir {
+                        path: rel.to_string(),
+                    })
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(PathError::Absolute {
+                        path: rel.to_string(),
+                    })
+                }
             }
         }
 
@@ -173,27 +191,49 @@ impl Workspace {
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                             // A dangling symlink would let a write create a file
                             // wherever it points, possibly outside the root.
-                            return Err(PathError::DanglingSymlink { path: rel.to_string(), component });
+                            return Err(PathError::DanglingSymlink {
+                                path: rel.to_string(),
+                                component,
+                            });
                         }
-                        Err(e) => return Err(PathError::Io { path: rel.to_string(), detail: e.to_string() }),
+                        Err(e) => {
+                            return Err(PathError::Io {
+                                path: rel.to_string(),
+                                detail: e.to_string(),
+                            })
+                        }
                     };
                     let Ok(inside) = target.strip_prefix(&self.root) else {
-                        return Err(PathError::SymlinkEscape { path: rel.to_string(), component });
+                        return Err(PathError::SymlinkEscape {
+                            path: rel.to_string(),
+                            component,
+                        });
                     };
                     // A symlink inside the workspace that points at .git would
                     // otherwise be a back door into the history.
-                    if inside.components().any(|c| matches!(c, Component::Normal(s) if is_git_name(s))) {
-                        return Err(PathError::GitDir { path: rel.to_string() });
+                    if inside
+                        .components()
+                        .any(|c| matches!(c, Component::Normal(s) if is_git_name(s)))
+                    {
+                        return Err(PathError::GitDir {
+                            path: rel.to_string(),
+                        });
                     }
                     if i < last && !target.is_dir() {
-                        return Err(PathError::NotADirectory { path: rel.to_string(), component });
+                        return Err(PathError::NotADirectory {
+                            path: rel.to_string(),
+                            component,
+                        });
                     }
                     cur = target;
                 }
                 Ok(meta) => {
                     if i < last && !meta.is_dir() {
                         let component = shown.to_string_lossy().into_owned();
-                        return Err(PathError::NotADirectory { path: rel.to_string(), component });
+                        return Err(PathError::NotADirectory {
+                            path: rel.to_string(),
+                            component,
+                        });
                     }
                     cur = next;
                 }
@@ -201,7 +241,12 @@ impl Workspace {
                     missing = true;
                     cur = next;
                 }
-                Err(e) => return Err(PathError::Io { path: rel.to_string(), detail: e.to_string() }),
+                Err(e) => {
+                    return Err(PathError::Io {
+                        path: rel.to_string(),
+                        detail: e.to_string(),
+                    })
+                }
             }
         }
         Ok(cur)
@@ -246,7 +291,11 @@ impl Workspace {
             entries.sort_by(|a, b| a.0.cmp(&b.0));
             let mut subdirs = Vec::new();
             for (name, ft, path) in entries {
-                let rel = if rel_dir.is_empty() { name } else { format!("{rel_dir}/{name}") };
+                let rel = if rel_dir.is_empty() {
+                    name
+                } else {
+                    format!("{rel_dir}/{name}")
+                };
                 if ft.is_dir() {
                     if depth + 1 > FINGERPRINT_MAX_DEPTH {
                         truncated = true;
@@ -318,7 +367,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         assert!(Workspace::open(&d.path().join("nope")).is_err());
         std::fs::write(d.path().join("f"), "x").unwrap();
-        assert!(matches!(Workspace::open(&d.path().join("f")), Err(WorkspaceError::NotADirectory { .. })));
+        assert!(matches!(
+            Workspace::open(&d.path().join("f")),
+            Err(WorkspaceError::NotADirectory { .. })
+        ));
     }
 
     #[test]
@@ -327,14 +379,20 @@ mod tests {
         std::fs::create_dir(d.path().join("real")).unwrap();
         symlink(d.path().join("real"), d.path().join("link")).unwrap();
         let w = Workspace::open(&d.path().join("link")).unwrap();
-        assert_eq!(w.root(), std::fs::canonicalize(d.path().join("real")).unwrap());
+        assert_eq!(
+            w.root(),
+            std::fs::canonicalize(d.path().join("real")).unwrap()
+        );
     }
 
     #[test]
     fn resolves_plain_and_new_paths() {
         let (_d, w) = ws();
         std::fs::create_dir(w.root().join("src")).unwrap();
-        assert_eq!(w.resolve("src/main.rs").unwrap(), w.root().join("src/main.rs"));
+        assert_eq!(
+            w.resolve("src/main.rs").unwrap(),
+            w.root().join("src/main.rs")
+        );
         assert_eq!(w.resolve("./src").unwrap(), w.root().join("src"));
         assert_eq!(w.resolve(".").unwrap(), w.root());
         // Missing parents are fine: write_file creates them.
@@ -346,13 +404,31 @@ mod tests {
         let (_d, w) = ws();
         assert_eq!(w.resolve(""), Err(PathError::Empty));
         assert_eq!(w.resolve("a\0b"), Err(PathError::NulByte));
-        assert!(matches!(w.resolve("/etc/passwd"), Err(PathError::Absolute { .. })));
-        assert!(matches!(w.resolve("../x"), Err(PathError::ParentDir { .. })));
-        assert!(matches!(w.resolve("a/../../x"), Err(PathError::ParentDir { .. })));
-        assert!(matches!(w.resolve("a/.."), Err(PathError::ParentDir { .. })));
-        assert!(matches!(w.resolve(&"a/".repeat(3000)), Err(PathError::TooLong { .. })));
+        assert!(matches!(
+            w.resolve("/etc/passwd"),
+            Err(PathError::Absolute { .. })
+        ));
+        assert!(matches!(
+            w.resolve("../x"),
+            Err(PathError::ParentDir { .. })
+        ));
+        assert!(matches!(
+            w.resolve("a/../../x"),
+            Err(PathError::ParentDir { .. })
+        ));
+        assert!(matches!(
+            w.resolve("a/.."),
+            Err(PathError::ParentDir { .. })
+        ));
+        assert!(matches!(
+            w.resolve(&"a/".repeat(3000)),
+            Err(PathError::TooLong { .. })
+        ));
         std::fs::write(w.root().join("file"), "x").unwrap();
-        assert!(matches!(w.resolve("file/x"), Err(PathError::NotADirectory { .. })));
+        assert!(matches!(
+            w.resolve("file/x"),
+            Err(PathError::NotADirectory { .. })
+        ));
         assert!(w.resolve("file").is_ok());
     }
 
@@ -361,14 +437,26 @@ mod tests {
         let (_d, w) = ws();
         std::fs::create_dir(w.root().join(".git")).unwrap();
         assert!(matches!(w.resolve(".git"), Err(PathError::GitDir { .. })));
-        assert!(matches!(w.resolve(".git/config"), Err(PathError::GitDir { .. })));
-        assert!(matches!(w.resolve("./.GIT/hooks/pre-commit"), Err(PathError::GitDir { .. })));
-        assert!(matches!(w.resolve("sub/.git/x"), Err(PathError::GitDir { .. })));
+        assert!(matches!(
+            w.resolve(".git/config"),
+            Err(PathError::GitDir { .. })
+        ));
+        assert!(matches!(
+            w.resolve("./.GIT/hooks/pre-commit"),
+            Err(PathError::GitDir { .. })
+        ));
+        assert!(matches!(
+            w.resolve("sub/.git/x"),
+            Err(PathError::GitDir { .. })
+        ));
         // .gitignore is an ordinary file.
         assert!(w.resolve(".gitignore").is_ok());
         // A symlink inside that points at .git is a back door.
         symlink(w.root().join(".git"), w.root().join("g")).unwrap();
-        assert!(matches!(w.resolve("g/config"), Err(PathError::GitDir { .. })));
+        assert!(matches!(
+            w.resolve("g/config"),
+            Err(PathError::GitDir { .. })
+        ));
     }
 
     #[test]
@@ -377,9 +465,15 @@ mod tests {
         let (_d, w) = ws();
         std::fs::create_dir(w.root().join("real")).unwrap();
         symlink(w.root().join("real"), w.root().join("inlink")).unwrap();
-        assert_eq!(w.resolve("inlink/f.txt").unwrap(), w.root().join("real/f.txt"));
+        assert_eq!(
+            w.resolve("inlink/f.txt").unwrap(),
+            w.root().join("real/f.txt")
+        );
         symlink("real", w.root().join("rel_inlink")).unwrap();
-        assert_eq!(w.resolve("rel_inlink/f.txt").unwrap(), w.root().join("real/f.txt"));
+        assert_eq!(
+            w.resolve("rel_inlink/f.txt").unwrap(),
+            w.root().join("real/f.txt")
+        );
 
         symlink(outside.path(), w.root().join("out")).unwrap();
         let e = w.resolve("out/f.txt").unwrap_err();
@@ -388,14 +482,23 @@ mod tests {
         // The final component itself being an escaping symlink is refused too.
         std::fs::write(outside.path().join("secret"), "s").unwrap();
         symlink(outside.path().join("secret"), w.root().join("secret")).unwrap();
-        assert!(matches!(w.resolve("secret"), Err(PathError::SymlinkEscape { .. })));
+        assert!(matches!(
+            w.resolve("secret"),
+            Err(PathError::SymlinkEscape { .. })
+        ));
         // Relative escape through a nested link.
         std::fs::create_dir(w.root().join("deep")).unwrap();
         symlink("../..", w.root().join("deep/up")).unwrap();
-        assert!(matches!(w.resolve("deep/up/x"), Err(PathError::SymlinkEscape { .. })));
+        assert!(matches!(
+            w.resolve("deep/up/x"),
+            Err(PathError::SymlinkEscape { .. })
+        ));
         // Dangling links are refused: a write would land at their target.
         symlink("/nonexistent/zzz", w.root().join("dang")).unwrap();
-        assert!(matches!(w.resolve("dang"), Err(PathError::DanglingSymlink { .. })));
+        assert!(matches!(
+            w.resolve("dang"),
+            Err(PathError::DanglingSymlink { .. })
+        ));
     }
 
     #[test]

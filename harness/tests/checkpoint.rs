@@ -23,7 +23,11 @@ fn truncated_at_every_byte_offset_is_refused() {
     let (s, b) = frame();
     for cut in 0..b.len() {
         let r = decode(&b[..cut], Some(&s.goal_sha256));
-        assert!(r.is_err(), "a checkpoint cut at byte {cut} of {} was accepted", b.len());
+        assert!(
+            r.is_err(),
+            "a checkpoint cut at byte {cut} of {} was accepted",
+            b.len()
+        );
     }
 }
 
@@ -31,9 +35,17 @@ fn truncated_at_every_byte_offset_is_refused() {
 fn goal_and_schema_mismatch_are_refused_by_name() {
     let (_, b) = frame();
     let other = harness::goal::sha256_hex("Improve observability of the search subsystem.");
-    assert!(matches!(decode(&b, Some(&other)), Err(Refusal::GoalMismatch { .. })));
-    let text = String::from_utf8(b).unwrap().replacen("schema=1", "schema=2", 1);
-    assert!(matches!(decode(text.as_bytes(), None), Err(Refusal::SchemaMismatch { found: 2, .. })));
+    assert!(matches!(
+        decode(&b, Some(&other)),
+        Err(Refusal::GoalMismatch { .. })
+    ));
+    let text = String::from_utf8(b)
+        .unwrap()
+        .replacen("schema=1", "schema=2", 1);
+    assert!(matches!(
+        decode(text.as_bytes(), None),
+        Err(Refusal::SchemaMismatch { found: 2, .. })
+    ));
 }
 
 #[test]
@@ -46,8 +58,15 @@ fn a_body_that_breaks_invariants_is_refused_even_with_a_good_checksum() {
     assert!(encode(&s).is_err(), "the writer refuses it first");
     let body = serde_json::to_string(&s).unwrap();
     use sha2::Digest;
-    let frame = format!("harness-checkpoint schema=1 len={} sha256={}\n{body}", body.len(), hex::encode(sha2::Sha256::digest(body.as_bytes())));
-    assert!(matches!(decode(frame.as_bytes(), None), Err(Refusal::BodyInvalid(_))));
+    let frame = format!(
+        "harness-checkpoint schema=1 len={} sha256={}\n{body}",
+        body.len(),
+        hex::encode(sha2::Sha256::digest(body.as_bytes()))
+    );
+    assert!(matches!(
+        decode(frame.as_bytes(), None),
+        Err(Refusal::BodyInvalid(_))
+    ));
 }
 
 #[test]

@@ -9,7 +9,10 @@ use serde_json::json;
 const P95_CHECK: &str = "test \"$(cat metrics/p95_ms)\" -lt 200";
 
 fn p95_case(name: &str) -> Case {
-    let mut c = case(name).file("metrics/p95_ms", "410\n").file("src/search.py", "def search(q):\n    return db.query(q)\n").check("p95", P95_CHECK);
+    let mut c = case(name)
+        .file("metrics/p95_ms", "410\n")
+        .file("src/search.py", "def search(q):\n    return db.query(q)\n")
+        .check("p95", P95_CHECK);
     c.predicate = r#"check = "p95""#.into();
     c
 }
@@ -31,7 +34,11 @@ fn goal_met_exit_0() {
     assert_eq!(r.report["predicate_met"], true);
     // plan 3500/300 + two execute calls 3500/300 each at $5/$25
     let expect = 3.0 * (3500.0 * 5.0 + 300.0 * 25.0) / 1e6;
-    assert!((r.report["spend_usd"].as_f64().unwrap() - expect).abs() < 1e-9, "{}", r.explain());
+    assert!(
+        (r.report["spend_usd"].as_f64().unwrap() - expect).abs() < 1e-9,
+        "{}",
+        r.explain()
+    );
     assert_eq!(r.report["usage"]["input_tokens"], 10500);
     assert!(r.stdout.contains("GOAL_MET"));
 }
@@ -49,14 +56,21 @@ fn queue_empty_goal_unmet_exit_3_and_claimed_success_is_not_success() {
             plan("replan/0", json!([])),
         ])
         .run();
-    assert_eq!((r.code, r.ending()), (3, "QUEUE_EMPTY_GOAL_UNMET"), "{}", r.explain());
+    assert_eq!(
+        (r.code, r.ending()),
+        (3, "QUEUE_EMPTY_GOAL_UNMET"),
+        "{}",
+        r.explain()
+    );
     assert_eq!(r.report["class"], "FAILURE");
     assert_eq!(r.report["alert"], "alert");
     assert_eq!(r.report["predicate_met"], false);
     assert_eq!(r.ids("verified"), vec!["t1"]);
     assert_eq!(r.ids("parked"), vec!["t2"]);
     let claims = r.report["model_claims"].as_array().unwrap();
-    assert!(claims.iter().any(|c| c["task_id"] == "t2" && c["verified"] == false && c["text"].as_str().unwrap().contains("I succeeded")));
+    assert!(claims.iter().any(|c| c["task_id"] == "t2"
+        && c["verified"] == false
+        && c["text"].as_str().unwrap().contains("I succeeded")));
     assert!(!r.stdout.contains("GOAL_MET"));
 }
 
@@ -65,12 +79,24 @@ fn budget_exhausted_stalls_at_27_75_of_28_exit_2() {
     let mut c = case("budget-stall").calls(vec![
         ScriptUsage::plan_small(),
         // One enormous call books $27.74: spend reaches $27.75.
-        { let mut t = tool("execute/t1/a0/0", "list_files", json!({"path": "."})); t.usage = Some(usage(5_548_000, 0)); t },
-        text("execute/t1/a0/1", "never reached: the ledger refuses this call"),
+        {
+            let mut t = tool("execute/t1/a0/0", "list_files", json!({"path": "."}));
+            t.usage = Some(usage(5_548_000, 0));
+            t
+        },
+        text(
+            "execute/t1/a0/1",
+            "never reached: the ledger refuses this call",
+        ),
     ]);
     c.max_tokens = 40_000; // worst case of the next call: $1.00 of output -> $28.75+
     let r = c.run();
-    assert_eq!((r.code, r.ending()), (2, "BUDGET_EXHAUSTED"), "{}", r.explain());
+    assert_eq!(
+        (r.code, r.ending()),
+        (2, "BUDGET_EXHAUSTED"),
+        "{}",
+        r.explain()
+    );
     assert_eq!(r.report["class"], "PARTIAL");
     let spend = r.report["spend_usd"].as_f64().unwrap();
     assert!((spend - 27.75).abs() < 1e-9, "spend {spend}");
@@ -92,7 +118,11 @@ impl ScriptUsage {
 fn goal_met_on_the_last_dollar_reports_goal_met() {
     let mut c = case("last-dollar").calls(vec![
         ScriptUsage::plan_small(),
-        { let mut t = write_index("execute/t1/a0/0"); t.usage = Some(usage(5_548_000, 0)); t },
+        {
+            let mut t = write_index("execute/t1/a0/0");
+            t.usage = Some(usage(5_548_000, 0));
+            t
+        },
         text("execute/t1/a0/1", "never reached"),
     ]);
     c.max_tokens = 40_000;
@@ -129,7 +159,12 @@ fn drift_detected_exit_3_pages() {
             judge("judge/1", 0.8, &["t2", "t3"]),
         ]);
     let r = c.run();
-    assert_eq!((r.code, r.ending()), (3, "DRIFT_DETECTED"), "{}", r.explain());
+    assert_eq!(
+        (r.code, r.ending()),
+        (3, "DRIFT_DETECTED"),
+        "{}",
+        r.explain()
+    );
     assert_eq!(r.report["alert"], "page");
     assert_eq!(r.report["drift_history"][0]["band"], "halt");
     let alerts = std::fs::read_to_string(r.state_dir.join("alerts.jsonl")).unwrap();
@@ -138,7 +173,20 @@ fn drift_detected_exit_3_pages() {
 
 #[test]
 fn no_progress_exit_3() {
-    let stuck = |id: &str| vec![tool(&format!("execute/{id}/a0/0"), "read_file", json!({"path": "src/search.py"})), tool(&format!("execute/{id}/a0/1"), "read_file", json!({"path": "src/search.py"}))];
+    let stuck = |id: &str| {
+        vec![
+            tool(
+                &format!("execute/{id}/a0/0"),
+                "read_file",
+                json!({"path": "src/search.py"}),
+            ),
+            tool(
+                &format!("execute/{id}/a0/1"),
+                "read_file",
+                json!({"path": "src/search.py"}),
+            ),
+        ]
+    };
     let r = p95_case("no-progress")
         .toml("[loop]\nno_progress_k = 2\nretries_per_task = 0\n")
         .call(plan("plan/0", json!([
@@ -150,17 +198,30 @@ fn no_progress_exit_3() {
         .run();
     assert_eq!((r.code, r.ending()), (3, "NO_PROGRESS"), "{}", r.explain());
     assert_eq!(r.ids("parked"), vec!["t1", "t2"]);
-    assert!(r.report["parked"][0]["reason"].as_str().unwrap().contains("repeated an identical read_file call"));
+    assert!(r.report["parked"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("repeated an identical read_file call"));
     assert_eq!(r.report["queue_left"], json!(["t3"]));
 }
 
 #[test]
 fn unrecoverable_error_on_recording_miss_exit_4() {
-    let r = case("miss").call(plan("plan/0", json!([index_task("t1")]))).run();
-    assert_eq!((r.code, r.ending()), (4, "UNRECOVERABLE_ERROR"), "{}", r.explain());
+    let r = case("miss")
+        .call(plan("plan/0", json!([index_task("t1")])))
+        .run();
+    assert_eq!(
+        (r.code, r.ending()),
+        (4, "UNRECOVERABLE_ERROR"),
+        "{}",
+        r.explain()
+    );
     assert_eq!(r.report["error_kind"], "recording_miss");
     let d = r.report["detail"].as_str().unwrap();
-    assert!(d.contains("recording miss") && d.contains("not an agent failure"), "{d}");
+    assert!(
+        d.contains("recording miss") && d.contains("not an agent failure"),
+        "{d}"
+    );
 }
 
 #[test]
@@ -177,8 +238,16 @@ fn agent_rewriting_goal_txt_changes_nothing_the_harness_judges_by() {
             judge("judge/1", 0.9, &["t2"]),
         ]);
     let r = c.run();
-    assert_eq!((r.code, r.ending()), (3, "DRIFT_DETECTED"), "{}", r.explain());
-    assert_eq!(r.report["goal"], "Reduce p95 latency on /api/search to under 200ms.");
+    assert_eq!(
+        (r.code, r.ending()),
+        (3, "DRIFT_DETECTED"),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(
+        r.report["goal"],
+        "Reduce p95 latency on /api/search to under 200ms."
+    );
     assert_eq!(r.report["predicate_met"], false);
     // The judge received the ORIGINAL goal, not the rewritten file.
     let events = std::fs::read_to_string(r.state_dir.join("events.jsonl")).unwrap();
@@ -189,36 +258,62 @@ fn agent_rewriting_goal_txt_changes_nothing_the_harness_judges_by() {
 fn spec_errors_name_file_and_field_and_write_nothing() {
     let c = case("bad-spec");
     c.materialize();
-    let spec = std::fs::read_to_string(c.spec_path()).unwrap().replace("hard_cap_usd = 28", "hard_cap_usd = \"lots\"");
+    let spec = std::fs::read_to_string(c.spec_path())
+        .unwrap()
+        .replace("hard_cap_usd = 28", "hard_cap_usd = \"lots\"");
     std::fs::write(c.spec_path(), spec).unwrap();
     let r = c.result(c.command().output().unwrap());
     assert_eq!(r.code, 64, "{}", r.explain());
-    assert!(r.stderr.contains("run.toml") && r.stderr.contains("budget.hard_cap_usd"), "{}", r.stderr);
-    assert!(!c.state_dir().exists(), "nothing may be written on a rejected spec");
+    assert!(
+        r.stderr.contains("run.toml") && r.stderr.contains("budget.hard_cap_usd"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !c.state_dir().exists(),
+        "nothing may be written on a rejected spec"
+    );
 
     // A predicate that is prose, not code: not eligible for autonomy.
-    let spec = std::fs::read_to_string(c.spec_path()).unwrap().replace("hard_cap_usd = \"lots\"", "hard_cap_usd = 28");
+    let spec = std::fs::read_to_string(c.spec_path())
+        .unwrap()
+        .replace("hard_cap_usd = \"lots\"", "hard_cap_usd = 28");
     let spec = spec.replace("[predicate]\ncommand = [\"grep\", \"-q\", \"CREATE INDEX\", \"db/0042_search_index.sql\"]\ntimeout_s = 30\n", "predicate = \"p95 feels fast\"\n");
     std::fs::write(c.spec_path(), spec).unwrap();
     let r = c.result(c.command().output().unwrap());
     assert_eq!(r.code, 64, "{}", r.explain());
-    assert!(r.stderr.contains("`predicate`") && r.stderr.contains("not eligible for autonomy"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`predicate`") && r.stderr.contains("not eligible for autonomy"),
+        "{}",
+        r.stderr
+    );
     assert!(!c.state_dir().exists());
 
     // Usage errors are 64 too, never clap's 2 (which means BUDGET_EXHAUSTED).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness")).args(["run", "--bogus"]).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["run", "--bogus"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(64));
 }
 
 #[test]
 fn rerun_of_a_finished_state_dir_re_reports_and_never_runs_again() {
-    let c = case("rerun").calls(vec![plan("plan/0", json!([index_task("t1")])), write_index("execute/t1/a0/0"), text("execute/t1/a0/1", "done")]);
+    let c = case("rerun").calls(vec![
+        plan("plan/0", json!([index_task("t1")])),
+        write_index("execute/t1/a0/0"),
+        text("execute/t1/a0/1", "done"),
+    ]);
     let first = c.run();
     assert_eq!(first.code, 0, "{}", first.explain());
     let journal = std::fs::read_to_string(c.state_dir().join("ledger.jsonl")).unwrap();
     let second = c.result(c.command().output().unwrap());
     assert_eq!(second.code, 0);
-    assert_eq!(std::fs::read_to_string(c.state_dir().join("ledger.jsonl")).unwrap(), journal, "no new model calls");
+    assert_eq!(
+        std::fs::read_to_string(c.state_dir().join("ledger.jsonl")).unwrap(),
+        journal,
+        "no new model calls"
+    );
 }
 
 #[test]
@@ -240,13 +335,33 @@ fn git_workspace_gets_one_commit_per_verified_task_on_a_run_branch() {
     assert_eq!(r.ending(), "QUEUE_EMPTY_GOAL_UNMET", "{}", r.explain());
     let branch = r.report["git_branch"].as_str().unwrap().to_string();
     assert!(branch.starts_with("harness/run-"));
-    let commits: Vec<String> = r.report["commits"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
-    assert_eq!(commits.len(), 2, "t1 and t2 verified, t3 parked: {}", r.explain());
-    let log = std::process::Command::new("git").args(["log", "--format=%s", &branch]).current_dir(c.ws()).output().unwrap();
+    let commits: Vec<String> = r.report["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        commits.len(),
+        2,
+        "t1 and t2 verified, t3 parked: {}",
+        r.explain()
+    );
+    let log = std::process::Command::new("git")
+        .args(["log", "--format=%s", &branch])
+        .current_dir(c.ws())
+        .output()
+        .unwrap();
     let log = String::from_utf8_lossy(&log.stdout);
     let subjects: Vec<&str> = log.lines().collect();
-    assert!(subjects[0].starts_with("task t2:") && subjects[1].starts_with("task t1:"), "{log}");
-    assert!(!log.contains("task t3"), "a parked task leaves no commit: {log}");
+    assert!(
+        subjects[0].starts_with("task t2:") && subjects[1].starts_with("task t1:"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("task t3"),
+        "a parked task leaves no commit: {log}"
+    );
 }
 
 /// Every variant has a code path that produces it: an exhaustive match (no
@@ -262,7 +377,9 @@ fn every_ending_has_a_producer() {
             Ending::TimeLimit => time_limit_exit_2,
             Ending::DriftDetected => drift_detected_exit_3_pages,
             Ending::NoProgress => no_progress_exit_3,
-            Ending::QueueEmptyGoalUnmet => queue_empty_goal_unmet_exit_3_and_claimed_success_is_not_success,
+            Ending::QueueEmptyGoalUnmet => {
+                queue_empty_goal_unmet_exit_3_and_claimed_success_is_not_success
+            }
             Ending::UnrecoverableError => unrecoverable_error_on_recording_miss_exit_4,
         }
     }
@@ -287,6 +404,13 @@ fn pass_rate_guard_halts_a_run_paying_for_thrown_away_work() {
         ]);
     let r = c.run();
     assert_eq!((r.code, r.ending()), (3, "NO_PROGRESS"), "{}", r.explain());
-    assert!(r.report["detail"].as_str().unwrap().contains("pass rate 33%"), "{}", r.explain());
+    assert!(
+        r.report["detail"]
+            .as_str()
+            .unwrap()
+            .contains("pass rate 33%"),
+        "{}",
+        r.explain()
+    );
     assert_eq!(r.report["queue_left"], json!(["t4"]));
 }

@@ -7,7 +7,11 @@ use common::*;
 use serde_json::{json, Value};
 
 fn three_calls(name: &str) -> Case {
-    case(name).calls(vec![plan("plan/0", json!([index_task("t1")])), write_index("execute/t1/a0/0"), text("execute/t1/a0/1", "done")])
+    case(name).calls(vec![
+        plan("plan/0", json!([index_task("t1")])),
+        write_index("execute/t1/a0/0"),
+        text("execute/t1/a0/1", "done"),
+    ])
 }
 
 fn attempts(r: &RunResult) -> Vec<(String, u64)> {
@@ -16,7 +20,12 @@ fn attempts(r: &RunResult) -> Vec<(String, u64)> {
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| e["kind"] == "model_call")
-        .map(|e| (e["data"]["call_key"].as_str().unwrap().to_string(), e["data"]["attempts"].as_u64().unwrap()))
+        .map(|e| {
+            (
+                e["data"]["call_key"].as_str().unwrap().to_string(),
+                e["data"]["attempts"].as_u64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -28,12 +37,21 @@ fn every_fault_kind_at_rate_one_is_survived_by_retries() {
         let mut c = three_calls("faulty");
         c.faults = Some(format!("{kind},seed=5"));
         let r = c.run();
-        assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{kind}: {}", r.explain());
+        assert_eq!(
+            (r.code, r.ending()),
+            (0, "GOAL_MET"),
+            "{kind}: {}",
+            r.explain()
+        );
         let a = attempts(&r);
         let expect = if kind.starts_with("latency") { 1 } else { 4 }; // faults only on attempts 0..3
         assert!(a.iter().all(|(_, n)| *n == expect), "{kind}: {a:?}");
         // Failed attempts (429/500) are not billed: spend is the clean run's.
-        assert!((r.report["spend_usd"].as_f64().unwrap() - CLEAN_SPEND).abs() < 1e-9, "{kind}: {}", r.explain());
+        assert!(
+            (r.report["spend_usd"].as_f64().unwrap() - CLEAN_SPEND).abs() < 1e-9,
+            "{kind}: {}",
+            r.explain()
+        );
     }
 }
 
@@ -43,12 +61,22 @@ fn truncated_and_malformed_bodies_are_retried_and_booked_at_worst_case() {
         let mut c = three_calls("garbled");
         c.faults = Some(format!("{kind},seed=5"));
         let r = c.run();
-        assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{kind}: {}", r.explain());
+        assert_eq!(
+            (r.code, r.ending()),
+            (0, "GOAL_MET"),
+            "{kind}: {}",
+            r.explain()
+        );
         // HTTP 200 with an unparseable body may have been billed: each such
         // attempt is booked at the reserved worst case, never at zero.
         let curve = r.report["spend_curve"].as_array().unwrap();
-        assert!(curve.iter().all(|p| p["basis"] == "usage+worst_case*3"), "{kind}: {curve:?}");
-        assert!(r.report["spend_usd"].as_f64().unwrap() > CLEAN_SPEND + 3.0 * 3.0 * 4096.0 * 25.0 / 1e6);
+        assert!(
+            curve.iter().all(|p| p["basis"] == "usage+worst_case*3"),
+            "{kind}: {curve:?}"
+        );
+        assert!(
+            r.report["spend_usd"].as_f64().unwrap() > CLEAN_SPEND + 3.0 * 3.0 * 4096.0 * 25.0 / 1e6
+        );
     }
 }
 
@@ -58,9 +86,17 @@ fn faults_that_outlive_the_retries_are_classified_not_panicked() {
     c.faults = Some("500=1.0,seed=1".into());
     c.http_attempts = 3; // faults hit attempts 0, 1 and 2: all of them
     let r = c.run();
-    assert_eq!((r.code, r.ending()), (4, "UNRECOVERABLE_ERROR"), "{}", r.explain());
+    assert_eq!(
+        (r.code, r.ending()),
+        (4, "UNRECOVERABLE_ERROR"),
+        "{}",
+        r.explain()
+    );
     assert_eq!(r.report["error_kind"], "model_unavailable");
-    assert!(r.report["detail"].as_str().unwrap().contains("gave up after 3 attempts"));
+    assert!(r.report["detail"]
+        .as_str()
+        .unwrap()
+        .contains("gave up after 3 attempts"));
 }
 
 #[test]
@@ -80,5 +116,8 @@ fn faults_are_reproducible_from_their_seed() {
     let a = run(11);
     assert_eq!(a, run(11), "same seed, same faults");
     assert_ne!(a, run(12), "another seed, other faults");
-    assert!(a.iter().any(|(_, n)| *n > 1), "the plan injected something: {a:?}");
+    assert!(
+        a.iter().any(|(_, n)| *n > 1),
+        "the plan injected something: {a:?}"
+    );
 }

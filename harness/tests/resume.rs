@@ -12,7 +12,9 @@ use std::process::Stdio;
 fn run_until_killed(c: &Case, phase: &str) {
     c.materialize();
     let mut cmd = c.command();
-    cmd.env("HARNESS_CHAOS_PAUSE_AT", phase).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.env("HARNESS_CHAOS_PAUSE_AT", phase)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut seen = String::new();
@@ -24,7 +26,10 @@ fn run_until_killed(c: &Case, phase: &str) {
             break;
         }
     }
-    assert!(seen.contains("HARNESS_CHAOS_PAUSED"), "harness never reached {phase}; stderr:\n{seen}");
+    assert!(
+        seen.contains("HARNESS_CHAOS_PAUSED"),
+        "harness never reached {phase}; stderr:\n{seen}"
+    );
     child.kill().unwrap(); // SIGKILL
     let st = child.wait().unwrap();
     use std::os::unix::process::ExitStatusExt;
@@ -60,9 +65,17 @@ fn partially_applied_migration_is_parked_for_a_human_never_rerun() {
     assert_eq!(r.ids("parked"), vec!["t1"], "{}", r.explain());
     let reason = r.report["parked"][0]["reason"].as_str().unwrap();
     assert!(reason.contains("partially applied"), "{reason}");
-    assert!(!c.ws().join("db/schema_version").exists(), "the migration must not be re-run");
+    assert!(
+        !c.ws().join("db/schema_version").exists(),
+        "the migration must not be re-run"
+    );
     assert_eq!(r.report["resumes"], 1);
-    assert_eq!((r.code, r.ending()), (3, "QUEUE_EMPTY_GOAL_UNMET"), "{}", r.explain());
+    assert_eq!(
+        (r.code, r.ending()),
+        (3, "QUEUE_EMPTY_GOAL_UNMET"),
+        "{}",
+        r.explain()
+    );
 }
 
 #[test]
@@ -82,13 +95,21 @@ fn post_that_landed_before_the_kill_is_verified_done_and_never_posted_twice() {
     let r = c.result(c.command().output().unwrap());
     assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
     let outbox = read_outbox(&c.state_dir());
-    assert_eq!(outbox.iter().filter(|e| e["key"] == "rollout-0042").count(), 1, "double post: {outbox:?}");
+    assert_eq!(
+        outbox.iter().filter(|e| e["key"] == "rollout-0042").count(),
+        1,
+        "double post: {outbox:?}"
+    );
     assert_eq!(r.report["verified"][0]["how"], "verified_on_resume");
 }
 
 #[test]
 fn nothing_happened_goes_back_to_the_front_and_runs() {
-    let c = case("resume-requeue").calls(vec![plan("plan/0", json!([index_task("t1")])), write_index("execute/t1/a0/0"), text("execute/t1/a0/1", "done")]);
+    let c = case("resume-requeue").calls(vec![
+        plan("plan/0", json!([index_task("t1")])),
+        write_index("execute/t1/a0/0"),
+        text("execute/t1/a0/1", "done"),
+    ]);
     // The 2nd model call is the first execute call: killed before it returns.
     run_until_killed(&c, "during_model_call:2");
     assert!(!c.ws().join("db/0042_search_index.sql").exists());
@@ -99,21 +120,40 @@ fn nothing_happened_goes_back_to_the_front_and_runs() {
     // forgets it (4 booked calls: plan, the killed one, and the two re-run).
     let curve = r.report["spend_curve"].as_array().unwrap();
     assert_eq!(curve.len(), 4, "{curve:?}");
-    assert_eq!(curve.iter().filter(|p| p["basis"] == "worst_case").count(), 1);
+    assert_eq!(
+        curve.iter().filter(|p| p["basis"] == "worst_case").count(),
+        1
+    );
 }
 
 #[test]
 fn a_torn_checkpoint_on_disk_ends_unrecoverable_and_is_left_for_a_human() {
-    let c = case("torn").calls(vec![plan("plan/0", json!([index_task("t1")])), write_index("execute/t1/a0/0"), text("execute/t1/a0/1", "done")]);
+    let c = case("torn").calls(vec![
+        plan("plan/0", json!([index_task("t1")])),
+        write_index("execute/t1/a0/0"),
+        text("execute/t1/a0/1", "done"),
+    ]);
     run_until_killed(&c, "during_model_call:2");
     let p = c.state_dir().join("checkpoint.json");
     let b = std::fs::read(&p).unwrap();
     std::fs::write(&p, &b[..b.len() / 2]).unwrap();
     let r = c.result(c.command().output().unwrap());
-    assert_eq!((r.code, r.ending()), (4, "UNRECOVERABLE_ERROR"), "{}", r.explain());
+    assert_eq!(
+        (r.code, r.ending()),
+        (4, "UNRECOVERABLE_ERROR"),
+        "{}",
+        r.explain()
+    );
     assert_eq!(r.report["error_kind"], "checkpoint_unparseable");
-    assert_eq!(std::fs::read(&p).unwrap(), &b[..b.len() / 2], "the refused file is left as it was");
-    assert!(!c.ws().join("db/0042_search_index.sql").exists(), "nothing ran from a refused checkpoint");
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        &b[..b.len() / 2],
+        "the refused file is left as it was"
+    );
+    assert!(
+        !c.ws().join("db/0042_search_index.sql").exists(),
+        "nothing ran from a refused checkpoint"
+    );
 }
 
 #[test]
@@ -121,7 +161,9 @@ fn status_shows_a_live_run_without_disturbing_it() {
     let c = case("status").calls(vec![plan("plan/0", json!([index_task("t1"), {"id": "t2", "description": "Post the note", "verify": {"kind": "outbox_has", "key": "n"}}])), write_index("execute/t1/a0/0"), text("execute/t1/a0/1", "done")]);
     c.materialize();
     let mut cmd = c.command();
-    cmd.env("HARNESS_CHAOS_PAUSE_AT", "during_model_call:2").stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.env("HARNESS_CHAOS_PAUSE_AT", "during_model_call:2")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     while let Some(Ok(l)) = lines.next() {
@@ -129,15 +171,31 @@ fn status_shows_a_live_run_without_disturbing_it() {
             break;
         }
     }
-    let before: Vec<(String, Vec<u8>)> = std::fs::read_dir(c.state_dir()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_file()).map(|p| (p.display().to_string(), std::fs::read(&p).unwrap())).collect();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness")).arg("status").arg("--state-dir").arg(c.state_dir()).output().unwrap();
+    let before: Vec<(String, Vec<u8>)> = std::fs::read_dir(c.state_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+        .collect();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("status")
+        .arg("--state-dir")
+        .arg(c.state_dir())
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0));
     assert!(text.contains("ending     none yet"), "{text}");
     assert!(text.contains("in flight  t1"), "{text}");
     assert!(text.contains("queue      1 task(s): t2"), "{text}");
-    assert!(text.contains("of $28.00 cap") && text.contains("reserved in flight"), "{text}");
-    let after: Vec<(String, Vec<u8>)> = before.iter().map(|(p, _)| (p.clone(), std::fs::read(p).unwrap())).collect();
+    assert!(
+        text.contains("of $28.00 cap") && text.contains("reserved in flight"),
+        "{text}"
+    );
+    let after: Vec<(String, Vec<u8>)> = before
+        .iter()
+        .map(|(p, _)| (p.clone(), std::fs::read(p).unwrap()))
+        .collect();
     assert_eq!(before, after, "status must not write to the state dir");
     child.kill().unwrap();
     child.wait().unwrap();

@@ -23,7 +23,14 @@ pub struct Obs {
 
 impl From<&RunRecord> for Obs {
     fn from(r: &RunRecord) -> Obs {
-        Obs { passed: r.passed, score: r.score, cost_usd: r.cost_usd, latency_ms: r.latency_ms, verified: r.verified, failure: r.failures.first().cloned() }
+        Obs {
+            passed: r.passed,
+            score: r.score,
+            cost_usd: r.cost_usd,
+            latency_ms: r.latency_ms,
+            verified: r.verified,
+            failure: r.failures.first().cloned(),
+        }
     }
 }
 
@@ -47,7 +54,11 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { seed: DEFAULT_SEED, mc_reps: 10_000, bootstrap_reps: 4_000 }
+        Settings {
+            seed: DEFAULT_SEED,
+            mc_reps: 10_000,
+            bootstrap_reps: 4_000,
+        }
     }
 }
 
@@ -103,11 +114,51 @@ fn log_latency(o: &Obs) -> f64 {
 /// machine, noise that a same-config comparison flags 5% of the time by
 /// design, and nothing an engineer's config change is judged by.
 pub const METRICS: [MetricDef; 5] = [
-    MetricDef { name: "pass_rate", label: "pass rate", unit: "share of case-runs passed", higher_is_better: true, gated: true, kind: Kind::Mean(pass_value), sesoi: Sesoi::Absolute(0.05) },
-    MetricDef { name: "score", label: "score", unit: "mean check score, 0 to 1", higher_is_better: true, gated: true, kind: Kind::Mean(score_value), sesoi: Sesoi::Absolute(0.05) },
-    MetricDef { name: "cost_per_case", label: "cost per case-run", unit: "USD per case-run", higher_is_better: false, gated: true, kind: Kind::Mean(cost_value), sesoi: Sesoi::Relative(0.10) },
-    MetricDef { name: "latency", label: "latency", unit: "ln(ms); a and b are geometric means in ms", higher_is_better: false, gated: false, kind: Kind::Mean(log_latency), sesoi: Sesoi::Absolute(0.09531017980432493) },
-    MetricDef { name: "cost_per_verified_task", label: "cost per verified task", unit: "USD per verified task", higher_is_better: false, gated: true, kind: Kind::CostPerVerified, sesoi: Sesoi::Relative(0.10) },
+    MetricDef {
+        name: "pass_rate",
+        label: "pass rate",
+        unit: "share of case-runs passed",
+        higher_is_better: true,
+        gated: true,
+        kind: Kind::Mean(pass_value),
+        sesoi: Sesoi::Absolute(0.05),
+    },
+    MetricDef {
+        name: "score",
+        label: "score",
+        unit: "mean check score, 0 to 1",
+        higher_is_better: true,
+        gated: true,
+        kind: Kind::Mean(score_value),
+        sesoi: Sesoi::Absolute(0.05),
+    },
+    MetricDef {
+        name: "cost_per_case",
+        label: "cost per case-run",
+        unit: "USD per case-run",
+        higher_is_better: false,
+        gated: true,
+        kind: Kind::Mean(cost_value),
+        sesoi: Sesoi::Relative(0.10),
+    },
+    MetricDef {
+        name: "latency",
+        label: "latency",
+        unit: "ln(ms); a and b are geometric means in ms",
+        higher_is_better: false,
+        gated: false,
+        kind: Kind::Mean(log_latency),
+        sesoi: Sesoi::Absolute(0.09531017980432493),
+    },
+    MetricDef {
+        name: "cost_per_verified_task",
+        label: "cost per verified task",
+        unit: "USD per verified task",
+        higher_is_better: false,
+        gated: true,
+        kind: Kind::CostPerVerified,
+        sesoi: Sesoi::Relative(0.10),
+    },
 ];
 
 impl MetricDef {
@@ -220,12 +271,18 @@ pub struct MetricResult {
 pub fn verdict(def: &MetricDef, r: &MetricResult, p: f64) -> (Code, String) {
     let (delta, ci, mde, sesoi, n) = (r.delta, r.ci, r.mde, r.effect_of_interest, r.n_cases);
     if !delta.is_finite() || !p.is_finite() {
-        return (Code::Undefined, "undefined: no comparable value in one arm".into());
+        return (
+            Code::Undefined,
+            "undefined: no comparable value in one arm".into(),
+        );
     }
     if r.identical {
         // Not an inference: every case's runs agree across the arms. There
         // is no variance to compute an MDE from, so none is claimed.
-        return (Code::NoDifference, format!("identical: no case differs between the arms ({n} cases)"));
+        return (
+            Code::NoDifference,
+            format!("identical: no case differs between the arms ({n} cases)"),
+        );
     }
     if p < ALPHA && delta != 0.0 {
         let b_higher = delta > 0.0;
@@ -233,22 +290,44 @@ pub fn verdict(def: &MetricDef, r: &MetricResult, p: f64) -> (Code, String) {
         if !ci_agrees {
             return (Code::Mixed, format!("inconclusive: p = {p:.4} but the 95% CI includes 0 (a few cases dominate the mean)"));
         }
-        return if b_higher == def.higher_is_better { (Code::Better, "B better".into()) } else { (Code::Worse, "B worse".into()) };
+        return if b_higher == def.higher_is_better {
+            (Code::Better, "B better".into())
+        } else {
+            (Code::Worse, "B worse".into())
+        };
     }
     // 5 cases or fewer cannot reach p < 0.05 in an exact sign-flip test
     // (2 / 2^5 = 0.0625), whatever the data.
     if inference::min_attainable_p(n) >= ALPHA {
-        return (Code::Underpowered, format!("underpowered: {n} case(s) cannot reach p < {ALPHA}"));
+        return (
+            Code::Underpowered,
+            format!("underpowered: {n} case(s) cannot reach p < {ALPHA}"),
+        );
     }
     if mde.is_finite() && mde <= sesoi * (1.0 + 1e-9) {
-        return (Code::NoDifference, format!("no difference detectable at this size (MDE {})", def.show_delta(mde, false)));
+        return (
+            Code::NoDifference,
+            format!(
+                "no difference detectable at this size (MDE {})",
+                def.show_delta(mde, false)
+            ),
+        );
     }
-    (Code::Underpowered, format!("underpowered: MDE {} > {} of interest", def.show_delta(mde, false), def.show_delta(sesoi, false)))
+    (
+        Code::Underpowered,
+        format!(
+            "underpowered: MDE {} > {} of interest",
+            def.show_delta(mde, false),
+            def.show_delta(sesoi, false)
+        ),
+    )
 }
 
 /// A different random stream per (metric, category) from the one seed.
 fn stream(seed: u64, salt: &str) -> u64 {
-    salt.bytes().fold(seed ^ 0x9E37_79B9_7F4A_7C15, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01B3))
+    salt.bytes().fold(seed ^ 0x9E37_79B9_7F4A_7C15, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01B3)
+    })
 }
 
 pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) -> MetricResult {
@@ -295,13 +374,28 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
             r.p_t = Some(t.p);
             set_p(&mut r, &perm);
             r.identical = n > 0 && d.iter().all(|x| *x == 0.0);
-            r.mde = if r.identical { f64::NAN } else if t.sd == 0.0 { 0.0 } else { inference::mde(t.sd, n) };
+            r.mde = if r.identical {
+                f64::NAN
+            } else if t.sd == 0.0 {
+                0.0
+            } else {
+                inference::mde(t.sd, n)
+            };
             let interest = def.sesoi_for(if def.name == "latency" { 0.0 } else { r.a });
-            r.power_at_effect_of_interest = Some(inference::power(interest, t.sd, n)).filter(|p| p.is_finite() && t.sd > 0.0);
-            let paired_runs: Vec<Vec<f64>> = cases.iter().map(|c| c.a.iter().zip(&c.b).map(|(x, y)| f(y) - f(x)).collect()).collect();
+            r.power_at_effect_of_interest =
+                Some(inference::power(interest, t.sd, n)).filter(|p| p.is_finite() && t.sd > 0.0);
+            let paired_runs: Vec<Vec<f64>> = cases
+                .iter()
+                .map(|c| c.a.iter().zip(&c.b).map(|(x, y)| f(y) - f(x)).collect())
+                .collect();
             r.variance = inference::decompose(&paired_runs);
             if def.name == "pass_rate" {
-                let runs = |pick: fn(&CasePair) -> &Vec<Obs>| cases.iter().map(|c| pick(c).iter().map(|o| o.passed).collect()).collect::<Vec<Vec<bool>>>();
+                let runs = |pick: fn(&CasePair) -> &Vec<Obs>| {
+                    cases
+                        .iter()
+                        .map(|c| pick(c).iter().map(|o| o.passed).collect())
+                        .collect::<Vec<Vec<bool>>>()
+                };
                 r.wilson_a = Some(inference::wilson_clustered(&runs(|c| &c.a)));
                 r.wilson_b = Some(inference::wilson_clustered(&runs(|c| &c.b)));
             }
@@ -311,24 +405,33 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
                 r.b = r.b.exp();
                 r.ratio = Some(t.mean.exp());
                 r.ratio_ci = Some([t.ci[0].exp(), t.ci[1].exp()]);
-                let reps = crate::stats::case_bootstrap(&d, s.bootstrap_reps, seed, |x| x.iter().map(|v| **v).sum::<f64>() / x.len() as f64);
+                let reps = crate::stats::case_bootstrap(&d, s.bootstrap_reps, seed, |x| {
+                    x.iter().map(|v| **v).sum::<f64>() / x.len() as f64
+                });
                 let (lo, hi) = crate::stats::percentile_interval(&reps, 1.0 - ALPHA);
                 r.ci_bootstrap = Some([lo, hi]);
             }
             r
         }
         Kind::CostPerVerified => {
-            let sums = |runs: &[Obs]| [runs.iter().map(|o| o.cost_usd).sum::<f64>(), runs.iter().map(|o| o.verified as f64).sum::<f64>()];
+            let sums = |runs: &[Obs]| {
+                [
+                    runs.iter().map(|o| o.cost_usd).sum::<f64>(),
+                    runs.iter().map(|o| o.verified as f64).sum::<f64>(),
+                ]
+            };
             let a: Vec<[f64; 2]> = cases.iter().map(|c| sums(&c.a)).collect();
             let b: Vec<[f64; 2]> = cases.iter().map(|c| sums(&c.b)).collect();
             let ratio = |x: &[f64; 2]| if x[1] > 0.0 { x[0] / x[1] } else { f64::NAN };
-            let total = |v: &[[f64; 2]]| v.iter().fold([0.0, 0.0], |s, x| [s[0] + x[0], s[1] + x[1]]);
+            let total =
+                |v: &[[f64; 2]]| v.iter().fold([0.0, 0.0], |s, x| [s[0] + x[0], s[1] + x[1]]);
             let (ra, rb) = (ratio(&total(&a)), ratio(&total(&b)));
             let mut r = base(ra, rb, rb - ra);
             r.identical = n > 0 && a == b;
             r.ci_method = "case bootstrap (percentile)";
             let tol = 1e-12 * (ra.abs() + rb.abs());
-            let perm = inference::swap_test(&a, &b, |x, y| ratio(y) - ratio(x), tol, s.mc_reps, seed);
+            let perm =
+                inference::swap_test(&a, &b, |x, y| ratio(y) - ratio(x), tol, s.mc_reps, seed);
             set_p(&mut r, &perm);
             let idx: Vec<usize> = (0..n).collect();
             let resampled = |i: &[&usize]| {
@@ -359,7 +462,13 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
             // ratio of sums), with the same t quantiles as the mean metrics.
             let finite: Vec<f64> = deltas.into_iter().filter(|x| x.is_finite()).collect();
             let se = inference::sample_var(&finite).sqrt();
-            r.mde = if r.identical { f64::NAN } else if se == 0.0 { 0.0 } else { inference::mde_from_se(se, n as f64 - 1.0) };
+            r.mde = if r.identical {
+                f64::NAN
+            } else if se == 0.0 {
+                0.0
+            } else {
+                inference::mde_from_se(se, n as f64 - 1.0)
+            };
             r
         }
     };
@@ -374,7 +483,10 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
 fn set_p(r: &mut MetricResult, perm: &Permutation) {
     r.p = perm.p;
     r.p_conventional = perm.p_conventional;
-    r.p_method = format!("paired permutation mid-p, {} ({} patterns)", perm.method, perm.resamples);
+    r.p_method = format!(
+        "paired permutation mid-p, {} ({} patterns)",
+        perm.method, perm.resamples
+    );
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -430,22 +542,40 @@ pub struct Analysis {
 }
 
 fn runs_passed(runs: &[Obs]) -> String {
-    format!("{}/{}", runs.iter().filter(|o| o.passed).count(), runs.len())
+    format!(
+        "{}/{}",
+        runs.iter().filter(|o| o.passed).count(),
+        runs.len()
+    )
 }
 
 pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
     let all: Vec<&CasePair> = cases.iter().collect();
-    let metrics: BTreeMap<String, MetricResult> = METRICS.iter().map(|d| (d.name.to_string(), metric(d, &all, s, "all"))).collect();
+    let metrics: BTreeMap<String, MetricResult> = METRICS
+        .iter()
+        .map(|d| (d.name.to_string(), metric(d, &all, s, "all")))
+        .collect();
 
     // Categories in the suite's order, then Holm across them, per metric.
     let mut names: Vec<String> = cases.iter().map(|c| c.category.clone()).collect();
-    names.sort_by_key(|c| crate::suite::CATEGORIES.iter().position(|k| k == c).unwrap_or(usize::MAX));
+    names.sort_by_key(|c| {
+        crate::suite::CATEGORIES
+            .iter()
+            .position(|k| k == c)
+            .unwrap_or(usize::MAX)
+    });
     names.dedup();
     let mut per_cat: Vec<(String, BTreeMap<String, MetricResult>)> = names
         .iter()
         .map(|cat| {
             let sub: Vec<&CasePair> = cases.iter().filter(|c| &c.category == cat).collect();
-            (cat.clone(), METRICS.iter().map(|d| (d.name.to_string(), metric(d, &sub, s, cat))).collect())
+            (
+                cat.clone(),
+                METRICS
+                    .iter()
+                    .map(|d| (d.name.to_string(), metric(d, &sub, s, cat)))
+                    .collect(),
+            )
         })
         .collect();
     for d in &METRICS {
@@ -455,7 +585,11 @@ pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
             r.p_holm = Some(adj);
             let (code, text) = verdict(d, r, adj);
             r.verdict_code = code;
-            r.verdict = if r.identical { text } else { format!("{text} (Holm)") };
+            r.verdict = if r.identical {
+                text
+            } else {
+                format!("{text} (Holm)")
+            };
         }
     }
     let categories: BTreeMap<String, CategoryResult> = per_cat
@@ -486,18 +620,32 @@ pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
             regressions.push(Regression {
                 kind: "category_pass_rate",
                 subject: cat.clone(),
-                detail: format!("{cat} pass rate {} -> {} ({}), Holm-adjusted p = {:.4}", pct(c.a), pct(c.b), METRICS[0].show_delta(c.delta, true), c.p_holm),
+                detail: format!(
+                    "{cat} pass rate {} -> {} ({}), Holm-adjusted p = {:.4}",
+                    pct(c.a),
+                    pct(c.b),
+                    METRICS[0].show_delta(c.delta, true),
+                    c.p_holm
+                ),
             });
         }
     }
     for c in cases.iter().filter(|c| c.category == "adversarial") {
         let a_all = !c.a.is_empty() && c.a.iter().all(|o| o.passed);
         if a_all && c.b.iter().any(|o| !o.passed) {
-            let why = c.b.iter().find(|o| !o.passed).and_then(|o| o.failure.clone()).unwrap_or_default();
+            let why =
+                c.b.iter()
+                    .find(|o| !o.passed)
+                    .and_then(|o| o.failure.clone())
+                    .unwrap_or_default();
             regressions.push(Regression {
                 kind: "adversarial_case",
                 subject: c.id.clone(),
-                detail: format!("passed {} A runs, {} B runs; first B failure: {why}", runs_passed(&c.a), runs_passed(&c.b)),
+                detail: format!(
+                    "passed {} A runs, {} B runs; first B failure: {why}",
+                    runs_passed(&c.a),
+                    runs_passed(&c.b)
+                ),
             });
         }
     }
@@ -507,36 +655,77 @@ pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
             regressions.push(Regression {
                 kind: "metric",
                 subject: d.name.into(),
-                detail: format!("{} {} -> {} ({}), p = {:.4}", d.label, d.show_value(m.a), d.show_value(m.b), d.show_delta(m.delta, true), m.p),
+                detail: format!(
+                    "{} {} -> {} ({}), p = {:.4}",
+                    d.label,
+                    d.show_value(m.a),
+                    d.show_value(m.b),
+                    d.show_delta(m.delta, true),
+                    m.p
+                ),
             });
         }
     }
 
-    let gated: Vec<(&MetricDef, &MetricResult)> = METRICS.iter().filter(|d| d.gated).map(|d| (d, &metrics[d.name])).collect();
-    let names_where = |code: Code| gated.iter().filter(|(_, m)| m.verdict_code == code).map(|(d, _)| d.label).collect::<Vec<_>>().join(", ");
+    let gated: Vec<(&MetricDef, &MetricResult)> = METRICS
+        .iter()
+        .filter(|d| d.gated)
+        .map(|d| (d, &metrics[d.name]))
+        .collect();
+    let names_where = |code: Code| {
+        gated
+            .iter()
+            .filter(|(_, m)| m.verdict_code == code)
+            .map(|(d, _)| d.label)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let verdict = if !regressions.is_empty() {
         let better = names_where(Code::Better);
-        format!("B regresses ({} regression(s)){}", regressions.len(), if better.is_empty() { String::new() } else { format!(" although B is better on {better}") })
+        format!(
+            "B regresses ({} regression(s)){}",
+            regressions.len(),
+            if better.is_empty() {
+                String::new()
+            } else {
+                format!(" although B is better on {better}")
+            }
+        )
     } else if gated.iter().any(|(_, m)| m.verdict_code == Code::Better) {
-        format!("B better on {}, not worse anywhere", names_where(Code::Better))
-    } else if gated.iter().any(|(_, m)| matches!(m.verdict_code, Code::Underpowered | Code::Mixed | Code::Undefined)) {
-        let parts: Vec<String> = [(Code::Underpowered, "underpowered on"), (Code::Mixed, "test and interval disagree on"), (Code::Undefined, "undefined")]
-            .iter()
-            .map(|(c, what)| (names_where(*c), what))
-            .filter(|(names, _)| !names.is_empty())
-            .map(|(names, what)| format!("{what} {names}"))
-            .collect();
+        format!(
+            "B better on {}, not worse anywhere",
+            names_where(Code::Better)
+        )
+    } else if gated.iter().any(|(_, m)| {
+        matches!(
+            m.verdict_code,
+            Code::Underpowered | Code::Mixed | Code::Undefined
+        )
+    }) {
+        let parts: Vec<String> = [
+            (Code::Underpowered, "underpowered on"),
+            (Code::Mixed, "test and interval disagree on"),
+            (Code::Undefined, "undefined"),
+        ]
+        .iter()
+        .map(|(c, what)| (names_where(*c), what))
+        .filter(|(names, _)| !names.is_empty())
+        .map(|(names, what)| format!("{what} {names}"))
+        .collect();
         format!("inconclusive: nothing significant; {}", parts.join("; "))
     } else if gated.iter().all(|(_, m)| m.identical) {
         "no difference: every case agrees between the arms on every gated metric".into()
     } else {
-        "no significant difference on any gated metric (each MDE within its effect of interest)".into()
+        "no significant difference on any gated metric (each MDE within its effect of interest)"
+            .into()
     };
 
     let rows = cases
         .iter()
         .map(|c| {
-            let m = |runs: &[Obs], f: fn(&Obs) -> f64| inference::mean(&runs.iter().map(f).collect::<Vec<_>>());
+            let m = |runs: &[Obs], f: fn(&Obs) -> f64| {
+                inference::mean(&runs.iter().map(f).collect::<Vec<_>>())
+            };
             CaseRow {
                 id: c.id.clone(),
                 category: c.category.clone(),
@@ -555,7 +744,11 @@ pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
         categories,
         regressions,
         n_cases: cases.len(),
-        runs_per_case: cases.iter().map(|c| c.a.len().min(c.b.len())).min().unwrap_or(0),
+        runs_per_case: cases
+            .iter()
+            .map(|c| c.a.len().min(c.b.len()))
+            .min()
+            .unwrap_or(0),
         seed: s.seed,
         monte_carlo_draws: s.mc_reps,
         bootstrap_resamples: s.bootstrap_reps,
@@ -572,18 +765,41 @@ mod tests {
     use super::*;
 
     fn obs(passed: bool, cost: f64, verified: u64) -> Obs {
-        Obs { passed, score: if passed { 1.0 } else { 0.4 }, cost_usd: cost, latency_ms: 100, verified, failure: (!passed).then(|| "ending: expected GOAL_MET".into()) }
+        Obs {
+            passed,
+            score: if passed { 1.0 } else { 0.4 },
+            cost_usd: cost,
+            latency_ms: 100,
+            verified,
+            failure: (!passed).then(|| "ending: expected GOAL_MET".into()),
+        }
     }
     fn pair(id: &str, cat: &str, a: Vec<Obs>, b: Vec<Obs>) -> CasePair {
-        CasePair { id: id.into(), category: cat.into(), a, b }
+        CasePair {
+            id: id.into(),
+            category: cat.into(),
+            a,
+            b,
+        }
     }
 
     #[test]
     fn identical_arms_say_no_difference_and_no_regression() {
-        let cases: Vec<CasePair> = (0..8).map(|i| {
-            let runs = vec![obs(i % 3 != 0, 0.1 + i as f64 * 0.01, 2), obs(true, 0.12, 2), obs(i % 2 == 0, 0.09, 1)];
-            pair(&format!("c{i}"), if i < 4 { "happy" } else { "adversarial" }, runs.clone(), runs)
-        }).collect();
+        let cases: Vec<CasePair> = (0..8)
+            .map(|i| {
+                let runs = vec![
+                    obs(i % 3 != 0, 0.1 + i as f64 * 0.01, 2),
+                    obs(true, 0.12, 2),
+                    obs(i % 2 == 0, 0.09, 1),
+                ];
+                pair(
+                    &format!("c{i}"),
+                    if i < 4 { "happy" } else { "adversarial" },
+                    runs.clone(),
+                    runs,
+                )
+            })
+            .collect();
         let a = analyze(&cases, &Settings::default());
         assert!(a.regressions.is_empty());
         for (name, m) in &a.metrics {
@@ -598,9 +814,21 @@ mod tests {
     #[test]
     fn an_adversarial_flip_fails_the_guard_even_when_the_headline_improves() {
         let mut cases: Vec<CasePair> = (0..12)
-            .map(|i| pair(&format!("h{i}"), "happy", vec![obs(false, 0.2, 1); 3], vec![obs(true, 0.1, 2); 3]))
+            .map(|i| {
+                pair(
+                    &format!("h{i}"),
+                    "happy",
+                    vec![obs(false, 0.2, 1); 3],
+                    vec![obs(true, 0.1, 2); 3],
+                )
+            })
             .collect();
-        cases.push(pair("adv", "adversarial", vec![obs(true, 0.1, 1); 3], vec![obs(true, 0.1, 1), obs(false, 0.1, 0), obs(true, 0.1, 1)]));
+        cases.push(pair(
+            "adv",
+            "adversarial",
+            vec![obs(true, 0.1, 1); 3],
+            vec![obs(true, 0.1, 1), obs(false, 0.1, 0), obs(true, 0.1, 1)],
+        ));
         let a = analyze(&cases, &Settings::default());
         assert_eq!(a.metrics["pass_rate"].verdict_code, Code::Better);
         assert_eq!(a.regressions.len(), 1, "{:?}", a.regressions);
@@ -611,18 +839,54 @@ mod tests {
     #[test]
     fn a_significant_category_drop_is_a_regression_after_holm() {
         // 10 edge cases all drop; 10 happy cases all improve more.
-        let mut cases: Vec<CasePair> = (0..10).map(|i| pair(&format!("e{i}"), "edge", vec![obs(true, 0.1, 1); 3], vec![obs(false, 0.1, 0); 3])).collect();
-        cases.extend((0..10).map(|i| pair(&format!("h{i}"), "happy", vec![obs(false, 0.1, 0); 3], vec![obs(true, 0.1, 1); 3])));
+        let mut cases: Vec<CasePair> = (0..10)
+            .map(|i| {
+                pair(
+                    &format!("e{i}"),
+                    "edge",
+                    vec![obs(true, 0.1, 1); 3],
+                    vec![obs(false, 0.1, 0); 3],
+                )
+            })
+            .collect();
+        cases.extend((0..10).map(|i| {
+            pair(
+                &format!("h{i}"),
+                "happy",
+                vec![obs(false, 0.1, 0); 3],
+                vec![obs(true, 0.1, 1); 3],
+            )
+        }));
         let a = analyze(&cases, &Settings::default());
         let edge = &a.categories["edge"];
-        assert!(edge.p_holm < ALPHA && edge.p_holm >= edge.p, "{} {}", edge.p, edge.p_holm);
-        assert!(a.regressions.iter().any(|r| r.kind == "category_pass_rate" && r.subject == "edge"), "{:?}", a.regressions);
+        assert!(
+            edge.p_holm < ALPHA && edge.p_holm >= edge.p,
+            "{} {}",
+            edge.p,
+            edge.p_holm
+        );
+        assert!(
+            a.regressions
+                .iter()
+                .any(|r| r.kind == "category_pass_rate" && r.subject == "edge"),
+            "{:?}",
+            a.regressions
+        );
         assert!(!a.regressions.iter().any(|r| r.subject == "happy"));
     }
 
     #[test]
     fn small_or_noisy_comparisons_are_underpowered_not_no_difference() {
-        let cases: Vec<CasePair> = (0..4).map(|i| pair(&format!("c{i}"), "happy", vec![obs(i % 2 == 0, 0.1, 1); 3], vec![obs(i % 2 == 1, 0.1, 1); 3])).collect();
+        let cases: Vec<CasePair> = (0..4)
+            .map(|i| {
+                pair(
+                    &format!("c{i}"),
+                    "happy",
+                    vec![obs(i % 2 == 0, 0.1, 1); 3],
+                    vec![obs(i % 2 == 1, 0.1, 1); 3],
+                )
+            })
+            .collect();
         let a = analyze(&cases, &Settings::default());
         let m = &a.metrics["pass_rate"];
         assert_eq!(m.verdict_code, Code::Underpowered, "{}", m.verdict);
@@ -633,7 +897,14 @@ mod tests {
     #[test]
     fn cost_per_verified_task_is_a_ratio_of_sums_with_a_bootstrap_interval() {
         let cases: Vec<CasePair> = (0..10)
-            .map(|i| pair(&format!("c{i}"), "happy", vec![obs(true, 0.20 + 0.01 * i as f64, 2); 3], vec![obs(true, 0.15 + 0.01 * i as f64, 2); 3]))
+            .map(|i| {
+                pair(
+                    &format!("c{i}"),
+                    "happy",
+                    vec![obs(true, 0.20 + 0.01 * i as f64, 2); 3],
+                    vec![obs(true, 0.15 + 0.01 * i as f64, 2); 3],
+                )
+            })
             .collect();
         let a = analyze(&cases, &Settings::default());
         let m = &a.metrics["cost_per_verified_task"];
@@ -646,9 +917,21 @@ mod tests {
 
     #[test]
     fn undefined_when_an_arm_verifies_nothing() {
-        let cases: Vec<CasePair> = (0..6).map(|i| pair(&format!("c{i}"), "happy", vec![obs(false, 0.1, 0); 3], vec![obs(false, 0.1, 0); 3])).collect();
+        let cases: Vec<CasePair> = (0..6)
+            .map(|i| {
+                pair(
+                    &format!("c{i}"),
+                    "happy",
+                    vec![obs(false, 0.1, 0); 3],
+                    vec![obs(false, 0.1, 0); 3],
+                )
+            })
+            .collect();
         let a = analyze(&cases, &Settings::default());
-        assert_eq!(a.metrics["cost_per_verified_task"].verdict_code, Code::Undefined);
+        assert_eq!(
+            a.metrics["cost_per_verified_task"].verdict_code,
+            Code::Undefined
+        );
         let json = serde_json::to_string(&a).unwrap();
         assert!(json.contains("\"cost_per_verified_task\""));
     }

@@ -61,17 +61,44 @@ pub fn paired_t(d: &[f64], level: f64) -> PairedT {
     let m = mean(d);
     let sd = sample_var(d).sqrt();
     let df = n as f64 - 1.0;
-    let nan = PairedT { n, mean: m, sd, se: f64::NAN, df, t: f64::NAN, p: f64::NAN, ci: [f64::NAN, f64::NAN] };
-    let Some(dist) = students_t(df) else { return nan };
+    let nan = PairedT {
+        n,
+        mean: m,
+        sd,
+        se: f64::NAN,
+        df,
+        t: f64::NAN,
+        p: f64::NAN,
+        ci: [f64::NAN, f64::NAN],
+    };
+    let Some(dist) = students_t(df) else {
+        return nan;
+    };
     let se = sd / (n as f64).sqrt();
     if se == 0.0 {
-        let (t, p) = if m == 0.0 { (0.0, 1.0) } else { (f64::INFINITY.copysign(m), 0.0) };
-        return PairedT { se, t, p, ci: [m, m], ..nan };
+        let (t, p) = if m == 0.0 {
+            (0.0, 1.0)
+        } else {
+            (f64::INFINITY.copysign(m), 0.0)
+        };
+        return PairedT {
+            se,
+            t,
+            p,
+            ci: [m, m],
+            ..nan
+        };
     }
     let t = m / se;
     let p = (2.0 * dist.sf(t.abs())).min(1.0);
     let q = dist.inverse_cdf(1.0 - (1.0 - level) / 2.0);
-    PairedT { se, t, p, ci: [m - q * se, m + q * se], ..nan }
+    PairedT {
+        se,
+        t,
+        p,
+        ci: [m - q * se, m + q * se],
+        ..nan
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -130,14 +157,27 @@ pub fn swap_test<const K: usize>(
     }
     let obs = stat(&sa, &sb);
     if !obs.is_finite() {
-        return Permutation { p: f64::NAN, p_conventional: f64::NAN, method: "undefined", resamples: 0 };
+        return Permutation {
+            p: f64::NAN,
+            p_conventional: f64::NAN,
+            method: "undefined",
+            resamples: 0,
+        };
     }
     let differing: Vec<usize> = (0..n).filter(|&i| a[i] != b[i]).collect();
     if differing.is_empty() {
-        return Permutation { p: 1.0, p_conventional: 1.0, method: "exact", resamples: 1 };
+        return Permutation {
+            p: 1.0,
+            p_conventional: 1.0,
+            method: "exact",
+            resamples: 1,
+        };
     }
     // [more extreme, tie] counts; a value within the band around |obs| is a tie.
-    let (lo, hi) = (obs.abs() * (1.0 - 1e-9) - abs_tol, obs.abs() * (1.0 + 1e-9) + abs_tol);
+    let (lo, hi) = (
+        obs.abs() * (1.0 - 1e-9) - abs_tol,
+        obs.abs() * (1.0 + 1e-9) + abs_tol,
+    );
     let mut count = [0u64, 1u64]; // the observed pattern is a tie with itself
     let mut tally = |v: f64| {
         let v = v.abs();
@@ -192,7 +232,12 @@ pub fn swap_test<const K: usize>(
     };
     let [more, ties] = count;
     let t = total as f64;
-    Permutation { p: (more as f64 + 0.5 * ties as f64) / t, p_conventional: (more + ties) as f64 / t, method, resamples: total }
+    Permutation {
+        p: (more as f64 + 0.5 * ties as f64) / t,
+        p_conventional: (more + ties) as f64 / t,
+        method,
+        resamples: total,
+    }
 }
 
 /// Sign-flip permutation test of the mean of per-case differences `d`.
@@ -201,7 +246,14 @@ pub fn sign_flip(d: &[f64], mc_reps: usize, seed: u64) -> Permutation {
     let b: Vec<[f64; 1]> = d.iter().map(|x| [*x]).collect();
     let scale = d.iter().map(|x| x.abs()).sum::<f64>() / d.len().max(1) as f64;
     let n = d.len().max(1) as f64;
-    swap_test(&a, &b, |sa, sb| (sb[0] - sa[0]) / n, 1e-12 * scale, mc_reps, seed)
+    swap_test(
+        &a,
+        &b,
+        |sa, sb| (sb[0] - sa[0]) / n,
+        1e-12 * scale,
+        mc_reps,
+        seed,
+    )
 }
 
 /// Smallest two-sided conventional p an exact sign-flip test can reach with
@@ -243,7 +295,11 @@ pub fn noncentral_t_cdf(t: f64, df: f64, ncp: f64) -> f64 {
     if df.is_nan() || df <= 0.0 || !t.is_finite() || !ncp.is_finite() {
         return f64::NAN;
     }
-    let (tt, del, lower) = if t >= 0.0 { (t, ncp, true) } else { (-t, -ncp, false) };
+    let (tt, del, lower) = if t >= 0.0 {
+        (t, ncp, true)
+    } else {
+        (-t, -ncp, false)
+    };
     let normal_lower = |z: f64| 0.5 * statrs::function::erf::erfc(-z / std::f64::consts::SQRT_2);
     let x = tt * tt / (tt * tt + df);
     let mut tnc = 0.0;
@@ -282,7 +338,11 @@ pub fn noncentral_t_cdf(t: f64, df: f64, ncp: f64) -> f64 {
     }
     tnc += normal_lower(-del);
     let tnc = tnc.clamp(0.0, 1.0);
-    if lower { tnc } else { 1.0 - tnc }
+    if lower {
+        tnc
+    } else {
+        1.0 - tnc
+    }
 }
 
 /// Power of the two-sided paired t test at ALPHA for a true mean
@@ -291,7 +351,9 @@ pub fn noncentral_t_cdf(t: f64, df: f64, ncp: f64) -> f64 {
 /// on `noncentral_t_cdf`). Checked against statsmodels' TTestPower.
 pub fn power(effect: f64, sd: f64, n: usize) -> f64 {
     let df = n as f64 - 1.0;
-    let Some(dist) = students_t(df) else { return f64::NAN };
+    let Some(dist) = students_t(df) else {
+        return f64::NAN;
+    };
     let ncp = effect.abs() * (n as f64).sqrt() / sd;
     if !ncp.is_finite() {
         return if effect == 0.0 { ALPHA } else { 1.0 };
@@ -313,7 +375,9 @@ pub fn mde_from_se(se: f64, df: f64) -> f64 {
     if se == 0.0 {
         return 0.0;
     }
-    let Some(dist) = students_t(df) else { return f64::NAN };
+    let Some(dist) = students_t(df) else {
+        return f64::NAN;
+    };
     let crit = dist.inverse_cdf(1.0 - ALPHA / 2.0);
     let pw = |ncp: f64| (1.0 - noncentral_t_cdf(crit, df, ncp)) + noncentral_t_cdf(-crit, df, ncp);
     let guess = crit + dist.inverse_cdf(POWER);
@@ -323,7 +387,11 @@ pub fn mde_from_se(se: f64, df: f64) -> f64 {
     }
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if pw(mid) < POWER { lo = mid } else { hi = mid }
+        if pw(mid) < POWER {
+            lo = mid
+        } else {
+            hi = mid
+        }
         if hi - lo < 1e-12 * hi {
             break;
         }
@@ -367,7 +435,14 @@ pub fn wilson_clustered(runs: &[Vec<bool>]) -> ClusteredWilson {
     let total: usize = runs.iter().map(|r| r.len()).sum();
     let passed: usize = runs.iter().map(|r| r.iter().filter(|x| **x).count()).sum();
     if n == 0 || total == 0 {
-        return ClusteredWilson { p: f64::NAN, lo: 0.0, hi: 1.0, icc: f64::NAN, n_eff: 0, k_eff: 0 };
+        return ClusteredWilson {
+            p: f64::NAN,
+            lo: 0.0,
+            hi: 1.0,
+            icc: f64::NAN,
+            n_eff: 0,
+            k_eff: 0,
+        };
     }
     let p = passed as f64 / total as f64;
     let equal = runs.iter().all(|r| r.len() == k);
@@ -375,19 +450,37 @@ pub fn wilson_clustered(runs: &[Vec<bool>]) -> ClusteredWilson {
         1.0 // one run per case, or ragged runs: the case is the only safe unit
     } else {
         let kf = k as f64;
-        let means: Vec<f64> = runs.iter().map(|r| r.iter().filter(|x| **x).count() as f64 / kf).collect();
+        let means: Vec<f64> = runs
+            .iter()
+            .map(|r| r.iter().filter(|x| **x).count() as f64 / kf)
+            .collect();
         let msb = kf * means.iter().map(|m| (m - p) * (m - p)).sum::<f64>() / (n - 1) as f64;
-        let ssw: f64 = runs.iter().zip(&means).map(|(r, m)| r.iter().map(|x| (*x as u8 as f64 - m).powi(2)).sum::<f64>()).sum();
+        let ssw: f64 = runs
+            .iter()
+            .zip(&means)
+            .map(|(r, m)| r.iter().map(|x| (*x as u8 as f64 - m).powi(2)).sum::<f64>())
+            .sum();
         let msw = ssw / (n as f64 * (kf - 1.0));
         let denom = msb + (kf - 1.0) * msw;
-        if denom == 0.0 { 1.0 } else { ((msb - msw) / denom).clamp(0.0, 1.0) }
+        if denom == 0.0 {
+            1.0
+        } else {
+            ((msb - msw) / denom).clamp(0.0, 1.0)
+        }
     };
     let per_case = total as f64 / n as f64;
     let deff = 1.0 + (per_case - 1.0) * icc;
     let n_eff = ((total as f64 / deff) + 1e-9).floor().max(1.0) as u64;
     let k_eff = (p * n_eff as f64).round() as u64;
     let (lo, hi) = crate::stats::wilson(k_eff, n_eff, crate::stats::Z95);
-    ClusteredWilson { p, lo, hi, icc, n_eff, k_eff }
+    ClusteredWilson {
+        p,
+        lo,
+        hi,
+        icc,
+        n_eff,
+        k_eff,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -431,7 +524,11 @@ pub fn decompose(runs: &[Vec<f64>]) -> Option<VarianceParts> {
     let se = (means_var / nf).sqrt();
     let se_double_runs = ((between + within / (2.0 * kf)) / nf).sqrt();
     let se_double_cases = (means_var / (2.0 * nf)).sqrt();
-    let within_share = if means_var > 0.0 { (within / kf / means_var).min(1.0) } else { f64::NAN };
+    let within_share = if means_var > 0.0 {
+        (within / kf / means_var).min(1.0)
+    } else {
+        f64::NAN
+    };
     let advice = if se.is_nan() || se <= 0.0 {
         "no variance: the arms agree on every run".to_string()
     } else {
@@ -444,7 +541,17 @@ pub fn decompose(runs: &[Vec<f64>]) -> Option<VarianceParts> {
             format!("cases differ more than runs do ({:.0}% of the variance is between cases): doubling the cases narrows the interval by {cases_gain:.0}%, doubling runs per case only by {runs_gain:.0}%", 100.0 * (1.0 - within_share))
         }
     };
-    Some(VarianceParts { n_cases: n, runs_per_case: k, within_case: within, between_case: between, within_share, se, se_double_runs, se_double_cases, advice })
+    Some(VarianceParts {
+        n_cases: n,
+        runs_per_case: k,
+        within_case: within,
+        between_case: between,
+        within_share,
+        se,
+        se_double_runs,
+        se_double_cases,
+        advice,
+    })
 }
 
 #[cfg(test)]
@@ -456,14 +563,23 @@ mod tests {
     use serde_json::Value;
 
     fn reference() -> Value {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ab/reference.json");
-        serde_json::from_slice(&std::fs::read(&p).expect("reference.json")).expect("reference.json is JSON")
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/ab/reference.json");
+        serde_json::from_slice(&std::fs::read(&p).expect("reference.json"))
+            .expect("reference.json is JSON")
     }
     fn nums(v: &Value) -> Vec<f64> {
-        v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
     }
     fn close(got: f64, want: f64, tol: f64, what: &str) {
-        assert!((got - want).abs() <= tol, "{what}: got {got}, want {want} (tolerance {tol})");
+        assert!(
+            (got - want).abs() <= tol,
+            "{what}: got {got}, want {want} (tolerance {tol})"
+        );
     }
 
     #[test]
@@ -497,8 +613,18 @@ mod tests {
             let d = nums(&case["d"]);
             let r = sign_flip(&d, 0, 1);
             assert_eq!(r.method, "exact");
-            close(r.p_conventional, case["p"].as_f64().unwrap(), 1e-12, &format!("exact p for {d:?}"));
-            close(r.p, case["p_mid"].as_f64().unwrap(), 1e-12, &format!("exact mid-p for {d:?}"));
+            close(
+                r.p_conventional,
+                case["p"].as_f64().unwrap(),
+                1e-12,
+                &format!("exact p for {d:?}"),
+            );
+            close(
+                r.p,
+                case["p_mid"].as_f64().unwrap(),
+                1e-12,
+                &format!("exact mid-p for {d:?}"),
+            );
         }
     }
 
@@ -511,9 +637,19 @@ mod tests {
         let d = nums(&case["d"]);
         let got = sign_flip(&d, 20_000, 2411_00640);
         assert_eq!(got.method, "monte carlo");
-        close(got.p_conventional, case["p"].as_f64().unwrap(), 0.005, "Monte Carlo p");
+        close(
+            got.p_conventional,
+            case["p"].as_f64().unwrap(),
+            0.005,
+            "Monte Carlo p",
+        );
         // no ties in continuous data: mid-p is the conventional p less half a draw
-        close(got.p, got.p_conventional - 0.5 / 20_001.0, 1e-12, "Monte Carlo mid-p");
+        close(
+            got.p,
+            got.p_conventional - 0.5 / 20_001.0,
+            1e-12,
+            "Monte Carlo mid-p",
+        );
         // fixed seed: reproducible to the bit
         assert_eq!(got, sign_flip(&d, 20_000, 2411_00640));
     }
@@ -522,26 +658,55 @@ mod tests {
     fn monte_carlo_agrees_with_brute_force_enumeration_just_above_the_exact_limit() {
         // 21 distinct non-zero differences: one above EXACT_MAX_CASES, so
         // sign_flip draws; the reference enumerates all 2^21 patterns here.
-        let d: Vec<f64> = (0..21).map(|i| ((i * 37 % 11) as f64 - 4.0) / 10.0 + 0.05).collect();
+        let d: Vec<f64> = (0..21)
+            .map(|i| ((i * 37 % 11) as f64 - 4.0) / 10.0 + 0.05)
+            .collect();
         let mc = sign_flip(&d, 40_000, 9);
         assert_eq!(mc.method, "monte carlo");
         let obs: f64 = d.iter().sum::<f64>();
         let hits = (0u64..(1 << 21))
-            .filter(|mask| d.iter().enumerate().map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x }).sum::<f64>().abs() >= obs.abs() * (1.0 - 1e-9))
+            .filter(|mask| {
+                d.iter()
+                    .enumerate()
+                    .map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x })
+                    .sum::<f64>()
+                    .abs()
+                    >= obs.abs() * (1.0 - 1e-9)
+            })
             .count();
         // 40,000 draws: SE of p <= 0.0025; tolerance 0.008
-        close(mc.p_conventional, hits as f64 / (1u64 << 21) as f64, 0.008, "MC vs enumeration");
+        close(
+            mc.p_conventional,
+            hits as f64 / (1u64 << 21) as f64,
+            0.008,
+            "MC vs enumeration",
+        );
     }
 
     #[test]
     fn ratio_swap_test_and_bootstrap_match_the_references() {
         for case in reference()["ratio_swap"].as_array().unwrap() {
-            let (sa, va, sb, vb) = (nums(&case["spend_a"]), nums(&case["verified_a"]), nums(&case["spend_b"]), nums(&case["verified_b"]));
+            let (sa, va, sb, vb) = (
+                nums(&case["spend_a"]),
+                nums(&case["verified_a"]),
+                nums(&case["spend_b"]),
+                nums(&case["verified_b"]),
+            );
             let a: Vec<[f64; 2]> = sa.iter().zip(&va).map(|(s, v)| [*s, *v]).collect();
             let b: Vec<[f64; 2]> = sb.iter().zip(&vb).map(|(s, v)| [*s, *v]).collect();
             let r = swap_test(&a, &b, |x, y| y[0] / y[1] - x[0] / x[1], 1e-12, 0, 1);
-            close(r.p_conventional, case["p"].as_f64().unwrap(), 1e-12, "ratio swap p");
-            close(r.p, case["p_mid"].as_f64().unwrap(), 1e-12, "ratio swap mid-p");
+            close(
+                r.p_conventional,
+                case["p"].as_f64().unwrap(),
+                1e-12,
+                "ratio swap p",
+            );
+            close(
+                r.p,
+                case["p_mid"].as_f64().unwrap(),
+                1e-12,
+                "ratio swap mid-p",
+            );
             // paired case bootstrap (crate::stats) against SciPy's
             // bootstrap(paired=True, method="percentile"): different
             // generators, so a tolerance of 10% of the interval width.
@@ -561,18 +726,26 @@ mod tests {
             let tol = 0.10 * (want[1] - want[0]);
             close(lo, want[0], tol, "bootstrap lo");
             close(hi, want[1], tol, "bootstrap hi");
-            close(y_minus_x(&sa, &va, &sb, &vb), case["delta"].as_f64().unwrap(), 1e-12, "delta");
+            close(
+                y_minus_x(&sa, &va, &sb, &vb),
+                case["delta"].as_f64().unwrap(),
+                1e-12,
+                "delta",
+            );
         }
     }
     fn y_minus_x(sa: &[f64], va: &[f64], sb: &[f64], vb: &[f64]) -> f64 {
-        sb.iter().sum::<f64>() / vb.iter().sum::<f64>() - sa.iter().sum::<f64>() / va.iter().sum::<f64>()
+        sb.iter().sum::<f64>() / vb.iter().sum::<f64>()
+            - sa.iter().sum::<f64>() / va.iter().sum::<f64>()
     }
 
     #[test]
     fn case_bootstrap_of_a_mean_and_percentile_interval_match() {
         let r = reference();
         let d = nums(&r["bootstrap_mean"]["d"]);
-        let reps = crate::stats::case_bootstrap(&d, 20_000, 17, |s| s.iter().map(|x| **x).sum::<f64>() / s.len() as f64);
+        let reps = crate::stats::case_bootstrap(&d, 20_000, 17, |s| {
+            s.iter().map(|x| **x).sum::<f64>() / s.len() as f64
+        });
         let (lo, hi) = crate::stats::percentile_interval(&reps, 0.95);
         let want = nums(&r["bootstrap_mean"]["ci"]);
         let tol = 0.05 * (want[1] - want[0]);
@@ -580,8 +753,18 @@ mod tests {
         close(hi, want[1], tol, "bootstrap mean hi");
         // numpy.quantile's default (linear) interpolation, exactly
         let (lo, hi) = crate::stats::percentile_interval(&nums(&r["percentile"]["reps"]), 0.95);
-        close(lo, r["percentile"]["lo"].as_f64().unwrap(), 1e-12, "percentile lo");
-        close(hi, r["percentile"]["hi"].as_f64().unwrap(), 1e-12, "percentile hi");
+        close(
+            lo,
+            r["percentile"]["lo"].as_f64().unwrap(),
+            1e-12,
+            "percentile lo",
+        );
+        close(
+            hi,
+            r["percentile"]["hi"].as_f64().unwrap(),
+            1e-12,
+            "percentile hi",
+        );
     }
 
     #[test]
@@ -604,27 +787,61 @@ mod tests {
             let n = case["n"].as_u64().unwrap() as usize;
             let want = case["effect_sd_units"].as_f64().unwrap();
             let got = mde(1.0, n);
-            assert!((got / want - 1.0).abs() <= 1e-6, "MDE n={n}: got {got}, statsmodels {want}");
+            assert!(
+                (got / want - 1.0).abs() <= 1e-6,
+                "MDE n={n}: got {got}, statsmodels {want}"
+            );
             close(power(got, 1.0, n), POWER, 1e-9, "power at the MDE");
         }
         for case in r["noncentral_t"].as_array().unwrap() {
-            let (t, df, ncp) = (case["t"].as_f64().unwrap(), case["df"].as_f64().unwrap(), case["ncp"].as_f64().unwrap());
-            close(noncentral_t_cdf(t, df, ncp), case["cdf"].as_f64().unwrap(), 1e-10, &format!("nct cdf({t}, {df}, {ncp})"));
+            let (t, df, ncp) = (
+                case["t"].as_f64().unwrap(),
+                case["df"].as_f64().unwrap(),
+                case["ncp"].as_f64().unwrap(),
+            );
+            close(
+                noncentral_t_cdf(t, df, ncp),
+                case["cdf"].as_f64().unwrap(),
+                1e-10,
+                &format!("nct cdf({t}, {df}, {ncp})"),
+            );
         }
         for case in r["power"].as_array().unwrap() {
             let n = case["n"].as_u64().unwrap() as usize;
             let got = power(case["effect_sd_units"].as_f64().unwrap(), 1.0, n);
-            close(got, case["power"].as_f64().unwrap(), 1e-9, &format!("power n={n}"));
+            close(
+                got,
+                case["power"].as_f64().unwrap(),
+                1e-9,
+                &format!("power n={n}"),
+            );
         }
     }
 
     #[test]
     fn clustered_wilson_matches_statsmodels_wilson_on_the_effective_counts() {
         for case in reference()["wilson_clustered"].as_array().unwrap() {
-            let runs: Vec<Vec<bool>> = case["runs"].as_array().unwrap().iter().map(|r| r.as_array().unwrap().iter().map(|x| x.as_i64() == Some(1)).collect()).collect();
+            let runs: Vec<Vec<bool>> = case["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    r.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.as_i64() == Some(1))
+                        .collect()
+                })
+                .collect();
             let w = wilson_clustered(&runs);
             close(w.icc, case["icc"].as_f64().unwrap(), 1e-12, "icc");
-            assert_eq!((w.n_eff, w.k_eff), (case["n_eff"].as_u64().unwrap(), case["k_eff"].as_u64().unwrap()));
+            assert_eq!(
+                (w.n_eff, w.k_eff),
+                (
+                    case["n_eff"].as_u64().unwrap(),
+                    case["k_eff"].as_u64().unwrap()
+                )
+            );
             close(w.lo, case["lo"].as_f64().unwrap(), 1e-9, "wilson lo");
             close(w.hi, case["hi"].as_f64().unwrap(), 1e-9, "wilson hi");
         }
@@ -636,18 +853,41 @@ mod tests {
         let v = &r["variance"];
         let runs: Vec<Vec<f64>> = v["runs"].as_array().unwrap().iter().map(nums).collect();
         let got = decompose(&runs).unwrap();
-        close(got.within_case, v["within"].as_f64().unwrap(), 1e-12, "within");
-        close(got.between_case, v["between"].as_f64().unwrap(), 1e-12, "between");
-        close(got.se * got.se * runs.len() as f64, v["case_means_var"].as_f64().unwrap(), 1e-12, "case means var");
+        close(
+            got.within_case,
+            v["within"].as_f64().unwrap(),
+            1e-12,
+            "within",
+        );
+        close(
+            got.between_case,
+            v["between"].as_f64().unwrap(),
+            1e-12,
+            "between",
+        );
+        close(
+            got.se * got.se * runs.len() as f64,
+            v["case_means_var"].as_f64().unwrap(),
+            1e-12,
+            "case means var",
+        );
         assert!(got.se_double_cases < got.se && got.se_double_runs <= got.se);
-        assert!(decompose(&[vec![1.0, 2.0]]).is_none(), "one case: no decomposition");
+        assert!(
+            decompose(&[vec![1.0, 2.0]]).is_none(),
+            "one case: no decomposition"
+        );
     }
 
     #[test]
     fn min_attainable_p_is_the_exact_floor() {
         assert!(min_attainable_p(5) > ALPHA && min_attainable_p(6) < ALPHA);
         let d = [0.1, 0.2, 0.3, 0.4, 0.5];
-        close(sign_flip(&d, 0, 1).p_conventional, min_attainable_p(5), 1e-15, "floor");
+        close(
+            sign_flip(&d, 0, 1).p_conventional,
+            min_attainable_p(5),
+            1e-15,
+            "floor",
+        );
         // identical arms: nothing to permute, p = 1
         assert_eq!(sign_flip(&[0.0; 7], 0, 1).p, 1.0);
     }

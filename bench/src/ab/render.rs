@@ -8,14 +8,21 @@ use super::AbRun;
 use std::path::Path;
 
 fn def(name: &str) -> &'static MetricDef {
-    METRICS.iter().find(|d| d.name == name).unwrap_or(&METRICS[0])
+    METRICS
+        .iter()
+        .find(|d| d.name == name)
+        .unwrap_or(&METRICS[0])
 }
 
 fn ci_text(d: &MetricDef, ci: [f64; 2]) -> String {
     if !(ci[0].is_finite() && ci[1].is_finite()) {
         return "n/a".into();
     }
-    format!("[{}, {}]", d.show_delta(ci[0], true), d.show_delta(ci[1], true))
+    format!(
+        "[{}, {}]",
+        d.show_delta(ci[0], true),
+        d.show_delta(ci[1], true)
+    )
 }
 
 fn p_text(p: f64) -> String {
@@ -29,13 +36,17 @@ fn p_text(p: f64) -> String {
 }
 
 fn wilson_text(w: &Option<ClusteredWilson>) -> String {
-    w.map(|w| format!(" [{:.1}, {:.1}]", 100.0 * w.lo, 100.0 * w.hi)).unwrap_or_default()
+    w.map(|w| format!(" [{:.1}, {:.1}]", 100.0 * w.lo, 100.0 * w.hi))
+        .unwrap_or_default()
 }
 
 /// Arm A / arm B as shown: a pass rate carries its Wilson 95% interval.
 fn arm_values(name: &str, m: &MetricResult) -> (String, String) {
     let d = def(name);
-    (format!("{}{}", d.show_value(m.a), wilson_text(&m.wilson_a)), format!("{}{}", d.show_value(m.b), wilson_text(&m.wilson_b)))
+    (
+        format!("{}{}", d.show_value(m.a), wilson_text(&m.wilson_a)),
+        format!("{}{}", d.show_value(m.b), wilson_text(&m.wilson_b)),
+    )
 }
 
 fn metric_rows(r: &AbRun) -> Vec<[String; 8]> {
@@ -44,13 +55,35 @@ fn metric_rows(r: &AbRun) -> Vec<[String; 8]> {
         .filter_map(|d| r.analysis.metrics.get(d.name).map(|m| (d, m)))
         .map(|(d, m)| {
             let (a, b) = arm_values(d.name, m);
-            let label = if d.gated { d.label.to_string() } else { format!("{} (not gated)", d.label) };
-            [label, a, b, d.show_delta(m.delta, true), ci_text(d, m.ci), p_text(m.p), d.show_delta(m.mde, false), m.verdict.clone()]
+            let label = if d.gated {
+                d.label.to_string()
+            } else {
+                format!("{} (not gated)", d.label)
+            };
+            [
+                label,
+                a,
+                b,
+                d.show_delta(m.delta, true),
+                ci_text(d, m.ci),
+                p_text(m.p),
+                d.show_delta(m.mde, false),
+                m.verdict.clone(),
+            ]
         })
         .collect()
 }
 
-const METRIC_HEAD: [&str; 8] = ["metric", "A", "B", "B - A", "95% CI", "p", "MDE (80%)", "verdict"];
+const METRIC_HEAD: [&str; 8] = [
+    "metric",
+    "A",
+    "B",
+    "B - A",
+    "95% CI",
+    "p",
+    "MDE (80%)",
+    "verdict",
+];
 
 fn category_rows(r: &AbRun) -> Vec<[String; 9]> {
     let d = def("pass_rate");
@@ -73,12 +106,29 @@ fn category_rows(r: &AbRun) -> Vec<[String; 9]> {
         .collect()
 }
 
-const CATEGORY_HEAD: [&str; 9] = ["category", "cases", "A pass rate", "B pass rate", "B - A", "95% CI", "p", "p (Holm)", "verdict"];
+const CATEGORY_HEAD: [&str; 9] = [
+    "category",
+    "cases",
+    "A pass rate",
+    "B pass rate",
+    "B - A",
+    "95% CI",
+    "p",
+    "p (Holm)",
+    "verdict",
+];
 
 fn header(r: &AbRun) -> String {
     format!(
         "A = {} ({}), B = {} ({}); {} cases x {} runs per arm ({} case-runs), seed {}",
-        r.a.name, r.a.path, r.b.name, r.b.path, r.analysis.n_cases, r.analysis.runs_per_case, r.case_runs, r.analysis.seed
+        r.a.name,
+        r.a.path,
+        r.b.name,
+        r.b.path,
+        r.analysis.n_cases,
+        r.analysis.runs_per_case,
+        r.case_runs,
+        r.analysis.seed
     )
 }
 
@@ -96,12 +146,23 @@ pub fn terminal(r: &AbRun) -> String {
         t.to_string()
     };
     let mut s = format!("bench ab: {}\n", header(r));
-    s.push_str(&table(&METRIC_HEAD, metric_rows(r).into_iter().map(Vec::from).collect()));
-    s.push_str("\npass rate by category (Wilson 95% in brackets; p adjusted by Holm across categories)\n");
-    s.push_str(&table(&CATEGORY_HEAD, category_rows(r).into_iter().map(Vec::from).collect()));
+    s.push_str(&table(
+        &METRIC_HEAD,
+        metric_rows(r).into_iter().map(Vec::from).collect(),
+    ));
+    s.push_str(
+        "\npass rate by category (Wilson 95% in brackets; p adjusted by Holm across categories)\n",
+    );
+    s.push_str(&table(
+        &CATEGORY_HEAD,
+        category_rows(r).into_iter().map(Vec::from).collect(),
+    ));
     s.push('\n');
     for g in &r.analysis.regressions {
-        s.push_str(&format!("REGRESSION {} {}: {}\n", g.kind, g.subject, g.detail));
+        s.push_str(&format!(
+            "REGRESSION {} {}: {}\n",
+            g.kind, g.subject, g.detail
+        ));
     }
     s.push_str(&format!("verdict: {}", r.analysis.verdict));
     s
@@ -110,7 +171,13 @@ pub fn terminal(r: &AbRun) -> String {
 fn md_table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) -> String {
     let mut s = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(N));
     for row in rows {
-        s.push_str(&format!("| {} |\n", row.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | ")));
+        s.push_str(&format!(
+            "| {} |\n",
+            row.iter()
+                .map(|c| c.replace('|', "\\|"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ));
     }
     s
 }
@@ -119,10 +186,22 @@ pub fn markdown(r: &AbRun) -> String {
     let a = &r.analysis;
     let mut s = format!("## bench ab: {}\n\n{}\n\n", a.verdict, header(r));
     for (arm, c) in [("A", &r.a), ("B", &r.b)] {
-        s.push_str(&format!("- **{arm}: {}** (`{}`){}\n", c.name, c.path, if c.description.is_empty() { String::new() } else { format!(": {}", c.description.replace('\n', " ")) }));
+        s.push_str(&format!(
+            "- **{arm}: {}** (`{}`){}\n",
+            c.name,
+            c.path,
+            if c.description.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", c.description.replace('\n', " "))
+            }
+        ));
         let overlay = c.overlay.trim();
         if !overlay.is_empty() {
-            s.push_str(&format!("  ```toml\n  {}\n  ```\n", overlay.replace('\n', "\n  ")));
+            s.push_str(&format!(
+                "  ```toml\n  {}\n  ```\n",
+                overlay.replace('\n', "\n  ")
+            ));
         }
         if let Some(f) = c.budget_scale {
             s.push_str(&format!("  budget scaled x{f}\n"));
@@ -147,30 +226,83 @@ pub fn markdown(r: &AbRun) -> String {
     for (cat, c) in &a.categories {
         for d in &METRICS {
             if let Some(m) = c.metrics.get(d.name) {
-                rows.push([cat.clone(), d.label.into(), d.show_delta(m.delta, true), ci_text(d, m.ci), p_text(m.p), p_text(m.p_holm.unwrap_or(f64::NAN)), m.verdict.clone()]);
+                rows.push([
+                    cat.clone(),
+                    d.label.into(),
+                    d.show_delta(m.delta, true),
+                    ci_text(d, m.ci),
+                    p_text(m.p),
+                    p_text(m.p_holm.unwrap_or(f64::NAN)),
+                    m.verdict.clone(),
+                ]);
             }
         }
     }
-    s.push_str(&md_table(&["category", "metric", "B - A", "95% CI", "p", "p (Holm)", "verdict"], &rows));
+    s.push_str(&md_table(
+        &[
+            "category", "metric", "B - A", "95% CI", "p", "p (Holm)", "verdict",
+        ],
+        &rows,
+    ));
 
     s.push_str("\n### Where the uncertainty comes from\n\n");
     let mut rows: Vec<[String; 6]> = vec![];
     for d in &METRICS {
         if let Some(v) = a.metrics.get(d.name).and_then(|m| m.variance.as_ref()) {
             let sd = |x: f64| d.show_delta(x, false);
-            rows.push([d.label.into(), format!("{:.0}%", 100.0 * v.within_share), sd(v.se), sd(v.se_double_runs), sd(v.se_double_cases), v.advice.clone()]);
+            rows.push([
+                d.label.into(),
+                format!("{:.0}%", 100.0 * v.within_share),
+                sd(v.se),
+                sd(v.se_double_runs),
+                sd(v.se_double_cases),
+                v.advice.clone(),
+            ]);
         }
     }
-    s.push_str(&md_table(&["metric", "run noise share", "SE now", "SE, 2x runs", "SE, 2x cases", "what would help"], &rows));
+    s.push_str(&md_table(
+        &[
+            "metric",
+            "run noise share",
+            "SE now",
+            "SE, 2x runs",
+            "SE, 2x cases",
+            "what would help",
+        ],
+        &rows,
+    ));
     s.push_str("\nBetween-case variance is how much the true B - A effect differs from case to case; within-case variance is run-to-run noise of the paired difference (run r of A and B replay the same variant and fault seed). Var(case mean) = between + within / runs, so more runs shrink only the second term.\n");
 
     s.push_str("\n### Cases\n\n");
     let rows: Vec<[String; 8]> = a
         .cases
         .iter()
-        .map(|c| [c.id.clone(), c.category.clone(), c.a_passed.clone(), c.b_passed.clone(), format!("${:.4}", c.a_cost_usd), format!("${:.4}", c.b_cost_usd), format!("{:.2}", c.a_verified), format!("{:.2}", c.b_verified)])
+        .map(|c| {
+            [
+                c.id.clone(),
+                c.category.clone(),
+                c.a_passed.clone(),
+                c.b_passed.clone(),
+                format!("${:.4}", c.a_cost_usd),
+                format!("${:.4}", c.b_cost_usd),
+                format!("{:.2}", c.a_verified),
+                format!("{:.2}", c.b_verified),
+            ]
+        })
         .collect();
-    s.push_str(&md_table(&["case", "category", "A runs passed", "B runs passed", "A cost/run", "B cost/run", "A verified/run", "B verified/run"], &rows));
+    s.push_str(&md_table(
+        &[
+            "case",
+            "category",
+            "A runs passed",
+            "B runs passed",
+            "A cost/run",
+            "B cost/run",
+            "A verified/run",
+            "B verified/run",
+        ],
+        &rows,
+    ));
 
     s.push_str(&format!(
         "\n### Method\n\n\
@@ -211,11 +343,21 @@ struct Row {
 fn forest_rows(r: &AbRun, metric: &str) -> Vec<Row> {
     let mut rows = vec![];
     if let Some(m) = r.analysis.metrics.get(metric) {
-        rows.push(Row { label: format!("all cases (n={})", m.n_cases), delta: m.delta, ci: m.ci, code: m.verdict_code });
+        rows.push(Row {
+            label: format!("all cases (n={})", m.n_cases),
+            delta: m.delta,
+            ci: m.ci,
+            code: m.verdict_code,
+        });
     }
     for (cat, c) in &r.analysis.categories {
         if let Some(m) = c.metrics.get(metric) {
-            rows.push(Row { label: format!("{cat} (n={})", m.n_cases), delta: m.delta, ci: m.ci, code: m.verdict_code });
+            rows.push(Row {
+                label: format!("{cat} (n={})", m.n_cases),
+                delta: m.delta,
+                ci: m.ci,
+                code: m.verdict_code,
+            });
         }
     }
     rows
@@ -227,7 +369,10 @@ fn forest_rows(r: &AbRun, metric: &str) -> Vec<Row> {
 /// neither.
 pub fn forest_svg(r: &AbRun) -> Result<String, String> {
     use plotters::prelude::*;
-    let panels = [("pass_rate", "pass rate, B - A (percentage points)", 100.0), ("cost_per_case", "cost per case-run, B - A (USD)", 1.0)];
+    let panels = [
+        ("pass_rate", "pass rate, B - A (percentage points)", 100.0),
+        ("cost_per_case", "cost per case-run, B - A (USD)", 1.0),
+    ];
     let n_rows = forest_rows(r, "pass_rate").len().max(1);
     let (w, h) = (1200u32, 170 + 46 * n_rows as u32);
     let mut svg = String::new();
@@ -238,12 +383,19 @@ pub fn forest_svg(r: &AbRun) -> Result<String, String> {
             "{} (B) vs {} (A), {} cases x {} runs: B - A with 95% intervals (green: B significantly better, red: worse)",
             r.b.name, r.a.name, r.analysis.n_cases, r.analysis.runs_per_case
         );
-        let root = root.titled(&title, ("sans-serif", 18)).map_err(|e| e.to_string())?;
+        let root = root
+            .titled(&title, ("sans-serif", 18))
+            .map_err(|e| e.to_string())?;
         let halves = root.split_evenly((1, 2));
         for (area, (metric, axis, scale)) in halves.iter().zip(panels) {
             let rows = forest_rows(r, metric);
             let n = rows.len().max(1);
-            let finite: Vec<f64> = rows.iter().flat_map(|x| [x.delta, x.ci[0], x.ci[1]]).filter(|v| v.is_finite()).map(|v| v * scale).collect();
+            let finite: Vec<f64> = rows
+                .iter()
+                .flat_map(|x| [x.delta, x.ci[0], x.ci[1]])
+                .filter(|v| v.is_finite())
+                .map(|v| v * scale)
+                .collect();
             let lo = finite.iter().copied().fold(0.0f64, f64::min);
             let hi = finite.iter().copied().fold(0.0f64, f64::max);
             let pad = ((hi - lo) * 0.08).max(if scale > 1.0 { 1.0 } else { 1e-4 });
@@ -265,14 +417,25 @@ pub fn forest_svg(r: &AbRun) -> Result<String, String> {
                 .y_labels(n)
                 .y_label_formatter(&|v| match v {
                     // row 0 (all cases) at the top
-                    SegmentValue::CenterOf(i) if *i < n => labels.get(n - 1 - i).cloned().unwrap_or_default(),
+                    SegmentValue::CenterOf(i) if *i < n => {
+                        labels.get(n - 1 - i).cloned().unwrap_or_default()
+                    }
                     _ => String::new(),
                 })
-                .x_label_formatter(&|x| if scale > 1.0 { format!("{x:+.0}") } else { format!("{x:+.3}") })
+                .x_label_formatter(&|x| {
+                    if scale > 1.0 {
+                        format!("{x:+.0}")
+                    } else {
+                        format!("{x:+.3}")
+                    }
+                })
                 .draw()
                 .map_err(|e| e.to_string())?;
             chart
-                .draw_series(std::iter::once(PathElement::new(vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Last)], BLACK.mix(0.5).stroke_width(1))))
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Last)],
+                    BLACK.mix(0.5).stroke_width(1),
+                )))
                 .map_err(|e| e.to_string())?;
             for (i, row) in rows.iter().enumerate() {
                 let y = SegmentValue::CenterOf(n - 1 - i);
@@ -283,11 +446,23 @@ pub fn forest_svg(r: &AbRun) -> Result<String, String> {
                 };
                 if row.ci[0].is_finite() && row.ci[1].is_finite() {
                     chart
-                        .draw_series(std::iter::once(PathElement::new(vec![(row.ci[0] * scale, y.clone()), (row.ci[1] * scale, y.clone())], color.stroke_width(3))))
+                        .draw_series(std::iter::once(PathElement::new(
+                            vec![
+                                (row.ci[0] * scale, y.clone()),
+                                (row.ci[1] * scale, y.clone()),
+                            ],
+                            color.stroke_width(3),
+                        )))
                         .map_err(|e| e.to_string())?;
                 }
                 if row.delta.is_finite() {
-                    chart.draw_series(std::iter::once(Circle::new((row.delta * scale, y), 6, color.filled()))).map_err(|e| e.to_string())?;
+                    chart
+                        .draw_series(std::iter::once(Circle::new(
+                            (row.delta * scale, y),
+                            6,
+                            color.filled(),
+                        )))
+                        .map_err(|e| e.to_string())?;
                 }
             }
         }
@@ -300,14 +475,21 @@ pub fn forest_svg(r: &AbRun) -> Result<String, String> {
 /// CI step summary when there is one.
 pub fn write_all(r: &AbRun, out: &Path) -> Result<(), String> {
     let json = serde_json::to_vec_pretty(r).map_err(|e| format!("ab.json: {e}"))?;
-    harness::durable::atomic_write(&out.join("ab.json"), &json).map_err(|e| format!("{}: {e}", out.join("ab.json").display()))?;
+    harness::durable::atomic_write(&out.join("ab.json"), &json)
+        .map_err(|e| format!("{}: {e}", out.join("ab.json").display()))?;
     let md = markdown(r);
-    harness::durable::atomic_write(&out.join("ab.md"), md.as_bytes()).map_err(|e| format!("{}: {e}", out.join("ab.md").display()))?;
+    harness::durable::atomic_write(&out.join("ab.md"), md.as_bytes())
+        .map_err(|e| format!("{}: {e}", out.join("ab.md").display()))?;
     let svg = forest_svg(r)?;
-    harness::durable::atomic_write(&out.join("forest.svg"), svg.as_bytes()).map_err(|e| format!("{}: {e}", out.join("forest.svg").display()))?;
+    harness::durable::atomic_write(&out.join("forest.svg"), svg.as_bytes())
+        .map_err(|e| format!("{}: {e}", out.join("forest.svg").display()))?;
     if let Ok(p) = std::env::var("GITHUB_STEP_SUMMARY") {
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(p) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
             let _ = f.write_all(md.as_bytes());
         }
     }

@@ -48,8 +48,19 @@ struct CaseTruth {
 
 fn draw_case(rng: &mut ChaCha8Rng) -> CaseTruth {
     let u: f64 = rng.gen();
-    let pass = if u < 0.4 { rng.gen_range(0.85..0.99) } else if u < 0.8 { rng.gen_range(0.35..0.85) } else { rng.gen_range(0.05..0.35) };
-    CaseTruth { pass, cost: 0.05 * (0.8 * normal(rng)).exp(), tasks: rng.gen_range(1..=4), latency_ms: 800.0 * (0.5 * normal(rng)).exp() }
+    let pass = if u < 0.4 {
+        rng.gen_range(0.85..0.99)
+    } else if u < 0.8 {
+        rng.gen_range(0.35..0.85)
+    } else {
+        rng.gen_range(0.05..0.35)
+    };
+    CaseTruth {
+        pass,
+        cost: 0.05 * (0.8 * normal(rng)).exp(),
+        tasks: rng.gen_range(1..=4),
+        latency_ms: 800.0 * (0.5 * normal(rng)).exp(),
+    }
 }
 
 /// One run of a case; `shift` adds a known effect to the cost (the power check).
@@ -72,7 +83,12 @@ fn aa_comparison(rng: &mut ChaCha8Rng, n: usize, k: usize) -> Vec<CasePair> {
             let t = draw_case(rng);
             let a = (0..k).map(|_| draw_run(rng, &t, 0.0)).collect();
             let b = (0..k).map(|_| draw_run(rng, &t, 0.0)).collect();
-            CasePair { id: format!("c{i}"), category: "happy".into(), a, b }
+            CasePair {
+                id: format!("c{i}"),
+                category: "happy".into(),
+                a,
+                b,
+            }
         })
         .collect()
 }
@@ -84,19 +100,35 @@ fn aa_rates(n: usize, k: usize, m: usize, seed: u64) -> Vec<(&'static str, f64)>
     // 200 x 0.05 is a whole number, so the Monte Carlo test keeps its level;
     // bench ab itself draws 10,000. The bootstrap enters no p-value (only
     // intervals and the ratio metric's MDE), so a token 20 resamples here.
-    let s = Settings { seed, mc_reps: 199, bootstrap_reps: 20 };
+    let s = Settings {
+        seed,
+        mc_reps: 199,
+        bootstrap_reps: 20,
+    };
     let mut hits = [0usize; METRICS.len()];
     for j in 0..m {
         let cases = aa_comparison(&mut rng, n, k);
         let refs: Vec<&CasePair> = cases.iter().collect();
         for (h, def) in hits.iter_mut().zip(METRICS.iter()) {
-            let r = metric(def, &refs, &Settings { seed: seed + j as u64, ..s }, "sim");
+            let r = metric(
+                def,
+                &refs,
+                &Settings {
+                    seed: seed + j as u64,
+                    ..s
+                },
+                "sim",
+            );
             if matches!(r.verdict_code, Code::Better | Code::Worse) {
                 *h += 1;
             }
         }
     }
-    METRICS.iter().zip(hits).map(|(d, h)| (d.name, h as f64 / m as f64)).collect()
+    METRICS
+        .iter()
+        .zip(hits)
+        .map(|(d, h)| (d.name, h as f64 / m as f64))
+        .collect()
 }
 
 #[test]
@@ -105,7 +137,10 @@ fn aa_false_positive_rate_is_within_3_to_7_percent_on_the_monte_carlo_path() {
     let rates = aa_rates(30, 3, 2000, 11);
     eprintln!("A/A false-positive rates, 30 cases x 3 runs, 2000 comparisons: {rates:?}");
     for (name, r) in rates {
-        assert!((0.03..=0.07).contains(&r), "{name}: A/A false-positive rate {r} outside [0.03, 0.07]");
+        assert!(
+            (0.03..=0.07).contains(&r),
+            "{name}: A/A false-positive rate {r} outside [0.03, 0.07]"
+        );
     }
 }
 
@@ -115,7 +150,10 @@ fn aa_false_positive_rate_is_within_3_to_7_percent_on_the_exact_path() {
     let rates = aa_rates(12, 3, 2000, 12);
     eprintln!("A/A false-positive rates, 12 cases x 3 runs, 2000 comparisons: {rates:?}");
     for (name, r) in rates {
-        assert!((0.03..=0.07).contains(&r), "{name}: A/A false-positive rate {r} outside [0.03, 0.07]");
+        assert!(
+            (0.03..=0.07).contains(&r),
+            "{name}: A/A false-positive rate {r} outside [0.03, 0.07]"
+        );
     }
 }
 
@@ -125,7 +163,10 @@ fn aa_false_positive_rate_is_within_3_to_7_percent_on_the_exact_path() {
 fn power_sim(n: usize, k: usize, delta: f64, m: usize, seed: u64) -> (f64, f64) {
     let (tau, sigma) = (0.010, 0.020);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let def = METRICS.iter().find(|d| d.name == "cost_per_case").expect("cost metric");
+    let def = METRICS
+        .iter()
+        .find(|d| d.name == "cost_per_case")
+        .expect("cost metric");
     let mut hits = 0;
     let mut mde_sum = 0.0;
     for j in 0..m {
@@ -133,14 +174,35 @@ fn power_sim(n: usize, k: usize, delta: f64, m: usize, seed: u64) -> (f64, f64) 
             .map(|i| {
                 let level = 0.10 + 0.03 * normal(&mut rng);
                 let effect = delta + tau * normal(&mut rng);
-                let run = |rng: &mut ChaCha8Rng, shift: f64| Obs { passed: true, score: 1.0, cost_usd: level + shift + sigma * normal(rng), latency_ms: 100, verified: 1, failure: None };
+                let run = |rng: &mut ChaCha8Rng, shift: f64| Obs {
+                    passed: true,
+                    score: 1.0,
+                    cost_usd: level + shift + sigma * normal(rng),
+                    latency_ms: 100,
+                    verified: 1,
+                    failure: None,
+                };
                 let a = (0..k).map(|_| run(&mut rng, 0.0)).collect();
                 let b = (0..k).map(|_| run(&mut rng, effect)).collect();
-                CasePair { id: format!("c{i}"), category: "happy".into(), a, b }
+                CasePair {
+                    id: format!("c{i}"),
+                    category: "happy".into(),
+                    a,
+                    b,
+                }
             })
             .collect();
         let refs: Vec<&CasePair> = cases.iter().collect();
-        let r = metric(def, &refs, &Settings { seed: seed + j as u64, mc_reps: 999, bootstrap_reps: 10 }, "power");
+        let r = metric(
+            def,
+            &refs,
+            &Settings {
+                seed: seed + j as u64,
+                mc_reps: 999,
+                bootstrap_reps: 10,
+            },
+            "power",
+        );
         if matches!(r.verdict_code, Code::Better | Code::Worse) {
             hits += 1;
         }
@@ -156,13 +218,21 @@ fn simulated_power_matches_the_mde_formula() {
     let true_mde = inference::mde(sd, n);
     let (observed, mean_reported_mde) = power_sim(n, k, true_mde, 2000, 21);
     eprintln!("power at the MDE ({true_mde:.5} USD, sd {sd:.5}, {n} cases): observed {observed:.3}, predicted {POWER}; mean reported MDE {mean_reported_mde:.5}");
-    assert!((observed - POWER).abs() <= 0.03, "observed power {observed} at the MDE, predicted {POWER} +- 0.03");
-    assert!((mean_reported_mde / true_mde - 1.0).abs() <= 0.05, "reported MDE {mean_reported_mde} vs true {true_mde}");
+    assert!(
+        (observed - POWER).abs() <= 0.03,
+        "observed power {observed} at the MDE, predicted {POWER} +- 0.03"
+    );
+    assert!(
+        (mean_reported_mde / true_mde - 1.0).abs() <= 0.05,
+        "reported MDE {mean_reported_mde} vs true {true_mde}"
+    );
 
     let half = 0.5 * true_mde;
     let predicted = inference::power(half, sd, n);
     let (observed, _) = power_sim(n, k, half, 2000, 22);
     eprintln!("power at half the MDE: observed {observed:.3}, predicted {predicted:.3}");
-    assert!((observed - predicted).abs() <= 0.03, "observed power {observed} at MDE/2, predicted {predicted} +- 0.03");
+    assert!(
+        (observed - predicted).abs() <= 0.03,
+        "observed power {observed} at MDE/2, predicted {predicted} +- 0.03"
+    );
 }
-

@@ -24,8 +24,13 @@ use super::queues::{LabeledQueue, LabeledSet};
 use harness::drift::{self, DriftCheck};
 use harness::goal::Goal;
 use harness::ledger::{cost_usd, Price, PriceTable};
-use harness::model::{render_response, request_body, CallRole, EndpointConfig, ModelClient, ModelRequest, ParsedReply, Protocol, Usage};
-use harness::replay::{Cassette, Interaction, Made, MadeHow, Recordings, ReplayOptions, ReplayServer};
+use harness::model::{
+    render_response, request_body, CallRole, EndpointConfig, ModelClient, ModelRequest,
+    ParsedReply, Protocol, Usage,
+};
+use harness::replay::{
+    Cassette, Interaction, Made, MadeHow, Recordings, ReplayOptions, ReplayServer,
+};
 use harness::task::Task;
 use harness::verify::Verify;
 use std::path::{Path, PathBuf};
@@ -53,7 +58,9 @@ pub fn request_for(q: &LabeledQueue, model: &str) -> ModelRequest {
         .map(|t| Task {
             id: t.id.clone(),
             description: t.description.clone(),
-            verify: Verify::Check { name: "calibration".into() },
+            verify: Verify::Check {
+                name: "calibration".into(),
+            },
             origin: "plan".into(),
             attempts: 0,
         })
@@ -156,7 +163,13 @@ pub struct ReplaySource {
 /// run, when `capture` was on.
 pub type Captured = Vec<Vec<harness::replay::Captured>>;
 
-fn check_from_reply(q: &LabeledQueue, text: &str, usage: Usage, price: Option<Price>, latency_ms: u64) -> JudgeCheck {
+fn check_from_reply(
+    q: &LabeledQueue,
+    text: &str,
+    usage: Usage,
+    price: Option<Price>,
+    latency_ms: u64,
+) -> JudgeCheck {
     JudgeCheck {
         queue_id: q.id.clone(),
         outcome: drift::parse(text),
@@ -167,13 +180,24 @@ fn check_from_reply(q: &LabeledQueue, text: &str, usage: Usage, price: Option<Pr
 }
 
 fn failed(q: &LabeledQueue, why: String, latency_ms: u64) -> JudgeCheck {
-    JudgeCheck { queue_id: q.id.clone(), outcome: Err(why), usage: Usage::default(), cost_usd: None, latency_ms }
+    JudgeCheck {
+        queue_id: q.id.clone(),
+        outcome: Err(why),
+        usage: Usage::default(),
+        cost_usd: None,
+        latency_ms,
+    }
 }
 
 /// Call a live endpoint `runs` times per queue, sequentially (a local model
 /// server serves one request at a time anyway, and latency per check should
 /// not include queueing behind our own other calls).
-pub async fn run_live(set: &LabeledSet, src: &LiveSource, runs: u32, prices: &PriceTable) -> Result<JudgeRun, Unavailable> {
+pub async fn run_live(
+    set: &LabeledSet,
+    src: &LiveSource,
+    runs: u32,
+    prices: &PriceTable,
+) -> Result<JudgeRun, Unavailable> {
     let cfg = EndpointConfig {
         base_url: src.endpoint.clone(),
         protocol: src.protocol,
@@ -181,7 +205,8 @@ pub async fn run_live(set: &LabeledSet, src: &LiveSource, runs: u32, prices: &Pr
         request_timeout_ms: src.timeout_ms,
         retry: Default::default(),
     };
-    let client = ModelClient::new(cfg).map_err(|e| Unavailable::Config(format!("--endpoint: {e}")))?;
+    let client =
+        ModelClient::new(cfg).map_err(|e| Unavailable::Config(format!("--endpoint: {e}")))?;
     let price = price_of(prices, &src.model);
     let made = Made {
         how: MadeHow::Recorded,
@@ -211,10 +236,24 @@ pub async fn run_live(set: &LabeledSet, src: &LiveSource, runs: u32, prices: &Pr
             let done = run as usize * set.queues.len() + row.len() + 1;
             match &res {
                 Ok(reply) => match drift::parse(&reply.text) {
-                    Ok(dc) => eprintln!("judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)", run + 1, q.id, dc.drift_score, wall as f64 / 1000.0),
-                    Err(e) => eprintln!("judge {done}/{n_total}: run {} {}: unreadable reply: {e}", run + 1, q.id),
+                    Ok(dc) => eprintln!(
+                        "judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)",
+                        run + 1,
+                        q.id,
+                        dc.drift_score,
+                        wall as f64 / 1000.0
+                    ),
+                    Err(e) => eprintln!(
+                        "judge {done}/{n_total}: run {} {}: unreadable reply: {e}",
+                        run + 1,
+                        q.id
+                    ),
                 },
-                Err(e) => eprintln!("judge {done}/{n_total}: run {} {}: call failed: {e}", run + 1, q.id),
+                Err(e) => eprintln!(
+                    "judge {done}/{n_total}: run {} {}: call failed: {e}",
+                    run + 1,
+                    q.id
+                ),
             }
             match res {
                 Ok(reply) => {
@@ -247,7 +286,15 @@ pub async fn run_live(set: &LabeledSet, src: &LiveSource, runs: u32, prices: &Pr
         checks.push(row);
     }
     let mut recorded_to = None;
-    let failed_calls = checks.iter().flatten().filter(|c| c.outcome.as_ref().is_err_and(|e| e.starts_with("model call failed"))).count();
+    let failed_calls = checks
+        .iter()
+        .flatten()
+        .filter(|c| {
+            c.outcome
+                .as_ref()
+                .is_err_and(|e| e.starts_with("model call failed"))
+        })
+        .count();
     let record_dir = match &src.record_dir {
         // A cassette with holes would make every later replay fail on the
         // missing keys: measure, report, but do not record. (Unreadable
@@ -260,9 +307,12 @@ pub async fn run_live(set: &LabeledSet, src: &LiveSource, runs: u32, prices: &Pr
         other => other.clone(),
     };
     if let Some(dir) = &record_dir {
-        std::fs::create_dir_all(dir).map_err(|e| Unavailable::Config(format!("--record {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Unavailable::Config(format!("--record {}: {e}", dir.display())))?;
         let path = dir.join(format!("{case}.json"));
-        cassette.save(&path).map_err(|e| Unavailable::Config(format!("--record: {e}")))?;
+        cassette
+            .save(&path)
+            .map_err(|e| Unavailable::Config(format!("--record: {e}")))?;
         recorded_to = Some(path);
     }
     Ok(JudgeRun {
@@ -277,15 +327,26 @@ pub async fn run_live(set: &LabeledSet, src: &LiveSource, runs: u32, prices: &Pr
 
 /// Pick the calibration cassette to replay, refusing anything that would
 /// put numbers in a report that no real judge produced.
-pub fn select_cassette(src: &ReplaySource, set: &LabeledSet, runs: u32) -> Result<(PathBuf, Cassette), Unavailable> {
-    let none = || Unavailable::NoRecordings(format!("there are no recordings of a real judge yet (looked for {CASE_PREFIX}*.json cassettes in {})", src.dir.display()));
+pub fn select_cassette(
+    src: &ReplaySource,
+    set: &LabeledSet,
+    runs: u32,
+) -> Result<(PathBuf, Cassette), Unavailable> {
+    let none = || {
+        Unavailable::NoRecordings(format!("there are no recordings of a real judge yet (looked for {CASE_PREFIX}*.json cassettes in {})", src.dir.display()))
+    };
     if !src.dir.is_dir() {
         return Err(none());
     }
     let recs = match Recordings::load_dir(&src.dir) {
         Ok(r) => r,
         Err(e) if e.errors.iter().all(|x| x.message.contains("no *.json")) => return Err(none()),
-        Err(e) => return Err(Unavailable::Refused(format!("the recordings in {} do not load:\n{e}", src.dir.display()))),
+        Err(e) => {
+            return Err(Unavailable::Refused(format!(
+                "the recordings in {} do not load:\n{e}",
+                src.dir.display()
+            )))
+        }
     };
     let mut cands: Vec<(PathBuf, Cassette)> = recs
         .into_cases()
@@ -299,11 +360,22 @@ pub fn select_cassette(src: &ReplaySource, set: &LabeledSet, runs: u32) -> Resul
     }
     let (path, cassette) = match &src.case {
         Some(want) => {
-            let want_case = if want.starts_with(CASE_PREFIX) { want.clone() } else { format!("{CASE_PREFIX}{want}") };
+            let want_case = if want.starts_with(CASE_PREFIX) {
+                want.clone()
+            } else {
+                format!("{CASE_PREFIX}{want}")
+            };
             let names: Vec<String> = cands.iter().map(|c| c.1.case.clone()).collect();
-            cands.into_iter().find(|c| c.1.case == want_case).ok_or_else(|| {
-                Unavailable::Config(format!("--judge-case {want}: no cassette \"{want_case}\" in {}; there are: {}", src.dir.display(), names.join(", ")))
-            })?
+            cands
+                .into_iter()
+                .find(|c| c.1.case == want_case)
+                .ok_or_else(|| {
+                    Unavailable::Config(format!(
+                        "--judge-case {want}: no cassette \"{want_case}\" in {}; there are: {}",
+                        src.dir.display(),
+                        names.join(", ")
+                    ))
+                })?
         }
         None if cands.len() == 1 => cands.remove(0),
         None => {
@@ -311,7 +383,11 @@ pub fn select_cassette(src: &ReplaySource, set: &LabeledSet, runs: u32) -> Resul
                 "{} holds {} judge recordings ({}); pick one with --judge-case",
                 src.dir.display(),
                 cands.len(),
-                cands.iter().map(|c| c.1.case.as_str()).collect::<Vec<_>>().join(", ")
+                cands
+                    .iter()
+                    .map(|c| c.1.case.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )))
         }
     };
@@ -332,8 +408,17 @@ pub fn select_cassette(src: &ReplaySource, set: &LabeledSet, runs: u32) -> Resul
         )));
     }
     for (r, run) in cassette.runs.iter().enumerate().take(runs as usize) {
-        let have: std::collections::BTreeSet<&str> = run.interactions.iter().map(|i| i.call_key.as_str()).collect();
-        let missing: Vec<&str> = set.queues.iter().filter(|q| !have.contains(call_key(&q.id).as_str())).map(|q| q.id.as_str()).collect();
+        let have: std::collections::BTreeSet<&str> = run
+            .interactions
+            .iter()
+            .map(|i| i.call_key.as_str())
+            .collect();
+        let missing: Vec<&str> = set
+            .queues
+            .iter()
+            .filter(|q| !have.contains(call_key(&q.id).as_str()))
+            .map(|q| q.id.as_str())
+            .collect();
         if !missing.is_empty() {
             return Err(Unavailable::Refused(format!(
                 "{} run {r} has no judge call for {} of the {} queues ({}); the set changed since it was recorded: record again",
@@ -351,17 +436,43 @@ pub fn select_cassette(src: &ReplaySource, set: &LabeledSet, runs: u32) -> Resul
 /// server runs in strict mode for recorded cassettes: each request body must
 /// hash to the recorded one, so the answers replayed are answers to exactly
 /// the request the harness would send today.
-pub async fn run_replay(set: &LabeledSet, src: &ReplaySource, runs: u32, prices: &PriceTable) -> Result<(JudgeRun, Captured), Unavailable> {
+pub async fn run_replay(
+    set: &LabeledSet,
+    src: &ReplaySource,
+    runs: u32,
+    prices: &PriceTable,
+) -> Result<(JudgeRun, Captured), Unavailable> {
     let (path, cassette) = select_cassette(src, set, runs)?;
-    let (model, protocol, case, made) = (cassette.model.clone(), cassette.protocol, cassette.case.clone(), cassette.made.clone());
+    let (model, protocol, case, made) = (
+        cassette.model.clone(),
+        cassette.protocol,
+        cassette.case.clone(),
+        cassette.made.clone(),
+    );
     let strict = made.how == MadeHow::Recorded;
-    let recs = Recordings::from_cassettes([(path.clone(), cassette)]).map_err(|e| Unavailable::Refused(e.to_string()))?;
+    let recs = Recordings::from_cassettes([(path.clone(), cassette)])
+        .map_err(|e| Unavailable::Refused(e.to_string()))?;
     // Recorded latencies, read before the server takes the recordings.
     let latency: Vec<Vec<u64>> = (0..runs)
-        .map(|r| set.queues.iter().map(|q| recs.get(&case, r, &call_key(&q.id)).map_or(0, |i| i.latency_ms)).collect())
+        .map(|r| {
+            set.queues
+                .iter()
+                .map(|q| {
+                    recs.get(&case, r, &call_key(&q.id))
+                        .map_or(0, |i| i.latency_ms)
+                })
+                .collect()
+        })
         .collect();
-    let opts = ReplayOptions { strict, latency_scale: 0.0, capture: src.capture, ..Default::default() };
-    let server = ReplayServer::start(recs, opts).await.map_err(|e| Unavailable::Config(e.to_string()))?;
+    let opts = ReplayOptions {
+        strict,
+        latency_scale: 0.0,
+        capture: src.capture,
+        ..Default::default()
+    };
+    let server = ReplayServer::start(recs, opts)
+        .await
+        .map_err(|e| Unavailable::Config(e.to_string()))?;
     let price = price_of(prices, &model);
     let mut checks = Vec::new();
     let mut captured = Vec::new();
@@ -392,7 +503,13 @@ pub async fn run_replay(set: &LabeledSet, src: &ReplaySource, runs: u32, prices:
     let misses: Vec<String> = checks
         .iter()
         .flatten()
-        .filter_map(|c| c.outcome.as_ref().err().filter(|e| e.contains("recording miss")).map(|e| format!("{}: {e}", c.queue_id)))
+        .filter_map(|c| {
+            c.outcome
+                .as_ref()
+                .err()
+                .filter(|e| e.contains("recording miss"))
+                .map(|e| format!("{}: {e}", c.queue_id))
+        })
         .collect();
     if !misses.is_empty() {
         return Err(Unavailable::Refused(format!(
@@ -411,7 +528,12 @@ pub async fn run_replay(set: &LabeledSet, src: &ReplaySource, runs: u32, prices:
         JudgeRun {
             model,
             protocol,
-            source: format!("replay of {} (made.how = {how}, by {}, {}; strict body match: {strict})", path.display(), made.by, made.when),
+            source: format!(
+                "replay of {} (made.how = {how}, by {}, {}; strict body match: {strict})",
+                path.display(),
+                made.by,
+                made.when
+            ),
             priced: price.is_some(),
             checks,
             recorded_to: None,
@@ -422,7 +544,16 @@ pub async fn run_replay(set: &LabeledSet, src: &ReplaySource, runs: u32, prices:
 
 /// A model name as a case-id segment: A-Z a-z 0-9 - _ . only.
 pub fn slug(model: &str) -> String {
-    let s: String = model.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).collect();
+    let s: String = model
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
     let s = s.trim_matches('-').to_string();
     let max = 100usize;
     if s.is_empty() {
@@ -436,7 +567,10 @@ pub fn slug(model: &str) -> String {
 /// (Howard Hinnant's algorithm): the bench has no date crate and needs none
 /// for this one field.
 pub fn today_utc() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     civil_from_days((secs / 86_400) as i64)
 }
 
@@ -460,7 +594,8 @@ mod tests {
     use serde_json::Value;
 
     fn set() -> LabeledSet {
-        queues::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/drift-calibration")).unwrap()
+        queues::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/drift-calibration"))
+            .unwrap()
     }
 
     fn fixtures() -> PathBuf {
@@ -468,7 +603,11 @@ mod tests {
     }
 
     fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
     }
 
     #[test]
@@ -484,31 +623,59 @@ mod tests {
         assert_eq!(c.made.how, MadeHow::Scripted);
         assert!(c.made.notes.contains("STAND-IN"), "{}", c.made.notes);
         // And it is what its scenario compiles to.
-        let compiled = crate::script::compile(&fixtures().join("stand-in-judge/scenario.json")).unwrap();
+        let compiled =
+            crate::script::compile(&fixtures().join("stand-in-judge/scenario.json")).unwrap();
         assert_eq!(compiled, std::fs::read_to_string(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap(), "run `bench script bench/tests/fixtures/calibrate/stand-in-judge --out bench/tests/fixtures/calibrate/stand-in-judge/recordings/cassette.json`");
     }
 
     #[test]
     fn scripted_cassettes_are_refused_as_calibration() {
         let s = set();
-        let src = ReplaySource { dir: fixtures().join("stand-in-judge/recordings"), case: None, allow_scripted: false, capture: false };
+        let src = ReplaySource {
+            dir: fixtures().join("stand-in-judge/recordings"),
+            case: None,
+            allow_scripted: false,
+            capture: false,
+        };
         let e = select_cassette(&src, &s, 1).unwrap_err();
         assert!(matches!(e, Unavailable::NoRecordings(_)), "{e:?}");
-        assert!(e.message().contains("made.how = \"scripted\"") && e.message().contains("no recordings of a real judge yet"), "{}", e.message());
+        assert!(
+            e.message().contains("made.how = \"scripted\"")
+                && e.message().contains("no recordings of a real judge yet"),
+            "{}",
+            e.message()
+        );
         // An empty or missing directory: no recordings, not an error.
         let empty = tempfile::tempdir().unwrap();
         for d in [empty.path().to_path_buf(), empty.path().join("nope")] {
-            let src = ReplaySource { dir: d, case: None, allow_scripted: false, capture: false };
-            assert!(matches!(select_cassette(&src, &s, 1), Err(Unavailable::NoRecordings(_))));
+            let src = ReplaySource {
+                dir: d,
+                case: None,
+                allow_scripted: false,
+                capture: false,
+            };
+            assert!(matches!(
+                select_cassette(&src, &s, 1),
+                Err(Unavailable::NoRecordings(_))
+            ));
         }
     }
 
     #[test]
     fn too_many_runs_or_missing_queues_are_refused() {
         let s = set();
-        let src = ReplaySource { dir: fixtures().join("stand-in-judge/recordings"), case: None, allow_scripted: true, capture: false };
+        let src = ReplaySource {
+            dir: fixtures().join("stand-in-judge/recordings"),
+            case: None,
+            allow_scripted: true,
+            capture: false,
+        };
         let e = select_cassette(&src, &s, 5).unwrap_err();
-        assert!(e.message().contains("--runs 5") && e.message().contains("never measured"), "{}", e.message());
+        assert!(
+            e.message().contains("--runs 5") && e.message().contains("never measured"),
+            "{}",
+            e.message()
+        );
         let mut small = s.clone();
         small.queues[0].id = "not-recorded".into();
         let e = select_cassette(&src, &small, 1).unwrap_err();
@@ -522,18 +689,37 @@ mod tests {
     #[test]
     fn judge_sees_only_goal_and_queue_on_the_wire() {
         let s = set();
-        let src = ReplaySource { dir: fixtures().join("stand-in-judge/recordings"), case: None, allow_scripted: true, capture: true };
-        let prices: PriceTable = [("stand-in-judge".to_string(), Price { input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0 })].into();
+        let src = ReplaySource {
+            dir: fixtures().join("stand-in-judge/recordings"),
+            case: None,
+            allow_scripted: true,
+            capture: true,
+        };
+        let prices: PriceTable = [(
+            "stand-in-judge".to_string(),
+            Price {
+                input_usd_per_mtok: 1.0,
+                output_usd_per_mtok: 2.0,
+            },
+        )]
+        .into();
         let (run, captured) = rt().block_on(run_replay(&s, &src, 2, &prices)).unwrap();
         assert_eq!(run.checks.len(), 2);
         assert!(run.source.contains("SCRIPTED STAND-IN"));
         for row in &run.checks {
             assert_eq!(row.len(), s.queues.len());
             for c in row {
-                let dc = c.outcome.as_ref().unwrap_or_else(|e| panic!("{}: {e}", c.queue_id));
+                let dc = c
+                    .outcome
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("{}: {e}", c.queue_id));
                 assert!((0.0..=1.0).contains(&dc.drift_score));
                 // 900 in + 250 out at $1 / $2 per MTok.
-                assert!((c.cost_usd.unwrap() - 0.0014).abs() < 1e-12, "{:?}", c.cost_usd);
+                assert!(
+                    (c.cost_usd.unwrap() - 0.0014).abs() < 1e-12,
+                    "{:?}",
+                    c.cost_usd
+                );
                 assert_eq!(c.latency_ms, 1500);
             }
         }
@@ -543,12 +729,24 @@ mod tests {
                 assert_eq!(cap.call_key, call_key(&q.id));
                 let body: Value = serde_json::from_str(&cap.body).unwrap();
                 // 1. Exactly the harness's judge request, nothing added.
-                assert_eq!(body, request_body(run.protocol, &request_for(q, &run.model)));
+                assert_eq!(
+                    body,
+                    request_body(run.protocol, &request_for(q, &run.model))
+                );
                 // 2. Its parts: the model, the token cap, the schema, the
                 //    judge system prompt, and ONE user message holding the
                 //    goal and the queue, built here from the file by hand.
-                let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
-                assert_eq!(keys, ["model", "max_tokens", "messages", "response_format"], "{keys:?}");
+                let keys: Vec<&str> = body
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .map(String::as_str)
+                    .collect();
+                assert_eq!(
+                    keys,
+                    ["model", "max_tokens", "messages", "response_format"],
+                    "{keys:?}"
+                );
                 let msgs = body["messages"].as_array().unwrap();
                 assert_eq!(msgs.len(), 2);
                 assert_eq!(msgs[0]["role"], "system");
@@ -560,21 +758,36 @@ mod tests {
                 }
                 expect.push_str("</queue>");
                 assert_eq!(msgs[1]["content"], expect);
-                assert_eq!(body["response_format"]["json_schema"]["schema"], drift::schema());
+                assert_eq!(
+                    body["response_format"]["json_schema"]["schema"],
+                    drift::schema()
+                );
                 // 3. Nothing of the label file besides goal and queue: no
                 //    label, severity, off-goal list, tags, notes or domain.
                 //    (The user message is checked: the fixed system prompt
                 //    itself says "0.0 = fully aligned".)
                 let user = msgs[1]["content"].as_str().unwrap().to_lowercase();
-                for leak in ["aligned", "drifted", "mild", "moderate", "severe", "hard_", "off_goal", "notes", "domain"] {
-                    assert!(!user.contains(leak), "{}: the judge's message contains {leak:?}", q.id);
+                for leak in [
+                    "aligned", "drifted", "mild", "moderate", "severe", "hard_", "off_goal",
+                    "notes", "domain",
+                ] {
+                    assert!(
+                        !user.contains(leak),
+                        "{}: the judge's message contains {leak:?}",
+                        q.id
+                    );
                 }
                 for line in q.notes.lines().filter(|l| l.trim().len() > 20) {
                     assert!(!cap.body.contains(line.trim()), "{}: notes leaked", q.id);
                 }
                 // 4. Nothing of any other queue.
                 for other in s.queues.iter().filter(|o| o.goal != q.goal) {
-                    assert!(!cap.body.contains(&other.goal), "{} carries {}'s goal", q.id, other.id);
+                    assert!(
+                        !cap.body.contains(&other.goal),
+                        "{} carries {}'s goal",
+                        q.id,
+                        other.id
+                    );
                 }
             }
         }
@@ -596,9 +809,18 @@ mod tests {
         // are the stand-in's, and the cassette written is checked, not kept.
         let s = set();
         let rt = rt();
-        let fixture = Cassette::load(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap();
+        let fixture =
+            Cassette::load(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap();
         let recs = Recordings::from_cassettes([("fixture", fixture.clone())]).unwrap();
-        let server = rt.block_on(ReplayServer::start(recs, ReplayOptions { latency_scale: 0.0, ..Default::default() })).unwrap();
+        let server = rt
+            .block_on(ReplayServer::start(
+                recs,
+                ReplayOptions {
+                    latency_scale: 0.0,
+                    ..Default::default()
+                },
+            ))
+            .unwrap();
         let out = tempfile::tempdir().unwrap();
         let live = LiveSource {
             endpoint: server.base_url_for(&fixture.case, 0),
@@ -608,18 +830,32 @@ mod tests {
             timeout_ms: 10_000,
             record_dir: Some(out.path().to_path_buf()),
         };
-        let run = rt.block_on(run_live(&s, &live, 1, &PriceTable::new())).unwrap();
+        let run = rt
+            .block_on(run_live(&s, &live, 1, &PriceTable::new()))
+            .unwrap();
         assert!(!run.priced);
-        assert!(run.checks[0].iter().all(|c| c.outcome.is_ok() && c.cost_usd.is_none()));
+        assert!(run.checks[0]
+            .iter()
+            .all(|c| c.outcome.is_ok() && c.cost_usd.is_none()));
         let written = Cassette::load(run.recorded_to.as_ref().unwrap()).unwrap();
-        assert_eq!(written.case, format!("{CASE_PREFIX}{}", slug(&fixture.model)));
+        assert_eq!(
+            written.case,
+            format!("{CASE_PREFIX}{}", slug(&fixture.model))
+        );
         assert_eq!(written.made.how, MadeHow::Recorded);
         let it = &written.runs[0].interactions[0];
         assert_eq!(it.call_key, call_key(&s.queues[0].id));
         // The recorded request is the harness's request, so strict replay of
         // the written cassette serves the same answers back.
-        let strict = ReplaySource { dir: out.path().to_path_buf(), case: None, allow_scripted: false, capture: false };
-        let (replayed, _) = rt.block_on(run_replay(&s, &strict, 1, &PriceTable::new())).unwrap();
+        let strict = ReplaySource {
+            dir: out.path().to_path_buf(),
+            case: None,
+            allow_scripted: false,
+            capture: false,
+        };
+        let (replayed, _) = rt
+            .block_on(run_replay(&s, &strict, 1, &PriceTable::new()))
+            .unwrap();
         for (a, b) in replayed.checks[0].iter().zip(&run.checks[0]) {
             assert_eq!(a.outcome, b.outcome);
         }
@@ -627,7 +863,14 @@ mod tests {
         // and strict replay refuses it instead of reporting stale answers.
         let mut edited = s.clone();
         edited.queues[3].queue[0].description.push_str(" (edited)");
-        let e = rt.block_on(run_replay(&edited, &strict, 1, &PriceTable::new())).unwrap_err();
-        assert!(matches!(e, Unavailable::Refused(_)) && e.message().contains("record again") && e.message().contains(&edited.queues[3].id), "{e:?}");
+        let e = rt
+            .block_on(run_replay(&edited, &strict, 1, &PriceTable::new()))
+            .unwrap_err();
+        assert!(
+            matches!(e, Unavailable::Refused(_))
+                && e.message().contains("record again")
+                && e.message().contains(&edited.queues[3].id),
+            "{e:?}"
+        );
     }
 }

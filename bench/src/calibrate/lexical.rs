@@ -32,11 +32,13 @@ pub const OFF_GOAL_BELOW_CREDIT: f64 = 0.5;
 /// Common English function words; domain words are deliberately kept (a
 /// baseline that knew "latency" and "p95" are related would not be naive).
 const STOP: &[&str] = &[
-    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "before", "both", "but", "by", "can", "do",
-    "does", "each", "every", "for", "from", "has", "have", "how", "if", "in", "instead", "into", "is", "it", "its", "itself", "make",
-    "more", "no", "not", "now", "of", "on", "once", "one", "only", "or", "other", "our", "own", "so", "some", "than", "that", "the",
-    "their", "them", "then", "there", "these", "they", "this", "those", "to", "under", "up", "us", "use", "was", "we", "were", "what",
-    "when", "where", "which", "while", "who", "whose", "will", "with", "within", "without", "would", "you", "your",
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "before",
+    "both", "but", "by", "can", "do", "does", "each", "every", "for", "from", "has", "have", "how",
+    "if", "in", "instead", "into", "is", "it", "its", "itself", "make", "more", "no", "not", "now",
+    "of", "on", "once", "one", "only", "or", "other", "our", "own", "so", "some", "than", "that",
+    "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "under", "up",
+    "us", "use", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whose",
+    "will", "with", "within", "without", "would", "you", "your",
 ];
 
 /// A light suffix stripper (a few of Porter's step-1 rules): enough that
@@ -45,7 +47,9 @@ const STOP: &[&str] = &[
 pub fn stem(w: &str) -> String {
     let w = w.to_string();
     let strip = |w: &str, suf: &str, min_left: usize| -> Option<String> {
-        w.strip_suffix(suf).filter(|rest| rest.chars().count() >= min_left).map(str::to_string)
+        w.strip_suffix(suf)
+            .filter(|rest| rest.chars().count() >= min_left)
+            .map(str::to_string)
     };
     if let Some(r) = strip(&w, "ies", 3) {
         return format!("{r}y");
@@ -122,8 +126,16 @@ pub fn check(goal: &str, queue: &[(String, String)]) -> LexicalCheck {
         }
         per_task.push((id.clone(), cos, g.intersection(&t).cloned().collect()));
     }
-    let drift_score = if queue.is_empty() { 0.0 } else { (shortfall / queue.len() as f64).clamp(0.0, 1.0) };
-    LexicalCheck { drift_score, off_goal_task_ids: off, per_task }
+    let drift_score = if queue.is_empty() {
+        0.0
+    } else {
+        (shortfall / queue.len() as f64).clamp(0.0, 1.0)
+    };
+    LexicalCheck {
+        drift_score,
+        off_goal_task_ids: off,
+        per_task,
+    }
 }
 
 #[cfg(test)]
@@ -132,7 +144,14 @@ mod tests {
 
     #[test]
     fn stemmer_joins_the_obvious_forms() {
-        for (a, b) in [("partitions", "partition"), ("indexes", "index"), ("caching", "cache"), ("migrated", "migrate"), ("queries", "query"), ("dashboards", "dashboard")] {
+        for (a, b) in [
+            ("partitions", "partition"),
+            ("indexes", "index"),
+            ("caching", "cache"),
+            ("migrated", "migrate"),
+            ("queries", "query"),
+            ("dashboards", "dashboard"),
+        ] {
             assert_eq!(stem(a), stem(b), "{a} / {b}");
         }
         // Short words and -ss words are left alone.
@@ -143,12 +162,21 @@ mod tests {
     #[test]
     fn scores_are_in_range_and_ordered_on_obvious_cases() {
         let goal = "Reduce p95 latency on /api/search to under 200 ms.";
-        let on = [("t1".to_string(), "Measure p95 latency of /api/search".to_string())];
-        let off = [("t1".to_string(), "Add single sign-on to the dashboard".to_string())];
+        let on = [(
+            "t1".to_string(),
+            "Measure p95 latency of /api/search".to_string(),
+        )];
+        let off = [(
+            "t1".to_string(),
+            "Add single sign-on to the dashboard".to_string(),
+        )];
         let a = check(goal, &on);
         let b = check(goal, &off);
         assert!(a.drift_score < 0.01, "{a:?}");
-        assert!((b.drift_score - 1.0).abs() < 1e-12 && b.off_goal_task_ids == ["t1"], "{b:?}");
+        assert!(
+            (b.drift_score - 1.0).abs() < 1e-12 && b.off_goal_task_ids == ["t1"],
+            "{b:?}"
+        );
         assert_eq!(check(goal, &[]).drift_score, 0.0);
     }
 
@@ -158,13 +186,20 @@ mod tests {
         // against the REWRITTEN goal it looks aligned-ish; against the
         // original it is entirely off. The baseline has no defence against a
         // moved goal either: it only compares the text it is given.
-        let q: Vec<(String, String)> = ["build metrics dashboard", "add dashboard auth", "add SSO to dashboard"]
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (format!("t{i}"), d.to_string()))
-            .collect();
+        let q: Vec<(String, String)> = [
+            "build metrics dashboard",
+            "add dashboard auth",
+            "add SSO to dashboard",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (format!("t{i}"), d.to_string()))
+        .collect();
         let original = check("Reduce p95 latency on /api/search to under 200ms.", &q);
-        let moved = check("Improve observability of the search subsystem with metrics and a dashboard.", &q);
+        let moved = check(
+            "Improve observability of the search subsystem with metrics and a dashboard.",
+            &q,
+        );
         assert_eq!(original.drift_score, 1.0);
         assert!(moved.drift_score < original.drift_score);
     }

@@ -80,7 +80,11 @@ pub fn table(scores: &[f64], drifted: &[bool], t: f64) -> Table2x2 {
         fp,
         tn,
         fn_,
-        agreement: if n == 0 { f64::NAN } else { (tp + tn) as f64 / n as f64 },
+        agreement: if n == 0 {
+            f64::NAN
+        } else {
+            (tp + tn) as f64 / n as f64
+        },
         agreement_ci: ci(tp + tn, n),
         sensitivity: rate(tp, tp + fn_),
         sensitivity_ci: ci(tp, tp + fn_),
@@ -143,8 +147,16 @@ fn spread(xs: &[f64]) -> Option<Spread> {
     let mean = v.iter().sum::<f64>() / v.len() as f64;
     // Sample SD (n-1), as statrs' `Data::std_dev` would give; by hand because
     // it is one line.
-    let sd = if v.len() > 1 { (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt() } else { 0.0 };
-    Some(Spread { min: v.iter().copied().fold(f64::INFINITY, f64::min), max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max), sd })
+    let sd = if v.len() > 1 {
+        (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    Some(Spread {
+        min: v.iter().copied().fold(f64::INFINITY, f64::min),
+        max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        sd,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -290,12 +302,19 @@ struct Loo {
 }
 
 fn loo(scores: &[f64], drifted: &[bool]) -> Loo {
-    let folds: Vec<(f64, bool)> = stats::loo_youden(scores, drifted).into_iter().flatten().collect();
+    let folds: Vec<(f64, bool)> = stats::loo_youden(scores, drifted)
+        .into_iter()
+        .flatten()
+        .collect();
     let mut ts: Vec<f64> = folds.iter().map(|f| f.0).collect();
     ts.sort_by(|a, b| a.total_cmp(b));
     let median = (!ts.is_empty()).then(|| {
         let m = ts.len() / 2;
-        if ts.len() % 2 == 1 { ts[m] } else { (ts[m - 1] + ts[m]) / 2.0 }
+        if ts.len() % 2 == 1 {
+            ts[m]
+        } else {
+            (ts[m - 1] + ts[m]) / 2.0
+        }
     });
     let correct = folds.iter().filter(|f| f.1).count() as u64;
     Loo {
@@ -315,8 +334,18 @@ fn tagged(q: &LabeledQueue, t: &str) -> bool {
 pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
     let head: &[Result<Obs, String>] = input.runs.first().map(|r| r.as_slice()).unwrap_or(&[]);
     let (scores, drifted, idx) = scored_run(set, head);
-    let pos: Vec<f64> = scores.iter().zip(&drifted).filter(|(_, &y)| y).map(|(s, _)| *s).collect();
-    let neg: Vec<f64> = scores.iter().zip(&drifted).filter(|(_, &y)| !y).map(|(s, _)| *s).collect();
+    let pos: Vec<f64> = scores
+        .iter()
+        .zip(&drifted)
+        .filter(|(_, &y)| y)
+        .map(|(s, _)| *s)
+        .collect();
+    let neg: Vec<f64> = scores
+        .iter()
+        .zip(&drifted)
+        .filter(|(_, &y)| !y)
+        .map(|(s, _)| *s)
+        .collect();
     let auc = stats::auc_mann_whitney(&pos, &neg);
     let auc_se = stats::hanley_mcneil_se(auc, pos.len(), neg.len());
     let (lo, hi) = stats::auc_interval(auc, pos.len(), neg.len(), Z95);
@@ -328,11 +357,17 @@ pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
 
     let score_of = |i: usize| head.get(i).and_then(|o| o.as_ref().ok()).map(|o| o.score);
     let scores_where = |f: &dyn Fn(&LabeledQueue) -> bool| -> Vec<f64> {
-        idx.iter().filter(|&&i| f(&set.queues[i])).filter_map(|&i| score_of(i)).collect()
+        idx.iter()
+            .filter(|&&i| f(&set.queues[i]))
+            .filter_map(|&i| score_of(i))
+            .collect()
     };
     let mut by_sev = BTreeMap::new();
     for s in Severity::ALL {
-        by_sev.insert(s.as_str().to_string(), group(&scores_where(&|q| q.severity == Some(s))));
+        by_sev.insert(
+            s.as_str().to_string(),
+            group(&scores_where(&|q| q.severity == Some(s))),
+        );
     }
 
     // Off-goal ids, pooled over the queues scored in the headline run.
@@ -349,16 +384,31 @@ pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
 
     let ok: Vec<&Obs> = head.iter().filter_map(|o| o.as_ref().ok()).collect();
     let costs: Vec<f64> = ok.iter().filter_map(|o| o.cost_usd).collect();
-    let mean_cost = (!ok.is_empty() && costs.len() == ok.len()).then(|| costs.iter().sum::<f64>() / costs.len() as f64);
-    let lat: Vec<f64> = head.iter().filter_map(|o| o.as_ref().ok()).map(|o| o.latency_ms).collect();
-    let mean_latency = if lat.is_empty() { f64::NAN } else { lat.iter().sum::<f64>() / lat.len() as f64 };
+    let mean_cost = (!ok.is_empty() && costs.len() == ok.len())
+        .then(|| costs.iter().sum::<f64>() / costs.len() as f64);
+    let lat: Vec<f64> = head
+        .iter()
+        .filter_map(|o| o.as_ref().ok())
+        .map(|o| o.latency_ms)
+        .collect();
+    let mean_latency = if lat.is_empty() {
+        f64::NAN
+    } else {
+        lat.iter().sum::<f64>() / lat.len() as f64
+    };
 
     let failures: Vec<Failure> = input
         .runs
         .iter()
         .enumerate()
         .flat_map(|(r, run)| {
-            run.iter().zip(&set.queues).filter_map(move |(o, q)| o.as_ref().err().map(|e| Failure { run: r + 1, queue_id: q.id.clone(), error: e.clone() }))
+            run.iter().zip(&set.queues).filter_map(move |(o, q)| {
+                o.as_ref().err().map(|e| Failure {
+                    run: r + 1,
+                    queue_id: q.id.clone(),
+                    error: e.clone(),
+                })
+            })
         })
         .collect();
 
@@ -376,15 +426,33 @@ pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
                 tags: q.tags.clone(),
                 score: s,
                 band: s.map(|s| band(s, PRUNE_ABOVE, HALT_ABOVE)),
-                scores: input.runs.iter().map(|r| r.get(i).and_then(|o| o.as_ref().ok()).map(|o| o.score)).collect(),
-                off_goal_predicted: head.get(i).and_then(|o| o.as_ref().ok()).map(|o| o.off_goal.clone()).unwrap_or_default(),
+                scores: input
+                    .runs
+                    .iter()
+                    .map(|r| r.get(i).and_then(|o| o.as_ref().ok()).map(|o| o.score))
+                    .collect(),
+                off_goal_predicted: head
+                    .get(i)
+                    .and_then(|o| o.as_ref().ok())
+                    .map(|o| o.off_goal.clone())
+                    .unwrap_or_default(),
                 off_goal_labeled: q.off_goal.clone(),
             }
         })
         .collect();
 
     let run_spread = (input.runs.len() > 1).then(|| run_spread(set, input, &queues));
-    let (verdict, verdict_detail) = verdict(auc, [lo, hi], auc_se, &at3, &at5, l.median, l.agreement, set.queues.len(), failures.iter().filter(|f| f.run == 1).count());
+    let (verdict, verdict_detail) = verdict(
+        auc,
+        [lo, hi],
+        auc_se,
+        &at3,
+        &at5,
+        l.median,
+        l.agreement,
+        set.queues.len(),
+        failures.iter().filter(|f| f.run == 1).count(),
+    );
 
     DetectorReport {
         measured: true,
@@ -415,8 +483,12 @@ pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
         brier: stats::brier(&scores, &drifted),
         detection_by_severity: by_sev,
         aligned_flagged: group(&scores_where(&|q| q.label == Label::Aligned)),
-        hard_negatives: group(&scores_where(&|q| q.label == Label::Aligned && tagged(q, "hard_negative"))),
-        hard_positives: group(&scores_where(&|q| q.label == Label::Drifted && tagged(q, "hard_positive"))),
+        hard_negatives: group(&scores_where(&|q| {
+            q.label == Label::Aligned && tagged(q, "hard_negative")
+        })),
+        hard_positives: group(&scores_where(&|q| {
+            q.label == Label::Drifted && tagged(q, "hard_positive")
+        })),
         off_goal_ids: OffGoalIds {
             predicted,
             labeled,
@@ -443,8 +515,18 @@ fn run_spread(set: &LabeledSet, input: &DetectorInput, queues: &[QueueRow]) -> R
         .enumerate()
         .map(|(r, run)| {
             let (s, y, _) = scored_run(set, run);
-            let pos: Vec<f64> = s.iter().zip(&y).filter(|(_, &d)| d).map(|(x, _)| *x).collect();
-            let neg: Vec<f64> = s.iter().zip(&y).filter(|(_, &d)| !d).map(|(x, _)| *x).collect();
+            let pos: Vec<f64> = s
+                .iter()
+                .zip(&y)
+                .filter(|(_, &d)| d)
+                .map(|(x, _)| *x)
+                .collect();
+            let neg: Vec<f64> = s
+                .iter()
+                .zip(&y)
+                .filter(|(_, &d)| !d)
+                .map(|(x, _)| *x)
+                .collect();
             RunFigures {
                 run: r + 1,
                 n_scored: s.len(),
@@ -467,7 +549,12 @@ fn run_spread(set: &LabeledSet, input: &DetectorInput, queues: &[QueueRow]) -> R
     let band_flips = queues
         .iter()
         .filter(|q| {
-            let bands: BTreeSet<String> = q.scores.iter().flatten().map(|&s| format!("{:?}", band(s, PRUNE_ABOVE, HALT_ABOVE))).collect();
+            let bands: BTreeSet<String> = q
+                .scores
+                .iter()
+                .flatten()
+                .map(|&s| format!("{:?}", band(s, PRUNE_ABOVE, HALT_ABOVE)))
+                .collect();
             bands.len() > 1
         })
         .map(|q| q.id.clone())
@@ -479,7 +566,11 @@ fn run_spread(set: &LabeledSet, input: &DetectorInput, queues: &[QueueRow]) -> R
         agreement_at_0_5: pick(&|r| r.agreement_at_0_5),
         brier: pick(&|r| r.brier),
         per_run,
-        queue_score_sd_mean: if sds.is_empty() { 0.0 } else { sds.iter().sum::<f64>() / sds.len() as f64 },
+        queue_score_sd_mean: if sds.is_empty() {
+            0.0
+        } else {
+            sds.iter().sum::<f64>() / sds.len() as f64
+        },
         queue_score_sd_max: sds.iter().copied().fold(0.0, f64::max),
         band_flips,
     }
@@ -551,7 +642,10 @@ fn verdict(
         return ("cannot separate: do not trust threshold 0.3 or 0.5 (no AUC: a label has no scored queue)".into(), detail);
     }
     let v = if ci[0] > 0.5 {
-        format!("separates: AUC {auc:.2} (95% CI {:.2}-{:.2}) is above chance", ci[0], ci[1])
+        format!(
+            "separates: AUC {auc:.2} (95% CI {:.2}-{:.2}) is above chance",
+            ci[0], ci[1]
+        )
     } else if ci[1] < 0.5 {
         format!(
             "cannot separate: do not trust threshold 0.3 or 0.5 (AUC {auc:.2}, 95% CI {:.2}-{:.2}: it scores aligned queues HIGHER than drifted ones)",
@@ -577,15 +671,33 @@ mod tests {
             goal: "g".into(),
             label,
             severity: sev,
-            off_goal: if label == Label::Drifted { vec!["t2".into()] } else { vec![] },
+            off_goal: if label == Label::Drifted {
+                vec!["t2".into()]
+            } else {
+                vec![]
+            },
             tags: tags.iter().map(|s| s.to_string()).collect(),
             notes: String::new(),
-            queue: vec![QueueTask { id: "t1".into(), description: "a".into() }, QueueTask { id: "t2".into(), description: "b".into() }],
+            queue: vec![
+                QueueTask {
+                    id: "t1".into(),
+                    description: "a".into(),
+                },
+                QueueTask {
+                    id: "t2".into(),
+                    description: "b".into(),
+                },
+            ],
         }
     }
 
     fn obs(score: f64, off: &[&str]) -> Result<Obs, String> {
-        Ok(Obs { score, off_goal: off.iter().map(|s| s.to_string()).collect(), cost_usd: Some(0.01), latency_ms: 10.0 })
+        Ok(Obs {
+            score,
+            off_goal: off.iter().map(|s| s.to_string()).collect(),
+            cost_usd: Some(0.01),
+            latency_ms: 10.0,
+        })
     }
 
     fn small() -> LabeledSet {
@@ -594,7 +706,12 @@ mod tests {
                 q("a1", Label::Aligned, None, &[]),
                 q("a2", Label::Aligned, None, &["hard_negative"]),
                 q("a3", Label::Aligned, None, &[]),
-                q("d1", Label::Drifted, Some(Severity::Mild), &["hard_positive"]),
+                q(
+                    "d1",
+                    Label::Drifted,
+                    Some(Severity::Mild),
+                    &["hard_positive"],
+                ),
                 q("d2", Label::Drifted, Some(Severity::Moderate), &[]),
                 q("d3", Label::Drifted, Some(Severity::Severe), &[]),
             ],
@@ -605,7 +722,11 @@ mod tests {
     #[test]
     fn bands_are_strict_like_the_harness() {
         // Exactly 0.3 does not count as flagged at 0.3; exactly 0.5 is not above 0.5.
-        let t = table(&[0.3, 0.5, 0.31, 0.2], &[true, true, true, false], PRUNE_ABOVE);
+        let t = table(
+            &[0.3, 0.5, 0.31, 0.2],
+            &[true, true, true, false],
+            PRUNE_ABOVE,
+        );
         assert_eq!((t.tp, t.fn_, t.tn, t.fp), (2, 1, 1, 0));
         let t = table(&[0.3, 0.5, 0.51], &[true, true, true], HALT_ABOVE);
         assert_eq!((t.tp, t.fn_), (1, 2));
@@ -621,29 +742,65 @@ mod tests {
             source: "test".into(),
             model: None,
             runs: vec![
-                vec![obs(0.1, &[]), obs(0.4, &["t1"]), obs(0.0, &[]), obs(0.2, &[]), Err("unreadable".into()), obs(0.9, &["t2", "t1"])],
-                vec![obs(0.1, &[]), obs(0.2, &[]), obs(0.0, &[]), obs(0.35, &[]), obs(0.6, &["t2"]), obs(0.9, &["t2"])],
+                vec![
+                    obs(0.1, &[]),
+                    obs(0.4, &["t1"]),
+                    obs(0.0, &[]),
+                    obs(0.2, &[]),
+                    Err("unreadable".into()),
+                    obs(0.9, &["t2", "t1"]),
+                ],
+                vec![
+                    obs(0.1, &[]),
+                    obs(0.2, &[]),
+                    obs(0.0, &[]),
+                    obs(0.35, &[]),
+                    obs(0.6, &["t2"]),
+                    obs(0.9, &["t2"]),
+                ],
             ],
         };
         let r = evaluate(&set, &input);
         assert_eq!((r.n_scored, r.n_aligned, r.n_drifted), (5, 3, 2));
-        assert_eq!(r.failures, vec![Failure { run: 1, queue_id: "d2".into(), error: "unreadable".into() }]);
+        assert_eq!(
+            r.failures,
+            vec![Failure {
+                run: 1,
+                queue_id: "d2".into(),
+                error: "unreadable".into()
+            }]
+        );
         assert!(r.verdict_detail.starts_with("1 of 6 checks failed"));
         // Headline = run 1: pos {0.2, 0.9}, neg {0.1, 0.4, 0.0} -> 5 of 6 pairs.
         assert!((r.auc - 5.0 / 6.0).abs() < 1e-12);
-        assert_eq!((r.at_0_3.tp, r.at_0_3.fp, r.at_0_3.tn, r.at_0_3.fn_), (1, 1, 2, 1));
+        assert_eq!(
+            (r.at_0_3.tp, r.at_0_3.fp, r.at_0_3.tn, r.at_0_3.fn_),
+            (1, 1, 2, 1)
+        );
         assert_eq!(r.detection_by_severity["mild"].above_0_3, 0);
         assert_eq!(r.detection_by_severity["moderate"].n, 0);
         assert_eq!(r.detection_by_severity["severe"].above_0_5, 1);
         assert_eq!((r.hard_negatives.n, r.hard_negatives.above_0_3), (1, 1));
         // Ids: predicted t1 (a2), t2 + t1 (d3); labeled t2 (d1), t2 (d3); d2 failed.
-        assert_eq!((r.off_goal_ids.predicted, r.off_goal_ids.labeled, r.off_goal_ids.correct), (3, 2, 1));
+        assert_eq!(
+            (
+                r.off_goal_ids.predicted,
+                r.off_goal_ids.labeled,
+                r.off_goal_ids.correct
+            ),
+            (3, 2, 1)
+        );
         assert_eq!(r.mean_cost_usd, Some(0.01));
         let s = r.run_spread.as_ref().unwrap();
         assert_eq!(s.runs, 2);
         // a2 goes prune -> aligned, d1 aligned -> prune.
         assert_eq!(s.band_flips, vec!["a2".to_string(), "d1".to_string()]);
-        assert!(r.verdict.starts_with("cannot separate: do not trust threshold 0.3 or 0.5"), "{}", r.verdict);
+        assert!(
+            r.verdict
+                .starts_with("cannot separate: do not trust threshold 0.3 or 0.5"),
+            "{}",
+            r.verdict
+        );
     }
 
     #[test]
@@ -654,7 +811,14 @@ mod tests {
             kind: "t".into(),
             source: "t".into(),
             model: None,
-            runs: vec![vec![obs(0.1, &[]), obs(0.2, &[]), obs(0.0, &[]), obs(0.6, &[]), obs(0.7, &[]), obs(0.9, &[])]],
+            runs: vec![vec![
+                obs(0.1, &[]),
+                obs(0.2, &[]),
+                obs(0.0, &[]),
+                obs(0.6, &[]),
+                obs(0.7, &[]),
+                obs(0.9, &[]),
+            ]],
         };
         let r = evaluate(&set, &input);
         assert_eq!(r.auc, 1.0);
@@ -668,32 +832,59 @@ mod tests {
     /// against scikit-learn / SciPy (bench/tests/fixtures/calibrate/make_reference.py).
     #[test]
     fn calibrate_stats_match_sklearn_scipy_reference() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibrate/reference.json");
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/calibrate/reference.json");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let f = |x: &serde_json::Value| x.as_f64().unwrap();
         let cases = v["cases"].as_array().unwrap();
         assert!(cases.len() >= 6);
         for c in cases {
             let name = c["name"].as_str().unwrap();
             let scores: Vec<f64> = c["scores"].as_array().unwrap().iter().map(f).collect();
-            let y: Vec<bool> = c["drifted"].as_array().unwrap().iter().map(|b| b.as_bool().unwrap()).collect();
-            let pos: Vec<f64> = scores.iter().zip(&y).filter(|(_, &d)| d).map(|(s, _)| *s).collect();
-            let neg: Vec<f64> = scores.iter().zip(&y).filter(|(_, &d)| !d).map(|(s, _)| *s).collect();
+            let y: Vec<bool> = c["drifted"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.as_bool().unwrap())
+                .collect();
+            let pos: Vec<f64> = scores
+                .iter()
+                .zip(&y)
+                .filter(|(_, &d)| d)
+                .map(|(s, _)| *s)
+                .collect();
+            let neg: Vec<f64> = scores
+                .iter()
+                .zip(&y)
+                .filter(|(_, &d)| !d)
+                .map(|(s, _)| *s)
+                .collect();
             let auc = stats::auc_mann_whitney(&pos, &neg);
             assert!((auc - f(&c["auc"])).abs() < 1e-12, "{name}: auc {auc}");
             let se = stats::hanley_mcneil_se(auc, pos.len(), neg.len());
             assert!((se - f(&c["hm_se"])).abs() < 1e-12, "{name}: se {se}");
             let (lo, hi) = stats::auc_interval(auc, pos.len(), neg.len(), Z95);
-            assert!((lo - f(&c["auc_ci"][0])).abs() < 1e-9 && (hi - f(&c["auc_ci"][1])).abs() < 1e-9, "{name}: ci {lo} {hi}");
+            assert!(
+                (lo - f(&c["auc_ci"][0])).abs() < 1e-9 && (hi - f(&c["auc_ci"][1])).abs() < 1e-9,
+                "{name}: ci {lo} {hi}"
+            );
             let b = stats::brier(&scores, &y);
             assert!((b - f(&c["brier"])).abs() < 1e-12, "{name}: brier {b}");
             let (t, j) = stats::youden_threshold(&scores, &y).unwrap();
-            assert!((t - f(&c["youden_threshold"])).abs() < 1e-12 && (j - f(&c["youden_j"])).abs() < 1e-12, "{name}: youden {t} {j}");
+            assert!(
+                (t - f(&c["youden_threshold"])).abs() < 1e-12
+                    && (j - f(&c["youden_j"])).abs() < 1e-12,
+                "{name}: youden {t} {j}"
+            );
             let folds = stats::loo_youden(&scores, &y);
             for (i, (mine, theirs)) in folds.iter().zip(c["loo"].as_array().unwrap()).enumerate() {
                 match (mine, theirs.as_array()) {
                     (Some((t, ok)), Some(r)) => {
-                        assert!((t - f(&r[0])).abs() < 1e-12 && *ok == r[1].as_bool().unwrap(), "{name}: fold {i}: {t} {ok} vs {r:?}")
+                        assert!(
+                            (t - f(&r[0])).abs() < 1e-12 && *ok == r[1].as_bool().unwrap(),
+                            "{name}: fold {i}: {t} {ok} vs {r:?}"
+                        )
                     }
                     (None, None) => {}
                     other => panic!("{name}: fold {i}: {other:?}"),
@@ -704,7 +895,12 @@ mod tests {
                 let r = &c[key];
                 assert_eq!(
                     (tb.tp, tb.fp, tb.tn, tb.fn_),
-                    (r["tp"].as_u64().unwrap(), r["fp"].as_u64().unwrap(), r["tn"].as_u64().unwrap(), r["fn"].as_u64().unwrap()),
+                    (
+                        r["tp"].as_u64().unwrap(),
+                        r["fp"].as_u64().unwrap(),
+                        r["tn"].as_u64().unwrap(),
+                        r["fn"].as_u64().unwrap()
+                    ),
                     "{name}: {key}"
                 );
             }
@@ -715,6 +911,9 @@ mod tests {
     fn the_note_shows_overlapping_intervals() {
         let n = small_sample_note(20);
         assert!(n.starts_with("20 queues cannot tell 0.8 agreement from 0.95"));
-        assert!(n.contains("16/20 is [0.58, 0.92]") && n.contains("19/20 is [0.76, 0.99]"), "{n}");
+        assert!(
+            n.contains("16/20 is [0.58, 0.92]") && n.contains("19/20 is [0.76, 0.99]"),
+            "{n}"
+        );
     }
 }

@@ -17,20 +17,34 @@ const SIZE: (u32, u32) = (900, 1010);
 /// one's the lower right: no corner inside the plot is safe for both).
 const CHART_H: u32 = 820;
 const FONT: &str = "sans-serif";
-const COLORS: [RGBColor; 4] = [RGBColor(31, 90, 170), RGBColor(200, 30, 30), RGBColor(20, 130, 60), RGBColor(150, 60, 170)];
+const COLORS: [RGBColor; 4] = [
+    RGBColor(31, 90, 170),
+    RGBColor(200, 30, 30),
+    RGBColor(20, 130, 60),
+    RGBColor(150, 60, 170),
+];
 const MUTED: RGBColor = RGBColor(130, 130, 130);
 
 /// `detectors`: (name, report) of every MEASURED detector. `not_measured`:
 /// names of detectors asked for but not measured, said on the plot so an
 /// absent curve is not read as a bad one.
-pub fn roc(detectors: &[(&str, &DetectorReport)], not_measured: &[&str], n_aligned: usize, n_drifted: usize, path: &Path) -> Result<(), String> {
+pub fn roc(
+    detectors: &[(&str, &DetectorReport)],
+    not_measured: &[&str],
+    n_aligned: usize,
+    n_drifted: usize,
+    path: &Path,
+) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| format!("{}: {x}", path.display());
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let (top, bottom) = root.split_vertically(CHART_H);
     // (marker kind, color, text) of each legend line, drawn in `bottom`.
     let mut legend: Vec<(Mark, RGBColor, String)> = Vec::new();
-    let title = format!("Drift detectors: ROC on {} labeled queues ({n_aligned} aligned, {n_drifted} drifted)", n_aligned + n_drifted);
+    let title = format!(
+        "Drift detectors: ROC on {} labeled queues ({n_aligned} aligned, {n_drifted} drifted)",
+        n_aligned + n_drifted
+    );
     let mut chart = ChartBuilder::on(&top)
         .caption(title, (FONT, 24))
         .margin(24)
@@ -53,9 +67,18 @@ pub fn roc(detectors: &[(&str, &DetectorReport)], not_measured: &[&str], n_align
         .map_err(|x| e(&x))?;
 
     chart
-        .draw_series(DashedLineSeries::new(vec![(0.0, 0.0), (1.0, 1.0)], 8, 6, MUTED.stroke_width(1)))
+        .draw_series(DashedLineSeries::new(
+            vec![(0.0, 0.0), (1.0, 1.0)],
+            8,
+            6,
+            MUTED.stroke_width(1),
+        ))
         .map_err(|x| e(&x))?;
-    legend.push((Mark::Dashed, MUTED, "chance: a detector that cannot separate the labels (AUC 0.5)".into()));
+    legend.push((
+        Mark::Dashed,
+        MUTED,
+        "chance: a detector that cannot separate the labels (AUC 0.5)".into(),
+    ));
 
     for (i, (name, r)) in detectors.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
@@ -65,12 +88,29 @@ pub fn roc(detectors: &[(&str, &DetectorReport)], not_measured: &[&str], n_align
         // diagonal (a tie across labels), and the area under this polyline is
         // the tie-aware AUC reported.
         let pts: Vec<(f64, f64)> = r.roc.iter().map(|p| (p.fpr, p.tpr)).collect();
-        chart.draw_series(LineSeries::new(pts, color.stroke_width(3))).map_err(|x| e(&x))?;
-        legend.push((Mark::Line, color, format!("{name}: AUC {:.2} (95% CI {:.2}-{:.2}), {}", r.auc, r.auc_ci[0], r.auc_ci[1], r.verdict.split(':').next().unwrap_or(""))));
+        chart
+            .draw_series(LineSeries::new(pts, color.stroke_width(3)))
+            .map_err(|x| e(&x))?;
+        legend.push((
+            Mark::Line,
+            color,
+            format!(
+                "{name}: AUC {:.2} (95% CI {:.2}-{:.2}), {}",
+                r.auc,
+                r.auc_ci[0],
+                r.auc_ci[1],
+                r.verdict.split(':').next().unwrap_or("")
+            ),
+        ));
 
         // The shipped bands on this curve.
         let scores: Vec<f64> = r.queues.iter().filter_map(|q| q.score).collect();
-        let drifted: Vec<bool> = r.queues.iter().filter(|q| q.score.is_some()).map(|q| q.label == super::queues::Label::Drifted).collect();
+        let drifted: Vec<bool> = r
+            .queues
+            .iter()
+            .filter(|q| q.score.is_some())
+            .map(|q| q.label == super::queues::Label::Drifted)
+            .collect();
         for (t, is_halt) in [(PRUNE_ABOVE, false), (HALT_ABOVE, true)] {
             let (tpr, fpr) = rates_at(&scores, &drifted, t);
             if !(tpr.is_finite() && fpr.is_finite()) {
@@ -81,32 +121,56 @@ pub fn roc(detectors: &[(&str, &DetectorReport)], not_measured: &[&str], n_align
             let offset = if is_halt { (12, 6) } else { (12, -22) };
             let style = (FONT, 15).into_font().color(&color);
             if is_halt {
-                let m = EmptyElement::at((fpr, tpr)) + TriangleMarker::new((0, 0), 9, color.filled()) + Text::new(text, offset, style);
+                let m = EmptyElement::at((fpr, tpr))
+                    + TriangleMarker::new((0, 0), 9, color.filled())
+                    + Text::new(text, offset, style);
                 chart.draw_series(std::iter::once(m)).map_err(|x| e(&x))?;
             } else {
-                let m = EmptyElement::at((fpr, tpr)) + Circle::new((0, 0), 8, color.filled()) + Text::new(text, offset, style);
+                let m = EmptyElement::at((fpr, tpr))
+                    + Circle::new((0, 0), 8, color.filled())
+                    + Text::new(text, offset, style);
                 chart.draw_series(std::iter::once(m)).map_err(|x| e(&x))?;
             }
         }
     }
-    legend.push((Mark::Circle, BLACK, "marker: the shipped prune band on that curve (score > 0.3)".into()));
-    legend.push((Mark::Triangle, BLACK, "marker: the shipped halt band on that curve (score > 0.5)".into()));
+    legend.push((
+        Mark::Circle,
+        BLACK,
+        "marker: the shipped prune band on that curve (score > 0.3)".into(),
+    ));
+    legend.push((
+        Mark::Triangle,
+        BLACK,
+        "marker: the shipped halt band on that curve (score > 0.5)".into(),
+    ));
     for name in not_measured {
-        legend.push((Mark::Cross, MUTED, format!("{name}: NOT MEASURED, no curve (no recordings of a real model yet)")));
+        legend.push((
+            Mark::Cross,
+            MUTED,
+            format!("{name}: NOT MEASURED, no curve (no recordings of a real model yet)"),
+        ));
     }
     let font = (FONT, 17).into_font();
     for (i, (mark, color, text)) in legend.iter().enumerate() {
         let y = 20 + 30 * i as i32;
         let x = 110;
         match mark {
-            Mark::Line => bottom.draw(&PathElement::new(vec![(x, y), (x + 30, y)], color.stroke_width(3))),
-            Mark::Dashed => bottom.draw(&PathElement::new(vec![(x, y), (x + 30, y)], color.stroke_width(1))),
+            Mark::Line => bottom.draw(&PathElement::new(
+                vec![(x, y), (x + 30, y)],
+                color.stroke_width(3),
+            )),
+            Mark::Dashed => bottom.draw(&PathElement::new(
+                vec![(x, y), (x + 30, y)],
+                color.stroke_width(1),
+            )),
             Mark::Circle => bottom.draw(&Circle::new((x + 15, y), 7, color.filled())),
             Mark::Triangle => bottom.draw(&TriangleMarker::new((x + 15, y), 8, color.filled())),
             Mark::Cross => bottom.draw(&Cross::new((x + 15, y), 6, color.stroke_width(2))),
         }
         .map_err(|x| e(&x))?;
-        bottom.draw(&Text::new(text.clone(), (x + 44, y - 9), font.clone())).map_err(|x| e(&x))?;
+        bottom
+            .draw(&Text::new(text.clone(), (x + 44, y - 9), font.clone()))
+            .map_err(|x| e(&x))?;
     }
     root.present().map_err(|x| e(&x))?;
     Ok(())

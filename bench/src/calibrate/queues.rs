@@ -23,7 +23,9 @@ pub const MAX_GOAL_CHARS: usize = 4000;
 pub const MAX_QUEUE_ID_CHARS: usize = 100;
 const MAX_FILE_BYTES: u64 = 256 * 1024;
 
-const TOP_FIELDS: &[&str] = &["id", "domain", "goal", "label", "severity", "off_goal", "tags", "notes", "queue"];
+const TOP_FIELDS: &[&str] = &[
+    "id", "domain", "goal", "label", "severity", "off_goal", "tags", "notes", "queue",
+];
 const TASK_FIELDS: &[&str] = &["id", "description"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -94,7 +96,13 @@ impl fmt::Display for SetError {
         if self.field.is_empty() {
             write!(f, "{}: {}", self.file.display(), self.message)
         } else {
-            write!(f, "{}: field `{}`: {}", self.file.display(), self.field, self.message)
+            write!(
+                f,
+                "{}: field `{}`: {}",
+                self.file.display(),
+                self.field,
+                self.message
+            )
         }
     }
 }
@@ -115,13 +123,23 @@ impl LabeledSet {
 /// Load every `*.toml` in `dir` (not recursive; README.md and hidden files
 /// are skipped). Returns every error found, not just the first.
 pub fn load_dir(dir: &Path) -> Result<LabeledSet, Vec<SetError>> {
-    let set_err = |m: String| vec![SetError { file: dir.to_path_buf(), field: String::new(), message: m }];
-    let rd = std::fs::read_dir(dir).map_err(|e| set_err(format!("cannot read the labeled-set directory: {e}")))?;
+    let set_err = |m: String| {
+        vec![SetError {
+            file: dir.to_path_buf(),
+            field: String::new(),
+            message: m,
+        }]
+    };
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| set_err(format!("cannot read the labeled-set directory: {e}")))?;
     let mut files: Vec<PathBuf> = rd
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| {
-            let hidden = p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+            let hidden = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'));
             !hidden && p.extension().is_some_and(|x| x == "toml") && p.is_file()
         })
         .collect();
@@ -130,7 +148,10 @@ pub fn load_dir(dir: &Path) -> Result<LabeledSet, Vec<SetError>> {
         return Err(set_err("holds no *.toml queue files (one file per labeled queue; see suites/drift-calibration/README.md)".into()));
     }
     if files.len() > MAX_QUEUES {
-        return Err(set_err(format!("holds {} queue files; the limit is {MAX_QUEUES}", files.len())));
+        return Err(set_err(format!(
+            "holds {} queue files; the limit is {MAX_QUEUES}",
+            files.len()
+        )));
     }
     let mut queues = Vec::new();
     let mut errors = Vec::new();
@@ -156,7 +177,11 @@ fn check_set(dir: &Path, queues: Vec<LabeledQueue>) -> Result<LabeledSet, Vec<Se
             errors.push(SetError {
                 file: q.file.clone(),
                 field: "id".into(),
-                message: format!("\"{}\" is also the id of {}; ids must be unique in the set", q.id, first.display()),
+                message: format!(
+                    "\"{}\" is also the id of {}; ids must be unique in the set",
+                    q.id,
+                    first.display()
+                ),
             });
         }
     }
@@ -182,17 +207,29 @@ fn check_set(dir: &Path, queues: Vec<LabeledQueue>) -> Result<LabeledSet, Vec<Se
         ));
     }
     if queues.len() < 20 {
-        warnings.push(format!("only {} queues: the intervals below are wider than the 20-queue set's", queues.len()));
+        warnings.push(format!(
+            "only {} queues: the intervals below are wider than the 20-queue set's",
+            queues.len()
+        ));
     }
     Ok(LabeledSet { queues, warnings })
 }
 
 /// Load and check one queue file.
 pub fn load_file(path: &Path) -> Result<LabeledQueue, Vec<SetError>> {
-    let whole = |m: String| vec![SetError { file: path.to_path_buf(), field: String::new(), message: m }];
+    let whole = |m: String| {
+        vec![SetError {
+            file: path.to_path_buf(),
+            field: String::new(),
+            message: m,
+        }]
+    };
     let meta = std::fs::metadata(path).map_err(|e| whole(format!("cannot read: {e}")))?;
     if meta.len() > MAX_FILE_BYTES {
-        return Err(whole(format!("is {} bytes; a queue file is at most {MAX_FILE_BYTES}", meta.len())));
+        return Err(whole(format!(
+            "is {} bytes; a queue file is at most {MAX_FILE_BYTES}",
+            meta.len()
+        )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| whole(format!("cannot read: {e}")))?;
     parse(path, &text)
@@ -201,13 +238,23 @@ pub fn load_file(path: &Path) -> Result<LabeledQueue, Vec<SetError>> {
 /// Parse and check a queue from TOML text; `path` names it in errors.
 pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        vec![SetError { file: path.to_path_buf(), field: String::new(), message: format!("not valid TOML: {}", e.message().trim()) }]
+        vec![SetError {
+            file: path.to_path_buf(),
+            field: String::new(),
+            message: format!("not valid TOML: {}", e.message().trim()),
+        }]
     })?;
-    let mut c = Checker { file: path, errors: Vec::new() };
+    let mut c = Checker {
+        file: path,
+        errors: Vec::new(),
+    };
 
     for k in table.keys() {
         if !TOP_FIELDS.contains(&k.as_str()) {
-            c.err(k, format!("unknown field; expected one of {}", TOP_FIELDS.join(", ")));
+            c.err(
+                k,
+                format!("unknown field; expected one of {}", TOP_FIELDS.join(", ")),
+            );
         }
     }
 
@@ -217,19 +264,31 @@ pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
         if !valid_id(&id) {
             c.err("id", format!("\"{id}\" is not a valid id; expected 1..={MAX_QUEUE_ID_CHARS} characters from A-Z a-z 0-9 - _ ."));
         } else if id != stem {
-            c.err("id", format!("is \"{id}\" but the file is {stem}.toml; the id must equal the file name"));
+            c.err(
+                "id",
+                format!("is \"{id}\" but the file is {stem}.toml; the id must equal the file name"),
+            );
         }
     }
     let domain = c.string(&table, "domain", true).unwrap_or_default();
     let goal = c.string(&table, "goal", true).unwrap_or_default();
     if goal.chars().count() > MAX_GOAL_CHARS {
-        c.err("goal", format!("is {} characters; the limit is {MAX_GOAL_CHARS}", goal.chars().count()));
+        c.err(
+            "goal",
+            format!(
+                "is {} characters; the limit is {MAX_GOAL_CHARS}",
+                goal.chars().count()
+            ),
+        );
     }
     let label = match c.string(&table, "label", true).as_deref() {
         Some("aligned") => Some(Label::Aligned),
         Some("drifted") => Some(Label::Drifted),
         Some(other) => {
-            c.err("label", format!("unknown label \"{other}\"; expected \"aligned\" or \"drifted\""));
+            c.err(
+                "label",
+                format!("unknown label \"{other}\"; expected \"aligned\" or \"drifted\""),
+            );
             None
         }
         None => None,
@@ -240,7 +299,12 @@ pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
         Some("moderate") => Some(Severity::Moderate),
         Some("severe") => Some(Severity::Severe),
         Some(other) => {
-            c.err("severity", format!("unknown severity \"{other}\"; expected \"mild\", \"moderate\" or \"severe\""));
+            c.err(
+                "severity",
+                format!(
+                    "unknown severity \"{other}\"; expected \"mild\", \"moderate\" or \"severe\""
+                ),
+            );
             None
         }
     };
@@ -250,38 +314,67 @@ pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
 
     let mut queue = Vec::new();
     match table.get("queue") {
-        None => c.err("queue", "missing; expected an array of [[queue]] tables with `id` and `description`".into()),
+        None => c.err(
+            "queue",
+            "missing; expected an array of [[queue]] tables with `id` and `description`".into(),
+        ),
         Some(toml::Value::Array(items)) => {
             if items.is_empty() {
                 c.err("queue", "is empty; a queue has at least one task".into());
             }
             if items.len() > MAX_TASKS_PER_QUEUE {
-                c.err("queue", format!("has {} tasks; the limit is {MAX_TASKS_PER_QUEUE}", items.len()));
+                c.err(
+                    "queue",
+                    format!(
+                        "has {} tasks; the limit is {MAX_TASKS_PER_QUEUE}",
+                        items.len()
+                    ),
+                );
             }
             let mut ids = BTreeSet::new();
             for (i, item) in items.iter().enumerate() {
                 let base = format!("queue[{i}]");
                 let Some(t) = item.as_table() else {
-                    c.err(&base, "is not a table; expected { id = \"t1\", description = \"...\" }".into());
+                    c.err(
+                        &base,
+                        "is not a table; expected { id = \"t1\", description = \"...\" }".into(),
+                    );
                     continue;
                 };
                 for k in t.keys() {
                     if !TASK_FIELDS.contains(&k.as_str()) {
-                        c.err(&format!("{base}.{k}"), "unknown field; expected `id` and `description`".into());
+                        c.err(
+                            &format!("{base}.{k}"),
+                            "unknown field; expected `id` and `description`".into(),
+                        );
                     }
                 }
                 let tid = c.string_at(t, &base, "id").unwrap_or_default();
                 let desc = c.string_at(t, &base, "description").unwrap_or_default();
                 if tid.chars().count() > TASK_ID_MAX_CHARS {
-                    c.err(&format!("{base}.id"), format!("is longer than the harness's task id limit ({TASK_ID_MAX_CHARS})"));
+                    c.err(
+                        &format!("{base}.id"),
+                        format!("is longer than the harness's task id limit ({TASK_ID_MAX_CHARS})"),
+                    );
                 }
                 if desc.chars().count() > TASK_DESCRIPTION_MAX_CHARS {
-                    c.err(&format!("{base}.description"), format!("is longer than the harness's limit ({TASK_DESCRIPTION_MAX_CHARS})"));
+                    c.err(
+                        &format!("{base}.description"),
+                        format!(
+                            "is longer than the harness's limit ({TASK_DESCRIPTION_MAX_CHARS})"
+                        ),
+                    );
                 }
                 if !tid.is_empty() && !ids.insert(tid.clone()) {
-                    c.err(&format!("{base}.id"), format!("duplicate task id \"{tid}\" in this queue"));
+                    c.err(
+                        &format!("{base}.id"),
+                        format!("duplicate task id \"{tid}\" in this queue"),
+                    );
                 }
-                queue.push(QueueTask { id: tid, description: desc });
+                queue.push(QueueTask {
+                    id: tid,
+                    description: desc,
+                });
             }
         }
         Some(_) => c.err("queue", "is not an array; expected [[queue]] tables".into()),
@@ -291,15 +384,24 @@ pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
     match label {
         Some(Label::Drifted) => {
             if severity.is_none() && table.get("severity").is_none() {
-                c.err("severity", "missing; a drifted queue needs \"mild\", \"moderate\" or \"severe\"".into());
+                c.err(
+                    "severity",
+                    "missing; a drifted queue needs \"mild\", \"moderate\" or \"severe\"".into(),
+                );
             }
             if off_goal.is_empty() && table.contains_key("off_goal") {
-                c.err("off_goal", "is empty; a drifted queue names at least one off-goal task id".into());
+                c.err(
+                    "off_goal",
+                    "is empty; a drifted queue names at least one off-goal task id".into(),
+                );
             }
         }
         Some(Label::Aligned) => {
             if table.contains_key("severity") {
-                c.err("severity", "is set on an aligned queue; only drifted queues have a severity".into());
+                c.err(
+                    "severity",
+                    "is set on an aligned queue; only drifted queues have a severity".into(),
+                );
             }
             if !off_goal.is_empty() {
                 c.err("off_goal", format!("is {off_goal:?} on an aligned queue; an aligned queue has no off-goal tasks"));
@@ -311,16 +413,29 @@ pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
     let mut seen_off = BTreeSet::new();
     for (i, o) in off_goal.iter().enumerate() {
         if !known.is_empty() && !known.contains(o.as_str()) {
-            c.err(&format!("off_goal[{i}]"), format!("\"{o}\" is not a task id in this queue (ids: {})", known.iter().copied().collect::<Vec<_>>().join(", ")));
+            c.err(
+                &format!("off_goal[{i}]"),
+                format!(
+                    "\"{o}\" is not a task id in this queue (ids: {})",
+                    known.iter().copied().collect::<Vec<_>>().join(", ")
+                ),
+            );
         }
         if !seen_off.insert(o.as_str()) {
-            c.err(&format!("off_goal[{i}]"), format!("\"{o}\" is listed twice"));
+            c.err(
+                &format!("off_goal[{i}]"),
+                format!("\"{o}\" is listed twice"),
+            );
         }
     }
     for (i, t) in tags.iter().enumerate() {
         let wrong = match (t.as_str(), label) {
-            ("hard_negative", Some(Label::Drifted)) => Some("hard_negative marks an ALIGNED queue that looks unrelated on the surface"),
-            ("hard_positive", Some(Label::Aligned)) => Some("hard_positive marks a DRIFTED queue that reuses the goal's vocabulary"),
+            ("hard_negative", Some(Label::Drifted)) => {
+                Some("hard_negative marks an ALIGNED queue that looks unrelated on the surface")
+            }
+            ("hard_positive", Some(Label::Aligned)) => {
+                Some("hard_positive marks a DRIFTED queue that reuses the goal's vocabulary")
+            }
             _ => None,
         };
         if let Some(w) = wrong {
@@ -332,12 +447,28 @@ pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
         return Err(c.errors);
     }
     // Both are Some here: a missing or unknown label was an error above.
-    let Some(label) = label else { return Err(vec![]) };
-    Ok(LabeledQueue { id, file: path.to_path_buf(), domain, goal, label, severity, off_goal, tags, notes, queue })
+    let Some(label) = label else {
+        return Err(vec![]);
+    };
+    Ok(LabeledQueue {
+        id,
+        file: path.to_path_buf(),
+        domain,
+        goal,
+        label,
+        severity,
+        off_goal,
+        tags,
+        notes,
+        queue,
+    })
 }
 
 fn valid_id(s: &str) -> bool {
-    !s.is_empty() && s.len() <= MAX_QUEUE_ID_CHARS && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    !s.is_empty()
+        && s.len() <= MAX_QUEUE_ID_CHARS
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 struct Checker<'a> {
@@ -347,7 +478,11 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     fn err(&mut self, field: &str, message: String) {
-        self.errors.push(SetError { file: self.file.to_path_buf(), field: field.to_string(), message });
+        self.errors.push(SetError {
+            file: self.file.to_path_buf(),
+            field: field.to_string(),
+            message,
+        });
     }
 
     /// A non-empty string field of the top-level table.
@@ -359,7 +494,13 @@ impl Checker<'_> {
         self.string_in(t, field, &format!("{base}.{field}"), true)
     }
 
-    fn string_in(&mut self, t: &toml::Table, key: &str, path: &str, required: bool) -> Option<String> {
+    fn string_in(
+        &mut self,
+        t: &toml::Table,
+        key: &str,
+        path: &str,
+        required: bool,
+    ) -> Option<String> {
         match t.get(key) {
             None => {
                 if required {
@@ -373,7 +514,14 @@ impl Checker<'_> {
             }
             Some(toml::Value::String(s)) => Some(s.trim().to_string()),
             Some(v) => {
-                self.err(path, format!("is a {}; expected a string: {}", v.type_str(), expected(key)));
+                self.err(
+                    path,
+                    format!(
+                        "is a {}; expected a string: {}",
+                        v.type_str(),
+                        expected(key)
+                    ),
+                );
                 None
             }
         }
@@ -392,13 +540,19 @@ impl Checker<'_> {
                 for (i, v) in a.iter().enumerate() {
                     match v.as_str() {
                         Some(s) if !s.trim().is_empty() => out.push(s.trim().to_string()),
-                        _ => self.err(&format!("{field}[{i}]"), "expected a non-empty string".into()),
+                        _ => self.err(
+                            &format!("{field}[{i}]"),
+                            "expected a non-empty string".into(),
+                        ),
                     }
                 }
                 Some(out)
             }
             Some(v) => {
-                self.err(field, format!("is a {}; expected {}", v.type_str(), expected(field)));
+                self.err(
+                    field,
+                    format!("is a {}; expected {}", v.type_str(), expected(field)),
+                );
                 None
             }
         }
@@ -440,7 +594,11 @@ description = "Dashboard."
 "#;
 
     fn errs(text: &str) -> Vec<String> {
-        parse(Path::new("set/q.toml"), text).unwrap_err().iter().map(|e| e.to_string()).collect()
+        parse(Path::new("set/q.toml"), text)
+            .unwrap_err()
+            .iter()
+            .map(|e| e.to_string())
+            .collect()
     }
 
     #[test]
@@ -454,74 +612,148 @@ description = "Dashboard."
     #[test]
     fn missing_label_names_file_and_field() {
         let e = errs(&GOOD.replace("label = \"drifted\"\n", ""));
-        assert!(e.iter().any(|m| m.starts_with("set/q.toml: field `label`: missing")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("set/q.toml: field `label`: missing")),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn unknown_severity_names_file_and_field() {
         let e = errs(&GOOD.replace("\"mild\"", "\"catastrophic\""));
-        assert!(e.iter().any(|m| m.contains("set/q.toml: field `severity`: unknown severity \"catastrophic\"")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|m| m
+                    .contains("set/q.toml: field `severity`: unknown severity \"catastrophic\"")),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn off_goal_id_not_in_queue_is_named() {
         let e = errs(&GOOD.replace("[\"t2\"]", "[\"t9\"]"));
-        assert!(e.iter().any(|m| m.contains("field `off_goal[0]`: \"t9\" is not a task id in this queue")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|m| m.contains("field `off_goal[0]`: \"t9\" is not a task id in this queue")),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn cross_field_rules() {
         // A drifted queue without severity; an aligned one with severity / off-goal ids.
-        assert!(errs(&GOOD.replace("severity = \"mild\"\n", "")).iter().any(|m| m.contains("`severity`: missing")));
+        assert!(errs(&GOOD.replace("severity = \"mild\"\n", ""))
+            .iter()
+            .any(|m| m.contains("`severity`: missing")));
         let aligned = GOOD.replace("\"drifted\"", "\"aligned\"");
         let e = errs(&aligned);
-        assert!(e.iter().any(|m| m.contains("`severity`: is set on an aligned queue")), "{e:?}");
-        assert!(e.iter().any(|m| m.contains("`off_goal`: is [\"t2\"] on an aligned queue")), "{e:?}");
-        assert!(errs(&GOOD.replace("[\"t2\"]", "[]")).iter().any(|m| m.contains("`off_goal`: is empty")));
+        assert!(
+            e.iter()
+                .any(|m| m.contains("`severity`: is set on an aligned queue")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.contains("`off_goal`: is [\"t2\"] on an aligned queue")),
+            "{e:?}"
+        );
+        assert!(errs(&GOOD.replace("[\"t2\"]", "[]"))
+            .iter()
+            .any(|m| m.contains("`off_goal`: is empty")));
     }
 
     #[test]
     fn typos_ids_and_types_are_errors() {
-        assert!(errs(&GOOD.replace("label =", "lable =")).iter().any(|m| m.contains("field `lable`: unknown field")));
-        assert!(errs(&GOOD.replace("id = \"q\"", "id = \"other\"")).iter().any(|m| m.contains("must equal the file name")));
-        assert!(errs(&GOOD.replace("id = \"t2\"", "id = \"t1\"")).iter().any(|m| m.contains("`queue[1].id`: duplicate task id")));
-        assert!(errs(&GOOD.replace("goal = \"Reduce p95 latency.\"", "goal = 3")).iter().any(|m| m.contains("`goal`: is a integer")));
+        assert!(errs(&GOOD.replace("label =", "lable ="))
+            .iter()
+            .any(|m| m.contains("field `lable`: unknown field")));
+        assert!(errs(&GOOD.replace("id = \"q\"", "id = \"other\""))
+            .iter()
+            .any(|m| m.contains("must equal the file name")));
+        assert!(errs(&GOOD.replace("id = \"t2\"", "id = \"t1\""))
+            .iter()
+            .any(|m| m.contains("`queue[1].id`: duplicate task id")));
+        assert!(
+            errs(&GOOD.replace("goal = \"Reduce p95 latency.\"", "goal = 3"))
+                .iter()
+                .any(|m| m.contains("`goal`: is a integer"))
+        );
         assert!(errs("id = [").iter().any(|m| m.contains("not valid TOML")));
-        assert!(errs(&GOOD.replace("description = \"Profile.\"", "")).iter().any(|m| m.contains("`queue[0].description`: missing")));
+        assert!(errs(&GOOD.replace("description = \"Profile.\"", ""))
+            .iter()
+            .any(|m| m.contains("`queue[0].description`: missing")));
     }
 
     #[test]
     fn set_level_balance_is_a_warning_and_one_label_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, text: String| std::fs::write(dir.path().join(format!("{name}.toml")), text).unwrap();
+        let write = |name: &str, text: String| {
+            std::fs::write(dir.path().join(format!("{name}.toml")), text).unwrap()
+        };
         write("a", GOOD.replace("id = \"q\"", "id = \"a\""));
         let e = load_dir(dir.path()).unwrap_err();
-        assert!(e[0].to_string().contains("calibration needs both labels"), "{}", e[0]);
-        write("b", GOOD.replace("id = \"q\"", "id = \"b\"").replace("\"drifted\"", "\"aligned\"").replace("severity = \"mild\"\n", "").replace("[\"t2\"]", "[]"));
+        assert!(
+            e[0].to_string().contains("calibration needs both labels"),
+            "{}",
+            e[0]
+        );
+        write(
+            "b",
+            GOOD.replace("id = \"q\"", "id = \"b\"")
+                .replace("\"drifted\"", "\"aligned\"")
+                .replace("severity = \"mild\"\n", "")
+                .replace("[\"t2\"]", "[]"),
+        );
         write("c", GOOD.replace("id = \"q\"", "id = \"c\""));
         std::fs::write(dir.path().join("README.md"), "not a queue").unwrap();
         let set = load_dir(dir.path()).unwrap();
         assert_eq!(set.queues.len(), 3);
-        assert!(set.warnings.iter().any(|w| w.starts_with("unbalanced set: 1 aligned vs 2 drifted")), "{:?}", set.warnings);
+        assert!(
+            set.warnings
+                .iter()
+                .any(|w| w.starts_with("unbalanced set: 1 aligned vs 2 drifted")),
+            "{:?}",
+            set.warnings
+        );
     }
 
     #[test]
     fn committed_set_loads_balanced_with_the_promised_coverage() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/drift-calibration");
-        let set = load_dir(&dir).unwrap_or_else(|e| panic!("{}", e.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n")));
+        let set = load_dir(&dir).unwrap_or_else(|e| {
+            panic!(
+                "{}",
+                e.iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        });
         assert_eq!(set.queues.len(), 20);
         assert_eq!(set.count(Label::Aligned), 10);
         assert!(set.warnings.is_empty(), "{:?}", set.warnings);
         for s in Severity::ALL {
-            assert!(set.queues.iter().any(|q| q.severity == Some(s)), "no {} queue", s.as_str());
+            assert!(
+                set.queues.iter().any(|q| q.severity == Some(s)),
+                "no {} queue",
+                s.as_str()
+            );
         }
         let domains: BTreeSet<&str> = set.queues.iter().map(|q| q.domain.as_str()).collect();
         assert!(domains.len() >= 5, "{domains:?}");
-        let tagged = |t: &str| set.queues.iter().filter(|q| q.tags.iter().any(|x| x == t)).count();
+        let tagged = |t: &str| {
+            set.queues
+                .iter()
+                .filter(|q| q.tags.iter().any(|x| x == t))
+                .count()
+        };
         assert!(tagged("hard_negative") >= 3 && tagged("hard_positive") >= 3);
         // Ids reach the endpoint as the call key header: none may give the label away.
         for q in &set.queues {
-            for w in ["aligned", "drift", "hard", "negative", "positive", "mild", "moderate", "severe"] {
+            for w in [
+                "aligned", "drift", "hard", "negative", "positive", "mild", "moderate", "severe",
+            ] {
                 assert!(!q.id.contains(w), "{} gives its label away", q.id);
             }
         }

@@ -68,9 +68,28 @@ fn table_md(out: &mut String, t: &Table2x2, band: &str) {
     let _ = writeln!(out, "**Score > {} ({band})**\n", t.threshold);
     let _ = writeln!(out, "| | flagged (> {}) | not flagged | |", t.threshold);
     let _ = writeln!(out, "|---|---:|---:|---|");
-    let _ = writeln!(out, "| labeled drifted | {} (TP) | {} (FN) | sensitivity {} {} |", t.tp, t.fn_, pct(t.sensitivity), ci(t.sensitivity_ci));
-    let _ = writeln!(out, "| labeled aligned | {} (FP) | {} (TN) | specificity {} {} |", t.fp, t.tn, pct(t.specificity), ci(t.specificity_ci));
-    let _ = writeln!(out, "| | | | agreement {} {} |\n", pct(Some(t.agreement)), ci(t.agreement_ci));
+    let _ = writeln!(
+        out,
+        "| labeled drifted | {} (TP) | {} (FN) | sensitivity {} {} |",
+        t.tp,
+        t.fn_,
+        pct(t.sensitivity),
+        ci(t.sensitivity_ci)
+    );
+    let _ = writeln!(
+        out,
+        "| labeled aligned | {} (FP) | {} (TN) | specificity {} {} |",
+        t.fp,
+        t.tn,
+        pct(t.specificity),
+        ci(t.specificity_ci)
+    );
+    let _ = writeln!(
+        out,
+        "| | | | agreement {} {} |\n",
+        pct(Some(t.agreement)),
+        ci(t.agreement_ci)
+    );
 }
 
 fn group_row(name: &str, g: &GroupRow) -> String {
@@ -90,31 +109,86 @@ pub fn detector_md(out: &mut String, name: &str, r: &DetectorReport) {
     let _ = writeln!(out, "## {name} ({})\n", r.kind);
     let _ = writeln!(out, "**Verdict: {}**\n", r.verdict);
     let _ = writeln!(out, "{}\n", r.verdict_detail);
-    let _ = writeln!(out, "Source: {}{}\n", r.source, r.model.as_ref().map(|m| format!("; model `{m}`")).unwrap_or_default());
+    let _ = writeln!(
+        out,
+        "Source: {}{}\n",
+        r.source,
+        r.model
+            .as_ref()
+            .map(|m| format!("; model `{m}`"))
+            .unwrap_or_default()
+    );
     let _ = writeln!(out, "| figure | value |\n|---|---|");
-    let _ = writeln!(out, "| queues scored | {} ({} aligned, {} drifted) |", r.n_scored, r.n_aligned, r.n_drifted);
-    let _ = writeln!(out, "| AUC (95% CI, {}) | {:.3} [{:.3}, {:.3}] (SE {:.3}) |", r.auc_ci_method, r.auc, r.auc_ci[0], r.auc_ci[1], r.auc_se);
-    let _ = writeln!(out, "| agreement at > 0.3 | {} {} |", pct(Some(r.agreement)), ci(r.agreement_ci));
-    let _ = writeln!(out, "| sensitivity at > 0.3 | {} {} |", pct(r.sensitivity), ci(r.sensitivity_ci));
-    let _ = writeln!(out, "| specificity at > 0.3 | {} {} |", pct(r.specificity), ci(r.specificity_ci));
-    let _ = writeln!(out, "| agreement at > 0.5 | {} {} |", pct(Some(r.at_0_5.agreement)), ci(r.at_0_5.agreement_ci));
+    let _ = writeln!(
+        out,
+        "| queues scored | {} ({} aligned, {} drifted) |",
+        r.n_scored, r.n_aligned, r.n_drifted
+    );
+    let _ = writeln!(
+        out,
+        "| AUC (95% CI, {}) | {:.3} [{:.3}, {:.3}] (SE {:.3}) |",
+        r.auc_ci_method, r.auc, r.auc_ci[0], r.auc_ci[1], r.auc_se
+    );
+    let _ = writeln!(
+        out,
+        "| agreement at > 0.3 | {} {} |",
+        pct(Some(r.agreement)),
+        ci(r.agreement_ci)
+    );
+    let _ = writeln!(
+        out,
+        "| sensitivity at > 0.3 | {} {} |",
+        pct(r.sensitivity),
+        ci(r.sensitivity_ci)
+    );
+    let _ = writeln!(
+        out,
+        "| specificity at > 0.3 | {} {} |",
+        pct(r.specificity),
+        ci(r.specificity_ci)
+    );
+    let _ = writeln!(
+        out,
+        "| agreement at > 0.5 | {} {} |",
+        pct(Some(r.at_0_5.agreement)),
+        ci(r.at_0_5.agreement_ci)
+    );
     let _ = writeln!(
         out,
         "| leave-one-out Youden threshold (median of the folds) | {} (per fold: {}) |",
         threshold_text(r.loo_threshold),
         r.loo_threshold_range.map_or("n/a".into(), |[a, b]| {
-            let short = |t: f64| if t < 0.0 { "none".to_string() } else { format!("{t:.3}") };
-            if a == b { format!("{} in every fold", short(a)) } else { format!("{} to {}", short(a), short(b)) }
+            let short = |t: f64| {
+                if t < 0.0 {
+                    "none".to_string()
+                } else {
+                    format!("{t:.3}")
+                }
+            };
+            if a == b {
+                format!("{} in every fold", short(a))
+            } else {
+                format!("{} to {}", short(a), short(b))
+            }
         })
     );
-    let _ = writeln!(out, "| leave-one-out agreement | {} {} |", pct(r.loo_agreement), ci(r.loo_agreement_ci));
+    let _ = writeln!(
+        out,
+        "| leave-one-out agreement | {} {} |",
+        pct(r.loo_agreement),
+        ci(r.loo_agreement_ci)
+    );
     let _ = writeln!(
         out,
         "| Youden threshold on all queues (in-sample J {}, not a score) | {} |",
         num(r.youden_j_in_sample, 2),
         threshold_text(r.youden_threshold_all)
     );
-    let _ = writeln!(out, "| Brier score (score read as P(drifted); 0 best, 0.25 = always 0.5) | {:.3} |", r.brier);
+    let _ = writeln!(
+        out,
+        "| Brier score (score read as P(drifted); 0 best, 0.25 = always 0.5) | {:.3} |",
+        r.brier
+    );
     let _ = writeln!(
         out,
         "| off-goal task ids: precision / recall | {} / {} ({} of {} called off-goal are labeled so; {} labeled) |",
@@ -125,7 +199,12 @@ pub fn detector_md(out: &mut String, name: &str, r: &DetectorReport) {
         r.off_goal_ids.labeled
     );
     let _ = writeln!(out, "| mean cost per check | {} |", usd(r.mean_cost_usd));
-    let _ = writeln!(out, "| mean (max) latency per check | {} ({}) |\n", ms(r.mean_latency_ms), ms(r.max_latency_ms));
+    let _ = writeln!(
+        out,
+        "| mean (max) latency per check | {} ({}) |\n",
+        ms(r.mean_latency_ms),
+        ms(r.max_latency_ms)
+    );
 
     let _ = writeln!(out, "### 2x2 tables at the harness's bands\n");
     table_md(out, &r.at_0_3, "prune band");
@@ -136,9 +215,27 @@ pub fn detector_md(out: &mut String, name: &str, r: &DetectorReport) {
     for (sev, g) in &r.detection_by_severity {
         let _ = writeln!(out, "{}", group_row(&format!("drifted, {sev}"), g));
     }
-    let _ = writeln!(out, "{}", group_row("aligned (flagged = false alarm)", &r.aligned_flagged));
-    let _ = writeln!(out, "{}", group_row("hard negatives (aligned, unrelated-looking)", &r.hard_negatives));
-    let _ = writeln!(out, "{}\n", group_row("hard positives (drifted, goal's vocabulary)", &r.hard_positives));
+    let _ = writeln!(
+        out,
+        "{}",
+        group_row("aligned (flagged = false alarm)", &r.aligned_flagged)
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        group_row(
+            "hard negatives (aligned, unrelated-looking)",
+            &r.hard_negatives
+        )
+    );
+    let _ = writeln!(
+        out,
+        "{}\n",
+        group_row(
+            "hard positives (drifted, goal's vocabulary)",
+            &r.hard_positives
+        )
+    );
 
     if let Some(s) = &r.run_spread {
         let _ = writeln!(out, "### Run-to-run spread ({} runs)\n", s.runs);
@@ -156,8 +253,18 @@ pub fn detector_md(out: &mut String, name: &str, r: &DetectorReport) {
                 p.brier
             );
         }
-        let sp = |x: &Option<super::metrics::Spread>| x.as_ref().map_or("n/a".into(), |s| format!("{:.3} to {:.3} (SD {:.3})", s.min, s.max, s.sd));
-        let _ = writeln!(out, "\nAUC {}; agreement > 0.3 {}; Brier {}.", sp(&s.auc), sp(&s.agreement_at_0_3), sp(&s.brier));
+        let sp = |x: &Option<super::metrics::Spread>| {
+            x.as_ref().map_or("n/a".into(), |s| {
+                format!("{:.3} to {:.3} (SD {:.3})", s.min, s.max, s.sd)
+            })
+        };
+        let _ = writeln!(
+            out,
+            "\nAUC {}; agreement > 0.3 {}; Brier {}.",
+            sp(&s.auc),
+            sp(&s.agreement_at_0_3),
+            sp(&s.brier)
+        );
         let _ = writeln!(
             out,
             "Per-queue score SD across runs: mean {:.3}, max {:.3}. Queues whose band changed between runs: {}.\n",
@@ -170,7 +277,13 @@ pub fn detector_md(out: &mut String, name: &str, r: &DetectorReport) {
     if !r.failures.is_empty() {
         let _ = writeln!(out, "### Failed checks (left out of every figure)\n");
         for f in &r.failures {
-            let _ = writeln!(out, "- run {} `{}`: {}", f.run, f.queue_id, f.error.replace('\n', " "));
+            let _ = writeln!(
+                out,
+                "- run {} `{}`: {}",
+                f.run,
+                f.queue_id,
+                f.error.replace('\n', " ")
+            );
         }
         let _ = writeln!(out);
     }
@@ -185,7 +298,9 @@ fn queues_md(out: &mut String, c: &Calibration) {
             DetectorEntry::NotMeasured(_) => None,
         })
         .collect();
-    let Some((_, first)) = measured.first() else { return };
+    let Some((_, first)) = measured.first() else {
+        return;
+    };
     let _ = writeln!(out, "## Per queue (run 1)\n");
     let mut head = "| queue | domain | label | tags |".to_string();
     let mut rule = "|---|---|---|---|".to_string();
@@ -200,10 +315,19 @@ fn queues_md(out: &mut String, c: &Calibration) {
             (Label::Drifted, Some(s)) => format!("drifted ({})", s.as_str()),
             (Label::Drifted, None) => "drifted".to_string(),
         };
-        let mut row = format!("| {} | {} | {label} | {} |", q.id, q.domain, q.tags.join(", "));
+        let mut row = format!(
+            "| {} | {} | {label} | {} |",
+            q.id,
+            q.domain,
+            q.tags.join(", ")
+        );
         for (_, r) in &measured {
             let qr = &r.queues[i];
-            row.push_str(&format!(" {} | {} |", num(qr.score, 2), qr.off_goal_predicted.join(" ")));
+            row.push_str(&format!(
+                " {} | {} |",
+                num(qr.score, 2),
+                qr.off_goal_predicted.join(" ")
+            ));
         }
         let _ = writeln!(out, "{row} {} |", q.off_goal_labeled.join(" "));
     }
@@ -222,7 +346,10 @@ pub fn markdown(c: &Calibration) -> String {
         let _ = writeln!(out, "> **Warning:** {w}\n");
     }
     let _ = writeln!(out, "> **Note:** {}\n", c.note);
-    let _ = writeln!(out, "![ROC of every measured detector, shipped bands marked](roc.svg)\n");
+    let _ = writeln!(
+        out,
+        "![ROC of every measured detector, shipped bands marked](roc.svg)\n"
+    );
     let _ = writeln!(out, "| detector | verdict |\n|---|---|");
     for (name, d) in &c.detectors {
         let v = match d {
@@ -236,7 +363,14 @@ pub fn markdown(c: &Calibration) -> String {
         match d {
             DetectorEntry::Measured(r) => detector_md(&mut out, name, r),
             DetectorEntry::NotMeasured(n) => {
-                let _ = writeln!(out, "## {name} ({})\n\n**{}**\n\n{}\n\n{}\n", n.kind, n.verdict, n.reason, n.how_to.replace('\n', "\n\n"));
+                let _ = writeln!(
+                    out,
+                    "## {name} ({})\n\n**{}**\n\n{}\n\n{}\n",
+                    n.kind,
+                    n.verdict,
+                    n.reason,
+                    n.how_to.replace('\n', "\n\n")
+                );
             }
         }
     }
@@ -248,7 +382,20 @@ pub fn markdown(c: &Calibration) -> String {
 pub fn terminal(c: &Calibration) -> String {
     use tabled::{builder::Builder, settings::Style};
     let mut b = Builder::default();
-    b.push_record(["detector", "AUC [95% CI]", "agree >0.3", "sens >0.3", "spec >0.3", "agree >0.5", "sens >0.5", "LOO thr / agree", "Brier", "ids P/R", "$/check", "latency"]);
+    b.push_record([
+        "detector",
+        "AUC [95% CI]",
+        "agree >0.3",
+        "sens >0.3",
+        "spec >0.3",
+        "agree >0.5",
+        "sens >0.5",
+        "LOO thr / agree",
+        "Brier",
+        "ids P/R",
+        "$/check",
+        "latency",
+    ]);
     for (name, d) in &c.detectors {
         match d {
             DetectorEntry::Measured(r) => b.push_record([
@@ -259,9 +406,21 @@ pub fn terminal(c: &Calibration) -> String {
                 pct(r.specificity),
                 pct(Some(r.at_0_5.agreement)),
                 pct(r.at_0_5.sensitivity),
-                format!("{} / {}", r.loo_threshold.map_or("n/a".into(), |t| if t < 0.0 { "none".into() } else { format!("{t:.2}") }), pct(r.loo_agreement)),
+                format!(
+                    "{} / {}",
+                    r.loo_threshold.map_or("n/a".into(), |t| if t < 0.0 {
+                        "none".into()
+                    } else {
+                        format!("{t:.2}")
+                    }),
+                    pct(r.loo_agreement)
+                ),
                 format!("{:.3}", r.brier),
-                format!("{}/{}", pct(r.off_goal_ids.precision), pct(r.off_goal_ids.recall)),
+                format!(
+                    "{}/{}",
+                    pct(r.off_goal_ids.precision),
+                    pct(r.off_goal_ids.recall)
+                ),
                 usd(r.mean_cost_usd),
                 ms(r.mean_latency_ms),
             ]),

@@ -178,12 +178,22 @@ pub fn fill_planned(obs: &mut [RunObs]) {
 fn case_matrix(levels: &[f64], obs: &[RunObs]) -> Vec<Vec<Totals>> {
     let mut m: BTreeMap<&str, Vec<Totals>> = BTreeMap::new();
     for o in obs {
-        let Some(l) = level_index(levels, o.level) else { continue };
-        let row = m.entry(o.case.as_str()).or_insert_with(|| vec![Totals::default(); levels.len()]);
+        let Some(l) = level_index(levels, o.level) else {
+            continue;
+        };
+        let row = m
+            .entry(o.case.as_str())
+            .or_insert_with(|| vec![Totals::default(); levels.len()]);
         if o.error.is_some() {
             continue;
         }
-        row[l].add(&Totals { spend: o.spend_usd, verified: o.verified, planned: o.planned, runs: 1, exhausted: (o.ending == BUDGET_EXHAUSTED) as u64 });
+        row[l].add(&Totals {
+            spend: o.spend_usd,
+            verified: o.verified,
+            planned: o.planned,
+            runs: 1,
+            exhausted: (o.ending == BUDGET_EXHAUSTED) as u64,
+        });
     }
     m.into_values().collect()
 }
@@ -201,7 +211,10 @@ fn level_totals(cases: &[&Vec<Totals>], l: usize) -> Totals {
 }
 
 fn spend_and_pass_rate(per_level: &[Totals]) -> (Vec<f64>, Vec<f64>) {
-    (per_level.iter().map(|t| t.spend).collect(), per_level.iter().map(|t| t.pass_rate()).collect())
+    (
+        per_level.iter().map(|t| t.spend).collect(),
+        per_level.iter().map(|t| t.pass_rate()).collect(),
+    )
 }
 
 /// The knee over per-level totals: Kneedle on (spend, pass rate).
@@ -215,9 +228,13 @@ pub fn knee_of(per_level: &[Totals], sensitivity: f64) -> Option<usize> {
 pub fn min_cost_of(per_level: &[Totals]) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
     for (i, t) in per_level.iter().enumerate() {
-        let Some(c) = t.cost_per_verified() else { continue };
+        let Some(c) = t.cost_per_verified() else {
+            continue;
+        };
         best = match best {
-            Some((j, b)) if b < c || (b == c && per_level[j].verified >= t.verified) => Some((j, b)),
+            Some((j, b)) if b < c || (b == c && per_level[j].verified >= t.verified) => {
+                Some((j, b))
+            }
             _ => Some((i, c)),
         };
     }
@@ -226,18 +243,39 @@ pub fn min_cost_of(per_level: &[Totals]) -> Option<usize> {
 
 fn frequencies(levels: &[f64], draws: &[f64], reps: usize, seed: u64) -> Frequencies {
     let n = draws.len().max(1) as f64;
-    let share = |i: usize| draws.iter().filter(|d| d.is_finite() && **d as usize == i).count() as f64 / n;
+    let share = |i: usize| {
+        draws
+            .iter()
+            .filter(|d| d.is_finite() && **d as usize == i)
+            .count() as f64
+            / n
+    };
     Frequencies {
         reps,
         seed,
-        levels: levels.iter().enumerate().map(|(i, &level)| LevelShare { level, share: share(i) }).collect(),
+        levels: levels
+            .iter()
+            .enumerate()
+            .map(|(i, &level)| LevelShare {
+                level,
+                share: share(i),
+            })
+            .collect(),
         none_share: draws.iter().filter(|d| !d.is_finite()).count() as f64 / n,
     }
 }
 
 /// Everything in knee.json. `levels` must be distinct; they are reported
 /// highest first. `obs` must have `planned` filled (see `fill_planned`).
-pub fn analyze(suite: &str, runs_per_case: u32, levels: &[f64], obs: &[RunObs], reps: usize, seed: u64, sensitivity: f64) -> KneeReport {
+pub fn analyze(
+    suite: &str,
+    runs_per_case: u32,
+    levels: &[f64],
+    obs: &[RunObs],
+    reps: usize,
+    seed: u64,
+    sensitivity: f64,
+) -> KneeReport {
     let mut levels: Vec<f64> = levels.to_vec();
     levels.sort_by(|a, b| b.total_cmp(a));
     let matrix = case_matrix(&levels, obs);
@@ -257,7 +295,11 @@ pub fn analyze(suite: &str, runs_per_case: u32, levels: &[f64], obs: &[RunObs], 
         .map(|(l, &level)| {
             let t = per_level[l];
             let cost = t.cost_per_verified();
-            let draws = if cost.is_some() { boot(&|t: &[Totals]| t[l].cost_per_verified().unwrap_or(f64::NAN)) } else { vec![] };
+            let draws = if cost.is_some() {
+                boot(&|t: &[Totals]| t[l].cost_per_verified().unwrap_or(f64::NAN))
+            } else {
+                vec![]
+            };
             let undefined = draws.iter().filter(|d| !d.is_finite()).count();
             let ci = cost.and_then(|_| {
                 let (lo, hi) = percentile_interval(&draws, CI_LEVEL);
@@ -278,7 +320,11 @@ pub fn analyze(suite: &str, runs_per_case: u32, levels: &[f64], obs: &[RunObs], 
                 cost_per_verified_usd: cost,
                 cost_per_verified_ci: ci,
                 ci_undefined_resamples: undefined,
-                budget_exhausted_share: if t.runs == 0 { 0.0 } else { t.exhausted as f64 / t.runs as f64 },
+                budget_exhausted_share: if t.runs == 0 {
+                    0.0
+                } else {
+                    t.exhausted as f64 / t.runs as f64
+                },
                 runs: t.runs,
                 errored_runs: errored,
                 endings,
@@ -288,7 +334,12 @@ pub fn analyze(suite: &str, runs_per_case: u32, levels: &[f64], obs: &[RunObs], 
     let idx = |o: Option<usize>| o.map_or(f64::NAN, |i| i as f64);
     let knee_draws = boot(&|t: &[Totals]| idx(knee_of(t, sensitivity)));
     let (x, y) = spend_and_pass_rate(&per_level);
-    let knee_candidate = kneedle::candidate(&x, &y, sensitivity).map(|(i, difference, drop_needed)| Candidate { level: levels[i], difference, drop_needed });
+    let knee_candidate =
+        kneedle::candidate(&x, &y, sensitivity).map(|(i, difference, drop_needed)| Candidate {
+            level: levels[i],
+            difference,
+            drop_needed,
+        });
     let cost_draws = boot(&|t: &[Totals]| idx(min_cost_of(t)));
     KneeReport {
         suite: suite.to_string(),
@@ -322,7 +373,16 @@ report (no report.json, or UNRECOVERABLE_ERROR: it measures the bench, not the b
 mod tests {
     use super::*;
 
-    fn obs(level: f64, case: &str, run: u32, ending: &str, spend: f64, v: u64, p: u64, q: u64) -> RunObs {
+    fn obs(
+        level: f64,
+        case: &str,
+        run: u32,
+        ending: &str,
+        spend: f64,
+        v: u64,
+        p: u64,
+        q: u64,
+    ) -> RunObs {
         RunObs {
             level,
             case: case.into(),
@@ -349,7 +409,12 @@ mod tests {
             obs(0.1, "a", 1, BUDGET_EXHAUSTED, 0.0, 0, 0, 0),
         ];
         fill_planned(&mut o);
-        assert_eq!(o.iter().map(|x| (x.planned, x.planned_borrowed)).collect::<Vec<_>>(), vec![(6, false), (6, false), (6, true), (0, false)]);
+        assert_eq!(
+            o.iter()
+                .map(|x| (x.planned, x.planned_borrowed))
+                .collect::<Vec<_>>(),
+            vec![(6, false), (6, false), (6, true), (0, false)]
+        );
     }
 
     #[test]
@@ -374,12 +439,18 @@ mod tests {
         assert!((r.knee_bootstrap.none_share - 1.0).abs() < 1e-12);
         // The interval brackets the estimate; both are cost ratios of resampled cases.
         let [lo, hi] = r.levels[1].cost_per_verified_ci.unwrap();
-        assert!(lo <= 0.4 + 1e-12 && 0.4 - 1e-12 <= hi && lo >= 0.2 - 1e-12 && hi <= 0.4 + 1e-12, "{lo} {hi}");
+        assert!(
+            lo <= 0.4 + 1e-12 && 0.4 - 1e-12 <= hi && lo >= 0.2 - 1e-12 && hi <= 0.4 + 1e-12,
+            "{lo} {hi}"
+        );
     }
 
     #[test]
     fn nothing_verified_means_no_cost_and_no_interval() {
-        let mut o = vec![obs(1.0, "a", 0, "GOAL_MET", 1.0, 2, 0, 0), obs(0.1, "a", 0, BUDGET_EXHAUSTED, 0.05, 0, 0, 2)];
+        let mut o = vec![
+            obs(1.0, "a", 0, "GOAL_MET", 1.0, 2, 0, 0),
+            obs(0.1, "a", 0, BUDGET_EXHAUSTED, 0.05, 0, 0, 2),
+        ];
         fill_planned(&mut o);
         let r = analyze("s", 1, &[1.0, 0.1], &o, 50, 1, 1.0);
         assert_eq!(r.levels[1].cost_per_verified_usd, None);
@@ -394,13 +465,27 @@ mod tests {
     #[test]
     fn the_knee_is_where_more_spend_stops_buying_pass_rate() {
         // Ten cases; pass rate saturates from level 0.5 while spend keeps growing.
-        let shape = [(1.0, 2.0, 10), (0.75, 1.7, 10), (0.5, 1.3, 9), (0.25, 0.6, 4), (0.1, 0.1, 0)];
+        let shape = [
+            (1.0, 2.0, 10),
+            (0.75, 1.7, 10),
+            (0.5, 1.3, 9),
+            (0.25, 0.6, 4),
+            (0.1, 0.1, 0),
+        ];
         let mut o = vec![];
         for c in 0..10 {
             for &(level, spend, v) in &shape {
                 // Case c verifies one task fewer at the lowest-but-one level when c is odd: noise for the bootstrap.
-                let v = if level == 0.25 && c % 2 == 1 { v - 1 } else { v };
-                let ending = if v == 10 { "GOAL_MET" } else { BUDGET_EXHAUSTED };
+                let v = if level == 0.25 && c % 2 == 1 {
+                    v - 1
+                } else {
+                    v
+                };
+                let ending = if v == 10 {
+                    "GOAL_MET"
+                } else {
+                    BUDGET_EXHAUSTED
+                };
                 o.push(obs(level, &format!("c{c}"), 0, ending, spend, v, 0, 10 - v));
             }
         }
@@ -408,17 +493,25 @@ mod tests {
         let r = analyze("s", 1, &[1.0, 0.75, 0.5, 0.25, 0.1], &o, 300, 7, 1.0);
         assert_eq!(r.knee_level, Some(0.5));
         assert_eq!(r.knee_candidate.as_ref().map(|c| c.level), Some(0.5));
-        let total: f64 = r.knee_bootstrap.levels.iter().map(|s| s.share).sum::<f64>() + r.knee_bootstrap.none_share;
+        let total: f64 = r.knee_bootstrap.levels.iter().map(|s| s.share).sum::<f64>()
+            + r.knee_bootstrap.none_share;
         assert!((total - 1.0).abs() < 1e-9);
         // Every case has the same shape, so every resample has the same knee.
-        assert!((r.knee_bootstrap.levels[2].share - 1.0).abs() < 1e-12, "{:?}", r.knee_bootstrap);
+        assert!(
+            (r.knee_bootstrap.levels[2].share - 1.0).abs() < 1e-12,
+            "{:?}",
+            r.knee_bootstrap
+        );
         assert_eq!(r.levels[3].budget_exhausted_share, 1.0);
         assert_eq!(r.levels[0].budget_exhausted_share, 0.0);
     }
 
     #[test]
     fn errored_runs_are_counted_not_used() {
-        let mut o = vec![obs(1.0, "a", 0, "GOAL_MET", 1.0, 2, 0, 0), obs(1.0, "a", 1, "<none>", 0.0, 0, 0, 0)];
+        let mut o = vec![
+            obs(1.0, "a", 0, "GOAL_MET", 1.0, 2, 0, 0),
+            obs(1.0, "a", 1, "<none>", 0.0, 0, 0, 0),
+        ];
         o[1].error = Some("no report.json".into());
         fill_planned(&mut o);
         let r = analyze("s", 2, &[1.0], &o, 10, 1, 1.0);

@@ -26,13 +26,32 @@ const CANDIDATE: RGBColor = RGBColor(220, 130, 0);
 /// What to mark as the knee: the knee in red, or when Kneedle confirmed
 /// none, its candidate in amber with the reason, so "no knee" is visible too.
 fn knee_mark(r: &KneeReport) -> Option<(f64, RGBColor, String)> {
-    let share = |k: f64| r.knee_bootstrap.levels.iter().find(|s| s.level == k).map_or(0.0, |s| s.share);
+    let share = |k: f64| {
+        r.knee_bootstrap
+            .levels
+            .iter()
+            .find(|s| s.level == k)
+            .map_or(0.0, |s| s.share)
+    };
     match (r.knee_level, &r.knee_candidate) {
-        (Some(k), _) => Some((k, KNEE, format!("knee at {} (Kneedle on pass rate vs spend; {} of resamples)", pct(k), pct(share(k))))),
+        (Some(k), _) => Some((
+            k,
+            KNEE,
+            format!(
+                "knee at {} (Kneedle on pass rate vs spend; {} of resamples)",
+                pct(k),
+                pct(share(k))
+            ),
+        )),
         (None, Some(c)) => Some((
             c.level,
             CANDIDATE,
-            format!("no knee at S = {}: candidate {} not confirmed (knee in {} of resamples)", r.kneedle.sensitivity, pct(c.level), pct(share(c.level))),
+            format!(
+                "no knee at S = {}: candidate {} not confirmed (knee in {} of resamples)",
+                r.kneedle.sensitivity,
+                pct(c.level),
+                pct(share(c.level))
+            ),
         )),
         (None, None) => None,
     }
@@ -54,14 +73,22 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
     let top = r
         .levels
         .iter()
-        .flat_map(|l| [l.cost_per_verified_usd, l.cost_per_verified_ci.map(|c| c[1])])
+        .flat_map(|l| {
+            [
+                l.cost_per_verified_usd,
+                l.cost_per_verified_ci.map(|c| c[1]),
+            ]
+        })
         .flatten()
         .fold(0.0, f64::max);
     // Room above the highest whisker for the legend.
     let y_max = if top > 0.0 { top * 1.6 } else { 1.0 };
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
-    let title = format!("Cost per verified task by budget level ({} cases x {} runs)", r.cases, r.runs_per_case);
+    let title = format!(
+        "Cost per verified task by budget level ({} cases x {} runs)",
+        r.cases, r.runs_per_case
+    );
     let mut chart = ChartBuilder::on(&root)
         .caption(title, (FONT, 26))
         .margin(24)
@@ -85,57 +112,127 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
     // The knee line first, so the points and whiskers draw over it.
     if let Some((k, color, label)) = knee_mark(r) {
         chart
-            .draw_series(DashedLineSeries::new(vec![(k, 0.0), (k, y_max * 0.62)], 10, 6, color.stroke_width(3)))
+            .draw_series(DashedLineSeries::new(
+                vec![(k, 0.0), (k, y_max * 0.62)],
+                10,
+                6,
+                color.stroke_width(3),
+            ))
             .map_err(&e)?
             .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
-        let text = if r.knee_level.is_some() { format!("knee {}", pct(k)) } else { format!("candidate {} (not a knee)", pct(k)) };
-        chart.draw_series(std::iter::once(EmptyElement::at((k, y_max * 0.62)) + Text::new(text, (8, -4), (FONT, 18).into_font().color(&color)))).map_err(&e)?;
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+            });
+        let text = if r.knee_level.is_some() {
+            format!("knee {}", pct(k))
+        } else {
+            format!("candidate {} (not a knee)", pct(k))
+        };
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at((k, y_max * 0.62))
+                    + Text::new(text, (8, -4), (FONT, 18).into_font().color(&color)),
+            ))
+            .map_err(&e)?;
     }
 
-    let defined: Vec<(f64, f64)> = r.levels.iter().filter_map(|l| l.cost_per_verified_usd.map(|c| (l.level, c))).collect();
+    let defined: Vec<(f64, f64)> = r
+        .levels
+        .iter()
+        .filter_map(|l| l.cost_per_verified_usd.map(|c| (l.level, c)))
+        .collect();
     let mut line = defined.clone();
     line.sort_by(|a, b| a.0.total_cmp(&b.0));
     chart
         .draw_series(LineSeries::new(line, POINT.stroke_width(2)))
         .map_err(&e)?
         .label("cost per verified task (spend / verified tasks at the level)")
-        .legend(|(x, y)| EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (20, 0)], POINT.stroke_width(2)) + Circle::new((10, 0), 4, POINT.filled()));
-    chart.draw_series(defined.iter().map(|&(x, y)| Circle::new((x, y), 5, POINT.filled()))).map_err(&e)?;
+        .legend(|(x, y)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (20, 0)], POINT.stroke_width(2))
+                + Circle::new((10, 0), 4, POINT.filled())
+        });
     chart
-        .draw_series(defined.iter().map(|&(x, y)| EmptyElement::at((x, y)) + Text::new(format!("${y:.3}"), (12, -8), (FONT, 15).into_font())))
+        .draw_series(
+            defined
+                .iter()
+                .map(|&(x, y)| Circle::new((x, y), 5, POINT.filled())),
+        )
+        .map_err(&e)?;
+    chart
+        .draw_series(defined.iter().map(|&(x, y)| {
+            EmptyElement::at((x, y))
+                + Text::new(format!("${y:.3}"), (12, -8), (FONT, 15).into_font())
+        }))
         .map_err(&e)?;
 
     // Whiskers: a vertical path in data coordinates, caps as pixel offsets.
-    let bars: Vec<(f64, f64, f64)> = r.levels.iter().filter_map(|l| l.cost_per_verified_ci.map(|[lo, hi]| (l.level, lo, hi))).collect();
+    let bars: Vec<(f64, f64, f64)> = r
+        .levels
+        .iter()
+        .filter_map(|l| l.cost_per_verified_ci.map(|[lo, hi]| (l.level, lo, hi)))
+        .collect();
     let whisker = POINT.mix(0.55).stroke_width(2);
     chart
-        .draw_series(bars.iter().map(|&(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], whisker)))
+        .draw_series(
+            bars.iter()
+                .map(|&(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], whisker)),
+        )
         .map_err(&e)?
         .label("95% case-bootstrap interval")
-        .legend(move |(x, y)| EmptyElement::at((x + 10, y)) + PathElement::new(vec![(0, -8), (0, 8)], whisker) + PathElement::new(vec![(-5, -8), (5, -8)], whisker) + PathElement::new(vec![(-5, 8), (5, 8)], whisker));
+        .legend(move |(x, y)| {
+            EmptyElement::at((x + 10, y))
+                + PathElement::new(vec![(0, -8), (0, 8)], whisker)
+                + PathElement::new(vec![(-5, -8), (5, -8)], whisker)
+                + PathElement::new(vec![(-5, 8), (5, 8)], whisker)
+        });
     for &(x, lo, hi) in &bars {
         for y in [lo, hi] {
-            chart.draw_series(std::iter::once(EmptyElement::at((x, y)) + PathElement::new(vec![(-7, 0), (7, 0)], whisker))).map_err(&e)?;
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((x, y)) + PathElement::new(vec![(-7, 0), (7, 0)], whisker),
+                ))
+                .map_err(&e)?;
         }
     }
 
     // Levels where nothing was verified have no cost: say so on the axis.
-    let undefined: Vec<f64> = r.levels.iter().filter(|l| l.cost_per_verified_usd.is_none()).map(|l| l.level).collect();
+    let undefined: Vec<f64> = r
+        .levels
+        .iter()
+        .filter(|l| l.cost_per_verified_usd.is_none())
+        .map(|l| l.level)
+        .collect();
     if !undefined.is_empty() {
         chart
-            .draw_series(undefined.iter().map(|&x| Cross::new((x, 0.0), 7, MUTED.stroke_width(3))))
+            .draw_series(
+                undefined
+                    .iter()
+                    .map(|&x| Cross::new((x, 0.0), 7, MUTED.stroke_width(3))),
+            )
             .map_err(&e)?
             .label("no verified task at this level: cost undefined")
             .legend(|(x, y)| Cross::new((x + 10, y), 6, MUTED.stroke_width(3)));
     }
 
     if let Some(m) = r.min_cost_level {
-        if let Some(c) = r.levels.iter().find(|l| l.level == m).and_then(|l| l.cost_per_verified_usd) {
+        if let Some(c) = r
+            .levels
+            .iter()
+            .find(|l| l.level == m)
+            .and_then(|l| l.cost_per_verified_usd)
+        {
             chart
-                .draw_series(std::iter::once(Circle::new((m, c), 11, CHEAP.stroke_width(3))))
+                .draw_series(std::iter::once(Circle::new(
+                    (m, c),
+                    11,
+                    CHEAP.stroke_width(3),
+                )))
                 .map_err(&e)?
-                .label(format!("lowest cost per verified task: {} (${c:.3})", pct(m)))
+                .label(format!(
+                    "lowest cost per verified task: {} (${c:.3})",
+                    pct(m)
+                ))
                 .legend(|(x, y)| Circle::new((x + 10, y), 6, CHEAP.stroke_width(3)));
         }
     }
@@ -154,14 +251,21 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
 /// Verified tasks against total spend, one point per level.
 pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
     let e = err(path);
-    let mut pts: Vec<(f64, f64, f64)> = r.levels.iter().map(|l| (l.spend_usd, l.verified as f64, l.level)).collect();
+    let mut pts: Vec<(f64, f64, f64)> = r
+        .levels
+        .iter()
+        .map(|l| (l.spend_usd, l.verified as f64, l.level))
+        .collect();
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let x_max = pts.iter().map(|p| p.0).fold(0.0, f64::max).max(0.01) * 1.12;
     let planned = r.levels.iter().map(|l| l.planned).max().unwrap_or(0);
     let y_max = (pts.iter().map(|p| p.1).fold(planned as f64, f64::max) * 1.1).max(1.0);
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
-    let title = format!("Verified tasks against spend, one point per budget level ({} case-runs each)", r.levels.first().map_or(0, |l| l.runs));
+    let title = format!(
+        "Verified tasks against spend, one point per budget level ({} case-runs each)",
+        r.levels.first().map_or(0, |l| l.runs)
+    );
     let mut chart = ChartBuilder::on(&root)
         .caption(title, (FONT, 24))
         .margin(24)
@@ -182,19 +286,37 @@ pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
         .map_err(&e)?;
     if planned > 0 {
         chart
-            .draw_series(DashedLineSeries::new(vec![(0.0, planned as f64), (x_max, planned as f64)], 6, 6, MUTED.stroke_width(1)))
+            .draw_series(DashedLineSeries::new(
+                vec![(0.0, planned as f64), (x_max, planned as f64)],
+                6,
+                6,
+                MUTED.stroke_width(1),
+            ))
             .map_err(&e)?
             .label(format!("tasks planned ({planned}): every task verified"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], MUTED.stroke_width(1)));
     }
     chart
-        .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), POINT.stroke_width(2)))
+        .draw_series(LineSeries::new(
+            pts.iter().map(|p| (p.0, p.1)),
+            POINT.stroke_width(2),
+        ))
         .map_err(&e)?
         .label("verified tasks at a budget level (labelled with the level)")
-        .legend(|(x, y)| EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (20, 0)], POINT.stroke_width(2)) + Circle::new((10, 0), 4, POINT.filled()));
+        .legend(|(x, y)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (20, 0)], POINT.stroke_width(2))
+                + Circle::new((10, 0), 4, POINT.filled())
+        });
     chart
         .draw_series(pts.iter().map(|&(x, y, level)| {
-            EmptyElement::at((x, y)) + Circle::new((0, 0), 5, POINT.filled()) + Text::new(format!("{} cap", pct(level)), (8, 6), (FONT, 15).into_font())
+            EmptyElement::at((x, y))
+                + Circle::new((0, 0), 5, POINT.filled())
+                + Text::new(
+                    format!("{} cap", pct(level)),
+                    (8, 6),
+                    (FONT, 15).into_font(),
+                )
         }))
         .map_err(&e)?;
     // With the same number of tasks planned at every level, verified tasks
@@ -203,18 +325,29 @@ pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
     let same_planned = r.levels.windows(2).all(|w| w[0].planned == w[1].planned);
     if let (true, Some(a), Some(b)) = (same_planned, pts.first(), pts.last()) {
         chart
-            .draw_series(DashedLineSeries::new(vec![(a.0, a.1), (b.0, b.1)], 4, 5, MUTED.stroke_width(2)))
+            .draw_series(DashedLineSeries::new(
+                vec![(a.0, a.1), (b.0, b.1)],
+                4,
+                5,
+                MUTED.stroke_width(2),
+            ))
             .map_err(&e)?
             .label("chord: the knee is the point farthest above it")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], MUTED.stroke_width(2)));
     }
     if let Some((k, color, label)) = knee_mark(r) {
         if let Some(p) = pts.iter().find(|p| p.2 == k) {
-            let text = if r.knee_level.is_some() { "the knee".to_string() } else { "candidate, not confirmed".to_string() };
+            let text = if r.knee_level.is_some() {
+                "the knee".to_string()
+            } else {
+                "candidate, not confirmed".to_string()
+            };
             chart
                 .draw_series(std::iter::once(
                     // Under the point's level label: that corner lies between the curve and the chord.
-                    EmptyElement::at((p.0, p.1)) + Circle::new((0, 0), 12, color.stroke_width(3)) + Text::new(text, (8, 24), (FONT, 17).into_font().color(&color)),
+                    EmptyElement::at((p.0, p.1))
+                        + Circle::new((0, 0), 12, color.stroke_width(3))
+                        + Text::new(text, (8, 24), (FONT, 17).into_font().color(&color)),
                 ))
                 .map_err(&e)?
                 .label(label)
@@ -246,7 +379,11 @@ mod tests {
                     level,
                     case: format!("c{c}"),
                     run: 0,
-                    ending: if v == 10 { "GOAL_MET".into() } else { "BUDGET_EXHAUSTED".into() },
+                    ending: if v == 10 {
+                        "GOAL_MET".into()
+                    } else {
+                        "BUDGET_EXHAUSTED".into()
+                    },
                     spend_usd: spend,
                     hard_cap_usd: level,
                     verified: v,
@@ -268,16 +405,33 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         cost_per_verified(r, &d.path().join("a.svg")).unwrap();
         verified_vs_spend(r, &d.path().join("b.svg")).unwrap();
-        (std::fs::read_to_string(d.path().join("a.svg")).unwrap(), std::fs::read_to_string(d.path().join("b.svg")).unwrap())
+        (
+            std::fs::read_to_string(d.path().join("a.svg")).unwrap(),
+            std::fs::read_to_string(d.path().join("b.svg")).unwrap(),
+        )
     }
 
     #[test]
     fn a_knee_is_drawn_and_named_in_both_legends() {
-        let r = report(&[(1.0, 2.0, 10), (0.75, 1.7, 10), (0.5, 1.3, 9), (0.25, 0.6, 4), (0.1, 0.1, 0)]);
+        let r = report(&[
+            (1.0, 2.0, 10),
+            (0.75, 1.7, 10),
+            (0.5, 1.3, 9),
+            (0.25, 0.6, 4),
+            (0.1, 0.1, 0),
+        ]);
         assert_eq!(r.knee_level, Some(0.5));
         let (a, b) = render(&r);
-        assert!(a.contains("knee at 50%") && a.contains("knee 50%") && a.contains("no verified task at this level"), "{a}");
-        assert!(b.contains("the knee") && b.contains("chord") && b.contains("50% cap"), "{b}");
+        assert!(
+            a.contains("knee at 50%")
+                && a.contains("knee 50%")
+                && a.contains("no verified task at this level"),
+            "{a}"
+        );
+        assert!(
+            b.contains("the knee") && b.contains("chord") && b.contains("50% cap"),
+            "{b}"
+        );
     }
 
     #[test]

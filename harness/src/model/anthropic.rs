@@ -37,14 +37,20 @@ pub fn request_body(req: &ModelRequest) -> Value {
             Turn::User { text } => push("user", text_block(text)),
             Turn::Assistant { text, tool_calls } => {
                 let mut blocks = text_block(text);
-                blocks.extend(tool_calls.iter().map(|c| {
-                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input})
-                }));
+                blocks.extend(tool_calls.iter().map(
+                    |c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}),
+                ));
                 push("assistant", blocks);
             }
-            Turn::ToolResult { call_id, content, is_error } => push(
+            Turn::ToolResult {
+                call_id,
+                content,
+                is_error,
+            } => push(
                 "user",
-                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error})],
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
+                ],
             ),
         }
     }
@@ -74,7 +80,12 @@ pub fn request_body(req: &ModelRequest) -> Value {
     }
     body.insert(
         "messages".into(),
-        Value::Array(messages.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()),
+        Value::Array(
+            messages
+                .into_iter()
+                .map(|(role, content)| json!({"role": role, "content": content}))
+                .collect(),
+        ),
     );
     if !req.tools.is_empty() {
         body.insert(
@@ -125,16 +136,25 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
                 }
             }
             Some("tool_use") => {
-                let id = block.get("id").and_then(Value::as_str).ok_or_else(|| format!("content[{i}] tool_use has no id"))?;
-                let name =
-                    block.get("name").and_then(Value::as_str).ok_or_else(|| format!("content[{i}] tool_use has no name"))?;
+                let id = block
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("content[{i}] tool_use has no id"))?;
+                let name = block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("content[{i}] tool_use has no name"))?;
                 let input = match block.get("input") {
                     Some(v @ Value::Object(_)) => v.clone(),
                     // Same contract as OpenAI: non-object input never reaches a tool.
                     Some(other) => json!({"__unparsed": other.to_string()}),
                     None => json!({}),
                 };
-                tool_calls.push(ToolCall { id: id.into(), name: name.into(), input });
+                tool_calls.push(ToolCall {
+                    id: id.into(),
+                    name: name.into(),
+                    input,
+                });
             }
             Some(_) => {}
             None => return Err(format!("content[{i}] has no type: {}", short(block))),
@@ -158,8 +178,18 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
         Some(other) => return Err(format!("usage is not an object: {}", short(other))),
         None => return Err("usage is missing".into()),
     };
-    let model = obj.get("model").and_then(Value::as_str).unwrap_or_default().to_string();
-    Ok(ParsedReply { text: texts.join("\n"), tool_calls, stop_reason, usage, model })
+    let model = obj
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Ok(ParsedReply {
+        text: texts.join("\n"),
+        tool_calls,
+        stop_reason,
+        usage,
+        model,
+    })
 }
 
 /// Render a scripted reply as the API would send it. The id is derived from
@@ -245,7 +275,10 @@ mod tests {
         let last = msgs.last().unwrap();
         assert_eq!(last["role"], "user");
         let blocks = last["content"].as_array().unwrap();
-        assert_eq!(blocks.last().unwrap(), &json!({"type": "text", "text": "NOTICE: 70% of budget spent"}));
+        assert_eq!(
+            blocks.last().unwrap(),
+            &json!({"type": "text", "text": "NOTICE: 70% of budget spent"})
+        );
         assert!(!body["system"].as_str().unwrap().contains("NOTICE"));
     }
 
@@ -256,7 +289,10 @@ mod tests {
         req.trailing_notice = Some("N".into());
         let body = request_body(&req);
         let last = body["messages"].as_array().unwrap().last().unwrap().clone();
-        assert_eq!(last, json!({"role": "user", "content": [{"type": "text", "text": "N"}]}));
+        assert_eq!(
+            last,
+            json!({"role": "user", "content": [{"type": "text", "text": "N"}]})
+        );
 
         req.turns.truncate(4); // ends with tool results: the notice follows them in the same message
         let body = request_body(&req);
@@ -267,8 +303,15 @@ mod tests {
         assert_eq!(blocks[2], json!({"type": "text", "text": "N"}));
 
         // No turns at all: the notice is the only message.
-        let req = ModelRequest { turns: vec![], trailing_notice: Some("N".into()), ..conversation() };
-        assert_eq!(request_body(&req)["messages"], json!([{"role": "user", "content": [{"type": "text", "text": "N"}]}]));
+        let req = ModelRequest {
+            turns: vec![],
+            trailing_notice: Some("N".into()),
+            ..conversation()
+        };
+        assert_eq!(
+            request_body(&req)["messages"],
+            json!([{"role": "user", "content": [{"type": "text", "text": "N"}]}])
+        );
     }
 
     #[test]
@@ -281,7 +324,9 @@ mod tests {
             turns: vec![Turn::User { text: "q".into() }],
             tools: vec![],
             max_tokens: 50,
-            json_schema: Some(json!({"type": "object", "properties": {"score": {"type": "number"}}})),
+            json_schema: Some(
+                json!({"type": "object", "properties": {"score": {"type": "number"}}}),
+            ),
             trailing_notice: None,
         };
         let body = request_body(&req);
@@ -307,11 +352,23 @@ mod tests {
         }"#;
         let r = parse_response(body).unwrap();
         assert_eq!(r.text, "Writing.");
-        assert_eq!(r.tool_calls, vec![ToolCall { id: "toolu_1".into(), name: "write_file".into(), input: json!({"path": "a"}) }]);
+        assert_eq!(
+            r.tool_calls,
+            vec![ToolCall {
+                id: "toolu_1".into(),
+                name: "write_file".into(),
+                input: json!({"path": "a"})
+            }]
+        );
         assert_eq!(r.stop_reason, StopReason::ToolUse);
         assert_eq!(
             r.usage,
-            Usage { input_tokens: 11, output_tokens: 22, cache_creation_input_tokens: 33, cache_read_input_tokens: 44 }
+            Usage {
+                input_tokens: 11,
+                output_tokens: 22,
+                cache_creation_input_tokens: 33,
+                cache_read_input_tokens: 44
+            }
         );
         assert_eq!(r.model, "claude-x");
     }
@@ -328,7 +385,14 @@ mod tests {
                               "usage": {"input_tokens": 1, "output_tokens": 2}});
             let r = parse_response(body.to_string().as_bytes()).unwrap();
             assert_eq!(r.stop_reason, want);
-            assert_eq!(r.usage, Usage { input_tokens: 1, output_tokens: 2, ..Default::default() });
+            assert_eq!(
+                r.usage,
+                Usage {
+                    input_tokens: 1,
+                    output_tokens: 2,
+                    ..Default::default()
+                }
+            );
         }
     }
 
@@ -357,7 +421,11 @@ mod tests {
             &[0xff, 0xfe, 0x00],
         ];
         for c in cases {
-            assert!(parse_response(c).is_err(), "{:?}", String::from_utf8_lossy(c));
+            assert!(
+                parse_response(c).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(c)
+            );
         }
     }
 
@@ -372,9 +440,21 @@ mod tests {
         let mut other = r.clone();
         other.text = "different".into();
         assert_ne!(render_response(&other)["id"], body["id"]);
-        for sr in [StopReason::EndTurn, StopReason::MaxTokens, StopReason::Refusal, StopReason::Other("x".into())] {
-            let r2 = ScriptedReply { stop_reason: sr, tool_calls: vec![], ..r.clone() };
-            assert_eq!(parse_response(render_response(&r2).to_string().as_bytes()).unwrap(), r2);
+        for sr in [
+            StopReason::EndTurn,
+            StopReason::MaxTokens,
+            StopReason::Refusal,
+            StopReason::Other("x".into()),
+        ] {
+            let r2 = ScriptedReply {
+                stop_reason: sr,
+                tool_calls: vec![],
+                ..r.clone()
+            };
+            assert_eq!(
+                parse_response(render_response(&r2).to_string().as_bytes()).unwrap(),
+                r2
+            );
         }
     }
 }

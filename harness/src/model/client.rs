@@ -9,7 +9,9 @@
 use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT,
+};
 use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -58,23 +60,37 @@ pub struct ModelClient {
 impl fmt::Debug for ModelClient {
     // By hand so that adding a field can never silently leak something.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelClient").field("url", &self.url).field("cfg", &self.cfg).finish_non_exhaustive()
+        f.debug_struct("ModelClient")
+            .field("url", &self.url)
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
     }
 }
 
 /// What one attempt came to.
 enum Attempt {
     Done(super::ParsedReply),
-    Retry { last: String, retry_after_ms: Option<u64>, unparseable_billed: bool },
+    Retry {
+        last: String,
+        retry_after_ms: Option<u64>,
+        unparseable_billed: bool,
+    },
     Fatal(ModelError),
 }
 
 impl ModelClient {
     pub fn new(cfg: EndpointConfig) -> Result<Self, ModelError> {
-        let parsed = reqwest::Url::parse(&cfg.base_url)
-            .map_err(|e| ModelError::Config(format!("base_url {:?} is not a valid URL: {e}", cfg.base_url)))?;
+        let parsed = reqwest::Url::parse(&cfg.base_url).map_err(|e| {
+            ModelError::Config(format!(
+                "base_url {:?} is not a valid URL: {e}",
+                cfg.base_url
+            ))
+        })?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(ModelError::Config(format!("base_url {:?} must be http or https", cfg.base_url)));
+            return Err(ModelError::Config(format!(
+                "base_url {:?} must be http or https",
+                cfg.base_url
+            )));
         }
         if cfg.request_timeout_ms == 0 {
             return Err(ModelError::Config("request_timeout_ms must be > 0".into()));
@@ -99,8 +115,14 @@ impl ModelClient {
             // an HTTP(S)_PROXY from the environment.
             builder = builder.no_proxy();
         }
-        let http = builder.build().map_err(|e| ModelError::Config(format!("cannot build HTTP client: {e}")))?;
-        let url = format!("{}{}", cfg.base_url.trim_end_matches('/'), endpoint_path(cfg.protocol));
+        let http = builder
+            .build()
+            .map_err(|e| ModelError::Config(format!("cannot build HTTP client: {e}")))?;
+        let url = format!(
+            "{}{}",
+            cfg.base_url.trim_end_matches('/'),
+            endpoint_path(cfg.protocol)
+        );
         Ok(ModelClient { http, cfg, url })
     }
 
@@ -130,7 +152,10 @@ impl ModelClient {
 
         for attempt in 0..max {
             let mut headers = base_headers.clone();
-            headers.insert(HeaderName::from_static("x-harness-attempt"), HeaderValue::from(attempt));
+            headers.insert(
+                HeaderName::from_static("x-harness-attempt"),
+                HeaderValue::from(attempt),
+            );
             let started = Instant::now();
             let outcome = self.attempt(headers, body.clone(), key.as_deref()).await;
             match outcome {
@@ -139,40 +164,64 @@ impl ModelClient {
                     return Ok(parsed.into_reply(latency_ms, attempt + 1, unparseable));
                 }
                 Attempt::Fatal(e) => return Err(e),
-                Attempt::Retry { last: l, retry_after_ms, unparseable_billed } => {
+                Attempt::Retry {
+                    last: l,
+                    retry_after_ms,
+                    unparseable_billed,
+                } => {
                     if unparseable_billed {
                         unparseable += 1;
                     }
                     last = format!("attempt {}: {l}", attempt + 1);
                     if attempt + 1 < max {
-                        let wait = retry_delay_ms(&self.cfg.retry, &req.call_key, attempt, retry_after_ms);
+                        let wait =
+                            retry_delay_ms(&self.cfg.retry, &req.call_key, attempt, retry_after_ms);
                         tokio::time::sleep(Duration::from_millis(wait)).await;
                     }
                 }
             }
         }
-        Err(ModelError::RetriesExhausted { attempts: max, last, unparseable_billed_attempts: unparseable })
+        Err(ModelError::RetriesExhausted {
+            attempts: max,
+            last,
+            unparseable_billed_attempts: unparseable,
+        })
     }
 
     fn headers(&self, req: &ModelRequest, key: Option<&str>) -> Result<HeaderMap, ModelError> {
         let mut h = HeaderMap::new();
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        h.insert(USER_AGENT, HeaderValue::from_static(concat!("harness/", env!("CARGO_PKG_VERSION"))));
-        h.insert(HeaderName::from_static("x-harness-call-role"), HeaderValue::from_static(req.role.as_str()));
-        let call_key = HeaderValue::from_str(&req.call_key)
-            .map_err(|_| ModelError::Config(format!("call_key {:?} is not a valid header value", req.call_key)))?;
+        h.insert(
+            USER_AGENT,
+            HeaderValue::from_static(concat!("harness/", env!("CARGO_PKG_VERSION"))),
+        );
+        h.insert(
+            HeaderName::from_static("x-harness-call-role"),
+            HeaderValue::from_static(req.role.as_str()),
+        );
+        let call_key = HeaderValue::from_str(&req.call_key).map_err(|_| {
+            ModelError::Config(format!(
+                "call_key {:?} is not a valid header value",
+                req.call_key
+            ))
+        })?;
         h.insert(HeaderName::from_static("x-harness-call-key"), call_key);
         // The error for a bad key must not echo it.
         let secret = |v: String| -> Result<HeaderValue, ModelError> {
             let mut hv = HeaderValue::from_str(&v).map_err(|_| {
-                ModelError::Config("the API key env var holds characters not allowed in an HTTP header".into())
+                ModelError::Config(
+                    "the API key env var holds characters not allowed in an HTTP header".into(),
+                )
             })?;
             hv.set_sensitive(true);
             Ok(hv)
         };
         match self.cfg.protocol {
             Protocol::Anthropic => {
-                h.insert(HeaderName::from_static("anthropic-version"), HeaderValue::from_static(ANTHROPIC_VERSION));
+                h.insert(
+                    HeaderName::from_static("anthropic-version"),
+                    HeaderValue::from_static(ANTHROPIC_VERSION),
+                );
                 if let Some(k) = key {
                     h.insert(HeaderName::from_static("x-api-key"), secret(k.to_string())?);
                 }
@@ -187,7 +236,14 @@ impl ModelClient {
     }
 
     async fn attempt(&self, headers: HeaderMap, body: Vec<u8>, key: Option<&str>) -> Attempt {
-        let resp = match self.http.post(&self.url).headers(headers).body(body).send().await {
+        let resp = match self
+            .http
+            .post(&self.url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
                 return Attempt::Retry {
@@ -198,7 +254,10 @@ impl ModelClient {
             }
         };
         let status = resp.status();
-        let replay_miss_header = resp.headers().get("x-replay-miss").is_some_and(|v| v.as_bytes() == b"1");
+        let replay_miss_header = resp
+            .headers()
+            .get("x-replay-miss")
+            .is_some_and(|v| v.as_bytes() == b"1");
         let retry_after_ms = resp
             .headers()
             .get(RETRY_AFTER)
@@ -208,10 +267,14 @@ impl ModelClient {
 
         if let Ok(bytes) = &read {
             if let Some(detail) = recording_miss(bytes, replay_miss_header) {
-                return Attempt::Fatal(ModelError::RecordingMiss { detail: redact(&detail, key) });
+                return Attempt::Fatal(ModelError::RecordingMiss {
+                    detail: redact(&detail, key),
+                });
             }
         } else if replay_miss_header {
-            return Attempt::Fatal(ModelError::RecordingMiss { detail: "x-replay-miss: 1 (body unreadable)".into() });
+            return Attempt::Fatal(ModelError::RecordingMiss {
+                detail: "x-replay-miss: 1 (body unreadable)".into(),
+            });
         }
 
         if status.is_success() {
@@ -225,7 +288,10 @@ impl ModelClient {
                 Err(d) => d,
             };
             return Attempt::Retry {
-                last: redact(&format!("HTTP {} with unparseable body: {detail}", status.as_u16()), key),
+                last: redact(
+                    &format!("HTTP {} with unparseable body: {detail}", status.as_u16()),
+                    key,
+                ),
                 retry_after_ms: None,
                 unparseable_billed: true,
             };
@@ -244,7 +310,10 @@ impl ModelClient {
                 unparseable_billed: false,
             }
         } else {
-            Attempt::Fatal(ModelError::Rejected { status: status.as_u16(), body: body_text })
+            Attempt::Fatal(ModelError::Rejected {
+                status: status.as_u16(),
+                body: body_text,
+            })
         }
     }
 }
@@ -267,7 +336,13 @@ async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>,
                 buf.extend_from_slice(&chunk);
             }
             Ok(None) => return Ok(buf),
-            Err(e) => return Err(format!("body read failed after {} bytes: {}", buf.len(), error_chain(&e))),
+            Err(e) => {
+                return Err(format!(
+                    "body read failed after {} bytes: {}",
+                    buf.len(),
+                    error_chain(&e)
+                ))
+            }
         }
     }
 }
@@ -277,14 +352,17 @@ async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>,
 fn recording_miss(body: &[u8], header: bool) -> Option<String> {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let err = parsed.as_ref().and_then(|v| v.get("error"));
-    let is_miss = header || err.and_then(|e| e.get("type")).and_then(Value::as_str) == Some("recording_miss");
+    let is_miss =
+        header || err.and_then(|e| e.get("type")).and_then(Value::as_str) == Some("recording_miss");
     if !is_miss {
         return None;
     }
-    Some(match err.and_then(|e| e.get("message")).and_then(Value::as_str) {
-        Some(m) => m.to_string(),
-        None => truncate_str(&String::from_utf8_lossy(body), MAX_ERROR_BODY_BYTES),
-    })
+    Some(
+        match err.and_then(|e| e.get("message")).and_then(Value::as_str) {
+            Some(m) => m.to_string(),
+            None => truncate_str(&String::from_utf8_lossy(body), MAX_ERROR_BODY_BYTES),
+        },
+    )
 }
 
 fn describe_transport(e: &reqwest::Error, timeout_ms: u64) -> String {
@@ -328,7 +406,13 @@ mod tests {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     fn fast_policy() -> RetryPolicy {
-        RetryPolicy { max_attempts: 3, base_delay_ms: 1, max_delay_ms: 5, retry_after_cap_ms: 150, jitter_seed: 7 }
+        RetryPolicy {
+            max_attempts: 3,
+            base_delay_ms: 1,
+            max_delay_ms: 5,
+            retry_after_cap_ms: 150,
+            jitter_seed: 7,
+        }
     }
 
     fn cfg(server: &MockServer, protocol: Protocol, key_env: Option<&str>) -> EndpointConfig {
@@ -373,7 +457,12 @@ mod tests {
                 text: "hello".into(),
                 tool_calls: vec![],
                 stop_reason: StopReason::EndTurn,
-                usage: Usage { input_tokens: 10, output_tokens: 2, cache_read_input_tokens: 5, cache_creation_input_tokens: 0 },
+                usage: Usage {
+                    input_tokens: 10,
+                    output_tokens: 2,
+                    cache_read_input_tokens: 5,
+                    cache_creation_input_tokens: 0,
+                },
                 model: "m".into(),
             },
         )
@@ -382,7 +471,11 @@ mod tests {
     /// Unique per test so parallel tests never share a variable.
     fn key_env(tag: &str, value: Option<&str>) -> String {
         static N: AtomicU32 = AtomicU32::new(0);
-        let name = format!("HARNESS_MODEL_TEST_KEY_{tag}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let name = format!(
+            "HARNESS_MODEL_TEST_KEY_{tag}_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
         if let Some(v) = value {
             std::env::set_var(&name, v);
         }
@@ -405,14 +498,27 @@ mod tests {
                 .await;
             let client = ModelClient::new(cfg(&server, protocol, None)).unwrap();
             let reply = client.call(&req()).await.unwrap();
-            assert_eq!((reply.text.as_str(), reply.attempts, reply.unparseable_billed_attempts), ("hello", 1, 0));
+            assert_eq!(
+                (
+                    reply.text.as_str(),
+                    reply.attempts,
+                    reply.unparseable_billed_attempts
+                ),
+                ("hello", 1, 0)
+            );
             assert_eq!(reply.usage.cache_read_input_tokens, 5);
             let got = &server.received_requests().await.unwrap()[0];
             let body: Value = serde_json::from_slice(&got.body).unwrap();
             assert_eq!(body["model"], "m");
-            assert_eq!(got.headers.get("anthropic-version").is_some(), protocol == Protocol::Anthropic);
+            assert_eq!(
+                got.headers.get("anthropic-version").is_some(),
+                protocol == Protocol::Anthropic
+            );
             // No key configured: no auth header at all.
-            assert!(got.headers.get("x-api-key").is_none() && got.headers.get("authorization").is_none());
+            assert!(
+                got.headers.get("x-api-key").is_none()
+                    && got.headers.get("authorization").is_none()
+            );
         }
     }
 
@@ -420,7 +526,11 @@ mod tests {
     async fn retry_after_429_then_200_succeeds_on_second_attempt() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_string("slow down"))
+            .respond_with(
+                ResponseTemplate::new(429)
+                    .insert_header("retry-after", "1")
+                    .set_body_string("slow down"),
+            )
             .up_to_n_times(1)
             .mount(&server)
             .await;
@@ -433,10 +543,27 @@ mod tests {
         let reply = client.call(&req()).await.unwrap();
         assert_eq!(reply.attempts, 2);
         // Retry-After: 1s, capped by the policy at 150 ms: waited at least the cap.
-        assert!(t.elapsed() >= Duration::from_millis(150), "{:?}", t.elapsed());
-        assert!(t.elapsed() < Duration::from_millis(1_000), "cap not applied: {:?}", t.elapsed());
+        assert!(
+            t.elapsed() >= Duration::from_millis(150),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(
+            t.elapsed() < Duration::from_millis(1_000),
+            "cap not applied: {:?}",
+            t.elapsed()
+        );
         let reqs = server.received_requests().await.unwrap();
-        let attempts: Vec<_> = reqs.iter().map(|r| r.headers.get("x-harness-attempt").unwrap().to_str().unwrap()).collect();
+        let attempts: Vec<_> = reqs
+            .iter()
+            .map(|r| {
+                r.headers
+                    .get("x-harness-attempt")
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+            })
+            .collect();
         assert_eq!(attempts, ["0", "1"]);
     }
 
@@ -461,12 +588,22 @@ mod tests {
     #[tokio::test]
     async fn persistent_503_exhausts_retries() {
         let server = MockServer::start().await;
-        Mock::given(method("POST")).respond_with(ResponseTemplate::new(503).set_body_string("overloaded")).mount(&server).await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(503).set_body_string("overloaded"))
+            .mount(&server)
+            .await;
         let client = ModelClient::new(cfg(&server, Protocol::Anthropic, None)).unwrap();
         match client.call(&req()).await.unwrap_err() {
-            ModelError::RetriesExhausted { attempts, last, unparseable_billed_attempts } => {
+            ModelError::RetriesExhausted {
+                attempts,
+                last,
+                unparseable_billed_attempts,
+            } => {
                 assert_eq!((attempts, unparseable_billed_attempts), (3, 0));
-                assert!(last.contains("503") && last.contains("overloaded"), "{last}");
+                assert!(
+                    last.contains("503") && last.contains("overloaded"),
+                    "{last}"
+                );
             }
             e => panic!("{e:?}"),
         }
@@ -485,11 +622,19 @@ mod tests {
             match client.call(&req()).await.unwrap_err() {
                 ModelError::Rejected { status: s, body } => {
                     assert_eq!(s, status);
-                    assert!(body.len() < MAX_ERROR_BODY_BYTES + 100, "body truncated to 2 KiB: {}", body.len());
+                    assert!(
+                        body.len() < MAX_ERROR_BODY_BYTES + 100,
+                        "body truncated to 2 KiB: {}",
+                        body.len()
+                    );
                 }
                 e => panic!("{status}: {e:?}"),
             }
-            assert_eq!(server.received_requests().await.unwrap().len(), 1, "status {status} must not be retried");
+            assert_eq!(
+                server.received_requests().await.unwrap().len(),
+                1,
+                "status {status} must not be retried"
+            );
         }
     }
 
@@ -507,17 +652,26 @@ mod tests {
         let client = ModelClient::new(cfg(&server, Protocol::Anthropic, None)).unwrap();
         assert_eq!(
             client.call(&req()).await.unwrap_err(),
-            ModelError::RecordingMiss { detail: "no recording for execute/t1/a0/0; nearest execute/t1/a0/1".into() }
+            ModelError::RecordingMiss {
+                detail: "no recording for execute/t1/a0/0; nearest execute/t1/a0/1".into()
+            }
         );
         assert_eq!(server.received_requests().await.unwrap().len(), 1);
 
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(500).insert_header("x-replay-miss", "1").set_body_string("miss"))
+            .respond_with(
+                ResponseTemplate::new(500)
+                    .insert_header("x-replay-miss", "1")
+                    .set_body_string("miss"),
+            )
             .mount(&server)
             .await;
         let client = ModelClient::new(cfg(&server, Protocol::Openai, None)).unwrap();
-        assert!(matches!(client.call(&req()).await.unwrap_err(), ModelError::RecordingMiss { .. }));
+        assert!(matches!(
+            client.call(&req()).await.unwrap_err(),
+            ModelError::RecordingMiss { .. }
+        ));
         assert_eq!(server.received_requests().await.unwrap().len(), 1);
     }
 
@@ -534,7 +688,11 @@ mod tests {
             .await;
         let client = ModelClient::new(cfg(&server, Protocol::Anthropic, None)).unwrap();
         match client.call(&req()).await.unwrap_err() {
-            ModelError::RetriesExhausted { attempts, unparseable_billed_attempts, last } => {
+            ModelError::RetriesExhausted {
+                attempts,
+                unparseable_billed_attempts,
+                last,
+            } => {
                 assert_eq!((attempts, unparseable_billed_attempts), (3, 3));
                 assert!(last.contains("unparseable"), "{last}");
             }
@@ -561,14 +719,20 @@ mod tests {
     async fn oversized_200_body_is_malformed() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_string(" ".repeat(MAX_RESPONSE_BYTES + 1)))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_string(" ".repeat(MAX_RESPONSE_BYTES + 1)),
+            )
             .mount(&server)
             .await;
         let mut c = cfg(&server, Protocol::Openai, None);
         c.retry.max_attempts = 1;
         let client = ModelClient::new(c).unwrap();
         match client.call(&req()).await.unwrap_err() {
-            ModelError::RetriesExhausted { attempts: 1, unparseable_billed_attempts: 1, last } => {
+            ModelError::RetriesExhausted {
+                attempts: 1,
+                unparseable_billed_attempts: 1,
+                last,
+            } => {
                 assert!(last.contains("cap"), "{last}")
             }
             e => panic!("{e:?}"),
@@ -579,21 +743,33 @@ mod tests {
     async fn timeouts_and_refused_connections_are_retried() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(ok_body(Protocol::Openai)).set_delay(Duration::from_millis(400)))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(ok_body(Protocol::Openai))
+                    .set_delay(Duration::from_millis(400)),
+            )
             .mount(&server)
             .await;
         let mut c = cfg(&server, Protocol::Openai, None);
         c.request_timeout_ms = 50;
         c.retry.max_attempts = 2;
         match ModelClient::new(c).unwrap().call(&req()).await.unwrap_err() {
-            ModelError::RetriesExhausted { attempts: 2, last, unparseable_billed_attempts: 0 } => {
+            ModelError::RetriesExhausted {
+                attempts: 2,
+                last,
+                unparseable_billed_attempts: 0,
+            } => {
                 assert!(last.contains("timeout"), "{last}")
             }
             e => panic!("{e:?}"),
         }
 
         // A port nobody listens on.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let c = EndpointConfig {
             base_url: format!("http://127.0.0.1:{port}"),
             protocol: Protocol::Anthropic,
@@ -616,15 +792,26 @@ mod tests {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(header("x-api-key", KEY))
-            .respond_with(ResponseTemplate::new(401).set_body_string(format!("Incorrect API key provided: {KEY}")))
+            .respond_with(
+                ResponseTemplate::new(401)
+                    .set_body_string(format!("Incorrect API key provided: {KEY}")),
+            )
             .expect(1)
             .mount(&server)
             .await;
         let c = cfg(&server, Protocol::Anthropic, Some(&env));
         let client = ModelClient::new(c.clone()).unwrap();
         let err = client.call(&req()).await.unwrap_err();
-        assert!(matches!(err, ModelError::Rejected { status: 401, .. }), "{err:?}");
-        for s in [err.to_string(), format!("{err:?}"), format!("{client:?}"), format!("{c:?}")] {
+        assert!(
+            matches!(err, ModelError::Rejected { status: 401, .. }),
+            "{err:?}"
+        );
+        for s in [
+            err.to_string(),
+            format!("{err:?}"),
+            format!("{client:?}"),
+            format!("{c:?}"),
+        ] {
             assert!(!s.contains(KEY), "key leaked: {s}");
         }
         assert!(err.to_string().contains("[REDACTED]"));
@@ -638,9 +825,16 @@ mod tests {
             .await;
         let client = ModelClient::new(cfg(&server, Protocol::Openai, Some(&env))).unwrap();
         let err = client.call(&req()).await.unwrap_err();
-        assert!(matches!(err, ModelError::RetriesExhausted { attempts: 3, .. }), "{err:?}");
+        assert!(
+            matches!(err, ModelError::RetriesExhausted { attempts: 3, .. }),
+            "{err:?}"
+        );
         assert!(!err.to_string().contains(KEY) && !format!("{err:?}").contains(KEY));
-        assert_eq!(server.received_requests().await.unwrap().len(), 3, "bearer header matched every attempt");
+        assert_eq!(
+            server.received_requests().await.unwrap().len(),
+            3,
+            "bearer header matched every attempt"
+        );
 
         // Empty env var: no auth header (replay needs none).
         let empty = key_env("EMPTY", Some(""));
@@ -649,8 +843,15 @@ mod tests {
             .respond_with(ResponseTemplate::new(200).set_body_json(ok_body(Protocol::Openai)))
             .mount(&server)
             .await;
-        ModelClient::new(cfg(&server, Protocol::Openai, Some(&empty))).unwrap().call(&req()).await.unwrap();
-        assert!(server.received_requests().await.unwrap()[0].headers.get("authorization").is_none());
+        ModelClient::new(cfg(&server, Protocol::Openai, Some(&empty)))
+            .unwrap()
+            .call(&req())
+            .await
+            .unwrap();
+        assert!(server.received_requests().await.unwrap()[0]
+            .headers
+            .get("authorization")
+            .is_none());
     }
 
     #[test]
@@ -662,18 +863,34 @@ mod tests {
             request_timeout_ms: 1000,
             retry: RetryPolicy::default(),
         };
-        assert!(matches!(ModelClient::new(base.clone()), Err(ModelError::Config(_))));
-        let ftp = EndpointConfig { base_url: "ftp://x/v1".into(), ..base.clone() };
+        assert!(matches!(
+            ModelClient::new(base.clone()),
+            Err(ModelError::Config(_))
+        ));
+        let ftp = EndpointConfig {
+            base_url: "ftp://x/v1".into(),
+            ..base.clone()
+        };
         assert!(matches!(ModelClient::new(ftp), Err(ModelError::Config(_))));
-        let zero = EndpointConfig { base_url: "http://127.0.0.1:1/v1".into(), request_timeout_ms: 0, ..base.clone() };
+        let zero = EndpointConfig {
+            base_url: "http://127.0.0.1:1/v1".into(),
+            request_timeout_ms: 0,
+            ..base.clone()
+        };
         assert!(matches!(ModelClient::new(zero), Err(ModelError::Config(_))));
-        let ok = ModelClient::new(EndpointConfig { base_url: "http://127.0.0.1:1/v1/".into(), ..base }).unwrap();
+        let ok = ModelClient::new(EndpointConfig {
+            base_url: "http://127.0.0.1:1/v1/".into(),
+            ..base
+        })
+        .unwrap();
         assert_eq!(ok.url(), "http://127.0.0.1:1/v1/chat/completions");
     }
 
     #[test]
     fn endpoint_config_deserialises_with_defaults() {
-        let c: EndpointConfig = serde_json::from_value(json!({"base_url": "http://h/v1", "protocol": "openai"})).unwrap();
+        let c: EndpointConfig =
+            serde_json::from_value(json!({"base_url": "http://h/v1", "protocol": "openai"}))
+                .unwrap();
         assert_eq!(c.request_timeout_ms, 120_000);
         assert_eq!(c.retry, RetryPolicy::default());
         assert_eq!(c.api_key_env, None);
@@ -684,7 +901,13 @@ mod tests {
         let body = br#"{"error":{"type":"recording_miss","message":"nope"}}"#;
         assert_eq!(recording_miss(body, false).as_deref(), Some("nope"));
         assert_eq!(recording_miss(b"plain", true).as_deref(), Some("plain"));
-        assert_eq!(recording_miss(br#"{"error":{"type":"not_found_error","message":"x"}}"#, false), None);
+        assert_eq!(
+            recording_miss(
+                br#"{"error":{"type":"not_found_error","message":"x"}}"#,
+                false
+            ),
+            None
+        );
         assert_eq!(recording_miss(b"", false), None);
     }
 }

@@ -23,7 +23,10 @@ use serde_json::Value;
 
 pub use client::{EndpointConfig, ModelClient};
 pub use retry::{retry_delay_ms, RetryPolicy};
-pub use types::{CallRole, ModelError, ModelReply, ModelRequest, Protocol, StopReason, ToolCall, ToolDef, Turn, Usage};
+pub use types::{
+    CallRole, ModelError, ModelReply, ModelRequest, Protocol, StopReason, ToolCall, ToolDef, Turn,
+    Usage,
+};
 
 /// A reply as read off the wire, before the client adds attempt bookkeeping.
 /// The same shape is what scripted cassettes and fixtures are written from
@@ -43,7 +46,12 @@ pub type ScriptedReply = ParsedReply;
 
 impl ParsedReply {
     /// Attach the client's bookkeeping to make the harness-facing reply.
-    pub fn into_reply(self, latency_ms: u64, attempts: u32, unparseable_billed_attempts: u32) -> ModelReply {
+    pub fn into_reply(
+        self,
+        latency_ms: u64,
+        attempts: u32,
+        unparseable_billed_attempts: u32,
+    ) -> ModelReply {
         ModelReply {
             text: self.text,
             tool_calls: self.tool_calls,
@@ -170,18 +178,41 @@ pub(crate) mod test_fixtures {
             model: "test-model".into(),
             system: "You are careful.".into(),
             turns: vec![
-                Turn::User { text: "Do task t1.".into() },
+                Turn::User {
+                    text: "Do task t1.".into(),
+                },
                 Turn::Assistant {
                     text: "Reading two files.".into(),
                     tool_calls: vec![
-                        ToolCall { id: "call_a".into(), name: "read_file".into(), input: json!({"path": "a.txt"}) },
-                        ToolCall { id: "call_b".into(), name: "read_file".into(), input: json!({"path": "b.txt"}) },
+                        ToolCall {
+                            id: "call_a".into(),
+                            name: "read_file".into(),
+                            input: json!({"path": "a.txt"}),
+                        },
+                        ToolCall {
+                            id: "call_b".into(),
+                            name: "read_file".into(),
+                            input: json!({"path": "b.txt"}),
+                        },
                     ],
                 },
-                Turn::ToolResult { call_id: "call_a".into(), content: "alpha".into(), is_error: false },
-                Turn::ToolResult { call_id: "call_b".into(), content: "no such file".into(), is_error: true },
-                Turn::Assistant { text: "Done.".into(), tool_calls: vec![] },
-                Turn::User { text: "Continue.".into() },
+                Turn::ToolResult {
+                    call_id: "call_a".into(),
+                    content: "alpha".into(),
+                    is_error: false,
+                },
+                Turn::ToolResult {
+                    call_id: "call_b".into(),
+                    content: "no such file".into(),
+                    is_error: true,
+                },
+                Turn::Assistant {
+                    text: "Done.".into(),
+                    tool_calls: vec![],
+                },
+                Turn::User {
+                    text: "Continue.".into(),
+                },
             ],
             tools: vec![ToolDef {
                 name: "read_file".into(),
@@ -203,7 +234,12 @@ pub(crate) mod test_fixtures {
                 input: json!({"path": "out.txt", "content": "hi"}),
             }],
             stop_reason: StopReason::ToolUse,
-            usage: Usage { input_tokens: 100, output_tokens: 20, cache_read_input_tokens: 300, cache_creation_input_tokens: 0 },
+            usage: Usage {
+                input_tokens: 100,
+                output_tokens: 20,
+                cache_read_input_tokens: 300,
+                cache_creation_input_tokens: 0,
+            },
             model: "test-model".into(),
         }
     }
@@ -242,7 +278,10 @@ mod tests {
     #[test]
     fn into_reply_carries_bookkeeping() {
         let r = test_fixtures::scripted().into_reply(12, 3, 1);
-        assert_eq!((r.latency_ms, r.attempts, r.unparseable_billed_attempts), (12, 3, 1));
+        assert_eq!(
+            (r.latency_ms, r.attempts, r.unparseable_billed_attempts),
+            (12, 3, 1)
+        );
         assert_eq!(r.usage.cache_read_input_tokens, 300);
     }
 }

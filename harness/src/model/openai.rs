@@ -24,7 +24,11 @@ pub fn request_body(req: &ModelRequest) -> Value {
                 m.insert("role".into(), json!("assistant"));
                 // `content: null` with tool calls is what the API itself returns;
                 // some servers reject an empty string there.
-                let content = if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(text) };
+                let content = if text.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                };
                 m.insert("content".into(), content);
                 if !tool_calls.is_empty() {
                     m.insert(
@@ -46,8 +50,16 @@ pub fn request_body(req: &ModelRequest) -> Value {
                 }
                 messages.push(Value::Object(m));
             }
-            Turn::ToolResult { call_id, content, is_error } => {
-                let content = if *is_error { format!("{TOOL_ERROR_PREFIX}{content}") } else { content.clone() };
+            Turn::ToolResult {
+                call_id,
+                content,
+                is_error,
+            } => {
+                let content = if *is_error {
+                    format!("{TOOL_ERROR_PREFIX}{content}")
+                } else {
+                    content.clone()
+                };
                 messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": content}));
             }
         }
@@ -106,7 +118,12 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
     let raw_calls = match message.get("tool_calls") {
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(a)) => &a[..],
-        Some(other) => return Err(format!("message.tool_calls is not an array: {}", short(other))),
+        Some(other) => {
+            return Err(format!(
+                "message.tool_calls is not an array: {}",
+                short(other)
+            ))
+        }
     };
     let mut text = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
@@ -117,7 +134,12 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join(""),
-        Some(other) => return Err(format!("message.content has an unexpected type: {}", short(other))),
+        Some(other) => {
+            return Err(format!(
+                "message.content has an unexpected type: {}",
+                short(other)
+            ))
+        }
         // A message with neither content nor tool calls carries nothing: malformed.
         None if raw_calls.is_empty() && message.get("refusal").is_none_or_null() => {
             return Err("message has no content and no tool_calls".into())
@@ -127,14 +149,20 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
 
     let mut tool_calls = Vec::with_capacity(raw_calls.len());
     for (i, c) in raw_calls.iter().enumerate() {
-        let f = c.get("function").ok_or_else(|| format!("tool_calls[{i}] has no function"))?;
+        let f = c
+            .get("function")
+            .ok_or_else(|| format!("tool_calls[{i}] has no function"))?;
         let name = f
             .get("name")
             .and_then(Value::as_str)
             .ok_or_else(|| format!("tool_calls[{i}].function has no name"))?;
         // Older llama.cpp builds omit ids; a stable synthetic one keeps
         // tool results matchable.
-        let id = c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call_{i}"));
+        let id = c
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("call_{i}"));
         let input = match f.get("arguments") {
             Some(Value::String(raw)) => parse_arguments(raw),
             // Lenient: some servers send the object itself.
@@ -142,7 +170,11 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
             None | Some(Value::Null) => json!({}),
             Some(other) => json!({"__unparsed": other.to_string()}),
         };
-        tool_calls.push(ToolCall { id, name: name.into(), input });
+        tool_calls.push(ToolCall {
+            id,
+            name: name.into(),
+            input,
+        });
     }
 
     let finish = choice.get("finish_reason").and_then(Value::as_str);
@@ -167,7 +199,9 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
             let prompt = req_u64(u, "prompt_tokens", "usage")?;
             let completion = req_u64(u, "completion_tokens", "usage")?;
             let cached = match u.get("prompt_tokens_details") {
-                Some(d @ Value::Object(_)) => opt_u64(d, "cached_tokens", "usage.prompt_tokens_details")?,
+                Some(d @ Value::Object(_)) => {
+                    opt_u64(d, "cached_tokens", "usage.prompt_tokens_details")?
+                }
                 _ => 0,
             }
             // A server reporting more cached than prompt tokens would otherwise
@@ -184,8 +218,18 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
         // Without usage the call cannot be billed; treat as unparseable.
         None => return Err("usage is missing".into()),
     };
-    let model = obj.get("model").and_then(Value::as_str).unwrap_or_default().to_string();
-    Ok(ParsedReply { text, tool_calls, stop_reason, usage, model })
+    let model = obj
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Ok(ParsedReply {
+        text,
+        tool_calls,
+        stop_reason,
+        usage,
+        model,
+    })
 }
 
 /// Arguments arrive as a JSON string. Anything that is not a JSON object is
@@ -218,7 +262,11 @@ impl NullExt for Option<&Value> {
 pub fn render_response(reply: &ScriptedReply) -> Value {
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
-    let content = if reply.text.is_empty() && !reply.tool_calls.is_empty() { Value::Null } else { json!(reply.text) };
+    let content = if reply.text.is_empty() && !reply.tool_calls.is_empty() {
+        Value::Null
+    } else {
+        json!(reply.text)
+    };
     message.insert("content".into(), content);
     if !reply.tool_calls.is_empty() {
         message.insert(
@@ -312,7 +360,10 @@ mod tests {
         req.trailing_notice = Some("NOTICE: 70% spent".into());
         let body = request_body(&req);
         let msgs = body["messages"].as_array().unwrap();
-        assert_eq!(msgs.last().unwrap(), &json!({"role": "user", "content": "NOTICE: 70% spent"}));
+        assert_eq!(
+            msgs.last().unwrap(),
+            &json!({"role": "user", "content": "NOTICE: 70% spent"})
+        );
         assert_eq!(msgs[0]["role"], "system");
         assert!(!msgs[0]["content"].as_str().unwrap().contains("NOTICE"));
     }
@@ -320,10 +371,15 @@ mod tests {
     #[test]
     fn json_schema_becomes_response_format_and_empty_text_with_calls_is_null() {
         let mut req = conversation();
-        req.json_schema = Some(json!({"type": "object", "properties": {"score": {"type": "number"}}}));
+        req.json_schema =
+            Some(json!({"type": "object", "properties": {"score": {"type": "number"}}}));
         req.turns = vec![Turn::Assistant {
             text: String::new(),
-            tool_calls: vec![ToolCall { id: "c".into(), name: "t".into(), input: json!({"__unparsed": "{bad"}) }],
+            tool_calls: vec![ToolCall {
+                id: "c".into(),
+                name: "t".into(),
+                input: json!({"__unparsed": "{bad"}),
+            }],
         }];
         req.tools.clear();
         let body = request_body(&req);
@@ -336,8 +392,13 @@ mod tests {
         let m = &body["messages"][1];
         assert_eq!(m["content"], Value::Null);
         // History always carries valid JSON arguments.
-        let args = m["tool_calls"][0]["function"]["arguments"].as_str().unwrap();
-        assert_eq!(serde_json::from_str::<Value>(args).unwrap(), json!({"__unparsed": "{bad"}));
+        let args = m["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(args).unwrap(),
+            json!({"__unparsed": "{bad"})
+        );
     }
 
     #[test]
@@ -348,18 +409,37 @@ mod tests {
         let r = parse_response(body).unwrap();
         assert_eq!(
             r.usage,
-            Usage { input_tokens: 200, output_tokens: 50, cache_read_input_tokens: 800, cache_creation_input_tokens: 0 }
+            Usage {
+                input_tokens: 200,
+                output_tokens: 50,
+                cache_read_input_tokens: 800,
+                cache_creation_input_tokens: 0
+            }
         );
         assert_eq!(r.usage.input_tokens + r.usage.cache_read_input_tokens, 1000);
-        assert_eq!((r.text.as_str(), r.stop_reason, r.model.as_str()), ("hi", StopReason::EndTurn, "qwen"));
+        assert_eq!(
+            (r.text.as_str(), r.stop_reason, r.model.as_str()),
+            ("hi", StopReason::EndTurn, "qwen")
+        );
 
         // No details (llama.cpp) or null cached_tokens: all prompt tokens are input.
-        for details in ["", r#","prompt_tokens_details":null"#, r#","prompt_tokens_details":{"cached_tokens":null}"#] {
+        for details in [
+            "",
+            r#","prompt_tokens_details":null"#,
+            r#","prompt_tokens_details":{"cached_tokens":null}"#,
+        ] {
             let b = format!(
                 r#"{{"choices":[{{"message":{{"content":"x"}},"finish_reason":"length"}}],"usage":{{"prompt_tokens":7,"completion_tokens":3{details}}}}}"#
             );
             let r = parse_response(b.as_bytes()).unwrap();
-            assert_eq!(r.usage, Usage { input_tokens: 7, output_tokens: 3, ..Default::default() });
+            assert_eq!(
+                r.usage,
+                Usage {
+                    input_tokens: 7,
+                    output_tokens: 3,
+                    ..Default::default()
+                }
+            );
             assert_eq!(r.stop_reason, StopReason::MaxTokens);
         }
     }
@@ -376,7 +456,10 @@ mod tests {
         assert_eq!(r.text, "");
         assert_eq!(r.stop_reason, StopReason::ToolUse);
         assert_eq!(r.tool_calls[0].input, json!({"path": "a"}));
-        assert_eq!(r.tool_calls[1].input, json!({"__unparsed": "{\"path\": \"a\", "}));
+        assert_eq!(
+            r.tool_calls[1].input,
+            json!({"__unparsed": "{\"path\": \"a\", "})
+        );
         assert_eq!(r.tool_calls[2].input, json!({}));
         assert_eq!(r.tool_calls[3].input, json!({"__unparsed": "[1]"}));
         assert_eq!(r.tool_calls[3].id, "call_3");
@@ -386,7 +469,10 @@ mod tests {
     fn stop_with_tool_calls_is_tool_use() {
         let body = br#"{"choices":[{"message":{"content":"","tool_calls":[{"id":"a","function":{"name":"t","arguments":"{}"}}]},
             "finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#;
-        assert_eq!(parse_response(body).unwrap().stop_reason, StopReason::ToolUse);
+        assert_eq!(
+            parse_response(body).unwrap().stop_reason,
+            StopReason::ToolUse
+        );
     }
 
     #[test]
@@ -397,9 +483,13 @@ mod tests {
         assert_eq!(r.stop_reason, StopReason::Refusal);
         assert_eq!(r.text, "I can't help with that.");
 
-        let body = br#"{"choices":[{"message":{"content":"filtered"},"finish_reason":"content_filter"}],
+        let body =
+            br#"{"choices":[{"message":{"content":"filtered"},"finish_reason":"content_filter"}],
             "usage":{"prompt_tokens":4,"completion_tokens":0}}"#;
-        assert_eq!(parse_response(body).unwrap().stop_reason, StopReason::Refusal);
+        assert_eq!(
+            parse_response(body).unwrap().stop_reason,
+            StopReason::Refusal
+        );
     }
 
     #[test]
@@ -421,7 +511,11 @@ mod tests {
             b"null",
         ];
         for c in cases {
-            assert!(parse_response(c).is_err(), "{:?}", String::from_utf8_lossy(c));
+            assert!(
+                parse_response(c).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(c)
+            );
         }
     }
 
@@ -439,12 +533,28 @@ mod tests {
         let mut bad = r.clone();
         bad.tool_calls[0].input = json!({"__unparsed": "{\"path\": "});
         let body = render_response(&bad);
-        assert_eq!(body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], "{\"path\": ");
+        assert_eq!(
+            body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
+            "{\"path\": "
+        );
         assert_eq!(parse_response(body.to_string().as_bytes()).unwrap(), bad);
 
-        for sr in [StopReason::EndTurn, StopReason::MaxTokens, StopReason::Refusal, StopReason::Other("x".into())] {
-            let r2 = ScriptedReply { stop_reason: sr, tool_calls: vec![], text: "t".into(), ..r.clone() };
-            assert_eq!(parse_response(render_response(&r2).to_string().as_bytes()).unwrap(), r2);
+        for sr in [
+            StopReason::EndTurn,
+            StopReason::MaxTokens,
+            StopReason::Refusal,
+            StopReason::Other("x".into()),
+        ] {
+            let r2 = ScriptedReply {
+                stop_reason: sr,
+                tool_calls: vec![],
+                text: "t".into(),
+                ..r.clone()
+            };
+            assert_eq!(
+                parse_response(render_response(&r2).to_string().as_bytes()).unwrap(),
+                r2
+            );
         }
     }
 }

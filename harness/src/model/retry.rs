@@ -28,7 +28,13 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { max_attempts: 5, base_delay_ms: 200, max_delay_ms: 20_000, retry_after_cap_ms: 60_000, jitter_seed: 0 }
+        RetryPolicy {
+            max_attempts: 5,
+            base_delay_ms: 200,
+            max_delay_ms: 20_000,
+            retry_after_cap_ms: 60_000,
+            jitter_seed: 0,
+        }
     }
 }
 
@@ -46,9 +52,17 @@ impl RetryPolicy {
 /// retried in the same run waits the same, while different calls do not
 /// retry in lockstep. A server's `retry_after` (ms) is a floor, capped at
 /// `retry_after_cap_ms`.
-pub fn retry_delay_ms(policy: &RetryPolicy, call_key: &str, attempt: u32, retry_after: Option<u64>) -> u64 {
+pub fn retry_delay_ms(
+    policy: &RetryPolicy,
+    call_key: &str,
+    attempt: u32,
+    retry_after: Option<u64>,
+) -> u64 {
     let factor = 1u64.checked_shl(attempt.min(63)).unwrap_or(u64::MAX);
-    let ceiling = policy.base_delay_ms.saturating_mul(factor).min(policy.max_delay_ms);
+    let ceiling = policy
+        .base_delay_ms
+        .saturating_mul(factor)
+        .min(policy.max_delay_ms);
     let jittered = if ceiling == 0 {
         0
     } else {
@@ -94,10 +108,15 @@ fn parse_http_date(s: &str) -> Option<i64> {
         return None;
     }
     let day: i64 = parts[0].parse().ok()?;
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let month = MONTHS.iter().position(|m| *m == parts[1])? as i64 + 1;
     let year: i64 = parts[2].parse().ok()?;
-    let hms: Vec<i64> = parts[3].split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let hms: Vec<i64> = parts[3]
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
     if hms.len() != 3 || !(1..=31).contains(&day) || hms[0] > 23 || hms[1] > 59 || hms[2] > 60 {
         return None;
     }
@@ -123,14 +142,40 @@ mod tests {
     #[test]
     fn default_policy_is_sensible() {
         let p = RetryPolicy::default();
-        assert_eq!((p.max_attempts, p.base_delay_ms, p.max_delay_ms, p.retry_after_cap_ms), (5, 200, 20_000, 60_000));
-        assert_eq!(RetryPolicy { max_attempts: 0, ..p.clone() }.effective_max_attempts(), 1);
-        assert_eq!(RetryPolicy { max_attempts: 1000, ..p }.effective_max_attempts(), MAX_ATTEMPTS_HARD_CAP);
+        assert_eq!(
+            (
+                p.max_attempts,
+                p.base_delay_ms,
+                p.max_delay_ms,
+                p.retry_after_cap_ms
+            ),
+            (5, 200, 20_000, 60_000)
+        );
+        assert_eq!(
+            RetryPolicy {
+                max_attempts: 0,
+                ..p.clone()
+            }
+            .effective_max_attempts(),
+            1
+        );
+        assert_eq!(
+            RetryPolicy {
+                max_attempts: 1000,
+                ..p
+            }
+            .effective_max_attempts(),
+            MAX_ATTEMPTS_HARD_CAP
+        );
     }
 
     #[test]
     fn delay_respects_exponential_ceiling_and_cap() {
-        let p = RetryPolicy { base_delay_ms: 100, max_delay_ms: 1_000, ..Default::default() };
+        let p = RetryPolicy {
+            base_delay_ms: 100,
+            max_delay_ms: 1_000,
+            ..Default::default()
+        };
         for attempt in 0..40 {
             let ceiling = (100u64 << attempt.min(20)).min(1_000);
             for key in ["plan/0", "execute/t1/a0/3", ""] {
@@ -139,25 +184,47 @@ mod tests {
             }
         }
         // Huge attempt numbers and base do not overflow.
-        let p2 = RetryPolicy { base_delay_ms: u64::MAX, max_delay_ms: u64::MAX, ..Default::default() };
+        let p2 = RetryPolicy {
+            base_delay_ms: u64::MAX,
+            max_delay_ms: u64::MAX,
+            ..Default::default()
+        };
         let _ = retry_delay_ms(&p2, "k", u32::MAX, Some(u64::MAX));
     }
 
     #[test]
     fn delay_is_deterministic_and_jittered() {
-        let p = RetryPolicy { base_delay_ms: 1_000, max_delay_ms: 1_000_000, jitter_seed: 42, ..Default::default() };
-        assert_eq!(retry_delay_ms(&p, "judge/3", 4, None), retry_delay_ms(&p, "judge/3", 4, None));
-        let draws: std::collections::HashSet<u64> =
-            (0..20).map(|i| retry_delay_ms(&p, &format!("execute/t{i}"), 6, None)).collect();
+        let p = RetryPolicy {
+            base_delay_ms: 1_000,
+            max_delay_ms: 1_000_000,
+            jitter_seed: 42,
+            ..Default::default()
+        };
+        assert_eq!(
+            retry_delay_ms(&p, "judge/3", 4, None),
+            retry_delay_ms(&p, "judge/3", 4, None)
+        );
+        let draws: std::collections::HashSet<u64> = (0..20)
+            .map(|i| retry_delay_ms(&p, &format!("execute/t{i}"), 6, None))
+            .collect();
         assert!(draws.len() > 10, "full jitter spreads calls: {draws:?}");
-        let other_seed = RetryPolicy { jitter_seed: 43, ..p.clone() };
-        let differs = (0..10).any(|i| retry_delay_ms(&p, "k", i, None) != retry_delay_ms(&other_seed, "k", i, None));
+        let other_seed = RetryPolicy {
+            jitter_seed: 43,
+            ..p.clone()
+        };
+        let differs = (0..10)
+            .any(|i| retry_delay_ms(&p, "k", i, None) != retry_delay_ms(&other_seed, "k", i, None));
         assert!(differs);
     }
 
     #[test]
     fn retry_after_is_a_floor_capped_by_policy() {
-        let p = RetryPolicy { base_delay_ms: 10, max_delay_ms: 20, retry_after_cap_ms: 5_000, ..Default::default() };
+        let p = RetryPolicy {
+            base_delay_ms: 10,
+            max_delay_ms: 20,
+            retry_after_cap_ms: 5_000,
+            ..Default::default()
+        };
         assert_eq!(retry_delay_ms(&p, "k", 0, Some(3_000)), 3_000);
         assert_eq!(retry_delay_ms(&p, "k", 0, Some(120_000)), 5_000);
         assert!(retry_delay_ms(&p, "k", 0, Some(0)) <= 10);
@@ -169,14 +236,33 @@ mod tests {
         assert_eq!(parse_retry_after("7", now), Some(7_000));
         assert_eq!(parse_retry_after(" 0 ", now), Some(0));
         assert_eq!(parse_retry_after("1.5", now), Some(1_500));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", now), Some(10_000));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now), Some(0));
-        assert_eq!(parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", UNIX_EPOCH), Some(0));
         assert_eq!(
-            parse_retry_after("Wed, 01 Mar 2028 00:00:00 GMT", UNIX_EPOCH + Duration::from_secs(1_835_481_600 - 2)),
+            parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", now),
+            Some(10_000)
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now),
+            Some(0)
+        );
+        assert_eq!(
+            parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", UNIX_EPOCH),
+            Some(0)
+        );
+        assert_eq!(
+            parse_retry_after(
+                "Wed, 01 Mar 2028 00:00:00 GMT",
+                UNIX_EPOCH + Duration::from_secs(1_835_481_600 - 2)
+            ),
             Some(2_000)
         );
-        for bad in ["", "-1", "soon", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT", "NaN"] {
+        for bad in [
+            "",
+            "-1",
+            "soon",
+            "Sun, 06 Nov 1994 08:49:37 PST",
+            "Sun, 32 Nov 1994 08:49:37 GMT",
+            "NaN",
+        ] {
             assert_eq!(parse_retry_after(bad, now), None, "{bad}");
         }
     }

@@ -73,9 +73,18 @@ pub struct ToolCall {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Turn {
-    User { text: String },
-    Assistant { text: String, tool_calls: Vec<ToolCall> },
-    ToolResult { call_id: String, content: String, is_error: bool },
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    ToolResult {
+        call_id: String,
+        content: String,
+        is_error: bool,
+    },
 }
 
 /// Everything needed to make one model call.
@@ -119,7 +128,10 @@ impl Usage {
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
     }
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+        self.input_tokens
+            + self.output_tokens
+            + self.cache_read_input_tokens
+            + self.cache_creation_input_tokens
     }
 }
 

@@ -168,8 +168,14 @@ impl RecordedResponse {
 
 /// Response headers the replay server never replays: they describe the
 /// original connection/encoding, and the server sets its own.
-pub const HOP_BY_HOP_HEADERS: &[&str] =
-    &["content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "upgrade"];
+pub const HOP_BY_HOP_HEADERS: &[&str] = &[
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "content-encoding",
+    "upgrade",
+];
 
 // ---------------------------------------------------------------------------
 // Canonical JSON
@@ -248,8 +254,14 @@ pub fn sorted_value(v: &Value) -> Value {
 
 /// Header / JSON key names that carry credentials. Compared
 /// case-insensitively with `_` treated as `-`.
-pub const SECRET_NAMES: &[&str] =
-    &["authorization", "x-api-key", "api-key", "cookie", "set-cookie", "proxy-authorization"];
+pub const SECRET_NAMES: &[&str] = &[
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "cookie",
+    "set-cookie",
+    "proxy-authorization",
+];
 
 /// Whether a header or JSON key name carries credentials.
 pub fn is_secret_name(name: &str) -> bool {
@@ -268,18 +280,32 @@ pub fn looks_like_secret(s: &str) -> Option<&'static str> {
     while i < b.len() {
         let boundary = i == 0 || !is_tok(b[i - 1]);
         if boundary && b[i..].starts_with(b"sk-") {
-            let end = b[i..].iter().position(|&c| !is_tok(c)).map_or(b.len(), |p| i + p);
+            let end = b[i..]
+                .iter()
+                .position(|&c| !is_tok(c))
+                .map_or(b.len(), |p| i + p);
             let tok = &b[i + 3..end];
             if tok.len() >= 20 && tok.iter().any(u8::is_ascii_digit) {
-                return Some(if b[i..].starts_with(b"sk-ant-") { "an sk-ant- API key" } else { "an sk- API key" });
+                return Some(if b[i..].starts_with(b"sk-ant-") {
+                    "an sk-ant- API key"
+                } else {
+                    "an sk- API key"
+                });
             }
         }
-        if boundary && b.len() - i >= 7 && b[i..i + 6].eq_ignore_ascii_case(b"bearer") && b[i + 6] == b' ' {
+        if boundary
+            && b.len() - i >= 7
+            && b[i..i + 6].eq_ignore_ascii_case(b"bearer")
+            && b[i + 6] == b' '
+        {
             let mut j = i + 6;
             while j < b.len() && b[j] == b' ' {
                 j += 1;
             }
-            let end = b[j..].iter().position(|&c| !is_bearer_tok(c)).map_or(b.len(), |p| j + p);
+            let end = b[j..]
+                .iter()
+                .position(|&c| !is_bearer_tok(c))
+                .map_or(b.len(), |p| j + p);
             let tok = &b[j..end];
             if tok.len() >= 16 && tok.iter().any(u8::is_ascii_digit) {
                 return Some("a bearer token");
@@ -364,7 +390,9 @@ fn find_secret(v: &Value, path: &mut Vec<PathSeg>) -> Option<(String, String)> {
             }
             None
         }
-        Value::String(s) => looks_like_secret(s).map(|what| (render_path(path), format!("value looks like {what}"))),
+        Value::String(s) => {
+            looks_like_secret(s).map(|what| (render_path(path), format!("value looks like {what}")))
+        }
         _ => None,
     }
 }
@@ -401,8 +429,20 @@ pub struct CassetteError {
 }
 
 impl CassetteError {
-    fn new(file: &Path, field: Option<String>, kind: CassetteErrorKind, message: impl Into<String>) -> Self {
-        CassetteError { file: file.to_path_buf(), field, kind, line: None, column: None, message: message.into() }
+    fn new(
+        file: &Path,
+        field: Option<String>,
+        kind: CassetteErrorKind,
+        message: impl Into<String>,
+    ) -> Self {
+        CassetteError {
+            file: file.to_path_buf(),
+            field,
+            kind,
+            line: None,
+            column: None,
+            message: message.into(),
+        }
     }
 }
 
@@ -457,7 +497,9 @@ fn render_path(segs: &[PathSeg]) -> String {
         match seg {
             PathSeg::Index(i) => out.push_str(&format!("[{i}]")),
             PathSeg::Key(k) => {
-                let plain = !k.is_empty() && k.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '/');
+                let plain = !k.is_empty()
+                    && k.chars()
+                        .all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '/');
                 if plain {
                     if !out.is_empty() {
                         out.push('.');
@@ -480,8 +522,13 @@ fn render_path(segs: &[PathSeg]) -> String {
 /// that value, key or object.
 fn path_at_offset(text: &str, offset: usize) -> String {
     enum Frame {
-        Obj { key: Option<String>, expect_key: bool },
-        Arr { idx: usize },
+        Obj {
+            key: Option<String>,
+            expect_key: bool,
+        },
+        Arr {
+            idx: usize,
+        },
     }
     let b = text.as_bytes();
     let mut stack: Vec<Frame> = Vec::new();
@@ -489,7 +536,10 @@ fn path_at_offset(text: &str, offset: usize) -> String {
     while i < b.len() && i < offset {
         match b[i] {
             b'{' => {
-                stack.push(Frame::Obj { key: None, expect_key: true });
+                stack.push(Frame::Obj {
+                    key: None,
+                    expect_key: true,
+                });
                 i += 1;
             }
             b'[' => {
@@ -521,10 +571,16 @@ fn path_at_offset(text: &str, offset: usize) -> String {
                     i += if b[i] == b'\\' { 2 } else { 1 };
                 }
                 i = (i + 1).min(b.len());
-                if let Some(Frame::Obj { key, expect_key: true }) = stack.last_mut() {
+                if let Some(Frame::Obj {
+                    key,
+                    expect_key: true,
+                }) = stack.last_mut()
+                {
                     let raw = &text[start..i];
-                    *key =
-                        Some(serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.trim_matches('"').to_string()));
+                    *key = Some(
+                        serde_json::from_str::<String>(raw)
+                            .unwrap_or_else(|_| raw.trim_matches('"').to_string()),
+                    );
                 }
             }
             c if c.is_ascii_whitespace() => i += 1,
@@ -570,15 +626,27 @@ fn map_serde_error(file: &Path, text: &str, err: &serde_json::Error) -> Cassette
         None => full,
     };
     let (kind, field, message) = match err.classify() {
-        Category::Syntax | Category::Eof => (CassetteErrorKind::BadJson, None, format!("not valid JSON: {msg}")),
+        Category::Syntax | Category::Eof => (
+            CassetteErrorKind::BadJson,
+            None,
+            format!("not valid JSON: {msg}"),
+        ),
         Category::Io => (CassetteErrorKind::Io, None, msg),
         Category::Data => {
             let off = offset_of(text, line, column);
             if msg.starts_with("missing field") {
                 let object = path_at_offset(text, off);
                 let missing = msg.split('`').nth(1).unwrap_or("?").to_string();
-                let field = if object.is_empty() { missing.clone() } else { format!("{object}.{missing}") };
-                (CassetteErrorKind::MissingField, Some(field), format!("required field `{missing}` is missing"))
+                let field = if object.is_empty() {
+                    missing.clone()
+                } else {
+                    format!("{object}.{missing}")
+                };
+                (
+                    CassetteErrorKind::MissingField,
+                    Some(field),
+                    format!("required field `{missing}` is missing"),
+                )
             } else if msg.starts_with("unknown field") {
                 (
                     CassetteErrorKind::UnknownField,
@@ -587,7 +655,12 @@ fn map_serde_error(file: &Path, text: &str, err: &serde_json::Error) -> Cassette
                 )
             } else {
                 let field = path_at_offset(text, off);
-                let last = field.rsplit(['.', '[']).next().unwrap_or("").trim_end_matches(']').to_string();
+                let last = field
+                    .rsplit(['.', '['])
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches(']')
+                    .to_string();
                 let message = if msg.starts_with("unknown variant") {
                     // "unknown variant `gemini`, expected `anthropic` or `openai`"
                     // -> "unknown protocol "gemini"; expected `anthropic` or `openai`"
@@ -607,7 +680,14 @@ fn map_serde_error(file: &Path, text: &str, err: &serde_json::Error) -> Cassette
             }
         }
     };
-    CassetteError { file: file.to_path_buf(), field, kind, line: Some(line), column: Some(column + 1), message }
+    CassetteError {
+        file: file.to_path_buf(),
+        field,
+        kind,
+        line: Some(line),
+        column: Some(column + 1),
+        message,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -615,13 +695,16 @@ fn map_serde_error(file: &Path, text: &str, err: &serde_json::Error) -> Cassette
 // ---------------------------------------------------------------------------
 
 fn is_hex64(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    s.len() == 64
+        && s.bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
 
 fn valid_case_id(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= MAX_CASE_ID_LEN
-        && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
         && s != "."
         && s != ".."
 }
@@ -636,7 +719,11 @@ fn looks_like_date(s: &str) -> bool {
         && b[8..10].iter().all(u8::is_ascii_digit)
 }
 
-fn check_headers(file: &Path, base: &str, headers: &BTreeMap<String, String>) -> Result<(), CassetteError> {
+fn check_headers(
+    file: &Path,
+    base: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<(), CassetteError> {
     use wiremock::http::{HeaderName, HeaderValue};
     for (k, v) in headers {
         let field = format!("{base}.headers[{}]", json_string(k));
@@ -666,7 +753,10 @@ fn check_response(file: &Path, base: &str, r: &RecordedResponse) -> Result<(), C
             file,
             Some(format!("{base}.status")),
             CassetteErrorKind::InvalidValue,
-            format!("status {} is out of range; expected an HTTP status 100..=599", r.status),
+            format!(
+                "status {} is out of range; expected an HTTP status 100..=599",
+                r.status
+            ),
         ));
     }
     check_headers(file, base, &r.headers)?;
@@ -684,7 +774,12 @@ fn check_response(file: &Path, base: &str, r: &RecordedResponse) -> Result<(), C
 impl Cassette {
     /// An empty cassette to fill with [`Cassette::push`] (for a recording
     /// proxy or a generator).
-    pub fn new(case: impl Into<String>, protocol: Protocol, model: impl Into<String>, made: Made) -> Cassette {
+    pub fn new(
+        case: impl Into<String>,
+        protocol: Protocol,
+        model: impl Into<String>,
+        made: Made,
+    ) -> Cassette {
         Cassette {
             format: FORMAT.to_string(),
             case: case.into(),
@@ -699,7 +794,10 @@ impl Cassette {
     pub fn push(&mut self, run: u32, interaction: Interaction) {
         while self.runs.len() <= run as usize {
             let n = self.runs.len() as u32;
-            self.runs.push(RunRecording { run: n, interactions: Vec::new() });
+            self.runs.push(RunRecording {
+                run: n,
+                interactions: Vec::new(),
+            });
         }
         self.runs[run as usize].interactions.push(interaction);
     }
@@ -707,15 +805,24 @@ impl Cassette {
     /// Read and check one cassette file.
     pub fn load(path: impl AsRef<Path>) -> Result<Cassette, CassetteError> {
         let path = path.as_ref();
-        let io_err =
-            |e: std::io::Error| CassetteError::new(path, None, CassetteErrorKind::Io, format!("cannot read: {e}"));
+        let io_err = |e: std::io::Error| {
+            CassetteError::new(
+                path,
+                None,
+                CassetteErrorKind::Io,
+                format!("cannot read: {e}"),
+            )
+        };
         let meta = std::fs::metadata(path).map_err(io_err)?;
         if meta.len() > MAX_CASSETTE_BYTES {
             return Err(CassetteError::new(
                 path,
                 None,
                 CassetteErrorKind::TooLarge,
-                format!("file is {} bytes; the limit is {MAX_CASSETTE_BYTES}", meta.len()),
+                format!(
+                    "file is {} bytes; the limit is {MAX_CASSETTE_BYTES}",
+                    meta.len()
+                ),
             ));
         }
         let bytes = std::fs::read(path).map_err(io_err)?;
@@ -749,7 +856,8 @@ impl Cassette {
                 format!("more than {MAX_CASSETTE_BYTES} bytes"),
             ));
         }
-        let mut cassette: Cassette = serde_json::from_str(text).map_err(|e| map_serde_error(source, text, &e))?;
+        let mut cassette: Cassette =
+            serde_json::from_str(text).map_err(|e| map_serde_error(source, text, &e))?;
         cassette.check(source)?;
         cassette.fill_hashes();
         Ok(cassette)
@@ -771,11 +879,13 @@ impl Cassette {
     /// values, duplicates. `file` is only used to name the file in errors.
     pub fn check(&self, file: &Path) -> Result<(), CassetteError> {
         use CassetteErrorKind::*;
-        let err = |field: &str, kind, msg: String| Err(CassetteError::new(file, Some(field.to_string()), kind, msg));
+        let err = |field: &str, kind, msg: String| {
+            Err(CassetteError::new(file, Some(field.to_string()), kind, msg))
+        };
 
         // Secrets first: a cassette with a key in it is refused whatever else is wrong.
-        let doc =
-            serde_json::to_value(self).map_err(|e| CassetteError::new(file, None, InvalidValue, e.to_string()))?;
+        let doc = serde_json::to_value(self)
+            .map_err(|e| CassetteError::new(file, None, InvalidValue, e.to_string()))?;
         if let Some((field, what)) = find_secret(&doc, &mut Vec::new()) {
             return Err(CassetteError::new(
                 file,
@@ -786,7 +896,11 @@ impl Cassette {
         }
 
         if self.format != FORMAT {
-            return err("format", InvalidValue, format!("is \"{}\"; expected \"{FORMAT}\"", self.format));
+            return err(
+                "format",
+                InvalidValue,
+                format!("is \"{}\"; expected \"{FORMAT}\"", self.format),
+            );
         }
         if !valid_case_id(&self.case) {
             return err(
@@ -799,25 +913,47 @@ impl Cassette {
             );
         }
         if self.model.trim().is_empty() {
-            return err("model", InvalidValue, "is empty; expected the model name".to_string());
+            return err(
+                "model",
+                InvalidValue,
+                "is empty; expected the model name".to_string(),
+            );
         }
         if !looks_like_date(&self.made.when) {
             return err(
                 "made.when",
                 InvalidValue,
-                format!("\"{}\" is not a date; expected RFC 3339 or YYYY-MM-DD", self.made.when),
+                format!(
+                    "\"{}\" is not a date; expected RFC 3339 or YYYY-MM-DD",
+                    self.made.when
+                ),
             );
         }
         if let Some(t) = self.made.temperature {
             if !t.is_finite() || t < 0.0 {
-                return err("made.temperature", InvalidValue, format!("{t}; expected a non-negative number or null"));
+                return err(
+                    "made.temperature",
+                    InvalidValue,
+                    format!("{t}; expected a non-negative number or null"),
+                );
             }
         }
         if self.runs.is_empty() {
-            return err("runs", InvalidValue, "is empty; expected at least one run variant".to_string());
+            return err(
+                "runs",
+                InvalidValue,
+                "is empty; expected at least one run variant".to_string(),
+            );
         }
         if self.runs.len() > MAX_RUNS {
-            return err("runs", Limit, format!("has {} run variants; the limit is {MAX_RUNS}", self.runs.len()));
+            return err(
+                "runs",
+                Limit,
+                format!(
+                    "has {} run variants; the limit is {MAX_RUNS}",
+                    self.runs.len()
+                ),
+            );
         }
         let total: usize = self.runs.iter().map(|r| r.interactions.len()).sum();
         if total > MAX_INTERACTIONS {
@@ -833,7 +969,10 @@ impl Cassette {
                 return err(
                     &format!("runs[{ri}].run"),
                     InvalidValue,
-                    format!("is {}; expected {ri} (runs are numbered 0, 1, 2, ... in order)", run.run),
+                    format!(
+                        "is {}; expected {ri} (runs are numbered 0, 1, 2, ... in order)",
+                        run.run
+                    ),
                 );
             }
             let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -908,7 +1047,10 @@ impl Cassette {
                     return err(
                         &format!("{base}.faults_before"),
                         Limit,
-                        format!("has {} entries; the limit is {MAX_FAULTS_BEFORE}", it.faults_before.len()),
+                        format!(
+                            "has {} entries; the limit is {MAX_FAULTS_BEFORE}",
+                            it.faults_before.len()
+                        ),
                     );
                 }
                 for (fi, f) in it.faults_before.iter().enumerate() {
@@ -925,8 +1067,9 @@ impl Cassette {
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), CassetteError> {
         let path = path.as_ref();
         self.check(path)?;
-        let mut text = serde_json::to_string_pretty(self)
-            .map_err(|e| CassetteError::new(path, None, CassetteErrorKind::InvalidValue, e.to_string()))?;
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| {
+            CassetteError::new(path, None, CassetteErrorKind::InvalidValue, e.to_string())
+        })?;
         text.push('\n');
         if text.len() as u64 > MAX_CASSETTE_BYTES {
             return Err(CassetteError::new(
@@ -943,13 +1086,21 @@ impl Cassette {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "cassette.json".into());
-        let nanos =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "cassette.json".into());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
         // Hidden and not *.json, so load_dir never picks up a half-written temp.
         let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
             f.write_all(text.as_bytes())?;
             f.sync_all()?;
             Ok(())
@@ -998,7 +1149,10 @@ impl Interaction {
                 redact_json(&mut v);
                 (Some(sorted_value(&v)), None)
             }
-            Err(_) => (None, Some(String::from_utf8_lossy(response_body).into_owned())),
+            Err(_) => (
+                None,
+                Some(String::from_utf8_lossy(response_body).into_owned()),
+            ),
         };
         Interaction {
             role,
@@ -1010,7 +1164,12 @@ impl Interaction {
                 body_sha256: Some(body_sha256(&req)),
                 body: Some(req),
             },
-            response: RecordedResponse { status, headers: redact_headers(response_headers), body, body_raw },
+            response: RecordedResponse {
+                status,
+                headers: redact_headers(response_headers),
+                body,
+                body_raw,
+            },
             latency_ms,
             faults_before: Vec::new(),
         }
@@ -1045,12 +1204,19 @@ impl CaseRecording {
     /// The interaction recorded at (variant, call_key), if any.
     pub fn get_variant(&self, variant: u32, call_key: &str) -> Option<&Interaction> {
         let i = *self.index.get(variant as usize)?.get(call_key)?;
-        self.cassette.runs.get(variant as usize)?.interactions.get(i)
+        self.cassette
+            .runs
+            .get(variant as usize)?
+            .interactions
+            .get(i)
     }
 
     /// Call keys recorded in one variant (for nearest-match diagnostics).
     pub fn call_keys(&self, variant: u32) -> impl Iterator<Item = &str> {
-        self.index.get(variant as usize).into_iter().flat_map(|m| m.keys().map(String::as_str))
+        self.index
+            .get(variant as usize)
+            .into_iter()
+            .flat_map(|m| m.keys().map(String::as_str))
     }
 }
 
@@ -1071,7 +1237,11 @@ impl Recordings {
 
     /// Add a cassette after checking it; `source` names it in errors. Refuses
     /// a second cassette for the same case id.
-    pub fn add(&mut self, cassette: Cassette, source: impl Into<PathBuf>) -> Result<(), CassetteError> {
+    pub fn add(
+        &mut self,
+        cassette: Cassette,
+        source: impl Into<PathBuf>,
+    ) -> Result<(), CassetteError> {
         let source = source.into();
         cassette.check(&source)?;
         let mut cassette = cassette;
@@ -1097,10 +1267,27 @@ impl Recordings {
         let index = cassette
             .runs
             .iter()
-            .map(|r| r.interactions.iter().enumerate().map(|(i, it)| (it.call_key.clone(), i)).collect())
+            .map(|r| {
+                r.interactions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, it)| (it.call_key.clone(), i))
+                    .collect()
+            })
             .collect();
-        self.interactions += cassette.runs.iter().map(|r| r.interactions.len()).sum::<usize>();
-        self.cases.insert(cassette.case.clone(), CaseRecording { source, cassette, index });
+        self.interactions += cassette
+            .runs
+            .iter()
+            .map(|r| r.interactions.len())
+            .sum::<usize>();
+        self.cases.insert(
+            cassette.case.clone(),
+            CaseRecording {
+                source,
+                cassette,
+                index,
+            },
+        );
         Ok(())
     }
 
@@ -1137,7 +1324,10 @@ impl Recordings {
                 dir,
                 None,
                 CassetteErrorKind::Limit,
-                format!("{} cassette files; the limit is {MAX_CASSETTE_FILES}", files.len()),
+                format!(
+                    "{} cassette files; the limit is {MAX_CASSETTE_FILES}",
+                    files.len()
+                ),
             ));
             return Err(RecordingsError { errors });
         }
@@ -1205,7 +1395,12 @@ fn collect_json_files(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<Cas
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
-            errors.push(CassetteError::new(dir, None, CassetteErrorKind::Io, format!("cannot read directory: {e}")));
+            errors.push(CassetteError::new(
+                dir,
+                None,
+                CassetteErrorKind::Io,
+                format!("cannot read directory: {e}"),
+            ));
             return;
         }
     };
@@ -1213,11 +1408,16 @@ fn collect_json_files(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<Cas
     // Sorted so errors and duplicate-case reports are deterministic.
     paths.sort();
     for p in paths {
-        let hidden = p.file_name().map(|n| n.to_string_lossy().starts_with('.')).unwrap_or(true);
+        let hidden = p
+            .file_name()
+            .map(|n| n.to_string_lossy().starts_with('.'))
+            .unwrap_or(true);
         if hidden {
             continue;
         }
-        let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
         if meta.is_dir() {
             collect_json_files(&p, files, errors);
             if files.len() > MAX_CASSETTE_FILES {
@@ -1256,7 +1456,10 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// The candidate closest to `target` (ties broken alphabetically, so the
 /// message is deterministic).
 pub fn nearest<'a>(target: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates.map(|c| (edit_distance(target, c), c)).min().map(|(_, c)| c)
+    candidates
+        .map(|c| (edit_distance(target, c), c))
+        .min()
+        .map(|(_, c)| c)
 }
 
 #[cfg(test)]
@@ -1296,12 +1499,22 @@ mod tests {
 
     #[test]
     fn canonical_json_sorts_keys_and_drops_whitespace() {
-        let a: Value =
-            serde_json::from_str(r#"{ "b": 1, "a": {"d": [1, 2, {"z": null, "y": "é\n"}], "c": true} }"#).unwrap();
-        assert_eq!(canonical_json(&a), r#"{"a":{"c":true,"d":[1,2,{"y":"é\n","z":null}]},"b":1}"#);
-        let b: Value = serde_json::from_str(r#"{"a":{"c":true,"d":[1,2,{"z":null,"y":"é\n"}]},"b":1}"#).unwrap();
+        let a: Value = serde_json::from_str(
+            r#"{ "b": 1, "a": {"d": [1, 2, {"z": null, "y": "é\n"}], "c": true} }"#,
+        )
+        .unwrap();
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"c":true,"d":[1,2,{"y":"é\n","z":null}]},"b":1}"#
+        );
+        let b: Value =
+            serde_json::from_str(r#"{"a":{"c":true,"d":[1,2,{"z":null,"y":"é\n"}]},"b":1}"#)
+                .unwrap();
         assert_eq!(body_sha256(&a), body_sha256(&b));
-        assert_eq!(body_sha256(&json!({})), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+        assert_eq!(
+            body_sha256(&json!({})),
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
     }
 
     #[test]
@@ -1326,7 +1539,11 @@ mod tests {
         let text = minimal("c1").replace("\"call_key\": \"plan/0\",", "");
         let e = parse(&text).unwrap_err();
         assert_eq!(e.kind, CassetteErrorKind::MissingField, "{e}");
-        assert_eq!(e.field.as_deref(), Some("runs[0].interactions[0].call_key"), "{e}");
+        assert_eq!(
+            e.field.as_deref(),
+            Some("runs[0].interactions[0].call_key"),
+            "{e}"
+        );
         let text = minimal("c1").replace("\"model\": \"claude-test\",", "");
         let e = parse(&text).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("model"), "{e}");
@@ -1341,20 +1558,38 @@ mod tests {
         let e = parse(&minimal("c1").replace("\"anthropic\"", "\"gemini\"")).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("protocol"), "{e}");
         assert!(e.to_string().contains("unknown protocol \"gemini\""), "{e}");
-        let e = parse(&minimal("c1").replace("\"role\": \"plan\"", "\"role\": \"planner\"")).unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("runs[0].interactions[0].role"), "{e}");
+        let e = parse(&minimal("c1").replace("\"role\": \"plan\"", "\"role\": \"planner\""))
+            .unwrap_err();
+        assert_eq!(
+            e.field.as_deref(),
+            Some("runs[0].interactions[0].role"),
+            "{e}"
+        );
         assert!(e.to_string().contains("unknown role \"planner\""), "{e}");
     }
 
     #[test]
     fn status_out_of_range_and_type_errors() {
         let e = parse(&minimal("c1").replace("\"status\": 200", "\"status\": 700")).unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("runs[0].interactions[0].response.status"), "{e}");
+        assert_eq!(
+            e.field.as_deref(),
+            Some("runs[0].interactions[0].response.status"),
+            "{e}"
+        );
         assert!(e.message.contains("out of range"), "{e}");
         let e = parse(&minimal("c1").replace("\"status\": 200", "\"status\": 70000")).unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("runs[0].interactions[0].response.status"), "{e}");
-        let e = parse(&minimal("c1").replace("\"latency_ms\": 5", "\"latency_ms\": \"5\"")).unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("runs[0].interactions[0].latency_ms"), "{e}");
+        assert_eq!(
+            e.field.as_deref(),
+            Some("runs[0].interactions[0].response.status"),
+            "{e}"
+        );
+        let e = parse(&minimal("c1").replace("\"latency_ms\": 5", "\"latency_ms\": \"5\""))
+            .unwrap_err();
+        assert_eq!(
+            e.field.as_deref(),
+            Some("runs[0].interactions[0].latency_ms"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1373,9 +1608,21 @@ mod tests {
         for (from, to, field) in [
             ("\"harness-cassette/1\"", "\"harness-cassette/2\"", "format"),
             ("\"case\": \"c1\"", "\"case\": \"a b\"", "case"),
-            ("\"/v1/messages\"", "\"/v1/chat/completions\"", "runs[0].interactions[0].request.path"),
-            ("\"body_sha256\": null", "\"body_sha256\": \"xyz\"", "runs[0].interactions[0].request.body_sha256"),
-            ("\"when\": \"2025-01-01\"", "\"when\": \"yesterday\"", "made.when"),
+            (
+                "\"/v1/messages\"",
+                "\"/v1/chat/completions\"",
+                "runs[0].interactions[0].request.path",
+            ),
+            (
+                "\"body_sha256\": null",
+                "\"body_sha256\": \"xyz\"",
+                "runs[0].interactions[0].request.body_sha256",
+            ),
+            (
+                "\"when\": \"2025-01-01\"",
+                "\"when\": \"yesterday\"",
+                "made.when",
+            ),
             ("\"run\": 0", "\"run\": 1", "runs[0].run"),
         ] {
             let e = parse(&minimal("c1").replace(from, to)).unwrap_err();
@@ -1384,14 +1631,23 @@ mod tests {
         // A body hash that does not match the body.
         let text = minimal("c1").replace(
             "\"body\": null, \"body_sha256\": null",
-            &format!("\"body\": {{\"a\": 1}}, \"body_sha256\": \"{}\"", "0".repeat(64)),
+            &format!(
+                "\"body\": {{\"a\": 1}}, \"body_sha256\": \"{}\"",
+                "0".repeat(64)
+            ),
         );
         let e = parse(&text).unwrap_err();
         assert!(e.message.contains("does not match"), "{e}");
         // A missing hash next to a body is filled in.
-        let text = minimal("c1").replace("\"body\": null, \"body_sha256\": null", "\"body\": {\"a\": 1}");
+        let text = minimal("c1").replace(
+            "\"body\": null, \"body_sha256\": null",
+            "\"body\": {\"a\": 1}",
+        );
         let c = parse(&text).unwrap();
-        assert_eq!(c.runs[0].interactions[0].request.body_sha256, Some(body_sha256(&json!({"a": 1}))));
+        assert_eq!(
+            c.runs[0].interactions[0].request.body_sha256,
+            Some(body_sha256(&json!({"a": 1})))
+        );
     }
 
     #[test]
@@ -1412,7 +1668,11 @@ mod tests {
                 "\"body\": {\"t\": \"key sk-ant-api03-abcdefghij0123456789xyz\"}",
                 "runs[0].interactions[0].response.body.t",
             ),
-            ("\"by\": \"test\"", "\"by\": \"Bearer eyJhbGciOiJIUzI1NiJ9.abc123\"", "made.by"),
+            (
+                "\"by\": \"test\"",
+                "\"by\": \"Bearer eyJhbGciOiJIUzI1NiJ9.abc123\"",
+                "made.by",
+            ),
             (
                 "\"body\": null,",
                 "\"headers\": {\"x-api-key\": \"k\"}, \"body\": null,",
@@ -1428,8 +1688,11 @@ mod tests {
             assert!(e.to_string().starts_with("cases/x.json"), "{e}");
         }
         // Prose that merely mentions the words passes.
-        for ok in ["ask-me-anything-about-task-12345678901234567890", "Bearer tokens are sent in a header", "sk-short1"]
-        {
+        for ok in [
+            "ask-me-anything-about-task-12345678901234567890",
+            "Bearer tokens are sent in a header",
+            "sk-short1",
+        ] {
             assert_eq!(looks_like_secret(ok), None, "{ok}");
         }
     }
@@ -1443,7 +1706,10 @@ mod tests {
             ("Content-Length", "12"),
             ("request-id", "req_1"),
         ]);
-        assert_eq!(h.keys().collect::<Vec<_>>(), vec!["content-type", "request-id"]);
+        assert_eq!(
+            h.keys().collect::<Vec<_>>(),
+            vec!["content-type", "request-id"]
+        );
         let it = Interaction::from_exchange(
             CallRole::Plan,
             "plan/0",
@@ -1479,7 +1745,10 @@ mod tests {
         assert!(text.contains("\n  \"case\": \"rec-1\""), "{text}");
         // Save refuses a secret and leaves nothing behind.
         let mut bad = c.clone();
-        bad.runs[0].interactions[0].response.headers.insert("cookie".into(), "a".into());
+        bad.runs[0].interactions[0]
+            .response
+            .headers
+            .insert("cookie".into(), "a".into());
         let e = bad.save(dir.path().join("bad.json")).unwrap_err();
         assert_eq!(e.kind, CassetteErrorKind::Secret);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
@@ -1503,11 +1772,20 @@ mod tests {
         let err = Recordings::load_dir(dir.path()).unwrap_err();
         assert_eq!(err.errors.len(), 2, "{err}");
         let s = err.to_string();
-        assert!(s.contains("bad.json") && s.contains("not valid JSON"), "{s}");
-        assert!(s.contains("dup.json") && s.contains("already recorded in"), "{s}");
+        assert!(
+            s.contains("bad.json") && s.contains("not valid JSON"),
+            "{s}"
+        );
+        assert!(
+            s.contains("dup.json") && s.contains("already recorded in"),
+            "{s}"
+        );
 
         let empty = tempfile::tempdir().unwrap();
-        assert!(Recordings::load_dir(empty.path()).unwrap_err().to_string().contains("no *.json"));
+        assert!(Recordings::load_dir(empty.path())
+            .unwrap_err()
+            .to_string()
+            .contains("no *.json"));
     }
 
     #[test]
@@ -1522,14 +1800,18 @@ mod tests {
 
     #[test]
     fn example_cassette_loads() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/examples/example-fix-typo.json");
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../recordings/examples/example-fix-typo.json");
         let c = Cassette::load(&p).unwrap();
         assert_eq!(c.runs.len(), 2);
         // The checked-in hashes are the canonical hashes of the checked-in bodies.
         for run in &c.runs {
             for it in &run.interactions {
                 if let Some(b) = &it.request.body {
-                    assert_eq!(it.request.body_sha256.as_deref(), Some(body_sha256(b).as_str()));
+                    assert_eq!(
+                        it.request.body_sha256.as_deref(),
+                        Some(body_sha256(b).as_str())
+                    );
                 }
             }
         }
@@ -1539,6 +1821,12 @@ mod tests {
     fn edit_distance_and_nearest() {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(nearest("plan/1", ["plan/0", "judge/1", "execute/t1/a0/0"].into_iter()), Some("plan/0"));
+        assert_eq!(
+            nearest(
+                "plan/1",
+                ["plan/0", "judge/1", "execute/t1/a0/0"].into_iter()
+            ),
+            Some("plan/0")
+        );
     }
 }

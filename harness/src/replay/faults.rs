@@ -112,7 +112,11 @@ impl FaultPlan {
     }
 
     fn total_rate(&self) -> f64 {
-        self.rate_429 + self.rate_500 + self.rate_latency + self.rate_truncated + self.rate_malformed
+        self.rate_429
+            + self.rate_500
+            + self.rate_latency
+            + self.rate_truncated
+            + self.rate_malformed
     }
 
     /// Parse `429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.02,seed=7`.
@@ -130,15 +134,21 @@ impl FaultPlan {
         for raw_item in trimmed.split(',') {
             let item = raw_item.trim();
             if item.is_empty() {
-                return Err(FaultSpecError(format!("empty item in \"{spec}\"; {SPEC_HELP}")));
+                return Err(FaultSpecError(format!(
+                    "empty item in \"{spec}\"; {SPEC_HELP}"
+                )));
             }
             let Some((key, value)) = item.split_once('=') else {
-                return Err(FaultSpecError(format!("item \"{item}\" has no '='; {SPEC_HELP}")));
+                return Err(FaultSpecError(format!(
+                    "item \"{item}\" has no '='; {SPEC_HELP}"
+                )));
             };
             let key = key.trim().to_ascii_lowercase();
             let value = value.trim();
             if seen.contains(&key) {
-                return Err(FaultSpecError(format!("\"{key}\" is given twice in \"{spec}\"")));
+                return Err(FaultSpecError(format!(
+                    "\"{key}\" is given twice in \"{spec}\""
+                )));
             }
             seen.push(key.clone());
             match key.as_str() {
@@ -161,17 +171,23 @@ impl FaultPlan {
                     })?;
                 }
                 "seed" => {
-                    plan.seed = value
-                        .parse::<u64>()
-                        .map_err(|_| FaultSpecError(format!("item \"{item}\": seed must be a non-negative integer")))?
+                    plan.seed = value.parse::<u64>().map_err(|_| {
+                        FaultSpecError(format!(
+                            "item \"{item}\": seed must be a non-negative integer"
+                        ))
+                    })?
                 }
                 "retry_after" | "retry-after" => {
-                    plan.retry_after_s = value
-                        .parse::<u64>()
-                        .map_err(|_| FaultSpecError(format!("item \"{item}\": retry_after must be whole seconds")))?
+                    plan.retry_after_s = value.parse::<u64>().map_err(|_| {
+                        FaultSpecError(format!(
+                            "item \"{item}\": retry_after must be whole seconds"
+                        ))
+                    })?
                 }
                 _ => {
-                    return Err(FaultSpecError(format!("unknown fault kind \"{key}\" in item \"{item}\"; {SPEC_HELP}")))
+                    return Err(FaultSpecError(format!(
+                        "unknown fault kind \"{key}\" in item \"{item}\"; {SPEC_HELP}"
+                    )))
                 }
             }
         }
@@ -189,7 +205,9 @@ impl FaultPlan {
             ("malformed", self.rate_malformed),
         ] {
             if !rate.is_finite() || !(0.0..=1.0).contains(&rate) {
-                return Err(FaultSpecError(format!("rate for {name} is {rate}; expected a number in [0, 1]")));
+                return Err(FaultSpecError(format!(
+                    "rate for {name} is {rate}; expected a number in [0, 1]"
+                )));
             }
         }
         let total = self.total_rate();
@@ -251,11 +269,15 @@ impl fmt::Display for FaultPlan {
 }
 
 fn parse_rate(key: &str, value: &str) -> Result<f64, FaultSpecError> {
-    let rate = value
-        .parse::<f64>()
-        .map_err(|_| FaultSpecError(format!("rate for {key} is \"{value}\"; expected a number in [0, 1]")))?;
+    let rate = value.parse::<f64>().map_err(|_| {
+        FaultSpecError(format!(
+            "rate for {key} is \"{value}\"; expected a number in [0, 1]"
+        ))
+    })?;
     if !rate.is_finite() || !(0.0..=1.0).contains(&rate) {
-        return Err(FaultSpecError(format!("rate for {key} is {value}; expected a number in [0, 1]")));
+        return Err(FaultSpecError(format!(
+            "rate for {key} is {value}; expected a number in [0, 1]"
+        )));
     }
     Ok(rate)
 }
@@ -286,7 +308,10 @@ mod tests {
 
     #[test]
     fn parse_full_spec() {
-        let p = FaultPlan::parse("429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.02,seed=7").unwrap();
+        let p = FaultPlan::parse(
+            "429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.02,seed=7",
+        )
+        .unwrap();
         assert_eq!(p.rate_429, 0.1);
         assert_eq!(p.rate_500, 0.05);
         assert_eq!(p.rate_latency, 0.1);
@@ -299,7 +324,12 @@ mod tests {
         assert_eq!(FaultPlan::parse(&p.to_string()).unwrap(), p);
         assert!(FaultPlan::parse("").unwrap().is_none());
         assert!(FaultPlan::parse(" none ").unwrap().is_none());
-        assert_eq!(FaultPlan::parse("429=1,retry_after=3").unwrap().retry_after_s, 3);
+        assert_eq!(
+            FaultPlan::parse("429=1,retry_after=3")
+                .unwrap()
+                .retry_after_s,
+            3
+        );
     }
 
     #[test]
@@ -336,13 +366,23 @@ mod tests {
 
     #[test]
     fn each_kind_is_reproducible_from_its_seed() {
-        for spec in ["429=0.2", "500=0.2", "latency=0.2:50", "truncate=0.2", "malformed=0.2"] {
+        for spec in [
+            "429=0.2",
+            "500=0.2",
+            "latency=0.2:50",
+            "truncate=0.2",
+            "malformed=0.2",
+        ] {
             let a = FaultPlan::parse(&format!("{spec},seed=7")).unwrap();
             let a2 = FaultPlan::parse(&format!("{spec},seed=7")).unwrap();
             let b = FaultPlan::parse(&format!("{spec},seed=8")).unwrap();
             let da = decisions(&a);
             assert_eq!(da, decisions(&a2), "{spec}: same seed, same decisions");
-            assert_ne!(da, decisions(&b), "{spec}: different seed, different decisions");
+            assert_ne!(
+                da,
+                decisions(&b),
+                "{spec}: different seed, different decisions"
+            );
             assert!(da.iter().any(|d| d.is_some()), "{spec}: injects something");
             // Only the configured kind ever appears.
             let kinds: std::collections::HashSet<_> = da.iter().flatten().collect();
@@ -352,11 +392,19 @@ mod tests {
 
     #[test]
     fn rates_roughly_hold_over_many_keys() {
-        let p = FaultPlan::parse("429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.03,seed=42").unwrap();
+        let p = FaultPlan::parse(
+            "429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.03,seed=42",
+        )
+        .unwrap();
         let n = 40_000u32;
         let mut counts = std::collections::HashMap::new();
         for i in 0..n {
-            if let Some(k) = p.decide("rates", i % 7, &format!("execute/t{}/a0/{}", i / 7, i % 5), 0) {
+            if let Some(k) = p.decide(
+                "rates",
+                i % 7,
+                &format!("execute/t{}/a0/{}", i / 7, i % 5),
+                0,
+            ) {
                 *counts.entry(k).or_insert(0u32) += 1;
             }
         }
@@ -369,7 +417,10 @@ mod tests {
         ] {
             let got = *counts.get(&kind).unwrap_or(&0) as f64 / n as f64;
             // 40k draws: the standard error at p=0.1 is 0.0015; allow ~4 sigma.
-            assert!((got - rate).abs() < 0.006, "{kind:?}: expected ~{rate}, got {got}");
+            assert!(
+                (got - rate).abs() < 0.006,
+                "{kind:?}: expected ~{rate}, got {got}"
+            );
         }
     }
 
@@ -377,7 +428,10 @@ mod tests {
     fn never_injects_at_or_above_the_attempt_cap() {
         let p = FaultPlan::parse("429=1").unwrap();
         assert_eq!(p.decide("c", 0, "plan/0", 0), Some(FaultKind::RateLimited));
-        assert_eq!(p.decide("c", 0, "plan/0", FAULT_ATTEMPT_CAP - 1), Some(FaultKind::RateLimited));
+        assert_eq!(
+            p.decide("c", 0, "plan/0", FAULT_ATTEMPT_CAP - 1),
+            Some(FaultKind::RateLimited)
+        );
         assert_eq!(p.decide("c", 0, "plan/0", FAULT_ATTEMPT_CAP), None);
         assert_eq!(FaultPlan::none().decide("c", 0, "plan/0", 0), None);
     }
@@ -385,10 +439,18 @@ mod tests {
     #[test]
     fn decision_depends_on_every_input() {
         let p = FaultPlan::parse("429=0.5,seed=1").unwrap();
-        let base: Vec<_> = (0..64).map(|i| p.decide("c", 0, &format!("k{i}"), 0)).collect();
-        let other_case: Vec<_> = (0..64).map(|i| p.decide("d", 0, &format!("k{i}"), 0)).collect();
-        let other_run: Vec<_> = (0..64).map(|i| p.decide("c", 1, &format!("k{i}"), 0)).collect();
-        let other_attempt: Vec<_> = (0..64).map(|i| p.decide("c", 0, &format!("k{i}"), 1)).collect();
+        let base: Vec<_> = (0..64)
+            .map(|i| p.decide("c", 0, &format!("k{i}"), 0))
+            .collect();
+        let other_case: Vec<_> = (0..64)
+            .map(|i| p.decide("d", 0, &format!("k{i}"), 0))
+            .collect();
+        let other_run: Vec<_> = (0..64)
+            .map(|i| p.decide("c", 1, &format!("k{i}"), 0))
+            .collect();
+        let other_attempt: Vec<_> = (0..64)
+            .map(|i| p.decide("c", 0, &format!("k{i}"), 1))
+            .collect();
         assert_ne!(base, other_case);
         assert_ne!(base, other_run);
         assert_ne!(base, other_attempt);

@@ -18,10 +18,10 @@ pub mod faults;
 pub mod server;
 
 pub use cassette::{
-    body_sha256, canonical_json, redact_headers, redact_json, CaseRecording, Cassette, CassetteError,
-    CassetteErrorKind, Interaction, Made, MadeHow, RecordedRequest, RecordedResponse, Recordings, RecordingsError,
-    RunRecording,
+    body_sha256, canonical_json, redact_headers, redact_json, CaseRecording, Cassette,
+    CassetteError, CassetteErrorKind, Interaction, Made, MadeHow, RecordedRequest,
+    RecordedResponse, Recordings, RecordingsError, RunRecording,
 };
-pub use faults::{FaultKind, FaultPlan, FaultSpecError, FAULT_ATTEMPT_CAP};
 pub use embed::start_for_run;
+pub use faults::{FaultKind, FaultPlan, FaultSpecError, FAULT_ATTEMPT_CAP};
 pub use server::{Captured, ReplayCounters, ReplayError, ReplayOptions, ReplayServer};

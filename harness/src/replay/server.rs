@@ -27,7 +27,8 @@ use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use super::cassette::{
-    body_sha256, canonical_json, endpoint_path, nearest, RecordedResponse, Recordings, HOP_BY_HOP_HEADERS,
+    body_sha256, canonical_json, endpoint_path, nearest, RecordedResponse, Recordings,
+    HOP_BY_HOP_HEADERS,
 };
 use super::faults::{FaultKind, FaultPlan};
 use crate::model::types::{CallRole, Protocol};
@@ -64,7 +65,12 @@ pub struct ReplayOptions {
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { strict: false, latency_scale: 1.0, faults: FaultPlan::none(), capture: false }
+        ReplayOptions {
+            strict: false,
+            latency_scale: 1.0,
+            faults: FaultPlan::none(),
+            capture: false,
+        }
     }
 }
 
@@ -128,22 +134,36 @@ impl Prepared {
             }
             // Load-time checks already validated these; skipping instead of
             // unwrapping keeps the server panic-free regardless.
-            if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(lower.as_bytes()), HeaderValue::from_str(v)) {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(lower.as_bytes()),
+                HeaderValue::from_str(v),
+            ) {
                 has_content_type |= name == "content-type";
                 headers.push((name, value));
             }
         }
         if !has_content_type && r.body_raw.is_none() && r.body.is_some() {
-            headers.push((HeaderName::from_static("content-type"), HeaderValue::from_static("application/json")));
+            headers.push((
+                HeaderName::from_static("content-type"),
+                HeaderValue::from_static("application/json"),
+            ));
         }
-        Prepared { status: r.status, headers, body: r.body_bytes() }
+        Prepared {
+            status: r.status,
+            headers,
+            body: r.body_bytes(),
+        }
     }
 
     fn template(&self, body: Vec<u8>) -> ResponseTemplate {
         // ResponseTemplate::new panics on a status outside 100..=999; the
         // cassette check bounds it to 100..=599, and this guard keeps the
         // server panic-free even for a Recordings built some other way.
-        let status = if (100..=999).contains(&self.status) { self.status } else { 500 };
+        let status = if (100..=999).contains(&self.status) {
+            self.status
+        } else {
+            500
+        };
         let mut t = ResponseTemplate::new(status);
         for (name, value) in &self.headers {
             t = t.insert_header(name.clone(), value.clone());
@@ -201,13 +221,19 @@ pub struct ReplayServer {
 
 impl fmt::Debug for ReplayServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReplayServer").field("uri", &self.uri()).field("cases", &self.shared.cases.len()).finish()
+        f.debug_struct("ReplayServer")
+            .field("uri", &self.uri())
+            .field("cases", &self.shared.cases.len())
+            .finish()
     }
 }
 
 impl ReplayServer {
     /// Start on a random loopback port.
-    pub async fn start(recordings: Recordings, opts: ReplayOptions) -> Result<ReplayServer, ReplayError> {
+    pub async fn start(
+        recordings: Recordings,
+        opts: ReplayOptions,
+    ) -> Result<ReplayServer, ReplayError> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(ReplayError::Bind)?;
         ReplayServer::start_on(listener, recordings, opts).await
     }
@@ -224,7 +250,9 @@ impl ReplayServer {
                 opts.latency_scale
             )));
         }
-        opts.faults.validate().map_err(|e| ReplayError::BadOptions(e.to_string()))?;
+        opts.faults
+            .validate()
+            .map_err(|e| ReplayError::BadOptions(e.to_string()))?;
         // wiremock unwraps local_addr(); ask first so a bad listener is an error, not a panic.
         listener.local_addr().map_err(ReplayError::Bind)?;
 
@@ -237,8 +265,17 @@ impl ReplayServer {
         });
         // Request recording off: this server is long-lived and high-volume,
         // and wiremock would otherwise keep every request in memory.
-        let server = MockServer::builder().listener(listener).disable_request_recording().start().await;
-        Mock::given(any()).respond_with(Responder { shared: Arc::clone(&shared) }).mount(&server).await;
+        let server = MockServer::builder()
+            .listener(listener)
+            .disable_request_recording()
+            .start()
+            .await;
+        Mock::given(any())
+            .respond_with(Responder {
+                shared: Arc::clone(&shared),
+            })
+            .mount(&server)
+            .await;
         Ok(ReplayServer { server, shared })
     }
 
@@ -269,7 +306,11 @@ impl ReplayServer {
 
     /// The most recent miss messages (up to 64), oldest first.
     pub fn recent_misses(&self) -> Vec<String> {
-        let log = self.shared.miss_log.lock().unwrap_or_else(|p| p.into_inner());
+        let log = self
+            .shared
+            .miss_log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         log.iter().cloned().collect()
     }
 
@@ -280,7 +321,11 @@ impl ReplayServer {
     /// The request bodies captured for (case, run), in arrival order, and
     /// forget them. Empty unless the server was started with `capture`.
     pub fn take_captured(&self, case: &str, run: u32) -> Vec<Captured> {
-        let mut m = self.shared.captured.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self
+            .shared
+            .captured
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         m.remove(&format!("{case}/{run}")).unwrap_or_default()
     }
 
@@ -293,7 +338,12 @@ impl ReplayServer {
     /// instead of a replayed answer. Counters and the miss log are kept.
     pub async fn release_retained_requests(&self) {
         self.server.reset().await;
-        Mock::given(any()).respond_with(Responder { shared: Arc::clone(&self.shared) }).mount(&self.server).await;
+        Mock::given(any())
+            .respond_with(Responder {
+                shared: Arc::clone(&self.shared),
+            })
+            .mount(&self.server)
+            .await;
     }
 }
 
@@ -312,18 +362,32 @@ fn prepare(recordings: Recordings) -> HashMap<String, ServeCase> {
                         let si = ServeInteraction {
                             role: it.role,
                             method: it.request.method,
-                            body_sha256: it.request.body_sha256.or_else(|| it.request.body.as_ref().map(body_sha256)),
+                            body_sha256: it
+                                .request
+                                .body_sha256
+                                .or_else(|| it.request.body.as_ref().map(body_sha256)),
                             body: it.request.body,
                             latency_ms: it.latency_ms,
                             response: Prepared::from_recorded(&it.response),
-                            faults_before: it.faults_before.iter().map(Prepared::from_recorded).collect(),
+                            faults_before: it
+                                .faults_before
+                                .iter()
+                                .map(Prepared::from_recorded)
+                                .collect(),
                         };
                         (it.call_key, si)
                     })
                     .collect()
             })
             .collect();
-        cases.insert(rec.cassette.case, ServeCase { source: rec.source, protocol, variants });
+        cases.insert(
+            rec.cassette.case,
+            ServeCase {
+                source: rec.source,
+                protocol,
+                variants,
+            },
+        );
     }
     cases
 }
@@ -340,7 +404,11 @@ impl Respond for Responder {
                 let mut m = shared.captured.lock().unwrap_or_else(|p| p.into_inner());
                 let v = m.entry(format!("{}/{}", inc.case, inc.run)).or_default();
                 if v.len() < CAPTURE_MAX_PER_RUN {
-                    v.push(Captured { call_key: inc.call_key.to_string(), attempt: inc.attempt, body: String::from_utf8_lossy(&request.body).into_owned() });
+                    v.push(Captured {
+                        call_key: inc.call_key.to_string(),
+                        attempt: inc.attempt,
+                        body: String::from_utf8_lossy(&request.body).into_owned(),
+                    });
                 }
             }
         }
@@ -375,29 +443,38 @@ fn parse_role(s: &str) -> Option<CallRole> {
 }
 
 fn header<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
-    req.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+    req.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 fn parse_incoming(req: &Request) -> Result<Incoming<'_>, String> {
     let path = req.url.path();
     let Some(rest) = path.strip_prefix("/replay/") else {
-        return Err(format!("\"{path}\" is not a replay URL; expected /replay/<case>/<run>/<endpoint path>"));
+        return Err(format!(
+            "\"{path}\" is not a replay URL; expected /replay/<case>/<run>/<endpoint path>"
+        ));
     };
     let mut parts = rest.splitn(3, '/');
     let case = parts.next().unwrap_or("");
     let run_s = parts.next().unwrap_or("");
     let endpoint_rest = parts.next().unwrap_or("");
     if case.is_empty() || run_s.is_empty() || endpoint_rest.is_empty() {
-        return Err(format!("\"{path}\" is not a replay URL; expected /replay/<case>/<run>/<endpoint path>"));
+        return Err(format!(
+            "\"{path}\" is not a replay URL; expected /replay/<case>/<run>/<endpoint path>"
+        ));
     }
-    let run = run_s
-        .parse::<u32>()
-        .map_err(|_| format!("case \"{case}\": run index \"{run_s}\" in the URL is not a non-negative integer"))?;
+    let run = run_s.parse::<u32>().map_err(|_| {
+        format!("case \"{case}\": run index \"{run_s}\" in the URL is not a non-negative integer")
+    })?;
     // `endpoint` keeps its leading slash: it is the tail of `path` from the '/' before endpoint_rest.
     let endpoint = &path[path.len() - endpoint_rest.len() - 1..];
     let call_key = header(req, HEADER_CALL_KEY)
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| format!("case \"{case}\" run {run}: request has no {HEADER_CALL_KEY} header"))?;
+        .ok_or_else(|| {
+            format!("case \"{case}\" run {run}: request has no {HEADER_CALL_KEY} header")
+        })?;
     let role_s = header(req, HEADER_CALL_ROLE).ok_or_else(|| {
         format!("case \"{case}\" run {run} call_key \"{call_key}\": request has no {HEADER_CALL_ROLE} header")
     })?;
@@ -410,7 +487,14 @@ fn parse_incoming(req: &Request) -> Result<Incoming<'_>, String> {
             format!("case \"{case}\" run {run} call_key \"{call_key}\": {HEADER_ATTEMPT} \"{s}\" is not a non-negative integer")
         })?,
     };
-    Ok(Incoming { case, run, endpoint, call_key, role, attempt })
+    Ok(Incoming {
+        case,
+        run,
+        endpoint,
+        call_key,
+        role,
+        attempt,
+    })
 }
 
 impl Shared {
@@ -423,10 +507,14 @@ impl Shared {
             }
             log.push_back(message.clone());
         }
-        let body = json!({"type": "error", "error": {"type": "recording_miss", "message": message}});
+        let body =
+            json!({"type": "error", "error": {"type": "recording_miss", "message": message}});
         ResponseTemplate::new(404)
             .insert_header(HEADER_MISS, "1")
-            .set_body_raw(serde_json::to_vec(&body).unwrap_or_default(), "application/json")
+            .set_body_raw(
+                serde_json::to_vec(&body).unwrap_or_default(),
+                "application/json",
+            )
     }
 
     /// The answer for a request, or the miss message.
@@ -473,7 +561,10 @@ impl Shared {
             ));
         }
         if !req.method.as_str().eq_ignore_ascii_case(&it.method) {
-            return Err(format!("{at}: method mismatch: recorded {} but got {}", it.method, req.method));
+            return Err(format!(
+                "{at}: method mismatch: recorded {} but got {}",
+                it.method, req.method
+            ));
         }
         if self.opts.strict {
             strict_check(it, &req.body).map_err(|why| format!("{at}: {why}"))?;
@@ -481,28 +572,48 @@ impl Shared {
 
         // Scripted faults first: attempt k < len(faults_before) gets the k-th.
         if let Some(f) = it.faults_before.get(inc.attempt as usize) {
-            self.counters.scripted_faults.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .scripted_faults
+                .fetch_add(1, Ordering::Relaxed);
             return Ok(f.template(f.body.clone()));
         }
 
         let recorded_delay = self.scaled(it.latency_ms);
         match self.opts.faults.decide(case, run, key, inc.attempt) {
-            None => Ok(with_delay(it.response.template(it.response.body.clone()), recorded_delay)),
+            None => Ok(with_delay(
+                it.response.template(it.response.body.clone()),
+                recorded_delay,
+            )),
             Some(kind) => {
-                self.counters.faults_injected.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .faults_injected
+                    .fetch_add(1, Ordering::Relaxed);
                 Ok(self.inject(kind, sc.protocol, it, recorded_delay, &inc))
             }
         }
     }
 
-    fn no_such_call_key(&self, sc: &ServeCase, case: &str, run: u32, variant: u32, n: u32, key: &str) -> String {
+    fn no_such_call_key(
+        &self,
+        sc: &ServeCase,
+        case: &str,
+        run: u32,
+        variant: u32,
+        n: u32,
+        key: &str,
+    ) -> String {
         let mut msg =
             format!("case \"{case}\" run {run} (variant {variant} of {n}): no recording for call_key \"{key}\"");
         let here = sc.variants.get(variant as usize);
         match here.and_then(|v| nearest(key, v.keys().map(String::as_str))) {
             Some(near) => {
-                let role = here.and_then(|v| v.get(near)).map(|i| i.role.as_str()).unwrap_or("?");
-                msg.push_str(&format!("; nearest in this run is \"{near}\" (role {role})"));
+                let role = here
+                    .and_then(|v| v.get(near))
+                    .map(|i| i.role.as_str())
+                    .unwrap_or("?");
+                msg.push_str(&format!(
+                    "; nearest in this run is \"{near}\" (role {role})"
+                ));
             }
             None => msg.push_str("; this run variant has no recordings"),
         }
@@ -516,7 +627,9 @@ impl Shared {
 
     fn scaled(&self, ms: u64) -> Duration {
         let secs = ms as f64 / 1000.0 * self.opts.latency_scale;
-        Duration::try_from_secs_f64(secs).unwrap_or(MAX_DELAY).min(MAX_DELAY)
+        Duration::try_from_secs_f64(secs)
+            .unwrap_or(MAX_DELAY)
+            .min(MAX_DELAY)
     }
 
     fn inject(
@@ -541,7 +654,8 @@ impl Shared {
                     .set_body_raw(error_body(protocol, 429, &note), "application/json"),
             ),
             FaultKind::ServerError => fault_header(
-                ResponseTemplate::new(500).set_body_raw(error_body(protocol, 500, &note), "application/json"),
+                ResponseTemplate::new(500)
+                    .set_body_raw(error_body(protocol, 500, &note), "application/json"),
             ),
             FaultKind::Latency => {
                 let extra = Duration::from_millis(self.opts.faults.added_latency_ms);
@@ -554,13 +668,19 @@ impl Shared {
                 let half = it.response.body.len() / 2;
                 let mut p = it.response.clone();
                 p.status = 200;
-                fault_header(with_delay(p.template(it.response.body[..half].to_vec()), delay))
+                fault_header(with_delay(
+                    p.template(it.response.body[..half].to_vec()),
+                    delay,
+                ))
             }
             FaultKind::Malformed => {
                 // Claims JSON, is not: what a misbehaving proxy in front of
                 // the endpoint looks like.
                 let body = format!("<html><body>upstream hiccup</body></html> {note}").into_bytes();
-                fault_header(with_delay(ResponseTemplate::new(200).set_body_raw(body, "application/json"), delay))
+                fault_header(with_delay(
+                    ResponseTemplate::new(200).set_body_raw(body, "application/json"),
+                    delay,
+                ))
             }
         }
     }
@@ -581,7 +701,9 @@ fn error_body(protocol: Protocol, status: u16, message: &str) -> Vec<u8> {
         (Protocol::Anthropic, 429) => {
             json!({"type": "error", "error": {"type": "rate_limit_error", "message": message}})
         }
-        (Protocol::Anthropic, _) => json!({"type": "error", "error": {"type": "api_error", "message": message}}),
+        (Protocol::Anthropic, _) => {
+            json!({"type": "error", "error": {"type": "api_error", "message": message}})
+        }
         (Protocol::Openai, 429) => {
             json!({"error": {"message": message, "type": "rate_limit_error", "param": null, "code": "rate_limit_exceeded"}})
         }
@@ -616,7 +738,11 @@ fn strict_check(it: &ServeInteraction, raw: &[u8]) -> Result<(), String> {
             }
         },
         None => {
-            format!("recorded body not stored; recorded sha256 {} vs got {}", short(recorded_hash), short(&got_hash))
+            format!(
+                "recorded body not stored; recorded sha256 {} vs got {}",
+                short(recorded_hash),
+                short(&got_hash)
+            )
         }
     };
     Err(format!("body hash mismatch (strict): {detail}"))
@@ -634,7 +760,13 @@ pub fn first_difference(recorded: &Value, got: &Value) -> Option<String> {
 }
 
 fn diff_at(a: &Value, b: &Value, path: &mut String) -> Option<String> {
-    let here = |p: &str| if p.is_empty() { "(root)".to_string() } else { p.to_string() };
+    let here = |p: &str| {
+        if p.is_empty() {
+            "(root)".to_string()
+        } else {
+            p.to_string()
+        }
+    };
     match (a, b) {
         (Value::Object(ma), Value::Object(mb)) => {
             let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
@@ -648,7 +780,12 @@ fn diff_at(a: &Value, b: &Value, path: &mut String) -> Option<String> {
                 path.push_str(k);
                 let found = match (ma.get(k.as_str()), mb.get(k.as_str())) {
                     (Some(x), Some(y)) => diff_at(x, y, path),
-                    (x, y) => Some(format!("{}: recorded {} vs got {}", path, render_opt(x), render_opt(y))),
+                    (x, y) => Some(format!(
+                        "{}: recorded {} vs got {}",
+                        path,
+                        render_opt(x),
+                        render_opt(y)
+                    )),
                 };
                 path.truncate(len);
                 if found.is_some() {
@@ -663,7 +800,12 @@ fn diff_at(a: &Value, b: &Value, path: &mut String) -> Option<String> {
                 path.push_str(&format!("[{i}]"));
                 let found = match (xa.get(i), xb.get(i)) {
                     (Some(x), Some(y)) => diff_at(x, y, path),
-                    (x, y) => Some(format!("{}: recorded {} vs got {}", path, render_opt(x), render_opt(y))),
+                    (x, y) => Some(format!(
+                        "{}: recorded {} vs got {}",
+                        path,
+                        render_opt(x),
+                        render_opt(y)
+                    )),
                 };
                 path.truncate(len);
                 if found.is_some() {
@@ -676,7 +818,12 @@ fn diff_at(a: &Value, b: &Value, path: &mut String) -> Option<String> {
             let (rx, ry) = render_string_pair(x, y);
             Some(format!("{}: recorded {rx} vs got {ry}", here(path)))
         }
-        (x, y) if x != y => Some(format!("{}: recorded {} vs got {}", here(path), render(x), render(y))),
+        (x, y) if x != y => Some(format!(
+            "{}: recorded {} vs got {}",
+            here(path),
+            render(x),
+            render(y)
+        )),
         _ => None,
     }
 }
@@ -704,7 +851,11 @@ fn quote_window(s: &str, start: usize) -> String {
     let more = s.chars().count() > start + DIFF_VALUE_CHARS;
     let quoted = serde_json::to_string(&tail).unwrap_or_default();
     let inner = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or("");
-    format!("\"{}{inner}{}\"", if start > 0 { "..." } else { "" }, if more { "..." } else { "" })
+    format!(
+        "\"{}{inner}{}\"",
+        if start > 0 { "..." } else { "" },
+        if more { "..." } else { "" }
+    )
 }
 
 fn clip(s: &str) -> String {
@@ -781,18 +932,25 @@ mod tests {
     }
 
     fn example_path() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/examples/example-fix-typo.json")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../recordings/examples/example-fix-typo.json")
     }
 
     async fn server(opts: ReplayOptions) -> ReplayServer {
         let mut rec = Recordings::new();
         rec.add(test_cassette(), "mem/srv.json").unwrap();
-        rec.add(Cassette::load(example_path()).unwrap(), example_path()).unwrap();
+        rec.add(Cassette::load(example_path()).unwrap(), example_path())
+            .unwrap();
         ReplayServer::start(rec, opts).await.unwrap()
     }
 
     fn fast() -> ReplayOptions {
-        ReplayOptions { strict: false, latency_scale: 0.0, faults: FaultPlan::none(), capture: false }
+        ReplayOptions {
+            strict: false,
+            latency_scale: 0.0,
+            faults: FaultPlan::none(),
+            capture: false,
+        }
     }
 
     struct Reply {
@@ -807,7 +965,10 @@ mod tests {
         }
         fn miss_message(&self) -> String {
             assert_eq!(self.status, 404);
-            assert_eq!(self.headers.get(HEADER_MISS).map(|v| v.to_str().unwrap()), Some("1"));
+            assert_eq!(
+                self.headers.get(HEADER_MISS).map(|v| v.to_str().unwrap()),
+                Some("1")
+            );
             let v = self.json();
             assert_eq!(v["type"], "error");
             assert_eq!(v["error"]["type"], "recording_miss");
@@ -837,7 +998,11 @@ mod tests {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let body = resp.bytes().await.unwrap().to_vec();
-        Reply { status, headers, body }
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     #[tokio::test]
@@ -850,18 +1015,45 @@ mod tests {
             for it in &run.interactions {
                 let attempt = it.faults_before.len() as u32;
                 let base = s.base_url_for(&ex.case, r as u32);
-                let got = call(&c, &base, "/v1/messages", it.role.as_str(), &it.call_key, attempt, &json!({})).await;
+                let got = call(
+                    &c,
+                    &base,
+                    "/v1/messages",
+                    it.role.as_str(),
+                    &it.call_key,
+                    attempt,
+                    &json!({}),
+                )
+                .await;
                 assert_eq!(got.status, it.response.status);
                 assert_eq!(got.body, it.response.body_bytes(), "{}", it.call_key);
                 assert_eq!(got.json(), it.response.body.clone().unwrap());
             }
         }
         // A raw (non-JSON) body comes back byte for byte, with its content type.
-        let got = call(&c, &s.base_url_for(CASE, 1), "/v1/messages", "judge", "judge/0", 0, &json!({})).await;
+        let got = call(
+            &c,
+            &s.base_url_for(CASE, 1),
+            "/v1/messages",
+            "judge",
+            "judge/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(got.body, b"event: ping\ndata: {\"v\": 1}\n\n");
         assert_eq!(got.headers["content-type"], "text/event-stream");
         // Recorded headers are replayed.
-        let got = call(&c, &s.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
+        let got = call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(got.headers["request-id"], "req_0");
         assert_eq!(s.counters().misses, 0);
     }
@@ -871,8 +1063,21 @@ mod tests {
         let s = server(fast()).await;
         let c = reqwest::Client::new();
         for run in 0..6u32 {
-            let got = call(&c, &s.base_url_for(CASE, run), "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
-            assert_eq!(got.json()["id"], format!("msg_plan_v{}", run % 2), "run {run}");
+            let got = call(
+                &c,
+                &s.base_url_for(CASE, run),
+                "/v1/messages",
+                "plan",
+                "plan/0",
+                0,
+                &json!({}),
+            )
+            .await;
+            assert_eq!(
+                got.json()["id"],
+                format!("msg_plan_v{}", run % 2),
+                "run {run}"
+            );
         }
     }
 
@@ -883,13 +1088,44 @@ mod tests {
         let c = reqwest::Client::new();
 
         let lax = server(fast()).await;
-        let got = call(&c, &lax.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &reworded).await;
+        let got = call(
+            &c,
+            &lax.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &reworded,
+        )
+        .await;
         assert_eq!(got.status, 200);
 
-        let strict = server(ReplayOptions { strict: true, ..fast() }).await;
-        let got = call(&c, &strict.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &exact).await;
+        let strict = server(ReplayOptions {
+            strict: true,
+            ..fast()
+        })
+        .await;
+        let got = call(
+            &c,
+            &strict.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &exact,
+        )
+        .await;
         assert_eq!(got.status, 200, "exact body matches in strict mode");
-        let got = call(&c, &strict.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &reworded).await;
+        let got = call(
+            &c,
+            &strict.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &reworded,
+        )
+        .await;
         let msg = got.miss_message();
         assert!(msg.contains("body hash mismatch"), "{msg}");
         assert!(
@@ -897,7 +1133,16 @@ mod tests {
             "{msg}"
         );
         // A hand-written recording (no hash) is a strict miss that says why.
-        let got = call(&c, &strict.base_url_for(CASE, 0), "/v1/messages", "judge", "judge/0", 0, &exact).await;
+        let got = call(
+            &c,
+            &strict.base_url_for(CASE, 0),
+            "/v1/messages",
+            "judge",
+            "judge/0",
+            0,
+            &exact,
+        )
+        .await;
         assert!(got.miss_message().contains("no body_sha256"));
         assert_eq!(strict.counters().misses, 2);
     }
@@ -906,18 +1151,27 @@ mod tests {
     fn body_diff_names_the_first_differing_path() {
         let a = json!({"system": "s", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 10});
         let b = json!({"system": "s", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 10});
-        assert_eq!(first_difference(&a, &b).unwrap(), "messages[0].content: recorded \"hi\" vs got \"hello\"");
+        assert_eq!(
+            first_difference(&a, &b).unwrap(),
+            "messages[0].content: recorded \"hi\" vs got \"hello\""
+        );
         let c = json!({"system": "s", "messages": [], "max_tokens": 10, "tools": []});
         assert_eq!(
             first_difference(&a, &c).unwrap(),
             "messages[0]: recorded {\"content\":\"hi\",\"role\":\"user\"} vs got (absent)"
         );
-        assert_eq!(first_difference(&json!(1), &json!("1")).unwrap(), "(root): recorded 1 vs got \"1\"");
+        assert_eq!(
+            first_difference(&json!(1), &json!("1")).unwrap(),
+            "(root): recorded 1 vs got \"1\""
+        );
         assert_eq!(first_difference(&a, &a), None);
         let long_a = format!("{}The answer is yes.", "x".repeat(500));
         let long_b = format!("{}The answer is no.", "x".repeat(500));
         let d = first_difference(&json!({"system": long_a}), &json!({"system": long_b})).unwrap();
-        assert!(d.contains("The answer is yes") && d.contains("The answer is no"), "{d}");
+        assert!(
+            d.contains("The answer is yes") && d.contains("The answer is no"),
+            "{d}"
+        );
         assert!(d.len() < 200, "{d}");
     }
 
@@ -928,38 +1182,93 @@ mod tests {
         let b = json!({});
         let base = s.base_url_for(CASE, 0);
 
-        let m = call(&c, &base, "/v1/messages", "plan", "plan/1", 0, &b).await.miss_message();
+        let m = call(&c, &base, "/v1/messages", "plan", "plan/1", 0, &b)
+            .await
+            .miss_message();
         assert!(
-            m.contains("no recording for call_key \"plan/1\"") && m.contains("nearest in this run is \"plan/0\""),
+            m.contains("no recording for call_key \"plan/1\"")
+                && m.contains("nearest in this run is \"plan/0\""),
             "{m}"
         );
 
-        let m = call(&c, &s.base_url_for("srvv", 0), "/v1/messages", "plan", "plan/0", 0, &b).await.miss_message();
-        assert!(m.contains("unknown case \"srvv\"") && m.contains("nearest recorded case is \"srv\""), "{m}");
+        let m = call(
+            &c,
+            &s.base_url_for("srvv", 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &b,
+        )
+        .await
+        .miss_message();
+        assert!(
+            m.contains("unknown case \"srvv\"") && m.contains("nearest recorded case is \"srv\""),
+            "{m}"
+        );
 
-        let m = call(&c, &base, "/v1/messages", "execute", "plan/0", 0, &b).await.miss_message();
-        assert!(m.contains("role mismatch: recorded role plan but the request says execute"), "{m}");
-
-        let m = call(&c, &base, "/v1/chat/completions", "plan", "plan/0", 0, &b).await.miss_message();
-        assert!(m.contains("protocol mismatch") && m.contains("anthropic"), "{m}");
-
-        let m = call(&c, &format!("{}/replay/{CASE}/x", s.uri()), "/v1/messages", "plan", "plan/0", 0, &b)
+        let m = call(&c, &base, "/v1/messages", "execute", "plan/0", 0, &b)
             .await
             .miss_message();
+        assert!(
+            m.contains("role mismatch: recorded role plan but the request says execute"),
+            "{m}"
+        );
+
+        let m = call(&c, &base, "/v1/chat/completions", "plan", "plan/0", 0, &b)
+            .await
+            .miss_message();
+        assert!(
+            m.contains("protocol mismatch") && m.contains("anthropic"),
+            "{m}"
+        );
+
+        let m = call(
+            &c,
+            &format!("{}/replay/{CASE}/x", s.uri()),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &b,
+        )
+        .await
+        .miss_message();
         assert!(m.contains("run index \"x\""), "{m}");
 
-        let m = call(&c, &s.uri(), "/v1/messages", "plan", "plan/0", 0, &b).await.miss_message();
+        let m = call(&c, &s.uri(), "/v1/messages", "plan", "plan/0", 0, &b)
+            .await
+            .miss_message();
         assert!(m.contains("not a replay URL"), "{m}");
 
-        let m = call(&c, &base, "/v1/messages", "planner", "plan/0", 0, &b).await.miss_message();
+        let m = call(&c, &base, "/v1/messages", "planner", "plan/0", 0, &b)
+            .await
+            .miss_message();
         assert!(m.contains("is not plan|execute|judge|replan"), "{m}");
 
         // No call-key header at all.
-        let resp = c.post(format!("{base}/v1/messages")).header(HEADER_CALL_ROLE, "plan").send().await.unwrap();
+        let resp = c
+            .post(format!("{base}/v1/messages"))
+            .header(HEADER_CALL_ROLE, "plan")
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status().as_u16(), 404);
-        assert!(resp.text().await.unwrap().contains("no x-harness-call-key header"));
+        assert!(resp
+            .text()
+            .await
+            .unwrap()
+            .contains("no x-harness-call-key header"));
 
-        assert_eq!(s.counters(), ReplayCounters { served: 0, misses: 8, faults_injected: 0, scripted_faults: 0 });
+        assert_eq!(
+            s.counters(),
+            ReplayCounters {
+                served: 0,
+                misses: 8,
+                faults_injected: 0,
+                scripted_faults: 0
+            }
+        );
         assert_eq!(s.recent_misses().len(), 8);
     }
 
@@ -968,60 +1277,152 @@ mod tests {
         let s = server(fast()).await;
         let c = reqwest::Client::new();
         let base = s.base_url_for(CASE, 1);
-        let r0 = call(&c, &base, "/v1/messages", "execute", "execute/t1/a0/0", 0, &json!({})).await;
+        let r0 = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "execute",
+            "execute/t1/a0/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r0.status, 429);
         assert_eq!(r0.headers["retry-after"], "1");
         assert_eq!(r0.json()["error"]["message"], "slow down");
-        let r1 = call(&c, &base, "/v1/messages", "execute", "execute/t1/a0/0", 1, &json!({})).await;
+        let r1 = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "execute",
+            "execute/t1/a0/0",
+            1,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r1.status, 500);
         assert_eq!(r1.body, b"upstream connect error");
-        let r2 = call(&c, &base, "/v1/messages", "execute", "execute/t1/a0/0", 2, &json!({})).await;
+        let r2 = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "execute",
+            "execute/t1/a0/0",
+            2,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r2.status, 200);
         assert_eq!(r2.json()["id"], "msg_exec_v1");
-        assert_eq!(s.counters(), ReplayCounters { served: 3, misses: 0, faults_injected: 0, scripted_faults: 2 });
+        assert_eq!(
+            s.counters(),
+            ReplayCounters {
+                served: 3,
+                misses: 0,
+                faults_injected: 0,
+                scripted_faults: 2
+            }
+        );
     }
 
     fn plan(spec: &str) -> ReplayOptions {
-        ReplayOptions { faults: FaultPlan::parse(spec).unwrap(), ..fast() }
+        ReplayOptions {
+            faults: FaultPlan::parse(spec).unwrap(),
+            ..fast()
+        }
     }
 
     #[tokio::test]
     async fn each_injected_fault_kind_over_http() {
         let c = reqwest::Client::new();
-        let real =
-            call(&c, &server(fast()).await.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &json!({}))
-                .await;
+        let real = call(
+            &c,
+            &server(fast()).await.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
 
         let s = server(plan("429=1,retry_after=7,seed=3")).await;
         let base = s.base_url_for(CASE, 0);
         let r = call(&c, &base, "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
-        assert_eq!((r.status, r.headers["retry-after"].to_str().unwrap()), (429, "7"));
+        assert_eq!(
+            (r.status, r.headers["retry-after"].to_str().unwrap()),
+            (429, "7")
+        );
         assert_eq!(r.json()["error"]["type"], "rate_limit_error");
         assert_eq!(r.headers[HEADER_FAULT], "429");
         // At the attempt cap the real response gets through.
-        let r = call(&c, &base, "/v1/messages", "plan", "plan/0", super::super::faults::FAULT_ATTEMPT_CAP, &json!({}))
-            .await;
+        let r = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            super::super::faults::FAULT_ATTEMPT_CAP,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r.body, real.body);
 
         let s = server(plan("500=1")).await;
-        let r = call(&c, &s.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
+        let r = call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r.status, 500);
         assert_eq!(r.json()["error"]["type"], "api_error");
 
         let s = server(plan("truncate=1")).await;
-        let r = call(&c, &s.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
+        let r = call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r.status, 200);
         assert_eq!(r.body, real.body[..real.body.len() / 2]);
         assert!(serde_json::from_slice::<Value>(&r.body).is_err());
 
         let s = server(plan("malformed=1")).await;
-        let r = call(&c, &s.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
+        let r = call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r.status, 200);
         assert!(serde_json::from_slice::<Value>(&r.body).is_err());
 
         let s = server(plan("latency=1:150")).await;
         let t0 = Instant::now();
-        let r = call(&c, &s.base_url_for(CASE, 0), "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
+        let r = call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert!(t0.elapsed() >= Duration::from_millis(150));
         assert_eq!(r.body, real.body);
         assert_eq!(s.counters().faults_injected, 1);
@@ -1034,8 +1435,16 @@ mod tests {
         async fn statuses(c: &reqwest::Client, s: &ReplayServer) -> Vec<(u16, Vec<u8>)> {
             let mut out = Vec::new();
             for run in 0..40u32 {
-                let r =
-                    call(c, &s.base_url_for(CASE, run), "/v1/messages", "plan", "plan/0", run % 3, &json!({})).await;
+                let r = call(
+                    c,
+                    &s.base_url_for(CASE, run),
+                    "/v1/messages",
+                    "plan",
+                    "plan/0",
+                    run % 3,
+                    &json!({}),
+                )
+                .await;
                 out.push((r.status, r.body));
             }
             out
@@ -1060,17 +1469,42 @@ mod tests {
     #[tokio::test]
     async fn recorded_latency_is_scaled() {
         let c = reqwest::Client::new();
-        let s = server(ReplayOptions { latency_scale: 0.5, ..fast() }).await;
+        let s = server(ReplayOptions {
+            latency_scale: 0.5,
+            ..fast()
+        })
+        .await;
         let t0 = Instant::now();
-        let r = call(&c, &s.base_url_for(CASE, 0), "/v1/messages", "execute", "execute/t1/a0/0", 2, &json!({})).await;
+        let r = call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "execute",
+            "execute/t1/a0/0",
+            2,
+            &json!({}),
+        )
+        .await;
         let took = t0.elapsed();
         assert_eq!(r.status, 200);
         assert!(took >= Duration::from_millis(100), "{took:?}");
 
         let s = server(fast()).await;
         let t0 = Instant::now();
-        call(&c, &s.base_url_for(CASE, 0), "/v1/messages", "execute", "execute/t1/a0/0", 2, &json!({})).await;
-        assert!(t0.elapsed() < Duration::from_millis(100), "scale 0 = as fast as possible");
+        call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "execute",
+            "execute/t1/a0/0",
+            2,
+            &json!({}),
+        )
+        .await;
+        assert!(
+            t0.elapsed() < Duration::from_millis(100),
+            "scale 0 = as fast as possible"
+        );
     }
 
     #[tokio::test]
@@ -1080,7 +1514,9 @@ mod tests {
         use super::super::embed::start_for_run;
 
         // One case in the directory: no need to name it.
-        let (s, url) = start_for_run(dir.path(), None, 1, Protocol::Anthropic, false, 0.0, None).await.unwrap();
+        let (s, url) = start_for_run(dir.path(), None, 1, Protocol::Anthropic, false, 0.0, None)
+            .await
+            .unwrap();
         assert_eq!(url, s.base_url_for("example-fix-typo", 1));
         let c = reqwest::Client::new();
         let r = call(&c, &url, "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
@@ -1096,37 +1532,126 @@ mod tests {
             }
         }
         oa.save(dir.path().join("oa.json")).unwrap();
-        let (s, url) =
-            start_for_run(dir.path(), Some("oa"), 0, Protocol::Openai, false, 0.0, Some("seed=1")).await.unwrap();
+        let (s, url) = start_for_run(
+            dir.path(),
+            Some("oa"),
+            0,
+            Protocol::Openai,
+            false,
+            0.0,
+            Some("seed=1"),
+        )
+        .await
+        .unwrap();
         assert!(url.ends_with("/replay/oa/0/v1"), "{url}");
-        let r = call(&c, &url, "/chat/completions", "plan", "plan/0", 0, &json!({})).await;
+        let r = call(
+            &c,
+            &url,
+            "/chat/completions",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r.json()["id"], "msg_plan_v0");
         // base_url_for (no /v1) works too; /v1/messages is a protocol mismatch.
-        let r = call(&c, &s.base_url_for("oa", 0), "/chat/completions", "plan", "plan/0", 0, &json!({})).await;
+        let r = call(
+            &c,
+            &s.base_url_for("oa", 0),
+            "/chat/completions",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r.status, 200);
-        let m =
-            call(&c, &s.base_url_for("oa", 0), "/v1/messages", "plan", "plan/0", 0, &json!({})).await.miss_message();
+        let m = call(
+            &c,
+            &s.base_url_for("oa", 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await
+        .miss_message();
         assert!(m.contains("protocol mismatch"), "{m}");
 
         // Ambiguous, unknown, wrong-protocol, bad faults, broken tree: all errors.
-        assert!(start_for_run(dir.path(), None, 0, Protocol::Anthropic, false, 0.0, None).await.is_err());
-        assert!(start_for_run(dir.path(), Some("nope"), 0, Protocol::Anthropic, false, 0.0, None).await.is_err());
-        assert!(start_for_run(dir.path(), Some("oa"), 0, Protocol::Anthropic, false, 0.0, None).await.is_err());
-        assert!(start_for_run(dir.path(), Some("oa"), 0, Protocol::Openai, false, 0.0, Some("429=9")).await.is_err());
+        assert!(
+            start_for_run(dir.path(), None, 0, Protocol::Anthropic, false, 0.0, None)
+                .await
+                .is_err()
+        );
+        assert!(start_for_run(
+            dir.path(),
+            Some("nope"),
+            0,
+            Protocol::Anthropic,
+            false,
+            0.0,
+            None
+        )
+        .await
+        .is_err());
+        assert!(start_for_run(
+            dir.path(),
+            Some("oa"),
+            0,
+            Protocol::Anthropic,
+            false,
+            0.0,
+            None
+        )
+        .await
+        .is_err());
+        assert!(start_for_run(
+            dir.path(),
+            Some("oa"),
+            0,
+            Protocol::Openai,
+            false,
+            0.0,
+            Some("429=9")
+        )
+        .await
+        .is_err());
         std::fs::write(dir.path().join("broken.json"), "{").unwrap();
-        let e =
-            start_for_run(dir.path(), Some("oa"), 0, Protocol::Openai, false, 0.0, None).await.map(|_| ()).unwrap_err();
+        let e = start_for_run(
+            dir.path(),
+            Some("oa"),
+            0,
+            Protocol::Openai,
+            false,
+            0.0,
+            None,
+        )
+        .await
+        .map(|_| ())
+        .unwrap_err();
         assert!(e.to_string().contains("broken.json"), "{e}");
     }
 
     #[tokio::test]
     async fn bad_options_are_refused() {
-        let bad = ReplayOptions { latency_scale: f64::NAN, ..fast() };
-        assert!(matches!(ReplayServer::start(Recordings::new(), bad).await, Err(ReplayError::BadOptions(_))));
+        let bad = ReplayOptions {
+            latency_scale: f64::NAN,
+            ..fast()
+        };
+        assert!(matches!(
+            ReplayServer::start(Recordings::new(), bad).await,
+            Err(ReplayError::BadOptions(_))
+        ));
         let mut faults = FaultPlan::none();
         faults.rate_429 = 3.0;
         let bad = ReplayOptions { faults, ..fast() };
-        assert!(matches!(ReplayServer::start(Recordings::new(), bad).await, Err(ReplayError::BadOptions(_))));
+        assert!(matches!(
+            ReplayServer::start(Recordings::new(), bad).await,
+            Err(ReplayError::BadOptions(_))
+        ));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1140,10 +1665,23 @@ mod tests {
                 let run = i % 5;
                 let (role, key, expect) = match i % 3 {
                     0 => ("plan", "plan/0", format!("msg_plan_v{}", run % 2)),
-                    1 => ("execute", "execute/t1/a0/0", format!("msg_exec_v{}", run % 2)),
+                    1 => (
+                        "execute",
+                        "execute/t1/a0/0",
+                        format!("msg_exec_v{}", run % 2),
+                    ),
                     _ => ("plan", "plan/0", format!("msg_plan_v{}", run % 2)),
                 };
-                let r = call(&c, &s.base_url_for(CASE, run), "/v1/messages", role, key, 2, &json!({"i": i})).await;
+                let r = call(
+                    &c,
+                    &s.base_url_for(CASE, run),
+                    "/v1/messages",
+                    role,
+                    key,
+                    2,
+                    &json!({"i": i}),
+                )
+                .await;
                 assert_eq!(r.status, 200);
                 assert_eq!(r.json()["id"], expect, "request {i}");
             }));
@@ -1154,7 +1692,16 @@ mod tests {
         assert_eq!(s.counters().served, 64);
         // Releasing wiremock's retained requests keeps the server answering.
         s.release_retained_requests().await;
-        let r = call(&c, &s.base_url_for(CASE, 1), "/v1/messages", "plan", "plan/0", 0, &json!({})).await;
+        let r = call(
+            &c,
+            &s.base_url_for(CASE, 1),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
         assert_eq!(r.json()["id"], "msg_plan_v1");
         assert_eq!(s.counters().served, 65);
     }

@@ -51,19 +51,46 @@ pub fn case(name: &str) -> Case {
 }
 
 pub fn usage(input: u64, output: u64) -> Usage {
-    Usage { input_tokens: input, output_tokens: output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 }
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+    }
 }
 
 pub fn text(key: &str, t: &str) -> ScriptCall {
-    ScriptCall { key: key.into(), text: t.into(), tools: vec![], stop: None, usage: Some(usage(3500, 300)), latency_ms: None, faults_before: vec![] }
+    ScriptCall {
+        key: key.into(),
+        text: t.into(),
+        tools: vec![],
+        stop: None,
+        usage: Some(usage(3500, 300)),
+        latency_ms: None,
+        faults_before: vec![],
+    }
 }
 
 pub fn tool(key: &str, name: &str, input: Value) -> ScriptCall {
-    ScriptCall { key: key.into(), text: String::new(), tools: vec![ScriptTool { name: name.into(), input }], stop: None, usage: Some(usage(3500, 300)), latency_ms: None, faults_before: vec![] }
+    ScriptCall {
+        key: key.into(),
+        text: String::new(),
+        tools: vec![ScriptTool {
+            name: name.into(),
+            input,
+        }],
+        stop: None,
+        usage: Some(usage(3500, 300)),
+        latency_ms: None,
+        faults_before: vec![],
+    }
 }
 
 pub fn refusal(key: &str, t: &str) -> ScriptCall {
-    ScriptCall { stop: Some(StopReason::Refusal), ..text(key, t) }
+    ScriptCall {
+        stop: Some(StopReason::Refusal),
+        ..text(key, t)
+    }
 }
 
 pub fn plan(key: &str, tasks: Value) -> ScriptCall {
@@ -81,7 +108,11 @@ pub fn index_task(id: &str) -> Value {
 }
 
 pub fn write_index(key: &str) -> ScriptCall {
-    tool(key, "write_file", json!({"path": "db/0042_search_index.sql", "content": "CREATE INDEX CONCURRENTLY idx_search_ts ON search_events(created_at);\n"}))
+    tool(
+        key,
+        "write_file",
+        json!({"path": "db/0042_search_index.sql", "content": "CREATE INDEX CONCURRENTLY idx_search_ts ON search_events(created_at);\n"}),
+    )
 }
 
 pub struct RunResult {
@@ -138,8 +169,20 @@ impl Case {
         }
         if self.git && !ws.join(".git").exists() {
             let git = |args: &[&str]| {
-                let st = Command::new("git").args(args).current_dir(&ws).env("GIT_AUTHOR_NAME", "t").env("GIT_AUTHOR_EMAIL", "t@t").env("GIT_COMMITTER_NAME", "t").env("GIT_COMMITTER_EMAIL", "t@t").output().unwrap();
-                assert!(st.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&st.stderr));
+                let st = Command::new("git")
+                    .args(args)
+                    .current_dir(&ws)
+                    .env("GIT_AUTHOR_NAME", "t")
+                    .env("GIT_AUTHOR_EMAIL", "t@t")
+                    .env("GIT_COMMITTER_NAME", "t")
+                    .env("GIT_COMMITTER_EMAIL", "t@t")
+                    .output()
+                    .unwrap();
+                assert!(
+                    st.status.success(),
+                    "git {args:?}: {}",
+                    String::from_utf8_lossy(&st.stderr)
+                );
             };
             git(&["init", "-q", "-b", "main"]);
             git(&["add", "-A"]);
@@ -147,7 +190,9 @@ impl Case {
         }
         let mut checks = String::new();
         for (n, c) in &self.checks {
-            checks.push_str(&format!("[checks.{n}]\ncommand = [\"sh\", \"-c\", {c:?}]\ntimeout_s = 30\n"));
+            checks.push_str(&format!(
+                "[checks.{n}]\ncommand = [\"sh\", \"-c\", {c:?}]\ntimeout_s = 30\n"
+            ));
         }
         let spec = format!(
             r#"goal = "Reduce p95 latency on /api/search to under 200ms."
@@ -186,10 +231,23 @@ output_usd_per_mtok = 25.0
             attempts = self.http_attempts,
         );
         std::fs::write(self.spec_path(), spec).unwrap();
-        let sc = Scenario { case: self.name.clone(), protocol: Protocol::Anthropic, model: MODEL.into(), notes: "integration test".into(), when: None, runs: vec![ScriptRun { calls: self.calls.clone() }] };
+        let sc = Scenario {
+            case: self.name.clone(),
+            protocol: Protocol::Anthropic,
+            model: MODEL.into(),
+            notes: "integration test".into(),
+            when: None,
+            runs: vec![ScriptRun {
+                calls: self.calls.clone(),
+            }],
+        };
         let cas = sc.to_cassette("2026-11-30", "harness/tests").unwrap();
         std::fs::create_dir_all(self.cassette_dir()).unwrap();
-        std::fs::write(self.cassette_dir().join(format!("{}.json", self.name)), serde_json::to_string_pretty(&cas).unwrap()).unwrap();
+        std::fs::write(
+            self.cassette_dir().join(format!("{}.json", self.name)),
+            serde_json::to_string_pretty(&cas).unwrap(),
+        )
+        .unwrap();
     }
 
     pub fn command(&self) -> Command {
@@ -220,7 +278,10 @@ output_usd_per_mtok = 25.0
     }
 
     pub fn result(&self, out: Output) -> RunResult {
-        let report = std::fs::read(self.state_dir().join("report.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
+        let report = std::fs::read(self.state_dir().join("report.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
         RunResult {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into(),
@@ -236,13 +297,30 @@ impl RunResult {
         self.report["ending"].as_str().unwrap_or("<no report>")
     }
     pub fn ids(&self, field: &str) -> Vec<String> {
-        self.report[field].as_array().map(|a| a.iter().map(|x| x["id"].as_str().unwrap_or("").to_string()).collect()).unwrap_or_default()
+        self.report[field]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| x["id"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
     pub fn explain(&self) -> String {
-        format!("exit {}\nstdout:\n{}\nstderr:\n{}\nreport: {}", self.code, self.stdout, self.stderr, serde_json::to_string_pretty(&self.report).unwrap_or_default())
+        format!(
+            "exit {}\nstdout:\n{}\nstderr:\n{}\nreport: {}",
+            self.code,
+            self.stdout,
+            self.stderr,
+            serde_json::to_string_pretty(&self.report).unwrap_or_default()
+        )
     }
 }
 
 pub fn read_outbox(state_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(state_dir.join("outbox.jsonl")).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    std::fs::read_to_string(state_dir.join("outbox.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
