@@ -165,24 +165,6 @@ impl Servers {
     }
 }
 
-/// Copy a directory tree (files keep their permission bits; symlinks stay symlinks).
-pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let t = e.file_type()?;
-        let dst = to.join(e.file_name());
-        if t.is_dir() {
-            copy_tree(&e.path(), &dst)?;
-        } else if t.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &dst)?;
-        } else {
-            std::fs::copy(e.path(), &dst)?;
-        }
-    }
-    Ok(())
-}
-
 fn git(ws: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
     std::process::Command::new("git")
         .args([
@@ -306,7 +288,7 @@ pub async fn run_case(
             continue;
         }
         let r = if src.is_dir() {
-            copy_tree(&src, &case_copy.join(part))
+            harness::workspace::copy_tree(&src, &case_copy.join(part))
         } else {
             std::fs::create_dir_all(&case_copy)
                 .and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ()))

@@ -126,43 +126,6 @@ fn err(file: &Path, field: &str, expected: impl Into<String>) -> LoadError {
     }
 }
 
-/// Hash every regular file under `dir` (sorted by relative path).
-pub fn tree_sha256(dir: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    let mut files = vec![];
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            match e.file_type() {
-                Ok(t) if t.is_dir() => stack.push(p),
-                Ok(t) if t.is_file() => files.push(p),
-                _ => {}
-            }
-        }
-        if files.len() > 100_000 {
-            break;
-        }
-    }
-    files.sort();
-    let mut h = Sha256::new();
-    for f in files {
-        h.update(
-            f.strip_prefix(dir)
-                .unwrap_or(&f)
-                .to_string_lossy()
-                .as_bytes(),
-        );
-        h.update([0]);
-        h.update(std::fs::read(&f).unwrap_or_default());
-        h.update([0]);
-    }
-    hex::encode(h.finalize())
-}
-
 pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result<Case, LoadError> {
     let f = dir.join("case.toml");
     let text = std::fs::read_to_string(&f)
@@ -296,7 +259,10 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
             format!("the case id {:?}, found {:?}", file.id, cassette.case),
         ));
     }
-    let content_sha256 = tree_sha256(dir);
+    // The case's whole directory, hashed as the harness fingerprints a tree.
+    let content_sha256 = harness::workspace::Workspace::open(dir)
+        .map(|w| w.fingerprint())
+        .map_err(|e| err(dir, "(dir)", e.to_string()))?;
     Ok(Case {
         dir: dir.to_path_buf(),
         file,

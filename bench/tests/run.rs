@@ -27,24 +27,11 @@ fn harness_bin() -> PathBuf {
     p
 }
 
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
-}
-
 /// A case built from the demo: same workspace and cassette, its own id.
 fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {
     let dir = suite.join(category).join(id);
     let demo = repo().join("suites/demo/p95-index");
-    copy(&demo, &dir);
+    harness::workspace::copy_tree(&demo, &dir).unwrap();
     let mut sc: Value =
         serde_json::from_str(&std::fs::read_to_string(demo.join("scenario.json")).unwrap())
             .unwrap();

@@ -153,21 +153,9 @@ pub fn recordings(cases: &[Case]) -> Result<Recordings, String> {
     .map_err(|e| e.to_string())
 }
 
-/// Copy a directory tree (the case fixture into a trial dir).
-pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let ft = e.file_type()?;
-        if ft.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else if ft.is_file() {
-            std::fs::copy(&src, &dst)?; // keeps the mode: check scripts stay executable
-        }
-    }
-    Ok(())
-}
+/// Copy a directory tree (the case fixture into a trial dir): the one the
+/// bench's suite runner uses too.
+pub use harness::workspace::copy_tree;
 
 #[cfg(test)]
 mod tests {

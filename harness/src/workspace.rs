@@ -254,7 +254,8 @@ impl Workspace {
 
     /// SHA-256 (hex) over every regular file in the workspace, by sorted
     /// relative path and contents, skipping `.git` and not following symlinks.
-    /// Used to tell whether a task changed the workspace at all. Bounded by
+    /// The bench hashes a case's whole directory with it (its config hash).
+    /// Bounded by
     /// [`FINGERPRINT_MAX_FILES`], [`FINGERPRINT_MAX_BYTES`] and
     /// [`FINGERPRINT_MAX_DEPTH`]; when a bound is hit the hash still comes out
     /// (deterministically, since directories are walked in sorted order) and
@@ -349,6 +350,27 @@ fn hash_field(h: &mut Sha256, data: &[u8]) {
 /// `.GIT` names the same directory.
 fn is_git_name(s: &std::ffi::OsStr) -> bool {
     s.to_str().is_some_and(|s| s.eq_ignore_ascii_case(GIT_DIR))
+}
+
+/// Copy a directory tree: a case's fixture (spec, workspace, checks) into a
+/// fresh directory for one run. Files keep their permission bits (check
+/// scripts stay executable) and symlinks stay symlinks (a fixture may test a
+/// symlink escape). Used by the bench's suite runner and the chaos driver.
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let ft = e.file_type()?;
+        let dst = to.join(e.file_name());
+        if ft.is_dir() {
+            copy_tree(&e.path(), &dst)?;
+        } else if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &dst)?;
+        } else {
+            std::fs::copy(e.path(), &dst)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
