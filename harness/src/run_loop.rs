@@ -14,7 +14,7 @@ use crate::events::EventLog;
 use crate::gitwork::GitWork;
 use crate::goal::{Goal, GoalTampered};
 use crate::ledger::{BudgetExceeded, Ledger, LedgerError, ReserveError};
-use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy};
+use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy, Sampling};
 use crate::model::types::{ModelError, ModelReply, ModelRequest, StopReason, Turn};
 use crate::outbox::Outbox;
 use crate::report::Report;
@@ -316,6 +316,12 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
             jitter_seed: opts.jitter_seed,
             ..RetryPolicy::default()
         },
+    })
+    .map(|c| {
+        c.with_sampling(Sampling {
+            temperature: spec.model.temperature,
+            seed: spec.model.seed,
+        })
     }) {
         Ok(c) => c,
         Err(e) => {

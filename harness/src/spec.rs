@@ -44,6 +44,11 @@ pub struct ModelSpec {
     pub max_tokens: u32,
     pub request_timeout_s: u64,
     pub http_attempts: u32,
+    /// Sampling temperature sent with every call (omitted when unset: the
+    /// endpoint's default). Live recordings use one above 0 so runs differ.
+    pub temperature: Option<f64>,
+    /// Sampling seed (OpenAI-compatible endpoints only; Anthropic has none).
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -460,6 +465,8 @@ impl RunSpec {
                 "max_tokens",
                 "request_timeout_s",
                 "http_attempts",
+                "temperature",
+                "seed",
             ],
         )?;
         if m.contains_key("api_key") {
@@ -546,6 +553,28 @@ impl RunSpec {
                 "attempts per call",
             )? as u32,
             None => 5,
+        };
+        let temperature = match m.get("temperature") {
+            Some(v) => {
+                let t = r.number(v, "model.temperature", "a temperature from 0 to 2")?;
+                if !(0.0..=2.0).contains(&t) {
+                    return Err(r.err("model.temperature", "a temperature from 0 to 2"));
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        let seed = match m.get("seed") {
+            Some(v) => {
+                if protocol == Protocol::Anthropic {
+                    return Err(r.err(
+                        "model.seed",
+                        "no seed with protocol \"anthropic\" (the Messages API has none); remove it",
+                    ));
+                }
+                Some(r.uint(v, "model.seed", 0, i64::MAX as u64, "a sampling seed")?)
+            }
+            None => None,
         };
 
         let pv = r.req(&root, "", "prices", "a [prices.\"<model>\"] table per model with input_usd_per_mtok and output_usd_per_mtok")?;
@@ -751,6 +780,8 @@ impl RunSpec {
                 max_tokens,
                 request_timeout_s,
                 http_attempts,
+                temperature,
+                seed,
             },
             prices,
             loop_cap,
@@ -911,6 +942,37 @@ output_usd_per_mtok = 25.0
             r#"["sh", "-c", "test -f db/0042.sql"]"#,
         );
         assert!(RunSpec::parse(&inline, "run.toml", d.path()).is_ok());
+    }
+
+    #[test]
+    fn temperature_and_seed_are_read_and_checked() {
+        let d = dir();
+        let s = RunSpec::parse(BASE, "run.toml", d.path()).unwrap();
+        assert_eq!((s.model.temperature, s.model.seed), (None, None));
+        let with_t = BASE.replace("[model]\n", "[model]\ntemperature = 0.8\n");
+        assert_ne!(with_t, BASE, "the fixture has a [model] table");
+        let s = RunSpec::parse(&with_t, "run.toml", d.path()).unwrap();
+        assert_eq!(s.model.temperature, Some(0.8));
+        let e = RunSpec::parse(
+            &BASE.replace("[model]\n", "[model]\ntemperature = 3\n"),
+            "run.toml",
+            d.path(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "model.temperature");
+        // The fixture speaks Anthropic, whose API has no seed.
+        let e = RunSpec::parse(
+            &BASE.replace("[model]\n", "[model]\nseed = 7\n"),
+            "run.toml",
+            d.path(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "model.seed");
+        let openai = BASE
+            .replace("protocol = \"anthropic\"", "protocol = \"openai\"")
+            .replace("[model]\n", "[model]\nseed = 7\n");
+        let s = RunSpec::parse(&openai, "run.toml", d.path()).unwrap();
+        assert_eq!(s.model.seed, Some(7));
     }
 
     #[test]

@@ -55,6 +55,16 @@ pub struct ModelClient {
     http: reqwest::Client,
     cfg: EndpointConfig,
     url: String,
+    sampling: Sampling,
+}
+
+/// Sampling settings added to every request body; unset fields are omitted
+/// (the endpoint's defaults apply).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sampling {
+    pub temperature: Option<f64>,
+    /// OpenAI-compatible endpoints only; never sent to the Anthropic API.
+    pub seed: Option<u64>,
 }
 
 impl fmt::Debug for ModelClient {
@@ -123,7 +133,18 @@ impl ModelClient {
             cfg.base_url.trim_end_matches('/'),
             endpoint_path(cfg.protocol)
         );
-        Ok(ModelClient { http, cfg, url })
+        Ok(ModelClient {
+            http,
+            cfg,
+            url,
+            sampling: Sampling::default(),
+        })
+    }
+
+    /// The same client, sending these sampling settings with every call.
+    pub fn with_sampling(mut self, sampling: Sampling) -> ModelClient {
+        self.sampling = sampling;
+        self
     }
 
     pub fn config(&self) -> &EndpointConfig {
@@ -143,7 +164,16 @@ impl ModelClient {
             .as_deref()
             .and_then(|name| std::env::var(name).ok())
             .filter(|k| !k.is_empty());
-        let body = serde_json::to_vec(&request_body(self.cfg.protocol, req))
+        let mut body = request_body(self.cfg.protocol, req);
+        if let Some(obj) = body.as_object_mut() {
+            if let Some(t) = self.sampling.temperature {
+                obj.insert("temperature".into(), serde_json::json!(t));
+            }
+            if let (Some(seed), Protocol::Openai) = (self.sampling.seed, self.cfg.protocol) {
+                obj.insert("seed".into(), serde_json::json!(seed));
+            }
+        }
+        let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::Config(format!("cannot serialise request: {e}")))?;
         let base_headers = self.headers(req, key.as_deref())?;
         let max = self.cfg.retry.effective_max_attempts();
@@ -781,6 +811,41 @@ mod tests {
             ModelClient::new(c).unwrap().call(&req()).await.unwrap_err(),
             ModelError::RetriesExhausted { attempts: 3, .. }
         ));
+    }
+
+    #[tokio::test]
+    async fn sampling_settings_are_sent_and_seed_only_to_openai() {
+        for protocol in [Protocol::Openai, Protocol::Anthropic] {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(ok_body(protocol)))
+                .mount(&server)
+                .await;
+            let plain = ModelClient::new(cfg(&server, protocol, None)).unwrap();
+            plain.call(&req()).await.unwrap();
+            let sampled = ModelClient::new(cfg(&server, protocol, None))
+                .unwrap()
+                .with_sampling(Sampling {
+                    temperature: Some(0.8),
+                    seed: Some(41),
+                });
+            sampled.call(&req()).await.unwrap();
+            let got = server.received_requests().await.unwrap();
+            let bodies: Vec<Value> = got
+                .iter()
+                .map(|r| serde_json::from_slice(&r.body).unwrap())
+                .collect();
+            assert_eq!(bodies.len(), 2);
+            // Unset: omitted, so the endpoint's defaults apply.
+            assert!(bodies[0].get("temperature").is_none(), "{}", bodies[0]);
+            assert!(bodies[0].get("seed").is_none());
+            assert_eq!(bodies[1]["temperature"], 0.8);
+            match protocol {
+                Protocol::Openai => assert_eq!(bodies[1]["seed"], 41),
+                // The Messages API has no seed; sending one would be a 400.
+                Protocol::Anthropic => assert!(bodies[1].get("seed").is_none(), "{}", bodies[1]),
+            }
+        }
     }
 
     #[tokio::test]

@@ -95,6 +95,25 @@ pub enum MadeHow {
 pub struct RunRecording {
     pub run: u32,
     pub interactions: Vec<Interaction>,
+    /// For a recorded variant: how the live run that produced it ended. A
+    /// replay of the same traffic must end the same way (the live suite's
+    /// `ending = "recorded"` gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<RunOutcome>,
+}
+
+/// How a recorded live run ended, as its harness reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunOutcome {
+    /// One of the seven endings, e.g. `"NO_PROGRESS"`.
+    pub ending: String,
+    pub exit_code: i32,
+    /// The report's `predicate_met` (the harness ran the predicate).
+    pub predicate_met: bool,
+    /// Model calls answered, and the tokens the ledger booked (all four fields summed).
+    pub calls: u64,
+    pub tokens: u64,
 }
 
 /// One model call and the response it got.
@@ -797,6 +816,7 @@ impl Cassette {
             self.runs.push(RunRecording {
                 run: n,
                 interactions: Vec::new(),
+                outcome: None,
             });
         }
         self.runs[run as usize].interactions.push(interaction);

@@ -20,7 +20,7 @@ pub mod server;
 pub use cassette::{
     body_sha256, canonical_json, redact_headers, redact_json, CaseRecording, Cassette,
     CassetteError, CassetteErrorKind, Interaction, Made, MadeHow, RecordedRequest,
-    RecordedResponse, Recordings, RecordingsError, RunRecording,
+    RecordedResponse, Recordings, RecordingsError, RunOutcome, RunRecording,
 };
 pub use embed::start_for_run;
 pub use faults::{FaultKind, FaultPlan, FaultSpecError, FAULT_ATTEMPT_CAP};
