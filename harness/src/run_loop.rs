@@ -321,6 +321,7 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
         c.with_sampling(Sampling {
             temperature: spec.model.temperature,
             seed: spec.model.seed,
+            structured_output: spec.model.structured_output,
         })
     }) {
         Ok(c) => c,

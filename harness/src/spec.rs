@@ -49,6 +49,8 @@ pub struct ModelSpec {
     pub temperature: Option<f64>,
     /// Sampling seed (OpenAI-compatible endpoints only; Anthropic has none).
     pub seed: Option<u64>,
+    /// How an OpenAI-compatible endpoint is asked for schema-constrained JSON.
+    pub structured_output: crate::model::StructuredOutput,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -467,6 +469,7 @@ impl RunSpec {
                 "http_attempts",
                 "temperature",
                 "seed",
+                "structured_output",
             ],
         )?;
         if m.contains_key("api_key") {
@@ -575,6 +578,31 @@ impl RunSpec {
                 Some(r.uint(v, "model.seed", 0, i64::MAX as u64, "a sampling seed")?)
             }
             None => None,
+        };
+
+        let structured_output = match m.get("structured_output") {
+            None => crate::model::StructuredOutput::JsonSchema,
+            Some(v) => match r
+                .string(v, "model.structured_output", "\"json_schema\" or \"json_object\"")?
+                .as_str()
+            {
+                "json_schema" => crate::model::StructuredOutput::JsonSchema,
+                "json_object" if protocol == Protocol::Openai => {
+                    crate::model::StructuredOutput::JsonObject
+                }
+                "json_object" => {
+                    return Err(r.err(
+                        "model.structured_output",
+                        "\"json_schema\" with protocol \"anthropic\" (json_object is an OpenAI-compatible server's form)",
+                    ))
+                }
+                _ => {
+                    return Err(r.err(
+                        "model.structured_output",
+                        "\"json_schema\" (OpenAI's response_format) or \"json_object\" (llama-cpp-python's: {\"type\": \"json_object\", \"schema\": ...})",
+                    ))
+                }
+            },
         };
 
         let pv = r.req(&root, "", "prices", "a [prices.\"<model>\"] table per model with input_usd_per_mtok and output_usd_per_mtok")?;
@@ -782,6 +810,7 @@ impl RunSpec {
                 http_attempts,
                 temperature,
                 seed,
+                structured_output,
             },
             prices,
             loop_cap,

@@ -65,6 +65,19 @@ pub struct Sampling {
     pub temperature: Option<f64>,
     /// OpenAI-compatible endpoints only; never sent to the Anthropic API.
     pub seed: Option<u64>,
+    /// How schema-constrained output is asked for (OpenAI-compatible only).
+    pub structured_output: StructuredOutput,
+}
+
+/// The two dialects of schema-constrained JSON among OpenAI-compatible
+/// servers. OpenAI's is `{"type": "json_schema", "json_schema": {"schema": S}}`;
+/// llama-cpp-python's server (0.3.x) accepts only
+/// `{"type": "json_object", "schema": S}` and rejects the first with a 500.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StructuredOutput {
+    #[default]
+    JsonSchema,
+    JsonObject,
 }
 
 impl fmt::Debug for ModelClient {
@@ -171,6 +184,18 @@ impl ModelClient {
             }
             if let (Some(seed), Protocol::Openai) = (self.sampling.seed, self.cfg.protocol) {
                 obj.insert("seed".into(), serde_json::json!(seed));
+            }
+            if self.sampling.structured_output == StructuredOutput::JsonObject {
+                if let Some(schema) = obj
+                    .get("response_format")
+                    .and_then(|f| f["json_schema"].get("schema"))
+                    .cloned()
+                {
+                    obj.insert(
+                        "response_format".into(),
+                        serde_json::json!({"type": "json_object", "schema": schema}),
+                    );
+                }
             }
         }
         let body = serde_json::to_vec(&body)
@@ -828,6 +853,7 @@ mod tests {
                 .with_sampling(Sampling {
                     temperature: Some(0.8),
                     seed: Some(41),
+                    ..Sampling::default()
                 });
             sampled.call(&req()).await.unwrap();
             let got = server.received_requests().await.unwrap();
@@ -846,6 +872,37 @@ mod tests {
                 Protocol::Anthropic => assert!(bodies[1].get("seed").is_none(), "{}", bodies[1]),
             }
         }
+    }
+
+    #[tokio::test]
+    async fn json_object_dialect_rewrites_response_format_for_llama_cpp() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(ok_body(Protocol::Openai)))
+            .mount(&server)
+            .await;
+        let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}});
+        let mut r = req();
+        r.json_schema = Some(schema.clone());
+        for style in [StructuredOutput::JsonSchema, StructuredOutput::JsonObject] {
+            ModelClient::new(cfg(&server, Protocol::Openai, None))
+                .unwrap()
+                .with_sampling(Sampling {
+                    structured_output: style,
+                    ..Sampling::default()
+                })
+                .call(&r)
+                .await
+                .unwrap();
+        }
+        let got = server.received_requests().await.unwrap();
+        let rf: Vec<Value> = got
+            .iter()
+            .map(|q| serde_json::from_slice::<Value>(&q.body).unwrap()["response_format"].clone())
+            .collect();
+        assert_eq!(rf[0]["type"], "json_schema");
+        assert_eq!(rf[0]["json_schema"]["schema"], schema);
+        assert_eq!(rf[1], json!({"type": "json_object", "schema": schema}));
     }
 
     #[tokio::test]

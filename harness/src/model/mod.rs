@@ -21,7 +21,7 @@ pub mod types;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use client::{EndpointConfig, ModelClient, Sampling};
+pub use client::{EndpointConfig, ModelClient, Sampling, StructuredOutput};
 pub use retry::{retry_delay_ms, RetryPolicy};
 pub use types::{
     CallRole, ModelError, ModelReply, ModelRequest, Protocol, StopReason, ToolCall, ToolDef, Turn,
