@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Output kept from a check, so a chatty test suite cannot grow the report.
 pub const CHECK_OUTPUT_MAX_BYTES: usize = 4096;
@@ -40,8 +40,8 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
             output: "empty command".into(),
         };
     };
-    let out_file = match tempfile_in_tmp() {
-        Ok(f) => f,
+    let capture = match Capture::new() {
+        Ok(c) => c,
         Err(e) => {
             return CheckResult {
                 passed: false,
@@ -51,18 +51,27 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
             }
         }
     };
-    let (file, path) = out_file;
+    let (stdout, stderr) = match (capture.file.try_clone(), capture.file.try_clone()) {
+        (Ok(a), Ok(b)) => (Stdio::from(a), Stdio::from(b)),
+        (Err(e), _) | (_, Err(e)) => {
+            return CheckResult {
+                passed: false,
+                exit_code: None,
+                timed_out: false,
+                output: format!("cannot capture output: {e}"),
+            }
+        }
+    };
     let child = Command::new(prog)
         .args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
-        .stdout(file.try_clone().map(Stdio::from).unwrap_or(Stdio::null()))
-        .stderr(Stdio::from(file))
+        .stdout(stdout)
+        .stderr(stderr)
         .spawn();
-    let mut child = match child {
+    let child = match child {
         Ok(c) => c,
         Err(e) => {
-            let _ = std::fs::remove_file(&path);
             return CheckResult {
                 passed: false,
                 exit_code: None,
@@ -71,21 +80,8 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
             };
         }
     };
-    let deadline = Instant::now() + Duration::from_secs(spec.timeout_s.max(1));
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(_) => break None,
-        }
-    };
-    let raw = std::fs::read(&path).unwrap_or_default();
-    let _ = std::fs::remove_file(&path);
+    let status = wait_with_deadline(child, Duration::from_secs(spec.timeout_s.max(1)));
+    let raw = capture.read_all();
     let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES {
         &raw[raw.len() - CHECK_OUTPUT_MAX_BYTES..]
     } else {
@@ -108,6 +104,91 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
     }
 }
 
+/// Wait for the child, killing it at the deadline. A waiter thread blocks in
+/// `wait` and reports over a channel, so a check that ends in 2 ms is seen in
+/// 2 ms (a polling loop added up to its sleep to every check, several per lap).
+/// None: timed out (killed) or could not be waited for.
+fn wait_with_deadline(
+    mut child: std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::Builder::new()
+        .name("check-wait".into())
+        .spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+    if waiter.is_err() {
+        return None; // the Child was dropped with the closure: not waitable
+    }
+    match rx.recv_timeout(limit) {
+        Ok(Ok(st)) => Some(st),
+        Ok(Err(_)) => None,
+        Err(_) => {
+            // Still running at the deadline: kill it; the waiter then reaps it.
+            // The pid cannot have been reused: it is not reaped until the
+            // waiter's `wait` returns, which is what we wait for next.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = rx.recv();
+            None
+        }
+    }
+}
+
+/// Where a check's stdout and stderr go: one file both write to, read back
+/// after the exit. An anonymous memory file on Linux (memfd): a named temp
+/// file in /tmp, created and unlinked several times per lap by hundreds of
+/// parallel case-runs, made ext4 (no journal) scan past thousands of recently
+/// deleted inodes on every file creation (bench run's throughput profile).
+struct Capture {
+    file: std::fs::File,
+    /// Set when the fallback named temp file is used: removed on drop.
+    path: Option<std::path::PathBuf>,
+}
+
+impl Capture {
+    fn new() -> std::io::Result<Capture> {
+        #[cfg(target_os = "linux")]
+        {
+            use nix::sys::memfd::{memfd_create, MFdFlags};
+            if let Ok(fd) = memfd_create("harness-check", MFdFlags::MFD_CLOEXEC) {
+                return Ok(Capture {
+                    file: std::fs::File::from(fd),
+                    path: None,
+                });
+            }
+        }
+        let (file, path) = tempfile_in_tmp()?;
+        Ok(Capture {
+            file,
+            path: Some(path),
+        })
+    }
+
+    /// Everything written so far (the child has exited).
+    fn read_all(&self) -> Vec<u8> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut raw = vec![];
+        let mut f = &self.file;
+        if f.seek(SeekFrom::Start(0)).is_ok() {
+            let _ = f.read_to_end(&mut raw);
+        }
+        raw
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 fn tempfile_in_tmp() -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
@@ -118,7 +199,105 @@ fn tempfile_in_tmp() -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
     ));
     let f = std::fs::OpenOptions::new()
         .create_new(true)
+        .read(true)
         .write(true)
         .open(&p)?;
     Ok((f, p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, timeout_s: u64) -> CheckSpec {
+        CheckSpec {
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            timeout_s,
+        }
+    }
+
+    #[test]
+    fn stdout_and_stderr_are_captured_in_order_with_the_exit_code() {
+        let d = tempfile::tempdir().unwrap();
+        let r = run_check(&sh("echo one; echo two >&2; echo three; exit 3", 10), d.path());
+        assert!(!r.passed);
+        assert_eq!(r.exit_code, Some(3));
+        assert!(!r.timed_out);
+        assert_eq!(r.output, "one\ntwo\nthree\n");
+        let ok = run_check(&sh("pwd", 10), d.path());
+        assert!(ok.passed, "{ok:?}");
+        assert_eq!(
+            std::path::Path::new(ok.output.trim()).canonicalize().unwrap(),
+            d.path().canonicalize().unwrap(),
+            "runs in the workspace"
+        );
+    }
+
+    #[test]
+    fn a_check_past_its_timeout_is_killed_and_fails() {
+        let d = tempfile::tempdir().unwrap();
+        let r = run_check(&sh("echo started; exec sleep 30", 1), d.path());
+        assert!(r.timed_out && !r.passed, "{r:?}");
+        assert_eq!(r.exit_code, None);
+        assert_eq!(r.output, "started\n", "output before the kill is kept");
+    }
+
+    #[test]
+    fn only_the_tail_of_a_chatty_check_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let r = run_check(
+            &sh("i=0; while [ $i -lt 2000 ]; do echo line-$i; i=$((i+1)); done", 10),
+            d.path(),
+        );
+        assert!(r.passed);
+        assert_eq!(r.output.len(), CHECK_OUTPUT_MAX_BYTES);
+        assert!(r.output.ends_with("line-1999\n"));
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_is_a_failed_check() {
+        let d = tempfile::tempdir().unwrap();
+        let r = run_check(
+            &CheckSpec {
+                command: vec!["/nonexistent/check-binary".into()],
+                timeout_s: 5,
+            },
+            d.path(),
+        );
+        assert!(!r.passed && r.output.contains("cannot start"), "{r:?}");
+        let empty = run_check(
+            &CheckSpec {
+                command: vec![],
+                timeout_s: 5,
+            },
+            d.path(),
+        );
+        assert!(!empty.passed);
+    }
+
+    #[test]
+    fn no_capture_file_is_left_behind() {
+        let d = tempfile::tempdir().unwrap();
+        let mine = format!("harness-check-{}-", std::process::id());
+        let leftovers = || {
+            std::fs::read_dir(std::env::temp_dir())
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
+                .count()
+        };
+        run_check(&sh("echo x", 5), d.path());
+        // The fallback path (a named temp file) is removed when dropped.
+        let (file, path) = tempfile_in_tmp().unwrap();
+        let c = Capture {
+            file,
+            path: Some(path.clone()),
+        };
+        use std::io::Write;
+        (&c.file).write_all(b"abc").unwrap();
+        assert_eq!(c.read_all(), b"abc");
+        drop(c);
+        assert!(!path.exists());
+        assert_eq!(leftovers(), 0);
+    }
 }
