@@ -89,8 +89,11 @@ fn main() {
             faults,
             base_url,
         } => {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+            // One thread: the loop is sequential (one model call, one tool, one
+            // check at a time), and a case-run per process under `bench run`
+            // made the worker threads' start-up and hand-offs a real share of
+            // its CPU. Nothing here uses block_in_place.
+            let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
             {
