@@ -885,10 +885,14 @@ impl Runner {
     /// Reserve the worst case, call, book all four usage fields.
     async fn call_model(
         &mut self,
-        req: ModelRequest,
+        mut req: ModelRequest,
         phase: Phase,
     ) -> Result<ModelReply, LapError> {
         self.goal.assert_intact()?;
+        // The spec's `max_tokens` bounds every call, the planner's and the
+        // judge's fixed allowances included: a small local model's context
+        // cannot hold a 4,096-token plan (found recording the live suite).
+        req.max_tokens = req.max_tokens.min(self.spec.model.max_tokens);
         let body_len = crate::model::request_body(self.spec.model.protocol, &req)
             .to_string()
             .len() as u64;

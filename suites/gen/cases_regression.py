@@ -200,6 +200,36 @@ run ends QUEUE_EMPTY_GOAL_UNMET. (Rejecting such a spec at load would also close
     return c
 
 
+def plan_ignores_max_tokens():
+    c = Case("regression-plan-ignores-spec-max-tokens", "regression", "The planner's and the judge's calls ask for no more output than the spec's model.max_tokens",
+             ["GOAL_MET", "regression", "max-tokens"],
+             "Make the nightly CSV export of orders finish in under 10 minutes.")
+    c.max_tokens = 300
+    c.drift = {"every_tasks": 1}
+    c.ws("export/nightly.toml", "batch_size = 500\nparallel_workers = 1\n")
+    c.check_cmd("export_time", ["sh", "-c", "grep -q 'parallel_workers = 4' export/nightly.toml && grep -q 'batch_size = 5000' export/nightly.toml"])
+    c.predicate = ("check", "export_time")
+    tasks = [
+        task("t1", "Raise the export batch size to 5000 rows", V.contains("export/nightly.toml", "batch_size = 5000")),
+        task("t2", "Run the export on 4 parallel workers", V.contains("export/nightly.toml", "parallel_workers = 4")),
+    ]
+    c.run([
+        plan_call(tasks),
+        *steps("t1", [write("export/nightly.toml", "batch_size = 5000\nparallel_workers = 1\n")], "Batch size raised."),
+        judge_call("judge/1", "t2 parallelises the same export; aligned with the export-time goal.", [], 0.05),
+        *steps("t2", [write("export/nightly.toml", "batch_size = 5000\nparallel_workers = 4\n")], "Four workers."),
+    ])
+    c.expect = {"ending": "GOAL_MET",
+                "request_contains_in_order": [
+                    {"call_key": "plan/0", "strings": ['"max_tokens":300']},
+                    {"call_key": "judge/1", "strings": ['"max_tokens":300']}]}
+    c.comment = """Bug (found recording the live suite against SmolLM2-135M, whose context is 4,096 tokens): the planner asked
+for a fixed 4,096 output tokens and the judge for 2,048 whatever the spec's model.max_tokens said, so a spec tuned
+for a small model had its plan call refused by the server (400 context_length_exceeded) and the ledger reserved a
+worst case the spec never allowed. Expected: every call's max_tokens is at most the spec's (here 300)."""
+    return c
+
+
 def cases():
     return [judge_schema_order(), post_task_commit(), check_script_relative(), notice_counted_when_refused(),
-            resume_settled_task_step(), relative_script_arg_hijack()]
+            resume_settled_task_step(), relative_script_arg_hijack(), plan_ignores_max_tokens()]
