@@ -53,6 +53,11 @@ enum Cmd {
         /// server the bench runs: http://127.0.0.1:P/replay/<case>/<run>).
         #[arg(long, conflicts_with = "replay")]
         base_url: Option<String>,
+        /// Lower the run's dollar cap for this command: the ledger's hard cap
+        /// becomes min(spec's budget.hard_cap_usd, this). For a live endpoint
+        /// the spec's own cap always applies; this only tightens it.
+        #[arg(long, value_name = "USD")]
+        max_usd: Option<f64>,
     },
     /// Print where a run stands, without disturbing it.
     Status {
@@ -88,6 +93,7 @@ fn main() {
             latency_scale,
             faults,
             base_url,
+            max_usd,
         } => {
             // One thread: the loop is sequential (one model call, one tool, one
             // check at a time), and a case-run per process under `bench run`
@@ -113,6 +119,7 @@ fn main() {
                 latency_scale,
                 faults,
                 base_url,
+                max_usd,
             ))
         }
     };
@@ -130,15 +137,23 @@ async fn run_cmd(
     latency_scale: f64,
     faults: Option<String>,
     base_url: Option<String>,
+    max_usd: Option<f64>,
 ) -> i32 {
     // Everything is validated before the state dir is touched.
-    let spec = match RunSpec::load(&spec_path) {
+    let mut spec = match RunSpec::load(&spec_path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("harness: spec rejected: {e}");
             return EXIT_SPEC_REJECTED;
         }
     };
+    if let Some(x) = max_usd {
+        if !(x.is_finite() && x > 0.0) {
+            eprintln!("harness: --max-usd {x}: expected a positive number of US dollars");
+            return EXIT_SPEC_REJECTED;
+        }
+        spec.hard_cap_usd = spec.hard_cap_usd.min(x);
+    }
     if let Err(e) = spec.check_state_dir(&state_dir) {
         eprintln!("harness: spec rejected: {e}");
         return EXIT_SPEC_REJECTED;

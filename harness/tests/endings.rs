@@ -105,6 +105,49 @@ fn budget_exhausted_stalls_at_27_75_of_28_exit_2() {
     assert_eq!(r.ids("parked"), vec!["t1"]);
 }
 
+#[test]
+fn max_usd_flag_tightens_the_specs_cap() {
+    // The budget-stall script under a spec cap of $100: without the flag the
+    // third call fits; `--max-usd 28` makes the ledger refuse it as at $28.
+    let calls = || {
+        vec![
+            ScriptUsage::plan_small(),
+            {
+                let mut t = tool("execute/t1/a0/0", "list_files", json!({"path": "."}));
+                t.usage = Some(usage(5_548_000, 0));
+                t
+            },
+            text("execute/t1/a0/1", "done"),
+        ]
+    };
+    let mut c = case("max-usd-flag").calls(calls());
+    c.max_tokens = 40_000;
+    c.hard_cap_usd = 100.0;
+    c.materialize();
+    let mut cmd = c.command();
+    cmd.args(["--max-usd", "28"]);
+    let r = c.result(cmd.output().unwrap());
+    assert_eq!(
+        (r.code, r.ending()),
+        (2, "BUDGET_EXHAUSTED"),
+        "{}",
+        r.explain()
+    );
+    assert!(r.report["spend_usd"].as_f64().unwrap() < 28.0);
+
+    let mut loose = case("max-usd-flag-loose").calls(calls());
+    loose.max_tokens = 40_000;
+    loose.hard_cap_usd = 100.0;
+    let r = loose.run();
+    assert_ne!(r.ending(), "BUDGET_EXHAUSTED", "{}", r.explain());
+
+    let mut bad = case("max-usd-flag-bad").calls(calls());
+    bad.materialize();
+    let mut bad = bad.command();
+    bad.args(["--max-usd", "-1"]);
+    assert_eq!(bad.output().unwrap().status.code(), Some(64));
+}
+
 struct ScriptUsage;
 impl ScriptUsage {
     fn plan_small() -> harness::scenario::ScriptCall {
