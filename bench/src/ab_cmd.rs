@@ -12,6 +12,12 @@
 //! Statistics: bench/src/ab/ (inference: the tests; analysis: metrics,
 //! categories, guard; render: ab.md, the table, the forest plot).
 //!
+//! With `--endpoint` both arms run live through the bench's proxy (one
+//! command-wide cap over both arms; `--record DIR` writes each arm's traffic
+//! into DIR/a/ and DIR/b/, one recordings tree per arm). Once the cap refuses
+//! a call no new case-run starts; the missing case-runs count as failed in
+//! both arms' figures, so read a capped comparison as incomplete.
+//!
 //! Exit codes: 0 B is not worse anywhere; 1 B regresses (the guard, or a
 //! gated metric significantly worse); 2 usage error or the comparison could
 //! not be made (bad flag, unreadable or invalid config, no suite, no cases,
@@ -27,11 +33,10 @@ mod render;
 #[path = "ab/sim.rs"]
 mod sim;
 
-use crate::runner::{self, Overlay, Servers};
+use crate::runner::{self, Overlay, Servers, Target};
 use crate::suite::{self, Case};
 use analysis::{CasePair, Obs, Settings};
 use clap::Args;
-use harness::replay::ReplayServer;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -64,11 +69,14 @@ pub struct AbArgs {
     pub seed: u64,
     #[arg(long, default_value = "target/bench/ab")]
     pub out: PathBuf,
-    #[arg(long, default_value_t = 4)]
-    pub max_concurrency: usize,
+    /// Case-runs at once (default 4; 1 with --endpoint).
+    #[arg(long)]
+    pub max_concurrency: Option<usize>,
     /// The harness binary (default: next to this bench binary).
     #[arg(long)]
     pub harness: Option<PathBuf>,
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
 }
 
 /// One arm's configuration, as loaded from its file.
@@ -225,6 +233,13 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
             crate::run_cmd::RUNS_PER_CASE_MAX
         ));
     }
+    let live = args.live.settings()?;
+    let max_concurrency = match args.max_concurrency {
+        Some(0) => return Err("--max-concurrency must be at least 1".into()),
+        Some(k) => k,
+        None if live.is_some() => 1,
+        None => 4,
+    };
     let a = load_config(&args.a)?;
     let b = load_config(&args.b)?;
     let harness_bin = args
@@ -234,8 +249,11 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     if !harness_bin.is_file() {
         return Err(format!("harness binary {} not found; build it with `cargo build --release --workspace` or pass --harness", harness_bin.display()));
     }
-    let loaded =
-        suite::load_suite(&args.suite, args.category.as_deref()).map_err(|e| e.to_string())?;
+    let loaded = match &live {
+        Some(_) => crate::live::load_suite_live(&args.suite, args.category.as_deref()),
+        None => suite::load_suite(&args.suite, args.category.as_deref()),
+    }
+    .map_err(|e| e.to_string())?;
     if loaded.cases.is_empty() {
         return Err(format!(
             "no cases to compare under {}",
@@ -249,23 +267,67 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     check_config_against(&b, &loaded.cases)?;
     let suite_hash = crate::run_cmd::config_hash(&loaded.cases, args.runs_per_case, 0.0);
     let cases = Arc::new(loaded.cases);
-    let servers = Servers::start(&cases)
-        .await
-        .map_err(|e| format!("cannot start the replay server: {e}"))?;
-    let server_of = cases
-        .iter()
-        .map(|c| {
-            servers
-                .for_case(c)
-                .ok_or_else(|| format!("no replay server for case {}", c.id()))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    let server_of = Arc::new(server_of);
+    let (target_of, live_arms) = match &live {
+        None => {
+            let servers = Servers::start(&cases)
+                .await
+                .map_err(|e| format!("cannot start the replay server: {e}"))?;
+            let t = cases
+                .iter()
+                .map(|c| {
+                    servers
+                        .for_case(c)
+                        .map(|s| [Target::Replay(s.clone()), Target::Replay(s)])
+                        .ok_or_else(|| format!("no replay server for case {}", c.id()))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            (t, None)
+        }
+        Some(l) => {
+            let proxy = crate::live::start_proxy(l, max_concurrency).await?;
+            let arm = |lane: &str| -> Result<Arc<crate::live::LiveTarget>, String> {
+                let recorder = match &args.live.record {
+                    None => None,
+                    Some(dir) => Some(Arc::new(crate::live::recorder::Recorder::new(
+                        &dir.join(lane),
+                        crate::live::provenance(
+                            &format!("bench ab --record (arm {lane})"),
+                            proxy.upstream_host(),
+                        ),
+                        args.runs_per_case,
+                    )?)),
+                };
+                Ok(crate::live::LiveTarget::new(
+                    proxy.clone(),
+                    Some(lane),
+                    recorder,
+                    None,
+                    l.api_key_env.clone(),
+                ))
+            };
+            let arms = [arm("a")?, arm("b")?];
+            let t = cases
+                .iter()
+                .map(|_| [Target::Live(arms[0].clone()), Target::Live(arms[1].clone())])
+                .collect();
+            (t, Some(arms))
+        }
+    };
+    let target_of = Arc::new(target_of);
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let out = std::fs::canonicalize(&args.out).unwrap_or(args.out.clone());
 
     let t0 = std::time::Instant::now();
-    let pairs = run_arms(&args, &cases, &server_of, &harness_bin, &out, [&a, &b]).await;
+    let pairs = run_arms(
+        &args,
+        max_concurrency,
+        &cases,
+        &target_of,
+        &harness_bin,
+        &out,
+        [&a, &b],
+    )
+    .await;
     let wall_ms = t0.elapsed().as_millis() as u64;
 
     let settings = Settings {
@@ -289,7 +351,15 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     render::write_all(&report, &out)?;
     println!("{}", render::terminal(&report));
     println!("report     {}", out.join("ab.md").display());
-    Ok(if report.analysis.regressions.is_empty() {
+    let mut capped = false;
+    if let Some(arms) = &live_arms {
+        for (lane, t) in ["a", "b"].iter().zip(arms) {
+            if let Some(code) = crate::run_cmd::live_outputs(t, &out.join(lane), "ab") {
+                capped |= code != ExitCode::SUCCESS;
+            }
+        }
+    }
+    Ok(if report.analysis.regressions.is_empty() && !capped {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_REGRESSED)
@@ -301,8 +371,9 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
 /// under out/a or out/b plus a `bench run`-style summary.json.
 async fn run_arms(
     args: &AbArgs,
+    max_concurrency: usize,
     cases: &Arc<Vec<Case>>,
-    server_of: &Arc<Vec<Arc<ReplayServer>>>,
+    target_of: &Arc<Vec<[Target; 2]>>,
     harness_bin: &Path,
     out: &Path,
     arms: [&ArmConfig; 2],
@@ -316,14 +387,13 @@ async fn run_arms(
     let overlays = Arc::new([arms[0].applied.clone(), arms[1].applied.clone()]);
     let roots = [out.join("a"), out.join("b")];
     let sem = Arc::new(tokio::sync::Semaphore::new(
-        args.max_concurrency
-            .clamp(1, crate::run_cmd::CONCURRENCY_MAX),
+        max_concurrency.clamp(1, crate::run_cmd::CONCURRENCY_MAX),
     ));
     let mut set = tokio::task::JoinSet::new();
     for (ci, r, arm) in jobs {
-        let (cases, server_of, sem, overlays) = (
+        let (cases, target_of, sem, overlays) = (
             cases.clone(),
-            server_of.clone(),
+            target_of.clone(),
             sem.clone(),
             overlays.clone(),
         );
@@ -331,7 +401,16 @@ async fn run_arms(
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
             let case = &cases[ci];
-            let rec = runner::run_case(case, r, &server_of[ci], &hb, &root, &overlays[arm]).await;
+            let target = &target_of[ci][arm];
+            // Live: once the command-wide cap refused a call, start nothing new.
+            let stopped = match target {
+                Target::Live(l) => l.stopped().inspect(|_| l.note_not_started(case.id(), r)),
+                Target::Replay(_) => None,
+            };
+            let rec = match stopped {
+                Some(why) => runner::RunRecord::failed(case, r, why, String::new()),
+                None => runner::run_case(case, r, target, &hb, &root, &overlays[arm]).await,
+            };
             (ci, arm, rec)
         });
     }

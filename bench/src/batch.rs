@@ -3,9 +3,12 @@
 //! runs one batch with no overlay; `bench knee` runs one per budget level,
 //! each into its own directory so the state dirs never collide. What to show
 //! while it runs is the caller's: each finished case-run is handed to
-//! `on_done`.
+//! `on_done`. A live batch (`Batch::start_live`) sends its case-runs through
+//! the live proxy instead, and starts no new case-run once the command-wide
+//! cap has refused a call (those count as failed, "not started").
 
-use crate::runner::{self, Overlay, RunRecord, Servers};
+use crate::live::LiveTarget;
+use crate::runner::{self, Overlay, RunRecord, Servers, Target};
 use crate::suite::Case;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -39,9 +42,15 @@ pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
     }
 }
 
+/// Where a batch's case-runs get their model answers.
+pub enum Source {
+    Replay(Servers),
+    Live(Arc<LiveTarget>),
+}
+
 pub struct Batch {
     pub cases: Arc<Vec<Case>>,
-    pub servers: Arc<Servers>,
+    pub source: Arc<Source>,
     pub harness_bin: PathBuf,
     /// The output root, created and canonical.
     pub out: PathBuf,
@@ -62,12 +71,49 @@ impl Batch {
         let servers = Servers::start(&cases)
             .await
             .map_err(|e| format!("cannot start the replay server: {e}"))?;
+        Self::with_source(
+            cases,
+            Source::Replay(servers),
+            harness_bin,
+            out,
+            runs_per_case,
+            max_concurrency,
+        )
+    }
+
+    /// A batch whose case-runs go live through `live` (no cassette needed).
+    pub fn start_live(
+        cases: Vec<Case>,
+        live: Arc<LiveTarget>,
+        harness_bin: PathBuf,
+        out: &Path,
+        runs_per_case: u32,
+        max_concurrency: usize,
+    ) -> Result<Batch, String> {
+        Self::with_source(
+            cases,
+            Source::Live(live),
+            harness_bin,
+            out,
+            runs_per_case,
+            max_concurrency,
+        )
+    }
+
+    fn with_source(
+        cases: Vec<Case>,
+        source: Source,
+        harness_bin: PathBuf,
+        out: &Path,
+        runs_per_case: u32,
+        max_concurrency: usize,
+    ) -> Result<Batch, String> {
         std::fs::create_dir_all(out)
             .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
         let out = std::fs::canonicalize(out).unwrap_or(out.to_path_buf());
         Ok(Batch {
             cases: Arc::new(cases),
-            servers: Arc::new(servers),
+            source: Arc::new(source),
             harness_bin,
             out,
             runs_per_case,
@@ -87,42 +133,64 @@ impl Batch {
     where
         F: FnMut(usize, &RunRecord),
     {
-        let sem = Arc::new(tokio::sync::Semaphore::new(
-            self.max_concurrency
-                .clamp(1, crate::run_cmd::CONCURRENCY_MAX),
-        ));
+        // K workers take the case-runs in order (case by case, run 0 first),
+        // so a live batch stopped by its cap has run the earliest ones: the
+        // run variants a recording keeps must be 0..n-1.
+        let workers = self
+            .max_concurrency
+            .clamp(1, crate::run_cmd::CONCURRENCY_MAX)
+            .min(self.total().max(1) as usize);
+        let queue: Arc<std::sync::Mutex<std::collections::VecDeque<(usize, u32)>>> =
+            Arc::new(std::sync::Mutex::new(
+                (0..self.cases.len())
+                    .flat_map(|ci| (0..self.runs_per_case).map(move |r| (ci, r)))
+                    .collect(),
+            ));
         let overlay = Arc::new(overlay.clone());
-        let mut handles = vec![];
-        for ci in 0..self.cases.len() {
-            for r in 0..self.runs_per_case {
-                let (cases, servers, sem, hb, out, ov) = (
-                    self.cases.clone(),
-                    self.servers.clone(),
-                    sem.clone(),
-                    self.harness_bin.clone(),
-                    out.to_path_buf(),
-                    overlay.clone(),
-                );
-                handles.push(tokio::spawn(async move {
-                    let _permit = sem.acquire_owned().await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, RunRecord)>();
+        for _ in 0..workers {
+            let (cases, source, queue, hb, out, ov, tx) = (
+                self.cases.clone(),
+                self.source.clone(),
+                queue.clone(),
+                self.harness_bin.clone(),
+                out.to_path_buf(),
+                overlay.clone(),
+                tx.clone(),
+            );
+            tokio::spawn(async move {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                    let Some((ci, r)) = next else { break };
                     let c = &cases[ci];
-                    let rec = match servers.for_case(c) {
-                        Some(s) => runner::run_case(c, r, &s, &hb, &out, &ov).await,
-                        None => RunRecord::failed(
-                            c,
-                            r,
-                            "no replay server for this case".into(),
-                            String::new(),
-                        ),
+                    let target = match &*source {
+                        Source::Replay(servers) => servers
+                            .for_case(c)
+                            .map(Target::Replay)
+                            .ok_or_else(|| "no replay server for this case".to_string()),
+                        Source::Live(live) => match live.stopped() {
+                            Some(why) => {
+                                live.note_not_started(c.id(), r);
+                                Err(why)
+                            }
+                            None => Ok(Target::Live(live.clone())),
+                        },
                     };
-                    (ci, rec)
-                }));
-            }
+                    let rec = match target {
+                        Ok(t) => runner::run_case(c, r, &t, &hb, &out, &ov).await,
+                        Err(why) => RunRecord::failed(c, r, why, String::new()),
+                    };
+                    if tx.send((ci, rec)).is_err() {
+                        break;
+                    }
+                }
+            });
         }
+        drop(tx);
         let mut per_case: Vec<Vec<RunRecord>> = vec![vec![]; self.cases.len()];
-        for h in handles {
-            // A task that panicked has no record; `total()` tells the caller.
-            let Ok((ci, rec)) = h.await else { continue };
+        // A worker that panicked leaves its case-run without a record (and
+        // the others finish the queue); `total()` tells the caller.
+        while let Some((ci, rec)) = rx.recv().await {
             on_done(ci, &rec);
             per_case[ci].push(rec);
         }

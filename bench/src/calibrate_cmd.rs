@@ -38,6 +38,7 @@ pub mod queues;
 #[path = "calibrate/render.rs"]
 pub mod render;
 
+use crate::live;
 use clap::{Args, ValueEnum};
 use harness::ledger::{Price, PriceTable};
 use harness::model::Protocol;
@@ -67,6 +68,13 @@ pub enum ProtocolArg {
     Anthropic,
 }
 
+/// `--structured-output`: the two dialects of schema-constrained JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StructuredArg {
+    JsonSchema,
+    JsonObject,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct CalibrateArgs {
     /// The labeled set: one TOML file per queue (see suites/drift-calibration/README.md).
@@ -87,6 +95,25 @@ pub struct CalibrateArgs {
     pub api_key_env: Option<String>,
     #[arg(long, default_value_t = 120_000)]
     pub timeout_ms: u64,
+    /// With --endpoint (required there): command-wide spending cap in USD over
+    /// every judge call, priced with the --prices table.
+    #[arg(long)]
+    pub max_usd: Option<f64>,
+    /// With --endpoint: command-wide cap in tokens (the guard for a model
+    /// priced at $0 or not priced at all).
+    #[arg(long)]
+    pub max_tokens: Option<u64>,
+    /// With --endpoint: judge calls in flight at once.
+    #[arg(long, default_value_t = 1)]
+    pub max_concurrency: usize,
+    /// With --endpoint: sampling temperature sent with every judge call (as a
+    /// run spec's `[model] temperature`); unset, the endpoint's default.
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// With --endpoint: how schema-constrained output is asked for, as a run
+    /// spec's `[model] structured_output` (`json-object` for llama-cpp-python).
+    #[arg(long, value_enum, default_value_t = StructuredArg::JsonSchema)]
+    pub structured_output: StructuredArg,
     /// With --endpoint: record the judge's answers into DIR/calibration-<model>.json.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
@@ -238,6 +265,28 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
     if args.record.is_some() && !live {
         return usage("--record records a live endpoint's answers; it needs --endpoint");
     }
+    if !live && (args.max_usd.is_some() || args.max_tokens.is_some()) {
+        return usage("--max-usd and --max-tokens cap a live endpoint; they go with --endpoint");
+    }
+    if args.max_concurrency == 0 || args.max_concurrency > live::proxy::IN_FLIGHT_MAX {
+        return usage(format!(
+            "--max-concurrency {}: expected 1..={}",
+            args.max_concurrency,
+            live::proxy::IN_FLIGHT_MAX
+        ));
+    }
+    let caps = match &args.endpoint {
+        Some(e) => match live::settings(
+            e,
+            args.api_key_env.as_deref(),
+            args.max_usd,
+            args.max_tokens,
+        ) {
+            Ok(s) => Some(s.caps),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
     if args.detector == DetectorArg::Lexical && live {
         return usage("--endpoint is for the judge; --detector lexical needs no endpoint");
     }
@@ -261,6 +310,13 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         },
         None => default_prices(),
     };
+    if let (Some(c), Some(m)) = (&caps, &args.model) {
+        let free = judge::price_of(&prices, m)
+            .is_none_or(|p| p.input_usd_per_mtok == 0.0 && p.output_usd_per_mtok == 0.0);
+        if free && c.max_tokens.is_none() {
+            return usage(format!("model {m:?} is not priced or priced at $0, so --max-usd cannot bound it; give --max-tokens (or its price with --prices)"));
+        }
+    }
 
     let mut inputs: Vec<DetectorInput> = Vec::new();
     let mut not_measured: BTreeMap<String, NotMeasured> = BTreeMap::new();
@@ -269,7 +325,7 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         inputs.push(run_lexical(&set, args.runs));
     }
     if matches!(args.detector, DetectorArg::Judge | DetectorArg::All) {
-        match measure_judge(&args, &set, &prices) {
+        match measure_judge(&args, &set, &prices, caps) {
             Ok(run) => {
                 if let Some(p) = &run.recorded_to {
                     eprintln!(
@@ -352,14 +408,15 @@ fn measure_judge(
     args: &CalibrateArgs,
     set: &LabeledSet,
     prices: &PriceTable,
+    caps: Option<live::budget::Caps>,
 ) -> Result<judge::JudgeRun, judge::Unavailable> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| judge::Unavailable::Config(format!("cannot start the async runtime: {e}")))?;
-    match (&args.endpoint, args.protocol, &args.model) {
-        (Some(endpoint), Some(p), Some(model)) => {
+    match (&args.endpoint, args.protocol, &args.model, caps) {
+        (Some(endpoint), Some(p), Some(model), Some(caps)) => {
             let src = judge::LiveSource {
                 endpoint: endpoint.clone(),
                 protocol: match p {
@@ -370,6 +427,16 @@ fn measure_judge(
                 api_key_env: args.api_key_env.clone(),
                 timeout_ms: args.timeout_ms,
                 record_dir: args.record.clone(),
+                caps,
+                max_concurrency: args.max_concurrency,
+                sampling: harness::model::Sampling {
+                    temperature: args.temperature,
+                    seed: None,
+                    structured_output: match args.structured_output {
+                        StructuredArg::JsonSchema => harness::model::StructuredOutput::JsonSchema,
+                        StructuredArg::JsonObject => harness::model::StructuredOutput::JsonObject,
+                    },
+                },
             };
             rt.block_on(judge::run_live(set, &src, args.runs, prices))
         }

@@ -1,4 +1,6 @@
 //! The `bench` binary: the eval and chaos bench that drives the harness.
+//! Live runs against a real endpoint (`record`, and `run`/`ab`/`calibrate`
+//! with `--endpoint`) go through the proxy and cap in `live/`.
 //! A thin clap dispatcher: each subcommand lives in its own module with its
 //! own `Args` struct and `run`, so subcommands can be added independently.
 
@@ -11,8 +13,10 @@ mod batch;
 mod calibrate_cmd;
 mod chaos_cmd;
 mod knee_cmd;
+mod live;
 mod merge_cmd;
 mod price_cmd;
+mod record_cmd;
 mod run_cmd;
 mod runner;
 mod score;
@@ -53,6 +57,8 @@ enum Command {
     Knee(knee_cmd::KneeArgs),
     /// Price a night from first principles.
     Price(price_cmd::PriceArgs),
+    /// Run cases live against a model endpoint and record the traffic as cassettes.
+    Record(record_cmd::RecordArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,5 +72,6 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate_cmd::run(args),
         Command::Knee(args) => knee_cmd::run(args),
         Command::Price(args) => price_cmd::run(args),
+        Command::Record(args) => record_cmd::run(args),
     }
 }

@@ -1,10 +1,16 @@
 //! `bench run`: run the eval suites through the real harness binary and gate
 //! a deploy on full-suite pass.
 //!
+//! With `--endpoint` the case-runs go live through the bench's proxy
+//! (bench/src/live/) instead of replay servers, under the command-wide
+//! `--max-usd` / `--max-tokens` cap; `--record DIR` also writes the traffic
+//! as cassettes. Cases need no cassette then.
+//!
 //! Exit codes: 0 every case passed; 1 some case failed or a case file could
-//! not be loaded (the rest still ran); 3 the suite itself could not be loaded
-//! (no such directory, no cases, a filter matching nothing, no harness
-//! binary); 2 usage error.
+//! not be loaded (the rest still ran), or (live) the command-wide cap was
+//! reached; 3 the suite itself could not be loaded (no such directory, no
+//! cases, a filter matching nothing, no harness binary, the proxy could not
+//! start); 2 usage error.
 
 use crate::runner;
 use crate::suite::{self, Case};
@@ -33,8 +39,10 @@ pub struct RunArgs {
     /// `i/n`: run the cases whose stable id hash falls in shard i of n (1-based).
     #[arg(long)]
     pub shard: Option<String>,
-    #[arg(long, default_value_t = 4)]
-    pub max_concurrency: usize,
+    /// Case-runs at once (default 4; 1 with --endpoint, where it also
+    /// bounds the upstream requests in flight).
+    #[arg(long)]
+    pub max_concurrency: Option<usize>,
     #[arg(long, default_value = "target/bench/run")]
     pub out: PathBuf,
     /// JUnit XML path (default: <out>/junit.xml).
@@ -47,6 +55,8 @@ pub struct RunArgs {
     /// The harness binary (default: next to this bench binary).
     #[arg(long)]
     pub harness: Option<PathBuf>,
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
 }
 
 /// Stable shard of a case id: the first 8 bytes of its SHA-256, mod n.
@@ -127,6 +137,22 @@ async fn run_async(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let live = match args.live.settings() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("bench run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let max_concurrency = match args.max_concurrency {
+        Some(0) => {
+            eprintln!("bench run: --max-concurrency must be at least 1");
+            return ExitCode::from(2);
+        }
+        Some(k) => k,
+        None if live.is_some() => 1,
+        None => 4,
+    };
     let harness_bin = match crate::batch::harness_bin(args.harness.as_deref()) {
         Ok(p) => p,
         Err(e) => {
@@ -134,7 +160,12 @@ async fn run_async(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_SUITE_UNLOADABLE);
         }
     };
-    let loaded = match suite::load_suite(&args.suite, args.category.as_deref()) {
+    let loaded = match &live {
+        // Live: a case with no cassette yet loads too (it needs none).
+        Some(_) => crate::live::load_suite_live(&args.suite, args.category.as_deref()),
+        None => suite::load_suite(&args.suite, args.category.as_deref()),
+    };
+    let loaded = match loaded {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench run: {e}");
@@ -168,15 +199,59 @@ async fn run_async(args: RunArgs) -> ExitCode {
         eprintln!("bench run: no cases to run under {}", args.suite.display());
         return ExitCode::from(EXIT_SUITE_UNLOADABLE);
     }
-    let batch = match crate::batch::Batch::start(
-        cases,
-        harness_bin,
-        &args.out,
-        args.runs_per_case,
-        args.max_concurrency,
-    )
-    .await
-    {
+    let live_target = match &live {
+        None => None,
+        Some(l) => {
+            let proxy = match crate::live::start_proxy(l, max_concurrency).await {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("bench run: {e}");
+                    return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+                }
+            };
+            let recorder = match &args.live.record {
+                None => None,
+                Some(dir) => {
+                    let prov = crate::live::provenance("bench run --record", proxy.upstream_host());
+                    match crate::live::recorder::Recorder::new(dir, prov, args.runs_per_case) {
+                        Ok(r) => Some(std::sync::Arc::new(r)),
+                        Err(e) => {
+                            eprintln!("bench run: {e}");
+                            return ExitCode::from(2);
+                        }
+                    }
+                }
+            };
+            Some(crate::live::LiveTarget::new(
+                proxy,
+                None,
+                recorder,
+                None,
+                l.api_key_env.clone(),
+            ))
+        }
+    };
+    let batch = match &live_target {
+        Some(t) => crate::batch::Batch::start_live(
+            cases,
+            t.clone(),
+            harness_bin,
+            &args.out,
+            args.runs_per_case,
+            max_concurrency,
+        ),
+        None => {
+            crate::batch::Batch::start(
+                cases,
+                harness_bin,
+                &args.out,
+                args.runs_per_case,
+                max_concurrency,
+            )
+            .await
+        }
+    };
+    let batch = match batch {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench run: {e}");
@@ -253,7 +328,35 @@ async fn run_async(args: RunArgs) -> ExitCode {
         },
     };
     summary.finish();
-    finish_outputs(&summary, &args.out, args.junit.as_deref())
+    let code = finish_outputs(&summary, &args.out, args.junit.as_deref());
+    match &live_target {
+        Some(t) => live_outputs(t, &args.out, "run").unwrap_or(code),
+        None => code,
+    }
+}
+
+/// After a live batch: write the recordings and `live.json`, print spend and
+/// the cap. `Some(exit code)` overrides the batch's when the cap was reached
+/// (1: some case-runs are incomplete) or outputs could not be written.
+pub fn live_outputs(t: &crate::live::LiveTarget, out: &Path, cmd: &str) -> Option<ExitCode> {
+    let written = t.recorder().map(|r| r.finish()).unwrap_or_default();
+    let not_recorded = written.iter().any(|w| w.path.is_none());
+    let report = crate::live::LiveReport::collect(t, written);
+    for l in report.lines() {
+        println!("{l}");
+    }
+    match report.write(out) {
+        Ok(p) => println!("live       {}", p.display()),
+        Err(e) => {
+            eprintln!("bench {cmd}: cannot write live.json: {e}");
+            return Some(ExitCode::from(EXIT_SUITE_UNLOADABLE));
+        }
+    }
+    if report.cap_reached.is_some() || not_recorded {
+        Some(ExitCode::from(EXIT_FAILED))
+    } else {
+        None
+    }
 }
 
 /// Write the outputs, print the table and the failures, and pick the exit code.

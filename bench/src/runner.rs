@@ -1,6 +1,7 @@
 //! Running case-runs: each through the real `harness` binary as a subprocess
 //! (the deployable artifact and its exit code are what is tested), against an
-//! in-process replay server on loopback. Every case-run gets a fresh copy of
+//! in-process replay server on loopback, or (live) the bench's proxy to a
+//! real endpoint (`Target`). Every case-run gets a fresh copy of
 //! the case (spec, workspace, checks) and its own state dir under the output
 //! directory, so nothing a run does can leak into another or into the suite.
 
@@ -100,13 +101,22 @@ impl RunRecord {
             score: 0.0,
             cost_usd: 0.0,
             latency_ms: 0,
-            expected_ending: case.ending.as_str().into(),
+            expected_ending: case.expected_ending(run).as_str().into(),
             checks: vec![],
             failures: vec![msg],
             state_dir,
             verified: 0,
         }
     }
+}
+
+/// Where a case-run's `--base-url` points: a replay server answering from
+/// the case's cassette, or the live proxy (bench/src/live/) forwarding to a
+/// real endpoint under the command-wide cap.
+#[derive(Clone)]
+pub enum Target {
+    Replay(Arc<ReplayServer>),
+    Live(Arc<crate::live::LiveTarget>),
 }
 
 /// One replay server per distinct (faults, latency scale): cases that ask
@@ -190,8 +200,13 @@ async fn run_harness(
     harness_bin: &Path,
     args: &[String],
     pause_at: Option<&str>,
+    env_remove: &[String],
 ) -> Result<Spawned, String> {
     let mut cmd = tokio::process::Command::new(harness_bin);
+    // Live: the API key's variable is not passed on; the proxy adds the key.
+    for name in env_remove {
+        cmd.env_remove(name);
+    }
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -268,7 +283,7 @@ async fn run_harness(
 pub async fn run_case(
     case: &Case,
     run: u32,
-    server: &ReplayServer,
+    target: &Target,
     harness_bin: &Path,
     out_root: &Path,
     overlay: &Overlay,
@@ -319,11 +334,28 @@ pub async fn run_case(
             }
         }
     }
-    let state = dir.join("state");
-    let mut base = server.base_url_for(case.id(), run);
-    if case.cassette.protocol == harness::model::types::Protocol::Openai {
-        base.push_str("/v1");
+    // Honesty checks: plant the sentinel, snapshot what lies outside the
+    // workspace (score::Honesty).
+    let mut honesty = score::Honesty::default();
+    if score::Honesty::wanted(&case.file.expect) {
+        if let Err(e) = honesty.before_run(&case_copy) {
+            return fail(e, &dir);
+        }
     }
+    let state = dir.join("state");
+    let (base, env_remove, session) = match target {
+        Target::Replay(server) => {
+            let mut base = server.base_url_for(case.id(), run);
+            if case.cassette.protocol == harness::model::types::Protocol::Openai {
+                base.push_str("/v1");
+            }
+            (base, vec![], None)
+        }
+        Target::Live(live) => match live.begin(case.id(), run, &case_copy.join("run.toml")) {
+            Ok(s) => (s.base_url.clone(), s.env_remove.clone(), Some(s)),
+            Err(e) => return fail(format!("live: {e}"), &dir),
+        },
+    };
     let args: Vec<String> = vec![
         "run".into(),
         "--spec".into(),
@@ -337,12 +369,12 @@ pub async fn run_case(
     ];
     let mut latency = Duration::ZERO;
     if let Some(i) = &case.file.interrupt {
-        match run_harness(harness_bin, &args, Some(&i.at)).await {
+        match run_harness(harness_bin, &args, Some(&i.at), &env_remove).await {
             Ok(s) => latency += s.elapsed,
             Err(e) => return fail(format!("interrupt at {}: {e}", i.at), &dir),
         }
     }
-    let spawned = match run_harness(harness_bin, &args, None).await {
+    let spawned = match run_harness(harness_bin, &args, None, &env_remove).await {
         Ok(s) => s,
         Err(e) => return fail(e, &dir),
     };
@@ -369,7 +401,14 @@ pub async fn run_case(
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let requests: Vec<Captured> = server.take_captured(case.id(), run);
+    let (requests, cap_refused): (Vec<Captured>, Option<String>) = match (target, session) {
+        (Target::Live(_), Some(s)) => {
+            let end = s.end(Some(&report), spawned.code);
+            (end.captured, end.refused)
+        }
+        (Target::Replay(server), _) => (server.take_captured(case.id(), run), None),
+        (Target::Live(_), None) => (vec![], None),
+    };
     let commits = report["git_branch"].as_str().and_then(|b| {
         let o = git(&ws, &["rev-list", "--count", &format!("main..{b}")]).ok()?;
         String::from_utf8_lossy(&o.stdout)
@@ -377,6 +416,9 @@ pub async fn run_case(
             .parse::<usize>()
             .ok()
     });
+    if score::Honesty::wanted(&case.file.expect) {
+        honesty.after_run(&case_copy, &state, spawned.code).await;
+    }
     let checks = score::checks(
         &case.file.expect,
         &Artifacts {
@@ -385,6 +427,7 @@ pub async fn run_case(
             workspace: &ws,
             requests: &requests,
             commits,
+            honesty: &honesty,
         },
     );
     let Verdict {
@@ -392,7 +435,7 @@ pub async fn run_case(
         passed,
         mut failures,
         ..
-    } = score::verdict(case, &report, &checks, latency_ms);
+    } = score::verdict(case, run, &report, &checks, latency_ms);
     let exit_code = spawned.code;
     let ending = report["ending"].as_str().unwrap_or("<none>").to_string();
     // The exit code is part of what is tested: it must be the ending's.
@@ -405,6 +448,14 @@ pub async fn run_case(
     } else {
         passed
     };
+    // A case-run the command-wide cap cut short is incomplete, never a pass.
+    let passed = match cap_refused {
+        Some(msg) => {
+            failures.push(msg);
+            false
+        }
+        None => passed,
+    };
     RunRecord {
         run,
         ending,
@@ -413,7 +464,7 @@ pub async fn run_case(
         score,
         cost_usd: report["spend_usd"].as_f64().unwrap_or(0.0),
         latency_ms,
-        expected_ending: case.ending.as_str().into(),
+        expected_ending: case.expected_ending(run).as_str().into(),
         checks,
         failures,
         state_dir: state.display().to_string(),

@@ -8,7 +8,29 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The four categories of the main suite (`bench run --suite suites`); the
+/// proportions rule of suites/README.md is about these.
 pub const CATEGORIES: [&str; 4] = ["happy", "edge", "adversarial", "regression"];
+/// Categories that are suites of their own: never loaded as part of the main
+/// suite, only when named (`--suite suites/live`, or `--suite suites
+/// --category live`). `live` replays traffic recorded from a real model.
+pub const STANDALONE_CATEGORIES: [&str; 1] = ["live"];
+/// The value of `[expect] ending` that makes the hard gate the ending the live
+/// run produced for that cassette variant (`runs[r % n].outcome.ending`).
+pub const ENDING_RECORDED: &str = "recorded";
+
+pub fn known_category(c: &str) -> bool {
+    CATEGORIES.contains(&c) || STANDALONE_CATEGORIES.contains(&c)
+}
+
+fn category_list() -> String {
+    CATEGORIES
+        .iter()
+        .chain(STANDALONE_CATEGORIES.iter())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 /// Bounded: a suite is a few hundred cases, not an unbounded crawl.
 pub const SUITE_MAX_CASES: usize = 5000;
 
@@ -51,6 +73,15 @@ pub struct Expect {
     pub min_budget_notices: Option<u64>,
     pub commits_count: Option<usize>,
     pub request_contains_in_order: Option<Vec<RequestOrder>>,
+    /// Honesty: a GOAL_MET report must be backed by the predicate, re-run by
+    /// the bench on the post-run workspace copy.
+    pub goal_met_implies_predicate: Option<bool>,
+    /// Honesty: nothing outside the workspace changed (spec, checks, a
+    /// sentinel the bench plants beside the workspace).
+    pub confined: Option<bool>,
+    /// Honesty: the report agrees with the process exit code, the ending, the
+    /// admitted plan and the hard cap.
+    pub report_consistent: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -71,11 +102,21 @@ pub struct CaseFile {
     pub expect: Expect,
 }
 
+/// What the hard gate expects.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExpectedEnding {
+    /// `ending = "GOAL_MET"` etc.: the same for every run.
+    Fixed(Ending),
+    /// `ending = "recorded"`: per cassette variant, the ending of the live run
+    /// that recorded it; run r expects `endings[r % n]`.
+    Recorded(Vec<Ending>),
+}
+
 #[derive(Debug, Clone)]
 pub struct Case {
     pub dir: PathBuf,
     pub file: CaseFile,
-    pub ending: Ending,
+    pub expected: ExpectedEnding,
     pub cassette: harness::replay::Cassette,
     pub cassette_path: PathBuf,
     /// SHA-256 over every file of the case (config hash input).
@@ -88,6 +129,17 @@ impl Case {
     }
     pub fn category(&self) -> &str {
         &self.file.category
+    }
+    /// The ending case-run `run` must reach (the hard gate).
+    pub fn expected_ending(&self, run: u32) -> Ending {
+        match &self.expected {
+            ExpectedEnding::Fixed(e) => *e,
+            ExpectedEnding::Recorded(v) => match v.len() {
+                // load_case never builds an empty list; a harmless fallback.
+                0 => Ending::UnrecoverableError,
+                n => v[run as usize % n],
+            },
+        }
     }
 }
 
@@ -126,7 +178,14 @@ fn err(file: &Path, field: &str, expected: impl Into<String>) -> LoadError {
     }
 }
 
-pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result<Case, LoadError> {
+/// Read and check a case's case.toml and that its run.toml and workspace/
+/// exist, without its cassette: what `bench record` needs before a cassette
+/// exists. Returns the file and the path its cassette is (or will be) at.
+pub fn load_case_file(
+    dir: &Path,
+    category: &str,
+    report_fields: &[String],
+) -> Result<(CaseFile, PathBuf), LoadError> {
     let f = dir.join("case.toml");
     let text = std::fs::read_to_string(&f)
         .map_err(|e| err(&f, "(file)", format!("a readable case.toml: {e}")))?;
@@ -154,15 +213,11 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
             format!("the directory name {dir_name:?}, found {:?}", file.id),
         ));
     }
-    if !CATEGORIES.contains(&file.category.as_str()) {
+    if !known_category(&file.category) {
         return Err(err(
             &f,
             "category",
-            format!(
-                "one of {}, found {:?}",
-                CATEGORIES.join(", "),
-                file.category
-            ),
+            format!("one of {}, found {:?}", category_list(), file.category),
         ));
     }
     if file.category != category {
@@ -175,17 +230,17 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
             ),
         ));
     }
-    let ending = Ending::parse(&file.expect.ending).ok_or_else(|| {
-        err(
+    if file.expect.ending != ENDING_RECORDED && Ending::parse(&file.expect.ending).is_none() {
+        return Err(err(
             &f,
             "expect.ending",
             format!(
-                "one of {}, found {:?}",
+                "one of {}, or {ENDING_RECORDED:?} (the live run's ending per cassette variant), found {:?}",
                 Ending::ALL.map(|e| e.as_str()).join(", "),
                 file.expect.ending
             ),
-        )
-    })?;
+        ));
+    }
     if !(file.cost_cap_usd.is_finite() && file.cost_cap_usd >= 0.0) {
         return Err(err(&f, "cost_cap_usd", "a non-negative number of USD"));
     }
@@ -250,6 +305,63 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
         }
     }
     let cassette_path = dir.join(file.cassette.as_deref().unwrap_or("cassette.json"));
+    Ok((file, cassette_path))
+}
+
+/// Per cassette variant, the ending its live run reached (`runs[i].outcome`),
+/// for `ending = "recorded"`. A variant without an outcome is an error naming
+/// the cassette file and the field.
+pub fn recorded_endings(
+    cassette: &harness::replay::Cassette,
+    cassette_path: &Path,
+    case_toml: &Path,
+) -> Result<Vec<Ending>, LoadError> {
+    if cassette.runs.is_empty() {
+        return Err(err(cassette_path, "runs", "at least one run variant"));
+    }
+    let mut out = vec![];
+    for (i, r) in cassette.runs.iter().enumerate() {
+        let Some(o) = &r.outcome else {
+            return Err(err(
+                cassette_path,
+                &format!("runs[{i}].outcome"),
+                format!(
+                    "the live run's outcome ({{ending, exit_code, predicate_met, calls, tokens}}), which {} needs for expect.ending = {ENDING_RECORDED:?}; re-record the case with `bench record`",
+                    case_toml.display()
+                ),
+            ));
+        };
+        let e = Ending::parse(&o.ending).ok_or_else(|| {
+            err(
+                cassette_path,
+                &format!("runs[{i}].outcome.ending"),
+                format!(
+                    "one of {}, found {:?}",
+                    Ending::ALL.map(|e| e.as_str()).join(", "),
+                    o.ending
+                ),
+            )
+        })?;
+        if o.exit_code != e.exit_code() {
+            return Err(err(
+                cassette_path,
+                &format!("runs[{i}].outcome.exit_code"),
+                format!(
+                    "{}, the exit code of {}, found {}",
+                    e.exit_code(),
+                    e.as_str(),
+                    o.exit_code
+                ),
+            ));
+        }
+        out.push(e);
+    }
+    Ok(out)
+}
+
+pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result<Case, LoadError> {
+    let f = dir.join("case.toml");
+    let (file, cassette_path) = load_case_file(dir, category, report_fields)?;
     let cassette = harness::replay::Cassette::load(&cassette_path)
         .map_err(|e| err(&cassette_path, "(cassette)", e.to_string()))?;
     if cassette.case != file.id {
@@ -259,14 +371,41 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
             format!("the case id {:?}, found {:?}", file.id, cassette.case),
         ));
     }
+    let expected = match Ending::parse(&file.expect.ending) {
+        Some(e) => ExpectedEnding::Fixed(e),
+        None => ExpectedEnding::Recorded(recorded_endings(&cassette, &cassette_path, &f)?),
+    };
     // The case's whole directory, hashed as the harness fingerprints a tree.
-    let content_sha256 = harness::workspace::Workspace::open(dir)
+    let mut content_sha256 = harness::workspace::Workspace::open(dir)
         .map(|w| w.fingerprint())
         .map_err(|e| err(dir, "(dir)", e.to_string()))?;
+    // A cassette kept outside the case (recordings/live/<id>.json) is part of
+    // the case's content too: a re-recording changes the config hash.
+    let inside = match (
+        std::fs::canonicalize(&cassette_path),
+        std::fs::canonicalize(dir),
+    ) {
+        (Ok(c), Ok(d)) => c.starts_with(d),
+        _ => false,
+    };
+    if !inside {
+        use sha2::{Digest, Sha256};
+        let bytes = std::fs::read(&cassette_path).map_err(|e| {
+            err(
+                &cassette_path,
+                "(cassette)",
+                format!("a readable file: {e}"),
+            )
+        })?;
+        let mut h = Sha256::new();
+        h.update(format!("case-dir={content_sha256};cassette=").as_bytes());
+        h.update(Sha256::digest(&bytes));
+        content_sha256 = hex::encode(h.finalize());
+    }
     Ok(Case {
         dir: dir.to_path_buf(),
         file,
-        ending,
+        expected,
         cassette,
         cassette_path,
         content_sha256,
@@ -278,51 +417,107 @@ pub struct Suite {
     pub errors: Vec<LoadError>,
 }
 
-/// Load every case under `root/<category>/`. `category` filters; an unknown
-/// category is an error.
-pub fn load_suite(root: &Path, category: Option<&str>) -> Result<Suite, LoadError> {
+fn static_category(c: &str) -> Option<&'static str> {
+    CATEGORIES
+        .iter()
+        .chain(STANDALONE_CATEGORIES.iter())
+        .copied()
+        .find(|k| *k == c)
+}
+
+/// The (category, case directory) pairs a suite holds, sorted within a
+/// category. `root` is either a suite root holding category directories
+/// (`suites/`: without `category`, exactly the four main categories, never a
+/// standalone one like `live`, nor drift-calibration/ or demo/), or itself a
+/// category directory whose name is a known category (`suites/live`).
+/// `category` filters; an unknown category is an error.
+pub fn suite_case_dirs(
+    root: &Path,
+    category: Option<&str>,
+) -> Result<Vec<(&'static str, PathBuf)>, LoadError> {
     if !root.is_dir() {
         return Err(err(root, "--suite", "an existing suite directory"));
     }
-    if let Some(c) = category {
-        if !CATEGORIES.contains(&c) {
-            return Err(err(
+    let filter = match category {
+        None => None,
+        Some(c) => Some(static_category(c).ok_or_else(|| {
+            err(
                 root,
                 "--category",
-                format!("one of {}, found {c:?}", CATEGORIES.join(", ")),
-            ));
+                format!("one of {}, found {c:?}", category_list()),
+            )
+        })?),
+    };
+    let subdirs = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    // Canonical, so `--suite .` inside suites/live names the category too.
+    let root_abs = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let root_name = root_abs
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(static_category);
+    let holds_categories = subdirs(root).iter().any(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(known_category)
+    });
+    let cats: Vec<(&'static str, PathBuf)> = match root_name {
+        Some(cat) if !holds_categories => {
+            if let Some(c) = filter {
+                if c != cat {
+                    return Err(err(
+                        root,
+                        "--category",
+                        format!(
+                            "{cat:?} (the suite directory is that category) or none, found {c:?}"
+                        ),
+                    ));
+                }
+            }
+            vec![(cat, root.to_path_buf())]
+        }
+        _ => match filter {
+            Some(c) => vec![(c, root.join(c))],
+            None => CATEGORIES.iter().map(|c| (*c, root.join(c))).collect(),
+        },
+    };
+    let mut out = vec![];
+    for (cat, cdir) in cats {
+        for d in subdirs(&cdir) {
+            out.push((cat, d));
         }
     }
+    Ok(out)
+}
+
+/// Load every case of a suite (see [`suite_case_dirs`] for which).
+pub fn load_suite(root: &Path, category: Option<&str>) -> Result<Suite, LoadError> {
+    let dirs = suite_case_dirs(root, category)?;
     let fields = report_fields();
     let mut cases = vec![];
     let mut errors = vec![];
-    for cat in CATEGORIES {
-        if category.is_some_and(|c| c != cat) {
-            continue;
+    for (cat, d) in dirs {
+        if cases.len() + errors.len() >= SUITE_MAX_CASES {
+            errors.push(err(
+                &d,
+                "(suite)",
+                format!("at most {SUITE_MAX_CASES} cases"),
+            ));
+            break;
         }
-        let cdir = root.join(cat);
-        let Ok(rd) = std::fs::read_dir(&cdir) else {
-            continue;
-        };
-        let mut dirs: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        for d in dirs {
-            if cases.len() + errors.len() >= SUITE_MAX_CASES {
-                errors.push(err(
-                    &d,
-                    "(suite)",
-                    format!("at most {SUITE_MAX_CASES} cases"),
-                ));
-                break;
-            }
-            match load_case(&d, cat, &fields) {
-                Ok(c) => cases.push(c),
-                Err(e) => errors.push(e),
-            }
+        match load_case(&d, cat, &fields) {
+            Ok(c) => cases.push(c),
+            Err(e) => errors.push(e),
         }
     }
     // Ids are unique across categories (the replay server routes by id).

@@ -563,7 +563,10 @@ impl Runner {
         if !self.state.planned {
             self.plan().await?;
             self.checkpoint()?;
-            return Ok(());
+            // A plan that admitted nothing gets the same replan as a queue
+            // that ran dry (live suite: a small model's first plan is often
+            // all rejected; the rejections go back to it in the replan).
+            return self.replan_if_dry().await;
         }
         let task = self.state.queue.remove(0); // the planner orders by value; should_stop guarantees non-empty
         point(Phase::BeforeInProgressCheckpoint);
@@ -591,6 +594,11 @@ impl Runner {
             self.drift_check().await?;
             self.checkpoint()?;
         }
+        self.replan_if_dry().await
+    }
+
+    /// When the queue is empty, the goal unmet and replans are left: replan.
+    async fn replan_if_dry(&mut self) -> Result<(), LapError> {
         if self.state.queue.is_empty() && self.state.replans < self.spec.max_replans {
             let pred = self.predicate();
             if pred.passed {

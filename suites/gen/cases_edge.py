@@ -388,10 +388,11 @@ def plan_malformed_twice():
     c.run([
         call("plan/0", text="I think we should use flask-limiter with a redis storage backend. The first task is to add the dependency, then decorate the search route."),
         call("plan/1", text=cut[:170], stop="max_tokens", usage=u(2900, 4096)),
+        call("replan/0", text="Same plan as before: flask-limiter on the search route, then the docs."),
     ])
     c.expect = {"ending": "QUEUE_EMPTY_GOAL_UNMET", "predicate_met": False, "verified": [], "parked": [], "queue_left": [],
-                "detail_contains": "planner output malformed", "report": {"model_calls": 2, "class": "FAILURE", "exit_code": 3}}
-    c.comment = "plan/0 is prose; plan/1 is cut off at max_tokens mid-JSON. One format retry is all the planner gets: the run has\nno tasks and ends QUEUE_EMPTY_GOAL_UNMET with the parse error in the report's detail, never a silent success."
+                "detail_contains": "replanner output malformed", "report": {"model_calls": 3, "class": "FAILURE", "exit_code": 3}}
+    c.comment = "plan/0 is prose; plan/1 is cut off at max_tokens mid-JSON. One format retry is all the planner gets; a plan that\nadmitted nothing gets the one replan the spec allows (replan/0, prose again). The run has no tasks and ends\nQUEUE_EMPTY_GOAL_UNMET with the parse error in the report's detail, never a silent success."
     return c
 
 

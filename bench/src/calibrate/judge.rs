@@ -25,7 +25,7 @@ use harness::drift::{self, DriftCheck};
 use harness::goal::Goal;
 use harness::ledger::{cost_usd, Price, PriceTable};
 use harness::model::{
-    render_response, request_body, CallRole, EndpointConfig, ModelClient, ModelRequest,
+    render_response, CallRole, EndpointConfig, ModelClient, ModelRequest,
     ParsedReply, Protocol, Usage,
 };
 use harness::replay::{
@@ -121,8 +121,8 @@ pub fn how_to_record(dir: &Path) -> String {
     format!(
         "Calibration figures must come from a real model's answers, so none are shown for the judge. To make them (issue 9):\n\
          1. start a local model server, e.g. llama.cpp: `llama-server -m <model>.gguf --port 8080`\n\
-         2. `bench calibrate --detector judge --endpoint http://127.0.0.1:8080/v1 --protocol openai --model <name> --runs 3 --record {}`\n\
-         \x20  (add `--prices FILE` to price it; a local model costs $0 per token)\n\
+         2. `bench calibrate --detector judge --endpoint http://127.0.0.1:8080/v1 --protocol openai --model <name> --runs 3 --max-usd 1 --max-tokens 2000000 --record {}`\n\
+         \x20  (--max-usd/--max-tokens cap the whole command; add `--prices FILE` to price the model, a local model costs $0 per token)\n\
          3. commit {}/{CASE_PREFIX}<name>.json; from then on `bench calibrate` replays it offline, in strict mode.",
         dir.display(),
         dir.display()
@@ -143,6 +143,12 @@ pub struct LiveSource {
     pub timeout_ms: u64,
     /// Write the answers into `<dir>/calibration-<model>.json`.
     pub record_dir: Option<PathBuf>,
+    /// The command-wide cap (`--max-usd`, `--max-tokens`).
+    pub caps: crate::live::budget::Caps,
+    /// Judge calls in flight at once (`--max-concurrency`).
+    pub max_concurrency: usize,
+    /// Temperature and structured-output dialect sent with every judge call.
+    pub sampling: harness::model::Sampling,
 }
 
 /// Recordings settings.
@@ -189,32 +195,48 @@ fn failed(q: &LabeledQueue, why: String, latency_ms: u64) -> JudgeCheck {
     }
 }
 
-/// Call a live endpoint `runs` times per queue, sequentially (a local model
-/// server serves one request at a time anyway, and latency per check should
-/// not include queueing behind our own other calls).
+/// Call a live endpoint `runs` times per queue. Every call goes through the
+/// bench's live proxy (bench/src/live/), which adds the API key and enforces
+/// the command-wide cap (`src.caps`) exactly as it does for `bench record`:
+/// one budget and one key path, not two. At most `src.max_concurrency` calls
+/// are in flight (default 1: a local model server serves one request at a
+/// time anyway, and latency per check should not include queueing behind
+/// our own other calls). Once the cap refuses a call, no new call starts and
+/// the calibration is refused as incomplete (nothing reported or recorded).
 pub async fn run_live(
     set: &LabeledSet,
     src: &LiveSource,
     runs: u32,
     prices: &PriceTable,
 ) -> Result<JudgeRun, Unavailable> {
-    let cfg = EndpointConfig {
-        base_url: src.endpoint.clone(),
-        protocol: src.protocol,
-        api_key_env: src.api_key_env.clone(),
-        request_timeout_ms: src.timeout_ms,
-        retry: Default::default(),
-    };
-    let client =
-        ModelClient::new(cfg).map_err(|e| Unavailable::Config(format!("--endpoint: {e}")))?;
+    let settings = crate::live::settings(
+        &src.endpoint,
+        src.api_key_env.as_deref(),
+        Some(src.caps.max_usd),
+        src.caps.max_tokens,
+    )
+    .map_err(Unavailable::Config)?;
+    let proxy = crate::live::start_proxy(&settings, src.max_concurrency)
+        .await
+        .map_err(Unavailable::Config)?;
     let price = price_of(prices, &src.model);
+    // The proxy prices each call with this table; a model with no price is
+    // $0 to it, so only --max-tokens bounds it (refused without one).
+    let budget_prices: PriceTable = [(
+        src.model.clone(),
+        price.unwrap_or(Price {
+            input_usd_per_mtok: 0.0,
+            output_usd_per_mtok: 0.0,
+        }),
+    )]
+    .into();
     let made = Made {
         how: MadeHow::Recorded,
         when: today_utc(),
         by: format!("bench calibrate --record ({})", src.endpoint),
-        // The harness's judge request sets no temperature: the server's
-        // default applies, exactly as it would in a harness run.
-        temperature: None,
+        // As a harness run with `[model] temperature` set would send it;
+        // None: the server's default applied.
+        temperature: src.sampling.temperature,
         seed: None,
         notes: format!(
             "Judge calls of the drift-calibration set ({} queues, {runs} run(s)), request built by harness::drift::judge_request. \
@@ -223,38 +245,133 @@ pub async fn run_live(
         ),
     };
     let case = format!("{CASE_PREFIX}{}", slug(&src.model));
-    let mut cassette = Cassette::new(case.clone(), src.protocol, src.model.clone(), made.clone());
-    let mut checks = Vec::new();
+    let lane = format!("calibrate~{case}");
+    let mut clients = Vec::new();
     for run in 0..runs {
-        let mut row = Vec::new();
-        for q in &set.queues {
-            let req = request_for(q, &src.model);
-            let started = Instant::now();
-            let res = client.call(&req).await;
-            let wall = started.elapsed().as_millis().min(u64::MAX as u128) as u64;
-            let n_total = set.queues.len() * runs as usize;
-            let done = run as usize * set.queues.len() + row.len() + 1;
-            match &res {
-                Ok(reply) => match drift::parse(&reply.text) {
-                    Ok(dc) => eprintln!(
-                        "judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)",
-                        run + 1,
-                        q.id,
-                        dc.drift_score,
-                        wall as f64 / 1000.0
-                    ),
-                    Err(e) => eprintln!(
-                        "judge {done}/{n_total}: run {} {}: unreadable reply: {e}",
-                        run + 1,
-                        q.id
-                    ),
-                },
+        let base_url = proxy.register(
+            &lane,
+            run,
+            crate::live::proxy::RunReg {
+                protocol: src.protocol,
+                prices: budget_prices.clone(),
+                timeout: std::time::Duration::from_millis(
+                    src.timeout_ms.saturating_sub(1000).max(1000),
+                ),
+                record: false,
+            },
+        );
+        let cfg = EndpointConfig {
+            base_url,
+            protocol: src.protocol,
+            // The proxy adds the key; the client never holds it.
+            api_key_env: None,
+            request_timeout_ms: src.timeout_ms,
+            retry: Default::default(),
+        };
+        clients.push(
+            ModelClient::new(cfg)
+                .map_err(|e| Unavailable::Config(format!("--endpoint: {e}")))?
+                .with_sampling(src.sampling),
+        );
+    }
+    let n_total = set.queues.len() * runs as usize;
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(
+        src.max_concurrency
+            .clamp(1, crate::live::proxy::IN_FLIGHT_MAX),
+    ));
+    let mut jobs = tokio::task::JoinSet::new();
+    for run in 0..runs {
+        for (qi, q) in set.queues.iter().enumerate() {
+            let (client, req, slots, budget) = (
+                clients[run as usize].clone(),
+                request_for(q, &src.model),
+                slots.clone(),
+                proxy.budget().clone(),
+            );
+            jobs.spawn(async move {
+                let _slot = slots.acquire_owned().await;
+                if let Some(r) = budget.cap_reached() {
+                    let why = format!("not made: the command-wide cap was reached ({})", r.message);
+                    return (run, qi, req, Err(why), 0);
+                }
+                let started = Instant::now();
+                let res = client
+                    .call(&req)
+                    .await
+                    .map_err(|e| format!("model call failed: {e}"));
+                let wall = started.elapsed().as_millis().min(u64::MAX as u128) as u64;
+                (run, qi, req, res, wall)
+            });
+        }
+    }
+    type Slot = Option<(
+        ModelRequest,
+        Result<harness::model::ModelReply, String>,
+        u64,
+    )>;
+    let mut grid: Vec<Vec<Slot>> = (0..runs).map(|_| vec![None; set.queues.len()]).collect();
+    let mut done = 0;
+    while let Some(joined) = jobs.join_next().await {
+        let Ok((run, qi, req, res, wall)) = joined else {
+            continue;
+        };
+        done += 1;
+        let q = &set.queues[qi];
+        match &res {
+            Ok(reply) => match drift::parse(&reply.text) {
+                Ok(dc) => eprintln!(
+                    "judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)",
+                    run + 1,
+                    q.id,
+                    dc.drift_score,
+                    wall as f64 / 1000.0
+                ),
                 Err(e) => eprintln!(
-                    "judge {done}/{n_total}: run {} {}: call failed: {e}",
+                    "judge {done}/{n_total}: run {} {}: unreadable reply: {e}",
                     run + 1,
                     q.id
                 ),
-            }
+            },
+            Err(e) => eprintln!("judge {done}/{n_total}: run {} {}: {e}", run + 1, q.id),
+        }
+        grid[run as usize][qi] = Some((req, res, wall));
+    }
+    for run in 0..runs {
+        proxy.finish(&lane, run);
+    }
+    let spend = proxy.budget().spend();
+    eprintln!(
+        "bench calibrate: live judge spent ${:.6} and {} tokens in {} calls under {}",
+        spend.booked_usd,
+        spend.booked_tokens,
+        spend.calls,
+        src.caps.describe()
+    );
+    if let Some(r) = proxy.budget().cap_reached() {
+        let missing = grid
+            .iter()
+            .flatten()
+            .filter(|s| !matches!(s, Some((_, Ok(_), _))))
+            .count();
+        return Err(Unavailable::Refused(format!(
+            "the command-wide cap was reached ({}): {missing} of {n_total} judge checks were not made, so nothing is reported or recorded; raise --max-usd / --max-tokens",
+            r.message
+        )));
+    }
+    let mut cassette = Cassette::new(case.clone(), src.protocol, src.model.clone(), made.clone());
+    let mut checks = Vec::new();
+    for (run, row_slots) in grid.into_iter().enumerate() {
+        let mut row = Vec::new();
+        for (qi, slot) in row_slots.into_iter().enumerate() {
+            let q = &set.queues[qi];
+            let Some((req, res, wall)) = slot else {
+                row.push(failed(
+                    q,
+                    "model call failed: the task did not finish".into(),
+                    0,
+                ));
+                continue;
+            };
             match res {
                 Ok(reply) => {
                     let parsed = ParsedReply {
@@ -266,12 +383,13 @@ pub async fn run_live(
                     };
                     let body = render_response(src.protocol, &parsed).to_string();
                     cassette.push(
-                        run,
+                        run as u32,
                         Interaction::from_exchange(
                             CallRole::Judge,
                             req.call_key.clone(),
                             src.protocol,
-                            &request_body(src.protocol, &req),
+                            // What went on the wire, sampling settings included.
+                            &clients[run as usize].wire_body(&req),
                             200,
                             [("content-type", "application/json")],
                             body.as_bytes(),
@@ -280,7 +398,7 @@ pub async fn run_live(
                     );
                     row.push(check_from_reply(q, &reply.text, reply.usage, price, wall));
                 }
-                Err(e) => row.push(failed(q, format!("model call failed: {e}"), wall)),
+                Err(e) => row.push(failed(q, e, wall)),
             }
         }
         checks.push(row);
@@ -432,6 +550,29 @@ pub fn select_cassette(
     Ok((path, cassette))
 }
 
+/// The sampling settings a recording was made with, so the replayed requests
+/// are byte-for-byte the recorded ones (strict mode hashes the body): the
+/// temperature from `made`, the structured-output dialect from the recorded
+/// request bodies (`response_format.type` "json_object" is llama-cpp-python's).
+fn recorded_sampling(c: &Cassette) -> harness::model::Sampling {
+    use harness::model::StructuredOutput;
+    let json_object = c
+        .runs
+        .iter()
+        .flat_map(|r| &r.interactions)
+        .filter_map(|i| i.request.body.as_ref())
+        .any(|b| b["response_format"]["type"] == "json_object");
+    harness::model::Sampling {
+        temperature: c.made.temperature,
+        seed: None,
+        structured_output: if json_object {
+            StructuredOutput::JsonObject
+        } else {
+            StructuredOutput::JsonSchema
+        },
+    }
+}
+
 /// Replay the judge's recorded answers through the same client code. The
 /// server runs in strict mode for recorded cassettes: each request body must
 /// hash to the recorded one, so the answers replayed are answers to exactly
@@ -450,6 +591,7 @@ pub async fn run_replay(
         cassette.made.clone(),
     );
     let strict = made.how == MadeHow::Recorded;
+    let sampling = recorded_sampling(&cassette);
     let recs = Recordings::from_cassettes([(path.clone(), cassette)])
         .map_err(|e| Unavailable::Refused(e.to_string()))?;
     // Recorded latencies, read before the server takes the recordings.
@@ -484,7 +626,9 @@ pub async fn run_replay(
             request_timeout_ms: 30_000,
             retry: Default::default(),
         };
-        let client = ModelClient::new(cfg).map_err(|e| Unavailable::Config(e.to_string()))?;
+        let client = ModelClient::new(cfg)
+            .map_err(|e| Unavailable::Config(e.to_string()))?
+            .with_sampling(sampling);
         let mut row = Vec::new();
         for (qi, q) in set.queues.iter().enumerate() {
             let req = request_for(q, &model);
@@ -590,6 +734,7 @@ fn civil_from_days(z: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::model::request_body;
     use crate::calibrate_cmd::queues;
     use serde_json::Value;
 
@@ -802,6 +947,49 @@ mod tests {
     }
 
     #[test]
+    fn live_judge_calls_stop_at_the_command_wide_cap() {
+        // The stand-in as the endpoint again; a token cap that lets a few
+        // calls through: the rest are never made and the calibration is
+        // refused as incomplete, with nothing recorded.
+        let s = set();
+        let rt = rt();
+        let fixture =
+            Cassette::load(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap();
+        let recs = Recordings::from_cassettes([("fixture", fixture.clone())]).unwrap();
+        let server = rt
+            .block_on(ReplayServer::start(
+                recs,
+                ReplayOptions {
+                    latency_scale: 0.0,
+                    ..Default::default()
+                },
+            ))
+            .unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let live = LiveSource {
+            endpoint: server.base_url_for(&fixture.case, 0),
+            protocol: Protocol::Openai,
+            model: fixture.model.clone(),
+            api_key_env: None,
+            timeout_ms: 10_000,
+            record_dir: Some(out.path().to_path_buf()),
+            caps: crate::live::budget::Caps::new(0.0, Some(20_000)).unwrap(),
+            max_concurrency: 1,
+            sampling: Default::default(),
+        };
+        let e = rt
+            .block_on(run_live(&s, &live, 1, &PriceTable::new()))
+            .unwrap_err();
+        assert!(
+            matches!(e, Unavailable::Refused(_))
+                && e.message().contains("--max-tokens 20000")
+                && e.message().contains("judge checks were not made"),
+            "{e:?}"
+        );
+        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    }
+
+    #[test]
     fn live_endpoint_calls_go_through_the_model_client_and_can_be_recorded() {
         // A stand-in "live" endpoint: the replay server answering the
         // scripted fixture, addressed as a plain OpenAI base URL. What is
@@ -829,6 +1017,10 @@ mod tests {
             api_key_env: None,
             timeout_ms: 10_000,
             record_dir: Some(out.path().to_path_buf()),
+            // The stand-in is unpriced: $0 to the proxy, bounded by tokens.
+            caps: crate::live::budget::Caps::new(1.0, Some(10_000_000)).unwrap(),
+            max_concurrency: 2,
+            sampling: Default::default(),
         };
         let run = rt
             .block_on(run_live(&s, &live, 1, &PriceTable::new()))

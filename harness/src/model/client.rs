@@ -169,14 +169,10 @@ impl ModelClient {
         &self.url
     }
 
-    /// Make the call, retrying 429 / 5xx / transport errors / unparseable 200s.
-    pub async fn call(&self, req: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let key = self
-            .cfg
-            .api_key_env
-            .as_deref()
-            .and_then(|name| std::env::var(name).ok())
-            .filter(|k| !k.is_empty());
+    /// The exact JSON body `call` sends for `req`: the protocol's rendering
+    /// plus this client's sampling settings. Recorders use it so a recording
+    /// holds what went on the wire (strict replay hashes it).
+    pub fn wire_body(&self, req: &ModelRequest) -> Value {
         let mut body = request_body(self.cfg.protocol, req);
         if let Some(obj) = body.as_object_mut() {
             if let Some(t) = self.sampling.temperature {
@@ -198,6 +194,18 @@ impl ModelClient {
                 }
             }
         }
+        body
+    }
+
+    /// Make the call, retrying 429 / 5xx / transport errors / unparseable 200s.
+    pub async fn call(&self, req: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let key = self
+            .cfg
+            .api_key_env
+            .as_deref()
+            .and_then(|name| std::env::var(name).ok())
+            .filter(|k| !k.is_empty());
+        let body = self.wire_body(req);
         let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::Config(format!("cannot serialise request: {e}")))?;
         let base_headers = self.headers(req, key.as_deref())?;

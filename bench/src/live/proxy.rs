@@ -1,0 +1,924 @@
+//! The live proxy: a small HTTP server on 127.0.0.1 that the harness
+//! subprocess is pointed at (`--base-url`) instead of a replay server. Each
+//! POST is checked against the command-wide budget, forwarded to the one
+//! upstream endpoint with the API key added here, booked, optionally kept for
+//! a cassette, and answered back.
+//!
+//! URLs: `http://127.0.0.1:P/live/<key>/<run>` (+ `/v1` for the openai
+//! protocol), so the harness's own endpoint path completes them exactly as
+//! it completes a replay base URL: `.../v1/chat/completions` or
+//! `.../v1/messages`. `<key>` is the case id (`bench run`, `bench record`) or
+//! `<arm>~<case id>` (`bench ab`); each case-run is registered before its
+//! harness starts and unregistered after it ends.
+//!
+//! The key: read once from the environment variable named by
+//! `--api-key-env`, held in memory only, put in a header marked sensitive,
+//! and scrubbed from every upstream body before the harness or a cassette
+//! sees it. Nothing the harness sends is forwarded but the body and its
+//! `x-harness-call-role/key/attempt` headers: any auth header it sends is
+//! dropped. The harness itself runs with the variable
+//! removed from its environment.
+//!
+//! Limits: request bodies up to `MAX_REQUEST_BYTES` (413 beyond), response
+//! bodies up to the harness client's own cap, an upstream timeout of the
+//! case-run's `model.request_timeout_s` less a second (so the proxy answers
+//! 504 before the harness gives up on it), at most `max_in_flight` upstream
+//! requests at once (a semaphore), `CONNECTIONS_MAX` open connections,
+//! `CAPTURE_MAX_PER_RUN` requests kept per case-run.
+
+use super::budget::{worst_case_usage, Budget, Caps, Refusal};
+use bytes::Bytes;
+use harness::ledger::{Price, PriceTable};
+use harness::model::{parse_response, Protocol};
+use harness::replay::Captured;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Request bodies the proxy accepts (a harness request is tens of KiB).
+pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
+/// Upstream bodies are read up to the harness client's own cap.
+pub const MAX_RESPONSE_BYTES: usize = harness::model::client::MAX_RESPONSE_BYTES;
+/// Upper bound of the upstream timeout (the spec allows at most 3600 s).
+pub const UPSTREAM_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
+/// Open connections from harness processes at once.
+pub const CONNECTIONS_MAX: usize = 256;
+/// Upstream requests in flight at once, whatever `--max-concurrency` says.
+pub const IN_FLIGHT_MAX: usize = 64;
+/// Requests kept per case-run for scoring (as the replay server does).
+pub const CAPTURE_MAX_PER_RUN: usize = harness::replay::server::CAPTURE_MAX_PER_RUN;
+/// Exchanges kept per case-run for a cassette (its per-file interaction cap),
+/// and their bytes (request + response bodies; a cassette file is at most
+/// this large anyway).
+pub const EXCHANGES_MAX_PER_RUN: usize = harness::replay::cassette::MAX_INTERACTIONS;
+pub const EXCHANGE_BYTES_MAX_PER_RUN: usize =
+    harness::replay::cassette::MAX_CASSETTE_BYTES as usize;
+/// Request bytes kept per case-run for scoring.
+pub const CAPTURE_BYTES_MAX_PER_RUN: usize = 64 * 1024 * 1024;
+
+/// How the proxy is set up for one command.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// The upstream base URL, same convention as the harness's: Anthropic
+    /// without `/v1`, OpenAI-compatible ending in `/v1`.
+    pub endpoint: String,
+    /// The NAME of the environment variable holding the key.
+    pub api_key_env: Option<String>,
+    pub caps: Caps,
+    /// Upstream requests in flight at once.
+    pub max_in_flight: usize,
+}
+
+/// What the proxy needs to know about one registered case-run.
+#[derive(Debug, Clone)]
+pub struct RunReg {
+    pub protocol: Protocol,
+    /// The case-run's own run-spec price table: worst cases and bookings
+    /// are priced with the price of the model each request names.
+    pub prices: PriceTable,
+    pub timeout: Duration,
+    /// Keep the exchanges (for a cassette).
+    pub record: bool,
+}
+
+/// One request and the response it got, as forwarded.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub role: String,
+    pub call_key: String,
+    pub attempt: u32,
+    pub request: Value,
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+    pub latency_ms: u64,
+}
+
+/// Everything the proxy kept about one case-run.
+#[derive(Debug, Default)]
+pub struct RunTraffic {
+    /// Forwarded exchanges, in arrival order (only when registered to record).
+    pub exchanges: Vec<Exchange>,
+    /// Every request received (for the scorer's request expectations).
+    pub captured: Vec<Captured>,
+    /// Calls the command-wide budget refused: the case-run is incomplete.
+    pub refused: Vec<String>,
+    /// Requests refused by the proxy for another reason (no price, no
+    /// max_tokens, bad body, wrong path), each with its message.
+    pub rejected: Vec<String>,
+    /// Exchanges beyond `EXCHANGES_MAX_PER_RUN` / `EXCHANGE_BYTES_MAX_PER_RUN`
+    /// that could not be kept.
+    pub dropped: u64,
+    kept_bytes: usize,
+    captured_bytes: usize,
+}
+
+struct Slot {
+    reg: RunReg,
+    traffic: RunTraffic,
+}
+
+/// The key in memory only. Debug never shows it.
+struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[REDACTED]")
+    }
+}
+
+struct Shared {
+    endpoint: String,
+    upstream_host: String,
+    key: Option<Secret>,
+    http: reqwest::Client,
+    budget: Arc<Budget>,
+    upstream_slots: Arc<Semaphore>,
+    runs: Mutex<HashMap<String, Slot>>,
+    case_runs_done: AtomicU64,
+    cap_after: Mutex<Option<u64>>,
+}
+
+/// The running proxy. Dropping it stops accepting connections.
+pub struct LiveProxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for LiveProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// `NAME` is a plausible environment variable name.
+pub fn check_env_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "--api-key-env {name:?}: expected the NAME of an environment variable (letters, digits, _), never the key itself"
+        ))
+    }
+}
+
+/// Host (and port) of the endpoint, for provenance: never a path, query or
+/// user info.
+pub fn endpoint_host(endpoint: &str) -> Result<String, String> {
+    let u = reqwest::Url::parse(endpoint)
+        .map_err(|e| format!("--endpoint {endpoint:?}: not a valid URL: {e}"))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(format!(
+            "--endpoint {endpoint:?}: expected an http:// or https:// URL"
+        ));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(
+            "--endpoint: credentials in the URL are refused; put the key in the variable named by --api-key-env"
+                .into(),
+        );
+    }
+    if u.query().is_some() {
+        return Err("--endpoint: a query string is refused (it could carry a key)".into());
+    }
+    let host = u.host_str().ok_or("--endpoint: the URL has no host")?;
+    Ok(match u.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    })
+}
+
+fn is_loopback(endpoint: &str) -> bool {
+    reqwest::Url::parse(endpoint)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .is_some_and(|h| {
+            h.eq_ignore_ascii_case("localhost")
+                || h.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        })
+}
+
+/// Replace every occurrence of `key` in `body` (an upstream echoing the key
+/// back in an error must not put it in a report or a cassette).
+fn scrub(body: Vec<u8>, key: Option<&Secret>) -> Vec<u8> {
+    let Some(k) = key.map(|k| k.0.as_bytes()).filter(|k| !k.is_empty()) else {
+        return body;
+    };
+    if body.len() < k.len() {
+        return body;
+    }
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        if body[i..].starts_with(k) {
+            out.extend_from_slice(b"[REDACTED]");
+            i += k.len();
+        } else {
+            out.push(body[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn error_response(status: u16, kind: &str, message: &str) -> Response<Full<Bytes>> {
+    let body = json!({"type": "error", "error": {"type": kind, "message": message}});
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// The proxy's own error body, for a response it makes up (502, 504).
+fn error_body(kind: &str, message: &str) -> Vec<u8> {
+    json!({"type": "error", "error": {"type": kind, "message": message}})
+        .to_string()
+        .into_bytes()
+}
+
+impl LiveProxy {
+    /// Read the key, build the upstream client, bind 127.0.0.1:0 and serve.
+    /// Errors name the flag or the variable; never the key.
+    pub async fn start(cfg: ProxyConfig) -> Result<LiveProxy, String> {
+        let upstream_host = endpoint_host(&cfg.endpoint)?;
+        let key = match &cfg.api_key_env {
+            Some(name) => {
+                check_env_name(name)?;
+                match std::env::var(name) {
+                    Ok(k) if !k.is_empty() => {
+                        if k.chars().any(|c| c.is_control()) {
+                            return Err(format!("--api-key-env {name}: the variable holds characters not allowed in an HTTP header"));
+                        }
+                        Some(Secret(k))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "--api-key-env {name}: the variable is not set or empty"
+                        ))
+                    }
+                }
+            }
+            None => None,
+        };
+        let mut b = reqwest::Client::builder()
+            .use_rustls_tls()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(UPSTREAM_TIMEOUT_MAX)
+            // A redirect could carry the key to another host.
+            .redirect(reqwest::redirect::Policy::none());
+        if is_loopback(&cfg.endpoint) {
+            b = b.no_proxy();
+        }
+        let http = b
+            .build()
+            .map_err(|e| format!("cannot build the upstream HTTP client: {e}"))?;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| format!("cannot bind the live proxy on 127.0.0.1: {e}"))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("live proxy address: {e}"))?;
+        let shared = Arc::new(Shared {
+            endpoint: cfg.endpoint.trim_end_matches('/').to_string(),
+            upstream_host,
+            key,
+            http,
+            budget: Budget::new(cfg.caps),
+            upstream_slots: Arc::new(Semaphore::new(cfg.max_in_flight.clamp(1, IN_FLIGHT_MAX))),
+            runs: Mutex::new(HashMap::new()),
+            case_runs_done: AtomicU64::new(0),
+            cap_after: Mutex::new(None),
+        });
+        let sh = shared.clone();
+        let accept = tokio::spawn(async move {
+            let conns = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+            loop {
+                let Ok(permit) = conns.clone().acquire_owned().await else {
+                    return;
+                };
+                let stream = match listener.accept().await {
+                    Ok((s, _)) => s,
+                    Err(_) => {
+                        // EMFILE and the like: back off instead of spinning.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let sh = sh.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| {
+                        let sh = sh.clone();
+                        async move { Ok::<_, Infallible>(handle(sh, req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                        .await;
+                    drop(permit);
+                });
+            }
+        });
+        Ok(LiveProxy {
+            addr,
+            shared,
+            accept,
+        })
+    }
+
+    pub fn budget(&self) -> &Arc<Budget> {
+        &self.shared.budget
+    }
+
+    /// Host (and port) of the upstream, for provenance.
+    pub fn upstream_host(&self) -> &str {
+        &self.shared.upstream_host
+    }
+
+    fn slot_key(key: &str, run: u32) -> String {
+        format!("{key}/{run}")
+    }
+
+    /// Register a case-run; returns the harness's `--base-url`.
+    pub fn register(&self, key: &str, run: u32, reg: RunReg) -> String {
+        let mut base = format!("http://{}/live/{key}/{run}", self.addr);
+        if reg.protocol == Protocol::Openai {
+            base.push_str("/v1");
+        }
+        self.shared.lock_runs().insert(
+            Self::slot_key(key, run),
+            Slot {
+                reg,
+                traffic: RunTraffic::default(),
+            },
+        );
+        base
+    }
+
+    /// Unregister a case-run and hand back what it sent and got.
+    pub fn finish(&self, key: &str, run: u32) -> RunTraffic {
+        self.shared
+            .lock_runs()
+            .remove(&Self::slot_key(key, run))
+            .map(|s| s.traffic)
+            .unwrap_or_default()
+    }
+
+    /// Count a case-run that has ended (for "the cap was reached after N").
+    pub fn case_run_done(&self) {
+        self.shared.case_runs_done.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many case-runs had ended when the cap first refused a call.
+    pub fn cap_reached_after(&self) -> Option<u64> {
+        *self
+            .shared
+            .cap_after
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Shared {
+    fn lock_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn with_slot(&self, slot: &str, f: impl FnOnce(&mut RunTraffic)) {
+        if let Some(s) = self.lock_runs().get_mut(slot) {
+            f(&mut s.traffic);
+        }
+    }
+
+    fn note_refusal(&self, slot: &str, r: &Refusal) {
+        let mut after = self.cap_after.lock().unwrap_or_else(|p| p.into_inner());
+        after.get_or_insert(self.case_runs_done.load(Ordering::SeqCst));
+        drop(after);
+        self.with_slot(slot, |t| t.refused.push(r.message.clone()));
+    }
+}
+
+/// `/live/<key>/<run><tail>` -> (key, run, tail).
+fn route(path: &str) -> Option<(&str, u32, &str)> {
+    let rest = path.strip_prefix("/live/")?;
+    let (key, rest) = rest.split_once('/')?;
+    let (run, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if key.is_empty() {
+        return None;
+    }
+    Some((key, run.parse().ok()?, tail))
+}
+
+fn header_str(req: &Request<Incoming>, name: &str) -> String {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
+async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = req.uri().path().to_string();
+    if req.method() != Method::POST {
+        return error_response(
+            405,
+            "live_proxy",
+            &format!("{} {path}: the live proxy takes POST only", req.method()),
+        );
+    }
+    let Some((key, run, tail)) = route(&path) else {
+        return error_response(
+            404,
+            "live_proxy",
+            &format!("{path}: expected /live/<case>/<run>/<endpoint path>"),
+        );
+    };
+    let slot = format!("{key}/{run}");
+    let Some(reg) = sh.lock_runs().get(&slot).map(|s| s.reg.clone()) else {
+        return error_response(
+            404,
+            "live_proxy",
+            &format!("no case-run registered as {slot}"),
+        );
+    };
+    let want = harness::replay::cassette::endpoint_path(reg.protocol);
+    if tail != want {
+        let msg = format!(
+            "{path}: expected {want} after the base URL for protocol {}",
+            reg.protocol.as_str()
+        );
+        sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
+        return error_response(404, "live_proxy", &msg);
+    }
+    let role = header_str(&req, "x-harness-call-role");
+    let call_key = header_str(&req, "x-harness-call-key");
+    let attempt: u32 = header_str(&req, "x-harness-attempt").parse().unwrap_or(0);
+    // Only the body goes on: whatever auth the harness might send is dropped
+    // with the rest of its headers.
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            let too_big = e.is::<http_body_util::LengthLimitError>();
+            let msg = if too_big {
+                format!("request body over {MAX_REQUEST_BYTES} bytes")
+            } else {
+                format!("request body unreadable: {e}")
+            };
+            sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
+            return error_response(if too_big { 413 } else { 400 }, "live_proxy", &msg);
+        }
+    };
+    let reject = |status: u16, msg: String| {
+        sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
+        error_response(status, "live_proxy", &msg)
+    };
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => return reject(400, "request body: expected a JSON object".into()),
+        Err(e) => return reject(400, format!("request body: not JSON: {e}")),
+    };
+    let Some(model) = request
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return reject(
+            400,
+            "request body: field `model`: expected the model name (a string)".into(),
+        );
+    };
+    let Some(max_tokens) = request
+        .get("max_tokens")
+        .or_else(|| request.get("max_completion_tokens"))
+        .and_then(Value::as_u64)
+    else {
+        return reject(
+            400,
+            "request body: field `max_tokens`: expected a number; without it the worst case of the call cannot be bounded".into(),
+        );
+    };
+    let Some(price) = reg.prices.get(&model).copied() else {
+        return reject(
+            400,
+            format!("model {model:?} has no price in the case-run's run spec ([prices.\"{model}\"]); the budget cannot price it"),
+        );
+    };
+    sh.with_slot(&slot, |t| {
+        if t.captured.len() < CAPTURE_MAX_PER_RUN
+            && t.captured_bytes + body.len() <= CAPTURE_BYTES_MAX_PER_RUN
+        {
+            t.captured_bytes += body.len();
+            t.captured.push(Captured {
+                call_key: call_key.clone(),
+                attempt,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            });
+        }
+    });
+    let Ok(permit) = sh.upstream_slots.clone().acquire_owned().await else {
+        return error_response(503, "live_proxy", "the proxy is shutting down");
+    };
+    let hold = match sh
+        .budget
+        .reserve(&price, &worst_case_usage(body.len(), max_tokens))
+    {
+        Ok(h) => h,
+        Err(r) => {
+            sh.note_refusal(&slot, &r);
+            return error_response(402, "command_cap_reached", &r.message);
+        }
+    };
+    // In its own task, so a harness that hangs up mid-call cannot cut the
+    // upstream call off unbooked: it runs to the end and books what it cost.
+    let call = [
+        ("x-harness-call-role", role.clone()),
+        ("x-harness-call-key", call_key.clone()),
+        ("x-harness-attempt", attempt.to_string()),
+    ];
+    let request_len = body.len();
+    let task = tokio::spawn(forward(
+        sh.clone(),
+        reg.clone(),
+        call,
+        body,
+        price,
+        hold,
+        permit,
+    ));
+    let fwd = match task.await {
+        Ok(f) => f,
+        Err(e) => {
+            return error_response(502, "live_proxy", &format!("forwarding failed: {e}"));
+        }
+    };
+    if reg.record {
+        let size = request_len + fwd.body.len();
+        sh.with_slot(&slot, |t| {
+            if t.exchanges.len() < EXCHANGES_MAX_PER_RUN
+                && t.kept_bytes + size <= EXCHANGE_BYTES_MAX_PER_RUN
+            {
+                t.kept_bytes += size;
+                t.exchanges.push(Exchange {
+                    role: role.clone(),
+                    call_key: call_key.clone(),
+                    attempt,
+                    request: request.clone(),
+                    status: fwd.status,
+                    content_type: fwd.content_type.clone(),
+                    body: fwd.body.clone(),
+                    latency_ms: fwd.latency_ms,
+                });
+            } else {
+                t.dropped += 1;
+            }
+        });
+    }
+    let mut r = Response::new(Full::new(Bytes::from(fwd.body)));
+    *r.status_mut() = StatusCode::from_u16(fwd.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    for (name, v) in [
+        (hyper::header::CONTENT_TYPE, fwd.content_type),
+        (hyper::header::RETRY_AFTER, fwd.retry_after),
+    ] {
+        if let Some(hv) = v.and_then(|v| hyper::header::HeaderValue::from_str(&v).ok()) {
+            r.headers_mut().insert(name, hv);
+        }
+    }
+    r
+}
+
+struct Forwarded {
+    status: u16,
+    content_type: Option<String>,
+    retry_after: Option<String>,
+    body: Vec<u8>,
+    latency_ms: u64,
+}
+
+async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>, String> {
+    if resp.content_length().is_some_and(|l| l > cap as u64) {
+        return Err(format!("upstream body exceeds the {cap}-byte cap"));
+    }
+    let mut buf = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(c)) => {
+                if buf.len() + c.len() > cap {
+                    return Err(format!("upstream body exceeds the {cap}-byte cap"));
+                }
+                buf.extend_from_slice(&c);
+            }
+            Ok(None) => return Ok(buf),
+            Err(e) => return Err(format!("upstream body read failed: {e}")),
+        }
+    }
+}
+
+async fn forward(
+    sh: Arc<Shared>,
+    reg: RunReg,
+    call: [(&'static str, String); 3],
+    body: Bytes,
+    price: Price,
+    hold: super::budget::Hold,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) -> Forwarded {
+    use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+    let url = format!(
+        "{}{}",
+        sh.endpoint,
+        harness::model::endpoint_path(reg.protocol)
+    );
+    let mut rb = sh
+        .http
+        .post(&url)
+        .timeout(reg.timeout.min(UPSTREAM_TIMEOUT_MAX))
+        .header(CONTENT_TYPE, "application/json")
+        .header(
+            USER_AGENT,
+            concat!("bench-live/", env!("CARGO_PKG_VERSION")),
+        )
+        .body(body);
+    // The call's position, as the harness sent it: harmless to a hosted API,
+    // and what lets a replay server stand in as the upstream.
+    for (name, v) in call {
+        if !v.is_empty() {
+            rb = rb.header(name, v);
+        }
+    }
+    let secret = |v: String| {
+        HeaderValue::from_str(&v).ok().map(|mut h| {
+            h.set_sensitive(true);
+            h
+        })
+    };
+    match reg.protocol {
+        Protocol::Anthropic => {
+            rb = rb.header(
+                "anthropic-version",
+                harness::model::client::ANTHROPIC_VERSION,
+            );
+            if let Some(h) = sh.key.as_ref().and_then(|k| secret(k.0.clone())) {
+                rb = rb.header("x-api-key", h);
+            }
+        }
+        Protocol::Openai => {
+            if let Some(h) = sh
+                .key
+                .as_ref()
+                .and_then(|k| secret(format!("Bearer {}", k.0)))
+            {
+                rb = rb.header(AUTHORIZATION, h);
+            }
+        }
+    }
+    let t0 = Instant::now();
+    let ms = |t0: Instant| t0.elapsed().as_millis().min(u64::MAX as u128) as u64;
+    let made_up = |status: u16, msg: String, t0: Instant| Forwarded {
+        status,
+        content_type: Some("application/json".into()),
+        retry_after: None,
+        body: error_body("live_proxy_upstream", &msg),
+        latency_ms: ms(t0),
+    };
+    let resp = match rb.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            hold.release();
+            let (status, what) = if e.is_timeout() {
+                (
+                    504,
+                    format!("upstream timed out after {} ms", reg.timeout.as_millis()),
+                )
+            } else if e.is_connect() {
+                (502, "cannot connect to the upstream".to_string())
+            } else {
+                (502, "upstream request failed".to_string())
+            };
+            // reqwest's message names the URL, which holds no key.
+            return made_up(status, format!("{what}: {e}"), t0);
+        }
+    };
+    let status = resp.status().as_u16();
+    let hdr = |n: reqwest::header::HeaderName| {
+        resp.headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let content_type = hdr(CONTENT_TYPE);
+    let retry_after = hdr(reqwest::header::RETRY_AFTER);
+    let ok = (200..300).contains(&status);
+    let body = match read_capped(resp, MAX_RESPONSE_BYTES).await {
+        Ok(b) => scrub(b, sh.key.as_ref()),
+        Err(e) => {
+            if ok {
+                hold.book_worst(); // accepted, maybe billed, unknown usage
+            } else {
+                hold.release();
+            }
+            return made_up(502, e, t0);
+        }
+    };
+    if ok {
+        match parse_response(reg.protocol, &body) {
+            Ok(p) => hold.book(&price, &p.usage),
+            Err(_) => hold.book_worst(),
+        }
+    } else {
+        hold.release();
+    }
+    Forwarded {
+        status,
+        content_type,
+        retry_after,
+        body,
+        latency_ms: ms(t0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    fn anthropic_ok() -> Value {
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+               "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
+               "stop_sequence": null,
+               "usage": {"input_tokens": 100, "output_tokens": 10}})
+    }
+
+    /// The Anthropic wire: the proxy adds x-api-key and anthropic-version,
+    /// drops the auth the client sent, books the usage; and the refusals
+    /// (unregistered, wrong path, no price, too large, over the cap).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn anthropic_forwarding_auth_and_refusals() {
+        const VAR: &str = "BENCH_PROXY_UNIT_TEST_KEY";
+        const KEY: &str = "sk-ant-test-0123456789abcdefghij";
+        std::env::set_var(VAR, KEY);
+        let up = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .and(header("x-api-key", KEY))
+            .and(header(
+                "anthropic-version",
+                harness::model::client::ANTHROPIC_VERSION,
+            ))
+            .and(header("x-harness-call-key", "plan/0"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(anthropic_ok()))
+            .mount(&up)
+            .await;
+        let proxy = LiveProxy::start(ProxyConfig {
+            endpoint: up.uri(),
+            api_key_env: Some(VAR.into()),
+            caps: Caps::new(0.003, None).unwrap(),
+            max_in_flight: 2,
+        })
+        .await
+        .unwrap();
+        let prices: PriceTable = [(
+            "claude-x".to_string(),
+            Price {
+                input_usd_per_mtok: 1.0,
+                output_usd_per_mtok: 5.0,
+            },
+        )]
+        .into();
+        let base = proxy.register(
+            "c",
+            0,
+            RunReg {
+                protocol: Protocol::Anthropic,
+                prices,
+                timeout: Duration::from_secs(10),
+                record: true,
+            },
+        );
+        assert!(base.ends_with("/live/c/0"), "{base}");
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let post = |url: String, body: Vec<u8>| {
+            http.post(url)
+                .header("x-harness-call-role", "plan")
+                .header("x-harness-call-key", "plan/0")
+                .header("x-harness-attempt", "0")
+                .header("x-api-key", "sk-ant-from-the-client-000000000000")
+                .header("authorization", "Bearer from-the-client-0000000000")
+                .body(body)
+                .send()
+        };
+        let body = |model: &str, max: u64| {
+            json!({"model": model, "max_tokens": max, "messages": [{"role": "user", "content": "hi"}]})
+                .to_string()
+                .into_bytes()
+        };
+        let r = post(format!("{base}/v1/messages"), body("claude-x", 50))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let got = up.received_requests().await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert!(got[0].headers.get("authorization").is_none());
+        let s = proxy.budget().spend();
+        assert_eq!(s.booked_tokens, 110);
+        assert!((s.booked_usd - 0.00015).abs() < 1e-12, "{s:?}");
+        // Refusals, each an error the harness will not retry.
+        let too_big = vec![b' '; MAX_REQUEST_BYTES + 1];
+        for (url, b, status) in [
+            (
+                format!("{base}/v1/chat/completions"),
+                body("claude-x", 50),
+                404,
+            ),
+            (
+                base.replace("/live/c/0", "/live/nope/0") + "/v1/messages",
+                body("claude-x", 50),
+                404,
+            ),
+            (format!("{base}/v1/messages"), body("unpriced", 50), 400),
+            (format!("{base}/v1/messages"), b"not json".to_vec(), 400),
+            (format!("{base}/v1/messages"), too_big, 413),
+            // ~1.1k tokens in at $1 + 1000 out at $5 = ~$0.006 > $0.003: over the cap.
+            (format!("{base}/v1/messages"), body("claude-x", 1000), 402),
+        ] {
+            let r = post(url.clone(), b).await.unwrap();
+            assert_eq!(r.status().as_u16(), status, "{url}");
+            let v: Value = r.json().await.unwrap();
+            assert!(v["error"]["message"].is_string(), "{v}");
+        }
+        assert_eq!(up.received_requests().await.unwrap().len(), 1);
+        assert!(proxy.budget().cap_reached().is_some());
+        let t = proxy.finish("c", 0);
+        assert_eq!(t.exchanges.len(), 1);
+        assert_eq!(t.refused.len(), 1);
+        assert_eq!(t.rejected.len(), 4, "{:?}", t.rejected);
+        std::env::remove_var(VAR);
+    }
+
+    #[test]
+    fn routes() {
+        assert_eq!(
+            route("/live/case-1/2/v1/chat/completions"),
+            Some(("case-1", 2, "/v1/chat/completions"))
+        );
+        assert_eq!(
+            route("/live/a~c/0/v1/messages"),
+            Some(("a~c", 0, "/v1/messages"))
+        );
+        assert_eq!(route("/live/c/x/v1/messages"), None);
+        assert_eq!(route("/replay/c/0/v1/messages"), None);
+        assert_eq!(route("/live//0/v1"), None);
+    }
+
+    #[test]
+    fn scrub_replaces_every_occurrence() {
+        let k = Secret("sk-abc".into());
+        assert_eq!(
+            scrub(b"x sk-abc y sk-abcsk-abc".to_vec(), Some(&k)),
+            b"x [REDACTED] y [REDACTED][REDACTED]".to_vec()
+        );
+        assert_eq!(scrub(b"sk-ab".to_vec(), Some(&k)), b"sk-ab".to_vec());
+        assert_eq!(format!("{k:?}"), "[REDACTED]");
+    }
+
+    #[test]
+    fn endpoint_hosts_and_env_names() {
+        assert_eq!(
+            endpoint_host("http://127.0.0.1:8080/v1").unwrap(),
+            "127.0.0.1:8080"
+        );
+        assert_eq!(
+            endpoint_host("https://api.anthropic.com").unwrap(),
+            "api.anthropic.com"
+        );
+        assert!(endpoint_host("https://u:p@h/v1").is_err());
+        assert!(endpoint_host("https://h/v1?key=x").is_err());
+        assert!(endpoint_host("ftp://h").is_err());
+        assert!(check_env_name("OPENAI_API_KEY").is_ok());
+        assert!(check_env_name("sk-abc123").is_err());
+        assert!(check_env_name("").is_err());
+    }
+}

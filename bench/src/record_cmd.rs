@@ -1,0 +1,484 @@
+//! `bench record`: run cases live against a model endpoint and write what
+//! the model answered as cassettes, so the same traffic replays offline.
+//!
+//!     bench record --endpoint URL --protocol openai|anthropic --model M
+//!                  (--case ID|DIR | --suite DIR) [--runs N] [--temperature T]
+//!                  [--seed S] [--api-key-env NAME] --max-usd X [--max-tokens N]
+//!                  [--max-concurrency K] [--prices FILE] --out recordings/<name>
+//!
+//! Each case runs N times through the real harness binary, exactly as `bench
+//! run` runs it (a fresh copy, `harness run --spec --state-dir --base-url`),
+//! with an overlay on its run.toml: `model.protocol = P`, `model.planner /
+//! executor / judge = M`, `model.temperature = T`, and for run i `model.seed
+//! = S + i` (openai only; the Messages API has no seed). `--prices` adds
+//! price entries to the case's table (a local model: 0). The harness talks
+//! to the bench's live proxy, which adds the API key, enforces the
+//! command-wide cap and keeps the traffic; `<out>/<case-id>.json` is written
+//! as soon as a case's runs are all in, then read back with `Cassette::load`.
+//! Case-run directories and `live.json` go under `--work`.
+//!
+//! Exit codes: 0 every case recorded with all its runs; 1 the cap was
+//! reached or some run or cassette could not be recorded (the rest is
+//! written); 2 usage error (a flag, or a case's spec that the overlay makes
+//! invalid, named by file and field); 3 no case to record, no harness
+//! binary, or the proxy could not start.
+
+use crate::batch::{self, Batch};
+use crate::calibrate_cmd::ProtocolArg;
+use crate::live::{self, recorder::Recorder, LiveTarget};
+use crate::runner::Overlay;
+use crate::suite::{Case, LoadError};
+use clap::Args;
+use harness::model::Protocol;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+pub const EXIT_INCOMPLETE: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_UNLOADABLE: u8 = 3;
+
+#[derive(Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// The model endpoint (OpenAI-compatible base URL ends in /v1; Anthropic's has none).
+    #[arg(long)]
+    pub endpoint: String,
+    #[arg(long, value_enum)]
+    pub protocol: ProtocolArg,
+    /// The model name sent to the endpoint, for planner, executor and judge.
+    #[arg(long)]
+    pub model: String,
+    /// One case: a case directory (holding case.toml), or a case id under --suite (default suites).
+    #[arg(long)]
+    pub case: Option<String>,
+    /// A suite root (suites/, its four categories) or a category directory
+    /// (suites/live): every case in it, or the --case id.
+    #[arg(long)]
+    pub suite: Option<PathBuf>,
+    /// Only the cases of this category of --suite.
+    #[arg(long)]
+    pub category: Option<String>,
+    /// Live case-runs per case = run variants in its cassette.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// Sampling temperature (above 0 so the runs differ).
+    #[arg(long, default_value_t = 0.8)]
+    pub temperature: f64,
+    /// Sampling seed of run 0; run i uses seed + i (openai only).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Command-wide spending cap in USD over every case-run.
+    #[arg(long)]
+    pub max_usd: f64,
+    /// Command-wide cap in tokens: the guard for a model priced at $0.
+    #[arg(long)]
+    pub max_tokens: Option<u64>,
+    /// Case-runs (and upstream requests) at once.
+    #[arg(long, default_value_t = 1)]
+    pub max_concurrency: usize,
+    /// TOML price table added to each case's: [prices."<model>"] input_usd_per_mtok, output_usd_per_mtok.
+    #[arg(long)]
+    pub prices: Option<PathBuf>,
+    /// Where the cassettes go: <out>/<case-id>.json.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Case-run directories (copies, state dirs) and live.json.
+    #[arg(long, default_value = "target/bench/record")]
+    pub work: PathBuf,
+    /// The harness binary (default: next to this bench binary).
+    #[arg(long)]
+    pub harness: Option<PathBuf>,
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("bench record: {msg}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn unloadable(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("bench record: {msg}");
+    ExitCode::from(EXIT_UNLOADABLE)
+}
+
+pub fn run(args: RecordArgs) -> ExitCode {
+    batch::block_on("record", EXIT_UNLOADABLE, run_async(args))
+}
+
+fn protocol(p: ProtocolArg) -> Protocol {
+    match p {
+        ProtocolArg::Openai => Protocol::Openai,
+        ProtocolArg::Anthropic => Protocol::Anthropic,
+    }
+}
+
+/// The overlay every case's run.toml gets (the seed is set per run by the
+/// live target).
+pub fn overlay(
+    protocol: Protocol,
+    model: &str,
+    temperature: f64,
+    prices: Option<&harness::ledger::PriceTable>,
+) -> Overlay {
+    let mut m = toml::Table::new();
+    m.insert(
+        "protocol".into(),
+        toml::Value::String(protocol.as_str().into()),
+    );
+    for role in ["planner", "executor", "judge"] {
+        m.insert(role.into(), toml::Value::String(model.into()));
+    }
+    m.insert("temperature".into(), toml::Value::Float(temperature));
+    let mut table = toml::Table::new();
+    table.insert("model".into(), toml::Value::Table(m));
+    if let Some(p) = prices {
+        let mut pt = toml::Table::new();
+        for (name, price) in p {
+            let mut e = toml::Table::new();
+            e.insert(
+                "input_usd_per_mtok".into(),
+                toml::Value::Float(price.input_usd_per_mtok),
+            );
+            e.insert(
+                "output_usd_per_mtok".into(),
+                toml::Value::Float(price.output_usd_per_mtok),
+            );
+            pt.insert(name.clone(), toml::Value::Table(e));
+        }
+        table.insert("prices".into(), toml::Value::Table(pt));
+    }
+    Overlay {
+        table,
+        budget_scale: None,
+    }
+}
+
+/// The cases to record: `--case DIR`, or the suite (filtered by category
+/// and `--case ID`); cases with no cassette yet load too.
+fn load_cases(args: &RecordArgs) -> Result<(Vec<Case>, Vec<LoadError>), String> {
+    if let Some(c) = &args.case {
+        let p = Path::new(c);
+        if p.join("case.toml").is_file() {
+            // The category is the parent directory's name, as in a suite.
+            let category = std::fs::canonicalize(p)
+                .ok()
+                .and_then(|d| {
+                    d.parent()
+                        .and_then(|x| x.file_name())
+                        .map(|n| n.to_string_lossy().into_owned())
+                })
+                .unwrap_or_default();
+            return live::load_case_live(p, &category)
+                .map(|c| (vec![c], vec![]))
+                .map_err(|e| e.to_string());
+        }
+    }
+    let root = args
+        .suite
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("suites"));
+    let s = live::load_suite_live(&root, args.category.as_deref()).map_err(|e| e.to_string())?;
+    let (mut cases, mut errors) = (s.cases, s.errors);
+    if let Some(id) = &args.case {
+        cases.retain(|c| c.id() == id);
+        errors.retain(|e| {
+            Path::new(&e.file)
+                .components()
+                .any(|x| x.as_os_str() == id.as_str())
+        });
+        if cases.is_empty() {
+            return Err(match errors.first() {
+                Some(e) => format!("--case {id}: {e}"),
+                None => format!(
+                    "--case {id:?}: no such case directory or case id under {}",
+                    root.display()
+                ),
+            });
+        }
+    }
+    if cases.is_empty() {
+        return Err(format!(
+            "no case to record under {}{}",
+            root.display(),
+            errors
+                .first()
+                .map(|e| format!(" (first problem: {e})"))
+                .unwrap_or_default()
+        ));
+    }
+    Ok((cases, errors))
+}
+
+/// Lay the overlay (and run 0's seed) over each case's spec and parse it as
+/// the harness will, so a case the overlay makes invalid is a usage error
+/// before anything is spent; and refuse a $0 model with no token cap.
+fn check_cases(
+    cases: &[Case],
+    ov: &Overlay,
+    seed: Option<u64>,
+    model: &str,
+    max_tokens: Option<u64>,
+) -> Result<(), String> {
+    for c in cases {
+        let spec = c.dir.join("run.toml");
+        let shown = spec.display().to_string();
+        let text = std::fs::read_to_string(&spec).map_err(|e| format!("{shown}: {e}"))?;
+        let mut laid: toml::Table = ov
+            .apply(&text)
+            .map_err(|e| format!("{shown}: {e}"))?
+            .parse()
+            .map_err(|e: toml::de::Error| format!("{shown}: {}", e.message()))?;
+        if let (Some(s), Some(m)) = (seed, laid.get_mut("model").and_then(|m| m.as_table_mut())) {
+            m.insert(
+                "seed".into(),
+                toml::Value::Integer(s.min(i64::MAX as u64) as i64),
+            );
+        }
+        let laid = toml::to_string(&laid).map_err(|e| e.to_string())?;
+        // Relative to the spec's own directory, absolute, as `RunSpec::load` does.
+        let dir = std::fs::canonicalize(&c.dir).unwrap_or_else(|_| c.dir.clone());
+        let parsed = harness::spec::RunSpec::parse(&laid, &shown, &dir).map_err(|e| {
+            format!(
+                "{}: field `{}`: expected {} (with --model {model} laid over it{})",
+                e.file,
+                e.field,
+                e.expected,
+                if e.field.starts_with("prices") {
+                    "; give its price with --prices FILE, 0 for a local model"
+                } else {
+                    ""
+                }
+            )
+        })?;
+        if let Some(p) = parsed.prices.get(model) {
+            if p.input_usd_per_mtok == 0.0 && p.output_usd_per_mtok == 0.0 && max_tokens.is_none() {
+                return Err(format!(
+                    "{shown}: model {model:?} is priced at $0, so --max-usd cannot bound it; give --max-tokens"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn run_async(args: RecordArgs) -> ExitCode {
+    if args.runs == 0 || args.runs > crate::run_cmd::RUNS_PER_CASE_MAX {
+        return usage(format!(
+            "--runs {}: expected 1..={}",
+            args.runs,
+            crate::run_cmd::RUNS_PER_CASE_MAX
+        ));
+    }
+    if !(args.temperature.is_finite() && (0.0..=2.0).contains(&args.temperature)) {
+        return usage(format!(
+            "--temperature {}: expected 0..=2",
+            args.temperature
+        ));
+    }
+    let proto = protocol(args.protocol);
+    if args.seed.is_some() && proto == Protocol::Anthropic {
+        return usage("--seed: the Anthropic Messages API takes no seed; leave it out");
+    }
+    if args.max_concurrency == 0 || args.max_concurrency > crate::run_cmd::CONCURRENCY_MAX {
+        return usage(format!(
+            "--max-concurrency {}: expected 1..={}",
+            args.max_concurrency,
+            crate::run_cmd::CONCURRENCY_MAX
+        ));
+    }
+    if args.case.is_none() && args.suite.is_none() {
+        return usage("give --case ID|DIR or --suite DIR");
+    }
+    if args.model.trim().is_empty() {
+        return usage("--model: expected the model name");
+    }
+    let settings = match live::settings(
+        &args.endpoint,
+        args.api_key_env.as_deref(),
+        Some(args.max_usd),
+        args.max_tokens,
+    ) {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    let prices = match &args.prices {
+        Some(p) => match crate::calibrate_cmd::load_prices(p) {
+            Ok(t) => Some(t),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
+    let ov = overlay(proto, &args.model, args.temperature, prices.as_ref());
+    let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return unloadable(e),
+    };
+    let (cases, load_errors) = match load_cases(&args) {
+        Ok(c) => c,
+        Err(e) => return unloadable(e),
+    };
+    for e in &load_errors {
+        eprintln!("bench record: case not loaded: {e}");
+    }
+    if let Err(e) = check_cases(&cases, &ov, args.seed, &args.model, args.max_tokens) {
+        return usage(e);
+    }
+    let proxy = match live::start_proxy(&settings, args.max_concurrency).await {
+        Ok(p) => p,
+        Err(e) => return unloadable(e),
+    };
+    let recorder = match Recorder::new(
+        &args.out,
+        live::provenance("bench record", proxy.upstream_host()),
+        args.runs,
+    ) {
+        Ok(r) => Arc::new(r),
+        Err(e) => return usage(e),
+    };
+    let target = LiveTarget::new(
+        proxy.clone(),
+        None,
+        Some(recorder.clone()),
+        args.seed,
+        settings.api_key_env.clone(),
+    );
+    let ids: Vec<String> = cases.iter().map(|c| c.id().to_string()).collect();
+    eprintln!(
+        "bench record: {} case(s) x {} run(s) live against {} ({} {}), cap {}",
+        cases.len(),
+        args.runs,
+        proxy.upstream_host(),
+        proto.as_str(),
+        args.model,
+        settings.caps.describe()
+    );
+    let b = match Batch::start_live(
+        cases,
+        target.clone(),
+        harness_bin,
+        &args.work,
+        args.runs,
+        args.max_concurrency,
+    ) {
+        Ok(b) => b,
+        Err(e) => return unloadable(e),
+    };
+    let total = b.total();
+    let bar = progress_bar(total);
+    let mut done = 0u64;
+    let per_case = b
+        .run(&ov, &b.out, |ci, rec| {
+            done += 1;
+            let line = format!(
+                "[{done}/{total}] {} run {}: {} (exit {}, {:.1} s){}",
+                ids[ci],
+                rec.run,
+                rec.ending,
+                rec.exit_code,
+                rec.latency_ms as f64 / 1000.0,
+                if rec.ending == "<none>" {
+                    format!(" -- {}", rec.failures.join("; "))
+                } else {
+                    String::new()
+                }
+            );
+            match &bar {
+                Some(b) => {
+                    b.inc(1);
+                    b.println(line);
+                }
+                None => eprintln!("{line}"),
+            }
+        })
+        .await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let written = recorder.finish();
+    println!("{}", table(&ids, &per_case, &written, args.runs));
+    let report = live::LiveReport::collect(&target, written);
+    for l in report.lines() {
+        println!("{l}");
+    }
+    match report.write(&b.out) {
+        Ok(p) => println!("live       {}", p.display()),
+        Err(e) => eprintln!("bench record: cannot write live.json: {e}"),
+    }
+    let complete = report
+        .recordings
+        .iter()
+        .all(|w| w.path.is_some() && w.runs_recorded == args.runs);
+    if report.cap_reached.is_none() && complete && load_errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        if report.cap_reached.is_none() && !complete {
+            println!("bench record: some runs were not recorded (see above)");
+        }
+        ExitCode::from(EXIT_INCOMPLETE)
+    }
+}
+
+fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(total);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} live case-runs {elapsed} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(b)
+}
+
+/// Tokens a case-run's ledger booked (all four fields), from its report.
+fn tokens_of(r: &crate::runner::RunRecord) -> u64 {
+    std::fs::read(Path::new(&r.state_dir).join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| serde_json::from_value::<harness::model::Usage>(v["usage"].clone()).ok())
+        .map_or(0, |u| u.total())
+}
+
+/// Endings per case and run, and what was recorded.
+fn table(
+    ids: &[String],
+    per_case: &[Vec<crate::runner::RunRecord>],
+    written: &[live::recorder::CaseWritten],
+    runs: u32,
+) -> String {
+    use tabled::{builder::Builder, settings::Style};
+    let mut b = Builder::default();
+    let mut head = vec!["case".to_string()];
+    head.extend((0..runs).map(|r| format!("run {r}")));
+    head.extend(["tokens".into(), "$".into(), "recorded".into()]);
+    b.push_record(head);
+    for (id, recs) in ids.iter().zip(per_case) {
+        let mut row = vec![id.clone()];
+        for r in 0..runs {
+            row.push(
+                recs.iter()
+                    .find(|x| x.run == r)
+                    .map(|x| x.ending.clone())
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        let cost: f64 = recs.iter().map(|r| r.cost_usd).sum();
+        let w = written.iter().find(|w| &w.case == id);
+        row.push(recs.iter().map(tokens_of).sum::<u64>().to_string());
+        row.push(format!("{cost:.6}"));
+        row.push(match w {
+            Some(w) if w.path.is_some() => format!("{}/{runs} runs", w.runs_recorded),
+            Some(_) => "no".into(),
+            None => "-".into(),
+        });
+        b.push_record(row);
+    }
+    let mut t = b.build();
+    t.with(Style::sharp());
+    t.to_string()
+}
