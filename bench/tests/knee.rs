@@ -7,12 +7,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod common;
+use common::*;
+
 
 /// The harness binary next to the bench binary. `cargo test --workspace`
 /// builds it; `cargo test -p bench` alone does not, so build it then.

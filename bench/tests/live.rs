@@ -18,30 +18,14 @@ use std::process::Command;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+mod common;
+use common::*;
+
 const KEY_ENV: &str = "BENCH_LIVE_TEST_KEY";
 const SENTINEL: &str = "sk-test-SENTINEL-0123456789abcdef";
 const MODEL: &str = "fake-model";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
-fn harness_bin() -> PathBuf {
-    let p = Path::new(env!("CARGO_BIN_EXE_bench")).with_file_name("harness");
-    if !p.exists() {
-        let mut c = Command::new(env!("CARGO"));
-        c.args(["build", "-q", "-p", "harness", "--bin", "harness"])
-            .current_dir(repo());
-        if !cfg!(debug_assertions) {
-            c.arg("--release");
-        }
-        assert!(c.status().unwrap().success());
-    }
-    p
-}
 
 /// The demo case as `<suite>/happy/<id>/`, speaking openai to MODEL at the
 /// given price, with NO cassette (it is what the recording makes).

@@ -11,28 +11,12 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+use common::*;
+
 const MODEL: &str = "smollm2-135m-instruct-q4_1";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
-fn harness_bin() -> PathBuf {
-    let p = Path::new(env!("CARGO_BIN_EXE_bench")).with_file_name("harness");
-    if !p.exists() {
-        let mut c = Command::new(env!("CARGO"));
-        c.args(["build", "-q", "-p", "harness", "--bin", "harness"])
-            .current_dir(repo());
-        if !cfg!(debug_assertions) {
-            c.arg("--release");
-        }
-        assert!(c.status().unwrap().success());
-    }
-    p
-}
 
 fn live_case_dirs() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("suites/live"))

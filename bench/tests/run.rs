@@ -2,30 +2,13 @@
 //! case: the gate, the failure report, bad input, and sharding + merge.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod common;
+use common::*;
 
-fn harness_bin() -> PathBuf {
-    let p = Path::new(env!("CARGO_BIN_EXE_bench")).with_file_name("harness");
-    if !p.exists() {
-        // `cargo test -p bench` alone does not build the other package's binary.
-        let mut c = Command::new(env!("CARGO"));
-        c.args(["build", "-q", "-p", "harness", "--bin", "harness"])
-            .current_dir(repo());
-        if !cfg!(debug_assertions) {
-            c.arg("--release");
-        }
-        assert!(c.status().unwrap().success());
-    }
-    p
-}
+
 
 /// A case built from the demo: same workspace and cassette, its own id.
 fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {

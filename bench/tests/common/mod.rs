@@ -1,0 +1,29 @@
+//! Shared by the bench's integration tests: where the repo is, and the
+//! harness binary the bench runs as a subprocess.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The harness binary next to the bench binary under test, built if missing:
+/// `cargo test -p bench` alone does not build the other package's binary.
+pub fn harness_bin() -> PathBuf {
+    let p = Path::new(env!("CARGO_BIN_EXE_bench")).with_file_name("harness");
+    if !p.exists() {
+        let mut c = Command::new(env!("CARGO"));
+        c.args(["build", "-q", "-p", "harness", "--bin", "harness"])
+            .current_dir(repo());
+        if !cfg!(debug_assertions) {
+            c.arg("--release");
+        }
+        assert!(c.status().unwrap().success());
+    }
+    p
+}
