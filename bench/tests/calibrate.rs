@@ -9,7 +9,6 @@ use std::process::{Command, Output};
 mod common;
 use common::*;
 
-
 fn bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bench"))
         .arg("calibrate")

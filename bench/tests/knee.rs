@@ -10,7 +10,6 @@ use std::process::Command;
 mod common;
 use common::*;
 
-
 /// The harness binary next to the bench binary. `cargo test --workspace`
 /// builds it; `cargo test -p bench` alone does not, so build it then.
 fn harness() -> PathBuf {

@@ -25,8 +25,6 @@ const KEY_ENV: &str = "BENCH_LIVE_TEST_KEY";
 const SENTINEL: &str = "sk-test-SENTINEL-0123456789abcdef";
 const MODEL: &str = "fake-model";
 
-
-
 /// The demo case as `<suite>/happy/<id>/`, speaking openai to MODEL at the
 /// given price, with NO cassette (it is what the recording makes).
 fn add_case(suite: &Path, id: &str, price: (f64, f64)) -> PathBuf {

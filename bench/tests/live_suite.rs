@@ -16,8 +16,6 @@ use common::*;
 
 const MODEL: &str = "smollm2-135m-instruct-q4_1";
 
-
-
 fn live_case_dirs() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("suites/live"))
         .unwrap()

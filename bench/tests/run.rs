@@ -8,8 +8,6 @@ use std::process::Command;
 mod common;
 use common::*;
 
-
-
 /// A case built from the demo: same workspace and cassette, its own id.
 fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {
     let dir = suite.join(category).join(id);

@@ -49,11 +49,19 @@ pub fn plan_schema(checks: &[String]) -> Value {
         json!({"type": "object", "properties": p, "required": required})
     };
     let mut verify = vec![
-        kind("file_contains", json!({"path": path, "text": {"type": "string"}}), &["path", "text"]),
+        kind(
+            "file_contains",
+            json!({"path": path, "text": {"type": "string"}}),
+            &["path", "text"],
+        ),
         kind("file_exists", json!({"path": path}), &["path"]),
         kind("file_absent", json!({"path": path}), &["path"]),
         kind("outbox_has", json!({"key": {"type": "string"}}), &["key"]),
-        kind("migration_state", json!({"name": {"type": "string"}}), &["name"]),
+        kind(
+            "migration_state",
+            json!({"name": {"type": "string"}}),
+            &["name"],
+        ),
     ];
     if !checks.is_empty() {
         verify.push(kind("check", json!({"name": {"enum": checks}}), &["name"]));
@@ -366,12 +374,17 @@ mod tests {
     #[test]
     fn the_plan_schema_is_exactly_the_verify_vocabulary() {
         let every = [
-            Verify::FileContains { path: "a".into(), text: "b".into() },
+            Verify::FileContains {
+                path: "a".into(),
+                text: "b".into(),
+            },
             Verify::FileAbsent { path: "a".into() },
             Verify::FileExists { path: "a".into() },
             Verify::OutboxHas { key: "k".into() },
             Verify::MigrationState { name: "m".into() },
-            Verify::Check { name: "tests".into() },
+            Verify::Check {
+                name: "tests".into(),
+            },
         ];
         let schema = plan_schema(&["tests".into(), "lint".into()]);
         let branches = schema["properties"]["tasks"]["items"]["properties"]["verify"]["anyOf"]
@@ -388,21 +401,33 @@ mod tests {
             // Every field the variant serialises is a property the branch
             // requires, and nothing else is required.
             let mut fields: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
-            let mut req: Vec<&str> =
-                b["required"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+            let mut req: Vec<&str> = b["required"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap())
+                .collect();
             fields.sort();
             req.sort();
             assert_eq!(fields, req, "{j}");
         }
-        let check = branches.iter().find(|b| b["properties"]["kind"]["const"] == "check").unwrap();
-        assert_eq!(check["properties"]["name"]["enum"], json!(["tests", "lint"]));
+        let check = branches
+            .iter()
+            .find(|b| b["properties"]["kind"]["const"] == "check")
+            .unwrap();
+        assert_eq!(
+            check["properties"]["name"]["enum"],
+            json!(["tests", "lint"])
+        );
         // No checks in the spec: no check branch (an empty enum admits nothing).
         let none = plan_schema(&[]);
-        assert!(none["properties"]["tasks"]["items"]["properties"]["verify"]["anyOf"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|b| b["properties"]["kind"]["const"] != "check"));
+        assert!(
+            none["properties"]["tasks"]["items"]["properties"]["verify"]["anyOf"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|b| b["properties"]["kind"]["const"] != "check")
+        );
     }
 
     #[test]

@@ -219,7 +219,10 @@ mod tests {
     #[test]
     fn stdout_and_stderr_are_captured_in_order_with_the_exit_code() {
         let d = tempfile::tempdir().unwrap();
-        let r = run_check(&sh("echo one; echo two >&2; echo three; exit 3", 10), d.path());
+        let r = run_check(
+            &sh("echo one; echo two >&2; echo three; exit 3", 10),
+            d.path(),
+        );
         assert!(!r.passed);
         assert_eq!(r.exit_code, Some(3));
         assert!(!r.timed_out);
@@ -227,7 +230,9 @@ mod tests {
         let ok = run_check(&sh("pwd", 10), d.path());
         assert!(ok.passed, "{ok:?}");
         assert_eq!(
-            std::path::Path::new(ok.output.trim()).canonicalize().unwrap(),
+            std::path::Path::new(ok.output.trim())
+                .canonicalize()
+                .unwrap(),
             d.path().canonicalize().unwrap(),
             "runs in the workspace"
         );
@@ -246,7 +251,10 @@ mod tests {
     fn only_the_tail_of_a_chatty_check_is_kept() {
         let d = tempfile::tempdir().unwrap();
         let r = run_check(
-            &sh("i=0; while [ $i -lt 2000 ]; do echo line-$i; i=$((i+1)); done", 10),
+            &sh(
+                "i=0; while [ $i -lt 2000 ]; do echo line-$i; i=$((i+1)); done",
+                10,
+            ),
             d.path(),
         );
         assert!(r.passed);

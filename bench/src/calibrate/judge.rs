@@ -25,8 +25,8 @@ use harness::drift::{self, DriftCheck};
 use harness::goal::Goal;
 use harness::ledger::{cost_usd, Price, PriceTable};
 use harness::model::{
-    render_response, CallRole, EndpointConfig, ModelClient, ModelRequest,
-    ParsedReply, Protocol, Usage,
+    render_response, CallRole, EndpointConfig, ModelClient, ModelRequest, ParsedReply, Protocol,
+    Usage,
 };
 use harness::replay::{
     Cassette, Interaction, Made, MadeHow, Recordings, ReplayOptions, ReplayServer,
@@ -734,8 +734,8 @@ fn civil_from_days(z: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::model::request_body;
     use crate::calibrate_cmd::queues;
+    use harness::model::request_body;
     use serde_json::Value;
 
     fn set() -> LabeledSet {
