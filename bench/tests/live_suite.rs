@@ -141,7 +141,9 @@ fn add_live_case(root: &Path, src_id: &str, id: &str) -> PathBuf {
                 {"key": "execute/t1/a0/1", "text": "Done: new_checkout is false.", "usage": usage}
             ]},
             {"calls": [
-                {"key": "plan/0", "text": "{\"tasks\": []}", "usage": usage}
+                // An empty plan gets the spec's one replan, also empty.
+                {"key": "plan/0", "text": "{\"tasks\": []}", "usage": usage},
+                {"key": "replan/0", "text": "{\"tasks\": []}", "usage": usage}
             ]}
         ]
     });
@@ -160,7 +162,7 @@ fn add_live_case(root: &Path, src_id: &str, id: &str) -> PathBuf {
         &dir,
         &[
             Some(("GOAL_MET", 0, true, 3)),
-            Some(("QUEUE_EMPTY_GOAL_UNMET", 3, false, 1)),
+            Some(("QUEUE_EMPTY_GOAL_UNMET", 3, false, 2)),
         ],
     );
     let case = std::fs::read_to_string(dir.join("case.toml")).unwrap();
