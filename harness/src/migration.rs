@@ -123,6 +123,31 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// At most this many definitions are offered to the planner by name.
+pub const DEFINED_LIST_MAX: usize = 64;
+
+/// The names of the valid migration definitions in the workspace
+/// (`migrations/<name>.json` that [`load`] accepts), sorted: what a
+/// `migration_state` verify can name and be admitted.
+pub fn defined(ws: &Workspace) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(ws.root().join(MIGRATIONS_DIR)) else {
+        return vec![];
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .map(str::to_string)
+        })
+        .filter(|n| load(ws, n).is_ok())
+        .collect();
+    names.sort();
+    names.truncate(DEFINED_LIST_MAX);
+    names
+}
+
 /// The workspace-relative path of a migration's definition.
 pub fn definition_path(name: &str) -> String {
     format!("{MIGRATIONS_DIR}/{name}.json")

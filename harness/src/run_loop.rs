@@ -777,10 +777,12 @@ impl Runner {
     async fn plan(&mut self) -> Result<(), LapError> {
         let checks: Vec<String> = self.spec.checks.keys().cloned().collect();
         let listing = self.workspace_listing();
+        let migrations = crate::migration::defined(&self.workspace);
         let mut req = crate::agent::plan_request(
             &self.goal,
             self.spec.model_for(crate::model::types::CallRole::Plan),
             &checks,
+            &migrations,
             &listing,
             "plan/0".into(),
         );
@@ -818,10 +820,12 @@ impl Runner {
         let n = self.state.replans;
         self.state.replans += 1;
         let checks: Vec<String> = self.spec.checks.keys().cloned().collect();
+        let migrations = crate::migration::defined(&self.workspace);
         let req = crate::agent::replan_request(
             &self.goal,
             self.spec.model_for(crate::model::types::CallRole::Replan),
             &checks,
+            &migrations,
             &self.state,
             &truncate(predicate_output, 2000),
             format!("replan/{n}"),
