@@ -55,13 +55,21 @@ pub fn plan_schema(checks: &[String], migrations: &[String]) -> Value {
         json!({"type": "object", "properties": p, "required": required})
     };
     let mut verify = vec![
-        kind("file_contains", json!({"path": path, "text": {"type": "string"}}), &["path", "text"]),
+        kind(
+            "file_contains",
+            json!({"path": path, "text": {"type": "string"}}),
+            &["path", "text"],
+        ),
         kind("file_exists", json!({"path": path}), &["path"]),
         kind("file_absent", json!({"path": path}), &["path"]),
         kind("outbox_has", json!({"key": {"type": "string"}}), &["key"]),
     ];
     if !migrations.is_empty() {
-        verify.push(kind("migration_state", json!({"name": {"enum": migrations}}), &["name"]));
+        verify.push(kind(
+            "migration_state",
+            json!({"name": {"enum": migrations}}),
+            &["name"],
+        ));
     }
     if !checks.is_empty() {
         verify.push(kind("check", json!({"name": {"enum": checks}}), &["name"]));
@@ -383,7 +391,9 @@ mod tests {
             Verify::FileAbsent { path: "a".into() },
             Verify::FileExists { path: "a".into() },
             Verify::OutboxHas { key: "k".into() },
-            Verify::MigrationState { name: "0042".into() },
+            Verify::MigrationState {
+                name: "0042".into(),
+            },
             Verify::Check {
                 name: "tests".into(),
             },
