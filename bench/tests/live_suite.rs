@@ -229,34 +229,6 @@ fn add_happy_case(root: &Path, id: &str) {
     .unwrap();
 }
 
-fn bench_run(suite: &Path, out: &Path, extra: &[&str]) -> (i32, Value, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .arg("run")
-        .arg("--suite")
-        .arg(suite)
-        .arg("--out")
-        .arg(out)
-        .arg("--harness")
-        .arg(harness_bin())
-        .args(extra)
-        .env("CI", "1")
-        .output()
-        .unwrap();
-    let summary = std::fs::read(out.join("summary.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (
-        o.status.code().unwrap_or(-1),
-        summary,
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
-}
-
 fn case_ids(summary: &Value) -> Vec<String> {
     let mut v: Vec<String> = summary["cases"]
         .as_array()

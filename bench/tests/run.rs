@@ -37,34 +37,6 @@ fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {
 
 const GOOD: &str = "ending = \"GOAL_MET\"\nverified = [\"t1\", \"t2\", \"t3\"]\noutbox_key_count = { \"rollout-0042\" = 1 }\nfiles_contain = { \"src/search.py\" = \"idx_search_ts\" }\npredicate_met = true";
 
-fn bench_run(suite: &Path, out: &Path, extra: &[&str]) -> (i32, Value, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .arg("run")
-        .arg("--suite")
-        .arg(suite)
-        .arg("--out")
-        .arg(out)
-        .arg("--harness")
-        .arg(harness_bin())
-        .args(extra)
-        .env("CI", "1")
-        .output()
-        .unwrap();
-    let summary = std::fs::read(out.join("summary.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (
-        o.status.code().unwrap_or(-1),
-        summary,
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
-}
-
 #[test]
 fn a_passing_suite_exits_0_with_the_contract_fields() {
     let t = tempfile::tempdir().unwrap();

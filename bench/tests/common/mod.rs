@@ -2,6 +2,7 @@
 //! harness binary the bench runs as a subprocess.
 #![allow(dead_code)] // each test crate uses its own subset
 
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -26,4 +27,34 @@ pub fn harness_bin() -> PathBuf {
         assert!(c.status().unwrap().success());
     }
     p
+}
+
+/// `bench run` on a suite (CI mode): exit code, summary.json (Null when
+/// none was written) and everything it printed.
+pub fn bench_run(suite: &Path, out: &Path, extra: &[&str]) -> (i32, Value, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("run")
+        .arg("--suite")
+        .arg(suite)
+        .arg("--out")
+        .arg(out)
+        .arg("--harness")
+        .arg(harness_bin())
+        .args(extra)
+        .env("CI", "1")
+        .output()
+        .unwrap();
+    let summary = std::fs::read(out.join("summary.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (
+        o.status.code().unwrap_or(-1),
+        summary,
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
 }
