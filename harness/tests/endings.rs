@@ -141,7 +141,7 @@ fn max_usd_flag_tightens_the_specs_cap() {
     let r = loose.run();
     assert_ne!(r.ending(), "BUDGET_EXHAUSTED", "{}", r.explain());
 
-    let mut bad = case("max-usd-flag-bad").calls(calls());
+    let bad = case("max-usd-flag-bad").calls(calls());
     bad.materialize();
     let mut bad = bad.command();
     bad.args(["--max-usd", "-1"]);
