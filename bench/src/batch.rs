@@ -30,6 +30,23 @@ pub fn block_on<F: Future<Output = ExitCode>>(cmd: &str, on_error: u8, body: F) 
     }
 }
 
+/// A progress bar over `total` case-runs on a terminal; None in CI or when
+/// stderr is not a terminal (the callers print one plain line per case-run).
+pub fn progress_bar(total: u64, what: &str) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(total);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{bar:40}} {{pos}}/{{len}} {what} {{elapsed}} {{msg}}"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(b)
+}
+
 /// The harness binary: `--harness`, or the one next to this bench binary.
 pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
     let p = arg

@@ -366,7 +366,7 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         Err(e) => return unloadable(e),
     };
     let total = b.total();
-    let bar = progress_bar(total);
+    let bar = batch::progress_bar(total, "live case-runs");
     let mut done = 0u64;
     let per_case = b
         .run(&ov, &b.out, |ci, rec| {
@@ -418,21 +418,6 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         }
         ExitCode::from(EXIT_INCOMPLETE)
     }
-}
-
-fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let b = indicatif::ProgressBar::new(total);
-    b.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} live case-runs {elapsed} {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    Some(b)
 }
 
 /// Tokens a case-run's ledger booked (all four fields), from its report.

@@ -112,11 +112,6 @@ pub fn git_rev(dir: &Path) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn quiet_progress() -> bool {
-    use std::io::IsTerminal;
-    std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal()
-}
-
 pub fn run(args: RunArgs) -> ExitCode {
     crate::batch::block_on("run", EXIT_SUITE_UNLOADABLE, run_async(args))
 }
@@ -259,19 +254,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
         }
     };
     let total = batch.total();
-    let quiet = quiet_progress();
-    let bar = if quiet {
-        None
-    } else {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} case-runs {elapsed} {msg}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        Some(b)
-    };
+    let bar = crate::batch::progress_bar(total, "case-runs");
     let t0 = std::time::Instant::now();
     let mut done = 0u64;
     let per_case = batch

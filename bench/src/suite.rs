@@ -502,8 +502,19 @@ pub fn suite_case_dirs(
 
 /// Load every case of a suite (see [`suite_case_dirs`] for which).
 pub fn load_suite(root: &Path, category: Option<&str>) -> Result<Suite, LoadError> {
-    let dirs = suite_case_dirs(root, category)?;
     let fields = report_fields();
+    load_suite_with(root, category, |d, cat| load_case(d, cat, &fields))
+}
+
+/// The suite walk (case directories, the case-count bound, unique ids) with
+/// the loader of one case given: `load_case` for replay, the live commands'
+/// loader for cases that may not have a recording yet.
+pub fn load_suite_with(
+    root: &Path,
+    category: Option<&str>,
+    load: impl Fn(&Path, &str) -> Result<Case, LoadError>,
+) -> Result<Suite, LoadError> {
+    let dirs = suite_case_dirs(root, category)?;
     let mut cases = vec![];
     let mut errors = vec![];
     for (cat, d) in dirs {
@@ -515,7 +526,7 @@ pub fn load_suite(root: &Path, category: Option<&str>) -> Result<Suite, LoadErro
             ));
             break;
         }
-        match load_case(&d, cat, &fields) {
+        match load(&d, cat) {
             Ok(c) => cases.push(c),
             Err(e) => errors.push(e),
         }

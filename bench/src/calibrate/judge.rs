@@ -946,13 +946,13 @@ mod tests {
         assert_eq!(c.cost_usd, None);
     }
 
-    #[test]
-    fn live_judge_calls_stop_at_the_command_wide_cap() {
-        // The stand-in as the endpoint again; a token cap that lets a few
-        // calls through: the rest are never made and the calibration is
-        // refused as incomplete, with nothing recorded.
-        let s = set();
-        let rt = rt();
+    /// The scripted stand-in judge served as a plain OpenAI "live" endpoint,
+    /// and a live source pointed at it recording into a temp dir.
+    fn stand_in_live(
+        rt: &tokio::runtime::Runtime,
+        caps: crate::live::budget::Caps,
+        max_concurrency: usize,
+    ) -> (ReplayServer, Cassette, tempfile::TempDir, LiveSource) {
         let fixture =
             Cassette::load(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap();
         let recs = Recordings::from_cassettes([("fixture", fixture.clone())]).unwrap();
@@ -973,10 +973,25 @@ mod tests {
             api_key_env: None,
             timeout_ms: 10_000,
             record_dir: Some(out.path().to_path_buf()),
-            caps: crate::live::budget::Caps::new(0.0, Some(20_000)).unwrap(),
-            max_concurrency: 1,
+            caps,
+            max_concurrency,
             sampling: Default::default(),
         };
+        (server, fixture, out, live)
+    }
+
+    #[test]
+    fn live_judge_calls_stop_at_the_command_wide_cap() {
+        // The stand-in as the endpoint again; a token cap that lets a few
+        // calls through: the rest are never made and the calibration is
+        // refused as incomplete, with nothing recorded.
+        let s = set();
+        let rt = rt();
+        let (_server, _fixture, out, live) = stand_in_live(
+            &rt,
+            crate::live::budget::Caps::new(0.0, Some(20_000)).unwrap(),
+            1,
+        );
         let e = rt
             .block_on(run_live(&s, &live, 1, &PriceTable::new()))
             .unwrap_err();
@@ -997,31 +1012,12 @@ mod tests {
         // are the stand-in's, and the cassette written is checked, not kept.
         let s = set();
         let rt = rt();
-        let fixture =
-            Cassette::load(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap();
-        let recs = Recordings::from_cassettes([("fixture", fixture.clone())]).unwrap();
-        let server = rt
-            .block_on(ReplayServer::start(
-                recs,
-                ReplayOptions {
-                    latency_scale: 0.0,
-                    ..Default::default()
-                },
-            ))
-            .unwrap();
-        let out = tempfile::tempdir().unwrap();
-        let live = LiveSource {
-            endpoint: server.base_url_for(&fixture.case, 0),
-            protocol: Protocol::Openai,
-            model: fixture.model.clone(),
-            api_key_env: None,
-            timeout_ms: 10_000,
-            record_dir: Some(out.path().to_path_buf()),
-            // The stand-in is unpriced: $0 to the proxy, bounded by tokens.
-            caps: crate::live::budget::Caps::new(1.0, Some(10_000_000)).unwrap(),
-            max_concurrency: 2,
-            sampling: Default::default(),
-        };
+        // The stand-in is unpriced: $0 to the proxy, bounded by tokens.
+        let (_server, fixture, out, live) = stand_in_live(
+            &rt,
+            crate::live::budget::Caps::new(1.0, Some(10_000_000)).unwrap(),
+            2,
+        );
         let run = rt
             .block_on(run_live(&s, &live, 1, &PriceTable::new()))
             .unwrap();

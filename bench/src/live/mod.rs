@@ -431,34 +431,10 @@ pub fn load_case_live(dir: &Path, category: &str) -> Result<Case, LoadError> {
     })
 }
 
-/// `suite::load_suite` for a live command: the same case directories
-/// (`suite::suite_case_dirs`), each loaded with `load_case_live`, ids unique.
+/// `suite::load_suite` for a live command: the same walk, each case loaded
+/// with `load_case_live`.
 pub fn load_suite_live(root: &Path, category: Option<&str>) -> Result<Suite, LoadError> {
-    let dirs = suite::suite_case_dirs(root, category)?;
-    let mut cases: Vec<Case> = Vec::new();
-    let mut errors = Vec::new();
-    for (cat, d) in dirs {
-        if cases.len() + errors.len() >= suite::SUITE_MAX_CASES {
-            errors.push(LoadError {
-                file: d.display().to_string(),
-                field: "(suite)".into(),
-                expected: format!("at most {} cases", suite::SUITE_MAX_CASES),
-            });
-            break;
-        }
-        match load_case_live(&d, cat) {
-            Ok(c) => match cases.iter().find(|o| o.id() == c.id()) {
-                Some(other) => errors.push(LoadError {
-                    file: d.join("case.toml").display().to_string(),
-                    field: "id".into(),
-                    expected: format!("a unique id; also used by {}", other.dir.display()),
-                }),
-                None => cases.push(c),
-            },
-            Err(e) => errors.push(e),
-        }
-    }
-    Ok(Suite { cases, errors })
+    suite::load_suite_with(root, category, load_case_live)
 }
 
 // ---------------------------------------------------------------------------
