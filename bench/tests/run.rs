@@ -10,8 +10,13 @@ use common::*;
 
 /// A case built from the demo: same workspace and cassette, its own id.
 fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {
+    add_case_from("suites/demo/p95-index", suite, category, id, expect)
+}
+
+/// A case built from `src` (a case dir without case.toml), with its own id.
+fn add_case_from(src: &str, suite: &Path, category: &str, id: &str, expect: &str) {
     let dir = suite.join(category).join(id);
-    let demo = repo().join("suites/demo/p95-index");
+    let demo = repo().join(src);
     harness::workspace::copy_tree(&demo, &dir).unwrap();
     let mut sc: Value =
         serde_json::from_str(&std::fs::read_to_string(demo.join("scenario.json")).unwrap())
@@ -36,6 +41,24 @@ fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {
 }
 
 const GOOD: &str = "ending = \"GOAL_MET\"\nverified = [\"t1\", \"t2\", \"t3\"]\noutbox_key_count = { \"rollout-0042\" = 1 }\nfiles_contain = { \"src/search.py\" = \"idx_search_ts\" }\npredicate_met = true";
+
+/// The case `scripts/bench-throughput` measures as the anchor's shape really
+/// is that shape: six model calls, two verified tasks, the goal met.
+#[test]
+fn the_throughput_anchor_case_is_six_calls_to_goal_met() {
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suites");
+    add_case_from(
+        "suites/throughput/anchor-6-call",
+        &suite,
+        "happy",
+        "anchor",
+        "ending = \"GOAL_MET\"\nverified = [\"t1\", \"t2\"]\npredicate_met = true\nreport = { model_calls = 6 }",
+    );
+    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(s["cases"][0]["runs"][0]["ending"], "GOAL_MET", "{log}");
+}
 
 #[test]
 fn a_passing_suite_exits_0_with_the_contract_fields() {

@@ -566,7 +566,18 @@ impl Runner {
             // A plan that admitted nothing gets the same replan as a queue
             // that ran dry (live suite: a small model's first plan is often
             // all rejected; the rejections go back to it in the replan).
-            return self.replan_if_dry().await;
+            self.replan_if_dry().await?;
+            // A planning lap runs no tool and no check: nothing the agent can
+            // reach has changed since the goal was measured at the top of
+            // this lap (or by replan_if_dry), so that measurement stands for
+            // the next top instead of running the predicate again. It is
+            // measured again after every task. (A predicate can be a
+            // minutes-long load test; bench run's profile: one of five
+            // predicate runs per case-run was this repeat.)
+            if self.fresh_predicate.is_none() {
+                self.fresh_predicate = self.last_predicate.clone();
+            }
+            return Ok(());
         }
         let task = self.state.queue.remove(0); // the planner orders by value; should_stop guarantees non-empty
         point(Phase::BeforeInProgressCheckpoint);
