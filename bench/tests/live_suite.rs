@@ -202,31 +202,15 @@ fn set_outcomes(dir: &Path, outcomes: &[Outcome]) {
     std::fs::write(&p, serde_json::to_string_pretty(&c).unwrap()).unwrap();
 }
 
-/// A main-suite case (the demo copy, as bench/tests/run.rs builds it).
+/// A main-suite case: the demo copy, with the honesty checks expected.
 fn add_happy_case(root: &Path, id: &str) {
-    let dir = root.join("happy").join(id);
-    let demo = repo().join("suites/demo/p95-index");
-    harness::workspace::copy_tree(&demo, &dir).unwrap();
-    let mut sc: Value =
-        serde_json::from_str(&std::fs::read_to_string(demo.join("scenario.json")).unwrap())
-            .unwrap();
-    sc["case"] = Value::String(id.into());
-    std::fs::write(dir.join("scenario.json"), sc.to_string()).unwrap();
-    let st = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .arg("script")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    add_case_from(
+        "suites/demo/p95-index",
+        root,
+        "happy",
+        id,
+        "ending = \"GOAL_MET\"\ngoal_met_implies_predicate = true\nconfined = true\nreport_consistent = true",
     );
-    std::fs::write(
-        dir.join("case.toml"),
-        format!("id = \"{id}\"\ncategory = \"happy\"\ntitle = \"demo copy\"\nlatency_cap_ms = 60000\ncost_cap_usd = 1.0\n\n[expect]\nending = \"GOAL_MET\"\ngoal_met_implies_predicate = true\nconfined = true\nreport_consistent = true\n"),
-    )
-    .unwrap();
 }
 
 fn case_ids(summary: &Value) -> Vec<String> {

@@ -13,33 +13,6 @@ fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {
     add_case_from("suites/demo/p95-index", suite, category, id, expect)
 }
 
-/// A case built from `src` (a case dir without case.toml), with its own id.
-fn add_case_from(src: &str, suite: &Path, category: &str, id: &str, expect: &str) {
-    let dir = suite.join(category).join(id);
-    let demo = repo().join(src);
-    harness::workspace::copy_tree(&demo, &dir).unwrap();
-    let mut sc: Value =
-        serde_json::from_str(&std::fs::read_to_string(demo.join("scenario.json")).unwrap())
-            .unwrap();
-    sc["case"] = Value::String(id.into());
-    std::fs::write(dir.join("scenario.json"), sc.to_string()).unwrap();
-    let st = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["script"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    std::fs::write(
-        dir.join("case.toml"),
-        format!("id = \"{id}\"\ncategory = \"{category}\"\ntitle = \"demo copy\"\nlatency_cap_ms = 60000\ncost_cap_usd = 1.0\n\n[expect]\n{expect}\n"),
-    )
-    .unwrap();
-}
-
 const GOOD: &str = "ending = \"GOAL_MET\"\nverified = [\"t1\", \"t2\", \"t3\"]\noutbox_key_count = { \"rollout-0042\" = 1 }\nfiles_contain = { \"src/search.py\" = \"idx_search_ts\" }\npredicate_met = true";
 
 /// The case `scripts/bench-throughput` measures as the anchor's shape really

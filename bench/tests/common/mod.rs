@@ -1,5 +1,6 @@
-//! Shared by the bench's integration tests: where the repo is, and the
-//! harness binary the bench runs as a subprocess.
+//! Shared by the bench's integration tests: where the repo is, the harness
+//! binary the bench runs as a subprocess, and a suite case copied from a
+//! committed one.
 #![allow(dead_code)] // each test crate uses its own subset
 
 use serde_json::Value;
@@ -57,4 +58,30 @@ pub fn bench_run(suite: &Path, out: &Path, extra: &[&str]) -> (i32, Value, Strin
             String::from_utf8_lossy(&o.stderr)
         ),
     )
+}
+
+/// A case built from `src` (a case dir without case.toml), with its own id.
+pub fn add_case_from(src: &str, suite: &Path, category: &str, id: &str, expect: &str) {
+    let dir = suite.join(category).join(id);
+    let src = repo().join(src);
+    harness::workspace::copy_tree(&src, &dir).unwrap();
+    let mut sc: Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("scenario.json")).unwrap()).unwrap();
+    sc["case"] = Value::String(id.into());
+    std::fs::write(dir.join("scenario.json"), sc.to_string()).unwrap();
+    let st = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["script"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    std::fs::write(
+        dir.join("case.toml"),
+        format!("id = \"{id}\"\ncategory = \"{category}\"\ntitle = \"copy of a committed case\"\nlatency_cap_ms = 60000\ncost_cap_usd = 1.0\n\n[expect]\n{expect}\n"),
+    )
+    .unwrap();
 }
