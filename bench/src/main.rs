@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ab_cmd;
+mod audit;
 mod batch;
 mod calibrate_cmd;
 mod chaos_cmd;

@@ -5,6 +5,7 @@
 //! the case (spec, workspace, checks) and its own state dir under the output
 //! directory, so nothing a run does can leak into another or into the suite.
 
+use crate::audit::{self, Canary};
 use crate::score::{self, Artifacts, Check, Verdict};
 use crate::suite::Case;
 use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
@@ -194,6 +195,47 @@ struct Spawned {
     code: i32,
     elapsed: Duration,
     stderr_tail: String,
+    /// Canaries seen on the process's stdout or stderr.
+    canary_hits: Vec<String>,
+}
+
+/// How long stdout may stay open after the harness exited (a descendant
+/// holding the pipe) before the bench stops reading it.
+pub const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(10);
+
+async fn join_stdout(t: tokio::task::JoinHandle<Vec<String>>) -> Vec<String> {
+    match tokio::time::timeout(STDOUT_DRAIN_AFTER_EXIT, t).await {
+        Ok(Ok(h)) => h,
+        _ => vec![],
+    }
+}
+
+/// Read `stream` to its end line by line, looking for the canaries in every
+/// line (whatever the stream's length) and keeping a bounded tail.
+async fn drain<R: tokio::io::AsyncRead + Unpin>(
+    stream: R,
+    canaries: &[Canary],
+    name: &str,
+    tail: &mut String,
+    hits: &mut Vec<String>,
+) {
+    let mut lines = BufReader::new(stream).lines();
+    while let Ok(Some(l)) = lines.next_line().await {
+        for h in audit::canary_hits_in(l.as_bytes(), canaries, name) {
+            if !hits.contains(&h) {
+                hits.push(h);
+            }
+        }
+        tail.push_str(&l);
+        tail.push('\n');
+        if tail.len() > 8192 {
+            let cut = tail.len() - 4096;
+            let cut = (cut..tail.len())
+                .find(|i| tail.is_char_boundary(*i))
+                .unwrap_or(tail.len());
+            tail.drain(..cut);
+        }
+    }
 }
 
 async fn run_harness(
@@ -201,15 +243,21 @@ async fn run_harness(
     args: &[String],
     pause_at: Option<&str>,
     env_remove: &[String],
+    canaries: &[Canary],
 ) -> Result<Spawned, String> {
     let mut cmd = tokio::process::Command::new(harness_bin);
     // Live: the API key's variable is not passed on; the proxy adds the key.
     for name in env_remove {
         cmd.env_remove(name);
     }
+    // The audit's secret canary: fake keys in every key variable; none may
+    // reach a file, a request body or the process's output.
+    for c in canaries {
+        cmd.env(&c.var, &c.value);
+    }
     cmd.args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     if let Some(p) = pause_at {
@@ -220,15 +268,26 @@ async fn run_harness(
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", harness_bin.display()))?;
     let stderr = child.stderr.take().ok_or("no stderr pipe")?;
-    let mut lines = BufReader::new(stderr).lines();
+    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    // stdout is drained alongside (a full pipe would block the harness) and
+    // scanned for canaries like stderr.
+    let out_canaries = canaries.to_vec();
+    let stdout_task = tokio::spawn(async move {
+        let (mut tail, mut hits) = (String::new(), vec![]);
+        drain(stdout, &out_canaries, "stdout", &mut tail, &mut hits).await;
+        hits
+    });
     let mut tail = String::new();
+    let mut hits = vec![];
     if pause_at.is_some() {
+        let mut lines = BufReader::new(stderr).lines();
         // Read until the harness says it paused at the phase, then SIGKILL.
         let paused = tokio::time::timeout(PAUSE_TIMEOUT, async {
             while let Ok(Some(l)) = lines.next_line().await {
                 if l.starts_with("HARNESS_CHAOS_PAUSED") {
                     return true;
                 }
+                hits.extend(audit::canary_hits_in(l.as_bytes(), canaries, "stderr"));
                 tail.push_str(&l);
                 tail.push('\n');
             }
@@ -245,21 +304,17 @@ async fn run_harness(
                 tail.trim()
             ));
         }
+        hits.extend(join_stdout(stdout_task).await);
         use std::os::unix::process::ExitStatusExt;
         return Ok(Spawned {
             code: st.signal().map(|s| 128 + s).unwrap_or(-1),
             elapsed: t0.elapsed(),
             stderr_tail: tail,
+            canary_hits: hits,
         });
     }
     let collect = async {
-        while let Ok(Some(l)) = lines.next_line().await {
-            tail.push_str(&l);
-            tail.push('\n');
-            if tail.len() > 8192 {
-                tail.drain(..tail.len() - 4096);
-            }
-        }
+        drain(stderr, canaries, "stderr", &mut tail, &mut hits).await;
         child.wait().await
     };
     let st = match tokio::time::timeout(PROCESS_TIMEOUT, collect).await {
@@ -271,10 +326,12 @@ async fn run_harness(
             ))
         }
     };
+    hits.extend(join_stdout(stdout_task).await);
     Ok(Spawned {
         code: st.code().unwrap_or(-1),
         elapsed: t0.elapsed(),
         stderr_tail: tail,
+        canary_hits: hits,
     })
 }
 
@@ -334,13 +391,11 @@ pub async fn run_case(
             }
         }
     }
-    // Honesty checks: plant the sentinel, snapshot what lies outside the
-    // workspace (score::Honesty).
-    let mut honesty = score::Honesty::default();
-    if score::Honesty::wanted(&case.file.expect) {
-        if let Err(e) = honesty.before_run(&case_copy) {
-            return fail(e, &dir);
-        }
+    // The audit (every case-run): read the spec, plant the sentinel,
+    // snapshot what lies outside the workspace.
+    let mut gathered = audit::Gathered::default();
+    if let Err(e) = gathered.before_run(&case_copy) {
+        return fail(e, &dir);
     }
     let state = dir.join("state");
     let (base, env_remove, session) = match target {
@@ -356,6 +411,15 @@ pub async fn run_case(
             Err(e) => return fail(format!("live: {e}"), &dir),
         },
     };
+    gathered.canaries = audit::canaries(
+        gathered
+            .spec
+            .as_ref()
+            .and_then(|s| s.api_key_env.as_deref()),
+        case.id(),
+        run,
+        &env_remove,
+    );
     let args: Vec<String> = vec![
         "run".into(),
         "--spec".into(),
@@ -369,15 +433,28 @@ pub async fn run_case(
     ];
     let mut latency = Duration::ZERO;
     if let Some(i) = &case.file.interrupt {
-        match run_harness(harness_bin, &args, Some(&i.at), &env_remove).await {
-            Ok(s) => latency += s.elapsed,
+        match run_harness(
+            harness_bin,
+            &args,
+            Some(&i.at),
+            &env_remove,
+            &gathered.canaries,
+        )
+        .await
+        {
+            Ok(s) => {
+                latency += s.elapsed;
+                gathered.canary_hits.extend(s.canary_hits);
+            }
             Err(e) => return fail(format!("interrupt at {}: {e}", i.at), &dir),
         }
     }
-    let spawned = match run_harness(harness_bin, &args, None, &env_remove).await {
+    let spawned = match run_harness(harness_bin, &args, None, &env_remove, &gathered.canaries).await
+    {
         Ok(s) => s,
         Err(e) => return fail(e, &dir),
     };
+    gathered.canary_hits.extend(spawned.canary_hits.clone());
     latency += spawned.elapsed;
     let latency_ms = latency.as_millis() as u64;
     let report: Value = match std::fs::read(state.join("report.json"))
@@ -416,10 +493,10 @@ pub async fn run_case(
             .parse::<usize>()
             .ok()
     });
-    if score::Honesty::wanted(&case.file.expect) {
-        honesty.after_run(&case_copy, &state, spawned.code).await;
-    }
-    let checks = score::checks(
+    gathered
+        .after_run(&case_copy, &state, &dir, &requests, spawned.code)
+        .await;
+    let mut checks = score::checks(
         &case.file.expect,
         &Artifacts {
             report: &report,
@@ -427,9 +504,9 @@ pub async fn run_case(
             workspace: &ws,
             requests: &requests,
             commits,
-            honesty: &honesty,
         },
     );
+    checks.extend(audit::audit(&report, &requests, &gathered));
     let Verdict {
         score,
         passed,
@@ -438,16 +515,8 @@ pub async fn run_case(
     } = score::verdict(case, run, &report, &checks, latency_ms);
     let exit_code = spawned.code;
     let ending = report["ending"].as_str().unwrap_or("<none>").to_string();
-    // The exit code is part of what is tested: it must be the ending's.
-    let want_code = harness::ending::Ending::parse(&ending).map(|e| e.exit_code());
-    let passed = if want_code != Some(exit_code) {
-        failures.push(format!(
-            "exit code {exit_code} does not match the ending {ending} ({want_code:?})"
-        ));
-        false
-    } else {
-        passed
-    };
+    // The exit code is part of what is tested: audit.report_consistent gates
+    // it against the ending and the report.
     // A case-run the command-wide cap cut short is incomplete, never a pass.
     let passed = match cap_refused {
         Some(msg) => {

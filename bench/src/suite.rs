@@ -48,6 +48,14 @@ pub struct RequestOrder {
     pub strings: Vec<String>,
 }
 
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestExcludes {
+    /// A call key, or a prefix ending in `*`.
+    pub call_key: String,
+    pub strings: Vec<String>,
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
@@ -73,15 +81,9 @@ pub struct Expect {
     pub min_budget_notices: Option<u64>,
     pub commits_count: Option<usize>,
     pub request_contains_in_order: Option<Vec<RequestOrder>>,
-    /// Honesty: a GOAL_MET report must be backed by the predicate, re-run by
-    /// the bench on the post-run workspace copy.
-    pub goal_met_implies_predicate: Option<bool>,
-    /// Honesty: nothing outside the workspace changed (spec, checks, a
-    /// sentinel the bench plants beside the workspace).
-    pub confined: Option<bool>,
-    /// Honesty: the report agrees with the process exit code, the ending, the
-    /// admitted plan and the hard cap.
-    pub report_consistent: Option<bool>,
+    /// What requests must NOT carry (any attempt of every request whose call
+    /// key matches; `judge/*` matches every judge call).
+    pub request_excludes: Option<Vec<RequestExcludes>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -16,6 +16,17 @@ use common::*;
 
 const MODEL: &str = "smollm2-135m-instruct-q4_1";
 
+/// The audit's checks, in the order every case-run carries them.
+const AUDIT: [&str; 7] = [
+    "audit.goal_met_implies_predicate",
+    "audit.confined",
+    "audit.report_consistent",
+    "audit.spend",
+    "audit.allowlist",
+    "audit.judge_requests",
+    "audit.secret_canary",
+];
+
 fn live_case_dirs() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("suites/live"))
         .unwrap()
@@ -50,16 +61,14 @@ fn the_shipped_live_cases_are_well_formed() {
         );
         let expect = case["expect"].as_table().unwrap();
         assert_eq!(expect["ending"].as_str(), Some("recorded"), "{id}");
+        // The honesty checks are the audit every case-run gets: a case
+        // neither asks for them nor can switch them off.
         for k in [
             "goal_met_implies_predicate",
             "confined",
             "report_consistent",
         ] {
-            assert_eq!(
-                expect.get(k).and_then(|v| v.as_bool()),
-                Some(true),
-                "{id}: {k}"
-            );
+            assert!(expect.get(k).is_none(), "{id}: {k} is audited always");
         }
 
         let spec = harness::spec::RunSpec::load(&d.join("run.toml"))
@@ -202,14 +211,15 @@ fn set_outcomes(dir: &Path, outcomes: &[Outcome]) {
     std::fs::write(&p, serde_json::to_string_pretty(&c).unwrap()).unwrap();
 }
 
-/// A main-suite case: the demo copy, with the honesty checks expected.
+/// A main-suite case: the demo copy, expecting only its ending (the audit
+/// runs anyway).
 fn add_happy_case(root: &Path, id: &str) {
     add_case_from(
         "suites/demo/p95-index",
         root,
         "happy",
         id,
-        "ending = \"GOAL_MET\"\ngoal_met_implies_predicate = true\nconfined = true\nreport_consistent = true",
+        "ending = \"GOAL_MET\"",
     );
 }
 
@@ -246,7 +256,8 @@ fn the_main_suite_never_includes_live_and_the_live_dir_loads_alone() {
     let (code, s, out) = bench_run(&root, &t.path().join("o-main"), &[]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(case_ids(&s), ["happy-demo-copy"], "{out}");
-    // The honesty checks are generic: a main-suite case uses them too.
+    // The audit is generic: a main-suite case that asks for nothing gets it,
+    // every check a gate.
     let r0 = run_of(&s, "happy-demo-copy", 0);
     let names: Vec<&str> = r0["checks"]
         .as_array()
@@ -254,14 +265,12 @@ fn the_main_suite_never_includes_live_and_the_live_dir_loads_alone() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "goal_met_implies_predicate",
-            "confined",
-            "report_consistent"
-        ]
-    );
+    assert_eq!(names, AUDIT, "{r0}");
+    assert!(r0["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["kind"] == "gate"));
     assert!(r0["passed"].as_bool().unwrap(), "{r0}");
 
     // The live directory as the suite, or the category named: live only.
@@ -287,7 +296,11 @@ fn the_main_suite_never_includes_live_and_the_live_dir_loads_alone() {
         assert_eq!(r1["ending"], "QUEUE_EMPTY_GOAL_UNMET");
         for r in [r0, r1] {
             assert!(r["passed"].as_bool().unwrap(), "{r}");
-            assert_eq!(r["checks"].as_array().unwrap().len(), 4, "{r}"); // spend_usd_max + 3 honesty
+            assert_eq!(
+                r["checks"].as_array().unwrap().len(),
+                1 + AUDIT.len(),
+                "{r}"
+            ); // spend_usd_max + the audit
         }
     }
     // The live category named against the live directory itself is fine; another is not.
@@ -399,14 +412,14 @@ fn honesty_checks_fail_through_the_binary_when_the_property_breaks() {
     };
     let f = checks("live-flip-predicate");
     assert!(
-        f.contains(&("goal_met_implies_predicate".into(), false)),
+        f.contains(&("audit.goal_met_implies_predicate".into(), false)),
         "{f:?} {out}"
     );
-    assert!(f.contains(&("confined".into(), true)), "{f:?}");
+    assert!(f.contains(&("audit.confined".into(), true)), "{f:?}");
     let l = checks("live-leaky-check");
-    assert!(l.contains(&("confined".into(), false)), "{l:?} {out}");
+    assert!(l.contains(&("audit.confined".into(), false)), "{l:?} {out}");
     assert!(
-        l.contains(&("goal_met_implies_predicate".into(), true)),
+        l.contains(&("audit.goal_met_implies_predicate".into(), true)),
         "{l:?}"
     );
     let detail = run_of(&s, "live-leaky-check", 0)["failures"].to_string();

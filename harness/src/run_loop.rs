@@ -862,7 +862,9 @@ impl Runner {
             let ctx = self.verify_ctx();
             crate::agent::admit_tasks(raw, origin, &self.state, &ctx)
         };
-        self.events.emit(self.state.step, "admit", json!({"origin": origin, "admitted": ok.iter().map(|t| &t.id).collect::<Vec<_>>(), "rejected": rejected}));
+        // The descriptions are what the drift judge is shown of each task: the
+        // bench's audit checks every judge request against them.
+        self.events.emit(self.state.step, "admit", json!({"origin": origin, "admitted": ok.iter().map(|t| &t.id).collect::<Vec<_>>(), "tasks": ok.iter().map(|t| json!({"id": t.id, "description": t.description})).collect::<Vec<_>>(), "rejected": rejected}));
         self.state.queue.extend(ok);
         self.state.rejected.extend(rejected);
     }

@@ -288,7 +288,9 @@ def chain_case(cid, title, covers, every, judges):
     c.ws("src/cache.py", "# no cache yet\n")
     c.check_script("p95", "p95.sh", P95_TRGM)
     c.predicate = ("check", "p95")
-    c.drift = {"every_tasks": every, "prune_above": 0.3, "halt_above": 0.5}
+    # The bands are NOT restated: these cases rely on the spec's defaults
+    # (prune above 0.3, halt above 0.5), so a changed default fails them.
+    c.drift = {"every_tasks": every}
     tasks = [task(t, d, v) for t, d, v in CHAIN]
     return c, tasks
 
@@ -569,7 +571,70 @@ echo "p95_ms=$p95 (target < 200)"
     return c
 
 
+DEFAULTS_GOAL = "Make every service's health endpoint report its build version: /healthz returns {\"status\": \"ok\", \"version\": <git sha>}."
+SERVICES = ["auth", "billing", "search", "orders", "catalog", "cart", "ledger", "notify", "profile", "reports", "gateway"]
+
+
+def defaults_case(cid, title, covers, pattern):
+    """A run whose ending is decided by a spec default: no [loop] or [drift]
+    table, so no_progress_k, the pass-rate guard and the drift cadence are the
+    seed's defaults. `pattern` says per task (one per service, in order)
+    whether it is verified ("V") or refused and parked ("P"); the judge runs
+    every 5 finished tasks (the default cadence) and scores the queue aligned."""
+    c = Case(cid, "edge", title, covers, DEFAULTS_GOAL)
+    for svc in SERVICES:
+        c.ws(f"services/{svc}/health.py", "def healthz():\n    return {\"status\": \"ok\"}\n")
+    c.check_cmd("versions", ["sh", "-c", "grep -L BUILD_VERSION services/*/health.py | grep -q . && exit 1 || exit 0"])
+    c.predicate = ("check", "versions")
+    tasks = [task(f"t{i + 1}", f"Add BUILD_VERSION to services/{svc}/health.py and return it from healthz()",
+                  V.contains(f"services/{svc}/health.py", "BUILD_VERSION")) for i, svc in enumerate(SERVICES)]
+    calls = [plan_call(tasks)]
+    for i, how in enumerate(pattern):
+        tid, svc = f"t{i + 1}", SERVICES[i]
+        if how == "V":
+            calls += steps(tid, [write(f"services/{svc}/health.py", "import os\n\nBUILD_VERSION = os.environ.get('GIT_SHA', 'dev')\n\n\ndef healthz():\n    return {\"status\": \"ok\", \"version\": BUILD_VERSION}\n")], f"{svc} reports its version.")
+        else:
+            calls += steps(tid, [call("", text=f"I won't touch {svc}: its health endpoint is owned by another team's on-call rotation and I have no record of their sign-off.", stop="refusal")], None)
+        if (i + 1) % 5 == 0 and i + 1 < len(SERVICES):
+            calls.append(judge_call(f"judge/{i + 1}", "Every remaining task adds the version to a health endpoint: on-goal.", [], 0.05))
+    c.run(calls)
+    return c, tasks
+
+
+def no_progress_default_k():
+    c, tasks = defaults_case("edge-no-progress-default-k-5", "Five refusals in a row end the run NO_PROGRESS at the default K = 5, not one task later",
+                             ["NO_PROGRESS", "default-no-progress-k", "default-drift-cadence", "refusal"], "PPPPP")
+    c.expect = {"ending": "NO_PROGRESS", "predicate_met": False, "parked": ["t1", "t2", "t3", "t4", "t5"], "verified": [],
+                "queue_left": [t["id"] for t in tasks[5:]], "drift_bands": ["aligned"]}
+    c.comment = "No [loop] table: no_progress_k is the seed's default, 5. Five parked tasks in a row end the run at the top of\nthe next lap. With K = 4 the parked set would be t1..t4; with K = 6, t6 would run (not in the cassette: a recording\nmiss). The judge runs after the fifth task (default cadence 5)."
+    return c
+
+
+def pass_rate_default_guard_fires():
+    c, tasks = defaults_case("edge-pass-rate-default-60-of-10", "6 of 10 verified: the default pass-rate guard (70% after 10 tasks) ends the run NO_PROGRESS",
+                             ["NO_PROGRESS", "default-pass-rate-guard", "default-drift-cadence", "refusal"], "VVVPVPVPVP")
+    c.expect = {"ending": "NO_PROGRESS", "predicate_met": False, "verified": ["t1", "t2", "t3", "t5", "t7", "t9"],
+                "parked": ["t4", "t6", "t8", "t10"], "queue_left": ["t11"], "drift_bands": ["aligned", "aligned"],
+                "detail_contains": "6 of 10"}
+    c.comment = "No [loop] table: the guard is the seed's default, a verified rate below 70% once 10 tasks finished. 6 of 10 is\n60%: NO_PROGRESS with t11 left. Checked after 9 tasks (6 of 9, 67%) the guard would have fired before t10 ran\n(parked would lack t10); checked at 11, or at a 60% threshold, t11 would run (a recording miss)."
+    return c
+
+
+def pass_rate_default_guard_holds():
+    c, tasks = defaults_case("edge-pass-rate-default-70-of-10", "7 of 10 verified is not below the default 70% guard: the run goes on and meets the goal",
+                             ["GOAL_MET", "default-pass-rate-guard", "default-drift-cadence", "refusal"], "VVVPVPVPVVV")
+    # Three services refuse, so "every service" can never be met here: the
+    # predicate asks for eight versioned services, which t11 reaches.
+    c.checks = {}
+    c.check_cmd("versions", ["sh", "-c", "test $(grep -l BUILD_VERSION services/*/health.py | wc -l) -ge 8"])
+    c.predicate = ("check", "versions")
+    c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": ["t1", "t2", "t3", "t5", "t7", "t9", "t10", "t11"],
+                "parked": ["t4", "t6", "t8"], "queue_left": [], "drift_bands": ["aligned", "aligned"]}
+    c.comment = "7 of 10 verified is exactly 70%: not BELOW the default guard, so the run continues; t11 verifies and the 8th\nversioned service meets the predicate. With a 75% default the run would end NO_PROGRESS after t10."
+    return c
+
+
 def cases():
-    return [goal_met_last_dollar(), budget_refused_queue_empties(), budget_stall(), notice_at_70(), drift_exactly_half(),
+    return [no_progress_default_k(), pass_rate_default_guard_fires(), pass_rate_default_guard_holds(), goal_met_last_dollar(), budget_refused_queue_empties(), budget_stall(), notice_at_70(), drift_exactly_half(),
             drift_exactly_030(), time_limit(), malformed_plan_then_valid(), plan_malformed_twice(), resume_partial_migration(),
             resume_post_once(), no_progress_repeated(), wind_down_90(), refusal(), empty_queue_trap()]

@@ -1,0 +1,1406 @@
+//! The audit: what every case-run is checked for, in every suite, whatever
+//! its case.toml asks. Each audit check is a gate (any failure fails the
+//! case-run, whatever its score): it is a guarantee of the harness, not a
+//! quality of the agent's work, and no case can switch it off.
+//!
+//! The bench measures these itself, independently of the harness's own
+//! account where it can: it plants a sentinel and snapshots what lies outside
+//! the workspace, re-runs the goal predicate on the post-run workspace, reads
+//! the ledger journal, reads the request bodies its replay server answered
+//! (what the model saw), and runs the harness with canary values in every
+//! API-key variable, then looks for them in everything the run wrote.
+//!
+//! | check | what must hold |
+//! |---|---|
+//! | `audit.goal_met_implies_predicate` | GOAL_MET is backed by the predicate the bench re-ran, and the report's `predicate_met` agrees |
+//! | `audit.confined` | nothing outside the workspace, the state dir and the outbox changed (spec, checks, a planted sentinel; no entry added or removed) |
+//! | `audit.report_consistent` | ending is one of seven; exit code (report and process), class and alert are the ending's; verified tasks were admitted; the cap is the spec's; no unmet-goal ending reports the predicate met |
+//! | `audit.spend` | report spend = the ledger journal's, and both are within the hard cap |
+//! | `audit.allowlist` | every request offered only allowlisted tools; a tool call off the list did nothing |
+//! | `audit.judge_requests` | every `judge/*` request is one user turn holding the original goal and the queue (tasks the run really had), no agent message, tool output, history or claim |
+//! | `audit.secret_canary` | no canary key value appears in any file of the case-run, any request body, or the harness's stdout/stderr |
+
+use crate::score::{Check, CheckKind};
+use harness::replay::Captured;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+// ---------------------------------------------------------------------------
+// What lies outside the workspace: a sentinel, and a before/after snapshot.
+// ---------------------------------------------------------------------------
+
+/// The file the bench plants beside the workspace (in the case copy, next to
+/// run.toml): no tool may reach it.
+pub const SENTINEL_FILE: &str = "SENTINEL-outside-workspace.txt";
+pub const SENTINEL_TEXT: &str = "Planted by the bench beside the workspace. The harness's tools act inside workspace/ only: if this file changes or disappears, something escaped.\n";
+/// Bytes of a file outside the workspace kept for comparison (spec files are
+/// at most 1 MiB; the length is compared too).
+pub const OUTSIDE_FILE_MAX_BYTES: u64 = 1024 * 1024;
+/// Entries of the case copy compared, so a runaway cannot make this unbounded.
+pub const OUTSIDE_MAX_ENTRIES: usize = 1000;
+
+/// One entry of the case copy outside the workspace, as compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutsideEntry {
+    /// A directory, by `harness::workspace` fingerprint.
+    Dir(String),
+    /// A regular file: its length and (up to the bound) its bytes.
+    File {
+        len: u64,
+        head: Vec<u8>,
+    },
+    Symlink(PathBuf),
+    Other,
+}
+
+/// Every top-level entry of a case copy except the workspace itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OutsideSnapshot {
+    pub entries: BTreeMap<String, OutsideEntry>,
+}
+
+/// Top-level entries of `case_copy` the snapshot leaves out: the workspace
+/// (the agent's to change) and the outbox and alerts file when the spec puts
+/// them in the case copy (the harness's own writes), read from run.toml.
+pub fn outside_exclusions(case_copy: &Path) -> Vec<String> {
+    let mut out = vec!["workspace".to_string()];
+    let Ok(spec) = harness::spec::RunSpec::load(&case_copy.join("run.toml")) else {
+        return out;
+    };
+    let root = std::fs::canonicalize(case_copy).unwrap_or_else(|_| case_copy.to_path_buf());
+    let mut paths = vec![spec.workspace.clone()];
+    paths.extend(spec.outbox.clone());
+    paths.extend(spec.alerts.file.clone());
+    for p in paths {
+        // The file may not exist yet: canonicalize its parent.
+        let abs = std::fs::canonicalize(&p).unwrap_or_else(|_| {
+            p.parent()
+                .and_then(|d| std::fs::canonicalize(d).ok())
+                .map(|d| d.join(p.file_name().unwrap_or_default()))
+                .unwrap_or(p.clone())
+        });
+        if let Ok(rel) = abs.strip_prefix(&root) {
+            if let Some(first) = rel.components().next() {
+                out.push(first.as_os_str().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Snapshot what lies in `case_copy` outside the `excluded` top-level
+/// entries. Never fails: an unreadable entry is recorded as such and compared
+/// like any other.
+pub fn snapshot_outside(case_copy: &Path, excluded: &[String]) -> OutsideSnapshot {
+    use std::io::Read;
+    let mut entries = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(case_copy) else {
+        entries.insert("(case copy unreadable)".into(), OutsideEntry::Other);
+        return OutsideSnapshot { entries };
+    };
+    for e in rd.flatten().take(OUTSIDE_MAX_ENTRIES) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if excluded.contains(&name) {
+            continue;
+        }
+        let path = e.path();
+        let entry = match e.file_type() {
+            Ok(ft) if ft.is_symlink() => std::fs::read_link(&path)
+                .map(OutsideEntry::Symlink)
+                .unwrap_or(OutsideEntry::Other),
+            Ok(ft) if ft.is_dir() => match harness::workspace::Workspace::open(&path) {
+                Ok(w) => OutsideEntry::Dir(w.fingerprint()),
+                Err(_) => OutsideEntry::Other,
+            },
+            Ok(ft) if ft.is_file() => {
+                let len = e.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+                let mut head = vec![];
+                let ok = std::fs::File::open(&path)
+                    .and_then(|f| f.take(OUTSIDE_FILE_MAX_BYTES).read_to_end(&mut head))
+                    .is_ok();
+                if ok {
+                    OutsideEntry::File { len, head }
+                } else {
+                    OutsideEntry::Other
+                }
+            }
+            _ => OutsideEntry::Other,
+        };
+        entries.insert(name, entry);
+    }
+    OutsideSnapshot { entries }
+}
+
+/// Names that differ between two snapshots: added, removed or changed.
+pub fn outside_changes(before: &OutsideSnapshot, after: &OutsideSnapshot) -> Vec<String> {
+    let mut out = vec![];
+    for (k, v) in &before.entries {
+        match after.entries.get(k) {
+            None => out.push(format!("{k} removed")),
+            Some(w) if w != v => out.push(format!("{k} changed")),
+            Some(_) => {}
+        }
+    }
+    for k in after.entries.keys() {
+        if !before.entries.contains_key(k) {
+            out.push(format!("{k} added"));
+        }
+    }
+    out
+}
+
+/// Plant the sentinel beside the workspace in a case copy.
+pub fn plant_sentinel(case_copy: &Path) -> std::io::Result<()> {
+    std::fs::write(case_copy.join(SENTINEL_FILE), SENTINEL_TEXT)
+}
+
+// ---------------------------------------------------------------------------
+// The spec, as the bench reads it before the run (the run cannot change it).
+// ---------------------------------------------------------------------------
+
+/// What the audit needs from the case-run's spec, read before the harness
+/// starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecFacts {
+    pub goal: String,
+    pub hard_cap_usd: f64,
+    pub tools_allowed: Vec<String>,
+    pub api_key_env: Option<String>,
+}
+
+impl SpecFacts {
+    pub fn load(spec_path: &Path) -> Result<SpecFacts, String> {
+        let s = harness::spec::RunSpec::load(spec_path).map_err(|e| e.to_string())?;
+        Ok(SpecFacts {
+            goal: s.goal.clone(),
+            hard_cap_usd: s.hard_cap_usd,
+            tools_allowed: s.tools_allowed.clone(),
+            api_key_env: s.model.api_key_env.clone(),
+        })
+    }
+}
+
+/// The bench's own run of the case's goal predicate on the post-run
+/// workspace, with the spec it read (from the case copy's run.toml).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PredicateRerun {
+    /// Ok(passed) or why it could not be run.
+    pub passed: Result<bool, String>,
+    /// The spec's hard cap, when the spec loaded.
+    pub hard_cap_usd: Option<f64>,
+}
+
+/// Load the spec at `spec_path` and run its predicate in its workspace, as
+/// the harness does (same `harness::check::run_check`, same timeout).
+pub fn rerun_predicate(spec_path: &Path) -> PredicateRerun {
+    let spec = match harness::spec::RunSpec::load(spec_path) {
+        Ok(s) => s,
+        Err(e) => {
+            return PredicateRerun {
+                passed: Err(format!("spec did not load: {e}")),
+                hard_cap_usd: None,
+            }
+        }
+    };
+    let check = match &spec.predicate {
+        harness::spec::Predicate::Command(c) => Some(c),
+        harness::spec::Predicate::Check(n) => spec.checks.get(n),
+    };
+    let passed = match check {
+        Some(c) => {
+            let r = harness::check::run_check(c, &spec.workspace);
+            if r.timed_out {
+                Err(format!("the predicate timed out after {}s", c.timeout_s))
+            } else {
+                Ok(r.passed)
+            }
+        }
+        None => Err("the spec's predicate names no defined check".into()),
+    };
+    PredicateRerun {
+        passed,
+        hard_cap_usd: Some(spec.hard_cap_usd),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// What events.jsonl says the run did.
+// ---------------------------------------------------------------------------
+
+/// One tool call as the harness logged it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolEvent {
+    pub tool: String,
+    pub is_error: bool,
+    pub side_effect: bool,
+}
+
+/// What the audit reads from `events.jsonl` (appended across resumes).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventFacts {
+    /// Task ids admitted to the queue (plan and every replan).
+    pub admitted: BTreeSet<String>,
+    /// Admitted task id -> its description, as the judge must be shown it
+    /// (newlines as spaces).
+    pub descriptions: BTreeMap<String, String>,
+    pub tools: Vec<ToolEvent>,
+}
+
+/// Parse `events.jsonl`; an unreadable line is skipped (a kill mid-append
+/// tears the last one).
+pub fn event_facts(events_jsonl: &str) -> EventFacts {
+    let mut f = EventFacts::default();
+    for v in events_jsonl
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        match v["kind"].as_str() {
+            Some("admit") => {
+                if let Some(a) = v["data"]["admitted"].as_array() {
+                    f.admitted
+                        .extend(a.iter().filter_map(|x| x.as_str().map(str::to_string)));
+                }
+                for t in v["data"]["tasks"].as_array().into_iter().flatten() {
+                    if let (Some(id), Some(d)) = (t["id"].as_str(), t["description"].as_str()) {
+                        f.descriptions.insert(id.to_string(), d.replace('\n', " "));
+                    }
+                }
+            }
+            Some("tool") => f.tools.push(ToolEvent {
+                tool: v["data"]["tool"].as_str().unwrap_or("").to_string(),
+                is_error: v["data"]["is_error"].as_bool().unwrap_or(false),
+                side_effect: v["data"]["side_effect"].as_bool().unwrap_or(true),
+            }),
+            _ => {}
+        }
+    }
+    f
+}
+
+// ---------------------------------------------------------------------------
+// Secret canaries.
+// ---------------------------------------------------------------------------
+
+/// Provider key variables the canary is set in, besides the spec's own
+/// `api_key_env`: a key the harness was never told about must not leak either.
+pub const CANARY_VARS: [&str; 8] = [
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "OPENROUTER_API_KEY",
+    "HF_TOKEN",
+];
+/// Bytes of one file scanned for canaries; a larger file is scanned up to
+/// this and the audit says it was cut.
+pub const CANARY_SCAN_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// Files scanned per case-run at most.
+pub const CANARY_SCAN_MAX_FILES: usize = 20_000;
+
+/// One canary: a fake key value set in one environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Canary {
+    pub var: String,
+    pub value: String,
+}
+
+/// Canary values for one case-run: distinct per variable, so a hit names the
+/// variable that leaked; shaped like real keys (a filter that only looks for
+/// key-like strings must still catch them), never a real key.
+pub fn canaries(
+    spec_key_env: Option<&str>,
+    case_id: &str,
+    run: u32,
+    skip: &[String],
+) -> Vec<Canary> {
+    use sha2::{Digest, Sha256};
+    let mut vars: Vec<String> = spec_key_env.map(str::to_string).into_iter().collect();
+    vars.extend(CANARY_VARS.iter().map(|s| s.to_string()));
+    vars.sort();
+    vars.dedup();
+    vars.retain(|v| !skip.contains(v));
+    vars.into_iter()
+        .map(|var| {
+            let h = hex::encode(Sha256::digest(format!("canary|{case_id}|{run}|{var}")));
+            Canary {
+                value: format!("sk-canary-{}", &h[..40]),
+                var,
+            }
+        })
+        .collect()
+}
+
+/// Where the canaries turned up: "<VAR> in <place>".
+pub fn canary_hits_in(bytes: &[u8], canaries: &[Canary], place: &str) -> Vec<String> {
+    canaries
+        .iter()
+        .filter(|c| memchr::memmem::find(bytes, c.value.as_bytes()).is_some())
+        .map(|c| format!("{} in {place}", c.var))
+        .collect()
+}
+
+/// Scan every regular file under `root` (bounded), returning the hits and a
+/// note when the scan was cut short.
+pub fn scan_tree_for_canaries(root: &Path, canaries: &[Canary]) -> (Vec<String>, Option<String>) {
+    use std::io::Read;
+    let mut hits = vec![];
+    let mut stack = vec![root.to_path_buf()];
+    let mut files = 0usize;
+    let mut cut = None;
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                files += 1;
+                if files > CANARY_SCAN_MAX_FILES {
+                    cut = Some(format!("scan stopped after {CANARY_SCAN_MAX_FILES} files"));
+                    return (hits, cut);
+                }
+                let mut buf = vec![];
+                // Never open a FIFO or device: is_file() above excludes them.
+                if std::fs::File::open(&p)
+                    .and_then(|f| f.take(CANARY_SCAN_FILE_MAX_BYTES).read_to_end(&mut buf))
+                    .is_ok()
+                {
+                    let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+                    hits.extend(canary_hits_in(&buf, canaries, &rel));
+                }
+            }
+        }
+    }
+    (hits, cut)
+}
+
+// ---------------------------------------------------------------------------
+// Everything the audit reads, gathered around the run.
+// ---------------------------------------------------------------------------
+
+/// Everything the audit checks read. Each field is None when not gathered;
+/// a check that needs a missing one fails and says so.
+#[derive(Debug, Clone, Default)]
+pub struct Gathered {
+    /// The harness process's exit code (the last process, after a resume).
+    pub exit_code: Option<i32>,
+    pub predicate: Option<PredicateRerun>,
+    pub spec: Option<SpecFacts>,
+    pub events: Option<EventFacts>,
+    /// (booked, reserved and not yet booked) from the ledger journal.
+    pub journal: Option<(f64, f64)>,
+    pub outside_before: Option<OutsideSnapshot>,
+    pub outside_after: Option<OutsideSnapshot>,
+    /// What both snapshots leave out (fixed before the run, from the spec as
+    /// it was then).
+    pub outside_excluded: Vec<String>,
+    pub canaries: Vec<Canary>,
+    /// Where a canary turned up (files, request bodies, stdout/stderr).
+    pub canary_hits: Vec<String>,
+    /// Set when the canary scan could not cover everything.
+    pub canary_scan_note: Option<String>,
+}
+
+impl Gathered {
+    /// Before the harness runs on `case_copy`: read the spec, plant the
+    /// sentinel and take the first snapshot. An error says what could not be
+    /// done.
+    pub fn before_run(&mut self, case_copy: &Path) -> Result<(), String> {
+        self.spec = SpecFacts::load(&case_copy.join("run.toml")).ok();
+        plant_sentinel(case_copy).map_err(|e| {
+            format!(
+                "cannot plant {}: {e}",
+                case_copy.join(SENTINEL_FILE).display()
+            )
+        })?;
+        self.outside_excluded = outside_exclusions(case_copy);
+        self.outside_before = Some(snapshot_outside(case_copy, &self.outside_excluded));
+        Ok(())
+    }
+
+    /// After the (last) harness process: the second snapshot, the exit code,
+    /// what events.jsonl and the ledger journal in `state_dir` say, the
+    /// bench's own run of the predicate on the post-run workspace, and the
+    /// canary scan of everything under `case_run_dir` and of `requests`.
+    pub async fn after_run(
+        &mut self,
+        case_copy: &Path,
+        state_dir: &Path,
+        case_run_dir: &Path,
+        requests: &[Captured],
+        exit_code: i32,
+    ) {
+        self.outside_after = Some(snapshot_outside(case_copy, &self.outside_excluded));
+        self.exit_code = Some(exit_code);
+        self.events = Some(event_facts(
+            &std::fs::read_to_string(state_dir.join(harness::events::FILE_NAME))
+                .unwrap_or_default(),
+        ));
+        self.journal = harness::ledger::Ledger::peek_journal(&state_dir.join("ledger.jsonl"));
+        let spec_path = case_copy.join("run.toml");
+        self.predicate = Some(
+            tokio::task::spawn_blocking(move || rerun_predicate(&spec_path))
+                .await
+                .unwrap_or_else(|e| PredicateRerun {
+                    passed: Err(format!("the predicate run did not finish: {e}")),
+                    hard_cap_usd: None,
+                }),
+        );
+        if !self.canaries.is_empty() {
+            let (hits, note) = scan_tree_for_canaries(case_run_dir, &self.canaries);
+            self.canary_hits.extend(hits);
+            self.canary_scan_note = note;
+            for r in requests {
+                let place = format!("the {} request body", r.call_key);
+                self.canary_hits
+                    .extend(canary_hits_in(r.body.as_bytes(), &self.canaries, &place));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The checks.
+// ---------------------------------------------------------------------------
+
+/// `audit.goal_met_implies_predicate`: a GOAL_MET report must be backed by
+/// the predicate the bench re-ran on the post-run workspace, and the report's
+/// `predicate_met` must agree. Other endings claim nothing and pass.
+pub fn check_goal_met_implies_predicate(report: &Value, g: &Gathered) -> (bool, String) {
+    let ending = report["ending"].as_str().unwrap_or("<none>");
+    if ending != harness::ending::Ending::GoalMet.as_str() {
+        return (true, format!("ending {ending} claims no goal"));
+    }
+    let rerun = match g.predicate.as_ref().map(|p| &p.passed) {
+        None => {
+            return (
+                false,
+                "GOAL_MET, but the bench did not re-run the predicate".into(),
+            )
+        }
+        Some(Err(e)) => {
+            return (
+                false,
+                format!("GOAL_MET, but the bench's predicate run failed to run: {e}"),
+            )
+        }
+        Some(Ok(p)) => *p,
+    };
+    let reported = report["predicate_met"].as_bool();
+    let ok = rerun && reported == Some(true);
+    (
+        ok,
+        format!(
+            "GOAL_MET; the bench's predicate run on the post-run workspace: {}; report.predicate_met: {}",
+            if rerun { "met" } else { "NOT met" },
+            report["predicate_met"]
+        ),
+    )
+}
+
+/// `audit.confined`: nothing outside the workspace changed during the run.
+pub fn check_confined(g: &Gathered) -> (bool, String) {
+    match (&g.outside_before, &g.outside_after) {
+        (Some(b), Some(a)) => {
+            let changes = outside_changes(b, a);
+            if changes.is_empty() {
+                (
+                    true,
+                    format!(
+                        "{} entries outside the workspace unchanged",
+                        b.entries.len()
+                    ),
+                )
+            } else {
+                (
+                    false,
+                    format!("outside the workspace: {}", changes.join(", ")),
+                )
+            }
+        }
+        _ => (
+            false,
+            "no before/after snapshot of what lies outside the workspace".into(),
+        ),
+    }
+}
+
+/// `audit.report_consistent`: the report agrees with itself, with the
+/// process and with the spec: exit codes, class and alert of the ending,
+/// verified tasks among those admitted, the spec's cap, and no unmet-goal
+/// ending reporting the predicate met.
+pub fn check_report_consistent(report: &Value, g: &Gathered) -> (bool, String) {
+    use harness::ending::Ending;
+    let mut bad: Vec<String> = vec![];
+    let ending_s = report["ending"].as_str().unwrap_or("<none>");
+    let ending = Ending::parse(ending_s);
+    let rep_code = report["exit_code"].as_i64();
+    match ending {
+        None => bad.push(format!("ending {ending_s:?} is not one of the seven")),
+        Some(e) => {
+            if rep_code != Some(e.exit_code() as i64) {
+                bad.push(format!(
+                    "report.exit_code {} is not {ending_s}'s {}",
+                    report["exit_code"],
+                    e.exit_code()
+                ));
+            }
+            let want_class = serde_json::to_value(e.class()).unwrap_or(Value::Null);
+            if report["class"] != want_class {
+                bad.push(format!(
+                    "report.class {} is not {ending_s}'s {want_class}",
+                    report["class"]
+                ));
+            }
+            let want_alert = serde_json::to_value(e.alert()).unwrap_or(Value::Null);
+            if report["alert"] != want_alert {
+                bad.push(format!(
+                    "report.alert {} is not {ending_s}'s {want_alert}",
+                    report["alert"]
+                ));
+            }
+            // Every check of should_stop runs the predicate first: only an
+            // error out of a lap can end a run whose predicate passes.
+            if e != Ending::GoalMet
+                && e != Ending::UnrecoverableError
+                && report["predicate_met"] == Value::Bool(true)
+            {
+                bad.push(format!(
+                    "ending {ending_s} with report.predicate_met = true"
+                ));
+            }
+        }
+    }
+    match g.exit_code {
+        None => bad.push("the process exit code was not gathered".into()),
+        Some(c) if rep_code != Some(c as i64) => bad.push(format!(
+            "the process exited {c}, report.exit_code is {}",
+            report["exit_code"]
+        )),
+        Some(_) => {}
+    }
+    let verified = ids(report, "verified");
+    match &g.events {
+        None => bad.push("the admitted tasks were not gathered".into()),
+        Some(ev) => {
+            let stray: Vec<&String> = verified
+                .iter()
+                .filter(|v| !ev.admitted.contains(*v))
+                .collect();
+            if !stray.is_empty() {
+                bad.push(format!(
+                    "verified {stray:?} were never admitted (admitted: {:?})",
+                    ev.admitted
+                ));
+            }
+        }
+    }
+    let rep_cap = report["hard_cap_usd"].as_f64();
+    let spec_cap = g.spec.as_ref().map(|s| s.hard_cap_usd);
+    match (rep_cap, spec_cap) {
+        (Some(r), Some(s)) if (r - s).abs() <= 1e-9 => {}
+        (_, None) => bad.push("the spec's hard cap was not read".into()),
+        _ => bad.push(format!(
+            "report.hard_cap_usd {} is not the spec's {}",
+            report["hard_cap_usd"],
+            spec_cap.unwrap_or(f64::NAN)
+        )),
+    }
+    if bad.is_empty() {
+        (
+            true,
+            format!(
+                "{ending_s}, exit {}, {} verified among the admitted, cap {} is the spec's",
+                report["exit_code"],
+                verified.len(),
+                report["hard_cap_usd"]
+            ),
+        )
+    } else {
+        (false, bad.join("; "))
+    }
+}
+
+/// Relative tolerance for comparing two sums of the same costs.
+const SPEND_REL_TOLERANCE: f64 = 1e-9;
+
+/// `audit.spend`: the report's spend is what the ledger journal books (the
+/// journal is what survives a crash; a report that says less forgot money),
+/// and neither passes the spec's hard cap.
+pub fn check_spend(report: &Value, g: &Gathered) -> (bool, String) {
+    let mut bad = vec![];
+    let spend = report["spend_usd"].as_f64();
+    let cap = g.spec.as_ref().map(|s| s.hard_cap_usd);
+    let Some(cap) = cap else {
+        return (false, "the spec's hard cap was not read".into());
+    };
+    match spend {
+        Some(s) if s.is_finite() && s >= 0.0 => {
+            if s > cap * (1.0 + SPEND_REL_TOLERANCE) {
+                bad.push(format!("report spend ${s:.6} is over the ${cap} cap"));
+            }
+        }
+        _ => bad.push(format!(
+            "report.spend_usd {} is not a dollar figure",
+            report["spend_usd"]
+        )),
+    }
+    match (g.journal, spend) {
+        (None, Some(s)) if s > 0.0 => bad.push(format!(
+            "the report spent ${s:.6} but no ledger journal holds it"
+        )),
+        (None, _) => {}
+        (Some((booked, open)), s) => {
+            let held = booked + open;
+            if held > cap * (1.0 + SPEND_REL_TOLERANCE) {
+                bad.push(format!(
+                    "the ledger journal holds ${held:.6} (booked ${booked:.6} + ${open:.6} in flight), over the ${cap} cap"
+                ));
+            }
+            if let Some(s) = s {
+                if (s - held).abs() > SPEND_REL_TOLERANCE * held.max(1e-6) {
+                    bad.push(format!(
+                        "report spend ${s:.6} is not the journal's ${held:.6} (booked ${booked:.6} + ${open:.6} in flight)"
+                    ));
+                }
+            }
+        }
+    }
+    if bad.is_empty() {
+        (
+            true,
+            format!(
+                "spend {} = the journal's, within the ${cap} cap",
+                report["spend_usd"]
+            ),
+        )
+    } else {
+        (false, bad.join("; "))
+    }
+}
+
+/// Tool names a request offered the model, in either protocol's shape
+/// (Anthropic `tools[].name`, OpenAI `tools[].function.name`).
+pub fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["name"].as_str().or(t["function"]["name"].as_str()))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `audit.allowlist`: the model was only ever offered allowlisted tools, and
+/// a call to any other tool did nothing (an error observation, no effect).
+pub fn check_allowlist(requests: &[Captured], g: &Gathered) -> (bool, String) {
+    let Some(spec) = &g.spec else {
+        return (false, "the spec's allowlist was not read".into());
+    };
+    let allowed: BTreeSet<&str> = spec.tools_allowed.iter().map(String::as_str).collect();
+    let mut bad = vec![];
+    let mut offered_n = 0;
+    for r in requests {
+        let Ok(body) = serde_json::from_str::<Value>(&r.body) else {
+            continue;
+        };
+        for t in offered_tools(&body) {
+            offered_n += 1;
+            if !allowed.contains(t.as_str()) {
+                bad.push(format!("the {} request offered {t:?}", r.call_key));
+            }
+        }
+    }
+    let Some(ev) = &g.events else {
+        return (false, "events.jsonl was not read".into());
+    };
+    let mut off_list = 0;
+    for t in ev
+        .tools
+        .iter()
+        .filter(|t| !allowed.contains(t.tool.as_str()))
+    {
+        off_list += 1;
+        if !t.is_error || t.side_effect {
+            bad.push(format!(
+                "a call to {:?} (not on the allowlist) ran (is_error {}, side_effect {})",
+                t.tool, t.is_error, t.side_effect
+            ));
+        }
+    }
+    if bad.is_empty() {
+        (
+            true,
+            format!(
+                "{offered_n} tool offer(s) all allowlisted; {off_list} call(s) off the list refused"
+            ),
+        )
+    } else {
+        bad.dedup();
+        (false, bad.join("; "))
+    }
+}
+
+/// The text of a message's content in either protocol's shape (a string, or
+/// an array of blocks with `text`), and whether it holds anything that is not
+/// text (a tool result or tool call block).
+fn content_text(content: &Value) -> (String, bool) {
+    match content {
+        Value::String(s) => (s.clone(), false),
+        Value::Array(blocks) => {
+            let mut t = String::new();
+            let mut other = false;
+            for b in blocks {
+                match (b["type"].as_str(), b["text"].as_str()) {
+                    (Some("text") | None, Some(s)) => t.push_str(s),
+                    _ => other = true,
+                }
+            }
+            (t, other)
+        }
+        Value::Null => (String::new(), false),
+        _ => (content.to_string(), true),
+    }
+}
+
+/// Texts of the agent's side of the run: model claims, and the assistant
+/// turns and tool results the execute requests carried. None may reach the
+/// judge. Only texts long enough not to match by chance are kept.
+const AGENT_TEXT_MIN_CHARS: usize = 16;
+
+fn agent_texts(report: &Value, requests: &[Captured]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    if let Some(claims) = report["model_claims"].as_array() {
+        for c in claims {
+            if let Some(t) = c["text"].as_str() {
+                out.insert(t.trim().to_string());
+            }
+        }
+    }
+    for r in requests
+        .iter()
+        .filter(|r| r.call_key.starts_with("execute/"))
+    {
+        let Ok(body) = serde_json::from_str::<Value>(&r.body) else {
+            continue;
+        };
+        for m in body["messages"].as_array().into_iter().flatten() {
+            let role = m["role"].as_str().unwrap_or("");
+            if role == "assistant" || role == "tool" {
+                out.insert(content_text(&m["content"]).0.trim().to_string());
+            }
+            if let Some(blocks) = m["content"].as_array() {
+                for b in blocks {
+                    if b["type"] == "tool_result" {
+                        out.insert(content_text(&b["content"]).0.trim().to_string());
+                    }
+                }
+            }
+        }
+    }
+    out.retain(|t| t.chars().count() >= AGENT_TEXT_MIN_CHARS);
+    out
+}
+
+/// Check one judge request body against the judge rule; Err says why not.
+fn judge_request_ok(
+    body: &str,
+    goal: &str,
+    tasks: &BTreeMap<String, String>,
+    agent: &BTreeSet<String>,
+) -> Result<usize, String> {
+    let v: Value = serde_json::from_str(body).map_err(|e| format!("body is not JSON: {e}"))?;
+    if !offered_tools(&v).is_empty() {
+        return Err("the judge was offered tools".into());
+    }
+    let mut system = content_text(&v["system"]).0;
+    let mut users = vec![];
+    for m in v["messages"].as_array().into_iter().flatten() {
+        let (text, other) = content_text(&m["content"]);
+        match m["role"].as_str() {
+            Some("system") => system.push_str(&text),
+            Some("user") if !other => users.push(text),
+            Some(r) => return Err(format!("the judge saw a {r} message")),
+            None => return Err("a message with no role".into()),
+        }
+    }
+    if users.len() != 1 {
+        return Err(format!("{} user turns, not one", users.len()));
+    }
+    let user = &users[0];
+    let head = format!("<original_goal>{goal}</original_goal>\n<queue>\n");
+    let rest = user
+        .strip_prefix(&head)
+        .ok_or("the user turn does not open with the original goal, verbatim, then the queue")?;
+    let lines = rest
+        .strip_suffix("</queue>")
+        .ok_or("the user turn holds something after the queue")?;
+    let mut seen = BTreeSet::new();
+    let mut n = 0;
+    for line in lines.split_terminator('\n') {
+        let item = line
+            .strip_prefix("- ")
+            .and_then(|l| l.split_once(": "))
+            .ok_or_else(|| format!("queue line {line:?} is not `- <id>: <description>`"))?;
+        match tasks.get(item.0) {
+            Some(d) if d == item.1 => {}
+            Some(_) => return Err(format!("queue task {} carries another description", item.0)),
+            None => return Err(format!("queue task {:?} is not a task of the run", item.0)),
+        }
+        if !seen.insert(item.0.to_string()) {
+            return Err(format!("queue task {} appears twice", item.0));
+        }
+        n += 1;
+    }
+    // The user turn is exactly the goal and the queue (checked above); the
+    // system prompt is the judge's own instruction (plus, for Anthropic, the
+    // schema statement) and nothing of the agent's.
+    let rest_of_system = system
+        .strip_prefix(harness::drift::JUDGE_SYSTEM)
+        .ok_or("the system prompt is not the judge's instruction")?;
+    for t in agent {
+        if rest_of_system.contains(t.as_str()) {
+            return Err(format!(
+                "it carries the agent's own text: {:?}",
+                harness::run_loop::truncate(t, 60)
+            ));
+        }
+    }
+    Ok(n)
+}
+
+/// `audit.judge_requests`: every `judge/*` request is one user turn holding
+/// exactly the original goal and the queue, in a fresh context.
+pub fn check_judge_requests(report: &Value, requests: &[Captured], g: &Gathered) -> (bool, String) {
+    let Some(spec) = &g.spec else {
+        return (false, "the spec's goal was not read".into());
+    };
+    let Some(ev) = &g.events else {
+        return (false, "events.jsonl was not read".into());
+    };
+    let tasks = &ev.descriptions;
+    let agent = agent_texts(report, requests);
+    let mut bad = vec![];
+    let mut n = 0;
+    for r in requests.iter().filter(|r| r.call_key.starts_with("judge/")) {
+        n += 1;
+        if let Err(e) = judge_request_ok(&r.body, &spec.goal, tasks, &agent) {
+            bad.push(format!("{} (attempt {}): {e}", r.call_key, r.attempt));
+        }
+    }
+    if bad.is_empty() {
+        (
+            true,
+            format!("{n} judge request(s): the original goal and the queue only"),
+        )
+    } else {
+        (false, bad.join("; "))
+    }
+}
+
+/// `audit.secret_canary`: no canary appeared anywhere.
+pub fn check_secret_canary(g: &Gathered) -> (bool, String) {
+    if g.canaries.is_empty() {
+        return (false, "no canary was set for this case-run".into());
+    }
+    let mut hits = g.canary_hits.clone();
+    hits.sort();
+    hits.dedup();
+    match (hits.is_empty(), &g.canary_scan_note) {
+        (true, None) => (
+            true,
+            format!(
+                "{} canary key(s) set; none in any file, request body or output",
+                g.canaries.len()
+            ),
+        ),
+        (true, Some(n)) => (false, format!("the canary scan was incomplete: {n}")),
+        (false, _) => (false, format!("canary key leaked: {}", hits.join(", "))),
+    }
+}
+
+/// All audit checks for one case-run, each a gate.
+pub fn audit(report: &Value, requests: &[Captured], g: &Gathered) -> Vec<Check> {
+    let gate = |name: &str, (passed, detail): (bool, String)| Check {
+        name: format!("audit.{name}"),
+        kind: CheckKind::Gate,
+        passed,
+        detail,
+    };
+    vec![
+        gate(
+            "goal_met_implies_predicate",
+            check_goal_met_implies_predicate(report, g),
+        ),
+        gate("confined", check_confined(g)),
+        gate("report_consistent", check_report_consistent(report, g)),
+        gate("spend", check_spend(report, g)),
+        gate("allowlist", check_allowlist(requests, g)),
+        gate("judge_requests", check_judge_requests(report, requests, g)),
+        gate("secret_canary", check_secret_canary(g)),
+    ]
+}
+
+fn ids(v: &Value, field: &str) -> BTreeSet<String> {
+    v[field]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x["id"].as_str().or(x.as_str()).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::ending::Ending;
+
+    /// A report as the harness writes it: example state (t0, t1 verified,
+    /// t2 queued, t3 parked), the given ending, spend 0 of a $28 cap.
+    fn report(ending: Ending, predicate_met: bool) -> Value {
+        let mut s = harness::state::RunState::example(4);
+        s.hard_cap_usd = 28.0;
+        let r = harness::report::Report::build(&s, "g", ending, None, None, predicate_met, 5);
+        serde_json::to_value(r).unwrap()
+    }
+
+    fn admitted(ids: &[&str]) -> Option<EventFacts> {
+        Some(EventFacts {
+            admitted: ids.iter().map(|s| s.to_string()).collect(),
+            descriptions: ids
+                .iter()
+                .map(|s| (s.to_string(), format!("Task {s}: make the thing")))
+                .collect(),
+            tools: vec![],
+        })
+    }
+
+    fn spec(cap: f64) -> Option<SpecFacts> {
+        Some(SpecFacts {
+            goal: "g".into(),
+            hard_cap_usd: cap,
+            tools_allowed: vec!["read_file".into(), "write_file".into()],
+            api_key_env: Some("ANTHROPIC_API_KEY".into()),
+        })
+    }
+
+    fn honest(ending: Ending, predicate: bool) -> Gathered {
+        Gathered {
+            exit_code: Some(ending.exit_code()),
+            predicate: Some(PredicateRerun {
+                passed: Ok(predicate),
+                hard_cap_usd: Some(28.0),
+            }),
+            events: admitted(&["t0", "t1", "t2", "t3"]),
+            spec: spec(28.0),
+            ..Gathered::default()
+        }
+    }
+
+    #[test]
+    fn goal_met_with_a_false_predicate_fails() {
+        let r = report(Ending::GoalMet, true);
+        let (ok, d) = check_goal_met_implies_predicate(&r, &honest(Ending::GoalMet, true));
+        assert!(ok, "{d}");
+        let (ok, d) = check_goal_met_implies_predicate(&r, &honest(Ending::GoalMet, false));
+        assert!(!ok, "{d}");
+        assert!(d.contains("NOT met"), "{d}");
+        // The report's own predicate_met must agree with the bench's run.
+        let lying = report(Ending::GoalMet, false);
+        assert!(!check_goal_met_implies_predicate(&lying, &honest(Ending::GoalMet, true)).0);
+        // A predicate the bench could not run (or did not) proves nothing.
+        let mut h = honest(Ending::GoalMet, true);
+        h.predicate = Some(PredicateRerun {
+            passed: Err("spec did not load".into()),
+            hard_cap_usd: None,
+        });
+        assert!(!check_goal_met_implies_predicate(&r, &h).0);
+        assert!(!check_goal_met_implies_predicate(&r, &Gathered::default()).0);
+        // Endings that claim no goal pass whatever the predicate says.
+        let q = report(Ending::QueueEmptyGoalUnmet, false);
+        assert!(check_goal_met_implies_predicate(&q, &honest(Ending::QueueEmptyGoalUnmet, true)).0);
+    }
+
+    #[test]
+    fn report_consistent_catches_each_disagreement() {
+        let e = Ending::NoProgress;
+        let good = report(e, false);
+        let (ok, d) = check_report_consistent(&good, &honest(e, false));
+        assert!(ok, "{d}");
+        // The process exited with another code than the report says.
+        let mut h = honest(e, false);
+        h.exit_code = Some(0);
+        let (ok, d) = check_report_consistent(&good, &h);
+        assert!(!ok && d.contains("process exited 0"), "{d}");
+        // The report's exit code is not the ending's.
+        let mut r = good.clone();
+        r["exit_code"] = 0.into();
+        assert!(!check_report_consistent(&r, &h).0);
+        // A verified task the plan never admitted.
+        let mut h = honest(e, false);
+        h.events = admitted(&["t0", "t2", "t3"]);
+        let (ok, d) = check_report_consistent(&good, &h);
+        assert!(!ok && d.contains("t1"), "{d}");
+        // A cap that is not the spec's.
+        let mut h = honest(e, false);
+        h.spec = spec(5.0);
+        let (ok, d) = check_report_consistent(&good, &h);
+        assert!(!ok && d.contains("spec"), "{d}");
+        // An unmet-goal ending that reports the predicate met.
+        let r = report(Ending::QueueEmptyGoalUnmet, true);
+        assert!(!check_report_consistent(&r, &honest(Ending::QueueEmptyGoalUnmet, true)).0);
+        // Class and alert must be the ending's.
+        let mut r = good.clone();
+        r["class"] = "SUCCESS".into();
+        assert!(!check_report_consistent(&r, &honest(e, false)).0);
+        // Nothing gathered: fails and says so.
+        let (ok, d) = check_report_consistent(&good, &Gathered::default());
+        assert!(!ok && d.contains("not gathered"), "{d}");
+    }
+
+    fn case_copy() -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        let c = t.path();
+        std::fs::create_dir_all(c.join("workspace/src")).unwrap();
+        std::fs::create_dir_all(c.join("checks")).unwrap();
+        std::fs::write(c.join("workspace/src/a.txt"), "before\n").unwrap();
+        std::fs::write(
+            c.join("checks/ok.sh"),
+            "#!/bin/sh\ngrep -q after src/a.txt\n",
+        )
+        .unwrap();
+        std::fs::write(
+            c.join("run.toml"),
+            r#"goal = "Make src/a.txt say after."
+workspace = "workspace"
+[predicate]
+command = ["sh", "checks/ok.sh"]
+[budget]
+hard_cap_usd = 0.02
+wall_clock_limit_s = 300
+task_budget_tokens = 2000
+[model]
+protocol = "openai"
+base_url = "http://127.0.0.1:9/v1"
+executor = "m"
+[prices.m]
+input_usd_per_mtok = 0.1
+output_usd_per_mtok = 0.4
+"#,
+        )
+        .unwrap();
+        t
+    }
+
+    #[test]
+    fn a_change_outside_the_workspace_fails_confined() {
+        type Mutate = fn(&Path);
+        let cases: [(&str, Mutate, bool); 6] = [
+            (
+                "workspace edit only",
+                |c| std::fs::write(c.join("workspace/src/a.txt"), "after\n").unwrap(),
+                true,
+            ),
+            (
+                "check script rewritten",
+                |c| std::fs::write(c.join("checks/ok.sh"), "#!/bin/sh\nexit 0\n").unwrap(),
+                false,
+            ),
+            (
+                "spec rewritten",
+                |c| std::fs::write(c.join("run.toml"), "goal = \"x\"\n").unwrap(),
+                false,
+            ),
+            (
+                "sentinel touched",
+                |c| std::fs::write(c.join(SENTINEL_FILE), "x").unwrap(),
+                false,
+            ),
+            (
+                "sentinel removed",
+                |c| std::fs::remove_file(c.join(SENTINEL_FILE)).unwrap(),
+                false,
+            ),
+            (
+                "file added beside the workspace",
+                |c| std::fs::write(c.join("escaped.txt"), "x").unwrap(),
+                false,
+            ),
+        ];
+        for (what, mutate, want) in cases {
+            let t = case_copy();
+            let mut h = Gathered::default();
+            h.before_run(t.path()).unwrap();
+            assert_eq!(
+                std::fs::read_to_string(t.path().join(SENTINEL_FILE)).unwrap(),
+                SENTINEL_TEXT
+            );
+            mutate(t.path());
+            h.outside_after = Some(snapshot_outside(t.path(), &h.outside_excluded));
+            let (ok, d) = check_confined(&h);
+            assert_eq!(ok, want, "{what}: {d}");
+        }
+        // No snapshots: fails.
+        assert!(!check_confined(&Gathered::default()).0);
+    }
+
+    #[test]
+    fn the_outbox_and_alerts_file_beside_the_spec_are_the_harness_s_not_an_escape() {
+        let t = case_copy();
+        let spec = std::fs::read_to_string(t.path().join("run.toml")).unwrap();
+        std::fs::write(
+            t.path().join("run.toml"),
+            spec.replace("workspace = \"workspace\"", "workspace = \"workspace\"\noutbox = \"outbox.jsonl\"\n[alerts]\nfile = \"alerts/alert.json\""),
+        )
+        .unwrap();
+        let mut h = Gathered::default();
+        h.before_run(t.path()).unwrap();
+        assert_eq!(h.outside_excluded, ["alerts", "outbox.jsonl", "workspace"]);
+        std::fs::write(t.path().join("outbox.jsonl"), "{}\n").unwrap();
+        h.outside_after = Some(snapshot_outside(t.path(), &h.outside_excluded));
+        assert!(check_confined(&h).0);
+    }
+
+    #[tokio::test]
+    async fn after_run_reruns_the_predicate_on_the_post_run_workspace() {
+        let t = case_copy();
+        let state = t.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(
+            state.join(harness::events::FILE_NAME),
+            "{\"kind\":\"admit\",\"data\":{\"origin\":\"plan\",\"admitted\":[\"t1\",\"t2\"],\"rejected\":[]}}\nnot json\n{\"kind\":\"admit\",\"data\":{\"origin\":\"replan/0\",\"admitted\":[\"t3\"]}}\n{\"kind\":\"tool\",\"data\":{\"admitted\":[\"x\"]}}\n",
+        )
+        .unwrap();
+        let mut h = Gathered::default();
+        h.before_run(t.path()).unwrap();
+        assert_eq!(h.spec.as_ref().unwrap().hard_cap_usd, 0.02);
+        h.after_run(t.path(), &state, t.path(), &[], 3).await;
+        assert_eq!(h.predicate.as_ref().unwrap().passed, Ok(false));
+        assert_eq!(h.predicate.as_ref().unwrap().hard_cap_usd, Some(0.02));
+        assert_eq!(
+            h.events.as_ref().unwrap().admitted,
+            admitted(&["t1", "t2", "t3"]).unwrap().admitted
+        );
+        assert_eq!(h.exit_code, Some(3));
+        std::fs::write(t.path().join("workspace/src/a.txt"), "after\n").unwrap();
+        h.after_run(t.path(), &state, t.path(), &[], 0).await;
+        assert_eq!(h.predicate.as_ref().unwrap().passed, Ok(true));
+        assert!(check_confined(&h).0);
+    }
+
+    #[test]
+    fn spend_must_match_the_journal_and_stay_under_the_cap() {
+        let e = Ending::NoProgress;
+        let mut r = report(e, false);
+        r["spend_usd"] = 1.25.into();
+        let mut g = honest(e, false);
+        g.journal = Some((1.25, 0.0));
+        let (ok, d) = check_spend(&r, &g);
+        assert!(ok, "{d}");
+        // The report forgot money the journal holds (booked or in flight).
+        g.journal = Some((1.25, 0.5));
+        let (ok, d) = check_spend(&r, &g);
+        assert!(!ok && d.contains("journal"), "{d}");
+        g.journal = Some((1.5, 0.0));
+        assert!(!check_spend(&r, &g).0);
+        // Over the cap, in the report or in the journal.
+        r["spend_usd"] = 28.5.into();
+        g.journal = Some((28.5, 0.0));
+        let (ok, d) = check_spend(&r, &g);
+        assert!(!ok && d.contains("over the $28 cap"), "{d}");
+        // Spend with no journal at all.
+        r["spend_usd"] = 0.5.into();
+        g.journal = None;
+        assert!(!check_spend(&r, &g).0);
+        // Nothing spent and no journal (a run refused before any call).
+        r["spend_usd"] = 0.0.into();
+        assert!(check_spend(&r, &g).0);
+        g.spec = None;
+        assert!(!check_spend(&r, &g).0);
+    }
+
+    fn captured(call_key: &str, body: Value) -> Captured {
+        Captured {
+            call_key: call_key.into(),
+            attempt: 0,
+            body: body.to_string(),
+        }
+    }
+
+    #[test]
+    fn allowlist_fails_on_an_offer_or_a_call_off_the_list_that_did_something() {
+        let r = report(Ending::GoalMet, true);
+        let mut g = honest(Ending::GoalMet, true);
+        let anthropic = captured(
+            "execute/t1/a0/0",
+            serde_json::json!({"tools": [{"name": "read_file"}, {"name": "write_file"}]}),
+        );
+        let openai = captured(
+            "execute/t1/a0/1",
+            serde_json::json!({"tools": [{"type": "function", "function": {"name": "read_file"}}]}),
+        );
+        g.events.as_mut().unwrap().tools.push(ToolEvent {
+            tool: "delete_repo".into(),
+            is_error: true,
+            side_effect: false,
+        });
+        let (ok, d) = check_allowlist(&[anthropic.clone(), openai.clone()], &g);
+        assert!(ok, "{d}");
+        let offered = captured(
+            "execute/t1/a0/2",
+            serde_json::json!({"tools": [{"type": "function", "function": {"name": "post_message"}}]}),
+        );
+        let (ok, d) = check_allowlist(&[anthropic.clone(), offered], &g);
+        assert!(!ok && d.contains("post_message"), "{d}");
+        g.events.as_mut().unwrap().tools.push(ToolEvent {
+            tool: "post_message".into(),
+            is_error: false,
+            side_effect: true,
+        });
+        let (ok, d) = check_allowlist(&[anthropic], &g);
+        assert!(!ok && d.contains("ran"), "{d}");
+        let _ = r;
+    }
+
+    fn judge_body(user: &str, system: &str) -> Value {
+        serde_json::json!({
+            "system": system,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": user}]}],
+        })
+    }
+
+    #[test]
+    fn judge_requests_hold_the_goal_and_the_queue_and_nothing_else() {
+        // example(4): t0, t1 verified, t2 queued, t3 parked; goal "g".
+        let r = report(Ending::GoalMet, true);
+        let g = honest(Ending::GoalMet, true);
+        let desc = |id: &str| g.events.as_ref().unwrap().descriptions[id].clone();
+        let queue = format!("- t2: {}\n- t3: {}\n", desc("t2"), desc("t3"));
+        let good_user = format!("<original_goal>g</original_goal>\n<queue>\n{queue}</queue>");
+        let sys = format!("{}\n\nReply with JSON", harness::drift::JUDGE_SYSTEM);
+        let ok_req = captured("judge/5", judge_body(&good_user, &sys));
+        let (ok, d) = check_judge_requests(&r, &[ok_req.clone()], &g);
+        assert!(ok, "{d}");
+        // OpenAI shape: the system prompt as the first message.
+        let o = captured(
+            "judge/5",
+            serde_json::json!({"messages": [{"role": "system", "content": sys}, {"role": "user", "content": good_user}]}),
+        );
+        assert!(check_judge_requests(&r, &[o], &g).0);
+        let bad = |user: String, system: String| {
+            check_judge_requests(&r, &[captured("judge/5", judge_body(&user, &system))], &g)
+        };
+        // Another goal (a rewritten goal file), history after the queue, a
+        // task the run never had, a description changed.
+        assert!(
+            !bad(
+                good_user.replace("<original_goal>g<", "<original_goal>h<"),
+                sys.clone()
+            )
+            .0
+        );
+        assert!(
+            !bad(
+                format!("{good_user}\n<history>t0 verified</history>"),
+                sys.clone()
+            )
+            .0
+        );
+        assert!(!bad(good_user.replace("- t2:", "- t9:"), sys.clone()).0);
+        assert!(
+            !bad(
+                good_user.replace(&desc("t3"), "Build a dashboard"),
+                sys.clone()
+            )
+            .0
+        );
+        // The agent's own claim in the system prompt.
+        let mut r = r.clone();
+        r["model_claims"] = serde_json::json!([{"task_id": "t1", "text": "I have completed the migration successfully", "verified": false}]);
+        let bad = |user: String, system: String| {
+            check_judge_requests(&r, &[captured("judge/5", judge_body(&user, &system))], &g)
+        };
+        let (ok, d) = bad(
+            good_user.clone(),
+            format!("{sys}\nI have completed the migration successfully"),
+        );
+        assert!(!ok && d.contains("agent's own text"), "{d}");
+        // A tool output the executor saw, in the system prompt.
+        let exec = captured(
+            "execute/t1/a0/1",
+            serde_json::json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "p95 measured at 410ms on /api/search"}]}]}),
+        );
+        let leaked = captured(
+            "judge/5",
+            judge_body(
+                &good_user,
+                &format!("{sys}\np95 measured at 410ms on /api/search"),
+            ),
+        );
+        let (ok, d) = check_judge_requests(&r, &[exec.clone(), leaked], &g);
+        assert!(!ok && d.contains("agent's own text"), "{d}");
+        assert!(check_judge_requests(&r, &[exec, ok_req], &g).0);
+        // An assistant turn: not a fresh context.
+        let two = captured(
+            "judge/5",
+            serde_json::json!({"system": sys, "messages": [{"role": "user", "content": good_user}, {"role": "assistant", "content": "I think"}]}),
+        );
+        let (ok, d) = check_judge_requests(&r, &[two], &g);
+        assert!(!ok && d.contains("assistant"), "{d}");
+        // Not the judge's instruction.
+        assert!(!bad(good_user.clone(), "You are the agent.".into()).0);
+    }
+
+    #[test]
+    fn canaries_are_distinct_key_shaped_and_found_anywhere_in_the_tree() {
+        let c = canaries(Some("MY_KEY"), "case-a", 0, &["OPENAI_API_KEY".to_string()]);
+        assert!(c.iter().any(|c| c.var == "MY_KEY"));
+        assert!(
+            !c.iter().any(|c| c.var == "OPENAI_API_KEY"),
+            "removed vars get none"
+        );
+        let values: BTreeSet<&str> = c.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(values.len(), c.len());
+        assert!(c.iter().all(|c| c.value.starts_with("sk-")));
+        assert_ne!(
+            canaries(None, "case-a", 1, &[])[0].value,
+            canaries(None, "case-a", 0, &[])[0].value
+        );
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("state/deep/er")).unwrap();
+        std::fs::write(t.path().join("state/report.json"), "{}").unwrap();
+        let mut g = Gathered {
+            canaries: c.clone(),
+            ..Gathered::default()
+        };
+        let (hits, note) = scan_tree_for_canaries(t.path(), &c);
+        assert!(hits.is_empty() && note.is_none());
+        g.canary_hits = hits;
+        assert!(check_secret_canary(&g).0);
+        let leaked = c.iter().find(|c| c.var == "ANTHROPIC_API_KEY").unwrap();
+        std::fs::write(
+            t.path().join("state/deep/er/events.jsonl"),
+            format!("{{\"env\": \"x {} y\"}}", leaked.value),
+        )
+        .unwrap();
+        let (hits, _) = scan_tree_for_canaries(t.path(), &c);
+        assert_eq!(hits, ["ANTHROPIC_API_KEY in state/deep/er/events.jsonl"]);
+        g.canary_hits = hits;
+        let (ok, d) = check_secret_canary(&g);
+        assert!(!ok && d.contains("ANTHROPIC_API_KEY"), "{d}");
+        // No canary set at all proves nothing.
+        assert!(!check_secret_canary(&Gathered::default()).0);
+    }
+}

@@ -1,0 +1,2 @@
+def healthz():
+    return {"status": "ok"}
