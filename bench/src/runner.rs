@@ -5,6 +5,7 @@
 //! the case (spec, workspace, checks) and its own state dir under the output
 //! directory, so nothing a run does can leak into another or into the suite.
 
+use crate::bench_fault::{self, BenchFault};
 use crate::score::{self, Artifacts, Check, Verdict};
 use crate::suite::Case;
 use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
@@ -36,6 +37,11 @@ pub struct RunRecord {
     pub state_dir: String,
     /// Verified task count, for cost-per-verified-task figures.
     pub verified: u64,
+    /// Set when the case-run ended because of the bench's own machinery (a
+    /// recording miss, no replay server, a failed setup, the live cap), not
+    /// the harness: a failure of the gate, but no data point of a comparison.
+    #[serde(default)]
+    pub bench_fault: Option<BenchFault>,
 }
 
 /// Settings laid over a case's run spec for one arm of a comparison (`bench
@@ -106,7 +112,23 @@ impl RunRecord {
             failures: vec![msg],
             state_dir,
             verified: 0,
+            bench_fault: None,
         }
+    }
+
+    /// A case-run the bench's machinery could not carry out: failed, with
+    /// the fault as its reason.
+    pub fn faulted(case: &Case, run: u32, fault: BenchFault, state_dir: String) -> RunRecord {
+        RunRecord {
+            bench_fault: Some(fault.clone()),
+            ..RunRecord::failed(case, run, fault.describe(), state_dir)
+        }
+    }
+
+    /// The harness ran and wrote a report (the ending is one of the seven):
+    /// the case-runs whose latency and cost the summary's statistics use.
+    pub fn reported(&self) -> bool {
+        harness::ending::Ending::parse(&self.ending).is_some()
     }
 }
 
@@ -196,12 +218,21 @@ struct Spawned {
     stderr_tail: String,
 }
 
+/// Why a harness process gave no exit status to score.
+enum SpawnError {
+    /// The bench could not start the process (a bench fault).
+    NotStarted(String),
+    /// The process started and misbehaved (never paused, ran past its clock):
+    /// the harness's own failure.
+    Harness(String),
+}
+
 async fn run_harness(
     harness_bin: &Path,
     args: &[String],
     pause_at: Option<&str>,
     env_remove: &[String],
-) -> Result<Spawned, String> {
+) -> Result<Spawned, SpawnError> {
     let mut cmd = tokio::process::Command::new(harness_bin);
     // Live: the API key's variable is not passed on; the proxy adds the key.
     for name in env_remove {
@@ -216,10 +247,13 @@ async fn run_harness(
         cmd.env(harness::chaos_hook::ENV_VAR, p);
     }
     let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", harness_bin.display()))?;
-    let stderr = child.stderr.take().ok_or("no stderr pipe")?;
+    let mut child = cmd.spawn().map_err(|e| {
+        SpawnError::NotStarted(format!("cannot start {}: {e}", harness_bin.display()))
+    })?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| SpawnError::NotStarted("no stderr pipe".into()))?;
     let mut lines = BufReader::new(stderr).lines();
     let mut tail = String::new();
     if pause_at.is_some() {
@@ -237,13 +271,16 @@ async fn run_harness(
         .await
         .unwrap_or(false);
         let _ = child.start_kill(); // SIGKILL
-        let st = child.wait().await.map_err(|e| e.to_string())?;
+        let st = child
+            .wait()
+            .await
+            .map_err(|e| SpawnError::Harness(e.to_string()))?;
         if !paused {
-            return Err(format!(
+            return Err(SpawnError::Harness(format!(
                 "the harness never reached the interrupt point (exit {:?}); stderr: {}",
                 st.code(),
                 tail.trim()
-            ));
+            )));
         }
         use std::os::unix::process::ExitStatusExt;
         return Ok(Spawned {
@@ -263,12 +300,12 @@ async fn run_harness(
         child.wait().await
     };
     let st = match tokio::time::timeout(PROCESS_TIMEOUT, collect).await {
-        Ok(r) => r.map_err(|e| e.to_string())?,
+        Ok(r) => r.map_err(|e| SpawnError::Harness(e.to_string()))?,
         Err(_) => {
-            return Err(format!(
+            return Err(SpawnError::Harness(format!(
                 "the harness ran past {}s and was killed",
                 PROCESS_TIMEOUT.as_secs()
-            ))
+            )))
         }
     };
     Ok(Spawned {
@@ -295,6 +332,19 @@ pub async fn run_case(
     let fail = |msg: String, dir: &Path| {
         RunRecord::failed(case, run, msg, dir.join("state").display().to_string())
     };
+    // The bench could not prepare the case-run: no data about the harness.
+    let setup_fault = |detail: String, dir: &Path| {
+        RunRecord::faulted(
+            case,
+            run,
+            BenchFault::CaseSetup { detail },
+            dir.join("state").display().to_string(),
+        )
+    };
+    let spawn_failed = |e: SpawnError, context: &str, dir: &Path| match e {
+        SpawnError::NotStarted(m) => setup_fault(format!("{context}{m}"), dir),
+        SpawnError::Harness(m) => fail(format!("{context}{m}"), dir),
+    };
     let _ = std::fs::remove_dir_all(&dir);
     let case_copy = dir.join("case");
     for part in ["run.toml", "workspace", "checks"] {
@@ -309,7 +359,7 @@ pub async fn run_case(
                 .and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ()))
         };
         if let Err(e) = r {
-            return fail(format!("cannot copy {}: {e}", src.display()), &dir);
+            return setup_fault(format!("cannot copy {}: {e}", src.display()), &dir);
         }
     }
     if !overlay.is_empty() {
@@ -319,7 +369,7 @@ pub async fn run_case(
             .and_then(|t| overlay.apply(&t));
         match applied.and_then(|t| std::fs::write(&p, t).map_err(|e| e.to_string())) {
             Ok(()) => {}
-            Err(e) => return fail(format!("overlay on {}: {e}", p.display()), &dir),
+            Err(e) => return setup_fault(format!("overlay on {}: {e}", p.display()), &dir),
         }
     }
     let ws = case_copy.join("workspace");
@@ -330,7 +380,7 @@ pub async fn run_case(
             &["commit", "-q", "--allow-empty", "-m", "before the run"],
         ] {
             if let Err(e) = git(&ws, args) {
-                return fail(format!("git {args:?}: {e}"), &dir);
+                return setup_fault(format!("git {args:?}: {e}"), &dir);
             }
         }
     }
@@ -339,7 +389,7 @@ pub async fn run_case(
     let mut honesty = score::Honesty::default();
     if score::Honesty::wanted(&case.file.expect) {
         if let Err(e) = honesty.before_run(&case_copy) {
-            return fail(e, &dir);
+            return setup_fault(e, &dir);
         }
     }
     let state = dir.join("state");
@@ -353,7 +403,7 @@ pub async fn run_case(
         }
         Target::Live(live) => match live.begin(case.id(), run, &case_copy.join("run.toml")) {
             Ok(s) => (s.base_url.clone(), s.env_remove.clone(), Some(s)),
-            Err(e) => return fail(format!("live: {e}"), &dir),
+            Err(e) => return setup_fault(format!("live: {e}"), &dir),
         },
     };
     let args: Vec<String> = vec![
@@ -371,12 +421,12 @@ pub async fn run_case(
     if let Some(i) = &case.file.interrupt {
         match run_harness(harness_bin, &args, Some(&i.at), &env_remove).await {
             Ok(s) => latency += s.elapsed,
-            Err(e) => return fail(format!("interrupt at {}: {e}", i.at), &dir),
+            Err(e) => return spawn_failed(e, &format!("interrupt at {}: ", i.at), &dir),
         }
     }
     let spawned = match run_harness(harness_bin, &args, None, &env_remove).await {
         Ok(s) => s,
-        Err(e) => return fail(e, &dir),
+        Err(e) => return spawn_failed(e, "", &dir),
     };
     latency += spawned.elapsed;
     let latency_ms = latency.as_millis() as u64;
@@ -448,10 +498,18 @@ pub async fn run_case(
     } else {
         passed
     };
+    // A recording miss is the replay running out of answers (report.json's
+    // error_kind, read typed); the missing key comes from what was sent.
+    let replayed = match target {
+        Target::Replay(_) => Some(&case.cassette),
+        Target::Live(_) => None,
+    };
+    let mut bench_fault = bench_fault::from_report(&report, replayed, run, &requests);
     // A case-run the command-wide cap cut short is incomplete, never a pass.
     let passed = match cap_refused {
         Some(msg) => {
-            failures.push(msg);
+            failures.push(msg.clone());
+            bench_fault = Some(BenchFault::LiveCapReached { detail: msg });
             false
         }
         None => passed,
@@ -469,6 +527,7 @@ pub async fn run_case(
         failures,
         state_dir: state.display().to_string(),
         verified: report["verified"].as_array().map_or(0, |a| a.len() as u64),
+        bench_fault,
     }
 }
 
