@@ -199,7 +199,37 @@ fn merged_shards_equal_the_unsharded_run_case_for_case() {
             .collect()
     };
     assert_eq!(key(&merged), key(&whole));
-    assert_eq!(merged["categories"], whole["categories"]);
+    // Latency is wall time, different in the shard runs and the whole run:
+    // everything else in the totals is equal, and merge recomputes the
+    // latency figures from its own records (never from shard totals).
+    let without_latency = |s: &Value| {
+        let mut c = s["categories"].clone();
+        for t in c.as_object_mut().unwrap().values_mut() {
+            let st = t["stats"].as_object_mut().unwrap();
+            st.remove("latency_ms_mean");
+            st.remove("latency_ms_p95");
+        }
+        c
+    };
+    assert_eq!(without_latency(&merged), without_latency(&whole));
+    let lat: Vec<f64> = merged["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["runs"].as_array().unwrap().iter())
+        .map(|r| r["latency_ms"].as_f64().unwrap())
+        .collect();
+    let mean = lat.iter().sum::<f64>() / lat.len() as f64;
+    assert!(
+        (merged["overall"]["stats"]["latency_ms_mean"]
+            .as_f64()
+            .unwrap()
+            - mean)
+            .abs()
+            < 1e-9,
+        "{}",
+        merged["overall"]
+    );
     assert_eq!(merged["passed"], whole["passed"]);
     // Overlapping or incomplete shards are refused.
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))

@@ -390,9 +390,11 @@ MDE: the effect a two-sided paired t test detects with 80% power at alpha 0.05 f
 B better / B worse needs p < 0.05 and the 95% CI on the same side of 0 (when they disagree the verdict says so). \
 A verdict says \"no difference detectable at this size\" only when the MDE is within the effect of interest (pass rate and score 5 points, costs 10% of A, latency 10%); otherwise \"underpowered\". \
 Gate (exit 1): a category's pass rate drops with Holm p < 0.05; an adversarial case passed every A run and failed a B run; or a gated metric is significantly worse (latency is reported, not gated: on replayed traffic it is process wall time on a shared machine). \
+Not comparable: a case with a case-run (either arm) that ended in the bench's own machinery (a recording miss, no replay server, a failed setup, the live cap) is left out of every statistic and of the gate; above {:.0}% of the cases there is no verdict (exit 3). \
 Seed {} (run order, permutations, bootstrap); suite `{}`{}, git `{}`, suite hash `{}`.\n",
         a.bootstrap_resamples,
         a.monte_carlo_draws,
+        100.0 * a.comparability.share_max,
         a.seed,
         r.suite,
         r.category.as_ref().map(|c| format!(" (category {c})")).unwrap_or_default(),
