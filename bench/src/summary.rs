@@ -306,8 +306,14 @@ impl Summary {
                         .iter()
                         .filter(|r| !r.passed)
                         .map(|r| format!(
-                            "run {} (expected `{}`, got `{}`)",
-                            r.run, r.expected_ending, r.ending
+                            "run {} (expected `{}`, got `{}`{})",
+                            r.run,
+                            r.expected_ending,
+                            r.ending,
+                            r.failures
+                                .first()
+                                .map(|f| format!(": {f}"))
+                                .unwrap_or_default()
                         ))
                         .collect::<Vec<_>>()
                         .join(", ")
