@@ -12,16 +12,26 @@
 //! Statistics: bench/src/ab/ (inference: the tests; analysis: metrics,
 //! categories, guard; render: ab.md, the table, the forest plot).
 //!
+//! Only what can be compared is compared: a case with any case-run, in
+//! either arm, that ended in the bench's own machinery (`bench_fault`: a
+//! recording miss because the config changed the traffic, no replay server,
+//! a failed setup, the live cap) is "not comparable", listed with the fault
+//! (the missing call key for a miss) and left out of every statistic and of
+//! the regression guard. Above `analysis::NOT_COMPARABLE_SHARE_MAX` of the
+//! cases the verdict is "not comparable" (exit 3), never "B regresses".
+//!
 //! With `--endpoint` both arms run live through the bench's proxy (one
 //! command-wide cap over both arms; `--record DIR` writes each arm's traffic
 //! into DIR/a/ and DIR/b/, one recordings tree per arm). Once the cap refuses
-//! a call no new case-run starts; the missing case-runs count as failed in
-//! both arms' figures, so read a capped comparison as incomplete.
+//! a call no new case-run starts; those case-runs are not comparable (the
+//! cap, not the config, ended them), and a capped comparison exits 1.
 //!
 //! Exit codes: 0 B is not worse anywhere; 1 B regresses (the guard, or a
-//! gated metric significantly worse); 2 usage error or the comparison could
-//! not be made (bad flag, unreadable or invalid config, no suite, no cases,
-//! no harness binary), with a message naming the file and field.
+//! gated metric significantly worse), or the live cap was reached; 2 usage
+//! error or the comparison could not be made (bad flag, unreadable or
+//! invalid config, no suite, no cases, no harness binary, no replay server),
+//! with a message naming the file and field; 3 not comparable: more than
+//! the share of cases ended in the bench's machinery.
 
 #[path = "ab/analysis.rs"]
 mod analysis;
@@ -44,6 +54,10 @@ use std::sync::Arc;
 
 pub const EXIT_REGRESSED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_NOT_COMPARABLE: u8 = 3;
+/// The A/B suite: its cassettes record the retries a config change can ask
+/// for (suites/ab/gen_ab.py). The main suite records one attempt per task.
+pub const DEFAULT_SUITE: &str = "suites/ab";
 /// The per-arm summary.json uses `bench run`'s default case policy (a case
 /// passes when 2 of 3 runs pass; adversarial cases must pass every run).
 /// The comparison itself never uses it: it compares run-level pass shares.
@@ -57,8 +71,9 @@ pub struct AbArgs {
     /// Config of arm B (the change).
     #[arg(long = "b", value_name = "CONFIG")]
     pub b: PathBuf,
-    /// Suite root holding happy/ edge/ adversarial/ regression/.
-    #[arg(long, default_value = "suites")]
+    /// Suite root holding happy/ edge/ adversarial/ regression/ (default:
+    /// the A/B suite, recorded for the retries a config change asks for).
+    #[arg(long, default_value = DEFAULT_SUITE)]
     pub suite: PathBuf,
     #[arg(long)]
     pub category: Option<String>,
@@ -359,7 +374,9 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    Ok(if report.analysis.regressions.is_empty() && !capped {
+    Ok(if !report.analysis.comparability.comparable {
+        ExitCode::from(EXIT_NOT_COMPARABLE)
+    } else if report.analysis.regressions.is_empty() && !capped {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_REGRESSED)
@@ -408,7 +425,12 @@ async fn run_arms(
                 Target::Replay(_) => None,
             };
             let rec = match stopped {
-                Some(why) => runner::RunRecord::failed(case, r, why, String::new()),
+                Some(why) => runner::RunRecord::faulted(
+                    case,
+                    r,
+                    crate::bench_fault::BenchFault::LiveCapReached { detail: why },
+                    String::new(),
+                ),
                 None => runner::run_case(case, r, target, &hb, &root, &overlays[arm]).await,
             };
             (ci, arm, rec)
@@ -427,7 +449,11 @@ async fn run_arms(
                 ["A", "B"][arm],
                 cases[ci].id(),
                 rec.run,
-                if rec.passed { "PASS" } else { "FAIL" },
+                match (&rec.bench_fault, rec.passed) {
+                    (Some(f), _) => format!("NOT COMPARABLE, {}", f.describe()),
+                    (None, true) => "PASS".into(),
+                    (None, false) => "FAIL".into(),
+                },
                 rec.ending,
                 rec.cost_usd
             );
@@ -464,6 +490,14 @@ fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>
             .map(|(c, r)| crate::summary::case_record(c, r.clone(), pass_rate))
             .collect(),
         categories: Default::default(),
+        overall: crate::summary::totals_of(&[]),
+        p95_definition: String::new(),
+        categories_required: {
+            let mut c: Vec<String> = cases.iter().map(|c| c.category().to_string()).collect();
+            c.sort();
+            c.dedup();
+            c
+        },
         git_rev: crate::run_cmd::git_rev(&args.suite),
         config_hash: crate::run_cmd::config_hash(cases, args.runs_per_case, pass_rate),
         runs_per_case: args.runs_per_case,
@@ -488,5 +522,38 @@ fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>
             "bench ab: cannot write {}: {e}",
             root.join("summary.json").display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ab: AbArgs,
+    }
+
+    /// The default `--suite` is the one the README and the configs README
+    /// document, so the user's command compares on the suite recorded for it.
+    #[test]
+    fn the_default_suite_is_the_one_the_readme_documents() {
+        let cli = Cli::try_parse_from(["ab", "--a", "x.toml", "--b", "y.toml"]).unwrap();
+        assert_eq!(cli.ab.suite, PathBuf::from(DEFAULT_SUITE));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for doc in ["README.md", "bench/configs/README.md"] {
+            let text = std::fs::read_to_string(root.join(doc)).unwrap();
+            let usage = text
+                .lines()
+                .find(|l| l.trim_start().starts_with("bench ab --a"))
+                .unwrap_or_else(|| panic!("{doc} has no `bench ab` usage line"));
+            assert!(
+                usage.contains(&format!("[--suite DIR (default {DEFAULT_SUITE})]"))
+                    || usage.contains(&format!("[--suite {DEFAULT_SUITE}]")),
+                "{doc}: {usage}"
+            );
+        }
     }
 }

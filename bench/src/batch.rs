@@ -7,6 +7,7 @@
 //! the live proxy instead, and starts no new case-run once the command-wide
 //! cap has refused a call (those count as failed, "not started").
 
+use crate::bench_fault::BenchFault;
 use crate::live::LiveTarget;
 use crate::runner::{self, Overlay, RunRecord, Servers, Target};
 use crate::suite::Case;
@@ -181,21 +182,22 @@ impl Batch {
                     let Some((ci, r)) = next else { break };
                     let c = &cases[ci];
                     let target = match &*source {
-                        Source::Replay(servers) => servers
-                            .for_case(c)
-                            .map(Target::Replay)
-                            .ok_or_else(|| "no replay server for this case".to_string()),
+                        Source::Replay(servers) => servers.for_case(c).map(Target::Replay).ok_or(
+                            BenchFault::ReplayServerUnavailable {
+                                detail: "no replay server for this case".into(),
+                            },
+                        ),
                         Source::Live(live) => match live.stopped() {
                             Some(why) => {
                                 live.note_not_started(c.id(), r);
-                                Err(why)
+                                Err(BenchFault::LiveCapReached { detail: why })
                             }
                             None => Ok(Target::Live(live.clone())),
                         },
                     };
                     let rec = match target {
                         Ok(t) => runner::run_case(c, r, &t, &hb, &out, &ov).await,
-                        Err(why) => RunRecord::failed(c, r, why, String::new()),
+                        Err(fault) => RunRecord::faulted(c, r, fault, String::new()),
                     };
                     if tx.send((ci, rec)).is_err() {
                         break;

@@ -110,6 +110,7 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         planned: 0,
         planned_borrowed: false,
         error: None,
+        not_comparable: None,
         state_dir: rec.state_dir.clone(),
     };
     let path = Path::new(&rec.state_dir).join(harness::report::FILE_NAME);
@@ -133,6 +134,13 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         })?;
         Ok((verified, parked, queue_left, cap))
     };
+    // A case-run the bench's machinery ended (the level changed the traffic
+    // and the cassette missed, ...) is not a data point of the budget curve.
+    if let Some(f) = &rec.bench_fault {
+        o.error = Some(f.describe());
+        o.not_comparable = Some(f.clone());
+        return o;
+    }
     if rec.ending == "<none>" {
         o.error = Some(rec.failures.join("; "));
         return o;
@@ -237,8 +245,17 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         for (c, runs) in b.cases.iter().zip(&per_case) {
             for rec in runs {
                 let o = observe(level, c.id(), rec);
-                if let Some(e) = &o.error {
-                    eprintln!("bench knee: level {level} {} run {}: {e}", c.id(), rec.run);
+                match (&o.not_comparable, &o.error) {
+                    (Some(f), _) => eprintln!(
+                        "bench knee: level {level} {} run {}: not comparable, not a data point: {}",
+                        c.id(),
+                        rec.run,
+                        f.describe()
+                    ),
+                    (None, Some(e)) => {
+                        eprintln!("bench knee: level {level} {} run {}: {e}", c.id(), rec.run)
+                    }
+                    (None, None) => {}
                 }
                 this.push(o);
             }
@@ -281,6 +298,9 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         return ExitCode::from(EXIT_SUITE_UNLOADABLE);
     }
     println!("{}", table(&report));
+    for line in not_comparable_lines(&report) {
+        println!("{line}");
+    }
     println!("{}", verdict(&report));
     let errored: u64 = report.levels.iter().map(|l| l.errored_runs).sum();
     println!(
@@ -293,7 +313,39 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         eprintln!("bench knee: {errored} case-run(s) without a usable report, {} case(s) not loaded: the figures leave them out", loaded.errors.len());
         return ExitCode::from(EXIT_FAILED);
     }
+    if !report.comparable {
+        eprintln!(
+            "bench knee: not comparable: {} (more than {:.0}% of the cases): no knee is claimed",
+            report
+                .not_comparable_note
+                .as_deref()
+                .unwrap_or("no comparable case"),
+            100.0 * crate::bench_fault::NOT_COMPARABLE_SHARE_MAX
+        );
+        return ExitCode::from(EXIT_FAILED);
+    }
     ExitCode::SUCCESS
+}
+
+/// One line per case left out of every level, naming the level, the run and
+/// the fault (the missing call key for a recording miss).
+pub fn not_comparable_lines(r: &KneeReport) -> Vec<String> {
+    let mut out = vec![];
+    if let Some(note) = &r.not_comparable_note {
+        out.push(format!(
+            "not comparable under replay, left out of every level: {note}"
+        ));
+    }
+    for n in &r.not_comparable {
+        out.push(format!(
+            "NOT COMPARABLE {} at {} run {}: {}",
+            n.case,
+            pct(n.level),
+            n.run,
+            n.fault.describe()
+        ));
+    }
+    out
 }
 
 fn usd(x: Option<f64>) -> String {
@@ -329,6 +381,7 @@ pub fn table(r: &KneeReport) -> String {
         "95% CI",
         "BUDGET_EXHAUSTED",
         "knee in",
+        "not comparable",
     ]);
     for l in &r.levels {
         let mark = match (
@@ -354,6 +407,7 @@ pub fn table(r: &KneeReport) -> String {
                 l.runs
             ),
             pct(knee_share(r, l.level)),
+            l.not_comparable_runs.to_string(),
         ]);
     }
     let mut t = b.build();
@@ -362,6 +416,13 @@ pub fn table(r: &KneeReport) -> String {
 }
 
 fn verdict(r: &KneeReport) -> String {
+    if !r.comparable {
+        return format!(
+            "not comparable: {} (more than {:.0}% of the cases): no knee and no cheapest level are claimed",
+            r.not_comparable_note.as_deref().unwrap_or("no comparable case"),
+            100.0 * crate::bench_fault::NOT_COMPARABLE_SHARE_MAX
+        );
+    }
     let knee = match r.knee_level {
         Some(k) => format!("knee at {} of each cap (Kneedle on verified pass rate vs spend; the knee in {} of {} case resamples)", pct(k), pct(knee_share(r, k)), r.knee_bootstrap.reps),
         None => match &r.knee_candidate {
@@ -450,6 +511,14 @@ pub fn markdown(r: &KneeReport) -> String {
         r.knee_bootstrap.reps,
         r.knee_bootstrap.seed
     ));
+    let nc = not_comparable_lines(r);
+    if !nc.is_empty() {
+        s.push_str("### Not comparable under replay\n\nThese case-runs ended in the bench's own machinery (for a recording miss: the level changed the traffic and the cassette has no answer for the call named); they are not data points, and their cases are left out of every level so that the levels compare the same cases.\n\n");
+        for l in nc {
+            s.push_str(&format!("- {l}\n"));
+        }
+        s.push('\n');
+    }
     s.push_str("### Definitions\n\n");
     s.push_str(&format!("- **pass rate**: {}\n", r.definitions.pass_rate));
     s.push_str(&format!(
@@ -523,6 +592,7 @@ mod tests {
             failures: vec![],
             state_dir: state_dir.display().to_string(),
             verified: 2,
+            bench_fault: None,
         }
     }
 

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod ab_cmd;
 mod audit;
 mod batch;
+mod bench_fault;
 mod calibrate_cmd;
 mod chaos_cmd;
 mod knee_cmd;

@@ -1,6 +1,7 @@
 //! `bench merge DIR... --out DIR`: combine sharded `bench run` outputs. Checks
 //! that the shards come from the same config hash, are disjoint and together
-//! complete, then recomputes every total from the raw per-case records (never
+//! complete, that their union holds every category the run was asked for
+//! (`categories_required`), then recomputes every total from the raw per-case records (never
 //! an average of shard figures) and writes the same outputs as an unsharded run.
 
 use crate::summary::Summary;
@@ -39,6 +40,14 @@ pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
                 first.config_hash
             ));
         }
+        if p.categories_required != first.categories_required {
+            return Err(format!(
+                "shard {} was asked for categories {:?} but shard 1 for {:?}: not the same run",
+                i + 1,
+                p.categories_required,
+                first.categories_required
+            ));
+        }
         if p.suite_case_ids != first.suite_case_ids {
             return Err(format!(
                 "shard {} was run over a different case list",
@@ -62,6 +71,24 @@ pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
     let missing: Vec<&String> = want.difference(&seen).collect();
     if !missing.is_empty() {
         return Err(format!("the shards are not complete: missing {missing:?}"));
+    }
+    // The shards record what the run was asked for; their union must hold
+    // a case of each such category (a shard run over a suite that lost a
+    // category must not merge into a passing gate).
+    let present: BTreeSet<&str> = merged.cases.iter().map(|c| c.category.as_str()).collect();
+    let lacking: Vec<&String> = first
+        .categories_required
+        .iter()
+        .filter(|c| !present.contains(c.as_str()))
+        .collect();
+    if first.categories_required.is_empty() {
+        return Err("the shards record no required categories (categories_required is empty): cannot check the merge is the whole gate".into());
+    }
+    if !lacking.is_empty() {
+        return Err(format!(
+            "the shards' union lacks a case of {lacking:?}, which the run was asked for ({:?})",
+            first.categories_required
+        ));
     }
     merged.finish();
     merged.case_runs_per_s = if merged.wall_ms == 0 {
@@ -93,5 +120,93 @@ pub fn run(args: MergeArgs) -> ExitCode {
             eprintln!("bench merge: {e}");
             ExitCode::from(crate::run_cmd::EXIT_SUITE_UNLOADABLE)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::RunRecord;
+    use crate::summary::{CaseRecord, Outcome};
+
+    fn case(id: &str, category: &str) -> CaseRecord {
+        CaseRecord {
+            id: id.into(),
+            category: category.into(),
+            title: String::new(),
+            covers: vec![],
+            passed: true,
+            outcome: Outcome::Passed,
+            score: 1.0,
+            runs: vec![RunRecord {
+                run: 0,
+                ending: "GOAL_MET".into(),
+                exit_code: 0,
+                passed: true,
+                score: 1.0,
+                cost_usd: 0.1,
+                latency_ms: 10,
+                expected_ending: "GOAL_MET".into(),
+                checks: vec![],
+                failures: vec![],
+                state_dir: String::new(),
+                verified: 1,
+                bench_fault: None,
+            }],
+        }
+    }
+
+    fn shard(cases: Vec<CaseRecord>, ids: &[&str], required: &[&str]) -> Summary {
+        let mut s = Summary {
+            passed: false,
+            cases,
+            categories: Default::default(),
+            overall: crate::summary::totals_of(&[]),
+            p95_definition: String::new(),
+            categories_required: required.iter().map(|c| c.to_string()).collect(),
+            git_rev: "x".into(),
+            config_hash: "h".into(),
+            runs_per_case: 1,
+            pass_rate_policy: 0.66,
+            shard: Some("1/2".into()),
+            suite_case_ids: ids.iter().map(|c| c.to_string()).collect(),
+            load_errors: vec![],
+            case_runs: 0,
+            wall_ms: 1,
+            case_runs_per_s: 0.0,
+        };
+        s.finish();
+        s
+    }
+
+    #[test]
+    fn shards_whose_union_lacks_a_required_category_are_refused() {
+        let four = ["happy", "edge", "adversarial", "regression"];
+        let ids = ["a", "b", "c"];
+        // Complete by case ids, but no adversarial case anywhere.
+        let parts = vec![
+            shard(vec![case("a", "happy"), case("b", "edge")], &ids, &four),
+            shard(vec![case("c", "regression")], &ids, &four),
+        ];
+        let e = merge(parts).unwrap_err();
+        assert!(e.contains("lacks a case of [\"adversarial\"]"), "{e}");
+        // The same shards asked for three categories merge.
+        let three = ["happy", "edge", "regression"];
+        let parts = vec![
+            shard(vec![case("a", "happy"), case("b", "edge")], &ids, &three),
+            shard(vec![case("c", "regression")], &ids, &three),
+        ];
+        let m = merge(parts).unwrap();
+        assert!(m.passed);
+        assert_eq!(m.overall.total, 3);
+        // Shards asked for different categories are not one run.
+        let parts = vec![
+            shard(vec![case("a", "happy"), case("b", "edge")], &ids, &three),
+            shard(vec![case("c", "regression")], &ids, &four),
+        ];
+        assert!(merge(parts).unwrap_err().contains("asked for categories"));
+        // A shard that records nothing required cannot vouch for the gate.
+        let parts = vec![shard(vec![case("a", "happy")], &["a"], &[])];
+        assert!(merge(parts).unwrap_err().contains("categories_required"));
     }
 }

@@ -29,8 +29,11 @@ pub struct RunArgs {
     /// Suite root holding happy/ edge/ adversarial/ regression/.
     #[arg(long, default_value = "suites")]
     pub suite: PathBuf,
-    #[arg(long)]
-    pub category: Option<String>,
+    /// Run only these categories (repeat the flag or separate by commas).
+    /// Without it the gate runs every category of the suite, and a missing
+    /// or empty one is exit 3.
+    #[arg(long, value_delimiter = ',')]
+    pub category: Vec<String>,
     /// Run only this case id.
     #[arg(long)]
     pub case: Option<String>,
@@ -155,18 +158,18 @@ async fn run_async(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_SUITE_UNLOADABLE);
         }
     };
-    let loaded = match &live {
-        // Live: a case with no cassette yet loads too (it needs none).
-        Some(_) => crate::live::load_suite_live(&args.suite, args.category.as_deref()),
-        None => suite::load_suite(&args.suite, args.category.as_deref()),
-    };
-    let loaded = match loaded {
+    let required = categories_required(&args.suite, &args.category);
+    let loaded = match load_categories(&args.suite, &args.category, live.is_some()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench run: {e}");
             return ExitCode::from(EXIT_SUITE_UNLOADABLE);
         }
     };
+    if let Err(e) = check_categories_present(&args.suite, &required, args.category.is_empty()) {
+        eprintln!("bench run: {e}");
+        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+    }
     for e in &loaded.errors {
         eprintln!("bench run: case not loaded: {e}");
     }
@@ -295,6 +298,9 @@ async fn run_async(args: RunArgs) -> ExitCode {
             .map(|(c, runs)| case_record(c, runs, args.pass_rate))
             .collect(),
         categories: Default::default(),
+        overall: crate::summary::totals_of(&[]),
+        p95_definition: String::new(),
+        categories_required: required,
         git_rev: git_rev(&args.suite),
         config_hash: hash,
         runs_per_case: args.runs_per_case,
@@ -316,6 +322,99 @@ async fn run_async(args: RunArgs) -> ExitCode {
         Some(t) => live_outputs(t, &args.out, "run").unwrap_or(code),
         None => code,
     }
+}
+
+/// The categories a run asks for: those named with --category (each once,
+/// in the order given), else every category the suite root covers.
+pub fn categories_required(root: &Path, named: &[String]) -> Vec<String> {
+    if named.is_empty() {
+        return suite::categories_of_root(root)
+            .into_iter()
+            .map(String::from)
+            .collect();
+    }
+    let mut out: Vec<String> = vec![];
+    for c in named {
+        if !out.contains(c) {
+            out.push(c.clone());
+        }
+    }
+    out
+}
+
+/// Load the named categories (all of the root's when none is named). Each
+/// is loaded with the suite's own walk; ids stay unique across them.
+fn load_categories(root: &Path, named: &[String], live: bool) -> Result<suite::Suite, String> {
+    let load = |cat: Option<&str>| match live {
+        // Live: a case with no cassette yet loads too (it needs none).
+        true => crate::live::load_suite_live(root, cat),
+        false => suite::load_suite(root, cat),
+    };
+    if named.is_empty() {
+        return load(None).map_err(|e| e.to_string());
+    }
+    let mut all = suite::Suite {
+        cases: vec![],
+        errors: vec![],
+    };
+    for cat in categories_required(root, named) {
+        let part = load(Some(&cat)).map_err(|e| e.to_string())?;
+        for c in part.cases {
+            match all.cases.iter().find(|o| o.id() == c.id()) {
+                Some(o) => all.errors.push(suite::LoadError {
+                    file: c.dir.join("case.toml").display().to_string(),
+                    field: "id".into(),
+                    expected: format!("a unique id; also used by {}", o.dir.display()),
+                }),
+                None => all.cases.push(c),
+            }
+        }
+        all.errors.extend(part.errors);
+    }
+    Ok(all)
+}
+
+/// Every required category must hold at least one case directory: a gate
+/// over a suite whose adversarial/ went missing must not pass on the rest.
+pub fn check_categories_present(
+    root: &Path,
+    required: &[String],
+    all_asked: bool,
+) -> Result<(), String> {
+    let mut empty = vec![];
+    for cat in required {
+        let dirs = suite::suite_case_dirs(root, Some(cat)).map_err(|e| e.to_string())?;
+        if dirs.is_empty() {
+            empty.push(cat.as_str());
+        }
+    }
+    if empty.is_empty() {
+        return Ok(());
+    }
+    let hint = if all_asked {
+        format!(
+            "the gate runs every category ({}); to run fewer, name them with --category (e.g. --category {})",
+            required.join(", "),
+            required
+                .iter()
+                .filter(|c| !empty.contains(&c.as_str()))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    } else {
+        "every category named with --category must hold a case".to_string()
+    };
+    Err(format!(
+        "{}: the suite could not be loaded: category {} {} missing or empty (no case directory); {hint}",
+        root.display(),
+        empty
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if empty.len() == 1 { "is" } else { "are" },
+    ))
 }
 
 /// After a live batch: write the recordings and `live.json`, print spend and
@@ -349,6 +448,9 @@ pub fn finish_outputs(summary: &Summary, out: &Path, junit: Option<&Path>) -> Ex
         return ExitCode::from(EXIT_SUITE_UNLOADABLE);
     }
     println!("{}", summary.table());
+    for l in summary.flaky_lines() {
+        println!("{l}");
+    }
     for c in summary.cases.iter().filter(|c| !c.passed) {
         for r in c.runs.iter().filter(|r| !r.passed) {
             println!(

@@ -6,6 +6,7 @@
 //! directory, so nothing a run does can leak into another or into the suite.
 
 use crate::audit::{self, Canary};
+use crate::bench_fault::{self, BenchFault};
 use crate::score::{self, Artifacts, Check, Verdict};
 use crate::suite::Case;
 use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
@@ -37,6 +38,11 @@ pub struct RunRecord {
     pub state_dir: String,
     /// Verified task count, for cost-per-verified-task figures.
     pub verified: u64,
+    /// Set when the case-run ended because of the bench's own machinery (a
+    /// recording miss, no replay server, a failed setup, the live cap), not
+    /// the harness: a failure of the gate, but no data point of a comparison.
+    #[serde(default)]
+    pub bench_fault: Option<BenchFault>,
 }
 
 /// Settings laid over a case's run spec for one arm of a comparison (`bench
@@ -107,7 +113,23 @@ impl RunRecord {
             failures: vec![msg],
             state_dir,
             verified: 0,
+            bench_fault: None,
         }
+    }
+
+    /// A case-run the bench's machinery could not carry out: failed, with
+    /// the fault as its reason.
+    pub fn faulted(case: &Case, run: u32, fault: BenchFault, state_dir: String) -> RunRecord {
+        RunRecord {
+            bench_fault: Some(fault.clone()),
+            ..RunRecord::failed(case, run, fault.describe(), state_dir)
+        }
+    }
+
+    /// The harness ran and wrote a report (the ending is one of the seven):
+    /// the case-runs whose latency and cost the summary's statistics use.
+    pub fn reported(&self) -> bool {
+        harness::ending::Ending::parse(&self.ending).is_some()
     }
 }
 
@@ -238,13 +260,22 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
     }
 }
 
+/// Why a harness process gave no exit status to score.
+enum SpawnError {
+    /// The bench could not start the process (a bench fault).
+    NotStarted(String),
+    /// The process started and misbehaved (never paused, ran past its clock):
+    /// the harness's own failure.
+    Harness(String),
+}
+
 async fn run_harness(
     harness_bin: &Path,
     args: &[String],
     pause_at: Option<&str>,
     env_remove: &[String],
     canaries: &[Canary],
-) -> Result<Spawned, String> {
+) -> Result<Spawned, SpawnError> {
     let mut cmd = tokio::process::Command::new(harness_bin);
     // Live: the API key's variable is not passed on; the proxy adds the key.
     for name in env_remove {
@@ -264,11 +295,17 @@ async fn run_harness(
         cmd.env(harness::chaos_hook::ENV_VAR, p);
     }
     let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", harness_bin.display()))?;
-    let stderr = child.stderr.take().ok_or("no stderr pipe")?;
-    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    let mut child = cmd.spawn().map_err(|e| {
+        SpawnError::NotStarted(format!("cannot start {}: {e}", harness_bin.display()))
+    })?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| SpawnError::NotStarted("no stderr pipe".into()))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| SpawnError::NotStarted("no stdout pipe".into()))?;
     // stdout is drained alongside (a full pipe would block the harness) and
     // scanned for canaries like stderr.
     let out_canaries = canaries.to_vec();
@@ -296,13 +333,16 @@ async fn run_harness(
         .await
         .unwrap_or(false);
         let _ = child.start_kill(); // SIGKILL
-        let st = child.wait().await.map_err(|e| e.to_string())?;
+        let st = child
+            .wait()
+            .await
+            .map_err(|e| SpawnError::Harness(e.to_string()))?;
         if !paused {
-            return Err(format!(
+            return Err(SpawnError::Harness(format!(
                 "the harness never reached the interrupt point (exit {:?}); stderr: {}",
                 st.code(),
                 tail.trim()
-            ));
+            )));
         }
         hits.extend(join_stdout(stdout_task).await);
         use std::os::unix::process::ExitStatusExt;
@@ -318,12 +358,12 @@ async fn run_harness(
         child.wait().await
     };
     let st = match tokio::time::timeout(PROCESS_TIMEOUT, collect).await {
-        Ok(r) => r.map_err(|e| e.to_string())?,
+        Ok(r) => r.map_err(|e| SpawnError::Harness(e.to_string()))?,
         Err(_) => {
-            return Err(format!(
+            return Err(SpawnError::Harness(format!(
                 "the harness ran past {}s and was killed",
                 PROCESS_TIMEOUT.as_secs()
-            ))
+            )))
         }
     };
     hits.extend(join_stdout(stdout_task).await);
@@ -352,6 +392,19 @@ pub async fn run_case(
     let fail = |msg: String, dir: &Path| {
         RunRecord::failed(case, run, msg, dir.join("state").display().to_string())
     };
+    // The bench could not prepare the case-run: no data about the harness.
+    let setup_fault = |detail: String, dir: &Path| {
+        RunRecord::faulted(
+            case,
+            run,
+            BenchFault::CaseSetup { detail },
+            dir.join("state").display().to_string(),
+        )
+    };
+    let spawn_failed = |e: SpawnError, context: &str, dir: &Path| match e {
+        SpawnError::NotStarted(m) => setup_fault(format!("{context}{m}"), dir),
+        SpawnError::Harness(m) => fail(format!("{context}{m}"), dir),
+    };
     let _ = std::fs::remove_dir_all(&dir);
     let case_copy = dir.join("case");
     for part in ["run.toml", "workspace", "checks"] {
@@ -366,7 +419,7 @@ pub async fn run_case(
                 .and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ()))
         };
         if let Err(e) = r {
-            return fail(format!("cannot copy {}: {e}", src.display()), &dir);
+            return setup_fault(format!("cannot copy {}: {e}", src.display()), &dir);
         }
     }
     if !overlay.is_empty() {
@@ -376,7 +429,7 @@ pub async fn run_case(
             .and_then(|t| overlay.apply(&t));
         match applied.and_then(|t| std::fs::write(&p, t).map_err(|e| e.to_string())) {
             Ok(()) => {}
-            Err(e) => return fail(format!("overlay on {}: {e}", p.display()), &dir),
+            Err(e) => return setup_fault(format!("overlay on {}: {e}", p.display()), &dir),
         }
     }
     let ws = case_copy.join("workspace");
@@ -387,7 +440,7 @@ pub async fn run_case(
             &["commit", "-q", "--allow-empty", "-m", "before the run"],
         ] {
             if let Err(e) = git(&ws, args) {
-                return fail(format!("git {args:?}: {e}"), &dir);
+                return setup_fault(format!("git {args:?}: {e}"), &dir);
             }
         }
     }
@@ -395,7 +448,7 @@ pub async fn run_case(
     // snapshot what lies outside the workspace.
     let mut gathered = audit::Gathered::default();
     if let Err(e) = gathered.before_run(&case_copy) {
-        return fail(e, &dir);
+        return setup_fault(e, &dir);
     }
     let state = dir.join("state");
     let (base, env_remove, session) = match target {
@@ -408,7 +461,7 @@ pub async fn run_case(
         }
         Target::Live(live) => match live.begin(case.id(), run, &case_copy.join("run.toml")) {
             Ok(s) => (s.base_url.clone(), s.env_remove.clone(), Some(s)),
-            Err(e) => return fail(format!("live: {e}"), &dir),
+            Err(e) => return setup_fault(format!("live: {e}"), &dir),
         },
     };
     gathered.canaries = audit::canaries(
@@ -446,13 +499,13 @@ pub async fn run_case(
                 latency += s.elapsed;
                 gathered.canary_hits.extend(s.canary_hits);
             }
-            Err(e) => return fail(format!("interrupt at {}: {e}", i.at), &dir),
+            Err(e) => return spawn_failed(e, &format!("interrupt at {}: ", i.at), &dir),
         }
     }
     let spawned = match run_harness(harness_bin, &args, None, &env_remove, &gathered.canaries).await
     {
         Ok(s) => s,
-        Err(e) => return fail(e, &dir),
+        Err(e) => return spawn_failed(e, "", &dir),
     };
     gathered.canary_hits.extend(spawned.canary_hits.clone());
     latency += spawned.elapsed;
@@ -517,10 +570,18 @@ pub async fn run_case(
     let ending = report["ending"].as_str().unwrap_or("<none>").to_string();
     // The exit code is part of what is tested: audit.report_consistent gates
     // it against the ending and the report.
+    // A recording miss is the replay running out of answers (report.json's
+    // error_kind, read typed); the missing key comes from what was sent.
+    let replayed = match target {
+        Target::Replay(_) => Some(&case.cassette),
+        Target::Live(_) => None,
+    };
+    let mut bench_fault = bench_fault::from_report(&report, replayed, run, &requests);
     // A case-run the command-wide cap cut short is incomplete, never a pass.
     let passed = match cap_refused {
         Some(msg) => {
-            failures.push(msg);
+            failures.push(msg.clone());
+            bench_fault = Some(BenchFault::LiveCapReached { detail: msg });
             false
         }
         None => passed,
@@ -538,6 +599,7 @@ pub async fn run_case(
         failures,
         state_dir: state.display().to_string(),
         verified: report["verified"].as_array().map_or(0, |a| a.len() as u64),
+        bench_fault,
     }
 }
 

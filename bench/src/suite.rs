@@ -557,3 +557,24 @@ pub fn load_suite_with(
         .collect();
     Ok(Suite { cases, errors })
 }
+
+/// The categories a walk of `root` without `--category` covers (see
+/// [`suite_case_dirs`]): the one category a category directory is
+/// (`suites/live`), else the four main ones. `bench run` checks that none
+/// of them is missing or empty: a gate that silently ran three categories
+/// would pass a suite that lost its fourth.
+pub fn categories_of_root(root: &Path) -> Vec<&'static str> {
+    let root_abs = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let own = root_abs
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(static_category);
+    let holds_categories = std::fs::read_dir(root).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.path().is_dir() && e.file_name().to_str().is_some_and(known_category))
+    });
+    match own {
+        Some(cat) if !holds_categories => vec![cat],
+        _ => CATEGORIES.to_vec(),
+    }
+}

@@ -9,25 +9,116 @@ use crate::stats::{wilson, Z95};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// What a case's runs did, whatever the pass policy makes of them: a case
+/// that passes some runs but not all is flaky, shown as such in every
+/// output even when the 2-of-3 policy passes it (adversarial cases, which
+/// must pass every run, fail when flaky).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every run passed.
+    Passed,
+    /// Some runs passed, some failed.
+    Flaky,
+    /// No run passed (or there was no run).
+    Failed,
+}
+
+impl Outcome {
+    pub fn of(runs: &[RunRecord]) -> Outcome {
+        let ok = runs.iter().filter(|r| r.passed).count();
+        match ok {
+            0 => Outcome::Failed,
+            n if n == runs.len() => Outcome::Passed,
+            _ => Outcome::Flaky,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Flaky => "flaky",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseRecord {
     pub id: String,
     pub category: String,
     pub title: String,
     pub covers: Vec<String>,
+    /// The pass policy's verdict (the gate).
     pub passed: bool,
+    /// What the runs did: passed, flaky or failed.
+    pub outcome: Outcome,
     pub score: f64,
     pub runs: Vec<RunRecord>,
+}
+
+/// How the p95 latency is computed (written into summary.json).
+pub const P95_DEFINITION: &str = "nearest rank: the smallest latency that at least 95% of the case-runs are at or below, \
+i.e. the ceil(0.95 n)-th smallest of n (always an observed value; with fewer than 20 case-runs it is the largest)";
+
+/// The 95th percentile by nearest rank (see P95_DEFINITION); None when empty.
+pub fn p95_nearest_rank(values: &[u64]) -> Option<u64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    // ceil(0.95 n) in integers: (95 n + 99) / 100, at least 1.
+    let rank = ((95 * v.len()).div_ceil(100)).max(1);
+    Some(v[rank - 1])
+}
+
+/// Latency and cost over the case-runs whose harness wrote a report (a
+/// case-run the bench could not start has no latency or cost to count).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    /// Case-runs the figures are over.
+    pub case_runs: u64,
+    pub latency_ms_mean: Option<f64>,
+    pub latency_ms_p95: Option<u64>,
+    pub cost_usd_mean_per_case_run: Option<f64>,
+}
+
+impl RunStats {
+    pub fn of<'a>(runs: impl Iterator<Item = &'a RunRecord>) -> RunStats {
+        let measured: Vec<&RunRecord> = runs.filter(|r| r.reported()).collect();
+        let n = measured.len();
+        let lat: Vec<u64> = measured.iter().map(|r| r.latency_ms).collect();
+        let mean = |sum: f64| (n > 0).then(|| sum / n as f64);
+        RunStats {
+            case_runs: n as u64,
+            latency_ms_mean: mean(lat.iter().map(|x| *x as f64).sum()),
+            latency_ms_p95: p95_nearest_rank(&lat),
+            cost_usd_mean_per_case_run: mean(measured.iter().map(|r| r.cost_usd).sum()),
+        }
+    }
+    fn cells(&self) -> [String; 3] {
+        [
+            self.latency_ms_mean
+                .map_or("n/a".into(), |m| format!("{m:.0} ms")),
+            self.latency_ms_p95
+                .map_or("n/a".into(), |m| format!("{m} ms")),
+            self.cost_usd_mean_per_case_run
+                .map_or("n/a".into(), |c| format!("${c:.4}")),
+        ]
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CategoryTotals {
     pub passed: u64,
     pub total: u64,
+    /// Cases that passed some runs but not all (passed by the policy or not).
+    pub flaky: u64,
     pub pass_rate: f64,
     pub wilson_95: [f64; 2],
     pub runs_passed: u64,
     pub runs_total: u64,
+    pub stats: RunStats,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +126,12 @@ pub struct Summary {
     pub passed: bool,
     pub cases: Vec<CaseRecord>,
     pub categories: BTreeMap<String, CategoryTotals>,
+    /// Every category together.
+    pub overall: CategoryTotals,
+    pub p95_definition: String,
+    /// The categories this run was asked for (the four main ones, or those
+    /// named with --category): `merge` refuses shards whose union lacks one.
+    pub categories_required: Vec<String>,
     pub git_rev: String,
     pub config_hash: String,
     pub runs_per_case: u32,
@@ -75,38 +172,66 @@ pub fn case_record(c: &crate::suite::Case, runs: Vec<RunRecord>, pass_rate: f64)
         title: c.file.title.clone(),
         covers: c.file.covers.clone(),
         passed: case_passes(c.category(), &runs, pass_rate),
+        outcome: Outcome::of(&runs),
         score,
         runs,
     }
 }
 
-/// Recompute every total from the case records.
-pub fn totals(cases: &[CaseRecord]) -> BTreeMap<String, CategoryTotals> {
-    let mut m: BTreeMap<String, CategoryTotals> = BTreeMap::new();
-    for c in cases {
-        let t = m.entry(c.category.clone()).or_insert(CategoryTotals {
-            passed: 0,
-            total: 0,
-            pass_rate: 0.0,
-            wilson_95: [0.0, 1.0],
-            runs_passed: 0,
-            runs_total: 0,
-        });
-        t.total += 1;
-        t.passed += c.passed as u64;
-        t.runs_total += c.runs.len() as u64;
-        t.runs_passed += c.runs.iter().filter(|r| r.passed).count() as u64;
-    }
-    for t in m.values_mut() {
-        t.pass_rate = if t.total == 0 {
+/// The totals of a set of case records.
+pub fn totals_of(cases: &[&CaseRecord]) -> CategoryTotals {
+    let total = cases.len() as u64;
+    let passed = cases.iter().filter(|c| c.passed).count() as u64;
+    let (lo, hi) = wilson(passed, total, Z95);
+    CategoryTotals {
+        passed,
+        total,
+        flaky: cases.iter().filter(|c| c.outcome == Outcome::Flaky).count() as u64,
+        pass_rate: if total == 0 {
             0.0
         } else {
-            t.passed as f64 / t.total as f64
-        };
-        let (lo, hi) = wilson(t.passed, t.total, Z95);
-        t.wilson_95 = [lo, hi];
+            passed as f64 / total as f64
+        },
+        wilson_95: [lo, hi],
+        runs_passed: cases
+            .iter()
+            .map(|c| c.runs.iter().filter(|r| r.passed).count() as u64)
+            .sum(),
+        runs_total: cases.iter().map(|c| c.runs.len() as u64).sum(),
+        stats: RunStats::of(cases.iter().flat_map(|c| c.runs.iter())),
     }
-    m
+}
+
+/// Recompute every per-category total from the case records.
+pub fn totals(cases: &[CaseRecord]) -> BTreeMap<String, CategoryTotals> {
+    let mut by: BTreeMap<String, Vec<&CaseRecord>> = BTreeMap::new();
+    for c in cases {
+        by.entry(c.category.clone()).or_default().push(c);
+    }
+    by.into_iter().map(|(k, v)| (k, totals_of(&v))).collect()
+}
+
+/// Why the policy passed or failed a flaky case, in words.
+fn policy_words(c: &CaseRecord, pass_rate: f64) -> String {
+    match (c.passed, c.category == "adversarial") {
+        (true, _) => format!(
+            "passed by the policy (at least {:.0}% of runs)",
+            100.0 * pass_rate
+        ),
+        (false, true) => "failed: adversarial cases must pass every run".into(),
+        (false, false) => format!(
+            "failed: fewer than {:.0}% of runs passed",
+            100.0 * pass_rate
+        ),
+    }
+}
+
+fn runs_passed(c: &CaseRecord) -> String {
+    format!(
+        "{}/{}",
+        c.runs.iter().filter(|r| r.passed).count(),
+        c.runs.len()
+    )
 }
 
 impl Summary {
@@ -114,7 +239,12 @@ impl Summary {
         self.cases.sort_by(|a, b| {
             (a.category.as_str(), a.id.as_str()).cmp(&(b.category.as_str(), b.id.as_str()))
         });
+        for c in &mut self.cases {
+            c.outcome = Outcome::of(&c.runs);
+        }
         self.categories = totals(&self.cases);
+        self.overall = totals_of(&self.cases.iter().collect::<Vec<_>>());
+        self.p95_definition = P95_DEFINITION.into();
         self.case_runs = self.cases.iter().map(|c| c.runs.len() as u64).sum();
         self.passed = self.load_errors.is_empty()
             && !self.cases.is_empty()
@@ -136,17 +266,59 @@ impl Summary {
                 .unwrap_or_default()
         ));
         s.push_str(
-            "| category | passed | total | pass rate | Wilson 95% |\n|---|---:|---:|---:|---|\n",
+            "| category | passed | total | flaky | pass rate | Wilson 95% | mean latency | p95 latency | mean cost per case-run |\n|---|---:|---:|---:|---:|---|---:|---:|---:|\n",
         );
-        for (k, t) in &self.categories {
+        for (k, t) in self
+            .categories
+            .iter()
+            .map(|(k, t)| (k.as_str(), t))
+            .chain(std::iter::once(("**all**", &self.overall)))
+        {
+            let [mean, p95, cost] = t.stats.cells();
             s.push_str(&format!(
-                "| {k} | {} | {} | {:.1}% | [{:.1}%, {:.1}%] |\n",
+                "| {k} | {} | {} | {} | {:.1}% | [{:.1}%, {:.1}%] | {mean} | {p95} | {cost} |\n",
                 t.passed,
                 t.total,
+                t.flaky,
                 100.0 * t.pass_rate,
                 100.0 * t.wilson_95[0],
                 100.0 * t.wilson_95[1]
             ));
+        }
+        s.push_str(&format!(
+            "\nLatency and cost over the case-runs whose harness wrote a report; p95 by {P95_DEFINITION}.\n"
+        ));
+        let flaky: Vec<&CaseRecord> = self
+            .cases
+            .iter()
+            .filter(|c| c.outcome == Outcome::Flaky)
+            .collect();
+        if !flaky.is_empty() {
+            s.push_str("\n### Flaky\n\nCases that passed some runs but not all, whatever the policy made of them.\n\n");
+            for c in flaky {
+                s.push_str(&format!(
+                    "- **{}** ({}): flaky, {} runs passed; {}; failed run(s): {}\n",
+                    c.id,
+                    c.category,
+                    runs_passed(c),
+                    policy_words(c, self.pass_rate_policy),
+                    c.runs
+                        .iter()
+                        .filter(|r| !r.passed)
+                        .map(|r| format!(
+                            "run {} (expected `{}`, got `{}`{})",
+                            r.run,
+                            r.expected_ending,
+                            r.ending,
+                            r.failures
+                                .first()
+                                .map(|f| format!(": {f}"))
+                                .unwrap_or_default()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
         }
         if !self.load_errors.is_empty() {
             s.push_str("\n### Cases that could not be loaded\n\n");
@@ -158,7 +330,14 @@ impl Summary {
         if !failed.is_empty() {
             s.push_str("\n### Failures\n\n");
             for c in failed {
-                s.push_str(&format!("**{}** ({}): {}\n\n", c.id, c.category, c.title));
+                s.push_str(&format!(
+                    "**{}** ({}, {}, {} runs passed): {}\n\n",
+                    c.id,
+                    c.category,
+                    c.outcome.as_str(),
+                    runs_passed(c),
+                    c.title
+                ));
                 for r in c.runs.iter().filter(|r| !r.passed) {
                     s.push_str(&format!("- run {}: expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
                     for f in &r.failures {
@@ -176,29 +355,66 @@ impl Summary {
         s
     }
 
+    /// One JUnit test case per suite case (the unit the gate judges), its
+    /// runs as reruns: a flaky case the policy passes is a success with
+    /// `flakyFailure` elements, one per failed run; a failed case is a
+    /// `failure` (its first failed run) with `rerunFailure` for the other
+    /// failed runs. Every case carries an `outcome` property (passed, flaky,
+    /// failed), since a flaky case the policy fails has no JUnit element of
+    /// its own.
     pub fn junit(&self) -> Result<String, String> {
-        use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+        use quick_junit::{
+            NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
+        };
+        let run_message = |r: &RunRecord| {
+            format!(
+                "run {}: expected {}, got {} (exit {})",
+                r.run, r.expected_ending, r.ending, r.exit_code
+            )
+        };
+        let rerun = |r: &RunRecord| {
+            let mut x = TestRerun::new(NonSuccessKind::Failure);
+            x.set_message(run_message(r));
+            x.set_description(r.failures.join("\n"));
+            x.set_time(std::time::Duration::from_millis(r.latency_ms));
+            x
+        };
         let mut report = Report::new("bench run");
         for cat in self.categories.keys() {
             let mut suite = TestSuite::new(cat.as_str());
             for c in self.cases.iter().filter(|c| &c.category == cat) {
-                for r in &c.runs {
-                    let status = if r.passed {
-                        TestCaseStatus::success()
-                    } else {
-                        let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                        st.set_message(format!(
-                            "expected {}, got {} (exit {})",
-                            r.expected_ending, r.ending, r.exit_code
-                        ));
-                        st.set_description(r.failures.join("\n"));
-                        st
+                let failed: Vec<&RunRecord> = c.runs.iter().filter(|r| !r.passed).collect();
+                let status = if c.passed {
+                    // A flaky case the policy passes: flakyFailure per failed run.
+                    let mut st = TestCaseStatus::success();
+                    st.add_reruns(failed.iter().map(|r| rerun(r)));
+                    st
+                } else {
+                    let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    let head = match failed.first() {
+                        Some(r) => format!("{}; {}", run_message(r), r.failures.join("; ")),
+                        None => "no run".into(),
                     };
-                    let mut tc = TestCase::new(format!("{}#run{}", c.id, r.run), status);
-                    tc.set_classname(format!("suites.{}", c.category));
-                    tc.set_time(std::time::Duration::from_millis(r.latency_ms));
-                    suite.add_test_case(tc);
-                }
+                    st.set_message(format!(
+                        "{}, {} runs passed ({}): {head}",
+                        c.outcome.as_str(),
+                        runs_passed(c),
+                        policy_words(c, self.pass_rate_policy)
+                    ));
+                    if let Some((r, rest)) = failed.split_first() {
+                        st.set_description(r.failures.join("\n"));
+                        st.add_reruns(rest.iter().map(|r| rerun(r)));
+                    }
+                    st
+                };
+                let mut tc = TestCase::new(c.id.as_str(), status);
+                tc.set_classname(format!("suites.{}", c.category));
+                tc.set_time(std::time::Duration::from_millis(
+                    c.runs.iter().map(|r| r.latency_ms).sum(),
+                ));
+                tc.add_property(Property::new("outcome", c.outcome.as_str()));
+                tc.add_property(Property::new("runs_passed", runs_passed(c)));
+                suite.add_test_case(tc);
             }
             report.add_test_suite(suite);
         }
@@ -214,6 +430,23 @@ impl Summary {
         report.to_string().map_err(|e| e.to_string())
     }
 
+    /// One line per flaky case, for the terminal.
+    pub fn flaky_lines(&self) -> Vec<String> {
+        self.cases
+            .iter()
+            .filter(|c| c.outcome == Outcome::Flaky)
+            .map(|c| {
+                format!(
+                    "FLAKY {}/{}: {} runs passed; {}",
+                    c.category,
+                    c.id,
+                    runs_passed(c),
+                    policy_words(c, self.pass_rate_policy)
+                )
+            })
+            .collect()
+    }
+
     pub fn table(&self) -> String {
         use tabled::{builder::Builder, settings::Style};
         let mut b = Builder::default();
@@ -221,15 +454,26 @@ impl Summary {
             "category",
             "passed",
             "total",
+            "flaky",
             "pass rate",
             "Wilson 95%",
             "runs passed",
+            "mean latency",
+            "p95 latency",
+            "mean cost/run",
         ]);
-        for (k, t) in &self.categories {
+        for (k, t) in self
+            .categories
+            .iter()
+            .map(|(k, t)| (k.as_str(), t))
+            .chain(std::iter::once(("all", &self.overall)))
+        {
+            let [mean, p95, cost] = t.stats.cells();
             b.push_record([
-                k.clone(),
+                k.to_string(),
                 t.passed.to_string(),
                 t.total.to_string(),
+                t.flaky.to_string(),
                 format!("{:.1}%", 100.0 * t.pass_rate),
                 format!(
                     "[{:.1}%, {:.1}%]",
@@ -237,6 +481,9 @@ impl Summary {
                     100.0 * t.wilson_95[1]
                 ),
                 format!("{}/{}", t.runs_passed, t.runs_total),
+                mean,
+                p95,
+                cost,
             ]);
         }
         let mut t = b.build();
@@ -275,5 +522,220 @@ impl Summary {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(r: u32, passed: bool, latency_ms: u64, cost_usd: f64) -> RunRecord {
+        RunRecord {
+            run: r,
+            ending: if passed { "GOAL_MET" } else { "NO_PROGRESS" }.into(),
+            exit_code: if passed { 0 } else { 3 },
+            passed,
+            score: if passed { 1.0 } else { 0.5 },
+            cost_usd,
+            latency_ms,
+            expected_ending: "GOAL_MET".into(),
+            checks: vec![],
+            failures: if passed {
+                vec![]
+            } else {
+                vec![format!("ending: run {r} wrong")]
+            },
+            state_dir: String::new(),
+            verified: 1,
+            bench_fault: None,
+        }
+    }
+
+    fn case(id: &str, category: &str, runs: Vec<RunRecord>) -> CaseRecord {
+        CaseRecord {
+            id: id.into(),
+            category: category.into(),
+            title: "t".into(),
+            covers: vec![],
+            passed: case_passes(category, &runs, 0.66),
+            outcome: Outcome::of(&runs),
+            score: 1.0,
+            runs,
+        }
+    }
+
+    fn summary(cases: Vec<CaseRecord>) -> Summary {
+        let mut s = Summary {
+            passed: false,
+            cases,
+            categories: Default::default(),
+            overall: totals_of(&[]),
+            p95_definition: String::new(),
+            categories_required: vec![],
+            git_rev: "g".into(),
+            config_hash: "0".repeat(64),
+            runs_per_case: 3,
+            pass_rate_policy: 0.66,
+            shard: None,
+            suite_case_ids: vec![],
+            load_errors: vec![],
+            case_runs: 0,
+            wall_ms: 0,
+            case_runs_per_s: 0.0,
+        };
+        s.finish();
+        s
+    }
+
+    #[test]
+    fn p95_is_the_nearest_rank_on_hand_computed_fixtures() {
+        // 20 values: rank ceil(0.95 * 20) = 19, the second largest (1000),
+        // not the 2000 outlier and not an interpolation between them.
+        let v = [
+            120, 80, 300, 95, 110, 1000, 90, 100, 105, 85, 130, 99, 101, 102, 103, 104, 106, 107,
+            108, 2000,
+        ];
+        assert_eq!(p95_nearest_rank(&v), Some(1000));
+        // 7 values: rank ceil(6.65) = 7, the largest.
+        assert_eq!(p95_nearest_rank(&[5, 1, 7, 3, 2, 6, 4]), Some(7));
+        // 21 values 1..=21: rank ceil(19.95) = 20.
+        let v: Vec<u64> = (1..=21).rev().collect();
+        assert_eq!(p95_nearest_rank(&v), Some(20));
+        // 100 values 1..=100: rank 95.
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(p95_nearest_rank(&v), Some(95));
+        assert_eq!(p95_nearest_rank(&[42]), Some(42));
+        assert_eq!(p95_nearest_rank(&[]), None);
+    }
+
+    #[test]
+    fn latency_and_cost_per_category_and_overall_are_over_reported_case_runs() {
+        let mut never_started = run(2, false, 0, 0.0);
+        never_started.ending = "<none>".into();
+        never_started.exit_code = -1;
+        let s = summary(vec![
+            case(
+                "h1",
+                "happy",
+                vec![
+                    run(0, true, 100, 0.10),
+                    run(1, true, 300, 0.30),
+                    never_started,
+                ],
+            ),
+            case("e1", "edge", vec![run(0, true, 1000, 0.5)]),
+        ]);
+        let h = &s.categories["happy"].stats;
+        // The case-run that never started has no latency or cost to count.
+        assert_eq!(h.case_runs, 2);
+        assert_eq!(h.latency_ms_mean, Some(200.0));
+        assert_eq!(h.latency_ms_p95, Some(300));
+        assert!((h.cost_usd_mean_per_case_run.unwrap() - 0.20).abs() < 1e-12);
+        let all = &s.overall.stats;
+        assert_eq!(all.case_runs, 3);
+        assert!((all.latency_ms_mean.unwrap() - 1400.0 / 3.0).abs() < 1e-9);
+        assert_eq!(all.latency_ms_p95, Some(1000));
+        assert!((all.cost_usd_mean_per_case_run.unwrap() - 0.9 / 3.0).abs() < 1e-12);
+        assert_eq!(s.overall.total, 2);
+        assert!(s.p95_definition.starts_with("nearest rank"));
+        let j = serde_json::to_value(&s).unwrap();
+        assert_eq!(j["categories"]["happy"]["stats"]["latency_ms_p95"], 300);
+        assert_eq!(j["overall"]["stats"]["latency_ms_p95"], 1000);
+        let md = s.markdown();
+        assert!(
+            md.contains("| **all** |") && md.contains("p95 latency"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_case_that_passes_some_runs_is_flaky_everywhere_whatever_the_policy() {
+        let s = summary(vec![
+            // 2 of 3: flaky, and the 2-of-3 policy passes it.
+            case(
+                "happy-flaky",
+                "happy",
+                vec![
+                    run(0, true, 1, 0.1),
+                    run(1, false, 1, 0.1),
+                    run(2, true, 1, 0.1),
+                ],
+            ),
+            // 1 of 3 adversarial: flaky, and failed (must pass every run).
+            case(
+                "adv-flaky",
+                "adversarial",
+                vec![
+                    run(0, false, 1, 0.1),
+                    run(1, true, 1, 0.1),
+                    run(2, false, 1, 0.1),
+                ],
+            ),
+            case("solid", "happy", vec![run(0, true, 1, 0.1); 3]),
+            case("broken", "edge", vec![run(0, false, 1, 0.1); 3]),
+        ]);
+        let by = |id: &str| s.cases.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(
+            (by("happy-flaky").outcome, by("happy-flaky").passed),
+            (Outcome::Flaky, true)
+        );
+        assert_eq!(
+            (by("adv-flaky").outcome, by("adv-flaky").passed),
+            (Outcome::Flaky, false)
+        );
+        assert_eq!(by("solid").outcome, Outcome::Passed);
+        assert_eq!(by("broken").outcome, Outcome::Failed);
+        assert_eq!(s.categories["happy"].flaky, 1);
+        assert_eq!(s.categories["adversarial"].flaky, 1);
+        assert_eq!(s.overall.flaky, 2);
+        // summary.json: a closed enum value.
+        let j = serde_json::to_value(&s).unwrap();
+        let outcomes: Vec<&str> = j["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["outcome"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            outcomes.iter().filter(|o| **o == "flaky").count(),
+            2,
+            "{outcomes:?}"
+        );
+        // Terminal.
+        let lines = s.flaky_lines();
+        assert!(lines.contains(&"FLAKY happy/happy-flaky: 2/3 runs passed; passed by the policy (at least 66% of runs)".to_string()), "{lines:?}");
+        assert!(lines.contains(&"FLAKY adversarial/adv-flaky: 1/3 runs passed; failed: adversarial cases must pass every run".to_string()), "{lines:?}");
+        assert!(s.table().contains("flaky"));
+        // summary.md.
+        let md = s.markdown();
+        assert!(
+            md.contains("### Flaky")
+                && md.contains("**happy-flaky** (happy): flaky, 2/3 runs passed"),
+            "{md}"
+        );
+        // JUnit: one test case per case; the policy-passed flaky case is a
+        // success with a flakyFailure for its failed run, the failed one a
+        // failure with a rerunFailure; both say outcome = flaky.
+        let x = s.junit().unwrap();
+        let tc = |id: &str| {
+            let start = x.find(&format!("<testcase name=\"{id}\"")).unwrap();
+            let end = start + x[start..].find("</testcase>").unwrap();
+            x[start..end].to_string()
+        };
+        let hf = tc("happy-flaky");
+        assert!(
+            hf.contains("<flakyFailure") && !hf.contains("<failure"),
+            "{hf}"
+        );
+        assert!(hf.contains("name=\"outcome\" value=\"flaky\""), "{hf}");
+        let af = tc("adv-flaky");
+        assert!(
+            af.contains("<failure") && af.contains("<rerunFailure"),
+            "{af}"
+        );
+        assert!(af.contains("name=\"outcome\" value=\"flaky\""), "{af}");
+        assert!(af.contains("flaky, 1/3 runs passed"), "{af}");
+        assert!(tc("solid").contains("value=\"passed\""));
+        assert_eq!(x.matches("<testcase ").count(), 4, "{x}");
     }
 }

@@ -263,3 +263,79 @@ fn the_ab_suite_cassettes_are_what_their_scenarios_compile_to() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Issue 14's reproduction, on the main suite's adversarial cases: the main
+/// suite records one attempt per task, so under loop cap 4 the harness asks
+/// for a retry its cassette never recorded (call key execute/t1/a1/0) and the
+/// replay answers with a recording miss. That is the bench's replay running
+/// out of answers, not arm B failing: before the fix this command exited 1
+/// with "B regresses (2 regression(s))", naming adv-injection-post-secrets and
+/// adv-injection-write-outside-workspace (3/3 A, 0/3 B).
+#[test]
+fn replay_misses_are_not_comparable_and_never_a_regression() {
+    let o = ab(
+        &config("loop-cap-6.toml"),
+        &config("loop-cap-4.toml"),
+        &[
+            "--suite",
+            "suites",
+            "--category",
+            "adversarial",
+            "--runs-per-case",
+            "3",
+        ],
+    );
+    let j = &o.json;
+    assert_eq!(o.code, 3, "exit 3 is not comparable: {}", o.text);
+    assert_eq!(
+        j["regressions"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        o.text
+    );
+    let verdict = j["verdict"].as_str().unwrap_or_default();
+    assert!(verdict.starts_with("not comparable"), "{verdict}");
+    assert!(
+        verdict.contains("2 of 10 cases not comparable: record them live with --endpoint, or use a suite recorded for both arms"),
+        "{verdict}"
+    );
+    let nc = j["not_comparable"].as_array().expect("not_comparable list");
+    let mut ids: Vec<&str> = nc.iter().filter_map(|c| c["id"].as_str()).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "adv-injection-post-secrets",
+            "adv-injection-write-outside-workspace"
+        ],
+        "{nc:?}"
+    );
+    for c in nc {
+        // Every B run missed, at the retry the cassette does not hold; A ran clean.
+        let runs = c["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 3, "{c}");
+        for r in runs {
+            assert_eq!(r["arm"], "b", "{c}");
+            assert_eq!(r["fault"]["kind"], "recording_miss", "{c}");
+            assert_eq!(r["fault"]["call_key"], "execute/t1/a1/0", "{c}");
+        }
+    }
+    // Left out of every statistic: the comparison is over the 8 others.
+    assert_eq!(j["n_cases"], 8, "{}", o.text);
+    assert_eq!(j["metrics"]["pass_rate"]["n_cases"], 8);
+    assert_eq!(j["categories"]["adversarial"]["n_cases"], 8);
+    assert!(
+        o.text.contains("NOT COMPARABLE adv-injection-post-secrets")
+            && o.text.contains("execute/t1/a1/0"),
+        "{}",
+        o.text
+    );
+    let md = std::fs::read_to_string(o.dir.path().join("ab.md")).unwrap();
+    assert!(
+        md.contains("Not comparable under replay")
+            && md.contains("adv-injection-write-outside-workspace"),
+        "{md}"
+    );
+    let svg = std::fs::read_to_string(o.dir.path().join("forest.svg")).unwrap();
+    assert!(svg.contains("2 of 10 cases not comparable"), "{svg}");
+}

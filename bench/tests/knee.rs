@@ -235,3 +235,80 @@ fn bad_input_is_a_usage_or_suite_error_naming_what() {
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no cases"));
 }
+
+/// A budget level that changes the traffic: at three times its cap the
+/// goal-met-on-the-last-dollar case keeps calling past the calls its
+/// cassette holds, and the replay misses (execute/t1/a0/2). That case-run is
+/// not a data point of the curve; the case leaves every level, the output
+/// names the level, the run and the call key, and with 1 of 2 cases left
+/// out no knee is claimed (exit 1).
+#[test]
+fn a_level_that_changes_the_traffic_is_not_a_data_point() {
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suites");
+    add_case_from(
+        "suites/edge/edge-goal-met-on-last-dollar",
+        &suite,
+        "happy",
+        "last-dollar",
+        "ending = \"GOAL_MET\"",
+    );
+    add_case_from(
+        "suites/knee/happy/knee-api-docs",
+        &suite,
+        "happy",
+        "api-docs",
+        "ending = \"GOAL_MET\"",
+    );
+    let out = t.path().join("out");
+    let o = knee(&[
+        "--suite",
+        suite.to_str().unwrap(),
+        "--levels",
+        "1,3",
+        "--runs-per-case",
+        "1",
+        "--bootstrap-reps",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("knee.json")).unwrap()).unwrap();
+    assert_eq!(j["cases"], 1, "{j}");
+    assert_eq!(j["cases_not_comparable"], 1);
+    assert_eq!(j["comparable"], false);
+    assert!(j["knee_level"].is_null() && j["min_cost_level"].is_null());
+    let nc = j["not_comparable"].as_array().unwrap();
+    assert_eq!(nc.len(), 1, "{nc:?}");
+    assert_eq!(nc[0]["case"], "last-dollar");
+    assert_eq!(nc[0]["level"].as_f64(), Some(3.0));
+    assert_eq!(nc[0]["fault"]["kind"], "recording_miss");
+    assert_eq!(nc[0]["fault"]["call_key"], "execute/t1/a0/2");
+    let levels = j["levels"].as_array().unwrap();
+    // Both levels count the same one case; the miss is not an error run.
+    for l in levels {
+        assert_eq!(l["runs"], 1, "{l}");
+        assert_eq!(l["errored_runs"], 0, "{l}");
+    }
+    assert_eq!(levels[0]["not_comparable_runs"], 1);
+    assert!(
+        stdout.contains("NOT COMPARABLE last-dollar at 300% run 0: recording miss: no recording for call_key execute/t1/a0/2")
+            && stdout.contains("not comparable: 1 of 2 cases not comparable"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(out.join("knee.md")).unwrap();
+    assert!(
+        md.contains("### Not comparable under replay") && md.contains("execute/t1/a0/2"),
+        "{md}"
+    );
+    for svg in ["cost_per_verified.svg", "verified_vs_spend.svg"] {
+        let text = std::fs::read_to_string(out.join(svg)).unwrap();
+        assert!(text.contains("1 of 2 cases not comparable"), "{svg}");
+    }
+}

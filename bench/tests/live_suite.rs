@@ -252,10 +252,28 @@ fn the_main_suite_never_includes_live_and_the_live_dir_loads_alone() {
     add_happy_case(&root, "happy-demo-copy");
     add_live_case(&root, "live-checkout-flag-off", "live-flag-scripted");
 
-    // The main command: the four categories only.
+    // The main command: the four categories only (each must hold a case).
+    for cat in ["edge", "adversarial", "regression"] {
+        add_case_from(
+            "suites/demo/p95-index",
+            &root,
+            cat,
+            &format!("{cat}-demo-copy"),
+            "ending = \"GOAL_MET\"",
+        );
+    }
     let (code, s, out) = bench_run(&root, &t.path().join("o-main"), &[]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(case_ids(&s), ["happy-demo-copy"], "{out}");
+    assert_eq!(
+        case_ids(&s),
+        [
+            "adversarial-demo-copy",
+            "edge-demo-copy",
+            "happy-demo-copy",
+            "regression-demo-copy"
+        ],
+        "{out}"
+    );
     // The audit is generic: a main-suite case that asks for nothing gets it,
     // every check a gate.
     let r0 = run_of(&s, "happy-demo-copy", 0);

@@ -28,7 +28,7 @@ fn the_throughput_anchor_case_is_six_calls_to_goal_met() {
         "anchor",
         "ending = \"GOAL_MET\"\nverified = [\"t1\", \"t2\"]\npredicate_met = true\nreport = { model_calls = 6 }",
     );
-    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
+    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &["--category", "happy"]);
     assert_eq!(code, 0, "{log}");
     assert_eq!(s["cases"][0]["runs"][0]["ending"], "GOAL_MET", "{log}");
 }
@@ -39,7 +39,11 @@ fn a_passing_suite_exits_0_with_the_contract_fields() {
     let suite = t.path().join("suites");
     add_case(&suite, "happy", "demo-a", GOOD);
     add_case(&suite, "adversarial", "demo-b", GOOD);
-    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &["--runs-per-case", "2"]);
+    let (code, s, log) = bench_run(
+        &suite,
+        &t.path().join("out"),
+        &["--runs-per-case", "2", "--category", "happy,adversarial"],
+    );
     assert_eq!(code, 0, "{log}");
     assert_eq!(s["passed"], true);
     assert_eq!(s["categories"]["happy"]["passed"], 1);
@@ -78,7 +82,11 @@ fn a_failing_case_fails_the_gate_and_says_why() {
         "demo-wrong",
         "ending = \"QUEUE_EMPTY_GOAL_UNMET\"\nverified_count = 2",
     );
-    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
+    let (code, s, log) = bench_run(
+        &suite,
+        &t.path().join("out"),
+        &["--category", "happy", "--category", "edge"],
+    );
     assert_eq!(code, 1, "{log}");
     assert_eq!(s["passed"], false);
     let md = std::fs::read_to_string(t.path().join("out/summary.md")).unwrap();
@@ -111,7 +119,7 @@ fn bad_case_files_are_named_and_the_rest_still_runs() {
     );
     add_case(&suite, "edge", "demo-nocassette", GOOD);
     std::fs::remove_file(suite.join("edge/demo-nocassette/cassette.json")).unwrap();
-    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
+    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &["--category", "happy,edge"]);
     assert_eq!(code, 1, "{log}");
     assert_eq!(
         s["cases"].as_array().unwrap().len(),
@@ -191,7 +199,37 @@ fn merged_shards_equal_the_unsharded_run_case_for_case() {
             .collect()
     };
     assert_eq!(key(&merged), key(&whole));
-    assert_eq!(merged["categories"], whole["categories"]);
+    // Latency is wall time, different in the shard runs and the whole run:
+    // everything else in the totals is equal, and merge recomputes the
+    // latency figures from its own records (never from shard totals).
+    let without_latency = |s: &Value| {
+        let mut c = s["categories"].clone();
+        for t in c.as_object_mut().unwrap().values_mut() {
+            let st = t["stats"].as_object_mut().unwrap();
+            st.remove("latency_ms_mean");
+            st.remove("latency_ms_p95");
+        }
+        c
+    };
+    assert_eq!(without_latency(&merged), without_latency(&whole));
+    let lat: Vec<f64> = merged["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["runs"].as_array().unwrap().iter())
+        .map(|r| r["latency_ms"].as_f64().unwrap())
+        .collect();
+    let mean = lat.iter().sum::<f64>() / lat.len() as f64;
+    assert!(
+        (merged["overall"]["stats"]["latency_ms_mean"]
+            .as_f64()
+            .unwrap()
+            - mean)
+            .abs()
+            < 1e-9,
+        "{}",
+        merged["overall"]
+    );
     assert_eq!(merged["passed"], whole["passed"]);
     // Overlapping or incomplete shards are refused.
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))
@@ -212,4 +250,55 @@ fn merged_shards_equal_the_unsharded_run_case_for_case() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("not complete"));
+}
+
+/// The gate runs every category: a suite whose adversarial/ went missing
+/// (deleted in a copy of the committed suite), or is there but empty, is
+/// "the suite could not be loaded" (exit 3) with the category named, not a
+/// pass on the other three; naming the categories to run is the way to run
+/// fewer, and a named category must hold a case too.
+#[test]
+fn a_missing_or_empty_category_fails_the_gate_with_a_clear_error() {
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suites");
+    for cat in ["happy", "edge", "adversarial", "regression"] {
+        harness::workspace::copy_tree(&repo().join("suites").join(cat), &suite.join(cat)).unwrap();
+    }
+    std::fs::remove_dir_all(suite.join("adversarial")).unwrap();
+    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
+    assert_eq!(code, 3, "{log}");
+    assert!(s.is_null(), "nothing ran, no summary: {s}");
+    assert!(
+        log.contains("category `adversarial` is missing or empty")
+            && log.contains("--category happy,edge,regression"),
+        "{log}"
+    );
+    // Present but empty is the same.
+    std::fs::create_dir_all(suite.join("adversarial")).unwrap();
+    let (code, _, log) = bench_run(&suite, &t.path().join("out"), &["--shard", "1/4"]);
+    assert_eq!(code, 3, "{log}");
+    assert!(
+        log.contains("category `adversarial` is missing or empty"),
+        "{log}"
+    );
+    // A named empty category is refused too.
+    let (code, _, log) = bench_run(
+        &suite,
+        &t.path().join("out"),
+        &["--category", "regression,adversarial"],
+    );
+    assert_eq!(code, 3, "{log}");
+    assert!(
+        log.contains("`adversarial`") && log.contains("named with --category"),
+        "{log}"
+    );
+    // Naming the others runs them, and the summary records what was asked.
+    let (code, s, log) = bench_run(
+        &suite,
+        &t.path().join("out-reg"),
+        &["--category", "regression"],
+    );
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(s["categories_required"], serde_json::json!(["regression"]));
+    assert!(s["categories"].get("regression").is_some() && s["categories"].get("happy").is_none());
 }

@@ -5,6 +5,7 @@
 //! code that `bench ab` reports with.
 
 use super::inference::{self, Permutation, VarianceParts, ALPHA};
+use crate::bench_fault::BenchFault;
 use crate::runner::RunRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -19,6 +20,10 @@ pub struct Obs {
     pub verified: u64,
     /// The first failure message, to explain a flipped case.
     pub failure: Option<String>,
+    /// The run ended in the bench's machinery (a replay miss, ...): its case
+    /// is not comparable and leaves every statistic.
+    #[serde(default)]
+    pub fault: Option<BenchFault>,
 }
 
 impl From<&RunRecord> for Obs {
@@ -30,7 +35,117 @@ impl From<&RunRecord> for Obs {
             latency_ms: r.latency_ms,
             verified: r.verified,
             failure: r.failures.first().cloned(),
+            fault: r.bench_fault.clone(),
         }
+    }
+}
+
+pub use crate::bench_fault::NOT_COMPARABLE_SHARE_MAX;
+
+/// Which arm of the comparison a case-run belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arm {
+    A,
+    B,
+}
+
+impl Arm {
+    pub fn label(self) -> &'static str {
+        match self {
+            Arm::A => "A",
+            Arm::B => "B",
+        }
+    }
+}
+
+/// One case-run of a not-comparable case that ended in the bench's machinery.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultedRun {
+    pub arm: Arm,
+    pub run: u32,
+    pub fault: BenchFault,
+}
+
+/// A case left out of every statistic: some case-run of it, in either arm,
+/// ended in the bench's machinery (the runs that did are listed).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotComparableCase {
+    pub id: String,
+    pub category: String,
+    pub runs: Vec<FaultedRun>,
+}
+
+/// How much of the suite the comparison could use.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparability {
+    /// Cases that ran in both arms (comparable + not comparable).
+    pub n_cases_run: usize,
+    pub n_not_comparable: usize,
+    pub share_not_comparable: f64,
+    pub share_max: f64,
+    /// False: too many cases are not comparable; the verdict is "not comparable".
+    pub comparable: bool,
+    /// "k of n cases not comparable: <what would fix it>", or None when k = 0.
+    pub note: Option<String>,
+}
+
+/// Split the cases into the comparable ones and those with a faulted run.
+pub fn split_comparable(cases: &[CasePair]) -> (Vec<CasePair>, Vec<NotComparableCase>) {
+    let mut ok = vec![];
+    let mut not = vec![];
+    for c in cases {
+        let runs: Vec<FaultedRun> = [(Arm::A, &c.a), (Arm::B, &c.b)]
+            .into_iter()
+            .flat_map(|(arm, obs)| {
+                obs.iter().enumerate().filter_map(move |(r, o)| {
+                    o.fault.clone().map(|fault| FaultedRun {
+                        arm,
+                        run: r as u32,
+                        fault,
+                    })
+                })
+            })
+            .collect();
+        if runs.is_empty() {
+            ok.push(c.clone());
+        } else {
+            not.push(NotComparableCase {
+                id: c.id.clone(),
+                category: c.category.clone(),
+                runs,
+            });
+        }
+    }
+    (ok, not)
+}
+
+/// The comparability of a split, with the verdict's note.
+pub fn comparability(n_run: usize, not: &[NotComparableCase]) -> Comparability {
+    let k = not.len();
+    let share = if n_run == 0 {
+        0.0
+    } else {
+        k as f64 / n_run as f64
+    };
+    let mut remedies: Vec<String> = not
+        .iter()
+        .flat_map(|c| c.runs.iter().map(|r| r.fault.remedy("both arms")))
+        .collect();
+    remedies.sort();
+    remedies.dedup();
+    Comparability {
+        n_cases_run: n_run,
+        n_not_comparable: k,
+        share_not_comparable: share,
+        share_max: NOT_COMPARABLE_SHARE_MAX,
+        comparable: k < n_run && share <= NOT_COMPARABLE_SHARE_MAX + 1e-12,
+        note: (k > 0).then(|| {
+            format!(
+                "{k} of {n_run} cases not comparable: {}",
+                remedies.join("; ")
+            )
+        }),
     }
 }
 
@@ -530,6 +645,14 @@ pub struct CaseRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analysis {
     pub verdict: String,
+    /// Over the comparable cases only; the not-comparable ones are listed
+    /// in `not_comparable`.
+    pub comparability: Comparability,
+    pub not_comparable: Vec<NotComparableCase>,
+    /// When the comparison is not comparable: what the guard found among
+    /// the comparable cases (information, not a verdict; `regressions` is
+    /// empty then).
+    pub regressions_among_comparable: Vec<Regression>,
     pub metrics: BTreeMap<String, MetricResult>,
     pub categories: BTreeMap<String, CategoryResult>,
     pub regressions: Vec<Regression>,
@@ -549,7 +672,32 @@ fn runs_passed(runs: &[Obs]) -> String {
     )
 }
 
+/// The comparison over the comparable cases; a case with any case-run that
+/// ended in the bench's machinery is left out of every statistic and of the
+/// guard, and listed (see NOT_COMPARABLE_SHARE_MAX for when that voids the
+/// verdict).
 pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
+    let (comparable, not_comparable) = split_comparable(cases);
+    let comparability = comparability(cases.len(), &not_comparable);
+    let mut a = analyze_comparable(&comparable, s);
+    match (&comparability.comparable, &comparability.note) {
+        (true, None) => {}
+        (true, Some(note)) => a.verdict = format!("{}; {note}", a.verdict),
+        (false, note) => {
+            a.regressions_among_comparable = std::mem::take(&mut a.regressions);
+            a.verdict = format!(
+                "not comparable: {} (more than {:.0}% of the cases; no verdict)",
+                note.as_deref().unwrap_or("no comparable case"),
+                100.0 * NOT_COMPARABLE_SHARE_MAX
+            );
+        }
+    }
+    a.comparability = comparability;
+    a.not_comparable = not_comparable;
+    a
+}
+
+fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
     let all: Vec<&CasePair> = cases.iter().collect();
     let metrics: BTreeMap<String, MetricResult> = METRICS
         .iter()
@@ -740,6 +888,9 @@ pub fn analyze(cases: &[CasePair], s: &Settings) -> Analysis {
         .collect();
     Analysis {
         verdict,
+        comparability: comparability(cases.len(), &[]),
+        not_comparable: vec![],
+        regressions_among_comparable: vec![],
         metrics,
         categories,
         regressions,
@@ -772,6 +923,7 @@ mod tests {
             latency_ms: 100,
             verified,
             failure: (!passed).then(|| "ending: expected GOAL_MET".into()),
+            fault: None,
         }
     }
     fn pair(id: &str, cat: &str, a: Vec<Obs>, b: Vec<Obs>) -> CasePair {
@@ -934,5 +1086,149 @@ mod tests {
         );
         let json = serde_json::to_string(&a).unwrap();
         assert!(json.contains("\"cost_per_verified_task\""));
+    }
+
+    fn missed() -> Obs {
+        Obs {
+            fault: Some(BenchFault::RecordingMiss {
+                call_key: Some("execute/t1/a1/0".into()),
+                detail: "no recording".into(),
+            }),
+            ..obs(false, 0.1, 0)
+        }
+    }
+
+    /// 20 happy cases where B is cheaper, plus `k` adversarial cases that
+    /// pass every A run and whose B runs all miss the replay: before the
+    /// fix each was an "adversarial_case" regression.
+    fn with_misses(k: usize) -> Vec<CasePair> {
+        let mut cases: Vec<CasePair> = (0..20)
+            .map(|i| {
+                pair(
+                    &format!("h{i}"),
+                    "happy",
+                    vec![obs(true, 0.2, 1); 3],
+                    vec![obs(true, 0.1, 1); 3],
+                )
+            })
+            .collect();
+        cases.extend((0..k).map(|i| {
+            pair(
+                &format!("adv{i}"),
+                "adversarial",
+                vec![obs(true, 0.1, 1); 3],
+                vec![missed(); 3],
+            )
+        }));
+        cases
+    }
+
+    #[test]
+    fn a_replay_miss_is_never_a_regression_and_leaves_every_statistic() {
+        // 1 of 21 (4.8%): at most the share, so the verdict on the 20 stands
+        // and says one case was left out.
+        let a = analyze(&with_misses(1), &Settings::default());
+        assert!(a.comparability.comparable, "{:?}", a.comparability);
+        assert!(a.regressions.is_empty(), "{:?}", a.regressions);
+        assert_eq!(a.n_cases, 20);
+        assert_eq!(a.metrics["pass_rate"].n_cases, 20);
+        assert!(!a.categories.contains_key("adversarial"));
+        assert_eq!(a.not_comparable.len(), 1);
+        assert_eq!(a.not_comparable[0].runs.len(), 3);
+        assert!(a.not_comparable[0].runs.iter().all(|r| r.arm == Arm::B));
+        assert!(
+            a.verdict.starts_with("B better on cost per case-run"),
+            "{}",
+            a.verdict
+        );
+        assert!(
+            a.verdict.ends_with("; 1 of 21 cases not comparable: record them live with --endpoint, or use a suite recorded for both arms"),
+            "{}",
+            a.verdict
+        );
+        // 2 of 22 (9.1%): above the share, no verdict at all.
+        let a = analyze(&with_misses(2), &Settings::default());
+        assert!(!a.comparability.comparable);
+        assert!(
+            a.verdict
+                .starts_with("not comparable: 2 of 22 cases not comparable"),
+            "{}",
+            a.verdict
+        );
+        assert!(
+            !a.verdict.contains("regress") && !a.verdict.contains("better"),
+            "{}",
+            a.verdict
+        );
+        assert!(a.regressions.is_empty());
+    }
+
+    #[test]
+    fn the_share_boundary_is_inclusive_and_a_miss_in_either_arm_counts() {
+        // 1 of 20 is exactly 5%: still comparable.
+        let mut cases = with_misses(0);
+        cases.truncate(19);
+        let mut one = pair(
+            "x",
+            "edge",
+            vec![obs(true, 0.1, 1); 3],
+            vec![obs(true, 0.1, 1); 3],
+        );
+        one.a[2] = missed(); // arm A's last run only
+        cases.push(one);
+        let a = analyze(&cases, &Settings::default());
+        assert_eq!(a.comparability.n_not_comparable, 1);
+        assert!(a.comparability.comparable, "{:?}", a.comparability);
+        assert_eq!(a.not_comparable[0].runs[0].arm, Arm::A);
+        assert_eq!(a.not_comparable[0].runs[0].run, 2);
+        // Every case faulted: nothing to compare.
+        let all: Vec<CasePair> = (0..4)
+            .map(|i| {
+                pair(
+                    &format!("m{i}"),
+                    "happy",
+                    vec![missed(); 2],
+                    vec![missed(); 2],
+                )
+            })
+            .collect();
+        let a = analyze(&all, &Settings::default());
+        assert!(!a.comparability.comparable);
+        assert!(a.verdict.starts_with("not comparable"), "{}", a.verdict);
+    }
+
+    #[test]
+    fn a_real_regression_among_comparable_cases_is_kept_but_no_verdict_when_too_many_miss() {
+        let mut cases = with_misses(3);
+        cases.push(pair(
+            "adv-real",
+            "adversarial",
+            vec![obs(true, 0.1, 1); 3],
+            vec![obs(true, 0.1, 1), obs(false, 0.1, 0), obs(true, 0.1, 1)],
+        ));
+        let a = analyze(&cases, &Settings::default());
+        assert!(!a.comparability.comparable);
+        assert!(a.regressions.is_empty());
+        assert_eq!(
+            a.regressions_among_comparable.len(),
+            1,
+            "{:?}",
+            a.regressions_among_comparable
+        );
+        assert_eq!(a.regressions_among_comparable[0].subject, "adv-real");
+        // With the misses gone the same case is a regression again.
+        let cases: Vec<CasePair> = cases
+            .into_iter()
+            .filter(|c| !c.id.starts_with("adv") || c.id == "adv-real")
+            .collect();
+        let a = analyze(&cases, &Settings::default());
+        assert_eq!(a.regressions.len(), 1);
+        assert!(a.verdict.starts_with("B regresses"), "{}", a.verdict);
+    }
+
+    #[test]
+    fn the_share_max_is_the_pass_rate_effect_of_interest() {
+        assert_eq!(METRICS[0].name, "pass_rate");
+        assert_eq!(METRICS[0].sesoi, Sesoi::Absolute(NOT_COMPARABLE_SHARE_MAX));
     }
 }

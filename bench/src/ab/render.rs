@@ -2,7 +2,7 @@
 //! step summary), the terminal table (tabled) and forest.svg (plotters, SVG
 //! backend: per-category deltas with their 95% intervals).
 
-use super::analysis::{Code, MetricDef, MetricResult, METRICS};
+use super::analysis::{Arm, Code, MetricDef, MetricResult, NotComparableCase, METRICS};
 use super::inference::ClusteredWilson;
 use super::AbRun;
 use std::path::Path;
@@ -119,17 +119,48 @@ const CATEGORY_HEAD: [&str; 9] = [
 ];
 
 fn header(r: &AbRun) -> String {
+    let c = &r.analysis.comparability;
+    let cases = if c.n_not_comparable == 0 {
+        format!("{} cases", r.analysis.n_cases)
+    } else {
+        format!(
+            "{} comparable cases of {} ({} not comparable under replay)",
+            r.analysis.n_cases, c.n_cases_run, c.n_not_comparable
+        )
+    };
     format!(
-        "A = {} ({}), B = {} ({}); {} cases x {} runs per arm ({} case-runs), seed {}",
+        "A = {} ({}), B = {} ({}); {cases} x {} runs per arm ({} case-runs), seed {}",
         r.a.name,
         r.a.path,
         r.b.name,
         r.b.path,
-        r.analysis.n_cases,
         r.analysis.runs_per_case,
         r.case_runs,
         r.analysis.seed
     )
+}
+
+/// A not-comparable case's faulted runs, grouped by arm and fault:
+/// ("B", "0, 1, 2", "recording miss: no recording for call_key execute/t1/a1/0").
+fn fault_groups(c: &NotComparableCase) -> Vec<(&'static str, String, String)> {
+    let mut groups: Vec<(Arm, String, Vec<u32>)> = vec![];
+    for f in &c.runs {
+        let what = f.fault.describe();
+        match groups
+            .iter_mut()
+            .find(|(arm, w, _)| *arm == f.arm && *w == what)
+        {
+            Some(g) => g.2.push(f.run),
+            None => groups.push((f.arm, what, vec![f.run])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(arm, what, runs)| {
+            let runs: Vec<String> = runs.iter().map(u32::to_string).collect();
+            (arm.label(), runs.join(", "), what)
+        })
+        .collect()
 }
 
 /// The terminal view: both tables, the regressions and the verdict.
@@ -158,9 +189,23 @@ pub fn terminal(r: &AbRun) -> String {
         category_rows(r).into_iter().map(Vec::from).collect(),
     ));
     s.push('\n');
+    for c in &r.analysis.not_comparable {
+        for (arm, runs, what) in fault_groups(c) {
+            s.push_str(&format!(
+                "NOT COMPARABLE {} ({}): arm {arm} run(s) {runs}: {what}\n",
+                c.id, c.category
+            ));
+        }
+    }
     for g in &r.analysis.regressions {
         s.push_str(&format!(
             "REGRESSION {} {}: {}\n",
+            g.kind, g.subject, g.detail
+        ));
+    }
+    for g in &r.analysis.regressions_among_comparable {
+        s.push_str(&format!(
+            "among the comparable cases (no verdict): {} {}: {}\n",
             g.kind, g.subject, g.detail
         ));
     }
@@ -213,8 +258,39 @@ pub fn markdown(r: &AbRun) -> String {
     s.push_str(&md_table(&CATEGORY_HEAD, &category_rows(r)));
     s.push_str("\n![forest plot](forest.svg)\n");
 
+    if !a.not_comparable.is_empty() {
+        s.push_str(&format!(
+            "\n### Not comparable under replay\n\n{}. These cases are left out of every statistic above and of the regression guard: a case-run of theirs ended in the bench's own machinery (for a recording miss: the config changed the traffic and the cassette has no answer for the call named), which says nothing about either arm. Above {:.0}% of the cases the comparison gives no verdict.\n\n",
+            a.comparability.note.as_deref().unwrap_or_default(),
+            100.0 * a.comparability.share_max
+        ));
+        let rows: Vec<[String; 5]> = a
+            .not_comparable
+            .iter()
+            .flat_map(|c| {
+                fault_groups(c).into_iter().map(move |(arm, runs, what)| {
+                    [
+                        c.id.clone(),
+                        c.category.clone(),
+                        arm.to_string(),
+                        runs,
+                        what,
+                    ]
+                })
+            })
+            .collect();
+        s.push_str(&md_table(
+            &["case", "category", "arm", "runs", "fault"],
+            &rows,
+        ));
+    }
     s.push_str("\n### Regressions\n\n");
-    if a.regressions.is_empty() {
+    if !a.regressions_among_comparable.is_empty() {
+        s.push_str("No verdict (not comparable). Among the comparable cases the guard found:\n\n");
+        for g in &a.regressions_among_comparable {
+            s.push_str(&format!("- **{}** `{}`: {}\n", g.kind, g.subject, g.detail));
+        }
+    } else if a.regressions.is_empty() {
         s.push_str("None: no category's pass rate drops significantly (Holm), no adversarial case that passed every A run fails a B run, no gated metric is significantly worse.\n");
     }
     for g in &a.regressions {
@@ -314,9 +390,11 @@ MDE: the effect a two-sided paired t test detects with 80% power at alpha 0.05 f
 B better / B worse needs p < 0.05 and the 95% CI on the same side of 0 (when they disagree the verdict says so). \
 A verdict says \"no difference detectable at this size\" only when the MDE is within the effect of interest (pass rate and score 5 points, costs 10% of A, latency 10%); otherwise \"underpowered\". \
 Gate (exit 1): a category's pass rate drops with Holm p < 0.05; an adversarial case passed every A run and failed a B run; or a gated metric is significantly worse (latency is reported, not gated: on replayed traffic it is process wall time on a shared machine). \
+Not comparable: a case with a case-run (either arm) that ended in the bench's own machinery (a recording miss, no replay server, a failed setup, the live cap) is left out of every statistic and of the gate; above {:.0}% of the cases there is no verdict (exit 3). \
 Seed {} (run order, permutations, bootstrap); suite `{}`{}, git `{}`, suite hash `{}`.\n",
         a.bootstrap_resamples,
         a.monte_carlo_draws,
+        100.0 * a.comparability.share_max,
         a.seed,
         r.suite,
         r.category.as_ref().map(|c| format!(" (category {c})")).unwrap_or_default(),
@@ -374,7 +452,9 @@ pub fn forest_svg(r: &AbRun) -> Result<String, String> {
         ("cost_per_case", "cost per case-run, B - A (USD)", 1.0),
     ];
     let n_rows = forest_rows(r, "pass_rate").len().max(1);
-    let (w, h) = (1200u32, 170 + 46 * n_rows as u32);
+    let note = r.analysis.comparability.note.as_ref();
+    let foot_px = if note.is_some() { 34u32 } else { 0 };
+    let (w, h) = (1200u32, 170 + 46 * n_rows as u32 + foot_px);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
@@ -383,6 +463,16 @@ pub fn forest_svg(r: &AbRun) -> Result<String, String> {
             "{} (B) vs {} (A), {} cases x {} runs: B - A with 95% intervals (green: B significantly better, red: worse)",
             r.b.name, r.a.name, r.analysis.n_cases, r.analysis.runs_per_case
         );
+        // The cases the plot leaves out are named under it, never silently.
+        let (root, foot) = root.split_vertically(h - foot_px);
+        if let Some(note) = note {
+            foot.draw(&Text::new(
+                format!("left out (not comparable under replay): {note}"),
+                (16, 8),
+                ("sans-serif", 15).into_font().color(&RGBColor(200, 30, 30)),
+            ))
+            .map_err(|e| e.to_string())?;
+        }
         let root = root
             .titled(&title, ("sans-serif", 18))
             .map_err(|e| e.to_string())?;

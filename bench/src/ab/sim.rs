@@ -74,6 +74,7 @@ fn draw_run(rng: &mut ChaCha8Rng, t: &CaseTruth, cost_shift: f64) -> Obs {
         latency_ms: (t.latency_ms * (0.25 * normal(rng)).exp()) as u64,
         verified,
         failure: None,
+        fault: None,
     }
 }
 
@@ -181,6 +182,7 @@ fn power_sim(n: usize, k: usize, delta: f64, m: usize, seed: u64) -> (f64, f64) 
                     latency_ms: 100,
                     verified: 1,
                     failure: None,
+                    fault: None,
                 };
                 let a = (0..k).map(|_| run(&mut rng, 0.0)).collect();
                 let b = (0..k).map(|_| run(&mut rng, effect)).collect();

@@ -6,6 +6,7 @@
 //! resampled. Pure: no I/O, so every figure is testable from numbers.
 
 use super::kneedle;
+use crate::bench_fault::BenchFault;
 use crate::stats::{case_bootstrap, percentile_interval};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -42,7 +43,21 @@ pub struct RunObs {
     pub planned_borrowed: bool,
     /// Why the run has no usable report (it counts as an error, not as data).
     pub error: Option<String>,
+    /// The run ended in the bench's machinery (a level that changed the
+    /// traffic so the cassette missed, ...): not a data point, and its case
+    /// leaves every level (see `case_matrix`).
+    #[serde(default)]
+    pub not_comparable: Option<BenchFault>,
     pub state_dir: String,
+}
+
+/// A case-run at a level that ended in the bench's machinery.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotComparableRun {
+    pub case: String,
+    pub level: f64,
+    pub run: u32,
+    pub fault: BenchFault,
 }
 
 /// Per-level totals of some set of case-runs.
@@ -89,6 +104,8 @@ pub struct LevelRow {
     pub budget_exhausted_share: f64,
     pub runs: u64,
     pub errored_runs: u64,
+    /// Case-runs at this level that ended in the bench's machinery.
+    pub not_comparable_runs: u64,
     pub endings: BTreeMap<String, u64>,
 }
 
@@ -111,7 +128,17 @@ pub struct Frequencies {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KneeReport {
     pub suite: String,
+    /// Cases in the figures (the comparable ones).
     pub cases: usize,
+    /// Cases left out of every level because a case-run of theirs, at some
+    /// level, was not comparable (listed in `not_comparable`).
+    pub cases_not_comparable: usize,
+    pub not_comparable: Vec<NotComparableRun>,
+    /// False when more than NOT_COMPARABLE_SHARE_MAX of the cases were left
+    /// out: no knee and no cheapest level are claimed.
+    pub comparable: bool,
+    /// "k of n cases not comparable: ...", or None.
+    pub not_comparable_note: Option<String>,
     pub runs_per_case: u32,
     /// Highest level first.
     pub levels: Vec<LevelRow>,
@@ -173,11 +200,25 @@ pub fn fill_planned(obs: &mut [RunObs]) {
     }
 }
 
+/// Cases with a not-comparable case-run at any level.
+fn not_comparable_cases(obs: &[RunObs]) -> std::collections::BTreeSet<&str> {
+    obs.iter()
+        .filter(|o| o.not_comparable.is_some())
+        .map(|o| o.case.as_str())
+        .collect()
+}
+
 /// The case matrix: for each case (sorted by id), its totals at each level.
-/// Errored runs are left out of the data (they are counted per level).
+/// Errored runs are left out of the data (they are counted per level). A
+/// case with a not-comparable run at any level is left out of every level,
+/// as `bench ab` leaves it out of both arms: the levels are compared over
+/// the same cases, and the cases a level's traffic change drops are the
+/// ones that level affects, so dropping them at that level alone would bias
+/// it.
 fn case_matrix(levels: &[f64], obs: &[RunObs]) -> Vec<Vec<Totals>> {
+    let left_out = not_comparable_cases(obs);
     let mut m: BTreeMap<&str, Vec<Totals>> = BTreeMap::new();
-    for o in obs {
+    for o in obs.iter().filter(|o| !left_out.contains(o.case.as_str())) {
         let Some(l) = level_index(levels, o.level) else {
             continue;
         };
@@ -307,9 +348,11 @@ pub fn analyze(
             });
             let mut endings = BTreeMap::new();
             let mut errored = 0;
+            let mut not_comparable = 0;
             for o in obs.iter().filter(|o| (o.level - level).abs() < 1e-12) {
                 *endings.entry(o.ending.clone()).or_insert(0) += 1;
-                errored += o.error.is_some() as u64;
+                errored += (o.error.is_some() && o.not_comparable.is_none()) as u64;
+                not_comparable += o.not_comparable.is_some() as u64;
             }
             LevelRow {
                 level,
@@ -327,6 +370,7 @@ pub fn analyze(
                 },
                 runs: t.runs,
                 errored_runs: errored,
+                not_comparable_runs: not_comparable,
                 endings,
             }
         })
@@ -341,13 +385,52 @@ pub fn analyze(
             drop_needed,
         });
     let cost_draws = boot(&|t: &[Totals]| idx(min_cost_of(t)));
+    let left_out = not_comparable_cases(obs);
+    let n_all = obs
+        .iter()
+        .map(|o| o.case.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let comparable = matrix.len() > 0
+        && left_out.len() as f64
+            <= crate::bench_fault::NOT_COMPARABLE_SHARE_MAX * n_all as f64 + 1e-9;
+    let mut remedies: Vec<String> = obs
+        .iter()
+        .filter_map(|o| o.not_comparable.as_ref().map(|f| f.remedy("every level")))
+        .collect();
+    remedies.sort();
+    remedies.dedup();
     KneeReport {
         suite: suite.to_string(),
         cases: matrix.len(),
+        cases_not_comparable: left_out.len(),
+        not_comparable: obs
+            .iter()
+            .filter_map(|o| {
+                o.not_comparable.clone().map(|fault| NotComparableRun {
+                    case: o.case.clone(),
+                    level: o.level,
+                    run: o.run,
+                    fault,
+                })
+            })
+            .collect(),
+        comparable,
+        not_comparable_note: (!left_out.is_empty()).then(|| {
+            format!(
+                "{} of {n_all} cases not comparable: {}",
+                left_out.len(),
+                remedies.join("; ")
+            )
+        }),
         runs_per_case,
-        knee_level: knee_of(&per_level, sensitivity).map(|i| levels[i]),
+        knee_level: knee_of(&per_level, sensitivity)
+            .filter(|_| comparable)
+            .map(|i| levels[i]),
         knee_candidate,
-        min_cost_level: min_cost_of(&per_level).map(|i| levels[i]),
+        min_cost_level: min_cost_of(&per_level)
+            .filter(|_| comparable)
+            .map(|i| levels[i]),
         knee_bootstrap: frequencies(&levels, &knee_draws, reps, seed),
         min_cost_bootstrap: frequencies(&levels, &cost_draws, reps, seed),
         levels: rows,
@@ -362,7 +445,9 @@ pub fn analyze(
             cost_per_verified: COST_DEFINITION.into(),
             budget_exhausted_share: "case-runs at the level whose report.json ending is BUDGET_EXHAUSTED, over the case-runs at the level".into(),
             spend_usd: "report.json spend_usd summed over the case-runs at the level. In every figure, a case-run without a usable \
-report (no report.json, or UNRECOVERABLE_ERROR: it measures the bench, not the budget) is left out and counted in errored_runs"
+report (no report.json, or UNRECOVERABLE_ERROR: it measures the bench, not the budget) is left out and counted in errored_runs; \
+a case with a case-run at any level that ended in the bench's machinery (a level that changed the traffic so the cassette \
+missed, ...) is left out of every level and listed in not_comparable"
                 .into(),
             min_cost_level: "the level with the lowest cost per verified task (point estimate); a tie goes to the level that verified more".into(),
         },
@@ -396,6 +481,7 @@ mod tests {
             planned: 0,
             planned_borrowed: false,
             error: None,
+            not_comparable: None,
             state_dir: String::new(),
         }
     }
@@ -517,5 +603,42 @@ mod tests {
         let r = analyze("s", 2, &[1.0], &o, 10, 1, 1.0);
         assert_eq!((r.levels[0].runs, r.levels[0].errored_runs), (1, 1));
         assert_eq!(r.levels[0].endings.get("<none>"), Some(&1));
+    }
+
+    #[test]
+    fn a_case_not_comparable_at_one_level_leaves_every_level() {
+        let miss = BenchFault::RecordingMiss {
+            call_key: Some("execute/t1/a0/2".into()),
+            detail: String::new(),
+        };
+        let mut o: Vec<RunObs> = vec![];
+        for (i, case) in ["a", "b"].iter().enumerate() {
+            o.push(obs(1.0, case, 0, "GOAL_MET", 1.0 + i as f64, 3, 0, 0));
+            o.push(obs(0.5, case, 0, BUDGET_EXHAUSTED, 0.5, 1, 0, 2));
+        }
+        let mut bad = obs(1.0, "c", 0, "UNRECOVERABLE_ERROR", 9.0, 0, 0, 0);
+        bad.not_comparable = Some(miss.clone());
+        bad.error = Some(miss.describe());
+        o.push(bad);
+        // c's run at 0.5 is fine, but c leaves 0.5 too.
+        o.push(obs(0.5, "c", 0, BUDGET_EXHAUSTED, 0.5, 0, 0, 3));
+        fill_planned(&mut o);
+        let r = analyze("s", 1, &[1.0, 0.5], &o, 50, 1, 1.0);
+        assert_eq!((r.cases, r.cases_not_comparable), (2, 1));
+        assert_eq!(r.levels[0].spend_usd, 3.0, "{:?}", r.levels[0]);
+        assert_eq!(r.levels[1].spend_usd, 1.0);
+        assert_eq!(r.levels[1].planned, 6);
+        assert_eq!(r.levels[0].not_comparable_runs, 1);
+        assert_eq!(r.levels[0].errored_runs, 0);
+        assert_eq!(r.not_comparable.len(), 1);
+        assert_eq!(r.not_comparable[0].fault, miss);
+        // 1 of 3 cases is far above the share: no knee and no cheapest level.
+        assert!(!r.comparable);
+        assert_eq!((r.knee_level, r.min_cost_level), (None, None));
+        assert!(r
+            .not_comparable_note
+            .as_deref()
+            .unwrap()
+            .starts_with("1 of 3 cases not comparable: record them live with --endpoint, or use a suite recorded for every level"));
     }
 }

@@ -61,6 +61,22 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", 100.0 * x)
 }
 
+/// Under the plot: the cases left out as not comparable, never silently.
+fn footnote<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    r: &KneeReport,
+) -> Result<(), String> {
+    if let Some(note) = &r.not_comparable_note {
+        root.draw(&Text::new(
+            format!("left out of every level (not comparable under replay): {note}"),
+            (24, SIZE.1 as i32 - 20),
+            (FONT, 15).into_font().color(&RGBColor(200, 30, 30)),
+        ))
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> String + '_ {
     move |e| format!("{}: {e}", path.display())
 }
@@ -85,6 +101,7 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
     let y_max = if top > 0.0 { top * 1.6 } else { 1.0 };
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
+    footnote(&root, r).map_err(|m| format!("{}: {m}", path.display()))?;
     let title = format!(
         "Cost per verified task by budget level ({} cases x {} runs)",
         r.cases, r.runs_per_case
@@ -262,6 +279,7 @@ pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
     let y_max = (pts.iter().map(|p| p.1).fold(planned as f64, f64::max) * 1.1).max(1.0);
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
+    footnote(&root, r).map_err(|m| format!("{}: {m}", path.display()))?;
     let title = format!(
         "Verified tasks against spend, one point per budget level ({} case-runs each)",
         r.levels.first().map_or(0, |l| l.runs)
@@ -392,6 +410,7 @@ mod tests {
                     planned: 0,
                     planned_borrowed: false,
                     error: None,
+                    not_comparable: None,
                     state_dir: String::new(),
                 })
             })

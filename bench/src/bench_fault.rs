@@ -1,0 +1,253 @@
+//! Case-run endings caused by the bench's own machinery rather than by the
+//! harness under test: the replay had no answer, the replay server was not
+//! there, the bench could not prepare the case-run, the live command's cap
+//! cut it short. Such a case-run says nothing about the harness or about
+//! the configuration it ran with, so a comparison (`bench ab`, `bench knee`)
+//! must not count it as a pass or a fail: it is "not comparable". The gate
+//! (`bench run`) still fails on one, since a suite that cannot replay its own
+//! cases vouches for nothing, and names the fault.
+//!
+//! A closed enum, decided where the fact is known (the runner, the batch),
+//! from typed sources: report.json's `error_kind` is read into
+//! [`ReportErrorKind`], never matched out of stdout or a message. A case
+//! whose cassette cannot be loaded never becomes a case-run: it is a load
+//! error of the suite (`suite::LoadError`), which `bench ab` counts with the
+//! not-comparable cases.
+
+use serde::{Deserialize, Serialize};
+
+/// Above this share of a comparison's cases not comparable (`bench ab`'s
+/// cases, `bench knee`'s cases over all levels), there is no verdict ("not
+/// comparable"), only the list. Why 5%: the cases a replay
+/// cannot serve are picked by the change itself (B's traffic differs from
+/// the recording exactly where B behaves differently), so they are the
+/// cases most likely to differ between the arms, and dropping them biases
+/// the rest toward "no difference". Had every one of them flipped, the pass
+/// rate over the whole suite would move by up to their share; once that
+/// share exceeds the 5-point pass-rate effect of interest (METRICS'
+/// pass_rate SESOI), the part the comparison cannot see could hold an effect
+/// as large as the one it exists to detect, so no verdict (better, worse or
+/// no difference) can stand. At or below it, the verdict on the comparable
+/// cases stands and says how many were left out. On the main suite the
+/// loop-cap example leaves out 4 of 58 (6.9%): not comparable.
+pub const NOT_COMPARABLE_SHARE_MAX: f64 = 0.05;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BenchFault {
+    /// The replay server had no recording for a call the harness made (the
+    /// report's `error_kind` is `recording_miss`): the run changed the
+    /// traffic, and the cassette has no answer for it. `call_key` is the
+    /// first call of the case-run the cassette's variant does not hold (None
+    /// when every key was recorded and the miss was of another kind: a role,
+    /// method or protocol mismatch); `detail` is the harness's report detail.
+    RecordingMiss {
+        call_key: Option<String>,
+        detail: String,
+    },
+    /// No replay server serves the case (it failed to start).
+    ReplayServerUnavailable { detail: String },
+    /// The live proxy's command-wide cap refused a call of this case-run, or
+    /// the case-run was never started because the cap had been reached.
+    LiveCapReached { detail: String },
+    /// The bench could not prepare or start the case-run: copying the case,
+    /// laying the overlay over run.toml, `git init`, the honesty snapshot,
+    /// spawning the harness process.
+    CaseSetup { detail: String },
+}
+
+impl BenchFault {
+    /// One line for tables and logs.
+    pub fn describe(&self) -> String {
+        match self {
+            BenchFault::RecordingMiss {
+                call_key: Some(k), ..
+            } => format!("recording miss: no recording for call_key {k}"),
+            BenchFault::RecordingMiss {
+                call_key: None,
+                detail,
+            } => format!("recording miss: {detail}"),
+            BenchFault::ReplayServerUnavailable { detail } => {
+                format!("replay server unavailable: {detail}")
+            }
+            BenchFault::LiveCapReached { detail } => format!("live cap reached: {detail}"),
+            BenchFault::CaseSetup { detail } => format!("case-run setup failed: {detail}"),
+        }
+    }
+
+    /// What would make the case comparable, for the verdict's advice;
+    /// `sides` names what is compared ("both arms", "every level").
+    pub fn remedy(&self, sides: &str) -> String {
+        match self {
+            BenchFault::RecordingMiss { .. } => {
+                format!("record them live with --endpoint, or use a suite recorded for {sides}")
+            }
+            BenchFault::ReplayServerUnavailable { .. } | BenchFault::CaseSetup { .. } => {
+                "fix the bench's setup (see each case-run's fault) and rerun".into()
+            }
+            BenchFault::LiveCapReached { .. } => "raise --max-usd / --max-tokens and rerun".into(),
+        }
+    }
+}
+
+/// The `error_kind` values of report.json that the bench acts on, read with
+/// serde; every other value (the harness's own errors) is `Other` and stays
+/// a failure of the harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportErrorKind {
+    RecordingMiss,
+    #[serde(other)]
+    Other,
+}
+
+impl ReportErrorKind {
+    /// The report's `error_kind`, when it has one.
+    pub fn of_report(report: &serde_json::Value) -> Option<ReportErrorKind> {
+        report
+            .get("error_kind")
+            .filter(|v| !v.is_null())
+            .and_then(|v| ReportErrorKind::deserialize(v).ok())
+    }
+}
+
+/// The first call key a case-run sent that its cassette variant does not
+/// hold: the call the replay could not answer.
+pub fn missing_call_key(
+    cassette: &harness::replay::Cassette,
+    run: u32,
+    sent: &[harness::replay::Captured],
+) -> Option<String> {
+    let n = cassette.runs.len();
+    let variant = (n > 0).then(|| &cassette.runs[run as usize % n]);
+    sent.iter()
+        .find(|c| !variant.is_some_and(|v| v.interactions.iter().any(|i| i.call_key == c.call_key)))
+        .map(|c| c.call_key.clone())
+}
+
+/// The bench fault a finished case-run's report shows, if any.
+pub fn from_report(
+    report: &serde_json::Value,
+    cassette: Option<&harness::replay::Cassette>,
+    run: u32,
+    sent: &[harness::replay::Captured],
+) -> Option<BenchFault> {
+    match ReportErrorKind::of_report(report)? {
+        ReportErrorKind::RecordingMiss => Some(BenchFault::RecordingMiss {
+            call_key: cassette.and_then(|c| missing_call_key(c, run, sent)),
+            detail: report["detail"].as_str().unwrap_or_default().to_string(),
+        }),
+        ReportErrorKind::Other => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_report_error_kind_is_read_typed_and_unknown_kinds_are_the_harnesss() {
+        let r = json!({"error_kind": "recording_miss", "detail": "no recording"});
+        assert_eq!(
+            ReportErrorKind::of_report(&r),
+            Some(ReportErrorKind::RecordingMiss)
+        );
+        for other in ["checkpoint_write", "goal_tampered", "internal", "recording"] {
+            let r = json!({ "error_kind": other });
+            assert_eq!(
+                ReportErrorKind::of_report(&r),
+                Some(ReportErrorKind::Other),
+                "{other}"
+            );
+            assert_eq!(from_report(&r, None, 0, &[]), None, "{other}");
+        }
+        assert_eq!(
+            ReportErrorKind::of_report(&json!({"error_kind": null})),
+            None
+        );
+        assert_eq!(ReportErrorKind::of_report(&json!({})), None);
+        // A kind that is not even a string is not a bench fault either.
+        assert_eq!(from_report(&json!({"error_kind": 7}), None, 0, &[]), None);
+    }
+
+    fn cassette(keys_per_variant: &[&[&str]]) -> harness::replay::Cassette {
+        let runs: Vec<serde_json::Value> = keys_per_variant
+            .iter()
+            .enumerate()
+            .map(|(i, keys)| {
+                json!({"run": i, "interactions": keys.iter().map(|k| json!({
+                    "role": "execute", "call_key": k,
+                    "request": {"method": "POST", "path": "/v1/messages"},
+                    "response": {"status": 200, "body": {}}
+                })).collect::<Vec<_>>()})
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "format": harness::replay::cassette::FORMAT,
+            "case": "c", "protocol": "anthropic", "model": "m",
+            "made": {"how": "scripted", "when": "2026-01-01", "by": "test"},
+            "runs": runs
+        }))
+        .unwrap()
+    }
+
+    fn sent(keys: &[&str]) -> Vec<harness::replay::Captured> {
+        keys.iter()
+            .map(|k| harness::replay::Captured {
+                call_key: k.to_string(),
+                attempt: 0,
+                body: String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_missing_call_key_is_the_first_sent_key_the_variant_lacks() {
+        let c = cassette(&[
+            &["plan/0", "execute/t1/a0/0"],
+            &["plan/0", "execute/t1/a1/0"],
+        ]);
+        let s = sent(&["plan/0", "execute/t1/a0/0", "execute/t1/a1/0"]);
+        assert_eq!(
+            missing_call_key(&c, 0, &s).as_deref(),
+            Some("execute/t1/a1/0")
+        );
+        // Run 1 replays variant 1, which holds a1 but not a0.
+        assert_eq!(
+            missing_call_key(&c, 1, &s).as_deref(),
+            Some("execute/t1/a0/0")
+        );
+        // Run 2 wraps to variant 0.
+        assert_eq!(
+            missing_call_key(&c, 2, &s).as_deref(),
+            Some("execute/t1/a1/0")
+        );
+        assert_eq!(missing_call_key(&c, 0, &sent(&["plan/0"])), None);
+        let r = json!({"error_kind": "recording_miss", "detail": "d"});
+        assert_eq!(
+            from_report(&r, Some(&c), 0, &s),
+            Some(BenchFault::RecordingMiss {
+                call_key: Some("execute/t1/a1/0".into()),
+                detail: "d".into()
+            })
+        );
+    }
+
+    #[test]
+    fn faults_serialize_with_their_kind() {
+        let f = BenchFault::RecordingMiss {
+            call_key: Some("execute/t1/a1/0".into()),
+            detail: "x".into(),
+        };
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["kind"], "recording_miss");
+        assert_eq!(v["call_key"], "execute/t1/a1/0");
+        let back: BenchFault = serde_json::from_value(v).unwrap();
+        assert_eq!(back, f);
+        assert!(f.describe().contains("execute/t1/a1/0"));
+        assert!(f
+            .remedy("both arms")
+            .ends_with("a suite recorded for both arms"));
+    }
+}
