@@ -181,10 +181,7 @@ impl Batch {
                     let Some((ci, r)) = next else { break };
                     let c = &cases[ci];
                     let target = match &*source {
-                        Source::Replay(servers) => servers
-                            .for_case(c)
-                            .map(Target::Replay)
-                            .ok_or_else(|| "no replay server for this case".to_string()),
+                        Source::Replay(servers) => servers.server_for(c).map(Target::Replay),
                         Source::Live(live) => match live.stopped() {
                             Some(why) => {
                                 live.note_not_started(c.id(), r);

@@ -69,6 +69,7 @@ fn target() -> &'static Option<(Phase, u64)> {
 
 /// Mark that the harness has reached `phase`. A no-op unless the chaos
 /// variable names this phase and this is its n-th occurrence.
+#[cfg_attr(feature = "fault-injection", track_caller)]
 pub fn point(phase: Phase) {
     // Every kill point is also a panic point for tests/panics.rs; an empty
     // inline function unless built with the `fault-injection` feature.

@@ -29,6 +29,7 @@ pub const POINTS: [&str; 5] = [
 pub const PANIC_AT_ENV: &str = "HARNESS_PANIC_AT";
 
 #[cfg(feature = "fault-injection")]
+#[track_caller]
 pub fn panic_point(point: &str) {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};

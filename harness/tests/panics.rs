@@ -108,7 +108,8 @@ fn a_panic_at_the_top_of_a_lap_is_an_ending_with_the_last_checkpoint() {
 #[test]
 fn a_panic_during_a_model_call_books_the_reserve_at_worst_case() {
     // The 3rd call (t1's second turn) is reserved, then the panic.
-    let r = panicking_at("panic-call", "during_model_call:3").run();
+    let c = panicking_at("panic-call", "during_model_call:3");
+    let r = c.run();
     assert_panic_ending("during_model_call:3", &r);
     // The task in flight is parked unverified, for a human.
     assert_eq!(r.ids("parked"), vec!["t1"], "{}", r.explain());
@@ -125,7 +126,8 @@ fn a_panic_during_a_model_call_books_the_reserve_at_worst_case() {
 fn a_panic_while_a_checkpoint_write_is_in_flight_leaves_the_old_one_whole() {
     // temp_written: the n-th atomic write has its temp file written, not
     // yet renamed. Write 2 is the in-progress checkpoint of t1.
-    let r = panicking_at("panic-ckpt", "temp_written:2").run();
+    let c = panicking_at("panic-ckpt", "temp_written:2");
+    let r = c.run();
     assert_panic_ending("temp_written:2", &r);
     let temps: Vec<_> = std::fs::read_dir(&r.state_dir)
         .unwrap()
@@ -148,7 +150,8 @@ fn a_panic_while_a_checkpoint_write_is_in_flight_leaves_the_old_one_whole() {
 
 #[test]
 fn a_panic_in_finish_after_the_ending_was_decided_is_still_reported() {
-    let r = panicking_at("panic-finish", "finish_after_checkpoint:1").run();
+    let c = panicking_at("panic-finish", "finish_after_checkpoint:1");
+    let r = c.run();
     assert_panic_ending("finish_after_checkpoint:1", &r);
     let detail = r.report["detail"].as_str().unwrap();
     assert!(
@@ -156,7 +159,8 @@ fn a_panic_in_finish_after_the_ending_was_decided_is_still_reported() {
         "{detail}"
     );
     assert_eq!(r.ids("verified"), vec!["t1", "t2"]);
-    let r = panicking_at("panic-finish-start", "finish_start:1").run();
+    let c = panicking_at("panic-finish-start", "finish_start:1");
+    let r = c.run();
     assert_panic_ending("finish_start:1", &r);
 }
 
@@ -164,7 +168,8 @@ fn a_panic_in_finish_after_the_ending_was_decided_is_still_reported() {
 fn a_panic_while_ending_after_a_panic_is_one_clear_line_and_exit_4() {
     // The loop panics at lap 2, then the ending of that panic panics too:
     // main's last resort, never Rust's 101.
-    let r = panicking_at("panic-twice", "lap:2,after_panic:1").run();
+    let c = panicking_at("panic-twice", "lap:2,after_panic:1");
+    let r = c.run();
     assert_eq!(r.code, 4, "{}", r.explain());
     assert!(
         r.stderr
