@@ -182,10 +182,8 @@ impl Batch {
                     let Some((ci, r)) = next else { break };
                     let c = &cases[ci];
                     let target = match &*source {
-                        Source::Replay(servers) => servers.for_case(c).map(Target::Replay).ok_or(
-                            BenchFault::ReplayServerUnavailable {
-                                detail: "no replay server for this case".into(),
-                            },
+                        Source::Replay(servers) => servers.server_for(c).map(Target::Replay).map_err(
+                            |detail| BenchFault::ReplayServerUnavailable { detail },
                         ),
                         Source::Live(live) => match live.stopped() {
                             Some(why) => {

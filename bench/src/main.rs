@@ -14,6 +14,7 @@ mod batch;
 mod bench_fault;
 mod calibrate_cmd;
 mod chaos_cmd;
+mod faults_cmd;
 mod knee_cmd;
 mod live;
 mod merge_cmd;
@@ -51,6 +52,8 @@ enum Command {
     Merge(merge_cmd::MergeArgs),
     /// Kill the harness at every step and phase (SIGKILL and simulated power loss) and check the invariants.
     Chaos(chaos_cmd::ChaosArgs),
+    /// The machine's faults against the real harness: a real full disk (tmpfs) and checks slower than the wall clock.
+    Faults(faults_cmd::FaultsArgs),
     /// Paired A/B comparison of two configurations over the suite.
     Ab(ab_cmd::AbArgs),
     /// Measure the drift detector on labeled queues.
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(args),
         Command::Merge(args) => merge_cmd::run(args),
         Command::Chaos(args) => chaos_cmd::run(args),
+        Command::Faults(args) => faults_cmd::run(args),
         Command::Ab(args) => ab_cmd::run(args),
         Command::Calibrate(args) => calibrate_cmd::run(args),
         Command::Knee(args) => knee_cmd::run(args),

@@ -143,9 +143,12 @@ pub enum Target {
 }
 
 /// One replay server per distinct (faults, latency scale): cases that ask
-/// for fault injection get a server configured for it.
+/// for fault injection get a server configured for it. A group whose server
+/// cannot start fails its own case-runs with the reason, never the batch:
+/// one bad case does not stop the suite.
 pub struct Servers {
     servers: Vec<(String, Arc<ReplayServer>)>,
+    failed: Vec<(String, String)>,
 }
 
 fn server_key(c: &Case) -> String {
@@ -162,31 +165,54 @@ impl Servers {
         keys.sort();
         keys.dedup();
         let mut servers = vec![];
+        let mut failed = vec![];
         for k in keys {
-            let mut rec = Recordings::new();
-            let mut first: Option<&Case> = None;
-            for c in cases.iter().filter(|c| server_key(c) == k) {
-                rec.add(c.cassette.clone(), c.cassette_path.clone())
-                    .map_err(|e| e.to_string())?;
-                first.get_or_insert(c);
+            match Self::start_group(cases, &k).await {
+                Ok(Some(s)) => servers.push((k, Arc::new(s))),
+                Ok(None) => {}
+                Err(e) => failed.push((k, format!("cannot start the replay server: {e}"))),
             }
-            let Some(c0) = first else { continue };
-            let faults = match &c0.file.faults {
-                Some(f) => FaultPlan::parse(f).map_err(|e| e.to_string())?,
-                None => FaultPlan::none(),
-            };
-            let opts = ReplayOptions {
-                strict: false,
-                latency_scale: c0.file.latency_scale.unwrap_or(0.0),
-                faults,
-                capture: true,
-            };
-            let s = ReplayServer::start(rec, opts)
-                .await
-                .map_err(|e| e.to_string())?;
-            servers.push((k, Arc::new(s)));
         }
-        Ok(Servers { servers })
+        Ok(Servers { servers, failed })
+    }
+
+    async fn start_group(cases: &[Case], k: &str) -> Result<Option<ReplayServer>, String> {
+        let mut rec = Recordings::new();
+        let mut first: Option<&Case> = None;
+        for c in cases.iter().filter(|c| server_key(c) == k) {
+            rec.add(c.cassette.clone(), c.cassette_path.clone())
+                .map_err(|e| e.to_string())?;
+            first.get_or_insert(c);
+        }
+        let Some(c0) = first else { return Ok(None) };
+        let faults = match &c0.file.faults {
+            Some(f) => FaultPlan::parse(f).map_err(|e| e.to_string())?,
+            None => FaultPlan::none(),
+        };
+        let opts = ReplayOptions {
+            strict: false,
+            latency_scale: c0.file.latency_scale.unwrap_or(0.0),
+            faults,
+            capture: true,
+        };
+        ReplayServer::start(rec, opts)
+            .await
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The server for `c`, or why there is none.
+    pub fn server_for(&self, c: &Case) -> Result<Arc<ReplayServer>, String> {
+        let k = server_key(c);
+        if let Some(s) = self.for_case(c) {
+            return Ok(s);
+        }
+        Err(self
+            .failed
+            .iter()
+            .find(|(kk, _)| *kk == k)
+            .map(|(_, why)| why.clone())
+            .unwrap_or_else(|| "no replay server for this case".to_string()))
     }
 
     pub fn for_case(&self, c: &Case) -> Option<Arc<ReplayServer>> {

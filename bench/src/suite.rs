@@ -33,6 +33,14 @@ fn category_list() -> String {
 }
 /// Bounded: a suite is a few hundred cases, not an unbounded crawl.
 pub const SUITE_MAX_CASES: usize = 5000;
+/// `latency_cap_ms` range: a cap of 0 can never pass; a day is no cap.
+pub const LATENCY_CAP_MS_MAX: u64 = 24 * 3600 * 1000;
+/// `latency_scale` range: recorded latencies (at most
+/// `harness::replay::cassette::MAX_LATENCY_MS`) times this must stay a
+/// sleep the replay server can take.
+pub const LATENCY_SCALE_MAX: f64 = 100.0;
+/// `cost_cap_usd`, `spend_usd_min` and `spend_usd_max` range.
+pub const CASE_USD_MAX: f64 = 1_000_000.0;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -191,22 +199,8 @@ pub fn load_case_file(
     let f = dir.join("case.toml");
     let text = std::fs::read_to_string(&f)
         .map_err(|e| err(&f, "(file)", format!("a readable case.toml: {e}")))?;
-    let file: CaseFile = toml::from_str(&text).map_err(|e| {
-        let msg = e.message().to_string();
-        // serde names the field in its message ("missing field `x`", "unknown field `y`").
-        let field = msg.split('`').nth(1).unwrap_or("(file)").to_string();
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-        err(
-            &f,
-            &field,
-            format!(
-                "{msg}{}",
-                line.map(|l| format!(" (line {l})")).unwrap_or_default()
-            ),
-        )
-    })?;
+    let file = parse_case_toml(&f, &text)?;
+    check_case_values(&f, &file)?;
     let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if file.id != dir_name {
         return Err(err(
@@ -242,9 +236,6 @@ pub fn load_case_file(
                 file.expect.ending
             ),
         ));
-    }
-    if !(file.cost_cap_usd.is_finite() && file.cost_cap_usd >= 0.0) {
-        return Err(err(&f, "cost_cap_usd", "a non-negative number of USD"));
     }
     if let Some(r) = &file.expect.report {
         for k in r.keys() {
@@ -308,6 +299,194 @@ pub fn load_case_file(
     }
     let cassette_path = dir.join(file.cassette.as_deref().unwrap_or("cassette.json"));
     Ok((file, cassette_path))
+}
+
+/// case.toml to a [`CaseFile`]. A type error names the field by its path
+/// (serde_path_to_error), never the value: `latency_cap_ms`, not `-1`.
+fn parse_case_toml(f: &Path, text: &str) -> Result<CaseFile, LoadError> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize::<_, CaseFile>(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.message().to_string();
+        // A missing field is reported at its parent (an unknown one at its
+        // own path); serde names it in the message ("missing field `x`").
+        let named = msg
+            .starts_with("missing field")
+            .then(|| msg.split('`').nth(1))
+            .flatten();
+        let field = match (path.as_str(), named) {
+            (".", Some(n)) => n.to_string(),
+            (p, Some(n)) => format!("{p}.{n}"),
+            // A syntax error (no field reached): the file.
+            (".", None) => "(file)".to_string(),
+            (p, None) => p.to_string(),
+        };
+        let line = inner
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        err(
+            f,
+            &field,
+            format!(
+                "{msg}{}",
+                line.map(|l| format!(" (line {l})")).unwrap_or_default()
+            ),
+        )
+    })
+}
+
+/// Every value of a case.toml in its range, so a bad value is this case's
+/// load error (named by file and field) and never reaches the replay
+/// server or the scorer, where it would stop the whole suite.
+fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
+    let usd = |field: &str, x: f64| {
+        if x.is_finite() && (0.0..=CASE_USD_MAX).contains(&x) {
+            Ok(())
+        } else {
+            Err(err(
+                f,
+                field,
+                format!("a number of USD in [0, {CASE_USD_MAX}], found {x}"),
+            ))
+        }
+    };
+    let non_empty = |field: &str, s: &str| {
+        if s.trim().is_empty() {
+            Err(err(f, field, "a non-empty string"))
+        } else {
+            Ok(())
+        }
+    };
+    // A path the bench joins to the post-run workspace: relative, inside it.
+    let ws_path = |field: &str, p: &str| {
+        let path = Path::new(p);
+        let inside = !p.trim().is_empty()
+            && path.is_relative()
+            && path.components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            });
+        if inside {
+            Ok(())
+        } else {
+            Err(err(
+                f,
+                field,
+                format!("a path relative to the workspace, without `..`, found {p:?}"),
+            ))
+        }
+    };
+    non_empty("title", &c.title)?;
+    for (i, t) in c.covers.iter().enumerate() {
+        non_empty(&format!("covers[{i}]"), t)?;
+    }
+    if !(1..=LATENCY_CAP_MS_MAX).contains(&c.latency_cap_ms) {
+        return Err(err(
+            f,
+            "latency_cap_ms",
+            format!(
+                "milliseconds in [1, {LATENCY_CAP_MS_MAX}], found {}",
+                c.latency_cap_ms
+            ),
+        ));
+    }
+    usd("cost_cap_usd", c.cost_cap_usd)?;
+    if let Some(x) = c.latency_scale {
+        if !(x.is_finite() && (0.0..=LATENCY_SCALE_MAX).contains(&x)) {
+            return Err(err(
+                f,
+                "latency_scale",
+                format!(
+                    "a factor in [0, {LATENCY_SCALE_MAX}] (0 = as fast as possible), found {x}"
+                ),
+            ));
+        }
+    }
+    if let Some(p) = &c.cassette {
+        if p.trim().is_empty() || Path::new(p).is_absolute() {
+            return Err(err(
+                f,
+                "cassette",
+                format!("a path relative to the case directory, found {p:?}"),
+            ));
+        }
+    }
+    let e = &c.expect;
+    let ids = |field: &str, v: &Option<Vec<String>>| -> Result<(), LoadError> {
+        for (i, id) in v.iter().flatten().enumerate() {
+            non_empty(&format!("expect.{field}[{i}]"), id)?;
+        }
+        Ok(())
+    };
+    ids("verified", &e.verified)?;
+    ids("parked", &e.parked)?;
+    ids("pruned", &e.pruned)?;
+    ids("queue_left", &e.queue_left)?;
+    for (k, v) in e.parked_reason_contains.iter().flatten() {
+        non_empty(&format!("expect.parked_reason_contains.{k}"), k)?;
+        non_empty(&format!("expect.parked_reason_contains.{k}"), v)?;
+    }
+    for k in e.outbox_key_count.iter().flatten().map(|(k, _)| k) {
+        non_empty(&format!("expect.outbox_key_count.{k}"), k)?;
+    }
+    for (i, t) in e.outbox_contains.iter().flatten().enumerate() {
+        non_empty(&format!("expect.outbox_contains[{i}]"), t)?;
+    }
+    if let Some(x) = e.spend_usd_min {
+        usd("expect.spend_usd_min", x)?;
+    }
+    if let Some(x) = e.spend_usd_max {
+        usd("expect.spend_usd_max", x)?;
+    }
+    if let (Some(lo), Some(hi)) = (e.spend_usd_min, e.spend_usd_max) {
+        if lo > hi {
+            return Err(err(
+                f,
+                "expect.spend_usd_min",
+                format!("at most expect.spend_usd_max ({hi}), found {lo}"),
+            ));
+        }
+    }
+    if let Some(d) = &e.detail_contains {
+        non_empty("expect.detail_contains", d)?;
+    }
+    for (p, needle) in e.files_contain.iter().flatten() {
+        ws_path(&format!("expect.files_contain.{p}"), p)?;
+        non_empty(&format!("expect.files_contain.{p}"), needle)?;
+    }
+    for (i, p) in e.files_absent.iter().flatten().enumerate() {
+        ws_path(&format!("expect.files_absent[{i}]"), p)?;
+    }
+    if e.commits_count.is_some() && c.workspace_git != Some(true) {
+        return Err(err(
+            f,
+            "expect.commits_count",
+            "workspace_git = true (commits are counted on the workspace's git repository)",
+        ));
+    }
+    for (i, ro) in e.request_contains_in_order.iter().flatten().enumerate() {
+        non_empty(
+            &format!("expect.request_contains_in_order[{i}].call_key"),
+            &ro.call_key,
+        )?;
+        if ro.strings.is_empty() {
+            return Err(err(
+                f,
+                &format!("expect.request_contains_in_order[{i}].strings"),
+                "at least one string",
+            ));
+        }
+        for (j, s) in ro.strings.iter().enumerate() {
+            non_empty(
+                &format!("expect.request_contains_in_order[{i}].strings[{j}]"),
+                s,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Per cassette variant, the ending its live run reached (`runs[i].outcome`),
@@ -576,5 +755,193 @@ pub fn categories_of_root(root: &Path) -> Vec<&'static str> {
     match own {
         Some(cat) if !holds_categories => vec![cat],
         _ => CATEGORIES.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A case dir whose case.toml is `text` (run.toml and workspace/ exist:
+    /// load_case_file only checks they are there).
+    fn case_dir(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("happy").join("c1");
+        std::fs::create_dir_all(dir.join("workspace")).unwrap();
+        std::fs::write(dir.join("run.toml"), "").unwrap();
+        std::fs::write(dir.join("case.toml"), text).unwrap();
+        (t, dir)
+    }
+
+    fn load(text: &str) -> Result<CaseFile, LoadError> {
+        let (_t, dir) = case_dir(text);
+        load_case_file(&dir, "happy", &report_fields()).map(|(f, _)| f)
+    }
+
+    /// A valid case.toml with `top` among the top-level keys and `expect`
+    /// among [expect]'s.
+    fn base(top: &str, expect: &str) -> String {
+        let mut t = String::from("id = \"c1\"\ncategory = \"happy\"\ntitle = \"t\"\n");
+        if !top.contains("latency_cap_ms") {
+            t.push_str("latency_cap_ms = 20000\n");
+        }
+        if !top.contains("cost_cap_usd") {
+            t.push_str("cost_cap_usd = 1.0\n");
+        }
+        t.push_str(top);
+        t.push_str("\n[expect]\nending = \"GOAL_MET\"\n");
+        t.push_str(expect);
+        t.push('\n');
+        t
+    }
+
+    #[test]
+    fn the_base_case_loads() {
+        load(&base("", "")).unwrap();
+        load(&base("latency_scale = 2.5\nworkspace_git = true", "spend_usd_min = 0.1\nspend_usd_max = 0.2\ncommits_count = 1\nfiles_absent = [\"a/b.txt\"]")).unwrap();
+    }
+
+    /// Every bad value names its field, for range and type errors alike.
+    const BAD: [(&str, &str, &str); 24] = [
+        ("latency_scale = -1.0", "", "latency_scale"),
+        ("latency_scale = nan", "", "latency_scale"),
+        ("latency_scale = inf", "", "latency_scale"),
+        ("latency_scale = 1e300", "", "latency_scale"),
+        ("latency_scale = \"fast\"", "", "latency_scale"),
+        ("latency_cap_ms = -1", "", "latency_cap_ms"),
+        ("latency_cap_ms = 0", "", "latency_cap_ms"),
+        ("latency_cap_ms = 1.5", "", "latency_cap_ms"),
+        ("cost_cap_usd = nan", "", "cost_cap_usd"),
+        ("cost_cap_usd = -0.5", "", "cost_cap_usd"),
+        ("cost_cap_usd = \"1\"", "", "cost_cap_usd"),
+        ("workspace_git = \"yes\"", "", "workspace_git"),
+        ("covers = [1]", "", "covers[0]"),
+        ("covers = [\"\"]", "", "covers[0]"),
+        ("cassette = \"/etc/passwd\"", "", "cassette"),
+        ("[interrupt]\nat = 3", "", "interrupt.at"),
+        ("", "spend_usd_min = -inf", "expect.spend_usd_min"),
+        ("", "spend_usd_max = nan", "expect.spend_usd_max"),
+        (
+            "",
+            "spend_usd_min = 0.5\nspend_usd_max = 0.1",
+            "expect.spend_usd_min",
+        ),
+        ("", "verified = [1]", "expect.verified[0]"),
+        ("", "verified_count = -2", "expect.verified_count"),
+        (
+            "",
+            "files_absent = [\"../outside\"]",
+            "expect.files_absent[0]",
+        ),
+        (
+            "",
+            "files_contain = { \"/etc/x\" = \"y\" }",
+            "expect.files_contain./etc/x",
+        ),
+        ("", "commits_count = 2", "expect.commits_count"),
+    ];
+
+    #[test]
+    fn every_bad_value_is_a_load_error_naming_the_file_and_the_field() {
+        for (top, expect, field) in BAD {
+            let e = load(&base(top, expect)).expect_err(&format!("{top} {expect}"));
+            assert_eq!(e.field, field, "{top} {expect}: {e}");
+            assert!(e.file.ends_with("c1/case.toml"), "{e}");
+            assert!(!e.expected.is_empty(), "{e}");
+        }
+        // Missing and unknown fields name the field, under its table.
+        let e = load(&base("", "").replace("title = \"t\"\n", "")).unwrap_err();
+        assert_eq!(e.field, "title", "{e}");
+        let e = load(&base("", "verfied_count = 1")).unwrap_err();
+        assert_eq!(e.field, "expect.verfied_count", "{e}");
+    }
+
+    /// A scalar key of the base case and a replacement value for it.
+    fn keyed_value() -> impl Strategy<Value = (usize, String)> {
+        let values = prop_oneof![
+            Just("-1".to_string()),
+            Just("nan".to_string()),
+            Just("-inf".to_string()),
+            Just("1e309".to_string()),
+            Just("18446744073709551616".to_string()),
+            Just("-0.0".to_string()),
+            Just("\"\"".to_string()),
+            Just("\"../x\"".to_string()),
+            Just("[]".to_string()),
+            Just("{}".to_string()),
+            Just("true".to_string()),
+            Just("[1, \"a\"]".to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|x| format!("{x:?}")),
+            "[a-z0-9 ._/-]{0,12}".prop_map(|s| format!("{s:?}")),
+        ];
+        (0..FUZZ_KEYS.len(), values)
+    }
+
+    /// (line prefix in the base text, the field path an error must name)
+    const FUZZ_KEYS: [(&str, &str); 9] = [
+        ("title = ", "title"),
+        ("cost_cap_usd = ", "cost_cap_usd"),
+        ("latency_cap_ms = ", "latency_cap_ms"),
+        ("latency_scale = ", "latency_scale"),
+        ("workspace_git = ", "workspace_git"),
+        ("ending = ", "expect.ending"),
+        ("spend_usd_min = ", "expect.spend_usd_min"),
+        ("spend_usd_max = ", "expect.spend_usd_max"),
+        ("verified_count = ", "expect.verified_count"),
+    ];
+
+    fn fuzz_base() -> String {
+        base(
+            "latency_scale = 1.0\nworkspace_git = false",
+            "spend_usd_min = 0.0\nspend_usd_max = 5.0\nverified_count = 1",
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+        /// One value replaced: never a panic; when it is refused, the error
+        /// names the file and exactly that field.
+        #[test]
+        fn a_replaced_value_is_accepted_or_refused_by_its_own_field((k, v) in keyed_value()) {
+            let (prefix, field) = FUZZ_KEYS[k];
+            let text: String = fuzz_base()
+                .lines()
+                .map(|l| if l.starts_with(prefix) { format!("{prefix}{v}") } else { l.to_string() })
+                .collect::<Vec<_>>()
+                .join("\n");
+            if let Err(e) = load(&text) {
+                prop_assert!(e.file.ends_with("c1/case.toml"), "{}", e);
+                // A value that breaks the TOML itself is the file's error.
+                prop_assert!(e.field == field || e.field == "(file)", "{} = {}: {}", prefix, v, e);
+            }
+        }
+
+        /// Any mutation of the bytes (cut, duplicate, flip): never a panic,
+        /// and any error names the case's file and some field.
+        #[test]
+        fn a_mutated_case_toml_never_panics_and_errors_name_the_file(
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), 0u8..4, any::<u8>()), 1..8)
+        ) {
+            let mut b = fuzz_base().into_bytes();
+            for (at, op, byte) in edits {
+                if b.is_empty() { break; }
+                let i = at.index(b.len());
+                match op {
+                    0 => { b.remove(i); }
+                    1 => b.insert(i, byte),
+                    2 => b[i] = byte,
+                    _ => { let tail: Vec<u8> = b[i..].to_vec(); b.extend_from_slice(&tail); }
+                }
+            }
+            let (_t, dir) = case_dir("");
+            std::fs::write(dir.join("case.toml"), &b).unwrap();
+            if let Err(e) = load_case_file(&dir, "happy", &report_fields()) {
+                prop_assert!(e.file.ends_with("c1/case.toml"), "{}", e);
+                prop_assert!(!e.field.is_empty() && !e.expected.is_empty(), "{}", e);
+            }
+        }
     }
 }

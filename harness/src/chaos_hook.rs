@@ -69,7 +69,11 @@ fn target() -> &'static Option<(Phase, u64)> {
 
 /// Mark that the harness has reached `phase`. A no-op unless the chaos
 /// variable names this phase and this is its n-th occurrence.
+#[cfg_attr(feature = "fault-injection", track_caller)]
 pub fn point(phase: Phase) {
+    // Every kill point is also a panic point for tests/panics.rs; an empty
+    // inline function unless built with the `fault-injection` feature.
+    crate::fault_injection::panic_point(phase.as_str());
     let Some((want, n)) = *target() else { return };
     if want != phase {
         return;

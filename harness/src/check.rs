@@ -2,11 +2,17 @@
 //! (`tests`, `lint`, `p95`, ...). They are commands from the spec, run by the
 //! harness with the workspace as working directory and a hard timeout. The
 //! model can name a check in a task's verify; it can never supply the command.
+//!
+//! Inside a run a check is bounded twice: by its own `timeout_s` and by the
+//! run's wall clock ([`run_check_by`] with the instant the clock runs out). A
+//! check the clock cut is marked `cut_by_run_clock`: that is not a verdict on
+//! the check, and the loop never reads it as one (ARCHITECTURE.md, "The wall
+//! clock bounds checks and tools").
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Output kept from a check, so a chatty test suite cannot grow the report.
 pub const CHECK_OUTPUT_MAX_BYTES: usize = 4096;
@@ -25,20 +31,49 @@ pub struct CheckResult {
     /// Exit code, or None when killed by the timeout or a signal.
     pub exit_code: Option<i32>,
     pub timed_out: bool,
+    /// The run's wall clock ran out before the check finished: it was killed
+    /// at the run's deadline (not at its own timeout), or not started because
+    /// no time was left. Says nothing about the work it checks.
+    pub cut_by_run_clock: bool,
     /// Tail of stdout+stderr, at most CHECK_OUTPUT_MAX_BYTES.
     pub output: String,
 }
 
-/// Run a check command in `cwd`. Never panics; a command that cannot start is
-/// a failed check with the reason in `output`.
+/// Run a check command in `cwd`, bounded by its own timeout only (outside a
+/// run: the bench re-running a predicate). Never panics; a command that cannot
+/// start is a failed check with the reason in `output`.
 pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
+    run_check_by(spec, cwd, None)
+}
+
+/// [`run_check`], also bounded by `deadline`: the instant the run's wall
+/// clock runs out. The check gets min(its own timeout, the time left); with no
+/// time left it is not started.
+pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> CheckResult {
+    let own = Duration::from_secs(spec.timeout_s.max(1));
+    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
     let Some((prog, args)) = spec.command.split_first() else {
         return CheckResult {
             passed: false,
             exit_code: None,
             timed_out: false,
+            cut_by_run_clock: false,
             output: "empty command".into(),
         };
+    };
+    if left == Some(Duration::ZERO) {
+        return CheckResult {
+            passed: false,
+            exit_code: None,
+            timed_out: true,
+            cut_by_run_clock: true,
+            output: "not run: the run's wall clock had run out".into(),
+        };
+    }
+    // Which clock fires first decides what a kill means.
+    let (limit, clock_first) = match left {
+        Some(l) if l < own => (l, true),
+        _ => (own, false),
     };
     let capture = match Capture::new() {
         Ok(c) => c,
@@ -47,6 +82,7 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
                 passed: false,
                 exit_code: None,
                 timed_out: false,
+                cut_by_run_clock: false,
                 output: format!("cannot capture output: {e}"),
             }
         }
@@ -58,6 +94,7 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
                 passed: false,
                 exit_code: None,
                 timed_out: false,
+                cut_by_run_clock: false,
                 output: format!("cannot capture output: {e}"),
             }
         }
@@ -76,11 +113,12 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
                 passed: false,
                 exit_code: None,
                 timed_out: false,
+                cut_by_run_clock: false,
                 output: format!("cannot start {prog:?}: {e}"),
             };
         }
     };
-    let status = wait_with_deadline(child, Duration::from_secs(spec.timeout_s.max(1)));
+    let status = wait_with_deadline(child, limit);
     let raw = capture.read_all();
     let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES {
         &raw[raw.len() - CHECK_OUTPUT_MAX_BYTES..]
@@ -93,12 +131,14 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
             passed: st.success(),
             exit_code: st.code(),
             timed_out: false,
+            cut_by_run_clock: false,
             output,
         },
         None => CheckResult {
             passed: false,
             exit_code: None,
             timed_out: true,
+            cut_by_run_clock: clock_first,
             output,
         },
     }
@@ -245,6 +285,50 @@ mod tests {
         assert!(r.timed_out && !r.passed, "{r:?}");
         assert_eq!(r.exit_code, None);
         assert_eq!(r.output, "started\n", "output before the kill is kept");
+    }
+
+    #[test]
+    fn the_run_clock_cuts_a_check_before_its_own_timeout_and_says_so() {
+        let d = tempfile::tempdir().unwrap();
+        let t0 = Instant::now();
+        let r = run_check_by(
+            &sh("echo started; exec sleep 30", 30),
+            d.path(),
+            Some(t0 + Duration::from_millis(300)),
+        );
+        assert!(r.timed_out && r.cut_by_run_clock && !r.passed, "{r:?}");
+        assert_eq!(r.output, "started\n");
+        // Its own timeout first: a timeout on merit, not the clock.
+        let own = run_check_by(
+            &sh("exec sleep 30", 1),
+            d.path(),
+            Some(Instant::now() + Duration::from_secs(20)),
+        );
+        assert!(own.timed_out && !own.cut_by_run_clock, "{own:?}");
+        // No time left: not started at all.
+        let none = run_check_by(
+            &sh("touch ran", 30),
+            d.path(),
+            Some(Instant::now() - Duration::from_millis(1)),
+        );
+        assert!(none.cut_by_run_clock && !none.passed, "{none:?}");
+        assert!(!d.path().join("ran").exists(), "nothing ran");
+        // A check that ends in time is not touched by the clock.
+        let ok = run_check_by(
+            &sh("exit 0", 30),
+            d.path(),
+            Some(Instant::now() + Duration::from_secs(20)),
+        );
+        assert!(ok.passed && !ok.cut_by_run_clock, "{ok:?}");
+        let bad = run_check_by(
+            &sh("exit 3", 30),
+            d.path(),
+            Some(Instant::now() + Duration::from_secs(20)),
+        );
+        assert!(
+            !bad.passed && !bad.cut_by_run_clock && bad.exit_code == Some(3),
+            "{bad:?}"
+        );
     }
 
     #[test]

@@ -35,6 +35,15 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
+    // Until the rename, the temp file is ours to remove: on an error (a full
+    // disk leaves a short temp behind) and on a panic mid-write (the guard is
+    // dropped while unwinding), so no half-written temp outlives the call.
+    // The real file is never touched before the rename: a reader sees the
+    // whole old file or the whole new one.
+    let mut guard = TempGuard {
+        path: &tmp,
+        armed: true,
+    };
     let result = (|| {
         let mut f = simfs::File::open(&tmp, simfs::Open::CreateNew)?;
         f.write_all(bytes)?;
@@ -49,6 +58,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         drop(f);
         point(Phase::AfterFsyncFile);
         simfs::rename(&tmp, path)?; // the step that buys atomicity
+        guard.armed = false;
         point(Phase::AfterRenameBeforeFsyncDir);
         #[cfg(feature = "chaos-broken")]
         if simfs::broken() == Some(simfs::Broken::NoDirFsync) {
@@ -56,10 +66,22 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         }
         fsync_dir(dir) // the rename itself is durable
     })();
-    if result.is_err() {
-        let _ = simfs::remove_file(&tmp);
-    }
+    drop(guard);
     result
+}
+
+/// Removes the temp file of an atomic write that did not reach its rename.
+struct TempGuard<'a> {
+    path: &'a Path,
+    armed: bool,
+}
+
+impl Drop for TempGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = simfs::remove_file(self.path);
+        }
+    }
 }
 
 /// `create_dir_all`, then fsync every directory from `dir`'s parent up to

@@ -37,5 +37,9 @@ pub mod scenario; // hand-written scripted scenarios compiled to cassettes
 pub mod events; // events.jsonl, one line per lap event
 pub mod report; // report.json + the human summary
 
+pub mod console; // stdout/stderr writes that never panic and never change the exit code
+pub mod panics; // a panic's message and location, for the UNRECOVERABLE_ERROR it becomes
+
 pub mod chaos_hook; // named kill points for the chaos bench (inert in production)
-pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench)
+pub mod fault_injection;
+pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench) // test-only panic points (the `fault-injection` feature; inert without it)

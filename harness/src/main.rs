@@ -3,10 +3,17 @@
 //!
 //! Exit codes: 0 GOAL_MET; 2 BUDGET_EXHAUSTED, TIME_LIMIT; 3 DRIFT_DETECTED,
 //! NO_PROGRESS, QUEUE_EMPTY_GOAL_UNMET; 4 UNRECOVERABLE_ERROR; 64 the spec or
-//! the command line was rejected before anything ran (nothing was written).
+//! the command line was rejected before anything ran, or another harness
+//! holds the state dir (nothing was written).
+//!
+//! Once the spec is accepted every exit is an ending (ARCHITECTURE.md, "Every
+//! exit is an ending"): a panic inside the run is UNRECOVERABLE_ERROR with a
+//! report (`run_loop::run`); stdout and stderr are written through `console`,
+//! so a closed pipe never changes the exit code.
 
 use clap::{Parser, Subcommand};
-use harness::ending::EXIT_SPEC_REJECTED;
+use harness::console;
+use harness::ending::{Ending, EXIT_SPEC_REJECTED};
 use harness::run_loop::{run, RunOptions};
 use harness::spec::RunSpec;
 use std::path::{Path, PathBuf};
@@ -66,6 +73,10 @@ enum Cmd {
     },
 }
 
+/// `harness status`: the checkpoint is refused (a run on this state dir ends
+/// UNRECOVERABLE_ERROR until a human looks at it).
+const EXIT_STATUS_REFUSED: i32 = 4;
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -81,7 +92,28 @@ fn main() {
             std::process::exit(code);
         }
     };
-    let code = match cli.cmd {
+    harness::panics::install_hook();
+    // The last resort. A panic inside the run is an ending already
+    // (`run_loop::run`); one that gets here happened before the state dir
+    // was locked (nothing may be written there: it may be another harness's)
+    // or while ending the run after a panic. Either way: one clear line and
+    // the code of UNRECOVERABLE_ERROR, never Rust's 101.
+    let code = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || dispatch(cli))) {
+        Ok(code) => code,
+        Err(payload) => {
+            console::err_line(&format!(
+                "harness: UNRECOVERABLE_ERROR (exit {}): the harness panicked outside the run: {}",
+                Ending::UnrecoverableError.exit_code(),
+                harness::panics::describe(payload.as_ref())
+            ));
+            Ending::UnrecoverableError.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+fn dispatch(cli: Cli) -> i32 {
+    match cli.cmd {
         Cmd::Status { state_dir } => status(&state_dir),
         Cmd::Run {
             spec,
@@ -105,8 +137,11 @@ fn main() {
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    eprintln!("harness: cannot start the async runtime: {e}");
-                    std::process::exit(harness::ending::Ending::UnrecoverableError.exit_code());
+                    console::err_line(&format!(
+                        "harness: UNRECOVERABLE_ERROR (exit {}): cannot start the async runtime: {e}; nothing was run or written",
+                        Ending::UnrecoverableError.exit_code()
+                    ));
+                    return Ending::UnrecoverableError.exit_code();
                 }
             };
             rt.block_on(run_cmd(
@@ -122,8 +157,7 @@ fn main() {
                 max_usd,
             ))
         }
-    };
-    std::process::exit(code);
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -143,25 +177,29 @@ async fn run_cmd(
     let mut spec = match RunSpec::load(&spec_path) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("harness: spec rejected: {e}");
+            console::err_line(&format!("harness: spec rejected: {e}"));
             return EXIT_SPEC_REJECTED;
         }
     };
     if let Some(x) = max_usd {
         if !(x.is_finite() && x > 0.0) {
-            eprintln!("harness: --max-usd {x}: expected a positive number of US dollars");
+            console::err_line(&format!(
+                "harness: --max-usd {x}: expected a positive number of US dollars"
+            ));
             return EXIT_SPEC_REJECTED;
         }
         spec.hard_cap_usd = spec.hard_cap_usd.min(x);
     }
     if let Err(e) = spec.check_state_dir(&state_dir) {
-        eprintln!("harness: spec rejected: {e}");
+        console::err_line(&format!("harness: spec rejected: {e}"));
         return EXIT_SPEC_REJECTED;
     }
     let mut _server = None;
     if let Some(u) = &base_url {
         if !(u.starts_with("http://") || u.starts_with("https://")) {
-            eprintln!("harness: --base-url: expected an http:// or https:// URL, found {u:?}");
+            console::err_line(&format!(
+                "harness: --base-url: expected an http:// or https:// URL, found {u:?}"
+            ));
             return EXIT_SPEC_REJECTED;
         }
     }
@@ -183,74 +221,148 @@ async fn run_cmd(
                 _server = Some(server);
             }
             Err(e) => {
-                eprintln!("harness: --replay rejected: {e}");
+                console::err_line(&format!("harness: --replay rejected: {e}"));
                 return EXIT_SPEC_REJECTED;
             }
         }
     }
-    if let Err(e) = std::fs::create_dir_all(&state_dir) {
-        eprintln!(
-            "harness: cannot create state dir {}: {e}",
-            state_dir.display()
-        );
-        return harness::ending::Ending::UnrecoverableError.exit_code();
-    }
-    // One harness per state dir: a second one would interleave checkpoints.
-    let lock = match std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(state_dir.join("run.lock"))
-    {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("harness: cannot open lock in {}: {e}", state_dir.display());
-            return harness::ending::Ending::UnrecoverableError.exit_code();
+    // From here on the spec is accepted: every exit is an ending.
+    let outcome = match lock_state_dir(&state_dir) {
+        Ok(_lock) => {
+            // `_lock` is held until the ending is published.
+            run(
+                spec,
+                &state_dir,
+                RunOptions {
+                    base_url_override,
+                    jitter_seed: run_index as u64,
+                    tamper_goal_before_lap: None,
+                },
+            )
+            .await
+        }
+        Err(LockError::Held { holder }) => {
+            // Not an ending of this run, and not ours to report in: a
+            // report.json here would be read as the running harness's
+            // (by `bench`, by `status`, by its own re-report).
+            console::err_line(&format!(
+                "harness: not started: another harness{holder} is running on {} (run.lock is held); nothing was written; use `harness status --state-dir {}` to watch it",
+                state_dir.display(),
+                state_dir.display()
+            ));
+            return EXIT_SPEC_REJECTED;
+        }
+        Err(LockError::Unusable { kind, detail }) => {
+            harness::run_loop::end_before_start(&spec, &state_dir, kind, detail).await
         }
     };
-    if lock.try_lock().is_err() {
-        eprintln!("harness: another harness is running on {} (run.lock is held); use `harness status` to watch it", state_dir.display());
-        return EXIT_SPEC_REJECTED;
-    }
-    let outcome = run(
-        spec,
-        &state_dir,
-        RunOptions {
-            base_url_override,
-            jitter_seed: run_index as u64,
-            tamper_goal_before_lap: None,
-        },
-    )
-    .await;
-    print!("{}", outcome.report.human_summary());
-    println!(
-        "report     {}",
-        state_dir.join(harness::report::FILE_NAME).display()
-    );
+    print_summary(&outcome, &state_dir);
     outcome.ending.exit_code()
+}
+
+enum LockError {
+    /// Another harness holds run.lock; `holder` names its pid when known.
+    Held { holder: String },
+    /// The state dir cannot be made or its lock file cannot be opened.
+    Unusable { kind: &'static str, detail: String },
+}
+
+/// One harness per state dir: a second one would interleave checkpoints.
+/// Creates the state dir, takes `run.lock` (flock, released when the file is
+/// closed, so a killed harness never leaves it held) and writes our pid in it
+/// for the message a second harness prints.
+fn lock_state_dir(state_dir: &Path) -> Result<std::fs::File, LockError> {
+    use std::io::Write;
+    std::fs::create_dir_all(state_dir).map_err(|e| LockError::Unusable {
+        kind: "state_dir",
+        detail: format!("cannot create state dir {}: {e}", state_dir.display()),
+    })?;
+    let path = state_dir.join("run.lock");
+    let mut lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| LockError::Unusable {
+            kind: "state_dir_lock",
+            detail: format!("cannot open the lock {}: {e}", path.display()),
+        })?;
+    if lock.try_lock().is_err() {
+        let pid = std::fs::read_to_string(&path).unwrap_or_default();
+        let holder = match pid.trim().parse::<u32>() {
+            Ok(p) => format!(" (pid {p})"),
+            Err(_) => String::new(),
+        };
+        return Err(LockError::Held { holder });
+    }
+    // Best effort: the pid is only for the message above.
+    let _ = lock.set_len(0);
+    let _ = writeln!(lock, "{}", std::process::id());
+    Ok(lock)
+}
+
+/// The human summary on stdout. Only names report.json when it is there.
+fn print_summary(outcome: &harness::run_loop::Outcome, state_dir: &Path) {
+    console::out(&outcome.report.human_summary());
+    if outcome.report_written {
+        console::out(&format!(
+            "report     {}\n",
+            state_dir.join(harness::report::FILE_NAME).display()
+        ));
+    } else {
+        console::out("report     NOT WRITTEN (it is on stderr, with the reason)\n");
+    }
+}
+
+/// A dollar figure as `status` prints it: never a negative zero (an empty
+/// sum of f64 is -0.0, and `{:.4}` keeps the sign), never a rounding residue.
+fn usd(x: f64) -> f64 {
+    if x.abs() < 0.000_05 {
+        0.0
+    } else {
+        x
+    }
 }
 
 fn status(state_dir: &Path) -> i32 {
     if !state_dir.is_dir() {
-        eprintln!("harness status: {} is not a state dir", state_dir.display());
+        console::err_line(&format!(
+            "harness status: {} is not a state dir",
+            state_dir.display()
+        ));
         return EXIT_SPEC_REJECTED;
+    }
+    let mut out = String::new();
+    let code = status_text(state_dir, &mut out);
+    console::out(&out);
+    code
+}
+
+/// The status text, and the exit code: 0, or EXIT_STATUS_REFUSED when the
+/// checkpoint is refused.
+fn status_text(state_dir: &Path, out: &mut String) -> i32 {
+    use std::fmt::Write;
+    macro_rules! line {
+        ($($t:tt)*) => {{ let _ = writeln!(out, $($t)*); }};
     }
     let journal = harness::ledger::Ledger::peek_journal(&state_dir.join("ledger.jsonl"));
     match harness::checkpoint::load(state_dir, None) {
-        Ok(None) => println!("no checkpoint yet in {}", state_dir.display()),
+        Ok(None) => line!("no checkpoint yet in {}", state_dir.display()),
         Ok(Some(s)) => {
-            println!("run        {}", s.run_id);
-            println!("step       {} (resumes: {})", s.step, s.resumes);
+            line!("run        {}", s.run_id);
+            line!("step       {} (resumes: {})", s.step, s.resumes);
             match &s.finished {
-                Some(f) => println!("ending     {} (exit {})", f.ending, f.ending.exit_code()),
-                None => println!("ending     none yet (running or interrupted)"),
+                Some(f) => line!("ending     {} (exit {})", f.ending, f.ending.exit_code()),
+                None => line!("ending     none yet (running or interrupted)"),
             }
             let (booked, in_flight) = journal.unwrap_or((s.ledger.spent_usd, 0.0));
-            println!("spend      ${booked:.4} of ${:.2} cap ({:.0}%), ${in_flight:.4} reserved in flight", s.hard_cap_usd, 100.0 * booked / s.hard_cap_usd.max(1e-12));
+            let (booked, in_flight) = (usd(booked), usd(in_flight));
+            line!("spend      ${booked:.4} of ${:.2} cap ({:.0}%), ${in_flight:.4} reserved in flight", s.hard_cap_usd, 100.0 * booked / s.hard_cap_usd.max(1e-12));
             if let Some(t) = &s.in_progress {
-                println!("in flight  {}: {}", t.id, t.description);
+                line!("in flight  {}: {}", t.id, t.description);
             }
-            println!(
+            line!(
                 "queue      {} task(s): {}",
                 s.queue.len(),
                 s.queue
@@ -259,25 +371,28 @@ fn status(state_dir: &Path) -> i32 {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            println!(
+            line!(
                 "done       {} verified, {} parked, {} pruned",
                 s.completed.len(),
                 s.parked.len(),
                 s.pruned.len()
             );
             match s.drift_history.last() {
-                Some(d) => println!(
+                Some(d) => line!(
                     "drift      {:.2} ({:?}) at step {}",
-                    d.score, d.band, d.step
+                    d.score,
+                    d.band,
+                    d.step
                 ),
-                None => println!("drift      not checked yet"),
+                None => line!("drift      not checked yet"),
             }
         }
         Err(r) => {
-            println!("checkpoint REFUSED: {r}");
-            println!(
+            line!("checkpoint REFUSED: {r}");
+            line!(
                 "(a run on this state dir ends as UNRECOVERABLE_ERROR until a human looks at it)"
             );
+            return EXIT_STATUS_REFUSED;
         }
     }
     0

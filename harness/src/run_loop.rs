@@ -4,21 +4,27 @@
 //! `blocked` and continues so the top of the loop reports BUDGET_EXHAUSTED;
 //! anything else is UNRECOVERABLE_ERROR). Every branch decision of a run lives
 //! in this file; the modules it calls compute values.
+//!
+//! Every exit is an ending: `run` runs the loop as a task of its own, so a
+//! panic anywhere in it comes back as a value and becomes UNRECOVERABLE_ERROR
+//! (kind `panic`) built from what is on disk (`end_after_panic`); every
+//! ending is published the same way (`publish`: the alert, then report.json,
+//! or the report on stderr when it cannot be written).
 
 use crate::chaos_hook::{point, Phase};
-use crate::check::{run_check, CheckResult};
+use crate::check::{run_check_by, CheckResult};
 use crate::checkpoint::{self, Refusal, SaveError};
 use crate::drift::{self, Band};
 use crate::ending::Ending;
 use crate::events::EventLog;
 use crate::gitwork::GitWork;
 use crate::goal::{Goal, GoalTampered};
-use crate::ledger::{BudgetExceeded, Ledger, LedgerError, ReserveError};
+use crate::ledger::{BudgetExceeded, Ledger, LedgerError, PriceTable, ReserveError};
 use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy, Sampling};
 use crate::model::types::{ModelError, ModelReply, ModelRequest, StopReason, Turn};
 use crate::outbox::Outbox;
 use crate::report::Report;
-use crate::spec::{Predicate, RunSpec};
+use crate::spec::{AlertSpec, Predicate, RunSpec};
 use crate::state::{CompletedTask, Finished, ModelClaim, ParkedTask, RunState};
 use crate::task::Task;
 use crate::tools::ToolBox;
@@ -26,6 +32,7 @@ use crate::verify::{VerifyContext, VerifyOutcome};
 use crate::workspace::Workspace;
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The loop itself is bounded: no run takes more laps than this, whatever
 /// the model writes (each lap is one task or one planning call).
@@ -34,6 +41,13 @@ pub const LAPS_MAX: u64 = 10_000;
 pub const PLAN_FORMAT_RETRIES: u32 = 1;
 /// Kept from a model's own claim of success, for the report.
 pub const CLAIM_MAX_CHARS: usize = 500;
+/// TIME_LIMIT is decided (report built) within this much of the wall-clock
+/// limit whatever check or tool was in flight: checks and tools are bounded
+/// by the time left, and the lap stops when it runs out. What remains after
+/// the limit is killing and reaping the check, the final checkpoint and the
+/// report (measured by `bench faults`, slow-check scenarios). An alert
+/// webhook, when configured, is sent after that, within its own timeout.
+pub const TIME_LIMIT_MARGIN_MS: u64 = 2000;
 
 pub fn now_unix_ms() -> u64 {
     std::time::SystemTime::now()
@@ -58,6 +72,11 @@ pub enum LapError {
     Ledger(#[from] LedgerError),
     #[error("{0}")]
     Internal(String),
+    /// The run's wall clock ran out inside the lap (a check or tool was cut
+    /// by it, or it ran out between steps). Not an error of anything: the
+    /// top of the loop turns it into TIME_LIMIT (or an ending above it).
+    #[error("the run's wall clock ran out during {during}")]
+    WallClock { during: String },
 }
 
 impl From<ReserveError> for LapError {
@@ -77,6 +96,10 @@ pub enum Classified {
         kind: String,
         detail: String,
     },
+    /// The wall clock ran out mid-lap: the priority order decides the ending.
+    WallClock {
+        detail: String,
+    },
 }
 
 impl LapError {
@@ -94,6 +117,7 @@ impl LapError {
             LapError::Checkpoint(e) => Classified::Unrecoverable { kind: "checkpoint_write".into(), detail: e.to_string() },
             LapError::Ledger(e) => Classified::Unrecoverable { kind: "ledger_journal".into(), detail: e.to_string() },
             LapError::Internal(d) => Classified::Unrecoverable { kind: "internal".into(), detail: d },
+            e @ LapError::WallClock { .. } => Classified::WallClock { detail: e.to_string() },
         }
     }
 }
@@ -123,6 +147,9 @@ enum TaskResult {
     Park { reason: String },
 }
 
+/// Why a task in flight at an ending is parked without a verdict.
+const NOT_JUDGED_PREFIX: &str = "not judged";
+
 pub struct RunOptions {
     /// Overrides the spec's base URL (the embedded replay server).
     pub base_url_override: Option<String>,
@@ -134,10 +161,14 @@ pub struct RunOptions {
     pub tamper_goal_before_lap: Option<u64>,
 }
 
-/// What `run` hands back to main: the ending and the report it wrote.
+/// What `run` hands back to main: the ending and its report.
 pub struct Outcome {
     pub ending: Ending,
     pub report: Report,
+    /// Whether report.json holds `report`. When false, the report went to
+    /// stderr (a full disk, a state dir that could not be made): nothing may
+    /// point a reader at a report.json that is not there.
+    pub report_written: bool,
 }
 
 pub struct Runner {
@@ -159,9 +190,37 @@ pub struct Runner {
 }
 
 /// Run (or resume) the spec's goal in `state_dir` to exactly one ending.
-/// Never panics on input and never returns a bare error: every failure is an
-/// ending with a report.
+/// Never panics and never returns a bare error: every failure, a panic
+/// included, is an ending with a report. The caller holds the state dir's
+/// lock (main's `run.lock`).
 pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
+    crate::panics::install_hook();
+    let after = AfterPanic {
+        goal: spec.goal.clone(),
+        alerts: spec.alerts.clone(),
+        hard_cap_usd: spec.hard_cap_usd,
+        prices: spec.prices.clone(),
+        state_dir: state_dir.to_path_buf(),
+    };
+    // The loop is a task of its own: a panic anywhere in it (a lap, a tool, a
+    // checkpoint write, `finish` itself) stops at the task boundary and comes
+    // back here as a value. The task's memory goes with it, so nothing
+    // half-updated can be reported from: `end_after_panic` reads the disk.
+    match tokio::spawn(run_to_ending(spec, state_dir.to_path_buf(), opts)).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            let message = if e.is_panic() {
+                crate::panics::describe(e.into_panic().as_ref())
+            } else {
+                format!("the run's task did not finish: {e}")
+            };
+            end_after_panic(after, message).await
+        }
+    }
+}
+
+async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> Outcome {
+    let state_dir = state_dir.as_path();
     let goal = Goal::new(spec.goal.clone());
     // main creates it too; the library must not depend on that.
     let dir_err = std::fs::create_dir_all(state_dir).err();
@@ -215,9 +274,10 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
 
     if let Some(f) = &state.finished {
         // Already ended: re-report, never run again.
+        crate::fault_injection::panic_point("rereport");
         events.emit(state.step, "rereport", json!({"ending": f.ending}));
-        let report = match Report::load(state_dir) {
-            Ok(r) => r,
+        let (report, report_written) = match Report::load(state_dir) {
+            Ok(r) => (r, true),
             Err(_) => {
                 // Killed between the final checkpoint and report.json: the
                 // report and the alert were never delivered. finish() sends
@@ -233,17 +293,14 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
                     f.ending == Ending::GoalMet,
                     0,
                 );
-                r.alert_delivery
-                    .extend(crate::report::deliver_alert(&alerts, state_dir, &r).await);
-                if let Err(e) = r.write(state_dir) {
-                    eprintln!("harness: could not write report.json: {e}");
-                }
-                r
+                let written = publish(&mut r, &alerts, state_dir).await;
+                (r, written)
             }
         };
         return Outcome {
             ending: f.ending,
             report,
+            report_written,
         };
     }
 
@@ -392,16 +449,185 @@ async fn fail_early(
         false,
         now_unix_ms().saturating_sub(state.started_at_unix_ms),
     );
-    report
-        .alert_delivery
-        .extend(crate::report::deliver_alert(alerts, state_dir, &report).await);
-    if let Err(e) = report.write(state_dir) {
-        eprintln!("harness: could not write report.json: {e}");
-    }
+    let report_written = publish(&mut report, alerts, state_dir).await;
     Outcome {
         ending: Ending::UnrecoverableError,
         report,
+        report_written,
     }
+}
+
+/// End a run that main could not start (its state dir cannot be made, the
+/// lock file cannot be opened): UNRECOVERABLE_ERROR with a report where the
+/// state dir allows one, else the report on stderr; the alert is tried
+/// either way.
+pub async fn end_before_start(
+    spec: &RunSpec,
+    state_dir: &Path,
+    kind: &str,
+    detail: String,
+) -> Outcome {
+    let goal = Goal::new(spec.goal.clone());
+    let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
+    s.hard_cap_usd = spec.hard_cap_usd;
+    let mut events = EventLog::open(state_dir);
+    fail_early(s, kind, detail, &goal, &spec.alerts, state_dir, &mut events).await
+}
+
+/// The last act of every ending: the alert (file and webhook), then
+/// report.json. Never fails and never changes the ending: a report that
+/// cannot be written (a full disk) is said plainly on stderr, followed by the
+/// report itself as one JSON line, so the morning still has it. Returns
+/// whether report.json was written.
+async fn publish(report: &mut Report, alerts: &AlertSpec, state_dir: &Path) -> bool {
+    report
+        .alert_delivery
+        .extend(crate::report::deliver_alert(alerts, state_dir, report).await);
+    match report.write(state_dir) {
+        Ok(()) => true,
+        Err(e) => {
+            let path = state_dir.join(crate::report::FILE_NAME);
+            crate::console::err_line(&format!(
+                "harness: the report was NOT written to {}: {e}",
+                path.display()
+            ));
+            crate::console::err_line(&format!(
+                "harness: the run ended {} (exit {}); its report follows as one line of JSON",
+                report.ending, report.exit_code
+            ));
+            crate::console::err_line(&serde_json::to_string(report).unwrap_or_else(|e| {
+                json!({"ending": report.ending, "serialize_error": e.to_string()}).to_string()
+            }));
+            for d in &report.alert_delivery {
+                crate::console::err_line(&format!("harness: {d}"));
+            }
+            false
+        }
+    }
+}
+
+/// What the ending of a panicked run is built from, taken before the run
+/// started: the spec's goal, alerts and prices, and where the state is.
+struct AfterPanic {
+    goal: String,
+    alerts: AlertSpec,
+    hard_cap_usd: f64,
+    prices: PriceTable,
+    state_dir: PathBuf,
+}
+
+/// UNRECOVERABLE_ERROR (kind `panic`) for a run whose task panicked. What
+/// is trustworthy now is on disk, not in memory: the panicked task's state
+/// was dropped with it and may have been half updated. The last durable
+/// checkpoint says what the run had done (checkpoint writes are atomic, so a
+/// write in flight at the panic left the old one whole), the ledger journal
+/// what it spent (a call in flight is booked at its worst case, as after a
+/// kill). Nothing of the run's own code runs again: the task in flight is
+/// parked unverified, the predicate is not re-run. The ending is made
+/// durable (a re-run re-reports it), unless the checkpoint is refused, which
+/// is left untouched for a human.
+async fn end_after_panic(after: AfterPanic, message: String) -> Outcome {
+    crate::fault_injection::panic_point("after_panic");
+    let state_dir = after.state_dir.as_path();
+    let goal = Goal::new(after.goal);
+    let mut events = EventLog::open(state_dir);
+    let mut notes: Vec<String> = vec![];
+    let fresh = || {
+        RunState::new(
+            format!("run-{}-{}", now_unix_ms(), std::process::id()),
+            goal.sha256().to_string(),
+            now_unix_ms(),
+        )
+    };
+    let (mut state, checkpoint_usable) = match checkpoint::load(state_dir, Some(goal.sha256())) {
+        Ok(Some(s)) => (s, true),
+        Ok(None) => (fresh(), true),
+        Err(r) => {
+            notes.push(format!(
+                "the checkpoint is refused ({r}) and left untouched"
+            ));
+            (fresh(), false)
+        }
+    };
+    state.hard_cap_usd = after.hard_cap_usd;
+    let prior = state.finished.take();
+    let mut ledger = Ledger::new(after.hard_cap_usd, after.prices);
+    match ledger.open_journal(&state_dir.join("ledger.jsonl")) {
+        Ok(()) if ledger.spent_usd() + 1e-9 >= state.ledger.spent_usd => {
+            ledger.set_blocked(state.ledger.blocked);
+            state.ledger = ledger.snapshot().clone();
+        }
+        Ok(()) => notes.push(format!(
+            "the ledger journal books ${:.6}, less than the checkpoint's ${:.6}: the checkpoint's spend is reported",
+            ledger.spent_usd(),
+            state.ledger.spent_usd
+        )),
+        Err(e) => notes.push(format!("{e}; the checkpoint's spend is reported")),
+    }
+    if let Some(task) = state.in_progress.take() {
+        state.parked.push(ParkedTask {
+            id: task.id,
+            description: task.description,
+            reason: "the harness panicked while this task was in progress; it was not verified after the panic, so it may be partly done: a human decides".into(),
+            step: state.step,
+        });
+    }
+    let mut detail = format!("the harness panicked: {message}");
+    if let Some(f) = &prior {
+        detail.push_str(&format!(
+            "; the run had already ended {} before the panic",
+            f.ending
+        ));
+    }
+    for n in &notes {
+        detail.push_str("; ");
+        detail.push_str(n);
+    }
+    let kind = "panic".to_string();
+    state.finished = Some(Finished {
+        ending: Ending::UnrecoverableError,
+        detail: Some(detail.clone()),
+        error_kind: Some(kind.clone()),
+    });
+    let ckpt_err = if checkpoint_usable {
+        checkpoint::save(state_dir, &state).err()
+    } else {
+        None
+    };
+    let mut report = Report::build(
+        &state,
+        goal.text(),
+        Ending::UnrecoverableError,
+        Some(detail),
+        Some(kind.clone()),
+        false,
+        now_unix_ms().saturating_sub(state.started_at_unix_ms),
+    );
+    if let Some(e) = ckpt_err {
+        note_final_checkpoint_failed(&mut report, &e);
+    }
+    events.emit(
+        state.step,
+        "ending",
+        json!({"ending": Ending::UnrecoverableError, "kind": kind, "detail": report.detail}),
+    );
+    let report_written = publish(&mut report, &after.alerts, state_dir).await;
+    Outcome {
+        ending: Ending::UnrecoverableError,
+        report,
+        report_written,
+    }
+}
+
+/// The final checkpoint could not be written: the last good one stays (the
+/// write is atomic), and a re-run resumes from it.
+fn note_final_checkpoint_failed(report: &mut Report, e: &SaveError) {
+    crate::console::err_line(&format!(
+        "harness: the final checkpoint was not written ({e}); the last good checkpoint is kept, and running the same command again resumes from it"
+    ));
+    report
+        .alert_delivery
+        .push(format!("final checkpoint not written: {e}"));
 }
 
 impl Runner {
@@ -425,7 +651,7 @@ impl Runner {
         {
             return Some(Ending::BudgetExhausted); // `blocked`: reserve() already refused
         }
-        if self.elapsed_ms() as f64 > self.spec.wall_clock_limit_s * 1000.0 {
+        if self.clock_out() {
             return Some(Ending::TimeLimit);
         }
         if self.state.drift_score > self.spec.drift_halt_above {
@@ -465,6 +691,7 @@ impl Runner {
                 return (ending, self.plan_note.clone(), None);
             }
             laps += 1;
+            crate::fault_injection::panic_point("lap");
             if self.tamper_goal_before_lap == Some(laps) {
                 self.goal
                     .corrupt_for_test("Improve observability of the search subsystem.");
@@ -492,17 +719,34 @@ impl Runner {
                     Classified::Unrecoverable { kind, detail } => {
                         return (Ending::UnrecoverableError, Some(detail), Some(kind))
                     }
+                    Classified::WallClock { detail } => return self.clock_ran_out(detail),
                 }
             }
         }
     }
 
-    fn classify_fatal(&self, e: LapError) -> (Ending, Option<String>, Option<String>) {
+    /// The wall clock ran out inside a lap. The priority order still decides
+    /// (a blocked ledger outranks the clock); the predicate, with no time
+    /// left, is not run, so this is never GOAL_MET. A clock that stepped back
+    /// cannot send the loop on with a task still in flight: TIME_LIMIT.
+    fn clock_ran_out(&mut self, detail: String) -> (Ending, Option<String>, Option<String>) {
+        self.events
+            .emit(self.state.step, "wall_clock", json!({"detail": detail}));
+        self.plan_note = Some(detail);
+        let ending = match self.should_stop() {
+            Some(e) if e != Ending::GoalMet => e,
+            _ => Ending::TimeLimit,
+        };
+        (ending, self.plan_note.clone(), None)
+    }
+
+    fn classify_fatal(&mut self, e: LapError) -> (Ending, Option<String>, Option<String>) {
         match e.classify() {
             Classified::Blocked => (Ending::BudgetExhausted, None, None),
             Classified::Unrecoverable { kind, detail } => {
                 (Ending::UnrecoverableError, Some(detail), Some(kind))
             }
+            Classified::WallClock { detail } => self.clock_ran_out(detail),
         }
     }
 
@@ -549,6 +793,13 @@ impl Runner {
                             format!("resumed into a partially applied state: {detail}"),
                         );
                         self.state.step += 1;
+                    }
+                    // Still in flight: `finish` settles it (TIME_LIMIT).
+                    VerifyOutcome::NotJudged { detail } => {
+                        self.state.in_progress = Some(task);
+                        return Err(LapError::WallClock {
+                            during: format!("the resume's verify ({detail})"),
+                        });
                     }
                 }
             }
@@ -614,6 +865,10 @@ impl Runner {
             let pred = self.predicate();
             if pred.passed {
                 self.fresh_predicate = Some(pred); // nothing runs between here and should_stop
+            } else if pred.cut_by_run_clock {
+                return Err(LapError::WallClock {
+                    during: "the goal predicate".into(),
+                });
             } else {
                 self.replan(&pred.output).await?;
                 self.checkpoint()?;
@@ -627,6 +882,7 @@ impl Runner {
         let attempts_allowed = 1 + self.spec.retries_per_task;
         let mut last = String::new();
         for attempt in 0..attempts_allowed {
+            self.clock_left(|| format!("task {}, before attempt {}", task.id, attempt + 1))?;
             let (end, io_failed) = self.execute_attempt(task, attempt).await?;
             let claim = match &end {
                 AttemptEnd::Finished { claim } => Some(truncate(claim, CLAIM_MAX_CHARS)),
@@ -659,6 +915,10 @@ impl Runner {
                 // A half-applied operation goes to a human: no improvising.
                 VerifyOutcome::PartiallyApplied { detail } => {
                     return Ok(TaskResult::Park { reason: format!("partially applied after attempt {}: {detail}", attempt + 1) })
+                }
+                // No verdict: the task stays in flight and `finish` settles it.
+                VerifyOutcome::NotJudged { detail } => {
+                    return Err(LapError::WallClock { during: format!("the verify of task {} ({detail})", task.id) })
                 }
                 VerifyOutcome::NotStarted => {
                     last = format!("verification failed ({}) after {}", task.verify.describe(), end.describe());
@@ -701,6 +961,7 @@ impl Runner {
             outbox: &self.outbox,
             checks: &checks,
             allowlist: &allow,
+            deadline: None,
         }
         .defs();
         let mut turns = vec![Turn::User {
@@ -745,6 +1006,7 @@ impl Runner {
                 outbox: &self.outbox,
                 checks: &checks,
                 allowlist: &allow,
+                deadline: Some(self.deadline()),
             }
             .dispatch(&call);
             if obs.posted_key.is_some() {
@@ -767,6 +1029,9 @@ impl Runner {
                 }
             }
             self.events.emit(self.state.step, "tool", json!({"task": task.id, "tool": call.name, "is_error": obs.is_error, "side_effect": obs.side_effect}));
+            // A tool's check cut by the clock, or a clock that ran out while
+            // the tool ran: the lap ends here, the task stays in flight.
+            self.clock_left(|| format!("task {}, tool {}", task.id, call.name))?;
             let mut content = obs.content;
             let ignored = reply.tool_calls.len() - 1;
             if ignored > 0 {
@@ -1040,14 +1305,16 @@ impl Runner {
     }
 
     fn predicate(&mut self) -> CheckResult {
+        let deadline = Some(self.deadline());
         let res = match &self.spec.predicate {
-            Predicate::Command(c) => run_check(c, self.workspace.root()),
+            Predicate::Command(c) => run_check_by(c, self.workspace.root(), deadline),
             Predicate::Check(name) => match self.spec.checks.get(name) {
-                Some(c) => run_check(c, self.workspace.root()),
+                Some(c) => run_check_by(c, self.workspace.root(), deadline),
                 None => CheckResult {
                     passed: false,
                     exit_code: None,
                     timed_out: false,
+                    cut_by_run_clock: false,
                     output: format!("check {name:?} not defined"),
                 },
             },
@@ -1061,6 +1328,7 @@ impl Runner {
             workspace: &self.workspace,
             outbox: &self.outbox,
             checks: &self.spec.checks,
+            deadline: Some(self.deadline()),
         }
     }
 
@@ -1072,6 +1340,7 @@ impl Runner {
             outbox: &self.outbox,
             checks: &checks,
             allowlist: &allow,
+            deadline: None,
         };
         let call = crate::model::types::ToolCall {
             id: "listing".into(),
@@ -1085,6 +1354,32 @@ impl Runner {
         now_unix_ms().saturating_sub(self.state.started_at_unix_ms)
     }
 
+    /// What is left of the wall-clock limit, which counts from the run's first
+    /// start (across resumes), the same clock `should_stop` reads.
+    fn time_left(&self) -> Duration {
+        let limit_ms = (self.spec.wall_clock_limit_s * 1000.0) as u64;
+        Duration::from_millis(limit_ms.saturating_sub(self.elapsed_ms()))
+    }
+
+    /// The instant the run's wall clock runs out: every check and tool the
+    /// harness runs is bounded by it as well as by its own timeout.
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.time_left()
+    }
+
+    fn clock_out(&self) -> bool {
+        self.time_left().is_zero()
+    }
+
+    /// Err(WallClock) when the clock has run out: a lap stops at the next
+    /// step instead of starting work it has no time for.
+    fn clock_left(&self, during: impl FnOnce() -> String) -> Result<(), LapError> {
+        if self.clock_out() {
+            return Err(LapError::WallClock { during: during() });
+        }
+        Ok(())
+    }
+
     /// End the run: settle an in-flight task by verifying it, write the final
     /// checkpoint (so a re-run re-reports), the report, and the alert.
     async fn finish(
@@ -1093,17 +1388,25 @@ impl Runner {
         detail: Option<String>,
         kind: Option<String>,
     ) -> Outcome {
+        crate::fault_injection::panic_point("finish_start");
         if let Some(task) = self.state.in_progress.take() {
             let outcome = task.verify.run(&self.verify_ctx());
             match outcome {
                 VerifyOutcome::Done => self.complete(task, None, "verified_at_end"),
+                // No verdict on the work: parked for a human, and said so.
+                VerifyOutcome::NotJudged { detail } => {
+                    let r = format!("{NOT_JUDGED_PREFIX}: the run ended ({ending}) while this task was in progress and {detail}; it may be done, not started or partly done");
+                    self.park(task, r)
+                }
                 other => {
                     let r = format!(
                         "run ended ({ending}) while this task was in progress; verify says {}",
                         match other {
                             VerifyOutcome::PartiallyApplied { detail } =>
                                 format!("partially applied: {detail}"),
-                            _ => "not started".into(),
+                            VerifyOutcome::Done
+                            | VerifyOutcome::NotStarted
+                            | VerifyOutcome::NotJudged { .. } => "not started".into(),
                         }
                     );
                     self.park(task, r)
@@ -1128,6 +1431,7 @@ impl Runner {
             } else {
                 checkpoint::save(&self.state_dir, &self.state).err()
             };
+        crate::fault_injection::panic_point("finish_after_checkpoint");
         let mut report = Report::build(
             &self.state,
             self.goal.text(),
@@ -1138,22 +1442,19 @@ impl Runner {
             self.elapsed_ms(),
         );
         if let Some(e) = ckpt_err {
-            report
-                .alert_delivery
-                .push(format!("final checkpoint not written: {e}"));
+            note_final_checkpoint_failed(&mut report, &e);
         }
-        report.alert_delivery.extend(
-            crate::report::deliver_alert(&self.spec.alerts, &self.state_dir, &report).await,
-        );
         self.events.emit(
             self.state.step,
             "ending",
             json!({"ending": ending, "exit_code": ending.exit_code(), "detail": report.detail}),
         );
-        if let Err(e) = report.write(&self.state_dir) {
-            eprintln!("harness: could not write report.json: {e}");
+        let report_written = publish(&mut report, &self.spec.alerts, &self.state_dir).await;
+        Outcome {
+            ending,
+            report,
+            report_written,
         }
-        Outcome { ending, report }
     }
 }
 

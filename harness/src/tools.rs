@@ -46,6 +46,9 @@ pub struct ToolBox<'a> {
     pub outbox: &'a Outbox,
     pub checks: &'a BTreeMap<String, CheckSpec>,
     pub allowlist: &'a [String],
+    /// When the run's wall clock runs out: bounds `run_check` as well as the
+    /// check's own timeout. None outside a run.
+    pub deadline: Option<std::time::Instant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -505,9 +508,11 @@ impl ToolBox<'_> {
                 self.check_names()
             ));
         };
-        let r = crate::check::run_check(spec, self.workspace.root());
+        let r = crate::check::run_check_by(spec, self.workspace.root(), self.deadline);
         let status = if r.passed {
             "passed".to_string()
+        } else if r.cut_by_run_clock {
+            "NOT FINISHED (the run's wall clock ran out)".to_string()
         } else if r.timed_out {
             "FAILED (timed out)".to_string()
         } else {
@@ -601,6 +606,7 @@ mod tests {
                 outbox: &self.outbox,
                 checks: &self.checks,
                 allowlist: &self.allow,
+                deadline: None,
             }
         }
         fn call(&self, name: &str, input: Value) -> Observation {
@@ -817,6 +823,39 @@ mod tests {
         let o = fx.call("run_check", json!({"name":"rm -rf /"}));
         assert!(
             o.is_error && o.content.contains("defined checks: bad, ok"),
+            "{}",
+            o.content
+        );
+    }
+
+    #[test]
+    fn run_check_tool_is_bounded_by_the_run_clock() {
+        let mut fx = Fx::new(&ALL_TOOL_NAMES);
+        fx.checks.insert(
+            "slow".into(),
+            CheckSpec {
+                command: vec!["sleep".into(), "30".into()],
+                timeout_s: 30,
+            },
+        );
+        let mut tb = fx.tb();
+        tb.deadline = Some(std::time::Instant::now() + std::time::Duration::from_millis(300));
+        let t0 = std::time::Instant::now();
+        let o = tb.dispatch(&ToolCall {
+            id: "c1".into(),
+            name: "run_check".into(),
+            input: json!({"name": "slow"}),
+        });
+        // Bounded: it came back long before the check's own 30 s.
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert!(
+            !o.is_error
+                && o.content
+                    .contains("NOT FINISHED (the run's wall clock ran out)"),
             "{}",
             o.content
         );

@@ -10,6 +10,11 @@
 //! - `PartiallyApplied`: something happened but not all of it; re-running
 //!   could double a side effect or "fix" a half-built thing destructively, so
 //!   the task is parked with the detail.
+//!
+//! A fourth outcome is not about the work at all: `NotJudged`, when a `check`
+//! verify was cut by the run's wall clock (or not started, no time being
+//! left). The loop never reads it as "not started": the run is out of time,
+//! so it ends TIME_LIMIT and the task is parked as not judged, for a human.
 
 use crate::check::CheckSpec;
 use crate::migration::{self, MigrationState};
@@ -71,13 +76,22 @@ pub enum Verify {
 pub enum VerifyOutcome {
     Done,
     NotStarted,
-    PartiallyApplied { detail: String },
+    PartiallyApplied {
+        detail: String,
+    },
+    /// The run's wall clock ran out before the verify's check finished.
+    NotJudged {
+        detail: String,
+    },
 }
 
 pub struct VerifyContext<'a> {
     pub workspace: &'a Workspace,
     pub outbox: &'a Outbox,
     pub checks: &'a BTreeMap<String, CheckSpec>,
+    /// When the run's wall clock runs out: bounds a `check` verify. None
+    /// outside a run.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Verify {
@@ -149,8 +163,15 @@ impl Verify {
                 let Some(spec) = ctx.checks.get(name) else {
                     return VerifyOutcome::NotStarted;
                 };
-                if crate::check::run_check(spec, ctx.workspace.root()).passed {
+                let r = crate::check::run_check_by(spec, ctx.workspace.root(), ctx.deadline);
+                if r.passed {
                     VerifyOutcome::Done
+                } else if r.cut_by_run_clock {
+                    VerifyOutcome::NotJudged {
+                        detail: format!(
+                            "the run's wall clock ran out before check {name:?} finished"
+                        ),
+                    }
                 } else {
                     VerifyOutcome::NotStarted
                 }
@@ -352,6 +373,7 @@ mod tests {
                 workspace: &self.ws,
                 outbox: &self.outbox,
                 checks: &self.checks,
+                deadline: None,
             }
         }
     }
@@ -441,6 +463,7 @@ mod tests {
             workspace: &fx.ws,
             outbox: &bad,
             checks: &fx.checks,
+            deadline: None,
         };
         assert!(matches!(
             v.run(&ctx),
@@ -503,6 +526,38 @@ mod tests {
         assert_eq!(m.run(&c), VerifyOutcome::NotStarted);
         std::fs::write(fx.ws.root().join("marker"), "").unwrap();
         assert_eq!(m.run(&c), VerifyOutcome::Done, "cwd is the workspace root");
+    }
+
+    #[test]
+    fn a_check_verify_cut_by_the_run_clock_is_not_judged_not_failed() {
+        let mut fx = Fx::new();
+        fx.checks.insert(
+            "slow".into(),
+            CheckSpec {
+                command: vec!["sleep".into(), "30".into()],
+                timeout_s: 30,
+            },
+        );
+        let mut c = fx.ctx();
+        c.deadline = Some(std::time::Instant::now() + std::time::Duration::from_millis(200));
+        let v = Verify::Check {
+            name: "slow".into(),
+        };
+        assert!(
+            matches!(v.run(&c), VerifyOutcome::NotJudged { .. }),
+            "cut mid-check"
+        );
+        // Out of time before it starts: not judged either, and nothing runs.
+        assert!(matches!(
+            Verify::Check { name: "bad".into() }.run(&c),
+            VerifyOutcome::NotJudged { .. }
+        ));
+        // A failing check inside the clock is judged: not started.
+        c.deadline = Some(std::time::Instant::now() + std::time::Duration::from_secs(20));
+        assert_eq!(
+            Verify::Check { name: "bad".into() }.run(&c),
+            VerifyOutcome::NotStarted
+        );
     }
 
     #[test]

@@ -1,0 +1,783 @@
+//! `bench faults`: the faults of the machine the harness runs on, against the
+//! real binary, as a gate. Not a mode of `bench chaos`: chaos kills a run and
+//! checks the durable state through its oracle; these scenarios let the run
+//! go on and check how it ENDS (ARCHITECTURE.md, "Every exit is an ending").
+//!
+//! - `disk-full`: the state dir on a real tiny tmpfs, filled to every level a
+//!   run passes through (0, 1, 2, ... free pages, up to the level where the
+//!   whole run fits). Each run must end in an ending whose exit code is its
+//!   report's; the report is in report.json or, when it cannot be written, on
+//!   stderr as JSON (stdout never names a missing report.json); the alert is
+//!   tried (a loopback webhook must receive it although the disk is full);
+//!   the checkpoint on disk is never refused (the last good one is kept); no
+//!   temp file is left. Then the filler is removed and the same command must
+//!   write report.json (re-reporting a durable ending, or resuming). Needs
+//!   root and mount(8); otherwise it says it skipped, and why.
+//! - `slow-check`: a predicate, a task's verify and a `run_check` tool call
+//!   that each sleep 30 s against a 3 s wall clock: TIME_LIMIT within
+//!   `harness::run_loop::TIME_LIMIT_MARGIN_MS`, never GOAL_MET, the verify
+//!   not judged. The margins are in the output.
+
+use clap::{Args, ValueEnum};
+use harness::model::types::{Protocol, Usage};
+use harness::scenario::{Scenario, ScriptCall, ScriptRun, ScriptTool};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScenarioArg {
+    DiskFull,
+    SlowCheck,
+    All,
+}
+
+#[derive(Args, Debug)]
+pub struct FaultsArgs {
+    #[arg(long, value_enum, default_value_t = ScenarioArg::All)]
+    pub scenario: ScenarioArg,
+    /// Output directory for faults.json and faults.md.
+    #[arg(long, default_value = "target/bench/faults")]
+    pub out: PathBuf,
+    /// The harness binary (default: the one next to this bench binary).
+    #[arg(long)]
+    pub harness: Option<PathBuf>,
+}
+
+/// The tmpfs the disk-full scenario mounts, in KiB.
+const TMPFS_KIB: u64 = 512;
+const PAGE_BYTES: u64 = 4096;
+/// Fill levels tried, in free pages, before giving up on finding the level
+/// where the whole run fits.
+const FREE_PAGES_MAX: u64 = 64;
+/// The slow-check scenarios' wall clock.
+const SLOW_LIMIT_S: f64 = 3.0;
+/// What "slow" means: far past the clock.
+const SLOW_SCRIPT: &str = "exec sleep 30";
+const MODEL: &str = "claude-opus-5";
+
+/// One checked property of one run.
+struct Finding {
+    scenario: &'static str,
+    label: String,
+    ok: bool,
+    detail: String,
+}
+
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn check(&mut self, scenario: &'static str, label: &str, ok: bool, detail: impl Into<String>) {
+        self.0.push(Finding {
+            scenario,
+            label: label.to_string(),
+            ok,
+            detail: detail.into(),
+        });
+    }
+}
+
+pub fn run(args: FaultsArgs) -> ExitCode {
+    let harness = match crate::batch::harness_bin(args.harness.as_deref()) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("bench faults: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let mut f = Findings(vec![]);
+    let mut notes: Vec<String> = vec![];
+    let mut margins: Vec<Value> = vec![];
+    if matches!(args.scenario, ScenarioArg::DiskFull | ScenarioArg::All) {
+        match disk_full(&harness, &mut f) {
+            Ok(levels) => notes.push(format!(
+                "disk-full: {levels} fill level(s) of a {TMPFS_KIB} KiB tmpfs"
+            )),
+            Err(Skip(why)) => {
+                eprintln!("bench faults: SKIPPED disk-full: {why}");
+                notes.push(format!("disk-full: SKIPPED: {why}"));
+            }
+        }
+    }
+    if matches!(args.scenario, ScenarioArg::SlowCheck | ScenarioArg::All) {
+        margins = slow_check(&harness, &mut f);
+    }
+    let failed: Vec<&Finding> = f.0.iter().filter(|x| !x.ok).collect();
+    for x in &failed {
+        eprintln!(
+            "bench faults: VIOLATION {} / {}: {}",
+            x.scenario, x.label, x.detail
+        );
+    }
+    let json = json!({
+        "passed": failed.is_empty(),
+        "checks": f.0.len(),
+        "violations": failed.iter().map(|x| json!({"scenario": x.scenario, "label": x.label, "detail": x.detail})).collect::<Vec<_>>(),
+        "notes": notes,
+        "time_limit_margin_ms": harness::run_loop::TIME_LIMIT_MARGIN_MS,
+        "slow_check": margins,
+    });
+    let mut md = format!(
+        "# bench faults\n\n{} checks, {} violation(s).\n\n",
+        f.0.len(),
+        failed.len()
+    );
+    for n in &notes {
+        md.push_str(&format!("- {n}\n"));
+    }
+    if !margins.is_empty() {
+        md.push_str(&format!(
+            "\n| slow check | TIME_LIMIT decided at | over the {SLOW_LIMIT_S} s limit | process ran |\n| --- | --- | --- | --- |\n"
+        ));
+        for m in &margins {
+            md.push_str(&format!(
+                "| {} | {} ms | +{} ms | {} ms |\n",
+                m["what"].as_str().unwrap_or(""),
+                m["elapsed_ms"],
+                m["over_ms"],
+                m["process_ms"]
+            ));
+        }
+    }
+    for x in &failed {
+        md.push_str(&format!(
+            "\n- VIOLATION {} / {}: {}\n",
+            x.scenario, x.label, x.detail
+        ));
+    }
+    if let Err(e) = write_out(&args.out, &json, &md) {
+        eprintln!("bench faults: cannot write {}: {e}", args.out.display());
+        return ExitCode::from(3);
+    }
+    println!("{md}");
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn write_out(out: &Path, json: &Value, md: &str) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+    let mut j = serde_json::to_vec_pretty(json).map_err(|e| e.to_string())?;
+    j.push(b'\n');
+    std::fs::write(out.join("faults.json"), j).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("faults.md"), md).map_err(|e| e.to_string())
+}
+
+// --- a case written from a script ---
+
+fn usage() -> Option<Usage> {
+    Some(Usage {
+        input_tokens: 3500,
+        output_tokens: 300,
+        cache_read_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+    })
+}
+
+fn said(key: &str, text: &str) -> ScriptCall {
+    ScriptCall {
+        key: key.into(),
+        text: text.into(),
+        tools: vec![],
+        stop: None,
+        usage: usage(),
+        latency_ms: None,
+        faults_before: vec![],
+    }
+}
+
+fn tool(key: &str, name: &str, input: Value) -> ScriptCall {
+    ScriptCall {
+        tools: vec![ScriptTool {
+            name: name.into(),
+            input,
+        }],
+        ..said(key, "")
+    }
+}
+
+const INDEX_PATH: &str = "db/0042_search_index.sql";
+
+fn index_task(id: &str) -> Value {
+    json!({"id": id, "description": "Add an index on search_events(created_at) as migration 0042",
+           "verify": {"kind": "file_contains", "path": INDEX_PATH, "text": "CREATE INDEX"}})
+}
+
+fn write_index(key: &str) -> ScriptCall {
+    tool(
+        key,
+        "write_file",
+        json!({"path": INDEX_PATH, "content": "CREATE INDEX CONCURRENTLY idx_search_ts ON search_events(created_at);\n"}),
+    )
+}
+
+/// A case on disk: `<root>/workspace`, `<root>/run.toml`, `<root>/cassettes`.
+struct CaseDir {
+    root: PathBuf,
+}
+
+impl CaseDir {
+    fn spec(&self) -> PathBuf {
+        self.root.join("run.toml")
+    }
+    fn cassettes(&self) -> PathBuf {
+        self.root.join("cassettes")
+    }
+    fn workspace(&self) -> PathBuf {
+        self.root.join("workspace")
+    }
+}
+
+/// `predicate` and `extra` are TOML fragments of the spec.
+fn write_case(
+    root: &Path,
+    name: &str,
+    predicate: &str,
+    wall_clock_limit_s: f64,
+    extra: &str,
+    calls: Vec<ScriptCall>,
+) -> Result<CaseDir, String> {
+    let io = |e: std::io::Error| format!("{}: {e}", root.display());
+    std::fs::create_dir_all(root.join("workspace")).map_err(io)?;
+    std::fs::create_dir_all(root.join("cassettes")).map_err(io)?;
+    let spec = format!(
+        r#"goal = "Reduce p95 latency on /api/search to under 200ms."
+workspace = "workspace"
+
+[predicate]
+{predicate}
+timeout_s = 30
+
+[budget]
+hard_cap_usd = 28.0
+wall_clock_limit_s = {wall_clock_limit_s}
+task_budget_tokens = 74700
+
+[model]
+protocol = "anthropic"
+base_url = "http://127.0.0.1:9"
+api_key_env = "BENCH_FAULTS_NO_KEY"
+executor = "{MODEL}"
+judge = "{MODEL}"
+max_tokens = 4096
+
+[prices."{MODEL}"]
+input_usd_per_mtok = 5.0
+output_usd_per_mtok = 25.0
+
+{extra}
+"#
+    );
+    std::fs::write(root.join("run.toml"), spec).map_err(io)?;
+    let sc = Scenario {
+        case: name.into(),
+        protocol: Protocol::Anthropic,
+        model: MODEL.into(),
+        notes: "bench faults".into(),
+        when: None,
+        runs: vec![ScriptRun { calls }],
+    };
+    let cas = sc.to_cassette("2026-12-01", "bench faults")?;
+    let text = serde_json::to_string_pretty(&cas).map_err(|e| e.to_string())?;
+    std::fs::write(root.join("cassettes").join(format!("{name}.json")), text).map_err(io)?;
+    Ok(CaseDir {
+        root: root.to_path_buf(),
+    })
+}
+
+fn harness_run(harness: &Path, c: &CaseDir, state_dir: &Path) -> Result<Output, String> {
+    Command::new(harness)
+        .arg("run")
+        .arg("--spec")
+        .arg(c.spec())
+        .arg("--state-dir")
+        .arg(state_dir)
+        .arg("--replay")
+        .arg(c.cassettes())
+        .arg("--latency-scale")
+        .arg("0")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", harness.display()))
+}
+
+// --- disk-full ---
+
+struct Skip(String);
+
+/// A loopback webhook that answers 200 and keeps every JSON body it gets.
+struct Webhook {
+    url: String,
+    bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+fn webhook() -> Result<Webhook, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!(
+        "http://{}/alert",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let bodies = Arc::new(Mutex::new(vec![]));
+    let keep = bodies.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            if let Some(body) = read_http_body(&mut conn) {
+                if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                    keep.lock().unwrap_or_else(|e| e.into_inner()).push(v);
+                }
+            }
+            let _ = conn
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    Ok(Webhook { url, bodies })
+}
+
+/// The body of one HTTP/1.1 request with a content-length.
+fn read_http_body(conn: &mut std::net::TcpStream) -> Option<Vec<u8>> {
+    let mut buf = vec![];
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = conn.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if buf.len() >= end + 4 + len {
+            return Some(buf[end + 4..end + 4 + len].to_vec());
+        }
+    }
+}
+
+struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn mount_tmpfs(dir: &Path) -> Result<Tmpfs, Skip> {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if uid != "0" {
+        return Err(Skip(format!(
+            "a real full disk needs a tmpfs mount, which needs root (id -u is {uid:?})"
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Skip(format!("{}: {e}", dir.display())))?;
+    let out = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={TMPFS_KIB}k"), "tmpfs"])
+        .arg(dir)
+        .output()
+        .map_err(|e| Skip(format!("cannot run mount(8): {e}")))?;
+    if !out.status.success() {
+        return Err(Skip(format!(
+            "mount -t tmpfs is not allowed here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(Tmpfs(dir.to_path_buf()))
+}
+
+fn avail_bytes(dir: &Path) -> Result<u64, String> {
+    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| e.to_string())?;
+    Ok(st.blocks_available() as u64 * st.fragment_size() as u64)
+}
+
+/// What one run left behind.
+struct Seen {
+    code: i32,
+    report: Value,
+    report_written: bool,
+    checkpoint: Result<Option<harness::state::RunState>, String>,
+    stdout: String,
+    stderr: String,
+    temps: Vec<String>,
+}
+
+fn look(state_dir: &Path, out: &Output) -> Seen {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let on_disk: Option<Value> = std::fs::read(state_dir.join(harness::report::FILE_NAME))
+        .ok()
+        .map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null));
+    let report_written = on_disk.is_some();
+    let report = on_disk.unwrap_or_else(|| {
+        stderr
+            .lines()
+            .find_map(|l| {
+                serde_json::from_str::<Value>(l)
+                    .ok()
+                    .filter(|v| v.is_object())
+            })
+            .unwrap_or(Value::Null)
+    });
+    let checkpoint = if state_dir.join(harness::checkpoint::FILE_NAME).exists() {
+        harness::checkpoint::load(state_dir, None).map_err(|r| r.to_string())
+    } else {
+        Ok(None)
+    };
+    let temps = std::fs::read_dir(state_dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.contains(harness::durable::TEMP_MARKER))
+                .collect()
+        })
+        .unwrap_or_default();
+    Seen {
+        code: out.status.code().unwrap_or(-1),
+        report,
+        report_written,
+        checkpoint,
+        stdout,
+        stderr,
+        temps,
+    }
+}
+
+/// The guarantees of one run on a full disk, as findings.
+fn check_ending(f: &mut Findings, label: &str, state_dir: &Path, s: &Seen, hook: Option<&[Value]>) {
+    const SC: &str = "disk-full";
+    let tail = |t: &str| {
+        t.chars()
+            .rev()
+            .take(600)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<String>()
+    };
+    let ctx = format!("exit {}; stderr: {}", s.code, tail(&s.stderr));
+    f.check(
+        SC,
+        &format!("{label}: the exit code is the report's ending"),
+        s.report.is_object() && s.report["exit_code"].as_i64() == Some(s.code as i64),
+        ctx.clone(),
+    );
+    let named = format!(
+        "report     {}",
+        state_dir.join(harness::report::FILE_NAME).display()
+    );
+    if s.report_written {
+        f.check(
+            SC,
+            &format!("{label}: stdout names report.json"),
+            s.stdout.contains(&named),
+            ctx.clone(),
+        );
+    } else {
+        f.check(
+            SC,
+            &format!("{label}: a missing report is said plainly, never named"),
+            !s.stdout.contains(&named)
+                && s.stdout.contains("report     NOT WRITTEN")
+                && s.stderr.contains("the report was NOT written"),
+            ctx.clone(),
+        );
+    }
+    f.check(
+        SC,
+        &format!("{label}: the last good checkpoint is kept (never refused)"),
+        s.checkpoint.is_ok(),
+        format!("{:?}", s.checkpoint.as_ref().err()),
+    );
+    f.check(
+        SC,
+        &format!("{label}: no temp file left"),
+        s.temps.is_empty(),
+        format!("{:?}", s.temps),
+    );
+    if s.report["alert"] != "none" {
+        if let Some(posts) = hook {
+            f.check(
+                SC,
+                &format!("{label}: the webhook got the alert although the disk is full"),
+                posts.iter().any(|p| p["ending"] == s.report["ending"]),
+                format!("alert_delivery: {}", s.report["alert_delivery"]),
+            );
+        }
+    }
+}
+
+/// Three tasks, a post and a drift check: checkpoints, journal lines, an
+/// outbox line and the report, all on the tmpfs.
+fn disk_full_calls() -> Vec<ScriptCall> {
+    vec![
+        said(
+            "plan/0",
+            &json!({"tasks": [
+                {"id": "t1", "description": "Write the rollout note", "verify": {"kind": "file_contains", "path": "notes/rollout.md", "text": "rollout"}},
+                {"id": "t2", "description": "Post the rollout note", "verify": {"kind": "outbox_has", "key": "rollout-1"}},
+                index_task("t3"),
+            ]})
+            .to_string(),
+        ),
+        tool("execute/t1/a0/0", "write_file", json!({"path": "notes/rollout.md", "content": "rollout plan\n"})),
+        said("execute/t1/a0/1", "done"),
+        tool("execute/t2/a0/0", "post_message", json!({"channel": "#eng", "text": "rollout today", "idempotency_key": "rollout-1"})),
+        said("execute/t2/a0/1", "done"),
+        said("judge/2", &json!({"reasoning": "on goal", "off_goal_task_ids": [], "drift_score": 0.05}).to_string()),
+        write_index("execute/t3/a0/0"),
+        said("execute/t3/a0/1", "done"),
+    ]
+}
+
+fn disk_full(harness: &Path, f: &mut Findings) -> Result<u64, Skip> {
+    let work = tempfile::tempdir().map_err(|e| Skip(format!("no temp dir: {e}")))?;
+    let mnt = work.path().join("tiny");
+    let _fs = mount_tmpfs(&mnt)?;
+    let hook = webhook().map_err(|e| Skip(format!("no loopback webhook: {e}")))?;
+    const SC: &str = "disk-full";
+    let (mut levels, mut mid_run, mut whole) = (0u64, 0u64, false);
+    for free_pages in 0..=FREE_PAGES_MAX {
+        levels += 1;
+        let label = format!("{free_pages} free page(s)");
+        let case_root = work.path().join(format!("case-{free_pages}"));
+        let c = match write_case(
+            &case_root,
+            "disk-full",
+            &format!(r#"command = ["grep", "-q", "CREATE INDEX", "{INDEX_PATH}"]"#),
+            600.0,
+            &format!(
+                "[drift]\nevery_tasks = 2\n\n[alerts]\nwebhook_url = {:?}",
+                hook.url
+            ),
+            disk_full_calls(),
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                f.check(SC, &label, false, format!("cannot write the case: {e}"));
+                break;
+            }
+        };
+        let state = mnt.join("state");
+        let filler = mnt.join("filler");
+        let _ = std::fs::remove_dir_all(&state);
+        let _ = std::fs::remove_file(&filler);
+        let fill = avail_bytes(&mnt)
+            .unwrap_or(0)
+            .saturating_sub(free_pages * PAGE_BYTES);
+        if let Err(e) = std::fs::write(&filler, vec![0u8; fill as usize]) {
+            f.check(SC, &label, false, format!("cannot fill the tmpfs: {e}"));
+            break;
+        }
+        let posts_before = hook.bodies.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let first = match harness_run(harness, &c, &state) {
+            Ok(o) => look(&state, &o),
+            Err(e) => {
+                f.check(SC, &label, false, e);
+                break;
+            }
+        };
+        let posts: Vec<Value> =
+            hook.bodies.lock().unwrap_or_else(|e| e.into_inner())[posts_before..].to_vec();
+        check_ending(f, &label, &state, &first, Some(&posts));
+        // Space is free again: the same command writes the report.
+        let _ = std::fs::remove_file(&filler);
+        let again = match harness_run(harness, &c, &state) {
+            Ok(o) => look(&state, &o),
+            Err(e) => {
+                f.check(SC, &label, false, e);
+                break;
+            }
+        };
+        let rl = format!("{label}, re-run after freeing space");
+        check_ending(f, &rl, &state, &again, None);
+        f.check(
+            SC,
+            &format!("{rl}: report.json written"),
+            again.report_written,
+            again.stderr.clone(),
+        );
+        let durable_ending = first
+            .checkpoint
+            .as_ref()
+            .ok()
+            .and_then(|c| c.as_ref())
+            .and_then(|c| c.finished.as_ref())
+            .map(|fin| json!(fin.ending));
+        if let Some(e) = durable_ending {
+            f.check(
+                SC,
+                &format!("{rl}: the durable ending is re-reported"),
+                again.report["ending"] == e,
+                format!(
+                    "first made {e} durable, the re-run reported {}",
+                    again.report["ending"]
+                ),
+            );
+        }
+        let spend = |v: &Value| v["spend_usd"].as_f64().unwrap_or(0.0);
+        f.check(
+            SC,
+            &format!("{rl}: spend never decreases"),
+            spend(&again.report) + 1e-9 >= spend(&first.report),
+            format!("{} then {}", spend(&first.report), spend(&again.report)),
+        );
+        let had_checkpoint = matches!(first.checkpoint, Ok(Some(_)));
+        if !first.report_written && had_checkpoint {
+            mid_run += 1;
+        }
+        if first.report_written && first.report["ending"] == "GOAL_MET" {
+            whole = true;
+            break;
+        }
+    }
+    f.check(
+        SC,
+        "the tmpfs filled mid-run (a checkpoint landed, the report did not) at some level",
+        mid_run >= 1,
+        format!("{mid_run} of {levels} levels"),
+    );
+    f.check(
+        SC,
+        "some level had room for the whole run",
+        whole,
+        format!("tried up to {FREE_PAGES_MAX} free pages"),
+    );
+    Ok(levels)
+}
+
+// --- slow-check ---
+
+fn slow_check(harness: &Path, f: &mut Findings) -> Vec<Value> {
+    const SC: &str = "slow-check";
+    let work = match tempfile::tempdir() {
+        Ok(w) => w,
+        Err(e) => {
+            f.check(SC, "temp dir", false, e.to_string());
+            return vec![];
+        }
+    };
+    let slow_check_toml = |script: &str| {
+        format!("[checks.slow]\ncommand = [\"sh\", \"-c\", {script:?}]\ntimeout_s = 30\n")
+    };
+    // (what, predicate, extra spec, calls, the in-flight task's expected
+    // parked reason prefix)
+    let scenarios: Vec<(&str, String, String, Vec<ScriptCall>, Option<&str>)> = vec![
+        (
+            "predicate",
+            format!("command = [\"sh\", \"-c\", {SLOW_SCRIPT:?}]"),
+            String::new(),
+            vec![],
+            None,
+        ),
+        (
+            "verify",
+            "command = [\"false\"]".into(),
+            // Fails fast at admission (nothing done yet), slow after the work.
+            slow_check_toml(&format!("test -f {INDEX_PATH} || exit 1; {SLOW_SCRIPT}")),
+            vec![
+                said("plan/0", &json!({"tasks": [{"id": "t1", "description": "Add the index, then prove it with the slow suite", "verify": {"kind": "check", "name": "slow"}}]}).to_string()),
+                write_index("execute/t1/a0/0"),
+                said("execute/t1/a0/1", "done"),
+            ],
+            Some("not judged"),
+        ),
+        (
+            "run_check tool",
+            format!(r#"command = ["grep", "-q", "CREATE INDEX", "{INDEX_PATH}"]"#),
+            slow_check_toml(SLOW_SCRIPT),
+            vec![
+                said("plan/0", &json!({"tasks": [index_task("t1")]}).to_string()),
+                tool("execute/t1/a0/0", "run_check", json!({"name": "slow"})),
+                write_index("execute/t1/a0/1"),
+                said("execute/t1/a0/2", "done"),
+            ],
+            Some("run ended (TIME_LIMIT)"),
+        ),
+    ];
+    let limit_ms = (SLOW_LIMIT_S * 1000.0) as u64;
+    let margin = harness::run_loop::TIME_LIMIT_MARGIN_MS;
+    let mut margins = vec![];
+    for (i, (what, pred, extra, calls, parked)) in scenarios.into_iter().enumerate() {
+        let root = work.path().join(format!("slow-{i}"));
+        let c = match write_case(&root, "slow", &pred, SLOW_LIMIT_S, &extra, calls) {
+            Ok(c) => c,
+            Err(e) => {
+                f.check(SC, what, false, e);
+                continue;
+            }
+        };
+        let state = root.join("state");
+        let t0 = Instant::now();
+        let out = match harness_run(harness, &c, &state) {
+            Ok(o) => o,
+            Err(e) => {
+                f.check(SC, what, false, e);
+                continue;
+            }
+        };
+        let process_ms = t0.elapsed().as_millis() as u64;
+        let s = look(&state, &out);
+        let elapsed = s.report["elapsed_ms"].as_u64().unwrap_or(u64::MAX);
+        let ctx = format!("exit {}; report {}", s.code, s.report);
+        f.check(
+            SC,
+            &format!("{what}: TIME_LIMIT, exit 2"),
+            s.code == 2 && s.report["ending"] == "TIME_LIMIT",
+            ctx.clone(),
+        );
+        f.check(
+            SC,
+            &format!("{what}: decided within {margin} ms of the limit"),
+            elapsed <= limit_ms + margin,
+            format!("at {elapsed} ms"),
+        );
+        f.check(
+            SC,
+            &format!("{what}: the process ended within {margin} ms of the limit"),
+            process_ms <= limit_ms + margin,
+            format!("{process_ms} ms"),
+        );
+        f.check(
+            SC,
+            &format!("{what}: the predicate is not met"),
+            s.report["predicate_met"] == false,
+            ctx.clone(),
+        );
+        if let Some(prefix) = parked {
+            let reason = s.report["parked"][0]["reason"].as_str().unwrap_or("");
+            f.check(
+                SC,
+                &format!("{what}: the task in flight is parked as {prefix:?}"),
+                reason.starts_with(prefix),
+                reason.to_string(),
+            );
+        }
+        f.check(
+            SC,
+            &format!("{what}: no half-done work after the limit"),
+            what != "run_check tool" || !c.workspace().join(INDEX_PATH).exists(),
+            "the write after the cut run_check must not happen",
+        );
+        margins.push(json!({
+            "what": what,
+            "elapsed_ms": elapsed,
+            "over_ms": elapsed.saturating_sub(limit_ms),
+            "process_ms": process_ms,
+        }));
+    }
+    margins
+}

@@ -1,0 +1,68 @@
+//! One bad value in one case.toml is that case's load error, named by file
+//! and field (and what was expected); the rest of the suite runs and the
+//! gate fails. Before: `latency_scale = -1.0` or `nan` stopped the whole
+//! suite at "cannot start the replay server" (exit 3), and a type error
+//! named the value (`field `-1``) instead of the field.
+
+use std::path::Path;
+
+mod common;
+use common::*;
+
+const GOOD: &str =
+    "ending = \"GOAL_MET\"\nverified = [\"t1\", \"t2\", \"t3\"]\npredicate_met = true";
+
+/// A demo copy whose case.toml gets `line` among its top-level keys.
+fn add_with(suite: &Path, id: &str, line: &str) {
+    add_case_from("suites/demo/p95-index", suite, "happy", id, GOOD);
+    let p = suite.join("happy").join(id).join("case.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let text = text.replacen("\n[expect]\n", &format!("\n{line}\n\n[expect]\n"), 1);
+    std::fs::write(&p, text).unwrap();
+}
+
+#[test]
+fn a_bad_value_is_that_cases_load_error_and_the_rest_run() {
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suites");
+    add_with(&suite, "demo-ok", "latency_scale = 0.0");
+    let bad = [
+        ("demo-neg-scale", "latency_scale = -1.0", "latency_scale"),
+        ("demo-nan-scale", "latency_scale = nan", "latency_scale"),
+        ("demo-huge-scale", "latency_scale = 1e300", "latency_scale"),
+        ("demo-neg-cap", "latency_cap_ms = -1", "latency_cap_ms"),
+        ("demo-str-git", "workspace_git = \"yes\"", "workspace_git"),
+    ];
+    for (id, line, _) in bad {
+        add_with(&suite, id, line);
+    }
+    // latency_cap_ms is already set by add_case_from: drop that line where a
+    // case sets its own.
+    let p = suite.join("happy/demo-neg-cap/case.toml");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replacen("latency_cap_ms = 60000\n", "", 1);
+    std::fs::write(&p, text).unwrap();
+
+    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
+    assert_eq!(code, 1, "the gate fails, nothing aborts: {log}");
+    let cases = s["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 1, "{log}");
+    assert_eq!(cases[0]["id"], "demo-ok");
+    assert_eq!(cases[0]["passed"], true, "{log}");
+    let errs = s["load_errors"].as_array().unwrap();
+    assert_eq!(errs.len(), bad.len(), "{log}");
+    for (id, _, field) in bad {
+        let e = errs
+            .iter()
+            .find(|e| {
+                e["file"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("{id}/case.toml"))
+            })
+            .unwrap_or_else(|| panic!("{id}: {log}"));
+        assert_eq!(e["field"], field, "{id}: {e}");
+        assert!(!e["expected"].as_str().unwrap().is_empty(), "{id}: {e}");
+    }
+}
