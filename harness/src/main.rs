@@ -235,7 +235,6 @@ fn status(state_dir: &Path) -> i32 {
         eprintln!("harness status: {} is not a state dir", state_dir.display());
         return EXIT_SPEC_REJECTED;
     }
-    let journal = harness::ledger::Ledger::peek_journal(&state_dir.join("ledger.jsonl"));
     match harness::checkpoint::load(state_dir, None) {
         Ok(None) => println!("no checkpoint yet in {}", state_dir.display()),
         Ok(Some(s)) => {
@@ -245,6 +244,11 @@ fn status(state_dir: &Path) -> i32 {
                 Some(f) => println!("ending     {} (exit {})", f.ending, f.ending.exit_code()),
                 None => println!("ending     none yet (running or interrupted)"),
             }
+            // By the resume rules: in-flight and torn reserves at their worst case.
+            let journal = harness::ledger::Ledger::peek_journal(
+                &state_dir.join("ledger.jsonl"),
+                s.hard_cap_usd,
+            );
             let (booked, in_flight) = journal.unwrap_or((s.ledger.spent_usd, 0.0));
             println!("spend      ${booked:.4} of ${:.2} cap ({:.0}%), ${in_flight:.4} reserved in flight", s.hard_cap_usd, 100.0 * booked / s.hard_cap_usd.max(1e-12));
             if let Some(t) = &s.in_progress {

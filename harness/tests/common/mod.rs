@@ -27,6 +27,8 @@ pub struct Case {
     pub max_tokens: u32,
     pub faults: Option<String>,
     pub http_attempts: u32,
+    /// The model's output price ($/MTok); input is $5.
+    pub output_usd_per_mtok: f64,
 }
 
 pub fn case(name: &str) -> Case {
@@ -47,6 +49,7 @@ pub fn case(name: &str) -> Case {
         max_tokens: 4096,
         faults: None,
         http_attempts: 4,
+        output_usd_per_mtok: 25.0,
     }
 }
 
@@ -218,7 +221,7 @@ http_attempts = {attempts}
 
 [prices."{MODEL}"]
 input_usd_per_mtok = 5.0
-output_usd_per_mtok = 25.0
+output_usd_per_mtok = {out_price}
 
 {checks}
 {extra}
@@ -229,6 +232,7 @@ output_usd_per_mtok = 25.0
             extra = self.extra_toml,
             maxtok = self.max_tokens,
             attempts = self.http_attempts,
+            out_price = self.output_usd_per_mtok,
         );
         std::fs::write(self.spec_path(), spec).unwrap();
         let sc = Scenario {
