@@ -504,6 +504,7 @@ impl Runner {
                 );
             }
             if let Err(e) = self.lap().await {
+                let said = e.to_string();
                 match e.classify() {
                     // Do not end here: the top of the loop reports it, after
                     // the goal predicate has had its say.
@@ -512,7 +513,7 @@ impl Runner {
                         self.events.emit(
                             self.state.step,
                             "budget_refused",
-                            json!({"spent_usd": self.ledger.spent_usd()}),
+                            json!({"spent_usd": self.ledger.spent_usd(), "detail": said}),
                         );
                         continue;
                     }
@@ -521,7 +522,7 @@ impl Runner {
                         self.events.emit(
                             self.state.step,
                             "clock_ran_out",
-                            json!({"elapsed_ms": self.elapsed_ms(), "spent_usd": self.ledger.spent_usd()}),
+                            json!({"elapsed_ms": self.elapsed_ms(), "spent_usd": self.ledger.spent_usd(), "detail": said}),
                         );
                         continue;
                     }
@@ -989,7 +990,7 @@ impl Runner {
                 self.events.emit(
                     self.state.step,
                     "model_call",
-                    json!({"role": req.role, "call_key": req.call_key, "usage": reply.usage, "cost_usd": booked.cost_usd, "reserved_usd": booked.reserved_usd, "latency_ms": reply.latency_ms, "attempts": reply.attempts, "billed_unknown_attempts": reply.billed_unknown_attempts, "stop": reply.stop_reason, "notice": req.trailing_notice.is_some()}),
+                    json!({"role": req.role, "call_key": req.call_key, "usage": reply.usage, "cost_usd": booked.cost_usd, "reserved_usd": booked.reserved_usd, "input_tokens_max": bound.input_tokens_max, "latency_ms": reply.latency_ms, "attempts": reply.attempts, "billed_unknown_attempts": reply.billed_unknown_attempts, "stop": reply.stop_reason, "notice": req.trailing_notice.is_some()}),
                 );
                 if booked.overbilled() {
                     return Err(LapError::BilledAboveReserve(BilledAboveReserve {

@@ -4,7 +4,8 @@ wrong ending), not just one check among many."""
 
 import json
 
-from lib import (Case, V, call, judge_call, plan_call, post, read, run_check, spend_trace, steps, task, u, write)
+from lib import (EXEC_BODY_FLOOR_BYTES, EXEC_BODY_SLACK_BYTES, Case, V, call, judge_call, plan_call, post, read, run_check, spend_trace,
+                 steps, task, u, worst_usd, write)
 
 
 def judge_schema_order():
@@ -107,35 +108,39 @@ def notice_counted_when_refused():
              ["BUDGET_EXHAUSTED", "regression", "budget-notice", "budget-refusal"],
              "Write the Q4 data-retention audit: list every table holding personal data and its retention rule in docs/audit/2026-q4-retention.md.")
     c.cap = 2.0
-    c.max_tokens = 16000
-    for t in ("customers", "orders", "support_tickets", "marketing_events", "payment_methods"):
+    c.max_tokens = 12000
+    c.loop = {"loop_cap": 10}
+    tabs = ["customers", "orders", "support_tickets", "marketing_events", "payment_methods", "refunds"]
+    for t in tabs:
         c.ws(f"db/schema/{t}.sql", f"CREATE TABLE {t} (\n  id bigserial PRIMARY KEY,\n  created_at timestamptz NOT NULL DEFAULT now()\n);\n")
     c.check_cmd("audit", ["test", "-f", "docs/audit/2026-q4-retention.md"])
     c.predicate = ("check", "audit")
     tasks = [task("t1", "Inventory personal-data tables from db/schema and write the audit", V.check("audit"))]
-    tabs = ["customers", "orders", "support_tickets", "marketing_events", "payment_methods"]
+    # The executor thinks at length before each read (extended thinking is billed as output, within max_tokens):
+    # that, not the small requests, is where the money goes.
+    thinking = [11800, 11500, 11900, 10800, 3000, 5000]
     calls = [plan_call(tasks, usage=u(2000, 300)),
-             call("execute/t1/a0/0", tools=[{"name": "list_files", "input": {"path": "db/schema"}}], usage=u(60000, 150, cw=2900))]
-    ctx = [100000, 113000, 16000, 24000]
-    for i, (tname, n) in enumerate(zip(tabs, ctx)):
-        calls.append(call(f"execute/t1/a0/{i + 1}", tools=[{"name": "read_file", "input": {"path": f"db/schema/{tname}.sql"}}], usage=u(n, 200, cr=2900)))
+             call("execute/t1/a0/0", tools=[{"name": "list_files", "input": {"path": "db/schema"}}], usage=u(1200, 11700, cw=1500))]
+    for i, (tname, out) in enumerate(zip(tabs, thinking)):
+        calls.append(call(f"execute/t1/a0/{i + 1}", tools=[{"name": "read_file", "input": {"path": f"db/schema/{tname}.sql"}}],
+                          usage=u(1300 + 150 * i, out, cr=1500)))
     c.run(calls)
     c.fill_usage()
     tr = spend_trace(c)
     spent = tr[-1][1] + tr[-1][2]
-    worst_out = 16000 * 25 / 1e6
     sent = sum(1 for k, b, _ in tr if k.startswith("execute/") and b / c.cap >= 0.7)
     for k, b, _ in tr:
-        assert b + worst_out + 0.02 <= c.cap, (k, b)
-    assert spent + worst_out > c.cap and spent < 0.9 * c.cap, spent
+        assert b + worst_usd(c.model_for(k), EXEC_BODY_FLOOR_BYTES + EXEC_BODY_SLACK_BYTES, 12000) <= c.cap, ("every call is allowed", k, b)
+    worst_floor = worst_usd("claude-opus-5", EXEC_BODY_FLOOR_BYTES, 12000, allowance=0)
+    assert spent + worst_floor > c.cap and spent < 0.9 * c.cap, spent
     assert sent == 2, sent
     c.expect = {"ending": "BUDGET_EXHAUSTED", "report": {"budget_notices": sent}, "min_budget_notices": sent, "notice_at_end": True}
     c.auto_spend = False
     c.comment = f"""Bug (found while writing edge-budget-stall-27-75-of-28): the executor counts a budget notice before the ledger
 reserves the call, so when reserve() refuses the call the notice is counted although it never reached the model.
-Here {sent} execute requests go out at >= 70% of $2.00 carrying the notice; the next one (worst case 16000 x $25/MTok
-= $0.40 on top of ${spent:.4f}) is refused. report.budget_notices must be {sent}, the number actually sent; the
-bug reports {sent + 1}. (edge-goal-met-on-last-dollar shows the same: 1 notice reported, 0 sent.)"""
+Here {sent} execute requests go out at >= 70% of $2.00 carrying the notice; the next one (worst case 12000 x $25/MTok
+= $0.30 plus its request's bytes as cache writes, at least ${worst_floor:.4f}, on top of ${spent:.4f}) is refused. report.budget_notices must be {sent}, the number actually sent; the
+bug reports {sent + 1}."""
     return c
 
 
