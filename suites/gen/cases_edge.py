@@ -650,7 +650,41 @@ echo "p95_ms=$p95 (target < 200)"
     return c
 
 
+def garbled_near_cap():
+    c = Case("edge-garbled-replies-near-cap", "edge", "Every reply garbled near the cap: each attempt booked at its worst case, the next one reserved again, refused before the cap",
+             ["BUDGET_EXHAUSTED", "garbled-reply", "budget-refusal", "faults-plan"],
+             "Rotate the payments webhook signing secret reference in config/webhooks.toml to the new vault path.")
+    c.cap = 0.3
+    c.http_attempts = 5
+    c.case_extra["faults"] = "truncate=1.0,seed=3"
+    c.ws("config/webhooks.toml", "[payments]\nsigning_secret = \"vault:secret/payments/webhook-2025\"\n")
+    c.check_cmd("rotated", ["grep", "-q", "webhook-2026", "config/webhooks.toml"])
+    c.predicate = ("check", "rotated")
+    tasks = [task("t1", "Point signing_secret at vault:secret/payments/webhook-2026", V.contains("config/webhooks.toml", "webhook-2026"))]
+    c.run([
+        plan_call(tasks),
+        call("execute/t1/a0/0", tools=[{"name": "write_file", "input": {"path": "config/webhooks.toml", "content": "[payments]\nsigning_secret = \"vault:secret/payments/webhook-2026\"\n"}}], unused=True),
+    ])
+    # plan/0's worst case: 4096 output tokens at $25/MTok plus its request (goal, schema, a two-file listing:
+    # 3 to 7 KB) as cache writes, about $0.13. No tools on a plan call: 8 tokens a message of allowance.
+    floor = worst_usd("claude-opus-5", 3000, 4096, allowance=0)
+    ceiling = worst_usd("claude-opus-5", 7000, 4096, allowance=3 * 8)
+    assert 2 * ceiling <= c.cap < 3 * floor, (floor, ceiling)
+    c.auto_spend = False
+    c.cost_cap_usd = c.cap
+    c.expect = {"ending": "BUDGET_EXHAUSTED", "predicate_met": False, "verified": [], "queue_left": [],
+                "spend_usd_min": round(2 * floor, 6), "spend_usd_max": c.cap,
+                "report": {"model_calls": 1, "class": "PARTIAL", "exit_code": 2}}
+    c.comment = f"""A proxy in front of the endpoint truncates every reply (the replay's fault plan cuts attempts 0-2 of every call in
+half, status 200). Each garbled attempt may have been billed for an unknown amount: the ledger books it at its
+worst case (${floor:.4f}..${ceiling:.4f}) and reserves again before the next attempt. Two attempts fit under the
+$0.30 cap; the third attempt's reserve would cross it, so the ledger refuses it and the run ends BUDGET_EXHAUSTED
+with spend at most the cap. (Before: one reservation, then every garbled attempt booked at its worst case after
+the call, three of them here: about $0.35 on this $0.30 cap; a $0.12 cap ended at $0.55 with 5 attempts.)"""
+    return c
+
+
 def cases():
-    return [goal_met_last_dollar(), budget_refused_queue_empties(), budget_stall(), notice_at_70(), drift_exactly_half(),
+    return [garbled_near_cap(), goal_met_last_dollar(), budget_refused_queue_empties(), budget_stall(), notice_at_70(), drift_exactly_half(),
             drift_exactly_030(), time_limit(), malformed_plan_then_valid(), plan_malformed_twice(), resume_partial_migration(),
             resume_post_once(), no_progress_repeated(), wind_down_90(), refusal(), empty_queue_trap()]

@@ -235,6 +235,41 @@ worst case the spec never allowed. Expected: every call's max_tokens is at most 
     return c
 
 
+def cache_write_billed_above_reserve():
+    c = Case("regression-cache-write-billed-above-reserve", "regression", "A reply that bills more than its request could (160,000 cache-write tokens for a ~3 KB request) is booked as billed and ends the run",
+             ["UNRECOVERABLE_ERROR", "regression", "ledger", "cache-usage"],
+             "Reduce p95 latency on /api/search to under 200ms.")
+    c.cap = 2.0
+    c.ws("db/README.md", "Migrations live in db/NNNN_name.sql and run in order.\n")
+    c.check_cmd("p95", ["sh", "-c", "grep -q 'CREATE INDEX' db/0042_search_index.sql"])
+    c.predicate = ("check", "p95")
+    tasks = [task("t1", "Add an index on search_events(created_at) as migration 0042", V.contains("db/0042_search_index.sql", "CREATE INDEX"))]
+    c.run([
+        plan_call(tasks, usage=u(2200, 400)),
+        # What a real API reports for a cache write of a long tool output: but this request carries no long output.
+        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "db/README.md"}}], usage=u(500, 90, cw=160000)),
+        call("execute/t1/a0/1", text="never requested: the run ended on the bill", unused=True),
+    ])
+    c.fill_usage()
+    tr = spend_trace(c)
+    spent = tr[-1][1] + tr[-1][2]
+    billed = tr[-1][2]
+    # Its reservation: a request of at most the floor + slack bytes, priced as cache writes, plus 8192 output tokens.
+    reserved_max = worst_usd("claude-opus-5", EXEC_BODY_FLOOR_BYTES + EXEC_BODY_SLACK_BYTES, 8192)
+    assert billed > reserved_max and spent < c.cap, (billed, reserved_max, spent)
+    c.expect = {"ending": "UNRECOVERABLE_ERROR", "report": {"error_kind": "billed_above_reserve", "class": "FAILURE", "exit_code": 4},
+                "detail_contains": "more than its reservation", "verified": [], "parked": ["t1"]}
+    c.comment = f"""Bug (issue 14): the ledger reserved `body bytes / 3` input tokens at the plain input price and nothing checked the
+cap after `record`, so a reply reporting a 160,000-token cache write for a ~3 KB request (${billed:.4f} billed) went
+through, and with a $1.00 cap the demo ended at $1.0295. The reservation is now an upper bound (the request's bytes
+plus the protocol's allowance, every token at the 1.25x cache-write rate, plus max_tokens of output: at most
+${reserved_max:.4f} here), so an honest endpoint cannot bill past it. A reply that does is booked as billed (never
+clipped: spend ${spent:.4f}), and the run ends UNRECOVERABLE_ERROR (billed_above_reserve) with reserved vs billed and
+spend vs cap in `detail`: the cap can no longer be promised, a human must look."""
+    return c
+
+
 def cases():
     return [judge_schema_order(), post_task_commit(), check_script_relative(), notice_counted_when_refused(),
-            resume_settled_task_step(), relative_script_arg_hijack(), plan_ignores_max_tokens()]
+            resume_settled_task_step(), relative_script_arg_hijack(), plan_ignores_max_tokens(),
+            cache_write_billed_above_reserve()]
