@@ -1038,6 +1038,108 @@ mod tests {
         assert_eq!(server.received_requests().await.unwrap().len(), 1);
     }
 
+    /// A raw server: reads each request, then answers with `reply` (bytes,
+    /// possibly an incomplete response) and closes the connection.
+    async fn raw_server(reply: &'static [u8]) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = l.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let mut got = Vec::new();
+                    // Read the whole request (headers + Content-Length body).
+                    loop {
+                        let Ok(n) = s.read(&mut buf).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                        let text = String::from_utf8_lossy(&got);
+                        if let Some(h) = text.find("\r\n\r\n") {
+                            let len = text[..h]
+                                .lines()
+                                .find_map(|l| {
+                                    l.to_ascii_lowercase()
+                                        .strip_prefix("content-length:")
+                                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                                })
+                                .unwrap_or(0);
+                            if got.len() >= h + 4 + len {
+                                break;
+                            }
+                        }
+                    }
+                    let _ = s.write_all(reply).await;
+                    let _ = s.shutdown().await;
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn a_transport_failure_after_sending_may_have_been_billed() {
+        let policy = RetryPolicy {
+            max_attempts: 2,
+            ..fast_policy()
+        };
+        for (what, reply) in [
+            // The server had the request and hung up without a word.
+            ("reset after sending", &b""[..]),
+            // The reply's status arrived (200), then the connection broke.
+            (
+                "body broken after 200",
+                &b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{\"id\":\"msg_1\",\"content\":["[..],
+            ),
+        ] {
+            let base_url = raw_server(reply).await;
+            let client = ModelClient::new(EndpointConfig {
+                base_url,
+                protocol: Protocol::Anthropic,
+                api_key_env: None,
+                request_timeout_ms: 5_000,
+                retry: policy.clone(),
+            })
+            .unwrap();
+            let mut probe = Probe::default();
+            let err = client.call_gated(&req(), &mut probe).await.unwrap_err();
+            assert!(
+                matches!(err, CallError::Model(ModelError::RetriesExhausted { billed_unknown_attempts: 2, .. })),
+                "{what}: {err:?}"
+            );
+            assert_eq!(
+                probe.failed,
+                vec![(0, Billing::Unknown), (1, Billing::Unknown)],
+                "{what}"
+            );
+        }
+        // A status that bills nothing stays not billed even if its body breaks.
+        let base_url =
+            raw_server(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 100\r\n\r\nbusy")
+                .await;
+        let client = ModelClient::new(EndpointConfig {
+            base_url,
+            protocol: Protocol::Anthropic,
+            api_key_env: None,
+            request_timeout_ms: 5_000,
+            retry: policy,
+        })
+        .unwrap();
+        let mut probe = Probe::default();
+        let _ = client.call_gated(&req(), &mut probe).await.unwrap_err();
+        assert_eq!(
+            probe.failed,
+            vec![(0, Billing::NotBilled), (1, Billing::NotBilled)]
+        );
+    }
+
     #[tokio::test]
     async fn no_attempt_and_no_backoff_outlives_the_deadline() {
         // A server that takes 3 s, a request timeout of 60 s, a deadline of

@@ -321,6 +321,34 @@ impl RunResult {
     }
 }
 
+/// Start the harness paused at `phase:n`, wait until it says so, SIGKILL it.
+pub fn run_until_killed(c: &Case, phase: &str) {
+    c.materialize();
+    let mut cmd = c.command();
+    cmd.env("HARNESS_CHAOS_PAUSE_AT", phase)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.starts_with("HARNESS_CHAOS_PAUSED") {
+            break;
+        }
+    }
+    assert!(
+        seen.contains("HARNESS_CHAOS_PAUSED"),
+        "harness never reached {phase}; stderr:\n{seen}"
+    );
+    child.kill().unwrap(); // SIGKILL
+    let st = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(st.signal(), Some(9), "child must die of SIGKILL");
+}
+
 pub fn read_outbox(state_dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(state_dir.join("outbox.jsonl"))
         .unwrap_or_default()
