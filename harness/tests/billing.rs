@@ -60,7 +60,7 @@ fn usage_counts_never_wrap() {
             let mut t = tool(
                 &format!("execute/t1/a0/{i}"),
                 "list_files",
-                json!({"path": "."}),
+                json!({"path": format!("dir{i}")}), // never an identical repeated call
             );
             t.usage = Some(Usage {
                 input_tokens: 100,
@@ -73,7 +73,7 @@ fn usage_counts_never_wrap() {
         .collect::<Vec<_>>();
     let c = case("u64-max")
         .call(plan("plan/0", json!([index_task("t1")])))
-        .calls(calls);
+        .calls(calls.clone());
     let r = c.run();
     assert_eq!(
         r.report["error_kind"],
@@ -88,4 +88,20 @@ fn usage_counts_never_wrap() {
         r.explain()
     );
     assert!(r.report["spend_usd"].as_f64().unwrap() > 1e14);
+
+    // Output free (a local model): all eight are booked, and the total
+    // saturates (a wrapping sum would be u64::MAX - 7 + the plan's 300).
+    let mut free = case("u64-max-free")
+        .call(plan("plan/0", json!([index_task("t1")])))
+        .calls(calls)
+        .toml("[loop]\nloop_cap = 8\nretries_per_task = 0\n");
+    free.output_usd_per_mtok = 0.0;
+    let r = free.run();
+    assert_eq!(r.report["model_calls"], 9, "{}", r.explain());
+    assert_eq!(
+        r.report["usage"]["output_tokens"].as_u64(),
+        Some(u64::MAX),
+        "{}",
+        r.explain()
+    );
 }
