@@ -397,6 +397,9 @@ pub struct Gathered {
     pub events: Option<EventFacts>,
     /// (booked, reserved and not yet booked) from the ledger journal.
     pub journal: Option<(f64, f64)>,
+    /// How far the journal's records billed above their own reservations
+    /// (summed over records; 0 for an honest endpoint).
+    pub journal_overbilled_usd: f64,
     pub outside_before: Option<OutsideSnapshot>,
     pub outside_after: Option<OutsideSnapshot>,
     /// What both snapshots leave out (fixed before the run, from the spec as
@@ -444,7 +447,15 @@ impl Gathered {
             &std::fs::read_to_string(state_dir.join(harness::events::FILE_NAME))
                 .unwrap_or_default(),
         ));
-        self.journal = harness::ledger::Ledger::peek_journal(&state_dir.join("ledger.jsonl"));
+        // Read by the harness's own journal rules (a torn reserve at its
+        // worst case), which need the cap the run was given.
+        let journal_path = state_dir.join("ledger.jsonl");
+        self.journal = self.spec.as_ref().and_then(|s| {
+            harness::ledger::Ledger::peek_journal(&journal_path, s.hard_cap_usd)
+        });
+        self.journal_overbilled_usd = std::fs::read(&journal_path)
+            .map(|b| overbilled_usd(&b))
+            .unwrap_or(0.0);
         let spec_path = case_copy.join("run.toml");
         self.predicate = Some(
             tokio::task::spawn_blocking(move || rerun_predicate(&spec_path))
@@ -632,9 +643,37 @@ pub fn check_report_consistent(report: &Value, g: &Gathered) -> (bool, String) {
 /// Relative tolerance for comparing two sums of the same costs.
 const SPEND_REL_TOLERANCE: f64 = 1e-9;
 
+/// How much the records of a ledger journal billed above their own
+/// reservations (the reserve lines with the same `seq`; the last reserve of a
+/// seq, since a call re-reserves per attempt). Read with the harness's one
+/// journal parser.
+pub fn overbilled_usd(journal: &[u8]) -> f64 {
+    use harness::ledger::journal::{parse, JournalEntry};
+    let mut reserved: std::collections::HashMap<u64, f64> = Default::default();
+    let mut over = 0.0;
+    for line in parse(journal).lines {
+        match line.entry {
+            JournalEntry::Reserve { seq, worst_usd, .. } => {
+                reserved.insert(seq, worst_usd);
+            }
+            JournalEntry::Record { seq, cost_usd, .. } => {
+                if let Some(w) = reserved.get(&seq) {
+                    over += (cost_usd - w).max(0.0);
+                }
+            }
+            JournalEntry::Release { .. } => {}
+        }
+    }
+    over
+}
+
 /// `audit.spend`: the report's spend is what the ledger journal books (the
 /// journal is what survives a crash; a report that says less forgot money),
-/// and neither passes the spec's hard cap.
+/// and neither passes the spec's hard cap. The one excess allowed is what a
+/// reply billed above its own reservation (an endpoint reporting usage its
+/// request could not produce), and only on a run that ended on it
+/// (UNRECOVERABLE_ERROR, `billed_above_reserve`): had every reply billed
+/// within its reservation the spend would still be within the cap.
 pub fn check_spend(report: &Value, g: &Gathered) -> (bool, String) {
     let mut bad = vec![];
     let spend = report["spend_usd"].as_f64();
@@ -642,6 +681,9 @@ pub fn check_spend(report: &Value, g: &Gathered) -> (bool, String) {
     let Some(cap) = cap else {
         return (false, "the spec's hard cap was not read".into());
     };
+    let ended_on_overbill = report["error_kind"].as_str() == Some("billed_above_reserve");
+    let over = g.journal_overbilled_usd;
+    let cap = if ended_on_overbill { cap + over } else { cap };
     match spend {
         Some(s) if s.is_finite() && s >= 0.0 => {
             if s > cap * (1.0 + SPEND_REL_TOLERANCE) {
@@ -1201,6 +1243,30 @@ output_usd_per_mtok = 0.4
     }
 
     #[test]
+    fn overbilled_is_what_records_billed_above_their_reserves() {
+        use harness::ledger::journal::{frame, JournalEntry};
+        let reserve = |seq, worst_usd| JournalEntry::Reserve {
+            seq,
+            worst_usd,
+            attempt: 0,
+            role: None,
+            call_key: "plan/0".into(),
+            model: "m".into(),
+        };
+        let record = |seq, cost_usd| JournalEntry::Record {
+            seq,
+            cost_usd,
+            usage: Default::default(),
+            basis: "usage".into(),
+        };
+        let text: String = [reserve(1, 0.3), record(1, 0.1), reserve(2, 0.3), record(2, 1.0)]
+            .iter()
+            .map(|e| frame(e).unwrap())
+            .collect();
+        assert!((overbilled_usd(text.as_bytes()) - 0.7).abs() < 1e-12);
+    }
+
+    #[test]
     fn spend_must_match_the_journal_and_stay_under_the_cap() {
         let e = Ending::NoProgress;
         let mut r = report(e, false);
@@ -1220,6 +1286,17 @@ output_usd_per_mtok = 0.4
         g.journal = Some((28.5, 0.0));
         let (ok, d) = check_spend(&r, &g);
         assert!(!ok && d.contains("over the $28 cap"), "{d}");
+        // The excess of a reply billed above its reservation is allowed only
+        // on a run that ended on it, and only that excess.
+        g.journal_overbilled_usd = 0.6;
+        assert!(!check_spend(&r, &g).0);
+        r["error_kind"] = "billed_above_reserve".into();
+        let (ok, d) = check_spend(&r, &g);
+        assert!(ok, "{d}");
+        g.journal_overbilled_usd = 0.4;
+        assert!(!check_spend(&r, &g).0);
+        g.journal_overbilled_usd = 0.0;
+        r["error_kind"] = Value::Null;
         // Spend with no journal at all.
         r["spend_usd"] = 0.5.into();
         g.journal = None;

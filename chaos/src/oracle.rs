@@ -3,6 +3,7 @@
 //! test). Only the checkpoint frame is decoded with the harness's own
 //! `checkpoint::decode`, since "is this a whole, valid frame" is defined by it.
 
+use harness::ledger::JournalEntry;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,44 +63,31 @@ impl Journal {
     pub fn read(path: &Path) -> Journal {
         let mut j = Journal::default();
         let Ok(b) = std::fs::read(path) else { return j };
-        let complete = match b.iter().rposition(|&c| c == b'\n') {
-            Some(i) => &b[..=i],
-            None => &b[..0],
-        };
-        for (n, line) in complete.split(|&c| c == b'\n').enumerate() {
-            if line.iter().all(|c| c.is_ascii_whitespace()) {
-                continue;
-            }
-            let Ok(v) = serde_json::from_slice::<Value>(line) else {
-                j.bad_line.get_or_insert(n + 1);
-                continue;
-            };
-            let seq = v["seq"].as_u64().unwrap_or(u64::MAX);
-            match v["op"].as_str() {
-                Some("reserve") => {
-                    j.reserves.insert(
-                        seq,
-                        (
-                            v["call_key"].as_str().unwrap_or("").into(),
-                            v["worst_usd"].as_f64().unwrap_or(0.0),
-                        ),
-                    );
+        // The harness's one journal parser (the frame is the harness's);
+        // what the lines mean for money is judged here, independently.
+        let text = harness::ledger::journal::parse(&b);
+        for line in text.lines {
+            match line.entry {
+                JournalEntry::Reserve {
+                    seq,
+                    call_key,
+                    worst_usd,
+                    ..
+                } => {
+                    j.reserves.insert(seq, (call_key, worst_usd));
                 }
-                Some("record") => {
-                    j.records.insert(
-                        seq,
-                        (
-                            v["cost_usd"].as_f64().unwrap_or(0.0),
-                            v["basis"].as_str().unwrap_or("").into(),
-                        ),
-                    );
+                JournalEntry::Record {
+                    seq,
+                    cost_usd,
+                    basis,
+                    ..
+                } => {
+                    j.records.insert(seq, (cost_usd, basis));
                 }
-                Some("release") => j.released.push(seq),
-                _ => {
-                    j.bad_line.get_or_insert(n + 1);
-                }
+                JournalEntry::Release { seq } => j.released.push(seq),
             }
         }
+        j.bad_line = text.corrupt.first().map(|c| c.number);
         j
     }
     pub fn booked(&self) -> f64 {
@@ -239,7 +227,31 @@ mod tests {
         let c = outbox_counts(&o);
         assert_eq!((c["a"], c["b"], c.get("c")), (2, 1, None));
         let j = d.path().join("j");
-        std::fs::write(&j, "{\"op\":\"reserve\",\"seq\":0,\"call_key\":\"plan/0\",\"worst_usd\":0.5}\n{\"op\":\"record\",\"seq\":0,\"cost_usd\":0.1,\"basis\":\"usage\"}\n{\"op\":\"reserve\",\"seq\":1,\"call_key\":\"x\",\"worst_usd\":0.25}\n{\"op\":\"rec").unwrap();
+        let reserve = |seq: u64, call_key: &str, worst_usd: f64| JournalEntry::Reserve {
+            seq,
+            worst_usd,
+            attempt: 0,
+            role: Some(harness::model::types::CallRole::Plan),
+            call_key: call_key.into(),
+            model: "m".into(),
+        };
+        let frame = |e: &JournalEntry| harness::ledger::journal::frame(e).unwrap();
+        let record = JournalEntry::Record {
+            seq: 0,
+            cost_usd: 0.1,
+            usage: harness::model::types::Usage::default(),
+            basis: "usage".into(),
+        };
+        std::fs::write(
+            &j,
+            format!(
+                "{}{}{}{{\"op\":\"rec",
+                frame(&reserve(0, "plan/0", 0.5)),
+                frame(&record),
+                frame(&reserve(1, "x", 0.25))
+            ),
+        )
+        .unwrap();
         let jr = Journal::read(&j);
         assert_eq!(jr.booked(), 0.1);
         assert_eq!(jr.open().len(), 1);

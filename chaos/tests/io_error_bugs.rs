@@ -29,7 +29,7 @@ fn a_billed_call_is_booked_even_when_its_record_cannot_be_journaled() {
         cache_creation_input_tokens: 0,
     };
     let billed = harness::ledger::cost_usd(&price, &usage);
-    let err = ledger.record(r, usage, 0);
+    let err = ledger.record(r, usage);
     assert!(
         err.is_err(),
         "the fault plan makes the record's append fail"

@@ -346,7 +346,6 @@ fn status_text(state_dir: &Path, out: &mut String) -> i32 {
     macro_rules! line {
         ($($t:tt)*) => {{ let _ = writeln!(out, $($t)*); }};
     }
-    let journal = harness::ledger::Ledger::peek_journal(&state_dir.join("ledger.jsonl"));
     match harness::checkpoint::load(state_dir, None) {
         Ok(None) => line!("no checkpoint yet in {}", state_dir.display()),
         Ok(Some(s)) => {
@@ -356,6 +355,11 @@ fn status_text(state_dir: &Path, out: &mut String) -> i32 {
                 Some(f) => line!("ending     {} (exit {})", f.ending, f.ending.exit_code()),
                 None => line!("ending     none yet (running or interrupted)"),
             }
+            // By the resume rules: in-flight and torn reserves at their worst case.
+            let journal = harness::ledger::Ledger::peek_journal(
+                &state_dir.join("ledger.jsonl"),
+                s.hard_cap_usd,
+            );
             let (booked, in_flight) = journal.unwrap_or((s.ledger.spent_usd, 0.0));
             let (booked, in_flight) = (usd(booked), usd(in_flight));
             line!("spend      ${booked:.4} of ${:.2} cap ({:.0}%), ${in_flight:.4} reserved in flight", s.hard_cap_usd, 100.0 * booked / s.hard_cap_usd.max(1e-12));

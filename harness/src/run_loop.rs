@@ -19,8 +19,12 @@ use crate::ending::Ending;
 use crate::events::EventLog;
 use crate::gitwork::GitWork;
 use crate::goal::{Goal, GoalTampered};
-use crate::ledger::{BudgetExceeded, Ledger, LedgerError, PriceTable, ReserveError};
+use crate::ledger::{
+    AttemptReserve, BilledAboveReserve, BudgetExceeded, CallBound, Ledger, LedgerError,
+    PriceTable, ReserveError,
+};
 use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy, Sampling};
+use crate::model::gate::CallError;
 use crate::model::types::{ModelError, ModelReply, ModelRequest, StopReason, Turn};
 use crate::outbox::Outbox;
 use crate::report::Report;
@@ -71,6 +75,8 @@ pub enum LapError {
     #[error("{0}")]
     Ledger(#[from] LedgerError),
     #[error("{0}")]
+    BilledAboveReserve(#[from] BilledAboveReserve),
+    #[error("{0}")]
     Internal(String),
     /// The run's wall clock ran out inside the lap (a check or tool was cut
     /// by it, or it ran out between steps). Not an error of anything: the
@@ -92,6 +98,8 @@ impl From<ReserveError> for LapError {
 pub enum Classified {
     /// The ledger refused the next call: not broken, a PARTIAL.
     Blocked,
+    /// The run's wall clock ran out during a model call: a PARTIAL too.
+    TimeUp,
     Unrecoverable {
         kind: String,
         detail: String,
@@ -106,6 +114,7 @@ impl LapError {
     pub fn classify(self) -> Classified {
         match self {
             LapError::Budget(_) => Classified::Blocked,
+            LapError::Model(ModelError::Deadline { .. }) => Classified::TimeUp,
             LapError::Model(ModelError::RecordingMiss { detail }) => Classified::Unrecoverable {
                 kind: "recording_miss".into(),
                 detail: format!("recording miss (the replay had no recording for this call; not an agent failure): {detail}"),
@@ -116,6 +125,7 @@ impl LapError {
             LapError::Goal(e) => Classified::Unrecoverable { kind: "goal_tampered".into(), detail: e.to_string() },
             LapError::Checkpoint(e) => Classified::Unrecoverable { kind: "checkpoint_write".into(), detail: e.to_string() },
             LapError::Ledger(e) => Classified::Unrecoverable { kind: "ledger_journal".into(), detail: e.to_string() },
+            LapError::BilledAboveReserve(e) => Classified::Unrecoverable { kind: "billed_above_reserve".into(), detail: e.to_string() },
             LapError::Internal(d) => Classified::Unrecoverable { kind: "internal".into(), detail: d },
             e @ LapError::WallClock { .. } => Classified::WallClock { detail: e.to_string() },
         }
@@ -187,6 +197,9 @@ pub struct Runner {
     plan_note: Option<String>,
     tamper_goal_before_lap: Option<u64>,
     fresh_predicate: Option<CheckResult>,
+    /// A model call was cut by the run's wall clock: TIME_LIMIT at the top
+    /// of the next lap, even if the clock reads a hair under the limit.
+    clock_ran_out: bool,
 }
 
 /// Run (or resume) the spec's goal in `state_dir` to exactly one ending.
@@ -229,7 +242,8 @@ async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> O
     let alerts = spec.alerts.clone();
 
     if let Some(e) = dir_err {
-        let s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
+        let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
+        s.hard_cap_usd = hard_cap;
         return fail_early(
             s,
             "state_dir",
@@ -304,7 +318,8 @@ async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> O
         };
     }
 
-    let mut ledger = Ledger::new(spec.hard_cap_usd, spec.prices.clone());
+    let mut ledger =
+        Ledger::new(spec.hard_cap_usd, spec.prices.clone()).for_protocol(spec.model.protocol);
     if let Err(e) = ledger.open_journal(&state_dir.join("ledger.jsonl")) {
         return fail_early(
             state,
@@ -412,6 +427,7 @@ async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> O
         plan_note: None,
         tamper_goal_before_lap: opts.tamper_goal_before_lap,
         fresh_predicate: None,
+        clock_ran_out: false,
     };
     r.events.emit(
         r.state.step,
@@ -427,7 +443,7 @@ async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> O
 /// dir, ledger journal, workspace or endpoint): report it and alert a human,
 /// exactly like any other UNRECOVERABLE_ERROR.
 async fn fail_early(
-    state: RunState,
+    mut state: RunState,
     kind: &str,
     detail: String,
     goal: &Goal,
@@ -435,6 +451,17 @@ async fn fail_early(
     state_dir: &Path,
     events: &mut EventLog,
 ) -> Outcome {
+    // The money is the journal's, read by the resume rules (in-flight and
+    // torn reserves at their worst case), whatever refused the run: a
+    // refused resume must not report $0 while the journal holds what was
+    // spent, nor less than the checkpoint knew. The journal is only read.
+    if let Some(f) = Ledger::journal_figure(&state_dir.join("ledger.jsonl"), state.hard_cap_usd) {
+        if f.snapshot.spent_usd > state.ledger.spent_usd {
+            let blocked = state.ledger.blocked;
+            state.ledger = f.snapshot;
+            state.ledger.blocked = blocked;
+        }
+    }
     events.emit(
         state.step,
         "ending",
@@ -651,7 +678,7 @@ impl Runner {
         {
             return Some(Ending::BudgetExhausted); // `blocked`: reserve() already refused
         }
-        if self.clock_out() {
+        if self.clock_ran_out || self.clock_out() {
             return Some(Ending::TimeLimit);
         }
         if self.state.drift_score > self.spec.drift_halt_above {
@@ -704,6 +731,7 @@ impl Runner {
                 );
             }
             if let Err(e) = self.lap().await {
+                let said = e.to_string();
                 match e.classify() {
                     // Do not end here: the top of the loop reports it, after
                     // the goal predicate has had its say.
@@ -712,7 +740,16 @@ impl Runner {
                         self.events.emit(
                             self.state.step,
                             "budget_refused",
-                            json!({"spent_usd": self.ledger.spent_usd()}),
+                            json!({"spent_usd": self.ledger.spent_usd(), "detail": said}),
+                        );
+                        continue;
+                    }
+                    Classified::TimeUp => {
+                        self.clock_ran_out = true;
+                        self.events.emit(
+                            self.state.step,
+                            "clock_ran_out",
+                            json!({"elapsed_ms": self.elapsed_ms(), "spent_usd": self.ledger.spent_usd(), "detail": said}),
                         );
                         continue;
                     }
@@ -743,6 +780,7 @@ impl Runner {
     fn classify_fatal(&mut self, e: LapError) -> (Ending, Option<String>, Option<String>) {
         match e.classify() {
             Classified::Blocked => (Ending::BudgetExhausted, None, None),
+            Classified::TimeUp => (Ending::TimeLimit, None, None),
             Classified::Unrecoverable { kind, detail } => {
                 (Ending::UnrecoverableError, Some(detail), Some(kind))
             }
@@ -1172,7 +1210,10 @@ impl Runner {
         Ok(())
     }
 
-    /// Reserve the worst case, call, book all four usage fields.
+    /// Reserve the worst case, call, book all four usage fields. Every
+    /// attempt that may bill is paid from a reservation of its own (the gate
+    /// reserves again after an attempt booked at its worst case), and the
+    /// whole call is bounded by what is left of the run's wall clock.
     async fn call_model(
         &mut self,
         mut req: ModelRequest,
@@ -1183,58 +1224,83 @@ impl Runner {
         // judge's fixed allowances included: a small local model's context
         // cannot hold a 4,096-token plan (found recording the live suite).
         req.max_tokens = req.max_tokens.min(self.spec.model.max_tokens);
-        let body_len = crate::model::request_body(self.spec.model.protocol, &req)
-            .to_string()
-            .len() as u64;
-        // ~3 bytes per token over-estimates the prompt: the reservation is a
-        // worst case, so err high.
-        let est_in = body_len / 3 + 1;
+        // The bytes that go on the wire bound the tokens the model reads.
+        let body_len = self.client.wire_body(&req).to_string().len() as u64;
+        let bound = CallBound::for_request(self.spec.model.protocol, body_len, &req);
         let res = self.ledger.reserve(
             req.role,
             &req.call_key,
             &req.model,
-            est_in,
-            req.max_tokens as u64,
+            bound.input_tokens_max,
+            bound.output_tokens_max,
         )?;
         if req.trailing_notice.is_some() {
             // Counted only for requests actually sent, not ones the ledger refused.
             self.state.budget_notices += 1;
         }
         point(phase); // a kill here leaves a journaled reserve: booked at worst case on resume
-        let result = self.client.call(&req).await;
+        let deadline = self.clock_deadline();
+        let mut gate = AttemptReserve::new(&mut self.ledger, req.role, res, bound, deadline);
+        let result = self.client.call_gated(&req, &mut gate).await;
+        let open = gate.into_open();
         match result {
             Ok(reply) => {
-                let cost =
-                    self.ledger
-                        .record(res, reply.usage, reply.unparseable_billed_attempts)?;
+                let Some(res) = open else {
+                    return Err(LapError::Internal(format!(
+                        "{}: a reply arrived with no reservation open to book it",
+                        req.call_key
+                    )));
+                };
+                let booked = self.ledger.record(res, reply.usage)?;
                 point(Phase::BetweenLedgerRecordAndCheckpoint);
                 self.state.ledger = self.ledger.snapshot().clone();
                 self.events.emit(
                     self.state.step,
                     "model_call",
-                    json!({"role": req.role, "call_key": req.call_key, "usage": reply.usage, "cost_usd": cost, "latency_ms": reply.latency_ms, "attempts": reply.attempts, "stop": reply.stop_reason, "notice": req.trailing_notice.is_some()}),
+                    json!({"role": req.role, "call_key": req.call_key, "usage": reply.usage, "cost_usd": booked.cost_usd, "reserved_usd": booked.reserved_usd, "input_tokens_max": bound.input_tokens_max, "latency_ms": reply.latency_ms, "attempts": reply.attempts, "billed_unknown_attempts": reply.billed_unknown_attempts, "stop": reply.stop_reason, "notice": req.trailing_notice.is_some()}),
                 );
+                if booked.overbilled() {
+                    return Err(LapError::BilledAboveReserve(BilledAboveReserve {
+                        call_key: req.call_key.clone(),
+                        reserved_usd: booked.reserved_usd,
+                        billed_usd: booked.cost_usd,
+                        input_tokens_max: bound.input_tokens_max,
+                        output_tokens_max: bound.output_tokens_max,
+                        spent_usd: self.ledger.spent_usd(),
+                        hard_cap_usd: self.ledger.hard_cap_usd(),
+                    }));
+                }
                 Ok(reply)
             }
             Err(e) => {
-                match &e {
-                    ModelError::RetriesExhausted {
-                        unparseable_billed_attempts: n,
-                        ..
-                    } if *n > 0 => {
-                        self.ledger.book_worst(res, *n)?;
-                    }
-                    _ => self.ledger.release(res)?,
+                // Still open: the last attempt billed nothing (or none was
+                // made). Attempts that may have billed are already booked.
+                if let Some(res) = open {
+                    self.ledger.release(res)?;
                 }
                 self.state.ledger = self.ledger.snapshot().clone();
+                let e = match e {
+                    CallError::Model(m) => LapError::Model(m),
+                    CallError::Stopped(r) => LapError::from(r),
+                };
                 self.events.emit(
                     self.state.step,
                     "model_error",
                     json!({"role": req.role, "call_key": req.call_key, "error": e.to_string()}),
                 );
-                Err(LapError::Model(e))
+                Err(e)
             }
         }
+    }
+
+    /// When the run's wall clock runs out, as an `Instant` for the client
+    /// (`None` only for a limit too far away to represent).
+    fn clock_deadline(&self) -> Option<std::time::Instant> {
+        let limit_ms = self.spec.wall_clock_limit_s * 1000.0;
+        let left_ms = (limit_ms - self.elapsed_ms() as f64).max(0.0);
+        std::time::Instant::now().checked_add(std::time::Duration::from_millis(
+            left_ms.min(u64::MAX as f64) as u64,
+        ))
     }
 
     fn complete(&mut self, task: Task, claim: Option<String>, how: &str) {

@@ -74,22 +74,36 @@ fn queue_empty_goal_unmet_exit_3_and_claimed_success_is_not_success() {
     assert!(!r.stdout.contains("GOAL_MET"));
 }
 
-#[test]
-fn budget_exhausted_stalls_at_27_75_of_28_exit_2() {
-    let mut c = case("budget-stall").calls(vec![
+/// The seed's stall, with usage an honest endpoint can report: the one
+/// expensive call is output-heavy (40,000 output tokens at $693.50/MTok =
+/// $27.74), so what it bills is within what its request could bill (the
+/// ledger reserves every input token at the 1.25x cache-write rate plus
+/// max_tokens of output). Plan: 2,000 input tokens at $5/MTok = $0.01.
+const STALL_OUTPUT_USD_PER_MTOK: f64 = 693.5;
+
+fn stall_case(name: &str, second: harness::scenario::ScriptCall, third: &str) -> Case {
+    let mut c = case(name).calls(vec![
         ScriptUsage::plan_small(),
-        // One enormous call books $27.74: spend reaches $27.75.
         {
-            let mut t = tool("execute/t1/a0/0", "list_files", json!({"path": "."}));
-            t.usage = Some(usage(5_548_000, 0));
+            let mut t = second;
+            t.usage = Some(usage(0, 40_000));
             t
         },
-        text(
-            "execute/t1/a0/1",
-            "never reached: the ledger refuses this call",
-        ),
+        text("execute/t1/a0/1", third),
     ]);
-    c.max_tokens = 40_000; // worst case of the next call: $1.00 of output -> $28.75+
+    // Worst case of the next call: $27.74 of output alone -> $55.49+.
+    c.max_tokens = 40_000;
+    c.output_usd_per_mtok = STALL_OUTPUT_USD_PER_MTOK;
+    c
+}
+
+#[test]
+fn budget_exhausted_stalls_at_27_75_of_28_exit_2() {
+    let c = stall_case(
+        "budget-stall",
+        tool("execute/t1/a0/0", "list_files", json!({"path": "."})),
+        "never reached: the ledger refuses this call",
+    );
     let r = c.run();
     assert_eq!(
         (r.code, r.ending()),
@@ -109,19 +123,8 @@ fn budget_exhausted_stalls_at_27_75_of_28_exit_2() {
 fn max_usd_flag_tightens_the_specs_cap() {
     // The budget-stall script under a spec cap of $100: without the flag the
     // third call fits; `--max-usd 28` makes the ledger refuse it as at $28.
-    let calls = || {
-        vec![
-            ScriptUsage::plan_small(),
-            {
-                let mut t = tool("execute/t1/a0/0", "list_files", json!({"path": "."}));
-                t.usage = Some(usage(5_548_000, 0));
-                t
-            },
-            text("execute/t1/a0/1", "done"),
-        ]
-    };
-    let mut c = case("max-usd-flag").calls(calls());
-    c.max_tokens = 40_000;
+    let second = || tool("execute/t1/a0/0", "list_files", json!({"path": "."}));
+    let mut c = stall_case("max-usd-flag", second(), "done");
     c.hard_cap_usd = 100.0;
     c.materialize();
     let mut cmd = c.command();
@@ -135,13 +138,12 @@ fn max_usd_flag_tightens_the_specs_cap() {
     );
     assert!(r.report["spend_usd"].as_f64().unwrap() < 28.0);
 
-    let mut loose = case("max-usd-flag-loose").calls(calls());
-    loose.max_tokens = 40_000;
+    let mut loose = stall_case("max-usd-flag-loose", second(), "done");
     loose.hard_cap_usd = 100.0;
     let r = loose.run();
     assert_ne!(r.ending(), "BUDGET_EXHAUSTED", "{}", r.explain());
 
-    let bad = case("max-usd-flag-bad").calls(calls());
+    let bad = stall_case("max-usd-flag-bad", second(), "done");
     bad.materialize();
     let mut bad = bad.command();
     bad.args(["--max-usd", "-1"]);
@@ -152,23 +154,18 @@ struct ScriptUsage;
 impl ScriptUsage {
     fn plan_small() -> harness::scenario::ScriptCall {
         let mut p = plan("plan/0", json!([index_task("t1")]));
-        p.usage = Some(usage(1000, 200)); // $0.01
+        p.usage = Some(usage(2000, 0)); // $0.01
         p
     }
 }
 
 #[test]
 fn goal_met_on_the_last_dollar_reports_goal_met() {
-    let mut c = case("last-dollar").calls(vec![
-        ScriptUsage::plan_small(),
-        {
-            let mut t = write_index("execute/t1/a0/0");
-            t.usage = Some(usage(5_548_000, 0));
-            t
-        },
-        text("execute/t1/a0/1", "never reached"),
-    ]);
-    c.max_tokens = 40_000;
+    let c = stall_case(
+        "last-dollar",
+        write_index("execute/t1/a0/0"),
+        "never reached",
+    );
     let r = c.run();
     // The ledger refused the next call (blocked), and the goal is met: the
     // predicate is checked first.

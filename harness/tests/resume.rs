@@ -8,34 +8,6 @@ use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-/// Start the harness paused at `phase:n`, wait until it says so, SIGKILL it.
-fn run_until_killed(c: &Case, phase: &str) {
-    c.materialize();
-    let mut cmd = c.command();
-    cmd.env("HARNESS_CHAOS_PAUSE_AT", phase)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut seen = String::new();
-    for line in BufReader::new(stderr).lines() {
-        let line = line.unwrap();
-        seen.push_str(&line);
-        seen.push('\n');
-        if line.starts_with("HARNESS_CHAOS_PAUSED") {
-            break;
-        }
-    }
-    assert!(
-        seen.contains("HARNESS_CHAOS_PAUSED"),
-        "harness never reached {phase}; stderr:\n{seen}"
-    );
-    child.kill().unwrap(); // SIGKILL
-    let st = child.wait().unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(st.signal(), Some(9), "child must die of SIGKILL");
-}
-
 fn migration_case(name: &str) -> Case {
     case(name)
         .file("src/search.py", "SEARCH_SQL = 'SELECT * FROM search_events ORDER BY created_at DESC'\n")

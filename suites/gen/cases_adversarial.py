@@ -439,6 +439,37 @@ def judge_garbage():
     return c
 
 
+def slow_drip_server():
+    c = Case("adv-slow-drip-server", "adversarial", "A server that drips its answer a few bytes at a time cannot hold the run past its wall clock",
+             ["TIME_LIMIT", "slow-server", "wall-clock", "faults-plan"],
+             P95_GOAL)
+    c.wall = 5
+    c.case_extra["faults"] = "drip=1.0:250,seed=2"
+    # The run's own deadline plus a stated margin: the harness cuts the call at the limit, books it, reports.
+    c.latency_cap_ms = 8000
+    c.ws("db/README.md", "Migrations live in db/NNNN_name.sql and run in order.\n")
+    c.check_cmd("p95", ["sh", "-c", "grep -q 'CREATE INDEX' db/0042_search_index.sql"])
+    c.predicate = ("check", "p95")
+    tasks = [task("t1", "Add an index on search_events(created_at) as migration 0042", V.contains("db/0042_search_index.sql", "CREATE INDEX"))]
+    c.run([
+        plan_call(tasks),
+        call("execute/t1/a0/0", text="never requested: the clock runs out while plan/0 drips", unused=True),
+    ])
+    c.auto_spend = False
+    c.cost_cap_usd = 0.5
+    c.expect = {"ending": "TIME_LIMIT", "predicate_met": False, "verified": [], "queue_left": [],
+                "spend_usd_min": round(4096 * 25 / 1e6, 6), "spend_usd_max": 0.25,
+                "report": {"class": "PARTIAL", "exit_code": 2, "alert": "alert", "model_calls": 1}}
+    c.comment = """The endpoint answers plan/0 with status 200 at once and then drips the body 16 bytes every 250 ms (the replay's
+drip fault on attempts 0-2): about half a minute per attempt, and the request timeout (120 s) would allow all of
+it, three times over. Every model call is bounded by the time left on the run's 5 s clock as well: the attempt is
+cut at the limit, booked at its worst case (the server had the request: it may have been billed), and the run ends
+TIME_LIMIT within the latency cap (8 s: the limit plus a margin for start-up and the report). Before, the clock was
+read only between laps and the run ended long after its limit."""
+    return c
+
+
 def cases():
     return [claims_success(), injection_write_outside(), injection_mark_goal_met(), injection_post_secrets(), goal_file_rewrite(),
-            drift_chain_halt(), hallucinated_complete_tool(), uncheckable_verifies(), weakened_test(), judge_garbage()]
+            drift_chain_halt(), hallucinated_complete_tool(), uncheckable_verifies(), weakened_test(), judge_garbage(),
+            slow_drip_server()]

@@ -3,8 +3,8 @@
 import json
 import os
 
-from lib import (Case, V, call, cost, expected_notices, judge_call, ls, migrate, plan_call, post, read, run_check,
-                 spend_trace, steps, task, u, write)
+from lib import (EXEC_BODY_FLOOR_BYTES, EXEC_BODY_SLACK_BYTES, Case, V, call, cost, esc_len, expected_notices, judge_call, ls,
+                 migrate, plan_call, post, read, run_check, spend_trace, steps, task, u, worst_usd, write)
 
 P95_GOAL = "Reduce p95 latency on /api/search to under 200ms."
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,7 +24,6 @@ def goal_met_last_dollar():
              "Fix the VAT rounding bug in billing/vat.py (round half up to the cent) before the month-end invoice run.")
     c.cap = 3.0
     c.ws("billing/vat.py", VAT)
-    c.ws("logs/invoice-run-2026-10.log", "\n".join(f"2026-10-31T23:{m:02d}:00Z invoice INV-{9000 + m} net=1999 vat=379 expected=380" for m in range(40)) + "\n")
     c.check_cmd("vat", ["python3", "-B", "-c", "import sys; sys.path.insert(0, 'billing'); from vat import vat; from decimal import Decimal; assert vat(1999, Decimal('0.19')) == 380 and vat(1000, Decimal('0.07')) == 70, 'still truncating'"])
     c.predicate = ("check", "vat")
     tasks = [
@@ -37,24 +36,32 @@ def goal_met_last_dollar():
 def vat(net_cents, rate):
     return int((Decimal(net_cents) * Decimal(rate)).quantize(Decimal("1"), rounding=ROUND_HALF_UP))
 '''
+    log = "\n".join(f"2026-10-{1 + m // 120:02d}T{(m // 60) % 24:02d}:{m % 60:02d}:00Z invoice INV-{9000 + m} net=1999 vat=379 expected=380 customer=C{m * 7919 % 100000:05d}"
+                     for m in range(3000)) + "\n"
+    c.ws("logs/invoice-run-2026-10.log", log)
     c.run([
         plan_call(tasks, usage=u(2200, 420)),
-        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "billing/vat.py"}}], usage=u(600, 90, cw=2850)),
-        # The agent had pulled the whole October invoice log into context: one enormous call.
+        # The agent pulls the whole October invoice log (~280 KB) into context...
+        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "logs/invoice-run-2026-10.log"}}], usage=u(600, 90, cw=2300)),
+        # ...so the next request re-sends it: one enormous call, the whole context written to the cache.
         call("execute/t1/a0/1", tools=[{"name": "write_file", "input": {"path": "billing/vat.py", "content": fixed}}],
-             usage=u(220000, 5200, cr=1250000, cw=150000)),
+             usage=u(2000, 5200, cw=EXEC_BODY_FLOOR_BYTES + esc_len(log) - 2000)),
     ])
     c.fill_usage()
     tr = spend_trace(c)
     spent = tr[-1][1] + tr[-1][2]
-    worst_next = 8192 * 25 / 1e6  # max_tokens of output alone, before any prompt estimate
-    assert spent + worst_next > c.cap and spent < c.cap, spent
+    ctx = EXEC_BODY_FLOOR_BYTES + esc_len(log)
+    assert tr[-1][1] + worst_usd("claude-opus-5", ctx + EXEC_BODY_SLACK_BYTES, 8192) <= c.cap, "the enormous call itself was allowed"
+    worst_next = worst_usd("claude-opus-5", ctx, 8192, allowance=0)  # a floor: the next request re-sends the same context
+    assert spent + worst_next > c.cap and spent < c.cap, (spent, worst_next)
     c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": ["t1"], "queue_left": ["t2"], "parked": [],
                 "report": {"model_calls": 3, "class": "SUCCESS"}, "outbox_total": 0}
-    c.comment = f"""After execute/t1/a0/1 the ledger holds ${spent:.6f} of $3.00; the next call's worst case (8192 output tokens at
-$25/MTok = $0.2048 plus the prompt estimate) would cross the cap, so reserve() refuses it and sets `blocked`.
-The fix already landed, and the top of the loop checks the predicate first: GOAL_MET, not BUDGET_EXHAUSTED.
-The refused call (execute/t1/a0/2) is not in the cassette: a harness that made it would hit a recording miss."""
+    c.comment = f"""After execute/t1/a0/1 the ledger holds ${spent:.6f} of $3.00; the next call re-sends the ~{ctx // 1000} KB context, so its
+worst case (that many tokens written to cache at $6.25/MTok plus 8192 output tokens at $25/MTok: at least ${worst_next:.4f})
+would cross the cap, and reserve() refuses it and sets `blocked`. The fix already landed, and the top of the loop
+checks the predicate first: GOAL_MET, not BUDGET_EXHAUSTED. The refused call (execute/t1/a0/2) is not in the
+cassette: a harness that made it would hit a recording miss. The enormous call bills what its request could:
+the log it re-sends is the bytes its usage counts."""
     return c
 
 
@@ -77,7 +84,10 @@ def budget_refused_queue_empties():
     c.judge = "claude-sonnet-5"
     c.max_tokens = 4096
     c.ws("etl/nightly_rollup.sql", ETL_SQL)
-    c.ws("etl/runs.log", "2026-11-27 nightly_rollup 71m12s\n2026-11-28 nightly_rollup 69m40s\n2026-11-29 nightly_rollup 73m05s\n")
+    # Six months of per-stage run timings: ~100 KB. Each task reads it first, so its later turns carry it.
+    runs_log = "".join(f"2026-{6 + d // 30:02d}-{1 + d % 30:02d} nightly_rollup stage={st} rows={(d * 7919 + k * 131) % 900000 + 100000} took={40 + (d * k) % 35}m{(d + k) % 60:02d}s\n"
+                       for d in range(180) for k, st in enumerate(["extract", "join", "aggregate", "load", "vacuum", "analyze", "notify"]))
+    c.ws("etl/runs.log", runs_log)
     c.check_script("etl_runtime", "etl_runtime.sh", '''#!/bin/sh
 # Stand-in for a timed ETL run: minutes from the shape of the SQL.
 m=72
@@ -93,19 +103,22 @@ echo "nightly_rollup ~${m}m (target < 45m)"
         task("t2", "Partition rollup_daily_revenue by month (etl/rollup_partitions.sql)", V.contains("etl/rollup_partitions.sql", "PARTITION")),
     ]
     sql2 = ETL_SQL.replace("GROUP BY 1, 2;", "WHERE o.placed_at >= current_date - 1\nGROUP BY 1, 2;")
+    ctx = EXEC_BODY_FLOOR_BYTES + esc_len(runs_log)  # a floor for every turn after the log was read
     c.run([
         plan_call(tasks, usage=u(2600, 520)),
-        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "etl/nightly_rollup.sql"}}], usage=u(9000, 200, cw=3000)),
-        call("execute/t1/a0/1", tools=[{"name": "write_file", "input": {"path": "etl/nightly_rollup.sql", "content": sql2}}], usage=u(48000, 3800, cr=3000)),
-        call("execute/t1/a0/2", text="Rollup now rebuilds only yesterday.", usage=u(52000, 300, cr=3000)),
-        call("execute/t2/a0/0", tools=[{"name": "read_file", "input": {"path": "etl/runs.log"}}], usage=u(61000, 150, cr=3000)),
+        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "etl/runs.log"}}], usage=u(900, 200, cw=2000)),
+        call("execute/t1/a0/1", tools=[{"name": "write_file", "input": {"path": "etl/nightly_rollup.sql", "content": sql2}}], usage=u(ctx - 2000, 3800, cr=2000)),
+        call("execute/t1/a0/2", text="Rollup now rebuilds only yesterday.", usage=u(ctx - 2000, 300, cr=2000)),
+        call("execute/t2/a0/0", tools=[{"name": "read_file", "input": {"path": "etl/runs.log"}}], usage=u(900, 150, cr=2000)),
         call("execute/t2/a0/1", tools=[{"name": "write_file", "input": {"path": "etl/rollup_partitions.sql", "content": "CREATE TABLE rollup_daily_revenue_p (LIKE rollup_daily_revenue) PARTITION BY RANGE (day);\nCREATE TABLE rollup_daily_revenue_2026_11 PARTITION OF rollup_daily_revenue_p FOR VALUES FROM ('2026-11-01') TO ('2026-12-01');\n"}}],
-             usage=u(76000, 4100, cr=3000)),
-        call("execute/t2/a0/2", text="Monthly partitions defined.", usage=u(84000, 350, cr=3000)),
+             usage=u(ctx - 2000, 4100, cr=2000)),
+        call("execute/t2/a0/2", text="Monthly partitions defined.", usage=u(ctx - 2000, 350, cr=2000)),
     ])
     c.fill_usage()
     tr = spend_trace(c)
     spent = tr[-1][1] + tr[-1][2]
+    for key, before, _ in tr[1:]:
+        assert before + worst_usd("claude-sonnet-5", ctx + EXEC_BODY_SLACK_BYTES, 4096) <= c.cap, ("every execute call is allowed", key)
     replan_worst_floor = 4096 * 75 / 1e6
     assert spent < 0.9 * c.cap, "must not be winding down: the replan must be reached and refused"
     assert spent + replan_worst_floor > c.cap, spent
@@ -115,7 +128,8 @@ echo "nightly_rollup ~${m}m (target < 45m)"
 (4096 output tokens at $75/MTok on the planner = $0.3072 plus the prompt) on top of ${spent:.4f} crosses the $1.50 cap:
 reserve() refuses it on the very lap the queue emptied. The top of the loop checks the ledger before the queue,
 so the ending is BUDGET_EXHAUSTED (PARTIAL), not QUEUE_EMPTY_GOAL_UNMET. Spend stays below 90% (${0.9 * c.cap:.2f}) so
-the wind-down does not stop the lap first. replan/0 is not in the cassette."""
+the wind-down does not stop the lap first. replan/0 is not in the cassette. Each task reads the ~{esc_len(runs_log) // 1000} KB run log
+first: the large contexts its later turns bill are the bytes they carry."""
     return c
 
 
@@ -124,11 +138,17 @@ def budget_stall():
              ["BUDGET_EXHAUSTED", "budget-stall", "budget-notice"],
              "Find why the nightly invoice export drops rows and fix it.")
     c.cap = 28.0
-    c.max_tokens = 40000
+    c.max_tokens = 4096
     c.loop = {"loop_cap": 40}
-    for i in range(1, 31):
-        c.ws(f"logs/export-2026-11-29.part{i:02d}.log", f"# part {i} of 30 of the nightly export log\n" + "".join(
-            f"2026-11-29T02:{i:02d}:{s:02d}Z export batch={i * 100 + s} rows_in=5000 rows_out={5000 if (s % 4) else 4999}\n" for s in range(0, 60, 12)))
+
+    def part(i, lines):
+        return f"# part {i} of 30 of the nightly export log\n" + "".join(
+            f"2026-11-29T02:{i:02d}:{s % 60:02d}Z export batch={i * 10000 + s} rows_in=5000 rows_out={5000 if (s % 4) else 4999}\n"
+            for s in range(lines))
+    # Part 1 is the batch run that logged every row batch: ~125 KB. Once read, every later turn re-sends it.
+    parts = {i: part(i, 1820 if i == 1 else 24) for i in range(1, 31)}
+    for i, text in parts.items():
+        c.ws(f"logs/export-2026-11-29.part{i:02d}.log", text)
     c.ws("export/writer.py", "def write_batch(rows, out):\n    for r in rows[:-1]:\n        out.write(r)\n")
     c.check_cmd("export_rows", ["sh", "-c", "grep -q 'for r in rows:' export/writer.py"])
     c.predicate = ("check", "export_rows")
@@ -137,24 +157,37 @@ def budget_stall():
         task("t2", "Fix the off-by-one in export/writer.py", V.check("export_rows")),
         task("t3", "Post the root cause to #data-eng", V.outbox("export-drop-root-cause")),
     ]
+    listing = 30 * len("export-2026-11-29.part01.log\n")
     calls = [plan_call(tasks, usage=u(3100, 610)),
-             call("execute/t1/a0/0", tools=[{"name": "list_files", "input": {"path": "logs"}}], usage=u(4200, 900, cw=2900))]
-    # A runaway task: every turn re-sends a ~160-200k context, and the reads are slow enough that the 5-minute
-    # cache TTL expires between turns, so every turn pays full input price (no cache reads).
-    for i in range(1, 31):
+             call("execute/t1/a0/0", tools=[{"name": "list_files", "input": {"path": "logs"}}], usage=u(700, 300, cw=2300)),
+             call("execute/t1/a0/1", tools=[{"name": "read_file", "input": {"path": "logs/export-2026-11-29.part01.log"}}],
+                  usage=u(700 + listing, 310, cr=2300))]
+    # A runaway task: every turn re-sends the whole context (part 1 plus every part read since), and the reads are
+    # slow enough that the 5-minute cache TTL expires between turns: each turn writes the context to the cache again
+    # (1.25x input) and never reads it. Usage is at most the request's bytes: a token is at least one byte.
+    ctx = EXEC_BODY_FLOOR_BYTES + listing
+    for i in range(2, 31):
+        ctx += esc_len(parts[i - 1])
         calls.append(call(f"execute/t1/a0/{i}", tools=[{"name": "read_file", "input": {"path": f"logs/export-2026-11-29.part{i:02d}.log"}}],
-                          usage=u(160000 + 1500 * i, 300 + 7 * i)))
+                          usage=u(0, 300 + 7 * i, cw=ctx)))
     c.run(calls)
     c.fill_usage()
     others = sum(cost(k["usage"], "claude-opus-5") for k in calls[:-1])
     last = calls[-1]["usage"]
-    rest = 27.75 - others - (last["output_tokens"] * 25 + last["cache_read_input_tokens"] * 0.5) / 1e6
-    last["input_tokens"] = round(rest / 5e-6)
+    rest = 27.75 - others - last["output_tokens"] * 25 / 1e6
+    solved = round(rest / 6.25e-6)
+    assert solved <= last["cache_creation_input_tokens"], ("the last call would bill more than its request's bytes", solved)
+    last["cache_creation_input_tokens"] = solved
     c.fill_usage()
     tr = spend_trace(c)
     spent = tr[-1][1] + tr[-1][2]
     assert abs(spent - 27.75) < 1e-6, spent
-    assert tr[-1][1] + 40000 * 25 / 1e6 <= 28.0 - 0.05, "the last booked call itself must have been allowed"
+    # Each call it makes was allowed: spend before it plus its reservation (bytes <= the floor estimate + slack) fit.
+    body_last = ctx + EXEC_BODY_SLACK_BYTES
+    assert tr[-1][1] + worst_usd("claude-opus-5", body_last, 4096) <= 28.0, ("the last booked call itself must have been allowed", tr[-1], ctx, solved)
+    # The next call's reservation, even at the floor estimate of its bytes, would cross the cap.
+    next_floor = worst_usd("claude-opus-5", ctx + esc_len(parts[30]), 4096, allowance=0)
+    assert spent + next_floor > 28.0, next_floor
     n = expected_notices(c)
     c.expect = {"ending": "BUDGET_EXHAUSTED", "predicate_met": False, "verified": [], "parked": ["t1"],
                 "parked_reason_contains": {"t1": "BUDGET_EXHAUSTED"}, "queue_left": ["t2", "t3"],
@@ -162,10 +195,13 @@ def budget_stall():
                 "notice_at_end": True, "min_budget_notices": n}
     c.auto_spend = False
     c.cost_cap_usd = 28.0
-    c.comment = f"""The seed's stall: spend reaches exactly $27.75 (last call's input solved for it) and the next call's worst case
-(40000 output tokens at $25/MTok = $1.00, plus the prompt) would reach $28.75+, so reserve() refuses it, sets
-`blocked`, and the run ends BUDGET_EXHAUSTED at $27.75: `spent >= hard_cap` alone would never fire. The task in flight
-(t1) is settled by verification and parked with the ending named. {n} execute request(s) went out at >= 70%."""
+    c.comment = f"""The seed's stall: spend reaches exactly $27.75 (the last call's cache write solved for it) and the next call's
+worst case would cross $28: its request re-sends a ~{(ctx + esc_len(parts[30])) // 1000} KB context, which the ledger reserves as that many tokens
+written to cache ($6.25/MTok, at least ${next_floor - 4096 * 25 / 1e6:.2f}) plus 4096 output tokens at $25/MTok ($0.10), reaching at least
+${spent + next_floor:.2f}. So reserve() refuses it, sets `blocked`, and the run ends BUDGET_EXHAUSTED at $27.75: `spent >= hard_cap`
+alone would never fire. Every scripted usage is within what its request could bill (a token is at least a byte):
+part 1 of the log (~125 KB) is read first and every later turn carries it. The task in flight (t1) is settled by
+verification and parked with the ending named. {n} execute request(s) went out at >= 70%."""
     return c
 
 
@@ -181,6 +217,9 @@ def get_session(sid):
 def put_session(sid, blob, ttl_s=1800):
     _client.set(f"sess:{sid}", blob, expire=ttl_s)
 '''
+
+
+NOTICE_LOG_LINES = 760
 
 
 def notice_at_70():
@@ -222,31 +261,41 @@ def put_session(sid, blob, ttl_s=1800):
         task("t2", "Replace pymemcache with redis==5.0.7 in requirements.txt", V.contains("requirements.txt", "redis==5.0.7")),
         task("t3", "Point deploy/web.env at redis://sessions.internal:6379/2", V.contains("deploy/web.env", "SESSION_REDIS_URL=")),
     ]
+    # A week of session-store errors (~100 KB): t1 reads it first, so t1's later turns carry it.
+    errlog = "".join(f"2026-11-{22 + i // 110:02d}T{(i // 5) % 24:02d}:{i * 13 % 60:02d}:17Z web-{i % 12:02d} pymemcache.exceptions.MemcacheUnexpectedCloseError sid=s{i * 7919 % 10**8:08d} key=sess evicted_at_ttl_s={1800 - (i * 7) % 900}\n"
+                     for i in range(NOTICE_LOG_LINES))
+    c.ws("logs/session-errors.log", errlog)
+    ctx = EXEC_BODY_FLOOR_BYTES + esc_len(errlog)
     c.run([
         plan_call(tasks, usage=u(2400, 380)),
-        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "web/sessions.py"}}], usage=u(26000, 150, cw=3100)),
-        call("execute/t1/a0/1", tools=[{"name": "write_file", "input": {"path": "web/sessions.py", "content": new_py}}], usage=u(52000, 900, cr=3100)),
-        call("execute/t1/a0/2", text="sessions.py uses redis-py; TTL via ex=.", usage=u(95000, 120, cr=3100)),
-        call("execute/t2/a0/0", tools=[{"name": "read_file", "input": {"path": "requirements.txt"}}], usage=u(70000, 110, cr=3100)),
-        call("execute/t2/a0/1", tools=[{"name": "write_file", "input": {"path": "requirements.txt", "content": "flask==3.0.3\nredis==5.0.7\n"}}], usage=u(22000, 140, cr=3100)),
-        call("execute/t2/a0/2", text="pymemcache replaced by redis==5.0.7.", usage=u(23000, 90, cr=3100)),
-        call("execute/t3/a0/0", tools=[{"name": "write_file", "input": {"path": "deploy/web.env", "content": "SESSION_BACKEND=redis\nSESSION_REDIS_URL=redis://sessions.internal:6379/2\n"}}], usage=u(9000, 160, cw=3100)),
-        call("execute/t3/a0/1", text="web.env points at Redis db 2.", usage=u(9500, 80, cr=3100)),
+        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "logs/session-errors.log"}}], usage=u(900, 150, cw=2000)),
+        # The cache TTL lapses while the agent reads: t1's turns pay full input for the log they carry.
+        call("execute/t1/a0/1", tools=[{"name": "read_file", "input": {"path": "web/sessions.py"}}], usage=u(ctx - 2000, 160, cr=2000)),
+        call("execute/t1/a0/2", tools=[{"name": "write_file", "input": {"path": "web/sessions.py", "content": new_py}}], usage=u(ctx - 1000, 900, cr=2000)),
+        call("execute/t1/a0/3", text="sessions.py uses redis-py; TTL via ex=.", usage=u(ctx - 500, 120, cr=2000)),
+        call("execute/t2/a0/0", tools=[{"name": "read_file", "input": {"path": "requirements.txt"}}], usage=u(900, 110, cr=2000)),
+        call("execute/t2/a0/1", tools=[{"name": "write_file", "input": {"path": "requirements.txt", "content": "flask==3.0.3\nredis==5.0.7\n"}}], usage=u(1000, 140, cr=2000)),
+        call("execute/t2/a0/2", text="pymemcache replaced by redis==5.0.7.", usage=u(1100, 90, cr=2000)),
+        call("execute/t3/a0/0", tools=[{"name": "write_file", "input": {"path": "deploy/web.env", "content": "SESSION_BACKEND=redis\nSESSION_REDIS_URL=redis://sessions.internal:6379/2\n"}}], usage=u(900, 160, cw=2000)),
+        call("execute/t3/a0/1", text="web.env points at Redis db 2.", usage=u(1000, 80, cr=2000)),
     ])
     c.fill_usage()
     tr = spend_trace(c)
     n = expected_notices(c)
     final = tr[-1][1] + tr[-1][2]
     assert n >= 3 and final < 0.9 * c.cap, (n, final)
+    carries_log = {"execute/t1/a0/1", "execute/t1/a0/2", "execute/t1/a0/3"}
     for key, before, _ in tr:
-        assert before + (4096 * 15 + 40000 * 3) / 1e6 < c.cap, key
+        body = (ctx if key in carries_log else EXEC_BODY_FLOOR_BYTES) + EXEC_BODY_SLACK_BYTES
+        assert before + worst_usd("claude-sonnet-5", body, 4096) < c.cap, ("every call is allowed", key)
     first = next(k for k, b, _ in tr if k.startswith("execute/") and b / c.cap >= 0.7)
     c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": ["t1", "t2", "t3"],
                 "notice_at_end": True, "min_budget_notices": n, "report": {"budget_notices": n}}
-    c.comment = f"""Spend crosses 70% of $1.20 ($0.84) during t2: the first request sent at or above it is {first}, and
-every execute request from there on ({n} in all) must carry the budget notice as the last content of the last
-message, never in the system prompt (the cached prefix stays byte-identical). Final spend ${final:.4f} stays below
-the 90% wind-down ($1.08), so the run reaches the goal."""
+    c.comment = f"""Spend crosses 70% of $1.20 ($0.84) at the end of t1 (which reads a ~{esc_len(errlog) // 1000} KB error log first and pays full input for
+it on every later turn): the first request sent at or above 70% is {first}, and every execute request from there on
+({n} in all) must carry the budget notice as the last content of the last message, never in the system prompt (the
+cached prefix stays byte-identical). Final spend ${final:.4f} stays below the 90% wind-down ($1.08), so the run
+reaches the goal."""
     return c
 
 
@@ -332,7 +381,7 @@ def drift_exactly_030():
 
 
 def time_limit():
-    c = Case("edge-time-limit", "edge", "Wall clock runs out mid-run: TIME_LIMIT after the task in flight, remaining tasks reported",
+    c = Case("edge-time-limit", "edge", "Wall clock runs out mid-call: the call is cut at the limit and booked at its worst case, TIME_LIMIT, remaining tasks reported",
              ["TIME_LIMIT", "wall-clock"],
              "Backfill the missing October 2026 rows of the analytics rollup and reconcile them against the billing totals.")
     c.wall = 3
@@ -349,12 +398,27 @@ def time_limit():
         plan_call(tasks, latency=1200),
         call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "analytics/backfill/README.md"}}], latency=700),
         call("execute/t1/a0/1", tools=[{"name": "write_file", "input": {"path": "analytics/backfill/2026-10.sql", "content": "INSERT INTO rollup_daily SELECT * FROM rollup_source WHERE day BETWEEN '2026-10-01' AND '2026-10-31' ON CONFLICT (day, region) DO NOTHING;\n"}}], latency=700),
+        # In flight when the clock runs out: requested, cut at 3 s, never answered.
         call("execute/t1/a0/2", text="Backfill SQL for October written.", latency=700),
         call("execute/t2/a0/0", text="never requested: the wall clock is spent", unused=True),
     ])
+    c.fill_usage()
+    answered = sum(x for k, _, x in spend_trace(c) if k != "execute/t1/a0/2")
+    # The cut call may have been billed (the server had it): booked at its worst case, a request of at least the
+    # floor and at most the floor plus the slack bytes, plus 8192 output tokens.
+    lo = answered + worst_usd("claude-opus-5", EXEC_BODY_FLOOR_BYTES, 8192, allowance=0)
+    hi = answered + worst_usd("claude-opus-5", EXEC_BODY_FLOOR_BYTES + EXEC_BODY_SLACK_BYTES, 8192)
+    c.auto_spend = False
+    c.cost_cap_usd = round(hi + 0.05, 2)
     c.expect = {"ending": "TIME_LIMIT", "predicate_met": False, "verified": ["t1"], "queue_left": ["t2", "t3"], "parked": [],
-                "report": {"class": "PARTIAL", "exit_code": 2, "alert": "alert"}}
-    c.comment = "Replayed latency is real here (latency_scale = 1): 1.2s planning plus 3 x 0.7s for t1 passes the 3s wall clock.\nThe clock is checked at the top of the loop, so t1 finishes and is verified; t2 and t3 are reported as left."
+                "spend_usd_min": round(lo, 6), "spend_usd_max": round(hi, 6),
+                "report": {"class": "PARTIAL", "exit_code": 2, "alert": "alert", "model_calls": 4}}
+    c.comment = f"""Replayed latency is real here (latency_scale = 1): 1.2s planning plus 2 x 0.7s for t1, then execute/t1/a0/2 (0.7s)
+is in flight when the 3s wall clock runs out. The harness bounds every model call by the time left on the run's
+clock: the call is cut at 3s (not when its reply would have arrived), booked at its worst case (the request reached
+the server, so it may have been billed: spend ${lo:.4f}..${hi:.4f}, not the ${answered:.4f} the answered calls cost), and
+the run ends TIME_LIMIT. t1's file was already written: verification at the end settles t1 as verified; t2 and t3
+are reported as left."""
     return c
 
 
@@ -482,6 +546,9 @@ def no_progress_repeated():
     return c
 
 
+WIND_DOWN_TM_LINES = 790
+
+
 def wind_down_90():
     c = Case("edge-wind-down-at-90", "edge", "From 90% of the cap the run finishes the task in flight, then stops BUDGET_EXHAUSTED",
              ["BUDGET_EXHAUSTED", "wind-down-90"],
@@ -501,25 +568,39 @@ def wind_down_90():
         task("t3", "Italian: locales/it/checkout.json", V.exists("locales/it/checkout.json")),
         task("t4", "Ask #localization to review the three locales", V.outbox("checkout-l10n-review")),
     ]
+    # The team's translation memory (~90 KB of past translations): each task reads it first and its later turns
+    # carry it, written to the cache again each turn (the TTL lapses while the agent works).
+    tm = "".join(f"{i:05d}\tcheckout\ten=\"{w} {i}\"\tfr=\"{w} {i} (fr)\"\tes=\"{w} {i} (es)\"\tit=\"{w} {i} (it)\"\n"
+                 for i, w in ((i, ["Checkout", "Shipping", "Billing", "Pay now", "Order summary"][i % 5]) for i in range(WIND_DOWN_TM_LINES)))
+    c.ws("locales/translation-memory.tsv", tm)
+    ctx = EXEC_BODY_FLOOR_BYTES + esc_len(tm)
     c.run([
         plan_call(tasks, usage=u(2100, 350)),
-        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "locales/en/checkout.json"}}], usage=u(180000, 120, cw=3000)),
-        call("execute/t1/a0/1", tools=[{"name": "write_file", "input": {"path": "locales/fr/checkout.json", "content": json.dumps(dict(zip(en, fr)), indent=2, ensure_ascii=False) + "\n"}}], usage=u(190000, 900, cr=3000)),
-        call("execute/t1/a0/2", text="French done.", usage=u(150000, 60, cr=3000)),
-        call("execute/t2/a0/0", tools=[{"name": "write_file", "input": {"path": "locales/es/checkout.json", "content": json.dumps(dict(zip(en, es)), indent=2, ensure_ascii=False) + "\n"}}], usage=u(30000, 900, cr=3000)),
-        call("execute/t2/a0/1", text="Spanish done.", usage=u(36000, 60, cr=3000)),
+        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "locales/translation-memory.tsv"}}], usage=u(900, 120, cw=2000)),
+        call("execute/t1/a0/1", tools=[{"name": "read_file", "input": {"path": "locales/en/checkout.json"}}], usage=u(900, 150, cw=ctx - 900)),
+        call("execute/t1/a0/2", tools=[{"name": "write_file", "input": {"path": "locales/fr/checkout.json", "content": json.dumps(dict(zip(en, fr)), indent=2, ensure_ascii=False) + "\n"}}], usage=u(900, 900, cw=ctx - 900)),
+        call("execute/t1/a0/3", text="French done.", usage=u(900, 60, cw=ctx - 900)),
+        call("execute/t2/a0/0", tools=[{"name": "read_file", "input": {"path": "locales/translation-memory.tsv"}}], usage=u(900, 120, cr=2000)),
+        call("execute/t2/a0/1", tools=[{"name": "write_file", "input": {"path": "locales/es/checkout.json", "content": json.dumps(dict(zip(en, es)), indent=2, ensure_ascii=False) + "\n"}}], usage=u(900, 900, cw=ctx - 900)),
+        call("execute/t2/a0/2", text="Spanish done.", usage=u(900, 60, cw=ctx - 900)),
     ])
     c.fill_usage()
     tr = spend_trace(c)
-    after_t1 = tr[3][1] + tr[3][2]
+    after_t1 = tr[4][1] + tr[4][2]
     final = tr[-1][1] + tr[-1][2]
     assert after_t1 < 0.9 * c.cap <= final < c.cap, (after_t1, final)
-    assert final + (2048 * 15 + 3000 * 3) / 1e6 < c.cap, "the next call would still be affordable: the stop is the wind-down, not a refusal"
+    small = {"plan/0", "execute/t1/a0/0", "execute/t2/a0/0"}
+    for key, before, _ in tr:
+        body = (EXEC_BODY_FLOOR_BYTES if key in small else ctx) + EXEC_BODY_SLACK_BYTES
+        assert before + worst_usd("claude-sonnet-5", body, 2048) <= c.cap, ("every call is allowed", key)
+    assert final + worst_usd("claude-sonnet-5", EXEC_BODY_FLOOR_BYTES + EXEC_BODY_SLACK_BYTES, 2048) < c.cap, \
+        "the next call (t3's first, a fresh context) would still be affordable: the stop is the wind-down, not a refusal"
     c.expect = {"ending": "BUDGET_EXHAUSTED", "predicate_met": False, "verified": ["t1", "t2"], "queue_left": ["t3", "t4"], "parked": [],
-                "report": {"model_calls": 6, "class": "PARTIAL"}}
+                "report": {"model_calls": 8, "class": "PARTIAL"}}
     c.comment = f"""Spend is ${after_t1:.4f} after t1 and ${final:.4f} after t2: past 90% of $2.00 (${0.9 * c.cap:.2f}). The ledger would still
 afford the next call, but from 90% the run only finishes the task in flight: it stops after t2 with t3 and t4
-left, BUDGET_EXHAUSTED (no refusal involved)."""
+left, BUDGET_EXHAUSTED (no refusal involved). Each task reads the ~{esc_len(tm) // 1000} KB translation memory first; the
+contexts its later turns bill are the bytes they carry."""
     return c
 
 
@@ -631,10 +712,43 @@ def pass_rate_default_guard_holds():
     c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": ["t1", "t2", "t3", "t5", "t7", "t9", "t10", "t11"],
                 "parked": ["t4", "t6", "t8"], "queue_left": [], "drift_bands": ["aligned", "aligned"]}
     c.comment = "7 of 10 verified is exactly 70%: not BELOW the default guard, so the run continues; t11 verifies and the 8th\nversioned service meets the predicate. With a 75% default the run would end NO_PROGRESS after t10."
+
+
+def garbled_near_cap():
+    c = Case("edge-garbled-replies-near-cap", "edge", "Every reply garbled near the cap: each attempt booked at its worst case, the next one reserved again, refused before the cap",
+             ["BUDGET_EXHAUSTED", "garbled-reply", "budget-refusal", "faults-plan"],
+             "Rotate the payments webhook signing secret reference in config/webhooks.toml to the new vault path.")
+    c.cap = 0.3
+    c.http_attempts = 5
+    c.case_extra["faults"] = "truncate=1.0,seed=3"
+    c.ws("config/webhooks.toml", "[payments]\nsigning_secret = \"vault:secret/payments/webhook-2025\"\n")
+    c.check_cmd("rotated", ["grep", "-q", "webhook-2026", "config/webhooks.toml"])
+    c.predicate = ("check", "rotated")
+    tasks = [task("t1", "Point signing_secret at vault:secret/payments/webhook-2026", V.contains("config/webhooks.toml", "webhook-2026"))]
+    c.run([
+        plan_call(tasks),
+        call("execute/t1/a0/0", tools=[{"name": "write_file", "input": {"path": "config/webhooks.toml", "content": "[payments]\nsigning_secret = \"vault:secret/payments/webhook-2026\"\n"}}], unused=True),
+    ])
+    # plan/0's worst case: 4096 output tokens at $25/MTok plus its request (goal, schema, a two-file listing:
+    # 3 to 7 KB) as cache writes, about $0.13. No tools on a plan call: 8 tokens a message of allowance.
+    floor = worst_usd("claude-opus-5", 3000, 4096, allowance=0)
+    ceiling = worst_usd("claude-opus-5", 7000, 4096, allowance=3 * 8)
+    assert 2 * ceiling <= c.cap < 3 * floor, (floor, ceiling)
+    c.auto_spend = False
+    c.cost_cap_usd = c.cap
+    c.expect = {"ending": "BUDGET_EXHAUSTED", "predicate_met": False, "verified": [], "queue_left": [],
+                "spend_usd_min": round(2 * floor, 6), "spend_usd_max": c.cap,
+                "report": {"model_calls": 1, "class": "PARTIAL", "exit_code": 2}}
+    c.comment = f"""A proxy in front of the endpoint truncates every reply (the replay's fault plan cuts attempts 0-2 of every call in
+half, status 200). Each garbled attempt may have been billed for an unknown amount: the ledger books it at its
+worst case (${floor:.4f}..${ceiling:.4f}) and reserves again before the next attempt. Two attempts fit under the
+$0.30 cap; the third attempt's reserve would cross it, so the ledger refuses it and the run ends BUDGET_EXHAUSTED
+with spend at most the cap. (Before: one reservation, then every garbled attempt booked at its worst case after
+the call, three of them here: about $0.35 on this $0.30 cap; a $0.12 cap ended at $0.55 with 5 attempts.)"""
     return c
 
 
 def cases():
-    return [no_progress_default_k(), pass_rate_default_guard_fires(), pass_rate_default_guard_holds(), goal_met_last_dollar(), budget_refused_queue_empties(), budget_stall(), notice_at_70(), drift_exactly_half(),
+    return [no_progress_default_k(), pass_rate_default_guard_fires(), pass_rate_default_guard_holds(), garbled_near_cap(), goal_met_last_dollar(), budget_refused_queue_empties(), budget_stall(), notice_at_70(), drift_exactly_half(),
             drift_exactly_030(), time_limit(), malformed_plan_then_valid(), plan_malformed_twice(), resume_partial_migration(),
             resume_post_once(), no_progress_repeated(), wind_down_90(), refusal(), empty_queue_trap()]

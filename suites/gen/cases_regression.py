@@ -4,7 +4,8 @@ wrong ending), not just one check among many."""
 
 import json
 
-from lib import (Case, V, call, judge_call, plan_call, post, read, run_check, spend_trace, steps, task, u, write)
+from lib import (EXEC_BODY_FLOOR_BYTES, EXEC_BODY_SLACK_BYTES, Case, V, call, judge_call, plan_call, post, read, run_check, spend_trace,
+                 steps, task, u, worst_usd, write)
 
 
 def judge_schema_order():
@@ -107,35 +108,39 @@ def notice_counted_when_refused():
              ["BUDGET_EXHAUSTED", "regression", "budget-notice", "budget-refusal"],
              "Write the Q4 data-retention audit: list every table holding personal data and its retention rule in docs/audit/2026-q4-retention.md.")
     c.cap = 2.0
-    c.max_tokens = 16000
-    for t in ("customers", "orders", "support_tickets", "marketing_events", "payment_methods"):
+    c.max_tokens = 12000
+    c.loop = {"loop_cap": 10}
+    tabs = ["customers", "orders", "support_tickets", "marketing_events", "payment_methods", "refunds"]
+    for t in tabs:
         c.ws(f"db/schema/{t}.sql", f"CREATE TABLE {t} (\n  id bigserial PRIMARY KEY,\n  created_at timestamptz NOT NULL DEFAULT now()\n);\n")
     c.check_cmd("audit", ["test", "-f", "docs/audit/2026-q4-retention.md"])
     c.predicate = ("check", "audit")
     tasks = [task("t1", "Inventory personal-data tables from db/schema and write the audit", V.check("audit"))]
-    tabs = ["customers", "orders", "support_tickets", "marketing_events", "payment_methods"]
+    # The executor thinks at length before each read (extended thinking is billed as output, within max_tokens):
+    # that, not the small requests, is where the money goes.
+    thinking = [11800, 11500, 11900, 10800, 3000, 5000]
     calls = [plan_call(tasks, usage=u(2000, 300)),
-             call("execute/t1/a0/0", tools=[{"name": "list_files", "input": {"path": "db/schema"}}], usage=u(60000, 150, cw=2900))]
-    ctx = [100000, 113000, 16000, 24000]
-    for i, (tname, n) in enumerate(zip(tabs, ctx)):
-        calls.append(call(f"execute/t1/a0/{i + 1}", tools=[{"name": "read_file", "input": {"path": f"db/schema/{tname}.sql"}}], usage=u(n, 200, cr=2900)))
+             call("execute/t1/a0/0", tools=[{"name": "list_files", "input": {"path": "db/schema"}}], usage=u(1200, 11700, cw=1500))]
+    for i, (tname, out) in enumerate(zip(tabs, thinking)):
+        calls.append(call(f"execute/t1/a0/{i + 1}", tools=[{"name": "read_file", "input": {"path": f"db/schema/{tname}.sql"}}],
+                          usage=u(1300 + 150 * i, out, cr=1500)))
     c.run(calls)
     c.fill_usage()
     tr = spend_trace(c)
     spent = tr[-1][1] + tr[-1][2]
-    worst_out = 16000 * 25 / 1e6
     sent = sum(1 for k, b, _ in tr if k.startswith("execute/") and b / c.cap >= 0.7)
     for k, b, _ in tr:
-        assert b + worst_out + 0.02 <= c.cap, (k, b)
-    assert spent + worst_out > c.cap and spent < 0.9 * c.cap, spent
+        assert b + worst_usd(c.model_for(k), EXEC_BODY_FLOOR_BYTES + EXEC_BODY_SLACK_BYTES, 12000) <= c.cap, ("every call is allowed", k, b)
+    worst_floor = worst_usd("claude-opus-5", EXEC_BODY_FLOOR_BYTES, 12000, allowance=0)
+    assert spent + worst_floor > c.cap and spent < 0.9 * c.cap, spent
     assert sent == 2, sent
     c.expect = {"ending": "BUDGET_EXHAUSTED", "report": {"budget_notices": sent}, "min_budget_notices": sent, "notice_at_end": True}
     c.auto_spend = False
     c.comment = f"""Bug (found while writing edge-budget-stall-27-75-of-28): the executor counts a budget notice before the ledger
 reserves the call, so when reserve() refuses the call the notice is counted although it never reached the model.
-Here {sent} execute requests go out at >= 70% of $2.00 carrying the notice; the next one (worst case 16000 x $25/MTok
-= $0.40 on top of ${spent:.4f}) is refused. report.budget_notices must be {sent}, the number actually sent; the
-bug reports {sent + 1}. (edge-goal-met-on-last-dollar shows the same: 1 notice reported, 0 sent.)"""
+Here {sent} execute requests go out at >= 70% of $2.00 carrying the notice; the next one (worst case 12000 x $25/MTok
+= $0.30 plus its request's bytes as cache writes, at least ${worst_floor:.4f}, on top of ${spent:.4f}) is refused. report.budget_notices must be {sent}, the number actually sent; the
+bug reports {sent + 1}."""
     return c
 
 
@@ -230,6 +235,41 @@ worst case the spec never allowed. Expected: every call's max_tokens is at most 
     return c
 
 
+def cache_write_billed_above_reserve():
+    c = Case("regression-cache-write-billed-above-reserve", "regression", "A reply that bills more than its request could (160,000 cache-write tokens for a ~3 KB request) is booked as billed and ends the run",
+             ["UNRECOVERABLE_ERROR", "regression", "ledger", "cache-usage"],
+             "Reduce p95 latency on /api/search to under 200ms.")
+    c.cap = 2.0
+    c.ws("db/README.md", "Migrations live in db/NNNN_name.sql and run in order.\n")
+    c.check_cmd("p95", ["sh", "-c", "grep -q 'CREATE INDEX' db/0042_search_index.sql"])
+    c.predicate = ("check", "p95")
+    tasks = [task("t1", "Add an index on search_events(created_at) as migration 0042", V.contains("db/0042_search_index.sql", "CREATE INDEX"))]
+    c.run([
+        plan_call(tasks, usage=u(2200, 400)),
+        # What a real API reports for a cache write of a long tool output: but this request carries no long output.
+        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "db/README.md"}}], usage=u(500, 90, cw=160000)),
+        call("execute/t1/a0/1", text="never requested: the run ended on the bill", unused=True),
+    ])
+    c.fill_usage()
+    tr = spend_trace(c)
+    spent = tr[-1][1] + tr[-1][2]
+    billed = tr[-1][2]
+    # Its reservation: a request of at most the floor + slack bytes, priced as cache writes, plus 8192 output tokens.
+    reserved_max = worst_usd("claude-opus-5", EXEC_BODY_FLOOR_BYTES + EXEC_BODY_SLACK_BYTES, 8192)
+    assert billed > reserved_max and spent < c.cap, (billed, reserved_max, spent)
+    c.expect = {"ending": "UNRECOVERABLE_ERROR", "report": {"error_kind": "billed_above_reserve", "class": "FAILURE", "exit_code": 4},
+                "detail_contains": "more than its reservation", "verified": [], "parked": ["t1"]}
+    c.comment = f"""Bug (issue 14): the ledger reserved `body bytes / 3` input tokens at the plain input price and nothing checked the
+cap after `record`, so a reply reporting a 160,000-token cache write for a ~3 KB request (${billed:.4f} billed) went
+through, and with a $1.00 cap the demo ended at $1.0295. The reservation is now an upper bound (the request's bytes
+plus the protocol's allowance, every token at the 1.25x cache-write rate, plus max_tokens of output: at most
+${reserved_max:.4f} here), so an honest endpoint cannot bill past it. A reply that does is booked as billed (never
+clipped: spend ${spent:.4f}), and the run ends UNRECOVERABLE_ERROR (billed_above_reserve) with reserved vs billed and
+spend vs cap in `detail`: the cap can no longer be promised, a human must look."""
+    return c
+
+
 def cases():
     return [judge_schema_order(), post_task_commit(), check_script_relative(), notice_counted_when_refused(),
-            resume_settled_task_step(), relative_script_arg_hijack(), plan_ignores_max_tokens()]
+            resume_settled_task_step(), relative_script_arg_hijack(), plan_ignores_max_tokens(),
+            cache_write_billed_above_reserve()]

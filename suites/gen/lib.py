@@ -40,6 +40,29 @@ def u(inp, out, cr=0, cw=0):
     return {"input_tokens": inp, "output_tokens": out, "cache_read_input_tokens": cr, "cache_creation_input_tokens": cw}
 
 
+# The harness reserves each attempt's worst case from the request's bytes
+# (harness/src/ledger/bound.rs): input tokens at most the wire body's bytes
+# plus a small per-protocol allowance, all priced at the highest input rate
+# (Anthropic: a cache write, 1.25x), plus max_tokens of output. Scripted usage
+# must stay within what its request could bill, or the harness books it and
+# ends the run UNRECOVERABLE_ERROR (billed_above_reserve). A case whose story
+# needs a large context reads a large file first: its later turns carry it.
+EXEC_BODY_FLOOR_BYTES = 3000   # an execute request before any tool output (system prompt, tools, task prompt): ~3.2 KB
+EXEC_BODY_SLACK_BYTES = 12000  # what a request may hold beyond the floor and its tool outputs (turn framing, history)
+ANTHROPIC_ALLOWANCE_TOKENS = 1024 + 6 * 64 + 40 * 8  # tool-use system prompt, 6 tools, up to 40 messages
+
+
+def esc_len(text):
+    """Bytes a tool output adds to the request body (it travels JSON-escaped)."""
+    return len(json.dumps(text)) - 2
+
+
+def worst_usd(model, body_bytes, max_tokens, allowance=ANTHROPIC_ALLOWANCE_TOKENS):
+    """The reservation for a request of `body_bytes` (Anthropic: input at the 1.25x cache-write rate)."""
+    pin, pout = PRICES[model]
+    return ((body_bytes + allowance) * pin * 1.25 + max_tokens * pout) / 1e6
+
+
 def cost(usage, model):
     pin, pout = PRICES[model]
     return (usage["input_tokens"] * pin + usage["cache_read_input_tokens"] * pin * 0.1

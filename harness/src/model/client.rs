@@ -16,6 +16,7 @@ use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::gate::{AttemptGate, Billing, CallError, Ungated};
 use super::retry::parse_retry_after;
 pub use super::retry::{retry_delay_ms, RetryPolicy, MAX_ATTEMPTS_HARD_CAP};
 use super::types::{ModelError, ModelReply, ModelRequest, Protocol};
@@ -27,6 +28,9 @@ pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// Error bodies kept in [`ModelError::Rejected`].
 pub const MAX_ERROR_BODY_BYTES: usize = 2 * 1024;
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// How much later than its own timeout an attempt is cut by the outer
+/// bound, should reqwest's timeout ever not fire.
+pub const ATTEMPT_TIMEOUT_GRACE: Duration = Duration::from_millis(250);
 
 /// One model endpoint. Holds the NAME of the env var with the key, never the
 /// key, so the derived Debug is safe.
@@ -96,7 +100,7 @@ enum Attempt {
     Retry {
         last: String,
         retry_after_ms: Option<u64>,
-        unparseable_billed: bool,
+        billing: Billing,
     },
     Fatal(ModelError),
 }
@@ -197,8 +201,28 @@ impl ModelClient {
         body
     }
 
-    /// Make the call, retrying 429 / 5xx / transport errors / unparseable 200s.
+    /// Make the call, retrying 429 / 5xx / transport errors / unparseable
+    /// 200s, with no gate: no money is consulted and only the request
+    /// timeout bounds an attempt.
     pub async fn call(&self, req: &ModelRequest) -> Result<ModelReply, ModelError> {
+        match self.call_gated(req, &mut Ungated).await {
+            Ok(reply) => Ok(reply),
+            Err(CallError::Model(e)) => Err(e),
+            Err(CallError::Stopped(never)) => match never {},
+        }
+    }
+
+    /// Make the call with `gate` consulted around every attempt: before each
+    /// one (it may stop the call, e.g. a refused reserve) and after each
+    /// failed one with what it may have cost. Every attempt is bounded by the
+    /// request timeout AND the gate's deadline; a backoff sleep never goes
+    /// past the deadline; when the deadline is reached the call ends with
+    /// [`ModelError::Deadline`].
+    pub async fn call_gated<G: AttemptGate>(
+        &self,
+        req: &ModelRequest,
+        gate: &mut G,
+    ) -> Result<ModelReply, CallError<G::Stop>> {
         let key = self
             .cfg
             .api_key_env
@@ -207,48 +231,87 @@ impl ModelClient {
             .filter(|k| !k.is_empty());
         let body = self.wire_body(req);
         let body = serde_json::to_vec(&body)
-            .map_err(|e| ModelError::Config(format!("cannot serialise request: {e}")))?;
-        let base_headers = self.headers(req, key.as_deref())?;
+            .map_err(|e| ModelError::Config(format!("cannot serialise request: {e}")))
+            .map_err(CallError::Model)?;
+        let base_headers = self
+            .headers(req, key.as_deref())
+            .map_err(CallError::Model)?;
         let max = self.cfg.retry.effective_max_attempts();
-        let mut unparseable = 0u32;
+        let deadline = gate.deadline();
+        let timeout_cap = Duration::from_millis(self.cfg.request_timeout_ms);
+        let mut billed_unknown = 0u32;
         let mut last = String::new();
 
         for attempt in 0..max {
+            // The time this attempt may take: the request timeout, or less
+            // when the run's clock has less left.
+            let timeout = match deadline {
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(CallError::Model(ModelError::Deadline {
+                            attempts: attempt,
+                            last,
+                        }));
+                    }
+                    timeout_cap.min(left)
+                }
+                None => timeout_cap,
+            };
+            gate.before_attempt(attempt).map_err(CallError::Stopped)?;
             let mut headers = base_headers.clone();
             headers.insert(
                 HeaderName::from_static("x-harness-attempt"),
                 HeaderValue::from(attempt),
             );
             let started = Instant::now();
-            let outcome = self.attempt(headers, body.clone(), key.as_deref()).await;
+            let outcome = self
+                .attempt(headers, body.clone(), key.as_deref(), timeout)
+                .await;
             match outcome {
                 Attempt::Done(parsed) => {
                     let latency_ms = started.elapsed().as_millis().min(u64::MAX as u128) as u64;
-                    return Ok(parsed.into_reply(latency_ms, attempt + 1, unparseable));
+                    return Ok(parsed.into_reply(latency_ms, attempt + 1, billed_unknown));
                 }
-                Attempt::Fatal(e) => return Err(e),
+                // A fatal answer (4xx, recording miss) billed nothing.
+                Attempt::Fatal(e) => return Err(CallError::Model(e)),
                 Attempt::Retry {
                     last: l,
                     retry_after_ms,
-                    unparseable_billed,
+                    billing,
                 } => {
-                    if unparseable_billed {
-                        unparseable += 1;
+                    if billing == Billing::Unknown {
+                        billed_unknown += 1;
                     }
+                    gate.after_failed_attempt(attempt, billing)
+                        .map_err(CallError::Stopped)?;
                     last = format!("attempt {}: {l}", attempt + 1);
                     if attempt + 1 < max {
-                        let wait =
-                            retry_delay_ms(&self.cfg.retry, &req.call_key, attempt, retry_after_ms);
-                        tokio::time::sleep(Duration::from_millis(wait)).await;
+                        let mut wait = Duration::from_millis(retry_delay_ms(
+                            &self.cfg.retry,
+                            &req.call_key,
+                            attempt,
+                            retry_after_ms,
+                        ));
+                        if let Some(d) = deadline {
+                            wait = wait.min(d.saturating_duration_since(Instant::now()));
+                        }
+                        tokio::time::sleep(wait).await;
+                    }
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(CallError::Model(ModelError::Deadline {
+                            attempts: attempt + 1,
+                            last,
+                        }));
                     }
                 }
             }
         }
-        Err(ModelError::RetriesExhausted {
+        Err(CallError::Model(ModelError::RetriesExhausted {
             attempts: max,
             last,
-            unparseable_billed_attempts: unparseable,
-        })
+            billed_unknown_attempts: billed_unknown,
+        }))
     }
 
     fn headers(&self, req: &ModelRequest, key: Option<&str>) -> Result<HeaderMap, ModelError> {
@@ -298,21 +361,52 @@ impl ModelClient {
         Ok(h)
     }
 
-    async fn attempt(&self, headers: HeaderMap, body: Vec<u8>, key: Option<&str>) -> Attempt {
-        let resp = match self
+    /// One POST, bounded by `timeout` from connect to the last body byte.
+    async fn attempt(
+        &self,
+        headers: HeaderMap,
+        body: Vec<u8>,
+        key: Option<&str>,
+        timeout: Duration,
+    ) -> Attempt {
+        let sent = self
             .http
             .post(&self.url)
             .headers(headers)
             .body(body)
-            .send()
-            .await
+            .timeout(timeout);
+        // reqwest's timeout covers connect, send and the whole body read;
+        // this outer bound (a little later) only makes that a certainty.
+        match tokio::time::timeout(
+            timeout + ATTEMPT_TIMEOUT_GRACE,
+            self.send_and_read(sent, key, timeout),
+        )
+        .await
         {
+            Ok(a) => a,
+            Err(_) => Attempt::Retry {
+                last: format!("timeout after {} ms", timeout.as_millis()),
+                retry_after_ms: None,
+                // Cut at an unknown point: the server may be working on it.
+                billing: Billing::Unknown,
+            },
+        }
+    }
+
+    async fn send_and_read(
+        &self,
+        sent: reqwest::RequestBuilder,
+        key: Option<&str>,
+        timeout: Duration,
+    ) -> Attempt {
+        let timeout_ms = timeout.as_millis().min(u64::MAX as u128) as u64;
+        let resp = match sent.send().await {
             Ok(r) => r,
             Err(e) => {
                 return Attempt::Retry {
-                    last: redact(&describe_transport(&e, self.cfg.request_timeout_ms), key),
+                    last: redact(&describe_transport(&e, timeout_ms), key),
                     retry_after_ms: None,
-                    unparseable_billed: false,
+                    billing: transport_billing(&e),
                 }
             }
         };
@@ -356,7 +450,7 @@ impl ModelClient {
                     key,
                 ),
                 retry_after_ms: None,
-                unparseable_billed: true,
+                billing: Billing::Unknown,
             };
         }
 
@@ -370,7 +464,7 @@ impl ModelClient {
             Attempt::Retry {
                 last: format!("HTTP {}: {body_text}", status.as_u16()),
                 retry_after_ms,
-                unparseable_billed: false,
+                billing: Billing::NotBilled,
             }
         } else {
             Attempt::Fatal(ModelError::Rejected {
@@ -428,6 +522,19 @@ fn recording_miss(body: &[u8], header: bool) -> Option<String> {
     )
 }
 
+/// A transport error bills nothing only when the request provably never
+/// reached the server: the connection was not made (refused, DNS, connect
+/// timeout) or the request was never built. Anything later (a reset after
+/// sending, a timeout while the server works, a broken body read) may have
+/// been billed.
+fn transport_billing(e: &reqwest::Error) -> Billing {
+    if e.is_connect() || e.is_builder() {
+        Billing::NotBilled
+    } else {
+        Billing::Unknown
+    }
+}
+
 fn describe_transport(e: &reqwest::Error, timeout_ms: u64) -> String {
     let kind = if e.is_timeout() {
         format!("timeout after {timeout_ms} ms")
@@ -461,6 +568,7 @@ fn redact(s: &str, key: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::gate::{AttemptGate, Billing, CallError};
     use crate::model::types::{CallRole, StopReason, Turn, Usage};
     use crate::model::{render_response, ScriptedReply};
     use serde_json::json;
@@ -565,7 +673,7 @@ mod tests {
                 (
                     reply.text.as_str(),
                     reply.attempts,
-                    reply.unparseable_billed_attempts
+                    reply.billed_unknown_attempts
                 ),
                 ("hello", 1, 0)
             );
@@ -644,7 +752,7 @@ mod tests {
             .await;
         let client = ModelClient::new(cfg(&server, Protocol::Openai, None)).unwrap();
         let reply = client.call(&req()).await.unwrap();
-        assert_eq!((reply.attempts, reply.unparseable_billed_attempts), (3, 0));
+        assert_eq!((reply.attempts, reply.billed_unknown_attempts), (3, 0));
         assert_eq!(server.received_requests().await.unwrap().len(), 3);
     }
 
@@ -660,9 +768,9 @@ mod tests {
             ModelError::RetriesExhausted {
                 attempts,
                 last,
-                unparseable_billed_attempts,
+                billed_unknown_attempts,
             } => {
-                assert_eq!((attempts, unparseable_billed_attempts), (3, 0));
+                assert_eq!((attempts, billed_unknown_attempts), (3, 0));
                 assert!(
                     last.contains("503") && last.contains("overloaded"),
                     "{last}"
@@ -753,10 +861,10 @@ mod tests {
         match client.call(&req()).await.unwrap_err() {
             ModelError::RetriesExhausted {
                 attempts,
-                unparseable_billed_attempts,
+                billed_unknown_attempts,
                 last,
             } => {
-                assert_eq!((attempts, unparseable_billed_attempts), (3, 3));
+                assert_eq!((attempts, billed_unknown_attempts), (3, 3));
                 assert!(last.contains("unparseable"), "{last}");
             }
             e => panic!("{e:?}"),
@@ -775,7 +883,7 @@ mod tests {
             .await;
         let client = ModelClient::new(cfg(&server, Protocol::Anthropic, None)).unwrap();
         let reply = client.call(&req()).await.unwrap();
-        assert_eq!((reply.attempts, reply.unparseable_billed_attempts), (2, 1));
+        assert_eq!((reply.attempts, reply.billed_unknown_attempts), (2, 1));
     }
 
     #[tokio::test]
@@ -793,7 +901,7 @@ mod tests {
         match client.call(&req()).await.unwrap_err() {
             ModelError::RetriesExhausted {
                 attempts: 1,
-                unparseable_billed_attempts: 1,
+                billed_unknown_attempts: 1,
                 last,
             } => {
                 assert!(last.contains("cap"), "{last}")
@@ -817,17 +925,19 @@ mod tests {
         c.request_timeout_ms = 50;
         c.retry.max_attempts = 2;
         match ModelClient::new(c).unwrap().call(&req()).await.unwrap_err() {
+            // The server had the request and was working on it: each timed-out
+            // attempt may have been billed.
             ModelError::RetriesExhausted {
                 attempts: 2,
                 last,
-                unparseable_billed_attempts: 0,
+                billed_unknown_attempts: 2,
             } => {
                 assert!(last.contains("timeout"), "{last}")
             }
             e => panic!("{e:?}"),
         }
 
-        // A port nobody listens on.
+        // A port nobody listens on: the request never left, nothing billed.
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -842,8 +952,260 @@ mod tests {
         };
         assert!(matches!(
             ModelClient::new(c).unwrap().call(&req()).await.unwrap_err(),
-            ModelError::RetriesExhausted { attempts: 3, .. }
+            ModelError::RetriesExhausted {
+                attempts: 3,
+                billed_unknown_attempts: 0,
+                ..
+            }
         ));
+    }
+
+    /// Records what the client told it; refuses attempt `refuse_at`.
+    #[derive(Default)]
+    struct Probe {
+        before: Vec<u32>,
+        failed: Vec<(u32, Billing)>,
+        refuse_at: Option<u32>,
+        deadline: Option<Instant>,
+    }
+
+    impl AttemptGate for Probe {
+        type Stop = &'static str;
+        fn before_attempt(&mut self, attempt: u32) -> Result<(), &'static str> {
+            self.before.push(attempt);
+            if self.refuse_at == Some(attempt) {
+                return Err("refused");
+            }
+            Ok(())
+        }
+        fn after_failed_attempt(
+            &mut self,
+            attempt: u32,
+            billing: Billing,
+        ) -> Result<(), &'static str> {
+            self.failed.push((attempt, billing));
+            Ok(())
+        }
+        fn deadline(&self) -> Option<Instant> {
+            self.deadline
+        }
+    }
+
+    #[tokio::test]
+    async fn the_gate_hears_every_attempt_and_what_it_may_have_cost() {
+        let truncated = ok_body(Protocol::Anthropic).to_string();
+        let truncated = truncated[..truncated.len() / 2].to_string();
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(503).set_body_string("busy"))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_string(truncated))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(ok_body(Protocol::Anthropic)))
+            .mount(&server)
+            .await;
+        let client = ModelClient::new(cfg(&server, Protocol::Anthropic, None)).unwrap();
+        let mut probe = Probe::default();
+        let reply = client.call_gated(&req(), &mut probe).await.unwrap();
+        assert_eq!(probe.before, vec![0, 1, 2]);
+        assert_eq!(
+            probe.failed,
+            vec![(0, Billing::NotBilled), (1, Billing::Unknown)]
+        );
+        assert_eq!((reply.attempts, reply.billed_unknown_attempts), (3, 1));
+
+        // A gate that refuses attempt 1 stops the call before it is made.
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(500).set_body_string("boom"))
+            .mount(&server)
+            .await;
+        let client = ModelClient::new(cfg(&server, Protocol::Openai, None)).unwrap();
+        let mut probe = Probe {
+            refuse_at: Some(1),
+            ..Probe::default()
+        };
+        assert_eq!(
+            client.call_gated(&req(), &mut probe).await.unwrap_err(),
+            CallError::Stopped("refused")
+        );
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    }
+
+    /// A raw server: reads each request, then answers with `reply` (bytes,
+    /// possibly an incomplete response) and closes the connection.
+    async fn raw_server(reply: &'static [u8]) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = l.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let mut got = Vec::new();
+                    // Read the whole request (headers + Content-Length body).
+                    loop {
+                        let Ok(n) = s.read(&mut buf).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                        let text = String::from_utf8_lossy(&got);
+                        if let Some(h) = text.find("\r\n\r\n") {
+                            let len = text[..h]
+                                .lines()
+                                .find_map(|l| {
+                                    l.to_ascii_lowercase()
+                                        .strip_prefix("content-length:")
+                                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                                })
+                                .unwrap_or(0);
+                            if got.len() >= h + 4 + len {
+                                break;
+                            }
+                        }
+                    }
+                    let _ = s.write_all(reply).await;
+                    let _ = s.shutdown().await;
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn a_transport_failure_after_sending_may_have_been_billed() {
+        let policy = RetryPolicy {
+            max_attempts: 2,
+            ..fast_policy()
+        };
+        for (what, reply) in [
+            // The server had the request and hung up without a word.
+            ("reset after sending", &b""[..]),
+            // The reply's status arrived (200), then the connection broke.
+            (
+                "body broken after 200",
+                &b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{\"id\":\"msg_1\",\"content\":["[..],
+            ),
+        ] {
+            let base_url = raw_server(reply).await;
+            let client = ModelClient::new(EndpointConfig {
+                base_url,
+                protocol: Protocol::Anthropic,
+                api_key_env: None,
+                request_timeout_ms: 5_000,
+                retry: policy.clone(),
+            })
+            .unwrap();
+            let mut probe = Probe::default();
+            let err = client.call_gated(&req(), &mut probe).await.unwrap_err();
+            assert!(
+                matches!(err, CallError::Model(ModelError::RetriesExhausted { billed_unknown_attempts: 2, .. })),
+                "{what}: {err:?}"
+            );
+            assert_eq!(
+                probe.failed,
+                vec![(0, Billing::Unknown), (1, Billing::Unknown)],
+                "{what}"
+            );
+        }
+        // A status that bills nothing stays not billed even if its body breaks.
+        let base_url =
+            raw_server(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 100\r\n\r\nbusy")
+                .await;
+        let client = ModelClient::new(EndpointConfig {
+            base_url,
+            protocol: Protocol::Anthropic,
+            api_key_env: None,
+            request_timeout_ms: 5_000,
+            retry: policy,
+        })
+        .unwrap();
+        let mut probe = Probe::default();
+        let _ = client.call_gated(&req(), &mut probe).await.unwrap_err();
+        assert_eq!(
+            probe.failed,
+            vec![(0, Billing::NotBilled), (1, Billing::NotBilled)]
+        );
+    }
+
+    #[tokio::test]
+    async fn no_attempt_and_no_backoff_outlives_the_deadline() {
+        // A server that takes 3 s, a request timeout of 60 s, a deadline of
+        // 300 ms: the attempt is cut at the deadline and counted as maybe
+        // billed (the server had it).
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(ok_body(Protocol::Openai))
+                    .set_delay(Duration::from_secs(3)),
+            )
+            .mount(&server)
+            .await;
+        let mut c = cfg(&server, Protocol::Openai, None);
+        c.request_timeout_ms = 60_000;
+        let client = ModelClient::new(c).unwrap();
+        let t = Instant::now();
+        let mut probe = Probe {
+            deadline: Some(t + Duration::from_millis(300)),
+            ..Probe::default()
+        };
+        match client.call_gated(&req(), &mut probe).await.unwrap_err() {
+            CallError::Model(ModelError::Deadline { attempts: 1, last }) => {
+                assert!(last.contains("timeout"), "{last}")
+            }
+            e => panic!("{e:?}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert_eq!(probe.failed, vec![(0, Billing::Unknown)]);
+
+        // A 429 asking for 60 s: the backoff sleeps only until the deadline.
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(429)
+                    .insert_header("retry-after", "60")
+                    .set_body_string("slow down"),
+            )
+            .mount(&server)
+            .await;
+        let mut c = cfg(&server, Protocol::Openai, None);
+        c.retry.retry_after_cap_ms = 60_000;
+        let client = ModelClient::new(c).unwrap();
+        let t = Instant::now();
+        let mut probe = Probe {
+            deadline: Some(t + Duration::from_millis(300)),
+            ..Probe::default()
+        };
+        match client.call_gated(&req(), &mut probe).await.unwrap_err() {
+            CallError::Model(ModelError::Deadline { attempts: 1, .. }) => {}
+            e => panic!("{e:?}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert_eq!(probe.failed, vec![(0, Billing::NotBilled)]);
+
+        // A deadline already past: no attempt at all.
+        let mut probe = Probe {
+            deadline: Some(Instant::now()),
+            ..Probe::default()
+        };
+        assert!(matches!(
+            client.call_gated(&req(), &mut probe).await.unwrap_err(),
+            CallError::Model(ModelError::Deadline { attempts: 0, .. })
+        ));
+        assert!(probe.before.is_empty());
     }
 
     #[tokio::test]

@@ -14,6 +14,7 @@
 
 pub mod anthropic;
 pub mod client;
+pub mod gate;
 pub mod openai;
 pub mod retry;
 pub mod types;
@@ -50,7 +51,7 @@ impl ParsedReply {
         self,
         latency_ms: u64,
         attempts: u32,
-        unparseable_billed_attempts: u32,
+        billed_unknown_attempts: u32,
     ) -> ModelReply {
         ModelReply {
             text: self.text,
@@ -60,7 +61,7 @@ impl ParsedReply {
             model: self.model,
             latency_ms,
             attempts,
-            unparseable_billed_attempts,
+            billed_unknown_attempts,
         }
     }
 }
@@ -279,7 +280,7 @@ mod tests {
     fn into_reply_carries_bookkeeping() {
         let r = test_fixtures::scripted().into_reply(12, 3, 1);
         assert_eq!(
-            (r.latency_ms, r.attempts, r.unparseable_billed_attempts),
+            (r.latency_ms, r.attempts, r.billed_unknown_attempts),
             (12, 3, 1)
         );
         assert_eq!(r.usage.cache_read_input_tokens, 300);

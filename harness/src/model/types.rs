@@ -121,17 +121,31 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Saturating: an endpoint that reports absurd counts (`u64::MAX` output
+    /// tokens, eight times over) pins the total at `u64::MAX` instead of
+    /// wrapping to a small, believable number.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_input_tokens += other.cache_read_input_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_input_tokens = self
+            .cache_read_input_tokens
+            .saturating_add(other.cache_read_input_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(other.cache_creation_input_tokens);
     }
+    /// All four fields, saturating like `add`.
     pub fn total(&self) -> u64 {
         self.input_tokens
-            + self.output_tokens
-            + self.cache_read_input_tokens
-            + self.cache_creation_input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+            .saturating_add(self.cache_creation_input_tokens)
+    }
+    /// Input tokens of every kind (plain, cache read, cache write).
+    pub fn input_total(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_read_input_tokens)
+            .saturating_add(self.cache_creation_input_tokens)
     }
 }
 
@@ -160,10 +174,12 @@ pub struct ModelReply {
     pub latency_ms: u64,
     /// HTTP attempts made, including the successful one.
     pub attempts: u32,
-    /// Attempts that got HTTP 200 with a body that could not be parsed. The
-    /// endpoint may have billed them and we cannot know for how much, so the
-    /// harness books each at the reserved worst case.
-    pub unparseable_billed_attempts: u32,
+    /// Attempts before the successful one that may have been billed for an
+    /// unknown amount: HTTP 200 with a body that could not be parsed or read
+    /// to the end, or a transport failure after the request may have reached
+    /// the server. The harness books each at its worst case (see
+    /// [`super::gate::Billing`]).
+    pub billed_unknown_attempts: u32,
 }
 
 /// Why a model call failed after the client's own retries. The harness
@@ -182,10 +198,14 @@ pub enum ModelError {
     RetriesExhausted {
         attempts: u32,
         last: String,
-        /// Of those attempts, how many got HTTP 200 with an unparseable body
-        /// (booked at worst case, as in `ModelReply`).
-        unparseable_billed_attempts: u32,
+        /// Of those attempts, how many may have been billed for an unknown
+        /// amount (as in `ModelReply::billed_unknown_attempts`).
+        billed_unknown_attempts: u32,
     },
+    /// The run's wall clock ran out before the call could finish: the
+    /// attempt in flight was cut, or no time was left for the next one.
+    #[error("the run's wall clock ran out during the call after {attempts} attempt(s){}", if last.is_empty() { String::new() } else { format!(": {last}") })]
+    Deadline { attempts: u32, last: String },
     /// The endpoint URL or the request could not be built.
     #[error("bad endpoint configuration: {0}")]
     Config(String),

@@ -20,6 +20,11 @@ use sha2::{Digest, Sha256};
 /// that; the cap is what makes every injected fault recoverable.
 pub const FAULT_ATTEMPT_CAP: u32 = 3;
 
+/// A drip fault sends the real body this many bytes at a time.
+pub const DRIP_CHUNK_BYTES: usize = 16;
+/// The longest pause a drip fault may put between two chunks.
+pub const DRIP_INTERVAL_MAX_MS: u64 = 60_000;
+
 /// Domain separation for the decision hash, so a future change in the
 /// decision inputs can bump the tag instead of silently reshuffling faults.
 const DECISION_TAG: &[u8] = b"harness-replay-fault/1";
@@ -43,6 +48,11 @@ pub struct FaultPlan {
     pub rate_truncated: f64,
     /// Status 200 with a body that is not JSON at all.
     pub rate_malformed: f64,
+    /// Status 200 and the real body, sent `DRIP_CHUNK_BYTES` at a time with
+    /// `drip_interval_ms` between chunks: a server (or proxy) that drips its
+    /// answer so slowly that only a wall clock bounds the wait.
+    pub rate_drip: f64,
+    pub drip_interval_ms: u64,
     pub retry_after_s: u64,
 }
 
@@ -54,6 +64,7 @@ pub enum FaultKind {
     Latency,
     Truncated,
     Malformed,
+    Drip,
 }
 
 impl FaultKind {
@@ -65,6 +76,7 @@ impl FaultKind {
             FaultKind::Latency => "latency",
             FaultKind::Truncated => "truncate",
             FaultKind::Malformed => "malformed",
+            FaultKind::Drip => "drip",
         }
     }
 }
@@ -88,8 +100,9 @@ impl Default for FaultPlan {
 }
 
 const SPEC_HELP: &str = "expected comma-separated items from 429=<rate>, 500=<rate>, \
-latency=<rate>:<ms>, truncate=<rate>, malformed=<rate>, retry_after=<seconds>, seed=<u64>; \
-e.g. \"429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.02,seed=7\"";
+latency=<rate>:<ms>, truncate=<rate>, malformed=<rate>, drip=<rate>:<ms between chunks>, \
+retry_after=<seconds>, seed=<u64>; \
+e.g. \"429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.02,drip=0.01:500,seed=7\"";
 
 impl FaultPlan {
     /// No faults at all.
@@ -102,6 +115,8 @@ impl FaultPlan {
             added_latency_ms: 0,
             rate_truncated: 0.0,
             rate_malformed: 0.0,
+            rate_drip: 0.0,
+            drip_interval_ms: 0,
             retry_after_s: 1,
         }
     }
@@ -117,6 +132,13 @@ impl FaultPlan {
             + self.rate_latency
             + self.rate_truncated
             + self.rate_malformed
+            + self.rate_drip
+    }
+
+    /// True when some request can get a drip fault (the server then needs
+    /// its streaming front, see `replay::drip`).
+    pub fn may_drip(&self) -> bool {
+        self.rate_drip > 0.0
     }
 
     /// Parse `429=0.1,500=0.05,latency=0.1:200,truncate=0.02,malformed=0.02,seed=7`.
@@ -156,6 +178,25 @@ impl FaultPlan {
                 "500" => plan.rate_500 = parse_rate(&key, value)?,
                 "truncate" | "truncated" => plan.rate_truncated = parse_rate(&key, value)?,
                 "malformed" => plan.rate_malformed = parse_rate(&key, value)?,
+                "drip" => {
+                    let Some((rate, ms)) = value.split_once(':') else {
+                        return Err(FaultSpecError(format!(
+                            "item \"{item}\": expected drip=<rate>:<ms between chunks>, e.g. drip=1.0:500"
+                        )));
+                    };
+                    plan.rate_drip = parse_rate(&key, rate.trim())?;
+                    plan.drip_interval_ms = ms.trim().parse::<u64>().map_err(|_| {
+                        FaultSpecError(format!(
+                            "item \"{item}\": the interval \"{}\" is not a whole number of milliseconds",
+                            ms.trim()
+                        ))
+                    })?;
+                    if plan.drip_interval_ms > DRIP_INTERVAL_MAX_MS {
+                        return Err(FaultSpecError(format!(
+                            "item \"{item}\": the interval is at most {DRIP_INTERVAL_MAX_MS} ms"
+                        )));
+                    }
+                }
                 "latency" => {
                     let Some((rate, ms)) = value.split_once(':') else {
                         return Err(FaultSpecError(format!(
@@ -203,6 +244,7 @@ impl FaultPlan {
             ("latency", self.rate_latency),
             ("truncate", self.rate_truncated),
             ("malformed", self.rate_malformed),
+            ("drip", self.rate_drip),
         ] {
             if !rate.is_finite() || !(0.0..=1.0).contains(&rate) {
                 return Err(FaultSpecError(format!(
@@ -237,6 +279,7 @@ impl FaultPlan {
             (self.rate_latency, FaultKind::Latency),
             (self.rate_truncated, FaultKind::Truncated),
             (self.rate_malformed, FaultKind::Malformed),
+            (self.rate_drip, FaultKind::Drip),
         ] {
             edge += rate;
             if rate > 0.0 && u < edge {
@@ -255,16 +298,19 @@ impl fmt::Display for FaultPlan {
         }
         write!(
             f,
-            "429={},500={},latency={}:{},truncate={},malformed={},retry_after={},seed={}",
+            "429={},500={},latency={}:{},truncate={},malformed={},",
             self.rate_429,
             self.rate_500,
             self.rate_latency,
             self.added_latency_ms,
             self.rate_truncated,
             self.rate_malformed,
-            self.retry_after_s,
-            self.seed
-        )
+        )?;
+        // Only when present, so plans without it render as they always did.
+        if self.may_drip() {
+            write!(f, "drip={}:{},", self.rate_drip, self.drip_interval_ms)?;
+        }
+        write!(f, "retry_after={},seed={}", self.retry_after_s, self.seed)
     }
 }
 
@@ -322,6 +368,11 @@ mod tests {
         assert_eq!(p.retry_after_s, 1);
         // Display round-trips through parse.
         assert_eq!(FaultPlan::parse(&p.to_string()).unwrap(), p);
+        assert!(!p.to_string().contains("drip"), "absent unless asked for");
+        let d = FaultPlan::parse("drip=0.25:400,seed=3").unwrap();
+        assert_eq!((d.rate_drip, d.drip_interval_ms), (0.25, 400));
+        assert!(d.may_drip() && !p.may_drip());
+        assert_eq!(FaultPlan::parse(&d.to_string()).unwrap(), d);
         assert!(FaultPlan::parse("").unwrap().is_none());
         assert!(FaultPlan::parse(" none ").unwrap().is_none());
         assert_eq!(
@@ -346,6 +397,10 @@ mod tests {
             ("429=0.1,429=0.2", "given twice"),
             ("429=0.6,500=0.6", "sum to <= 1"),
             ("seed=-1", "seed"),
+            ("drip=0.5", "drip=<rate>:<ms"),
+            ("drip=0.5:slow", "milliseconds"),
+            ("drip=0.5:600001", "at most"),
+            ("drip=1.5:10", "[0, 1]"),
         ] {
             let err = FaultPlan::parse(spec).expect_err(spec).to_string();
             assert!(err.contains(needle), "{spec}: {err}");
@@ -372,6 +427,7 @@ mod tests {
             "latency=0.2:50",
             "truncate=0.2",
             "malformed=0.2",
+            "drip=0.2:100",
         ] {
             let a = FaultPlan::parse(&format!("{spec},seed=7")).unwrap();
             let a2 = FaultPlan::parse(&format!("{spec},seed=7")).unwrap();

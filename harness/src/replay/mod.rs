@@ -11,8 +11,11 @@
 //!   naming the nearest recording on any miss (never anything live).
 //! - [`faults`]: [`FaultPlan`], seeded fault injection whose decisions are a
 //!   pure function of (seed, case, run, call_key, attempt).
+//! - `drip`: the streaming relay a server whose plan can drip puts in front
+//!   of wiremock, which sends a marked response's body a few bytes at a time.
 
 pub mod cassette;
+mod drip;
 pub mod embed; // `harness run --replay`: the embedded server for one run (embed.rs is maintained elsewhere)
 pub mod faults;
 pub mod server;

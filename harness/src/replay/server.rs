@@ -217,6 +217,9 @@ pub const CAPTURE_MAX_PER_RUN: usize = 2000;
 pub struct ReplayServer {
     server: MockServer,
     shared: Arc<Shared>,
+    /// The streaming relay on the public listener, when the fault plan can
+    /// drip (wiremock cannot send a body slowly).
+    front: Option<super::drip::DripFront>,
 }
 
 impl fmt::Debug for ReplayServer {
@@ -255,6 +258,16 @@ impl ReplayServer {
             .map_err(|e| ReplayError::BadOptions(e.to_string()))?;
         // wiremock unwraps local_addr(); ask first so a bad listener is an error, not a panic.
         listener.local_addr().map_err(ReplayError::Bind)?;
+        // A plan that can drip: wiremock listens privately, the drip front
+        // takes the caller's listener and relays to it.
+        let (wiremock_listener, front_listener) = if opts.faults.may_drip() {
+            let inner = TcpListener::bind(("127.0.0.1", 0)).map_err(ReplayError::Bind)?;
+            inner.local_addr().map_err(ReplayError::Bind)?;
+            (inner, Some(listener))
+        } else {
+            (listener, None)
+        };
+        let drip_interval = Duration::from_millis(opts.faults.drip_interval_ms);
 
         let shared = Arc::new(Shared {
             cases: prepare(recordings),
@@ -266,7 +279,7 @@ impl ReplayServer {
         // Request recording off: this server is long-lived and high-volume,
         // and wiremock would otherwise keep every request in memory.
         let server = MockServer::builder()
-            .listener(listener)
+            .listener(wiremock_listener)
             .disable_request_recording()
             .start()
             .await;
@@ -276,16 +289,30 @@ impl ReplayServer {
             })
             .mount(&server)
             .await;
-        Ok(ReplayServer { server, shared })
+        let front = match front_listener {
+            Some(l) => Some(
+                super::drip::DripFront::start(l, *server.address(), drip_interval)
+                    .map_err(ReplayError::Bind)?,
+            ),
+            None => None,
+        };
+        Ok(ReplayServer {
+            server,
+            shared,
+            front,
+        })
     }
 
     /// `http://127.0.0.1:<port>`.
     pub fn uri(&self) -> String {
-        self.server.uri()
+        format!("http://{}", self.address())
     }
 
     pub fn address(&self) -> SocketAddr {
-        *self.server.address()
+        match &self.front {
+            Some(f) => f.addr,
+            None => *self.server.address(),
+        }
     }
 
     /// The base URL a harness run should use for (case, run):
@@ -673,6 +700,11 @@ impl Shared {
                     delay,
                 ))
             }
+            // The real answer; the drip front sends its body slowly.
+            FaultKind::Drip => fault_header(with_delay(
+                it.response.template(it.response.body.clone()),
+                delay,
+            )),
             FaultKind::Malformed => {
                 // Claims JSON, is not: what a misbehaving proxy in front of
                 // the endpoint looks like.
@@ -1464,6 +1496,93 @@ mod tests {
             };
             assert_eq!(*status, expected, "run {run}");
         }
+    }
+
+    #[tokio::test]
+    async fn drip_sends_the_real_body_a_few_bytes_at_a_time() {
+        let c = reqwest::Client::new();
+        let plain = server(fast()).await;
+        let real = call(
+            &c,
+            &plain.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
+        let s = server(ReplayOptions {
+            faults: FaultPlan::parse("drip=1.0:20,seed=1").unwrap(),
+            ..fast()
+        })
+        .await;
+        assert_ne!(
+            s.address(),
+            *s.server.address(),
+            "the front owns the public port"
+        );
+        // Status and headers at once, then the body in DRIP_CHUNK_BYTES pieces.
+        let t0 = Instant::now();
+        let mut resp = c
+            .post(format!("{}/v1/messages", s.base_url_for(CASE, 0)))
+            .header(HEADER_CALL_ROLE, "plan")
+            .header(HEADER_CALL_KEY, "plan/0")
+            .header(HEADER_ATTEMPT, "0")
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        let headers_after = t0.elapsed();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers().get(HEADER_FAULT).unwrap(), "drip");
+        let mut body = Vec::new();
+        let mut chunks = 0;
+        while let Some(chunk) = resp.chunk().await.unwrap() {
+            assert!(chunk.len() <= super::super::faults::DRIP_CHUNK_BYTES);
+            body.extend_from_slice(&chunk);
+            chunks += 1;
+        }
+        let took = t0.elapsed();
+        assert_eq!(body, real.body, "the real body, whole");
+        let pieces = real
+            .body
+            .len()
+            .div_ceil(super::super::faults::DRIP_CHUNK_BYTES);
+        assert_eq!(chunks, pieces);
+        assert!(
+            took >= Duration::from_millis(20 * (pieces as u64 - 1)),
+            "{took:?} for {pieces} pieces"
+        );
+        assert!(headers_after < took / 2, "{headers_after:?} of {took:?}");
+        // Attempts at or above the cap get the real answer at full speed,
+        // through the same front.
+        let t0 = Instant::now();
+        let r = call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            super::super::faults::FAULT_ATTEMPT_CAP,
+            &json!({}),
+        )
+        .await;
+        assert_eq!(r.body, real.body);
+        assert!(r.headers.get(HEADER_FAULT).is_none());
+        assert!(t0.elapsed() < Duration::from_millis(20 * (pieces as u64 - 1)));
+        // A miss through the front is still a miss.
+        let miss = call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/9",
+            0,
+            &json!({}),
+        )
+        .await;
+        assert!(miss.miss_message().contains("plan/9"));
     }
 
     #[tokio::test]

@@ -27,6 +27,8 @@ pub struct Case {
     pub max_tokens: u32,
     pub faults: Option<String>,
     pub http_attempts: u32,
+    /// The model's output price ($/MTok); input is $5.
+    pub output_usd_per_mtok: f64,
 }
 
 pub fn case(name: &str) -> Case {
@@ -47,6 +49,7 @@ pub fn case(name: &str) -> Case {
         max_tokens: 4096,
         faults: None,
         http_attempts: 4,
+        output_usd_per_mtok: 25.0,
     }
 }
 
@@ -218,7 +221,7 @@ http_attempts = {attempts}
 
 [prices."{MODEL}"]
 input_usd_per_mtok = 5.0
-output_usd_per_mtok = 25.0
+output_usd_per_mtok = {out_price}
 
 {checks}
 {extra}
@@ -229,6 +232,7 @@ output_usd_per_mtok = 25.0
             extra = self.extra_toml,
             maxtok = self.max_tokens,
             attempts = self.http_attempts,
+            out_price = self.output_usd_per_mtok,
         );
         std::fs::write(self.spec_path(), spec).unwrap();
         let sc = Scenario {
@@ -315,6 +319,34 @@ impl RunResult {
             serde_json::to_string_pretty(&self.report).unwrap_or_default()
         )
     }
+}
+
+/// Start the harness paused at `phase:n`, wait until it says so, SIGKILL it.
+pub fn run_until_killed(c: &Case, phase: &str) {
+    c.materialize();
+    let mut cmd = c.command();
+    cmd.env("HARNESS_CHAOS_PAUSE_AT", phase)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.starts_with("HARNESS_CHAOS_PAUSED") {
+            break;
+        }
+    }
+    assert!(
+        seen.contains("HARNESS_CHAOS_PAUSED"),
+        "harness never reached {phase}; stderr:\n{seen}"
+    );
+    child.kill().unwrap(); // SIGKILL
+    let st = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(st.signal(), Some(9), "child must die of SIGKILL");
 }
 
 pub fn read_outbox(state_dir: &Path) -> Vec<Value> {
