@@ -22,9 +22,11 @@ pub mod task; // a task and where it came from
 pub mod verify; // the fixed verification vocabulary (done / not_started / partially_applied) // planner, executor (ReAct), replanner prompts and parsing
 
 // --- the agent's reach: tools, confined to the workspace ---
+pub mod confined; // file operations inside the workspace that hold against links, special files and swaps
 pub mod gitwork;
 pub mod migration; // a multi-step operation that can be left partially applied
 pub mod outbox; // the non-idempotent side effect, outside the workspace
+pub mod task_writes; // which paths each task's tools wrote (what its commit holds), journaled for resume
 pub mod tools; // the allowlisted tools and their dispatch
 pub mod workspace; // path confinement: no absolute paths, no `..`, no symlink escapes // one commit per verified task on a run branch
 
@@ -38,4 +40,5 @@ pub mod events; // events.jsonl, one line per lap event
 pub mod report; // report.json + the human summary
 
 pub mod chaos_hook; // named kill points for the chaos bench (inert in production)
-pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench)
+pub mod redact;
+pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench) // the one redaction filter for every text the harness writes or shows the model

@@ -21,10 +21,12 @@ use crate::report::Report;
 use crate::spec::{Predicate, RunSpec};
 use crate::state::{CompletedTask, Finished, ModelClaim, ParkedTask, RunState};
 use crate::task::Task;
+use crate::task_writes::TaskWrites;
 use crate::tools::ToolBox;
 use crate::verify::{VerifyContext, VerifyOutcome};
 use crate::workspace::Workspace;
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The loop itself is bounded: no run takes more laps than this, whatever
@@ -156,12 +158,23 @@ pub struct Runner {
     plan_note: Option<String>,
     tamper_goal_before_lap: Option<u64>,
     fresh_predicate: Option<CheckResult>,
+    /// Which paths each task's tools wrote, journaled for resume.
+    writes: TaskWrites,
+    /// The in-progress task's written paths (all its attempts): exactly what
+    /// its commit holds, or what stays uncommitted when it is parked.
+    task_paths: BTreeSet<String>,
+    /// The checks' TMPDIR, removed when the run (the Runner) ends.
+    _check_tmp: Option<tempfile::TempDir>,
 }
 
 /// Run (or resume) the spec's goal in `state_dir` to exactly one ending.
 /// Never panics on input and never returns a bare error: every failure is an
 /// ending with a report.
-pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
+pub async fn run(mut spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
+    // Before anything is written: the key's value joins the redaction filter.
+    if let Some(v) = &spec.model.api_key_env {
+        crate::redact::watch_env_var(v);
+    }
     let goal = Goal::new(spec.goal.clone());
     // main creates it too; the library must not depend on that.
     let dir_err = std::fs::create_dir_all(state_dir).err();
@@ -339,6 +352,15 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
         }
     };
     let git = GitWork::detect(workspace.root());
+    // Checks get a private TMPDIR, removed when the run ends (the Runner
+    // holds it); without one they fall back to the system temp dir.
+    let check_tmp = tempfile::Builder::new()
+        .prefix("harness-check-tmp-")
+        .tempdir()
+        .ok();
+    if let Some(t) = &check_tmp {
+        spec.set_check_tmpdir(t.path());
+    }
 
     let mut r = Runner {
         spec,
@@ -355,6 +377,9 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
         plan_note: None,
         tamper_goal_before_lap: opts.tamper_goal_before_lap,
         fresh_predicate: None,
+        writes: TaskWrites::new(state_dir),
+        task_paths: BTreeSet::new(),
+        _check_tmp: check_tmp,
     };
     r.events.emit(
         r.state.step,
@@ -510,7 +535,9 @@ impl Runner {
     /// is verified, never re-executed.
     async fn prepare(&mut self, resumed: bool) -> Result<(), LapError> {
         self.goal.assert_intact()?;
-        if let Some(g) = &self.git {
+        // A run whose branch could not be made commits nothing, ever: not
+        // onto whatever branch the workspace was on, not after a resume.
+        if let (Some(g), None) = (&self.git, &self.state.git_disabled) {
             let branch = self
                 .state
                 .git_branch
@@ -518,16 +545,20 @@ impl Runner {
                 .unwrap_or_else(|| format!("harness/{}", self.state.run_id));
             match g.ensure_branch(&branch) {
                 Ok(()) => self.state.git_branch = Some(branch),
-                Err(e) => self.events.emit(
-                    self.state.step,
-                    "git_error",
-                    json!({"detail": e.to_string()}),
-                ),
+                Err(e) => {
+                    let why = format!("the run branch {branch:?} could not be made or checked out ({e}); nothing is committed in this run");
+                    self.events
+                        .emit(self.state.step, "git_error", json!({"detail": why}));
+                    self.state.git_branch = None;
+                    self.state.git_disabled = Some(why);
+                }
             }
         }
         if resumed {
             self.state.resumes += 1;
             if let Some(task) = self.state.in_progress.take() {
+                // What its tools wrote before the kill, from the journal.
+                self.task_paths = self.writes.paths_for(&task.id);
                 point(Phase::DuringResumeVerify);
                 let outcome = task.verify.run(&self.verify_ctx());
                 self.events.emit(
@@ -704,13 +735,12 @@ impl Runner {
         }
         .defs();
         let mut turns = vec![Turn::User {
-            text: crate::agent::task_prompt(
-                &self.goal,
-                task,
-                self.spec.task_budget_tokens,
-                &self.state.history_summary,
-            ),
+            text: crate::agent::task_prompt(&self.goal, task, &self.state.history_summary),
         }];
+        let executor = self
+            .spec
+            .model_for(crate::model::types::CallRole::Execute)
+            .to_string();
         let mut previous: Option<(String, serde_json::Value)> = None;
         for turn in 0..self.spec.loop_cap {
             let notice = if self.ledger.notice_due() {
@@ -718,12 +748,21 @@ impl Runner {
             } else {
                 None
             };
+            // The visible budget, in tokens, never dollars: what the dollars
+            // left would buy of this call's model's output, at most the
+            // spec's per-task figure. It changes every call, so it goes after
+            // everything cacheable (agent::execute_request).
+            let budget_tokens = self
+                .ledger
+                .remaining_output_tokens(&executor)
+                .min(self.spec.task_budget_tokens);
             let req = crate::agent::execute_request(
-                self.spec.model_for(crate::model::types::CallRole::Execute),
+                &executor,
                 self.spec.model.max_tokens,
                 format!("execute/{}/a{attempt}/{turn}", task.id),
                 turns.clone(),
                 tool_defs.clone(),
+                budget_tokens,
                 notice,
             );
             let reply = self.call_model(req, Phase::DuringModelCall).await?;
@@ -749,6 +788,9 @@ impl Runner {
             .dispatch(&call);
             if obs.posted_key.is_some() {
                 point(Phase::AfterPostBeforeCheckpoint);
+            }
+            if !obs.wrote.is_empty() {
+                self.note_writes(&task.id, &obs.wrote);
             }
             if obs.is_error && obs.side_effect {
                 *io_failed = Some((call.name.clone(), call.input.clone()));
@@ -972,14 +1014,18 @@ impl Runner {
 
     fn complete(&mut self, task: Task, claim: Option<String>, how: &str) {
         let mut commit = None;
-        if let Some(g) = &self.git {
+        // Exactly the paths this task's tools wrote, in every attempt.
+        let paths: Vec<String> = std::mem::take(&mut self.task_paths).into_iter().collect();
+        if let (Some(g), Some(branch), None) =
+            (&self.git, &self.state.git_branch, &self.state.git_disabled)
+        {
             // On resume the commit may already exist (killed after commit,
             // before the checkpoint): never a second commit for one task.
             let existing = g.commits_for_task(&task.id);
             commit = match existing.first() {
                 Some(c) => Some(c.clone()),
-                None => match g.commit_task(&task.id, &task.description) {
-                    Ok(c) => c,
+                None => match g.commit_task(&task.id, &task.description, branch, &paths) {
+                    Ok(c) => Some(c),
                     Err(e) => {
                         self.events.emit(
                             self.state.step,
@@ -1013,6 +1059,21 @@ impl Runner {
         });
     }
 
+    /// A tool call of the in-progress task wrote these workspace paths:
+    /// remember them for its commit and journal them for a resume.
+    fn note_writes(&mut self, task_id: &str, paths: &[String]) {
+        self.task_paths.extend(paths.iter().cloned());
+        if let Err(e) = self.writes.append(task_id, paths) {
+            // The in-memory set still holds them; only a kill before the
+            // commit would now leave them uncommitted (never misattributed).
+            self.events.emit(
+                self.state.step,
+                "writes_journal_error",
+                json!({"task": task_id, "detail": e.to_string()}),
+            );
+        }
+    }
+
     fn park(&mut self, task: Task, reason: String) {
         self.state.no_progress_streak += 1;
         self.state
@@ -1027,6 +1088,9 @@ impl Runner {
             description: task.description,
             reason,
             step: self.state.step,
+            // Left in the work tree for a human, never committed under
+            // another task (the next commit names only its own paths).
+            uncommitted_paths: std::mem::take(&mut self.task_paths).into_iter().collect(),
         });
     }
 

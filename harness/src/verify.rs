@@ -87,14 +87,17 @@ impl Verify {
     pub fn run(&self, ctx: &VerifyContext) -> VerifyOutcome {
         match self {
             Verify::FileContains { path, text } => {
-                let Ok(abs) = ctx.workspace.resolve(path) else {
-                    return VerifyOutcome::NotStarted;
-                };
-                let Ok(f) = std::fs::File::open(&abs) else {
+                // Confined and non-blocking: a FIFO or device at the path is
+                // "not there yet", never a read that hangs the run.
+                let Ok(f) = crate::confined::open_read(ctx.workspace, path) else {
                     return VerifyOutcome::NotStarted;
                 };
                 let mut buf = Vec::new();
-                if f.take(VERIFY_READ_MAX_BYTES).read_to_end(&mut buf).is_err() {
+                if f.file
+                    .take(VERIFY_READ_MAX_BYTES)
+                    .read_to_end(&mut buf)
+                    .is_err()
+                {
                     return VerifyOutcome::NotStarted;
                 }
                 // Byte search, so a file that is not UTF-8 can still match.
@@ -323,6 +326,7 @@ mod tests {
                 CheckSpec {
                     command: vec!["true".into()],
                     timeout_s: 5,
+                    env: Default::default(),
                 },
             );
             checks.insert(
@@ -330,6 +334,7 @@ mod tests {
                 CheckSpec {
                     command: vec!["false".into()],
                     timeout_s: 5,
+                    env: Default::default(),
                 },
             );
             checks.insert(
@@ -337,6 +342,7 @@ mod tests {
                 CheckSpec {
                     command: vec!["test".into(), "-f".into(), "marker".into()],
                     timeout_s: 5,
+                    env: Default::default(),
                 },
             );
             Fx {
