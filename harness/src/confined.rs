@@ -613,6 +613,29 @@ mod tests {
             open_read(&w, "zero").err().unwrap(),
             FileError::Path(PathError::SymlinkEscape { .. })
         ));
+        // A device node in the workspace itself (mknod needs privilege: the
+        // check runs where the test may make one).
+        let dev = w.root().join("null");
+        if nix::sys::stat::mknod(
+            &dev,
+            SFlag::S_IFCHR,
+            Mode::from_bits_truncate(0o666),
+            nix::sys::stat::makedev(1, 3),
+        )
+        .is_ok()
+        {
+            assert!(matches!(
+                open_read(&w, "null").err().unwrap(),
+                FileError::NotRegular {
+                    kind: "character device",
+                    ..
+                }
+            ));
+            assert!(matches!(
+                write(&w, "null", b"x").unwrap_err().error,
+                FileError::NotRegular { .. }
+            ));
+        }
         assert!(matches!(
             open_read(&w, ".").err().unwrap(),
             FileError::IsDir { .. }

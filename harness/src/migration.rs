@@ -83,6 +83,9 @@ pub enum MigrationError {
         /// Workspace-relative paths that were (or may have been) written,
         /// the failing step's included when its rename happened.
         paths_written: Vec<String>,
+        /// The failing step's path when its rename happened but the
+        /// directory fsync failed: its content may not be durable.
+        in_doubt: Option<String>,
     },
 }
 
@@ -92,6 +95,14 @@ impl MigrationError {
         match self {
             MigrationError::StepWrite { paths_written, .. } => paths_written,
             _ => &[],
+        }
+    }
+
+    /// The step path whose content may not be durable, if any.
+    pub fn path_in_doubt(&self) -> Option<String> {
+        match self {
+            MigrationError::StepWrite { in_doubt, .. } => in_doubt.clone(),
+            _ => None,
         }
     }
 }
@@ -271,6 +282,7 @@ pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationEr
                 paths_written.push(rel);
             }
             Err(f) => {
+                let in_doubt = f.replaced.clone();
                 if let Some(rel) = f.replaced {
                     paths_written.push(rel);
                 }
@@ -293,6 +305,7 @@ pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationEr
                     detail: f.error.to_string(),
                     written,
                     paths_written,
+                    in_doubt,
                 });
             }
         }

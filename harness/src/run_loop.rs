@@ -487,6 +487,25 @@ impl Runner {
         let mut laps = 0u64;
         loop {
             if let Some(ending) = self.should_stop() {
+                // GOAL_MET means durable: the predicate measured the page
+                // cache, and a write whose rename landed but whose directory
+                // fsync failed may not survive a power cut (found by bench
+                // chaos, power-loss mode, EIO on that fsync).
+                if ending == Ending::GoalMet && !self.state.writes_in_doubt.is_empty() {
+                    return (
+                        Ending::UnrecoverableError,
+                        Some(format!(
+                            "the goal predicate passed, but these writes failed with an I/O error after they landed and were not redone, so what it measured may not survive a power cut: {}",
+                            self.state
+                                .writes_in_doubt
+                                .iter()
+                                .map(|d| format!("{} ({})", d.path, d.error))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        )),
+                        Some("write_not_durable".into()),
+                    );
+                }
                 return (ending, self.plan_note.clone(), None);
             }
             laps += 1;
@@ -792,6 +811,7 @@ impl Runner {
             if !obs.wrote.is_empty() {
                 self.note_writes(&task.id, &obs.wrote);
             }
+            self.note_doubt(&obs);
             if obs.is_error && obs.side_effect {
                 *io_failed = Some((call.name.clone(), call.input.clone()));
             } else if !obs.is_error
@@ -1036,6 +1056,14 @@ impl Runner {
                     }
                 },
             };
+            // A path this commit holds is no longer left uncommitted by an
+            // earlier parked task (tools write whole files: its content is
+            // this task's write).
+            if commit.is_some() {
+                for p in &mut self.state.parked {
+                    p.uncommitted_paths.retain(|x| !paths.contains(x));
+                }
+            }
         }
         self.state.no_progress_streak = 0;
         self.state.push_history(format!(
@@ -1071,6 +1099,26 @@ impl Runner {
                 "writes_journal_error",
                 json!({"task": task_id, "detail": e.to_string()}),
             );
+        }
+    }
+
+    /// A write that landed but may not be durable (its directory fsync
+    /// failed) puts its path in doubt; a later successful write of the path
+    /// (temp fsynced, renamed, directory fsynced) takes it out.
+    fn note_doubt(&mut self, obs: &crate::tools::Observation) {
+        if obs.is_error {
+            for p in &obs.in_doubt {
+                if !self.state.writes_in_doubt.iter().any(|d| d.path == *p) {
+                    self.state.writes_in_doubt.push(crate::state::WriteInDoubt {
+                        path: p.clone(),
+                        error: truncate(&obs.content, 300),
+                    });
+                }
+            }
+        } else {
+            self.state
+                .writes_in_doubt
+                .retain(|d| !obs.wrote.contains(&d.path));
         }
     }
 

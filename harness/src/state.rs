@@ -39,6 +39,15 @@ pub struct ParkedTask {
     pub uncommitted_paths: Vec<String>,
 }
 
+/// A workspace write whose rename landed but whose directory fsync failed:
+/// its content may not survive a power cut.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriteInDoubt {
+    pub path: String,
+    /// The tool's error (names the errno).
+    pub error: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrunedTask {
     pub id: String,
@@ -111,6 +120,10 @@ pub struct RunState {
     /// or checked out). Once set it stays set: no commit lands on another branch.
     #[serde(default)]
     pub git_disabled: Option<String>,
+    /// Writes that may not be durable; while any is listed the run never
+    /// ends GOAL_MET (it ends UNRECOVERABLE_ERROR naming them).
+    #[serde(default)]
+    pub writes_in_doubt: Vec<WriteInDoubt>,
     pub resumes: u32,
     /// Number of requests that carried the budget notice.
     pub budget_notices: u64,
@@ -143,6 +156,7 @@ impl RunState {
             model_claims: vec![],
             git_branch: None,
             git_disabled: None,
+            writes_in_doubt: vec![],
             resumes: 0,
             budget_notices: 0,
             finished: None,

@@ -60,6 +60,9 @@ pub struct Observation {
     /// Workspace-relative paths the call wrote (or may have written: a write
     /// that failed after its rename), as the task's commit will name them.
     pub wrote: Vec<String>,
+    /// Of those, the ones whose new content may not be durable (renamed into
+    /// place, then the directory fsync failed).
+    pub in_doubt: Vec<String>,
 }
 
 impl Observation {
@@ -70,6 +73,7 @@ impl Observation {
             side_effect: false,
             posted_key: None,
             wrote: vec![],
+            in_doubt: vec![],
         }
     }
     fn err(content: String) -> Observation {
@@ -79,6 +83,7 @@ impl Observation {
             side_effect: false,
             posted_key: None,
             wrote: vec![],
+            in_doubt: vec![],
         }
     }
     /// A side effect on these workspace paths (none for the outbox).
@@ -360,7 +365,8 @@ impl ToolBox<'_> {
                     e => Observation::err(e.to_string()),
                 };
                 o.side_effect = f.side_effect;
-                o.wrote = f.replaced.into_iter().collect();
+                o.wrote = f.replaced.clone().into_iter().collect();
+                o.in_doubt = f.replaced.into_iter().collect();
                 o
             }
         }
@@ -456,6 +462,7 @@ impl ToolBox<'_> {
                 side_effect: true,
                 posted_key: Some(a.idempotency_key),
                 wrote: vec![],
+                in_doubt: vec![],
             },
             Err(e) => Observation::err(format!("post_message failed: {e}")).wrote(vec![]),
         }
@@ -475,10 +482,14 @@ impl ToolBox<'_> {
                 a.steps_written.join(", ")
             ))
             .wrote(a.paths_written),
-            Err(e @ migration::MigrationError::StepWrite { .. }) => Observation::err(format!(
-                "apply_migration: {e}; the migration is now partially applied"
-            ))
-            .wrote(e.paths_written().to_vec()),
+            Err(e @ migration::MigrationError::StepWrite { .. }) => {
+                let mut o = Observation::err(format!(
+                    "apply_migration: {e}; the migration is now partially applied"
+                ))
+                .wrote(e.paths_written().to_vec());
+                o.in_doubt = e.path_in_doubt().into_iter().collect();
+                o
+            }
             Err(e) => Observation::err(format!("apply_migration: {e}")),
         }
     }
@@ -683,6 +694,7 @@ mod tests {
                 side_effect: false,
                 posted_key: None,
                 wrote: vec![],
+                in_doubt: vec![],
             }
         );
         fx.call("write_file", json!({"path":"b.txt","content":""}));

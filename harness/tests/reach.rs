@@ -372,9 +372,11 @@ fn each_verified_commit_holds_exactly_the_paths_its_task_wrote() {
         commit_files(&c.ws(), &commits[1]).is_empty(),
         "the post: an empty commit"
     );
+    // notes.txt went into t2's commit (t2 rewrote it whole): only t1's own
+    // file is left uncommitted.
     assert_eq!(
         r.report["parked"][0]["uncommitted_paths"],
-        json!(["docs/design.md", "notes.txt"])
+        json!(["docs/design.md"])
     );
     let status = git(&c.ws(), &["status", "--porcelain"]);
     assert!(
@@ -512,4 +514,64 @@ async fn the_visible_budget_is_the_ledger_remainder_in_tokens_and_shrinks_with_s
     roomy.hard_cap_usd = 28.0;
     let (_, bodies) = run_capturing(&roomy, &[]).await;
     assert!(budget_figures(&bodies).iter().all(|(_, n)| *n == 74700));
+}
+
+#[test]
+fn a_write_whose_directory_fsync_failed_after_the_rename_never_ends_goal_met() {
+    // Find the fsync index that is the directory fsync right after the tool
+    // write's rename (the simfs log names it), fail it once with EIO, and
+    // check the run does not claim GOAL_MET on content a power cut could undo.
+    let c = case("doubt").calls(vec![
+        plan("plan/0", json!([index_task("t1")])),
+        write_index("execute/t1/a0/0"),
+        text("execute/t1/a0/1", "done"),
+    ]);
+    c.materialize();
+    let db = std::fs::canonicalize(c.ws()).unwrap().join("db");
+    let mut found = None;
+    for n in 1..=60 {
+        let _ = std::fs::remove_dir_all(c.state_dir());
+        let _ = std::fs::remove_dir_all(c.ws().join("db"));
+        let log = c.root.path().join(format!("simfs-{n}.jsonl"));
+        let out = c
+            .command()
+            .env(harness::simfs::FAULT_ENV, format!("eio:fsync:{n}:once"))
+            .env(harness::simfs::LOG_ENV, &log)
+            .output()
+            .unwrap();
+        let ops: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let fault_at = ops.iter().position(|o| o["op"] == "fault");
+        let Some(i) = fault_at else { break }; // past the last fsync of the run
+        let renamed_into_db = ops[..i].last().is_some_and(|o| {
+            o["op"] == "rename"
+                && o["to"]
+                    .as_str()
+                    .is_some_and(|t| Path::new(t).starts_with(&db))
+        });
+        if ops[i]["class"] == "fsync_dir" && renamed_into_db {
+            found = Some((n, c.result(out)));
+            break;
+        }
+    }
+    let (n, r) = found.expect("some fsync index is the directory fsync after the tool's rename");
+    assert_eq!(
+        (r.code, r.ending()),
+        (4, "UNRECOVERABLE_ERROR"),
+        "eio:fsync:{n}:once: {}",
+        r.explain()
+    );
+    assert_eq!(r.report["error_kind"], "write_not_durable");
+    let detail = r.report["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("db/0042_search_index.sql") && detail.contains("os error 5"),
+        "{detail}"
+    );
+    assert_eq!(
+        r.report["predicate_met"], true,
+        "the predicate did pass on the page cache"
+    );
 }
