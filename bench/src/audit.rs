@@ -286,16 +286,6 @@ pub fn event_facts(events_jsonl: &str) -> EventFacts {
 
 /// Provider key variables the canary is set in, besides the spec's own
 /// `api_key_env`: a key the harness was never told about must not leak either.
-pub const CANARY_VARS: [&str; 8] = [
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "MISTRAL_API_KEY",
-    "GROQ_API_KEY",
-    "OPENROUTER_API_KEY",
-    "HF_TOKEN",
-];
 /// Bytes of one file scanned for canaries; a larger file is scanned up to
 /// this and the audit says it was cut.
 pub const CANARY_SCAN_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
@@ -312,19 +302,27 @@ pub struct Canary {
 /// Canary values for one case-run: distinct per variable, so a hit names the
 /// variable that leaked; shaped like real keys (a filter that only looks for
 /// key-like strings must still catch them), never a real key.
+///
+/// Every provider key variable (`harness::redact::PROVIDER_KEY_VARS`) and the
+/// spec's `api_key_env` get one, except the `skip`ped (live: the variables the
+/// proxy's key comes from). A case's own `harness_env` value for a variable
+/// that looks like a secret is that variable's canary instead (the case chose
+/// the value it wants to see never leak).
 pub fn canaries(
     spec_key_env: Option<&str>,
     case_id: &str,
     run: u32,
     skip: &[String],
+    harness_env: &BTreeMap<String, String>,
 ) -> Vec<Canary> {
     use sha2::{Digest, Sha256};
     let mut vars: Vec<String> = spec_key_env.map(str::to_string).into_iter().collect();
-    vars.extend(CANARY_VARS.iter().map(|s| s.to_string()));
+    vars.extend(harness::redact::PROVIDER_KEY_VARS.iter().map(|s| s.to_string()));
     vars.sort();
     vars.dedup();
-    vars.retain(|v| !skip.contains(v));
-    vars.into_iter()
+    vars.retain(|v| !skip.contains(v) && !harness_env.contains_key(v));
+    let mut out: Vec<Canary> = vars
+        .into_iter()
         .map(|var| {
             let h = hex::encode(Sha256::digest(format!("canary|{case_id}|{run}|{var}")));
             Canary {
@@ -332,7 +330,19 @@ pub fn canaries(
                 var,
             }
         })
-        .collect()
+        .collect();
+    out.extend(
+        harness_env
+            .iter()
+            .filter(|(k, v)| {
+                harness::redact::looks_secret(k) && v.len() >= harness::redact::SECRET_MIN_BYTES
+            })
+            .map(|(k, v)| Canary {
+                var: k.clone(),
+                value: v.clone(),
+            }),
+    );
+    out
 }
 
 /// Where the canaries turned up: "<VAR> in <place>".
@@ -1442,7 +1452,7 @@ output_usd_per_mtok = 0.4
 
     #[test]
     fn canaries_are_distinct_key_shaped_and_found_anywhere_in_the_tree() {
-        let c = canaries(Some("MY_KEY"), "case-a", 0, &["OPENAI_API_KEY".to_string()]);
+        let c = canaries(Some("MY_KEY"), "case-a", 0, &["OPENAI_API_KEY".to_string()], &BTreeMap::new());
         assert!(c.iter().any(|c| c.var == "MY_KEY"));
         assert!(
             !c.iter().any(|c| c.var == "OPENAI_API_KEY"),
@@ -1452,8 +1462,8 @@ output_usd_per_mtok = 0.4
         assert_eq!(values.len(), c.len());
         assert!(c.iter().all(|c| c.value.starts_with("sk-")));
         assert_ne!(
-            canaries(None, "case-a", 1, &[])[0].value,
-            canaries(None, "case-a", 0, &[])[0].value
+            canaries(None, "case-a", 1, &[], &BTreeMap::new())[0].value,
+            canaries(None, "case-a", 0, &[], &BTreeMap::new())[0].value
         );
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("state/deep/er")).unwrap();

@@ -239,6 +239,57 @@ fn git(ws: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
         .output()
 }
 
+/// Make the case's `[setup]` fixtures in the case copy.
+fn apply_setup(case_copy: &Path, st: &crate::suite::Setup) -> Result<(), String> {
+    for f in &st.fifos {
+        let p = case_copy.join(f);
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o644))
+            .map_err(|e| format!("mkfifo {}: {e}", p.display()))?;
+    }
+    for h in &st.hard_links {
+        let (link, target) = (case_copy.join(&h.link), case_copy.join(&h.target));
+        if link.exists() {
+            std::fs::remove_file(&link).map_err(|e| format!("{}: {e}", link.display()))?;
+        }
+        std::fs::hard_link(&target, &link)
+            .map_err(|e| format!("ln {} {}: {e}", target.display(), link.display()))?;
+    }
+    Ok(())
+}
+
+/// The files each commit of `main..branch` changed, oldest first.
+fn branch_commit_files(ws: &Path, branch: &str) -> Result<Vec<Vec<String>>, String> {
+    let out = git(ws, &["rev-list", "--reverse", &format!("main..{branch}")])
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let mut commits = vec![];
+    for sha in String::from_utf8_lossy(&out.stdout).lines() {
+        let o = git(
+            ws,
+            &[
+                "diff-tree",
+                "--root",
+                "--no-commit-id",
+                "--name-only",
+                "-r",
+                "-z",
+                sha,
+            ],
+        )
+        .map_err(|e| e.to_string())?;
+        commits.push(
+            String::from_utf8_lossy(&o.stdout)
+                .split('\0')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect(),
+        );
+    }
+    Ok(commits)
+}
+
 struct Spawned {
     code: i32,
     elapsed: Duration,
@@ -287,6 +338,7 @@ async fn drain<R: tokio::io::AsyncRead + Unpin>(
 }
 
 /// Why a harness process gave no exit status to score.
+#[derive(Debug)]
 enum SpawnError {
     /// The bench could not start the process (a bench fault).
     NotStarted(String),
@@ -301,16 +353,27 @@ async fn run_harness(
     pause_at: Option<&str>,
     env_remove: &[String],
     canaries: &[Canary],
+    env_set: &[(String, String)],
 ) -> Result<Spawned, SpawnError> {
     let mut cmd = tokio::process::Command::new(harness_bin);
-    // Live: the API key's variable is not passed on; the proxy adds the key.
-    for name in env_remove {
+    // No provider key reaches the harness under test: replay needs none, and
+    // live the proxy adds the key (the variable --api-key-env names, the
+    // spec's api_key_env and every other provider's are all removed).
+    for name in harness::redact::PROVIDER_KEY_VARS
+        .iter()
+        .copied()
+        .chain(env_remove.iter().map(String::as_str))
+    {
         cmd.env_remove(name);
     }
     // The audit's secret canary: fake keys in every key variable; none may
     // reach a file, a request body or the process's output.
     for c in canaries {
         cmd.env(&c.var, &c.value);
+    }
+    // What the case asks for (`harness_env`) comes after the removal.
+    for (k, v) in env_set {
+        cmd.env(k, v);
     }
     cmd.args(args)
         .stdin(Stdio::null())
@@ -476,6 +539,19 @@ pub async fn run_case(
     if let Err(e) = gathered.before_run(&case_copy) {
         return setup_fault(e, &dir);
     }
+    // Fixtures git cannot hold, made after the sentinel is planted (a hard
+    // link may name it).
+    if let Some(st) = &case.file.setup {
+        if let Err(e) = apply_setup(&case_copy, st) {
+            return setup_fault(format!("setup: {e}"), &dir);
+        }
+    }
+    let env_set: Vec<(String, String)> = case
+        .file
+        .harness_env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let state = dir.join("state");
     let (base, env_remove, session) = match target {
         Target::Replay(server) => {
@@ -498,6 +574,7 @@ pub async fn run_case(
         case.id(),
         run,
         &env_remove,
+        &case.file.harness_env,
     );
     let args: Vec<String> = vec![
         "run".into(),
@@ -518,6 +595,7 @@ pub async fn run_case(
             Some(&i.at),
             &env_remove,
             &gathered.canaries,
+            &env_set,
         )
         .await
         {
@@ -528,7 +606,7 @@ pub async fn run_case(
             Err(e) => return spawn_failed(e, &format!("interrupt at {}: ", i.at), &dir),
         }
     }
-    let spawned = match run_harness(harness_bin, &args, None, &env_remove, &gathered.canaries).await
+    let spawned = match run_harness(harness_bin, &args, None, &env_remove, &gathered.canaries, &env_set).await
     {
         Ok(s) => s,
         Err(e) => return spawn_failed(e, "", &dir),
@@ -572,6 +650,14 @@ pub async fn run_case(
             .parse::<usize>()
             .ok()
     });
+    let commit_files = match (
+        &case.file.expect.commit_files,
+        report["git_branch"].as_str(),
+    ) {
+        (Some(_), Some(b)) => Some(branch_commit_files(&ws, b)),
+        (Some(_), None) => Some(Err("the report names no git_branch".to_string())),
+        _ => None,
+    };
     gathered
         .after_run(&case_copy, &state, &dir, &requests, spawned.code)
         .await;
@@ -583,6 +669,7 @@ pub async fn run_case(
             workspace: &ws,
             requests: &requests,
             commits,
+            commit_files: commit_files.as_ref(),
         },
     );
     checks.extend(audit::audit(&report, &requests, &gathered));
@@ -634,4 +721,35 @@ pub fn default_harness_bin() -> PathBuf {
         .ok()
         .and_then(|p| p.parent().map(|d| d.join("harness")))
         .unwrap_or_else(|| PathBuf::from("harness"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn no_provider_key_reaches_the_harness_process() {
+        // Stand-in for the harness binary: print the environment it got.
+        for k in harness::redact::PROVIDER_KEY_VARS {
+            std::env::set_var(k, format!("CANARY-bench-{k}-0123456789"));
+        }
+        std::env::set_var("BENCH_TEST_KEY_ENV", "CANARY-bench-named-0123456789");
+        let s = run_harness(
+            Path::new("/bin/sh"),
+            &["-c".into(), "env >&2".into()],
+            None,
+            &["BENCH_TEST_KEY_ENV".into()],
+            &[],
+            &[("ANTHROPIC_API_KEY".into(), "the-case-canary".into())],
+        )
+        .await
+        .unwrap();
+        assert_eq!(s.code, 0);
+        assert!(!s.stderr_tail.contains("CANARY-bench"), "{}", s.stderr_tail);
+        assert!(s.stderr_tail.contains("ANTHROPIC_API_KEY=the-case-canary"));
+        assert!(
+            s.stderr_tail.contains("PATH="),
+            "the rest of the environment stays"
+        );
+    }
 }

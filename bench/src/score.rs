@@ -78,6 +78,9 @@ pub struct Artifacts<'a> {
     pub workspace: &'a Path,
     pub requests: &'a [Captured],
     pub commits: Option<usize>,
+    /// Files per commit on the run branch, oldest first (only when a case
+    /// asks for `commit_files`).
+    pub commit_files: Option<&'a Result<Vec<Vec<String>>, String>>,
 }
 
 fn set(v: &Value, field: &str) -> BTreeSet<String> {
@@ -313,6 +316,21 @@ pub fn checks(e: &Expect, a: &Artifacts) -> Vec<Check> {
             n == w,
             format!("expected {w} commits on the run branch, got {n}"),
         ));
+    }
+    if let Some(want) = &e.commit_files {
+        let (passed, detail) = match a.commit_files {
+            Some(Ok(got)) => {
+                let mut want_sorted: Vec<Vec<String>> = want.clone();
+                want_sorted.iter_mut().for_each(|c| c.sort());
+                (
+                    &want_sorted == got,
+                    format!("expected {want_sorted:?}, got {got:?}"),
+                )
+            }
+            Some(Err(e)) => (false, format!("the commits could not be read: {e}")),
+            None => (false, "the commits were not gathered".into()),
+        };
+        out.push(check("commit_files".into(), passed, detail));
     }
     if let Some(v) = &e.request_contains_in_order {
         for ro in v {

@@ -49,6 +49,27 @@ pub struct Interrupt {
     pub at: String,
 }
 
+/// What the bench makes in the case copy before the run, for fixtures git
+/// cannot hold (suites/README.md, `[setup]`). Paths are relative to the case
+/// copy (e.g. `workspace/pipe`, `SENTINEL-outside-workspace.txt`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Setup {
+    /// Named pipes (FIFOs) to create.
+    #[serde(default)]
+    pub fifos: Vec<String>,
+    /// Hard links to create: `link` becomes a second name of `target`.
+    #[serde(default)]
+    pub hard_links: Vec<HardLink>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardLink {
+    pub link: String,
+    pub target: String,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestOrder {
@@ -88,6 +109,9 @@ pub struct Expect {
     pub notice_at_end: Option<bool>,
     pub min_budget_notices: Option<u64>,
     pub commits_count: Option<usize>,
+    /// Per commit on the run branch, oldest first: the exact files it changed
+    /// (read from the workspace copy's repository; needs workspace_git).
+    pub commit_files: Option<Vec<Vec<String>>>,
     pub request_contains_in_order: Option<Vec<RequestOrder>>,
     /// What requests must NOT carry (any attempt of every request whose call
     /// key matches; `judge/*` matches every judge call).
@@ -109,6 +133,11 @@ pub struct CaseFile {
     pub workspace_git: Option<bool>,
     pub cassette: Option<String>,
     pub interrupt: Option<Interrupt>,
+    /// Environment variables set on the harness process (after the bench has
+    /// removed every provider key variable from it), e.g. a canary key.
+    #[serde(default)]
+    pub harness_env: BTreeMap<String, String>,
+    pub setup: Option<Setup>,
     pub expect: Expect,
 }
 
@@ -284,6 +313,49 @@ pub fn load_case_file(
                 ),
             ));
         }
+    }
+    for name in file.harness_env.keys() {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(err(
+                &f,
+                &format!("harness_env.{name}"),
+                "an environment variable name (letters, digits, '_')",
+            ));
+        }
+    }
+    if let Some(st) = &file.setup {
+        let rel_ok = |p: &str| {
+            let p = Path::new(p);
+            !p.as_os_str().is_empty()
+                && p.components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+        };
+        let mut fields: Vec<(String, &str)> = st
+            .fifos
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("setup.fifos[{i}]"), p.as_str()))
+            .collect();
+        for (i, h) in st.hard_links.iter().enumerate() {
+            fields.push((format!("setup.hard_links[{i}].link"), h.link.as_str()));
+            fields.push((format!("setup.hard_links[{i}].target"), h.target.as_str()));
+        }
+        for (field, p) in fields {
+            if !rel_ok(p) {
+                return Err(err(
+                    &f,
+                    &field,
+                    format!("a path relative to the case copy without `..` (e.g. \"workspace/pipe\"), found {p:?}"),
+                ));
+            }
+        }
+    }
+    if file.expect.commit_files.is_some() && file.workspace_git != Some(true) {
+        return Err(err(
+            &f,
+            "expect.commit_files",
+            "workspace_git = true (the commits are read from the workspace copy's repository)",
+        ));
     }
     if let Some(fs) = &file.faults {
         harness::replay::FaultPlan::parse(fs).map_err(|e| err(&f, "faults", e.to_string()))?;

@@ -180,14 +180,10 @@ pub fn replan_request(
     }
 }
 
-/// The first user turn of a task attempt. The visible budget is in tokens:
-/// the model never sees a dollar figure.
-pub fn task_prompt(
-    goal: &Goal,
-    task: &Task,
-    task_budget_tokens: u64,
-    history: &[String],
-) -> String {
+/// The first user turn of a task attempt. It holds nothing that changes
+/// between the attempt's calls (the prefix stays cacheable): the visible
+/// budget comes at the end of every request ([`budget_line`]).
+pub fn task_prompt(goal: &Goal, task: &Task, history: &[String]) -> String {
     let recent: Vec<&String> = history
         .iter()
         .rev()
@@ -201,24 +197,38 @@ pub fn task_prompt(
         .map(|s| format!("- {s}\n"))
         .collect::<String>();
     format!(
-        "<goal>{}</goal>\n<task id=\"{}\">{}</task>\n<verification>The harness will check: {}</verification>\n<task_budget>{} tokens for this task</task_budget>\n<history>\n{}</history>",
+        "<goal>{}</goal>\n<task id=\"{}\">{}</task>\n<verification>The harness will check: {}</verification>\n<history>\n{}</history>\nThe token budget left for this task is stated at the end of each request.",
         goal.text(),
         task.id,
         task.description,
         task.verify.describe(),
-        task_budget_tokens,
         hist
     )
 }
 
+/// The visible budget as the model reads it: a token count, never dollars.
+pub fn budget_line(budget_tokens: u64) -> String {
+    format!("<task_budget>{budget_tokens} tokens left for this task</task_budget>")
+}
+
+/// One executor call. `budget_tokens` is the visible budget the harness
+/// derived for this call; it changes from call to call, so it is the last
+/// turn (after the cached prefix: system, tools, the task prompt, earlier
+/// turns), with only the 70% notice after it. The adapters put a user turn
+/// after tool results into the same user message (Anthropic) or a message
+/// of its own (OpenAI): either way nothing before it changes.
 pub fn execute_request(
     model: &str,
     max_tokens: u32,
     call_key: String,
-    turns: Vec<Turn>,
+    mut turns: Vec<Turn>,
     tools: Vec<ToolDef>,
+    budget_tokens: u64,
     notice: Option<String>,
 ) -> ModelRequest {
+    turns.push(Turn::User {
+        text: budget_line(budget_tokens),
+    });
     ModelRequest {
         role: CallRole::Execute,
         call_key,
@@ -473,5 +483,63 @@ mod tests {
         let n = budget_notice(0.7234);
         assert!(n.contains("72%"));
         assert!(!n.contains('$'));
+        let b = budget_line(12345);
+        assert_eq!(
+            b,
+            "<task_budget>12345 tokens left for this task</task_budget>"
+        );
+        assert!(!b.contains('$') && !b.to_lowercase().contains("usd") && !b.contains("dollar"));
+    }
+
+    #[test]
+    fn the_budget_is_the_last_turn_and_the_prefix_does_not_change() {
+        let turns = vec![Turn::User {
+            text: "task".into(),
+        }];
+        let a = execute_request(
+            "m",
+            100,
+            "execute/t1/a0/0".into(),
+            turns.clone(),
+            vec![],
+            900,
+            None,
+        );
+        let b = execute_request(
+            "m",
+            100,
+            "execute/t1/a0/1".into(),
+            turns,
+            vec![],
+            700,
+            Some("NOTICE-LAST".into()),
+        );
+        assert_eq!(a.turns.len(), 2);
+        assert_eq!(a.turns[0], b.turns[0], "the cached prefix is identical");
+        assert_eq!(
+            a.turns[1],
+            Turn::User {
+                text: budget_line(900)
+            }
+        );
+        assert_eq!(
+            b.turns[1],
+            Turn::User {
+                text: budget_line(700)
+            }
+        );
+        assert!(!a.system.contains("task_budget"));
+        for protocol in [
+            crate::model::types::Protocol::Anthropic,
+            crate::model::types::Protocol::Openai,
+        ] {
+            let body = crate::model::request_body(protocol, &b).to_string();
+            let at = body
+                .find("700 tokens left")
+                .expect("the budget is in the body");
+            let notice = body.find("NOTICE-LAST").unwrap();
+            assert!(at < notice, "the notice stays last: {body}");
+            assert!(!body.contains('$'), "{body}");
+        }
     }
 }

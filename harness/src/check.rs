@@ -8,14 +8,25 @@
 //! check the clock cut is marked `cut_by_run_clock`: that is not a verdict on
 //! the check, and the loop never reads it as one (ARCHITECTURE.md, "The wall
 //! clock bounds checks and tools").
+//!
+//! A check runs with an explicit environment ([`CheckEnv`]), never the
+//! harness's own: its output goes back to the model (`run_check`), and a test
+//! suite that logs its environment would otherwise hand the model the API key.
 
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Output kept from a check, so a chatty test suite cannot grow the report.
 pub const CHECK_OUTPUT_MAX_BYTES: usize = 4096;
+/// Variables every check gets from the harness's environment (when set there).
+/// TMPDIR is set too, to the run's own temp dir (see [`CheckEnv::tmpdir`]).
+pub const CHECK_BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+/// PATH for a check when the harness itself has none, so `sh` and the usual
+/// interpreters are still found.
+pub const CHECK_DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckSpec {
@@ -23,6 +34,55 @@ pub struct CheckSpec {
     /// (already resolved to absolute by the spec loader).
     pub command: Vec<String>,
     pub timeout_s: u64,
+    /// The environment the command runs with.
+    #[serde(default)]
+    pub env: CheckEnv,
+}
+
+/// The whole environment of a check: [`CHECK_BASE_ENV`], `TMPDIR`, and the
+/// variables the spec passes by name (`[check_env] pass`). Nothing else of
+/// the harness's environment is inherited; values are read when the check
+/// starts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CheckEnv {
+    /// Names the spec passes through. The spec loader refuses any name that
+    /// looks like a secret ([`crate::redact::looks_secret`]); [`CheckEnv::vars`]
+    /// skips one again, so no construction path can pass a key.
+    pub pass: Vec<String>,
+    /// `TMPDIR` for the check: the run's private temp dir (made by the loop,
+    /// removed when the run ends). None: the system temp dir.
+    pub tmpdir: Option<PathBuf>,
+}
+
+impl CheckEnv {
+    /// The (name, value) pairs a check starts with.
+    pub fn vars(&self) -> Vec<(String, OsString)> {
+        let mut out: Vec<(String, OsString)> = Vec::new();
+        for name in CHECK_BASE_ENV
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.pass.iter().cloned())
+        {
+            if crate::redact::looks_secret(&name) || out.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            if let Some(v) = std::env::var_os(&name) {
+                let v = if name == "PATH" {
+                    absolute_path_entries(&v)
+                } else {
+                    v
+                };
+                out.push((name, v));
+            }
+        }
+        if !out.iter().any(|(n, _)| n == "PATH") {
+            out.push(("PATH".into(), CHECK_DEFAULT_PATH.into()));
+        }
+        let tmp = self.tmpdir.clone().unwrap_or_else(std::env::temp_dir);
+        out.retain(|(n, _)| n != "TMPDIR");
+        out.push(("TMPDIR".into(), tmp.into_os_string()));
+        out
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +97,18 @@ pub struct CheckResult {
     pub cut_by_run_clock: bool,
     /// Tail of stdout+stderr, at most CHECK_OUTPUT_MAX_BYTES.
     pub output: String,
+}
+
+/// PATH without empty or relative entries: a check runs in the workspace,
+/// where `.` (or an empty entry) would find a program the agent wrote.
+fn absolute_path_entries(v: &std::ffi::OsStr) -> OsString {
+    let kept: Vec<PathBuf> = std::env::split_paths(v)
+        .filter(|p| p.is_absolute())
+        .collect();
+    match std::env::join_paths(&kept) {
+        Ok(p) if !kept.is_empty() => p,
+        _ => CHECK_DEFAULT_PATH.into(),
+    }
 }
 
 /// Run a check command in `cwd`, bounded by its own timeout only (outside a
@@ -101,6 +173,8 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
     };
     let child = Command::new(prog)
         .args(args)
+        .env_clear()
+        .envs(spec.env.vars())
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(stdout)
@@ -253,6 +327,7 @@ mod tests {
         CheckSpec {
             command: vec!["sh".into(), "-c".into(), script.into()],
             timeout_s,
+            env: CheckEnv::default(),
         }
     }
 
@@ -353,6 +428,7 @@ mod tests {
             &CheckSpec {
                 command: vec!["/nonexistent/check-binary".into()],
                 timeout_s: 5,
+                env: CheckEnv::default(),
             },
             d.path(),
         );
@@ -361,10 +437,61 @@ mod tests {
             &CheckSpec {
                 command: vec![],
                 timeout_s: 5,
+                env: CheckEnv::default(),
             },
             d.path(),
         );
         assert!(!empty.passed);
+    }
+
+    #[test]
+    fn a_check_sees_only_its_documented_environment() {
+        let d = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        // Set in the harness's (this test process's) environment: the key the
+        // model client would use, a harmless variable the spec passes, one it
+        // does not, and a secret-looking one a careless spec asks to pass.
+        std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-check-env-test-0123456789");
+        std::env::set_var("HARNESS_CHECK_ENV_PASSED", "passed-value");
+        std::env::set_var("HARNESS_CHECK_ENV_NOT_PASSED", "not-passed");
+        std::env::set_var("HARNESS_CHECK_ENV_TOKEN", "tok-0123456789");
+        let mut spec = sh("env", 10);
+        spec.env = CheckEnv {
+            pass: vec![
+                "HARNESS_CHECK_ENV_PASSED".into(),
+                "HARNESS_CHECK_ENV_TOKEN".into(),
+                "ANTHROPIC_API_KEY".into(),
+            ],
+            tmpdir: Some(tmp.path().to_path_buf()),
+        };
+        let r = run_check(&spec, d.path());
+        assert!(r.passed, "{r:?}");
+        let names: Vec<&str> = r
+            .output
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(n, _)| n))
+            .filter(|n| !["PWD", "SHLVL", "_", "OLDPWD"].contains(n)) // the shell's own
+            .collect();
+        let mut allowed = vec!["PATH", "TMPDIR", "HARNESS_CHECK_ENV_PASSED"];
+        for v in ["HOME", "LANG"] {
+            if std::env::var_os(v).is_some() {
+                allowed.push(v);
+            }
+        }
+        for n in &names {
+            assert!(
+                allowed.contains(n),
+                "{n} leaked into the check: {}",
+                r.output
+            );
+        }
+        assert!(r.output.contains("HARNESS_CHECK_ENV_PASSED=passed-value"));
+        assert!(r
+            .output
+            .contains(&format!("TMPDIR={}", tmp.path().display())));
+        for leaked in ["sk-ant-check-env-test", "not-passed", "tok-0123456789"] {
+            assert!(!r.output.contains(leaked), "{leaked}: {}", r.output);
+        }
     }
 
     #[test]

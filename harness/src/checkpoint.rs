@@ -81,8 +81,10 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 /// bytes through the bare sequence.
 pub fn encode(state: &RunState) -> Result<Vec<u8>, SaveError> {
     state.check_invariants().map_err(SaveError::Invariant)?;
-    let body =
-        serde_json::to_vec(state).map_err(|e| SaveError::Invariant(format!("serialize: {e}")))?;
+    // Through the one redaction filter: a model claim or a parked reason
+    // that carried a key value is stored with the value replaced.
+    let body = crate::redact::to_json_vec(state, false)
+        .map_err(|e| SaveError::Invariant(format!("serialize: {e}")))?;
     let sha = hex::encode(Sha256::digest(&body));
     let mut out = header(body.len(), &sha).into_bytes();
     out.extend_from_slice(&body);

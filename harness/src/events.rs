@@ -39,13 +39,14 @@ impl EventLog {
             return;
         }
         let Some(f) = self.file.as_mut() else { return };
-        let line = json!({
+        let mut line = json!({
             "unix_ms": crate::run_loop::now_unix_ms(),
             "t_ms": self.t0.elapsed().as_millis() as u64,
             "step": step,
             "kind": kind,
             "data": data,
         });
+        crate::redact::json(&mut line); // the one redaction filter
         let mut s = line.to_string();
         s.push('\n');
         let _ = f.write_all(s.as_bytes());

@@ -22,9 +22,11 @@ pub mod task; // a task and where it came from
 pub mod verify; // the fixed verification vocabulary (done / not_started / partially_applied) // planner, executor (ReAct), replanner prompts and parsing
 
 // --- the agent's reach: tools, confined to the workspace ---
+pub mod confined; // file operations inside the workspace that hold against links, special files and swaps
 pub mod gitwork;
 pub mod migration; // a multi-step operation that can be left partially applied
 pub mod outbox; // the non-idempotent side effect, outside the workspace
+pub mod task_writes; // which paths each task's tools wrote (what its commit holds), journaled for resume
 pub mod tools; // the allowlisted tools and their dispatch
 pub mod workspace; // path confinement: no absolute paths, no `..`, no symlink escapes // one commit per verified task on a run branch
 
@@ -41,5 +43,6 @@ pub mod console; // stdout/stderr writes that never panic and never change the e
 pub mod panics; // a panic's message and location, for the UNRECOVERABLE_ERROR it becomes
 
 pub mod chaos_hook; // named kill points for the chaos bench (inert in production)
-pub mod fault_injection;
-pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench) // test-only panic points (the `fault-injection` feature; inert without it)
+pub mod fault_injection; // test-only panic points (the `fault-injection` feature; inert without it)
+pub mod redact; // the one redaction filter for every text the harness writes or shows the model
+pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench)

@@ -14,7 +14,7 @@
 use crate::workspace::{PathError, Workspace};
 use serde::Deserialize;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 
 /// Most steps a migration may have; a definition with more is refused.
@@ -48,6 +48,8 @@ pub struct MigrationDef {
 pub struct MigrationApplied {
     pub name: String,
     pub steps_written: Vec<String>,
+    /// The same files as workspace-relative paths (what a commit names).
+    pub paths_written: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,7 +80,31 @@ pub enum MigrationError {
         path: String,
         detail: String,
         written: Vec<String>,
+        /// Workspace-relative paths that were (or may have been) written,
+        /// the failing step's included when its rename happened.
+        paths_written: Vec<String>,
+        /// The failing step's path when its rename happened but the
+        /// directory fsync failed: its content may not be durable.
+        in_doubt: Option<String>,
     },
+}
+
+impl MigrationError {
+    /// The workspace-relative paths a failed apply wrote (empty unless StepWrite).
+    pub fn paths_written(&self) -> &[String] {
+        match self {
+            MigrationError::StepWrite { paths_written, .. } => paths_written,
+            _ => &[],
+        }
+    }
+
+    /// The step path whose content may not be durable, if any.
+    pub fn path_in_doubt(&self) -> Option<String> {
+        match self {
+            MigrationError::StepWrite { in_doubt, .. } => in_doubt.clone(),
+            _ => None,
+        }
+    }
 }
 
 /// The state of a migration, judged only from the files on disk.
@@ -167,10 +193,10 @@ pub fn load(ws: &Workspace, name: &str) -> Result<MigrationDef, MigrationError> 
         path: rel.clone(),
         detail,
     };
-    let abs = ws.resolve(&rel).map_err(|e| bad(e.to_string()))?;
-    let f = match std::fs::File::open(&abs) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    // Never blocks: a FIFO or device named like a definition is refused.
+    let f = match crate::confined::open_read(ws, &rel) {
+        Ok(f) => f.file,
+        Err(crate::confined::FileError::NotFound { .. }) => {
             return Err(MigrationError::Missing {
                 name: name.to_string(),
                 path: rel.clone(),
@@ -243,60 +269,52 @@ pub fn load(ws: &Workspace, name: &str) -> Result<MigrationDef, MigrationError> 
 pub fn apply(ws: &Workspace, name: &str) -> Result<MigrationApplied, MigrationError> {
     let def = load(ws, name)?;
     let mut written: Vec<String> = Vec::with_capacity(def.steps.len());
+    let mut paths_written: Vec<String> = Vec::with_capacity(def.steps.len());
     for (i, step) in def.steps.iter().enumerate() {
         if i > 0 {
             crate::chaos_hook::point(crate::chaos_hook::Phase::BetweenMigrationSteps);
         }
-        // Re-resolve right before writing: the check in load() was against
-        // the file system as it was then.
-        let abs = ws
-            .resolve(&step.path)
-            .map_err(|error| MigrationError::StepPath {
-                name: name.to_string(),
-                step: i + 1,
-                path: step.path.clone(),
-                error,
-            })?;
-        if let Err(e) = write_synced(&abs, step.content.as_bytes(), ws.root()) {
-            return Err(MigrationError::StepWrite {
-                name: name.to_string(),
-                step: i + 1,
-                path: step.path.clone(),
-                detail: e.to_string(),
-                written,
-            });
+        // The same confined write as write_file (resolved again right before
+        // writing, temp file + rename, never through a hard link, durable).
+        match crate::confined::write(ws, &step.path, step.content.as_bytes()) {
+            Ok(rel) => {
+                written.push(step.path.clone());
+                paths_written.push(rel);
+            }
+            Err(f) => {
+                let in_doubt = f.replaced.clone();
+                if let Some(rel) = f.replaced {
+                    paths_written.push(rel);
+                }
+                // Refused before anything was written (the path changed
+                // since load): nothing is partially applied.
+                if let (crate::confined::FileError::Path(error), true) =
+                    (&f.error, paths_written.is_empty())
+                {
+                    return Err(MigrationError::StepPath {
+                        name: name.to_string(),
+                        step: i + 1,
+                        path: step.path.clone(),
+                        error: error.clone(),
+                    });
+                }
+                return Err(MigrationError::StepWrite {
+                    name: name.to_string(),
+                    step: i + 1,
+                    path: step.path.clone(),
+                    detail: f.error.to_string(),
+                    written,
+                    paths_written,
+                    in_doubt,
+                });
+            }
         }
-        written.push(step.path.clone());
     }
     Ok(MigrationApplied {
         name: name.to_string(),
         steps_written: written,
+        paths_written,
     })
-}
-
-/// Create parents, write, flush, fsync; fsync the directory when the file is
-/// new so its name survives a power cut too.
-fn write_synced(
-    abs: &std::path::Path,
-    content: &[u8],
-    root: &std::path::Path,
-) -> std::io::Result<()> {
-    let parent = abs.parent();
-    if let Some(p) = parent {
-        crate::durable::create_dir_all_synced(p, root)?;
-    }
-    let mut f = crate::simfs::File::open(abs, crate::simfs::Open::Truncate)?;
-    f.write_all(content)?;
-    f.get_mut().flush()?;
-    f.sync_all()?;
-    // A step's file name must survive a power cut like its bytes do. Always,
-    // not only when the file is new: a file left by an attempt whose directory
-    // fsync failed exists but its name may not be durable (bench chaos, EIO on
-    // fsync then a retried migration).
-    if let Some(p) = parent {
-        crate::simfs::fsync_dir(p)?;
-    }
-    Ok(())
 }
 
 /// Judge the migration from the files alone. Read-only and cheap, so resume
@@ -320,7 +338,7 @@ pub fn state(ws: &Workspace, name: &str) -> MigrationState {
                     detail: format!("step {} path: {e}", i + 1),
                 }
             }
-            Ok(abs) => step_status(&abs, step.content.as_bytes()),
+            Ok(_) => step_status(ws, &step.path, step.content.as_bytes()),
         };
         if status == StepStatus::Applied {
             applied += 1;
@@ -359,10 +377,11 @@ impl StepStatus {
     }
 }
 
-fn step_status(abs: &std::path::Path, want: &[u8]) -> StepStatus {
-    let f = match std::fs::File::open(abs) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return StepStatus::Missing,
+fn step_status(ws: &Workspace, rel: &str, want: &[u8]) -> StepStatus {
+    // Confined and non-blocking: a FIFO at a step's path reads as unreadable.
+    let f = match crate::confined::open_read(ws, rel) {
+        Ok(f) => f.file,
+        Err(crate::confined::FileError::NotFound { .. }) => return StepStatus::Missing,
         Err(_) => return StepStatus::Unreadable,
     };
     // Read one byte past the expected length: enough to see "longer than

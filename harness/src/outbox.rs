@@ -66,10 +66,11 @@ impl Outbox {
     /// lines; `sync_data` makes the post durable before we return, so "post()
     /// returned" really means "posted".
     pub fn post(&self, channel: &str, text: &str, idempotency_key: &str) -> io::Result<()> {
+        // The one redaction filter: a post is text the harness writes.
         let entry = OutboxEntry {
-            key: idempotency_key.to_string(),
-            channel: channel.to_string(),
-            text: text.to_string(),
+            key: crate::redact::text(idempotency_key).into_owned(),
+            channel: crate::redact::text(channel).into_owned(),
+            text: crate::redact::text(text).into_owned(),
         };
         let mut line = serde_json::to_vec(&entry)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
@@ -119,12 +120,26 @@ impl Outbox {
             path: self.path.clone(),
             detail: e.to_string(),
         };
-        let f = match std::fs::File::open(&self.path) {
+        // O_NONBLOCK and a check on the descriptor: a FIFO where the outbox
+        // belongs is an error, never a read that blocks the run.
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+            .open(&self.path)
+        {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(OutboxContents::default()),
             Err(e) => return Err(io_err(e)),
         };
-        let size = f.metadata().map_err(io_err)?.len();
+        let meta = f.metadata().map_err(io_err)?;
+        if !meta.is_file() {
+            return Err(io_err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            )));
+        }
+        let size = meta.len();
         if size > OUTBOX_MAX_FILE_BYTES {
             return Err(OutboxError::TooLarge {
                 path: self.path.clone(),

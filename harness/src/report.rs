@@ -15,6 +15,9 @@ pub const FILE_NAME: &str = "report.json";
 pub struct ParkedEntry {
     pub id: String,
     pub reason: String,
+    /// Paths its tools wrote, left uncommitted in the workspace.
+    #[serde(default)]
+    pub uncommitted_paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +59,10 @@ pub struct Report {
     pub model_claims: Vec<ModelClaim>,
     pub drift_detail: Vec<DriftPoint>,
     pub git_branch: Option<String>,
+    /// Why no commit was made in this run, when the run branch could not be
+    /// made or checked out.
+    #[serde(default)]
+    pub git_disabled: Option<String>,
     pub commits: Vec<String>,
     pub resumes: u32,
     pub budget_notices: u64,
@@ -91,6 +98,7 @@ impl Report {
                 .map(|p| ParkedEntry {
                     id: p.id.clone(),
                     reason: p.reason.clone(),
+                    uncommitted_paths: p.uncommitted_paths.clone(),
                 })
                 .collect(),
             pruned: state.pruned.clone(),
@@ -121,6 +129,7 @@ impl Report {
             model_claims: state.model_claims.clone(),
             drift_detail: state.drift_history.clone(),
             git_branch: state.git_branch.clone(),
+            git_disabled: state.git_disabled.clone(),
             commits: state
                 .completed
                 .iter()
@@ -134,7 +143,8 @@ impl Report {
     }
 
     pub fn write(&self, state_dir: &Path) -> std::io::Result<()> {
-        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        // The one redaction filter, like every text the harness writes.
+        let bytes = crate::redact::to_json_vec(self, true).map_err(std::io::Error::other)?;
         crate::durable::atomic_write(&state_dir.join(FILE_NAME), &bytes)
     }
 
@@ -144,8 +154,12 @@ impl Report {
         serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display()))
     }
 
-    /// A short summary for a person at 9am.
+    /// A short summary for a person at 9am (through the redaction filter).
     pub fn human_summary(&self) -> String {
+        crate::redact::string(self.summary_text())
+    }
+
+    fn summary_text(&self) -> String {
         let mut s = String::new();
         let class = match self.class {
             Class::Success => "SUCCESS",
@@ -203,6 +217,9 @@ impl Report {
                 self.drift_history.len()
             ));
         }
+        if let Some(g) = &self.git_disabled {
+            s.push_str(&format!("git        NO COMMITS: {g}\n"));
+        }
         if let Some(b) = &self.git_branch {
             s.push_str(&format!(
                 "branch     {b} ({} commits)\n",
@@ -239,7 +256,7 @@ pub async fn deliver_alert(
     } else {
         "alert"
     };
-    let line = serde_json::json!({
+    let mut line = serde_json::json!({
         "unix_ms": crate::run_loop::now_unix_ms(),
         "action": action,
         "run_id": report.run_id,
@@ -250,6 +267,7 @@ pub async fn deliver_alert(
         "detail": report.detail,
         "report": state_dir.join(FILE_NAME),
     });
+    crate::redact::json(&mut line); // the file line and the webhook body alike
     let file = spec
         .file
         .clone()

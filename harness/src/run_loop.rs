@@ -31,10 +31,12 @@ use crate::report::Report;
 use crate::spec::{AlertSpec, Predicate, RunSpec};
 use crate::state::{CompletedTask, Finished, ModelClaim, ParkedTask, RunState};
 use crate::task::Task;
+use crate::task_writes::TaskWrites;
 use crate::tools::ToolBox;
 use crate::verify::{VerifyContext, VerifyOutcome};
 use crate::workspace::Workspace;
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -200,6 +202,13 @@ pub struct Runner {
     /// A model call was cut by the run's wall clock: TIME_LIMIT at the top
     /// of the next lap, even if the clock reads a hair under the limit.
     clock_ran_out: bool,
+    /// Which paths each task's tools wrote, journaled for resume.
+    writes: TaskWrites,
+    /// The in-progress task's written paths (all its attempts): exactly what
+    /// its commit holds, or what stays uncommitted when it is parked.
+    task_paths: BTreeSet<String>,
+    /// The checks' TMPDIR, removed when the run (the Runner) ends.
+    _check_tmp: Option<tempfile::TempDir>,
 }
 
 /// Run (or resume) the spec's goal in `state_dir` to exactly one ending.
@@ -208,6 +217,10 @@ pub struct Runner {
 /// lock (main's `run.lock`).
 pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
     crate::panics::install_hook();
+    // Before anything is written: the key's value joins the redaction filter.
+    if let Some(v) = &spec.model.api_key_env {
+        crate::redact::watch_env_var(v);
+    }
     let after = AfterPanic {
         goal: spec.goal.clone(),
         alerts: spec.alerts.clone(),
@@ -232,7 +245,7 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
     }
 }
 
-async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> Outcome {
+async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> Outcome {
     let state_dir = state_dir.as_path();
     let goal = Goal::new(spec.goal.clone());
     // main creates it too; the library must not depend on that.
@@ -411,6 +424,15 @@ async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> O
         }
     };
     let git = GitWork::detect(workspace.root());
+    // Checks get a private TMPDIR, removed when the run ends (the Runner
+    // holds it); without one they fall back to the system temp dir.
+    let check_tmp = tempfile::Builder::new()
+        .prefix("harness-check-tmp-")
+        .tempdir()
+        .ok();
+    if let Some(t) = &check_tmp {
+        spec.set_check_tmpdir(t.path());
+    }
 
     let mut r = Runner {
         spec,
@@ -428,6 +450,9 @@ async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> O
         tamper_goal_before_lap: opts.tamper_goal_before_lap,
         fresh_predicate: None,
         clock_ran_out: false,
+        writes: TaskWrites::new(state_dir),
+        task_paths: BTreeSet::new(),
+        _check_tmp: check_tmp,
     };
     r.events.emit(
         r.state.step,
@@ -592,11 +617,18 @@ async fn end_after_panic(after: AfterPanic, message: String) -> Outcome {
         Err(e) => notes.push(format!("{e}; the checkpoint's spend is reported")),
     }
     if let Some(task) = state.in_progress.take() {
+        // What its tools wrote, from the journal (the panicked task's memory
+        // is gone): left uncommitted in the work tree for the human.
+        let uncommitted_paths = TaskWrites::new(&after.state_dir)
+            .paths_for(&task.id)
+            .into_iter()
+            .collect();
         state.parked.push(ParkedTask {
             id: task.id,
             description: task.description,
             reason: "the harness panicked while this task was in progress; it was not verified after the panic, so it may be partly done: a human decides".into(),
             step: state.step,
+            uncommitted_paths,
         });
     }
     let mut detail = format!("the harness panicked: {message}");
@@ -715,6 +747,25 @@ impl Runner {
         let mut laps = 0u64;
         loop {
             if let Some(ending) = self.should_stop() {
+                // GOAL_MET means durable: the predicate measured the page
+                // cache, and a write whose rename landed but whose directory
+                // fsync failed may not survive a power cut (found by bench
+                // chaos, power-loss mode, EIO on that fsync).
+                if ending == Ending::GoalMet && !self.state.writes_in_doubt.is_empty() {
+                    return (
+                        Ending::UnrecoverableError,
+                        Some(format!(
+                            "the goal predicate passed, but these writes failed with an I/O error after they landed and were not redone, so what it measured may not survive a power cut: {}",
+                            self.state
+                                .writes_in_doubt
+                                .iter()
+                                .map(|d| format!("{} ({})", d.path, d.error))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        )),
+                        Some("write_not_durable".into()),
+                    );
+                }
                 return (ending, self.plan_note.clone(), None);
             }
             laps += 1;
@@ -792,7 +843,9 @@ impl Runner {
     /// is verified, never re-executed.
     async fn prepare(&mut self, resumed: bool) -> Result<(), LapError> {
         self.goal.assert_intact()?;
-        if let Some(g) = &self.git {
+        // A run whose branch could not be made commits nothing, ever: not
+        // onto whatever branch the workspace was on, not after a resume.
+        if let (Some(g), None) = (&self.git, &self.state.git_disabled) {
             let branch = self
                 .state
                 .git_branch
@@ -800,16 +853,20 @@ impl Runner {
                 .unwrap_or_else(|| format!("harness/{}", self.state.run_id));
             match g.ensure_branch(&branch) {
                 Ok(()) => self.state.git_branch = Some(branch),
-                Err(e) => self.events.emit(
-                    self.state.step,
-                    "git_error",
-                    json!({"detail": e.to_string()}),
-                ),
+                Err(e) => {
+                    let why = format!("the run branch {branch:?} could not be made or checked out ({e}); nothing is committed in this run");
+                    self.events
+                        .emit(self.state.step, "git_error", json!({"detail": why}));
+                    self.state.git_branch = None;
+                    self.state.git_disabled = Some(why);
+                }
             }
         }
         if resumed {
             self.state.resumes += 1;
             if let Some(task) = self.state.in_progress.take() {
+                // What its tools wrote before the kill, from the journal.
+                self.task_paths = self.writes.paths_for(&task.id);
                 point(Phase::DuringResumeVerify);
                 let outcome = task.verify.run(&self.verify_ctx());
                 self.events.emit(
@@ -1003,13 +1060,12 @@ impl Runner {
         }
         .defs();
         let mut turns = vec![Turn::User {
-            text: crate::agent::task_prompt(
-                &self.goal,
-                task,
-                self.spec.task_budget_tokens,
-                &self.state.history_summary,
-            ),
+            text: crate::agent::task_prompt(&self.goal, task, &self.state.history_summary),
         }];
+        let executor = self
+            .spec
+            .model_for(crate::model::types::CallRole::Execute)
+            .to_string();
         let mut previous: Option<(String, serde_json::Value)> = None;
         for turn in 0..self.spec.loop_cap {
             let notice = if self.ledger.notice_due() {
@@ -1017,12 +1073,21 @@ impl Runner {
             } else {
                 None
             };
+            // The visible budget, in tokens, never dollars: what the dollars
+            // left would buy of this call's model's output, at most the
+            // spec's per-task figure. It changes every call, so it goes after
+            // everything cacheable (agent::execute_request).
+            let budget_tokens = self
+                .ledger
+                .remaining_output_tokens(&executor)
+                .min(self.spec.task_budget_tokens);
             let req = crate::agent::execute_request(
-                self.spec.model_for(crate::model::types::CallRole::Execute),
+                &executor,
                 self.spec.model.max_tokens,
                 format!("execute/{}/a{attempt}/{turn}", task.id),
                 turns.clone(),
                 tool_defs.clone(),
+                budget_tokens,
                 notice,
             );
             let reply = self.call_model(req, Phase::DuringModelCall).await?;
@@ -1050,6 +1115,10 @@ impl Runner {
             if obs.posted_key.is_some() {
                 point(Phase::AfterPostBeforeCheckpoint);
             }
+            if !obs.wrote.is_empty() {
+                self.note_writes(&task.id, &obs.wrote);
+            }
+            self.note_doubt(&obs);
             if obs.is_error && obs.side_effect {
                 *io_failed = Some((call.name.clone(), call.input.clone()));
             } else if !obs.is_error
@@ -1305,14 +1374,18 @@ impl Runner {
 
     fn complete(&mut self, task: Task, claim: Option<String>, how: &str) {
         let mut commit = None;
-        if let Some(g) = &self.git {
+        // Exactly the paths this task's tools wrote, in every attempt.
+        let paths: Vec<String> = std::mem::take(&mut self.task_paths).into_iter().collect();
+        if let (Some(g), Some(branch), None) =
+            (&self.git, &self.state.git_branch, &self.state.git_disabled)
+        {
             // On resume the commit may already exist (killed after commit,
             // before the checkpoint): never a second commit for one task.
             let existing = g.commits_for_task(&task.id);
             commit = match existing.first() {
                 Some(c) => Some(c.clone()),
-                None => match g.commit_task(&task.id, &task.description) {
-                    Ok(c) => c,
+                None => match g.commit_task(&task.id, &task.description, branch, &paths) {
+                    Ok(c) => Some(c),
                     Err(e) => {
                         self.events.emit(
                             self.state.step,
@@ -1323,6 +1396,14 @@ impl Runner {
                     }
                 },
             };
+            // A path this commit holds is no longer left uncommitted by an
+            // earlier parked task (tools write whole files: its content is
+            // this task's write).
+            if commit.is_some() {
+                for p in &mut self.state.parked {
+                    p.uncommitted_paths.retain(|x| !paths.contains(x));
+                }
+            }
         }
         self.state.no_progress_streak = 0;
         self.state.push_history(format!(
@@ -1346,6 +1427,41 @@ impl Runner {
         });
     }
 
+    /// A tool call of the in-progress task wrote these workspace paths:
+    /// remember them for its commit and journal them for a resume.
+    fn note_writes(&mut self, task_id: &str, paths: &[String]) {
+        self.task_paths.extend(paths.iter().cloned());
+        if let Err(e) = self.writes.append(task_id, paths) {
+            // The in-memory set still holds them; only a kill before the
+            // commit would now leave them uncommitted (never misattributed).
+            self.events.emit(
+                self.state.step,
+                "writes_journal_error",
+                json!({"task": task_id, "detail": e.to_string()}),
+            );
+        }
+    }
+
+    /// A write that landed but may not be durable (its directory fsync
+    /// failed) puts its path in doubt; a later successful write of the path
+    /// (temp fsynced, renamed, directory fsynced) takes it out.
+    fn note_doubt(&mut self, obs: &crate::tools::Observation) {
+        if obs.is_error {
+            for p in &obs.in_doubt {
+                if !self.state.writes_in_doubt.iter().any(|d| d.path == *p) {
+                    self.state.writes_in_doubt.push(crate::state::WriteInDoubt {
+                        path: p.clone(),
+                        error: truncate(&obs.content, 300),
+                    });
+                }
+            }
+        } else {
+            self.state
+                .writes_in_doubt
+                .retain(|d| !obs.wrote.contains(&d.path));
+        }
+    }
+
     fn park(&mut self, task: Task, reason: String) {
         self.state.no_progress_streak += 1;
         self.state
@@ -1360,6 +1476,9 @@ impl Runner {
             description: task.description,
             reason,
             step: self.state.step,
+            // Left in the work tree for a human, never committed under
+            // another task (the next commit names only its own paths).
+            uncommitted_paths: std::mem::take(&mut self.task_paths).into_iter().collect(),
         });
     }
 

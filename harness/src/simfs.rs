@@ -22,7 +22,9 @@
 //! cargo feature (see [`broken`]), which the production build never enables.
 
 use serde_json::{json, Value};
+use std::ffi::OsStr;
 use std::io::{self, Seek, Write};
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -215,8 +217,18 @@ impl File {
             Open::Append { read } => o.create(true).append(true).read(read),
             Open::Existing => o.write(true),
         };
+        // O_NONBLOCK: a FIFO put where a durable file belongs must fail the
+        // open (ENXIO) or the check below, never block the run.
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
         let existed = logging() && std::fs::symlink_metadata(path).is_ok();
         let inner = o.open(path)?;
+        if !inner.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a regular file", path.display()),
+            ));
+        }
         let mut id = 0;
         if logging() {
             id = sim().next_fd.fetch_add(1, Ordering::SeqCst);
@@ -287,6 +299,84 @@ impl File {
         }
         Ok(())
     }
+}
+
+// --- fd-relative variants ---------------------------------------------------
+// The confined workspace writes (`crate::confined`) act on a directory they
+// opened by walking from the workspace root without following a symlink, so
+// a component swapped after the check cannot redirect them. The operations
+// are the same as above, logged with the path the directory had when it was
+// opened (the power-cut model replays paths), and gated by the same faults.
+
+impl File {
+    /// O_CREAT|O_EXCL|O_NOFOLLOW, write, in the directory `dir` (at `dir_path`).
+    pub fn create_new_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> io::Result<File> {
+        use nix::fcntl::{openat, OFlag};
+        use nix::sys::stat::Mode;
+        let fd = openat(
+            dir,
+            name,
+            OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o666),
+        )
+        .map_err(io::Error::from)?;
+        let path = dir_path.join(name);
+        let mut id = 0;
+        if logging() {
+            id = sim().next_fd.fetch_add(1, Ordering::SeqCst);
+            record(json!({
+                "op": "open", "fd": id, "path": abs(&path), "created": true,
+                "trunc": false, "append": false,
+            }));
+        }
+        Ok(File {
+            inner: std::fs::File::from(fd),
+            id,
+            path,
+            append: false,
+        })
+    }
+}
+
+/// renameat(2) within one directory.
+pub fn rename_at(dir: BorrowedFd<'_>, dir_path: &Path, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    nix::fcntl::renameat(dir, from, dir, to).map_err(io::Error::from)?;
+    if logging() {
+        record(
+            json!({"op": "rename", "from": abs(&dir_path.join(from)), "to": abs(&dir_path.join(to))}),
+        );
+    }
+    Ok(())
+}
+
+/// unlinkat(2) of a file in `dir`.
+pub fn unlink_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> io::Result<()> {
+    nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
+        .map_err(io::Error::from)?;
+    if logging() {
+        record(json!({"op": "unlink", "path": abs(&dir_path.join(name))}));
+    }
+    Ok(())
+}
+
+/// mkdirat(2) of one directory in `dir`.
+pub fn mkdir_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> io::Result<()> {
+    nix::sys::stat::mkdirat(dir, name, nix::sys::stat::Mode::from_bits_truncate(0o777))
+        .map_err(io::Error::from)?;
+    if logging() {
+        record(json!({"op": "mkdir", "path": abs(&dir_path.join(name))}));
+    }
+    Ok(())
+}
+
+/// fsync(2) of an open directory (at `dir_path`).
+pub fn fsync_dir_fd(dir: BorrowedFd<'_>, dir_path: &Path) -> io::Result<()> {
+    gate(FaultClass::Fsync, "fsync_dir", dir_path)?;
+    nix::unistd::fsync(dir).map_err(io::Error::from)?;
+    if logging() {
+        record(json!({"op": "fsync_dir", "path": abs(dir_path)}));
+    }
+    Ok(())
 }
 
 pub fn rename(from: &Path, to: &Path) -> io::Result<()> {

@@ -10,7 +10,7 @@ use crate::check::CheckSpec;
 use crate::ledger::{Price, PriceTable};
 use crate::model::types::Protocol;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use toml::Value;
 
 pub const SPEC_MAX_BYTES: u64 = 1024 * 1024;
@@ -103,6 +103,8 @@ pub const RETRIES_MAX: u32 = 10;
 pub const REPLANS_MAX: u32 = 50;
 pub const HTTP_ATTEMPTS_MAX: u32 = 10;
 pub const CHECK_TIMEOUT_MAX_S: u64 = 3600;
+/// Most names `[check_env] pass` may list.
+pub const CHECK_ENV_PASS_MAX: usize = 64;
 
 struct Reader<'a> {
     file: &'a str,
@@ -272,6 +274,68 @@ impl Reader<'_> {
         }
         Ok(out)
     }
+    /// `[check_env] pass = ["NAME", ...]`: harness-environment variables the
+    /// predicate and every check receive, by name. A name that looks like a
+    /// secret (`redact::looks_secret`), or is the model key's own variable, is
+    /// refused: a check's output goes back to the model.
+    fn check_env_pass(
+        &self,
+        root: &toml::Table,
+        api_key_env: Option<&str>,
+    ) -> Result<Vec<String>, SpecError> {
+        let Some(v) = root.get("check_env") else {
+            return Ok(vec![]);
+        };
+        let t = self.table(v, "check_env")?;
+        self.known(t, "check_env", &["pass"])?;
+        let Some(pv) = t.get("pass") else {
+            return Ok(vec![]);
+        };
+        let arr = pv.as_array().ok_or_else(|| {
+            self.err(
+                "check_env.pass",
+                format!(
+                    "an array of environment variable names, found {}",
+                    pv.type_str()
+                ),
+            )
+        })?;
+        if arr.len() > CHECK_ENV_PASS_MAX {
+            return Err(self.err(
+                "check_env.pass",
+                format!("at most {CHECK_ENV_PASS_MAX} names, found {}", arr.len()),
+            ));
+        }
+        let mut out = vec![];
+        for (i, a) in arr.iter().enumerate() {
+            let field = format!("check_env.pass[{i}]");
+            let name = self.string(a, &field, "an environment variable name")?;
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || name.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Err(self.err(
+                    &field,
+                    format!("an environment variable NAME (letters, digits, '_'), found {name:?}"),
+                ));
+            }
+            if crate::redact::looks_secret(&name) || Some(name.as_str()) == api_key_env {
+                return Err(self.err(
+                    &field,
+                    format!("a variable that holds no secret: {name:?} looks like a key, token or password, and a check's output goes back to the model (checks get PATH, HOME, LANG and TMPDIR; pass only what they need)"),
+                ));
+            }
+            if ["TMPDIR"].contains(&name.as_str()) {
+                return Err(self.err(
+                    &field,
+                    "a variable other than TMPDIR (the harness sets it to the run's own temp dir)",
+                ));
+            }
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        Ok(out)
+    }
     fn check(&self, v: &Value, field: &str) -> Result<CheckSpec, SpecError> {
         let t = self.table(v, field)?;
         self.known(t, field, &["command", "timeout_s"])?;
@@ -289,7 +353,11 @@ impl Reader<'_> {
             )?,
             None => 300,
         };
-        Ok(CheckSpec { command, timeout_s })
+        Ok(CheckSpec {
+            command,
+            timeout_s,
+            env: crate::check::CheckEnv::default(),
+        })
     }
 }
 
@@ -299,6 +367,84 @@ fn join(prefix: &str, key: &str) -> String {
     } else {
         format!("{prefix}.{key}")
     }
+}
+
+/// Most symlinks [`resolve_for_reach`] follows in one path (the kernel's own
+/// limit is 40).
+pub const REACH_SYMLINKS_MAX: usize = 40;
+
+/// Where `p` would land if it were created now: absolute (a relative path is
+/// taken against the current directory, as the harness will use it), every
+/// component that exists resolved (symlinks followed, `..` applied to the
+/// resolved directory, as the kernel does), the missing rest appended as
+/// written. A `..` after a missing component is refused: what it means
+/// depends on what will be created there (`<dir>/missing/../workspace/x`
+/// is inside the workspace once `missing` exists, and never outside it), so
+/// it cannot be checked. Trailing slashes and `.` change nothing.
+pub fn resolve_for_reach(p: &Path) -> Result<PathBuf, String> {
+    resolve_counting(p, &mut 0)
+}
+
+fn resolve_counting(p: &Path, links: &mut usize) -> Result<PathBuf, String> {
+    let abs = std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let mut cur = PathBuf::from("/");
+    let mut missing: Option<PathBuf> = None;
+    for c in abs.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => cur = PathBuf::from("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if let Some(m) = &missing {
+                    return Err(format!(
+                        "{}: \"..\" after {}, which does not exist (write the path without \"..\")",
+                        p.display(),
+                        m.display()
+                    ));
+                }
+                cur.pop();
+            }
+            Component::Normal(name) => {
+                let next = cur.join(name);
+                if missing.is_some() {
+                    cur = next;
+                    continue;
+                }
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        *links += 1;
+                        if *links > REACH_SYMLINKS_MAX {
+                            return Err(format!(
+                                "{}: more than {REACH_SYMLINKS_MAX} symlinks",
+                                p.display()
+                            ));
+                        }
+                        match std::fs::canonicalize(&next) {
+                            Ok(t) => cur = t,
+                            // A dangling link: it would be created where it points.
+                            Err(_) => {
+                                let target = std::fs::read_link(&next)
+                                    .map_err(|e| format!("{}: {e}", next.display()))?;
+                                let joined = if target.is_absolute() {
+                                    target
+                                } else {
+                                    cur.join(target)
+                                };
+                                cur = resolve_counting(&joined, links)?;
+                                missing = Some(next);
+                            }
+                        }
+                    }
+                    Ok(_) => cur = next,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        missing = Some(next.clone());
+                        cur = next;
+                    }
+                    Err(e) => return Err(format!("{}: {e}", next.display())),
+                }
+            }
+        }
+    }
+    Ok(cur)
 }
 
 impl RunSpec {
@@ -358,6 +504,7 @@ impl RunSpec {
                 "alerts",
                 "workspace",
                 "outbox",
+                "check_env",
             ],
         )?;
         let goal = r.string(
@@ -520,6 +667,14 @@ impl RunSpec {
             }
             None => None,
         };
+        let check_env_pass = r.check_env_pass(&root, api_key_env.as_deref())?;
+        let mut predicate = predicate;
+        if let Predicate::Command(c) = &mut predicate {
+            c.env.pass = check_env_pass.clone();
+        }
+        for c in checks.values_mut() {
+            c.env.pass = check_env_pass.clone();
+        }
         let executor = r.string(
             r.req(m, "model", "executor", "the executor model name")?,
             "model.executor",
@@ -834,14 +989,18 @@ impl RunSpec {
 
     /// Nothing a tool can reach may hold the predicate, the checks, the spec,
     /// the outbox or the alerts file: tools act inside the workspace only, so
-    /// none of those may live inside it.
+    /// none of those may live inside it. Every path is compared after
+    /// [`resolve_for_reach`] (every existing ancestor resolved, `..` after a
+    /// missing component refused), so no spelling slips one inside.
     fn check_reach(&self, r: &Reader) -> Result<(), SpecError> {
-        let ws = std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
-        let inside = |p: &Path| {
-            let c = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-            c.starts_with(&ws)
+        let ws = resolve_for_reach(&self.workspace)
+            .map_err(|e| r.err("workspace", format!("a path that can be checked: {e}")))?;
+        let inside = |field: &str, p: &Path| -> Result<bool, SpecError> {
+            resolve_for_reach(p)
+                .map(|c| c.starts_with(&ws))
+                .map_err(|e| r.err(field, format!("a path that can be checked: {e}")))
         };
-        if inside(&self.path) {
+        if inside("workspace", &self.path)? {
             return Err(r.err(
                 "workspace",
                 "a directory that does not contain the spec file (a tool could rewrite it)",
@@ -858,46 +1017,51 @@ impl RunSpec {
         for (field, c) in cmds {
             for (i, a) in c.command.iter().enumerate() {
                 let p = Path::new(a);
-                if p.is_absolute() && inside(p) {
-                    return Err(r.err(&format!("{field}[{i}]"), "a program or script outside the workspace (the agent's tools could rewrite anything inside it)"));
+                let f = format!("{field}[{i}]");
+                if p.is_absolute() && inside(&f, p)? {
+                    return Err(r.err(&f, "a program or script outside the workspace (the agent's tools could rewrite anything inside it)"));
                 }
             }
         }
         if let Some(o) = &self.outbox {
-            if inside(o) {
+            if inside("outbox", o)? {
                 return Err(r.err("outbox", "a path outside the workspace"));
             }
         }
         if let Some(f) = &self.alerts.file {
-            if inside(f) {
+            if inside("alerts.file", f)? {
                 return Err(r.err("alerts.file", "a path outside the workspace"));
             }
         }
         Ok(())
     }
 
-    /// The state dir must also be out of the tools' reach.
+    /// The state dir must also be out of the tools' reach, however it is
+    /// spelled (relative, through a symlink, with `..`, with a trailing slash).
     pub fn check_state_dir(&self, state_dir: &Path) -> Result<(), SpecError> {
-        let ws = std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
-        let sd = if state_dir.exists() {
-            std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf())
-        } else {
-            let parent = state_dir
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            std::fs::canonicalize(parent)
-                .unwrap_or_else(|_| parent.to_path_buf())
-                .join(state_dir.file_name().unwrap_or_default())
+        let bad = |expected: String| SpecError {
+            file: "--state-dir".into(),
+            field: "state_dir".into(),
+            expected,
         };
+        let ws = resolve_for_reach(&self.workspace)
+            .map_err(|e| bad(format!("a workspace path that can be checked: {e}")))?;
+        let sd = resolve_for_reach(state_dir)
+            .map_err(|e| bad(format!("a directory path that can be checked: {e}")))?;
         if sd.starts_with(&ws) {
-            return Err(SpecError {
-                file: "--state-dir".into(),
-                field: "state_dir".into(),
-                expected: format!("a directory outside the workspace {} (no tool may reach the checkpoints or the ledger)", ws.display()),
-            });
+            return Err(bad(format!("a directory outside the workspace {} (no tool may reach the checkpoints or the ledger)", ws.display())));
         }
         Ok(())
+    }
+
+    /// Point every check's (and the predicate's) TMPDIR at the run's own temp dir.
+    pub fn set_check_tmpdir(&mut self, dir: &Path) {
+        if let Predicate::Command(c) = &mut self.predicate {
+            c.env.tmpdir = Some(dir.to_path_buf());
+        }
+        for c in self.checks.values_mut() {
+            c.env.tmpdir = Some(dir.to_path_buf());
+        }
     }
 
     pub fn model_for(&self, role: crate::model::types::CallRole) -> &str {
@@ -971,6 +1135,148 @@ output_usd_per_mtok = 25.0
             r#"["sh", "-c", "test -f db/0042.sql"]"#,
         );
         assert!(RunSpec::parse(&inline, "run.toml", d.path()).is_ok());
+    }
+
+    #[test]
+    fn check_env_passes_plain_names_and_refuses_secret_ones() {
+        let d = dir();
+        let with = |pass: &str| {
+            format!("{BASE}\n[checks.tests]\ncommand = [\"true\"]\n\n[check_env]\npass = {pass}\n")
+        };
+        let s = RunSpec::parse(
+            &with(r#"["PGHOST", "JAVA_HOME", "PGHOST"]"#),
+            "run.toml",
+            d.path(),
+        )
+        .unwrap();
+        let Predicate::Command(p) = &s.predicate else {
+            panic!()
+        };
+        assert_eq!(p.env.pass, vec!["PGHOST", "JAVA_HOME"]);
+        assert_eq!(s.checks["tests"].env.pass, vec!["PGHOST", "JAVA_HOME"]);
+        for (pass, field) in [
+            (r#"["PGHOST", "ANTHROPIC_API_KEY"]"#, "check_env.pass[1]"),
+            (r#"["OPENAI_API_KEY"]"#, "check_env.pass[0]"),
+            (r#"["GITHUB_TOKEN"]"#, "check_env.pass[0]"),
+            (r#"["AWS_SECRET_ACCESS_KEY"]"#, "check_env.pass[0]"),
+            (r#"["DB_PASSWORD"]"#, "check_env.pass[0]"),
+            (r#"["STRIPE_KEY"]"#, "check_env.pass[0]"),
+            (r#"["TMPDIR"]"#, "check_env.pass[0]"),
+            (r#"["NOT A NAME"]"#, "check_env.pass[0]"),
+            (r#""PGHOST""#, "check_env.pass"),
+        ] {
+            let e = RunSpec::parse(&with(pass), "run.toml", d.path()).unwrap_err();
+            assert_eq!(
+                (e.file.as_str(), e.field.as_str()),
+                ("run.toml", field),
+                "{pass}: {e}"
+            );
+        }
+        // The model key's own variable is refused whatever it is called.
+        let own = with(r#"["MYVAR"]"#).replace(
+            "api_key_env = \"ANTHROPIC_API_KEY\"",
+            "api_key_env = \"MYVAR\"",
+        );
+        let e = RunSpec::parse(&own, "run.toml", d.path()).unwrap_err();
+        assert_eq!(e.field, "check_env.pass[0]", "{e}");
+        let e = RunSpec::parse(
+            &format!("{BASE}\n[check_env]\nbogus = 1\n"),
+            "run.toml",
+            d.path(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "check_env.bogus");
+    }
+
+    /// Every spelling of a path that lands inside the workspace, and some
+    /// that do not.
+    fn spellings(d: &Path) -> (Vec<String>, Vec<String>) {
+        let ws = d.join("ws");
+        std::os::unix::fs::symlink(&ws, d.join("wslink")).unwrap();
+        std::os::unix::fs::symlink(ws.join("not-yet"), d.join("dangling")).unwrap();
+        std::fs::create_dir_all(d.join("out")).unwrap();
+        // The same path relative to the current directory (the harness's).
+        let cwd = std::env::current_dir().unwrap();
+        let up = "../".repeat(cwd.components().count() - 1);
+        let rel = |p: &Path| format!("{up}{}", p.strip_prefix("/").unwrap().display());
+        let inside = vec![
+            format!("{}/a/b", d.join("wslink").display()),
+            format!("{}/nonexistent/../ws/x", d.display()),
+            format!("{}/out/missing/../../ws/x", d.display()),
+            rel(&ws.join("st")),
+            format!("{}/", ws.join("st").display()),
+            format!("{}/", d.join("wslink").display()),
+            format!("{}/./st//deeper/", ws.display()),
+            ws.display().to_string(),
+            format!("{}/x", d.join("dangling").display()),
+            format!("{}/out/../ws/st", d.display()),
+        ];
+        let outside = vec![
+            d.join("out/st").display().to_string(),
+            format!("{}/nonexistent/deeper", d.display()),
+            format!("{}/ws/../out/st", d.display()),
+            format!("{}/", d.join("out").display()),
+            rel(&d.join("out/rel")),
+        ];
+        (inside, outside)
+    }
+
+    #[test]
+    fn no_spelling_puts_harness_state_inside_the_workspace() {
+        let d = dir();
+        let dp = std::fs::canonicalize(d.path()).unwrap();
+        let (inside, outside) = spellings(&dp);
+        let spec = RunSpec::parse(BASE, "run.toml", &dp).unwrap();
+        for p in &inside {
+            let e = spec.check_state_dir(Path::new(p)).unwrap_err();
+            assert_eq!(
+                (e.file.as_str(), e.field.as_str()),
+                ("--state-dir", "state_dir"),
+                "{p}"
+            );
+        }
+        for p in &outside {
+            assert!(spec.check_state_dir(Path::new(p)).is_ok(), "{p}");
+        }
+        let with = |key: &str, v: &str| {
+            let t = if key == "outbox" {
+                BASE.replace(
+                    "workspace = \"ws\"\n",
+                    &format!("workspace = \"ws\"\noutbox = {v:?}\n"),
+                )
+            } else {
+                format!("{BASE}\n[alerts]\nfile = {v:?}\n")
+            };
+            RunSpec::parse(&t, "run.toml", &dp)
+        };
+        for (key, field) in [("outbox", "outbox"), ("alerts", "alerts.file")] {
+            for p in &inside {
+                let e = with(key, p).unwrap_err();
+                assert_eq!(e.field, field, "{key} {p}: {e}");
+            }
+            for p in &outside {
+                assert!(with(key, p).is_ok(), "{key} {p}");
+            }
+        }
+        // A check script reached through a link into the workspace.
+        std::fs::write(dp.join("ws/evil.sh"), "#!/bin/sh\n").unwrap();
+        let t = format!(
+            "{BASE}\n[checks.t]\ncommand = [{:?}]\n",
+            dp.join("wslink/evil.sh").display().to_string()
+        );
+        let e = RunSpec::parse(&t, "run.toml", &dp).unwrap_err();
+        assert_eq!(e.field, "checks.t.command[0]", "{e}");
+        // The spec file itself inside the workspace, through the link.
+        let t = BASE
+            .replace(
+                "workspace = \"ws\"",
+                &format!("workspace = {:?}", dp.join("ws").display().to_string()),
+            )
+            .replace(r#"["python3", "checks/p95.py"]"#, r#"["true"]"#);
+        assert!(RunSpec::parse(&t, "run.toml", &dp).is_ok());
+        let e = RunSpec::parse(&t, "run.toml", &dp.join("wslink")).unwrap_err();
+        assert_eq!(e.field, "workspace", "{e}");
+        assert!(e.expected.contains("spec file"), "{e}");
     }
 
     #[test]

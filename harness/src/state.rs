@@ -33,6 +33,19 @@ pub struct ParkedTask {
     pub description: String,
     pub reason: String,
     pub step: u64,
+    /// Workspace paths this task's tools wrote: left uncommitted in the work
+    /// tree for a human (never committed under another task).
+    #[serde(default)]
+    pub uncommitted_paths: Vec<String>,
+}
+
+/// A workspace write whose rename landed but whose directory fsync failed:
+/// its content may not survive a power cut.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriteInDoubt {
+    pub path: String,
+    /// The tool's error (names the errno).
+    pub error: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +116,14 @@ pub struct RunState {
     pub artifacts: Vec<String>,
     pub model_claims: Vec<ModelClaim>,
     pub git_branch: Option<String>,
+    /// Why nothing is committed in this run (the run branch could not be made
+    /// or checked out). Once set it stays set: no commit lands on another branch.
+    #[serde(default)]
+    pub git_disabled: Option<String>,
+    /// Writes that may not be durable; while any is listed the run never
+    /// ends GOAL_MET (it ends UNRECOVERABLE_ERROR naming them).
+    #[serde(default)]
+    pub writes_in_doubt: Vec<WriteInDoubt>,
     pub resumes: u32,
     /// Number of requests that carried the budget notice.
     pub budget_notices: u64,
@@ -134,6 +155,8 @@ impl RunState {
             artifacts: vec![],
             model_claims: vec![],
             git_branch: None,
+            git_disabled: None,
+            writes_in_doubt: vec![],
             resumes: 0,
             budget_notices: 0,
             finished: None,
@@ -239,6 +262,7 @@ impl RunState {
                     description: t.description,
                     reason: "verification failed after 2 attempts: not_started".into(),
                     step: i as u64,
+                    uncommitted_paths: vec![],
                 }),
             }
             s.push_history(format!("step {i}: task t{i} verified"));

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 
 pub const ALL_TOOL_NAMES: [&str; 6] = [
     "read_file",
@@ -60,6 +60,12 @@ pub struct Observation {
     pub side_effect: bool,
     /// Some(key) when a post_message appended to the outbox.
     pub posted_key: Option<String>,
+    /// Workspace-relative paths the call wrote (or may have written: a write
+    /// that failed after its rename), as the task's commit will name them.
+    pub wrote: Vec<String>,
+    /// Of those, the ones whose new content may not be durable (renamed into
+    /// place, then the directory fsync failed).
+    pub in_doubt: Vec<String>,
 }
 
 impl Observation {
@@ -69,6 +75,8 @@ impl Observation {
             is_error: false,
             side_effect: false,
             posted_key: None,
+            wrote: vec![],
+            in_doubt: vec![],
         }
     }
     fn err(content: String) -> Observation {
@@ -77,10 +85,14 @@ impl Observation {
             is_error: true,
             side_effect: false,
             posted_key: None,
+            wrote: vec![],
+            in_doubt: vec![],
         }
     }
-    fn wrote(mut self) -> Observation {
+    /// A side effect on these workspace paths (none for the outbox).
+    fn wrote(mut self, paths: Vec<String>) -> Observation {
         self.side_effect = true;
+        self.wrote = paths;
         self
     }
 }
@@ -297,37 +309,24 @@ impl ToolBox<'_> {
     }
 
     fn read_file(&self, path: &str) -> Observation {
-        let abs = match self.workspace.resolve(path) {
-            Ok(p) => p,
+        // Opened O_NONBLOCK|O_NOFOLLOW and checked on the descriptor: a FIFO
+        // or device is refused, never read (it could block the run forever).
+        let rf = match crate::confined::open_read(self.workspace, path) {
+            Ok(f) => f,
+            Err(e @ crate::confined::FileError::IsDir { .. }) => {
+                return Observation::err(format!("{e}; use list_files to list it"))
+            }
             Err(e) => return Observation::err(e.to_string()),
         };
-        let meta = match std::fs::metadata(&abs) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Observation::err(format!(
-                    "{path:?} does not exist; use list_files to see what is there"
-                ))
-            }
-            Err(e) => return Observation::err(format!("cannot read {path:?}: {e}")),
-        };
-        if meta.is_dir() {
-            return Observation::err(format!(
-                "{path:?} is a directory; use list_files to list it"
-            ));
-        }
-        if meta.len() > READ_MAX_BYTES {
+        if rf.len > READ_MAX_BYTES {
             return Observation::err(format!(
                 "{path:?} is {} bytes, over the {READ_MAX_BYTES}-byte read limit",
-                meta.len()
+                rf.len
             ));
         }
-        let f = match std::fs::File::open(&abs) {
-            Ok(f) => f,
-            Err(e) => return Observation::err(format!("cannot read {path:?}: {e}")),
-        };
         let mut buf = Vec::new();
         // take(): the size was checked above, but the file could be growing.
-        if let Err(e) = f.take(READ_MAX_BYTES + 1).read_to_end(&mut buf) {
+        if let Err(e) = rf.file.take(READ_MAX_BYTES + 1).read_to_end(&mut buf) {
             return Observation::err(format!("cannot read {path:?}: {e}"));
         }
         if buf.len() as u64 > READ_MAX_BYTES {
@@ -350,69 +349,58 @@ impl ToolBox<'_> {
                 content.len()
             ));
         }
-        let abs = match self.workspace.resolve(path) {
-            Ok(p) => p,
-            Err(e) => return Observation::err(e.to_string()),
-        };
-        if abs.is_dir() {
-            return Observation::err(format!("{path:?} is a directory; give a file path"));
-        }
-        if let Some(parent) = abs.parent() {
-            if let Err(e) = crate::durable::create_dir_all_synced(parent, self.workspace.root()) {
-                return Observation::err(format!(
-                    "cannot create the parent directory of {path:?}: {e}"
-                ));
+        // A temp file in the same directory renamed over the target: never
+        // through an existing inode (a hard link could lead outside), durable
+        // like the harness's own writes through the layer the chaos bench
+        // logs (a task the report lists as verified must survive a power cut).
+        match crate::confined::write(self.workspace, path, content.as_bytes()) {
+            Ok(rel) => {
+                Observation::ok(format!("wrote {} bytes to {path}", content.len())).wrote(vec![rel])
             }
-        }
-        // From here on the file may have been truncated, so a failure still
-        // counts as a side effect. Durable like the harness's own writes (bytes,
-        // and the name of a new file), through the layer the chaos bench logs:
-        // a task the report lists as verified must survive a power cut.
-        // The directory is fsynced every time, not only for a new file: an
-        // earlier write whose directory fsync failed left a name that may not
-        // be durable.
-        let res = crate::simfs::File::open(&abs, crate::simfs::Open::Truncate).and_then(|mut f| {
-            f.write_all(content.as_bytes())?;
-            f.get_mut().flush()?;
-            f.sync_all()?;
-            match abs.parent() {
-                Some(p) => crate::simfs::fsync_dir(p),
-                None => Ok(()),
+            Err(f) => {
+                let mut o = match &f.error {
+                    crate::confined::FileError::IsDir { .. } => {
+                        Observation::err(format!("{}; give a file path", f.error))
+                    }
+                    crate::confined::FileError::Io { .. } => {
+                        Observation::err(format!("cannot write {path:?}: {}", f.error))
+                    }
+                    e => Observation::err(e.to_string()),
+                };
+                o.side_effect = f.side_effect;
+                o.wrote = f.replaced.clone().into_iter().collect();
+                o.in_doubt = f.replaced.into_iter().collect();
+                o
             }
-        });
-        match res {
-            Ok(()) => Observation::ok(format!("wrote {} bytes to {path}", content.len())).wrote(),
-            Err(e) => Observation::err(format!("cannot write {path:?}: {e}")).wrote(),
         }
     }
 
     fn list_files(&self, path: &str) -> Observation {
-        let abs = match self.workspace.resolve(path) {
-            Ok(p) => p,
-            Err(e) => return Observation::err(e.to_string()),
-        };
-        let rd = match std::fs::read_dir(&abs) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let listing = match crate::confined::list_dir(self.workspace, path) {
+            Ok(l) => l,
+            Err(crate::confined::FileError::NotFound { .. }) => {
                 return Observation::err(format!("{path:?} does not exist"))
             }
-            Err(_) if abs.is_file() => {
+            Err(crate::confined::FileError::NotADirectory { .. }) => {
                 return Observation::err(format!("{path:?} is a file; use read_file to read it"))
             }
             Err(e) => return Observation::err(format!("cannot list {path:?}: {e}")),
         };
         // Entries are shown relative to the workspace root so they can be
         // passed straight back to read_file.
-        let prefix = match abs.strip_prefix(self.workspace.root()) {
-            Ok(p) if p.as_os_str().is_empty() => String::new(),
-            Ok(p) => format!("{}/", p.to_string_lossy()),
-            Err(_) => String::new(),
+        let prefix = match self
+            .workspace
+            .resolve(path)
+            .ok()
+            .and_then(|abs| crate::confined::rel_string(self.workspace, &abs))
+        {
+            Some(p) => format!("{p}/"),
+            None => String::new(),
         };
         let mut names: Vec<String> = Vec::new();
         let mut more = 0usize;
-        for entry in rd.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.eq_ignore_ascii_case(".git") {
+        for entry in listing.entries {
+            if entry.name.eq_ignore_ascii_case(".git") {
                 continue;
             }
             // Hold at most 4x the limit: a huge directory must not be read
@@ -422,13 +410,10 @@ impl ToolBox<'_> {
                 more += 1;
                 continue;
             }
-            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false)
-                || (entry.file_type().map(|t| t.is_symlink()).unwrap_or(false)
-                    && entry.path().is_dir());
-            names.push(if is_dir {
-                format!("{prefix}{name}/")
+            names.push(if entry.is_dir {
+                format!("{prefix}{}/", entry.name)
             } else {
-                format!("{prefix}{name}")
+                format!("{prefix}{}", entry.name)
             });
         }
         names.sort();
@@ -443,6 +428,12 @@ impl ToolBox<'_> {
         };
         if more > 0 {
             out.push_str(&format!("\n... and {more} more entries not shown"));
+        }
+        if listing.truncated {
+            out.push_str(&format!(
+                "\n... the directory holds more than {} entries; only that many were looked at",
+                crate::confined::DIR_SCAN_MAX_ENTRIES
+            ));
         }
         Observation::ok(out)
     }
@@ -473,8 +464,10 @@ impl ToolBox<'_> {
                 is_error: false,
                 side_effect: true,
                 posted_key: Some(a.idempotency_key),
+                wrote: vec![],
+                in_doubt: vec![],
             },
-            Err(e) => Observation::err(format!("post_message failed: {e}")).wrote(),
+            Err(e) => Observation::err(format!("post_message failed: {e}")).wrote(vec![]),
         }
     }
 
@@ -491,11 +484,15 @@ impl ToolBox<'_> {
                 a.steps_written.len(),
                 a.steps_written.join(", ")
             ))
-            .wrote(),
-            Err(e @ migration::MigrationError::StepWrite { .. }) => Observation::err(format!(
-                "apply_migration: {e}; the migration is now partially applied"
-            ))
-            .wrote(),
+            .wrote(a.paths_written),
+            Err(e @ migration::MigrationError::StepWrite { .. }) => {
+                let mut o = Observation::err(format!(
+                    "apply_migration: {e}; the migration is now partially applied"
+                ))
+                .wrote(e.paths_written().to_vec());
+                o.in_doubt = e.path_in_doubt().into_iter().collect();
+                o
+            }
             Err(e) => Observation::err(format!("apply_migration: {e}")),
         }
     }
@@ -544,8 +541,10 @@ fn clip(s: &str) -> String {
     }
 }
 
-/// Cut an observation at OBSERVATION_MAX_BYTES on a char boundary.
-fn bound(mut s: String) -> String {
+/// Cut an observation at OBSERVATION_MAX_BYTES on a char boundary, after the
+/// redaction filter: the model never reads a key value the harness knows.
+fn bound(s: String) -> String {
+    let mut s = crate::redact::string(s);
     if s.len() > OBSERVATION_MAX_BYTES {
         let mut cut = OBSERVATION_MAX_BYTES;
         while cut > 0 && !s.is_char_boundary(cut) {
@@ -582,6 +581,7 @@ mod tests {
                 CheckSpec {
                     command: vec!["sh".into(), "-c".into(), "echo fine".into()],
                     timeout_s: 5,
+                    env: Default::default(),
                 },
             );
             checks.insert(
@@ -589,6 +589,7 @@ mod tests {
                 CheckSpec {
                     command: vec!["sh".into(), "-c".into(), "echo nope; exit 3".into()],
                     timeout_s: 5,
+                    env: Default::default(),
                 },
             );
             Fx {
@@ -697,7 +698,9 @@ mod tests {
                 content: "héllo".into(),
                 is_error: false,
                 side_effect: false,
-                posted_key: None
+                posted_key: None,
+                wrote: vec![],
+                in_doubt: vec![],
             }
         );
         fx.call("write_file", json!({"path":"b.txt","content":""}));
@@ -836,6 +839,7 @@ mod tests {
             CheckSpec {
                 command: vec!["sleep".into(), "30".into()],
                 timeout_s: 30,
+                env: Default::default(),
             },
         );
         let mut tb = fx.tb();

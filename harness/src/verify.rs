@@ -101,14 +101,17 @@ impl Verify {
     pub fn run(&self, ctx: &VerifyContext) -> VerifyOutcome {
         match self {
             Verify::FileContains { path, text } => {
-                let Ok(abs) = ctx.workspace.resolve(path) else {
-                    return VerifyOutcome::NotStarted;
-                };
-                let Ok(f) = std::fs::File::open(&abs) else {
+                // Confined and non-blocking: a FIFO or device at the path is
+                // "not there yet", never a read that hangs the run.
+                let Ok(f) = crate::confined::open_read(ctx.workspace, path) else {
                     return VerifyOutcome::NotStarted;
                 };
                 let mut buf = Vec::new();
-                if f.take(VERIFY_READ_MAX_BYTES).read_to_end(&mut buf).is_err() {
+                if f.file
+                    .take(VERIFY_READ_MAX_BYTES)
+                    .read_to_end(&mut buf)
+                    .is_err()
+                {
                     return VerifyOutcome::NotStarted;
                 }
                 // Byte search, so a file that is not UTF-8 can still match.
@@ -344,6 +347,7 @@ mod tests {
                 CheckSpec {
                     command: vec!["true".into()],
                     timeout_s: 5,
+                    env: Default::default(),
                 },
             );
             checks.insert(
@@ -351,6 +355,7 @@ mod tests {
                 CheckSpec {
                     command: vec!["false".into()],
                     timeout_s: 5,
+                    env: Default::default(),
                 },
             );
             checks.insert(
@@ -358,6 +363,7 @@ mod tests {
                 CheckSpec {
                     command: vec!["test".into(), "-f".into(), "marker".into()],
                     timeout_s: 5,
+                    env: Default::default(),
                 },
             );
             Fx {
@@ -536,6 +542,7 @@ mod tests {
             CheckSpec {
                 command: vec!["sleep".into(), "30".into()],
                 timeout_s: 30,
+                env: Default::default(),
             },
         );
         let mut c = fx.ctx();

@@ -311,7 +311,23 @@ impl Workspace {
                     files += 1;
                     hash_field(&mut hasher, b"file");
                     hash_field(&mut hasher, rel.as_bytes());
-                    match std::fs::File::open(&path) {
+                    // Non-blocking and checked on the descriptor: an entry
+                    // swapped for a FIFO since the listing cannot hang the hash.
+                    use std::os::unix::fs::OpenOptionsExt;
+                    let opened = std::fs::OpenOptions::new()
+                        .read(true)
+                        .custom_flags(
+                            (nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits(),
+                        )
+                        .open(&path)
+                        .and_then(|f| {
+                            if f.metadata()?.is_file() {
+                                Ok(f)
+                            } else {
+                                Err(std::io::Error::other("not a regular file"))
+                            }
+                        });
+                    match opened {
                         Ok(f) => {
                             let mut buf = Vec::new();
                             let mut limited = f.take(bytes_left);

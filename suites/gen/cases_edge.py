@@ -712,6 +712,7 @@ def pass_rate_default_guard_holds():
     c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": ["t1", "t2", "t3", "t5", "t7", "t9", "t10", "t11"],
                 "parked": ["t4", "t6", "t8"], "queue_left": [], "drift_bands": ["aligned", "aligned"]}
     c.comment = "7 of 10 verified is exactly 70%: not BELOW the default guard, so the run continues; t11 verifies and the 8th\nversioned service meets the predicate. With a 75% default the run would end NO_PROGRESS after t10."
+    return c
 
 
 def garbled_near_cap():

@@ -284,6 +284,8 @@ impl LiveTarget {
                 record: self.recorder.is_some(),
             },
         );
+        // On top of every provider key variable, which `runner::run_harness`
+        // removes from every harness process: the named ones may be any name.
         let mut env_remove: Vec<String> = self.key_env.iter().cloned().collect();
         if let Some(n) = &spec.model.api_key_env {
             if !env_remove.contains(n) {

@@ -1,0 +1,5 @@
+#!/bin/sh
+echo '--- environment ---'
+env | sort
+echo '--- smoke ---'
+sh deploy/smoke.sh
