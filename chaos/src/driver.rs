@@ -208,7 +208,7 @@ pub enum PrepareError {
 impl std::fmt::Display for PrepareError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PrepareError::Case(e) => write!(f, "{e}; fix the case"),
+            PrepareError::Case(e) => write!(f, "fix the case: {e}"),
             PrepareError::Setup(e) => write!(f, "{e}"),
             PrepareError::Calibration(v) => {
                 for (i, c) in v.iter().enumerate() {
@@ -1164,7 +1164,7 @@ fn check_process(
             if let (Some(code), Some(r)) = (exited, report) {
                 let want = format!("checkpoint_{kind}");
                 if code != 4 || r["error_kind"].as_str() != Some(want.as_str()) {
-                    ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) but ended exit {code} {:?}", r["error_kind"]));
+                    ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) but ended exit {code} with error_kind {}", r["error_kind"]));
                 }
                 if pr.end.ckpt.bytes() != Some(bytes.as_slice()) && !pr.crashed {
                     ck.fail(
@@ -1175,6 +1175,16 @@ fn check_process(
                 }
             } else if let Some(code) = exited {
                 ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}), exited {code} and left no report.json"));
+            }
+            // A refusal happens at load, before any kill point and before any
+            // checkpoint: a process that reached one ran on from the bad frame
+            // (whether or not it lived to exit).
+            if let Outcome::KilledAtPhase { phase, n } = &pr.outcome {
+                ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) and ran on to {phase}:{n} instead of refusing it"));
+            }
+            let (written, _) = checkpoint_writes(&pr.ops, &p.state, exited.is_some());
+            if !written.is_empty() {
+                ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) and wrote {} checkpoint(s) over it instead of refusing it", written.len()));
             }
         }
         Ckpt::Valid(..) => {
