@@ -1,11 +1,17 @@
 //! `bench chaos`: kill the harness at every step and phase (SIGKILL and a
-//! simulated power cut), resume it, and check the eight invariants. The
-//! driver lives in the `chaos` crate; this is its command line, progress
-//! display and output files. See chaos/README.md.
+//! simulated power cut), rot committed checkpoints, resume it, and check the
+//! invariants. The driver lives in the `chaos` crate; this is its command
+//! line, progress display and output files. See chaos/README.md.
+//!
+//! Exit codes: 0 no violation; 1 a finding about the harness (an invariant
+//! violated, or a clean calibration run that missed its case's expected
+//! ending; for the self-test: a variant not caught as required); 2 the bench
+//! could not run (a case that cannot load, no harness binary, ...).
 
-use chaos::driver::{self, Config, Mode, ModeReport};
+use chaos::driver::{self, Config, Mode, ModeReport, PrepareError};
 use chaos::report::{self, RunInfo};
 use clap::{Args, ValueEnum};
+use harness::simfs::Broken;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,6 +40,10 @@ pub struct ChaosArgs {
     /// Run only kill index K (with the same --seed/--mode/--case it was found with).
     #[arg(long)]
     pub replay_kill: Option<usize>,
+    /// Run only the kill indexes of this stratum (e.g. bit_rot, after_park,
+    /// during_replan, drift_checkpoint, temp_written): the first --kills of them.
+    #[arg(long, conflicts_with = "replay_kill")]
+    pub stratum: Option<String>,
     /// Output directory for chaos.json and chaos.md.
     #[arg(long, default_value = "target/chaos")]
     pub out: PathBuf,
@@ -45,12 +55,12 @@ pub struct ChaosArgs {
     pub no_build: bool,
     /// Run a deliberately broken harness variant (built with the harness's
     /// `chaos-broken` feature into target/chaos-broken, never the production build).
-    #[arg(long, value_parser = ["no-dir-fsync", "no-file-fsync", "in-place-checkpoint"])]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Broken::NAMES))]
     pub broken: Option<String>,
     /// Self-test the bench: each broken variant in both modes, differential
     /// against the production harness on the same kill plan; passes when
-    /// power-loss mode catches all three and SIGKILL mode misses the fsync ones.
-    /// (--harness then names the chaos-broken build.)
+    /// every variant is caught where it must be (and the fsync ones missed
+    /// by SIGKILL mode). (--harness then names the chaos-broken build.)
     #[arg(long, conflicts_with_all = ["broken", "replay_kill"])]
     pub self_test: bool,
     /// The production harness the self-test compares against (default: target/release/harness, built).
@@ -73,7 +83,50 @@ pub struct ChaosArgs {
     pub cases_dir: Option<PathBuf>,
 }
 
-const VARIANTS: [&str; 3] = ["no-dir-fsync", "no-file-fsync", "in-place-checkpoint"];
+/// What the self-test requires of a broken variant in one mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Caught,
+    Missed,
+    Either,
+}
+
+impl Expect {
+    fn holds(self, caught: bool) -> bool {
+        match self {
+            Expect::Caught => caught,
+            Expect::Missed => !caught,
+            Expect::Either => true,
+        }
+    }
+}
+
+/// (SIGKILL mode, power-loss mode, why). No wildcard: a new variant does not
+/// compile until it says where the bench must catch it.
+fn expectation(b: Broken) -> (Expect, Expect, &'static str) {
+    match b {
+        Broken::NoDirFsync | Broken::NoFileFsync => (
+            Expect::Missed,
+            Expect::Caught,
+            "a missing fsync: only a power cut shows it (a SIGKILL leaves the page cache)",
+        ),
+        Broken::InPlaceCheckpoint => (
+            Expect::Either,
+            Expect::Caught,
+            "a torn in-place write: a power cut shows it (a SIGKILL between the halves may)",
+        ),
+        Broken::SkipChecksum => (
+            Expect::Caught,
+            Expect::Caught,
+            "bit rot after commit is resumed from: the bit-rot stratum, in both modes",
+        ),
+        Broken::SkipParkCheckpoint => (
+            Expect::Caught,
+            Expect::Caught,
+            "a park not checkpointed: a kill in the after-park window runs the parked task again, in both modes",
+        ),
+    }
+}
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -241,12 +294,20 @@ fn write_out(out: &Path, name: &str, json: &serde_json::Value, md: &str) -> Resu
     Ok(())
 }
 
+/// Kill indexes per mode and variant in the self-test (and for the baseline).
+const SELF_TEST_KILLS: usize = 60;
+
+/// The exit code for a finding about the harness (as an invariant violation).
+const EXIT_FINDING: u8 = 1;
+/// The exit code when the bench could not run.
+const EXIT_BENCH: u8 = 2;
+
 pub fn run(args: ChaosArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("bench chaos: {e}");
-            ExitCode::from(2)
+            ExitCode::from(EXIT_BENCH)
         }
     }
 }
@@ -273,11 +334,14 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         replay_extra.push(format!("--cases-dir {}", c.display()));
     }
     let base = Config {
-        kills: args.kills.unwrap_or(if args.self_test { 60 } else { 200 }),
+        kills: args
+            .kills
+            .unwrap_or(if args.self_test { SELF_TEST_KILLS } else { 200 }),
         seed,
         modes: modes_of(args.mode),
         case: args.case.clone(),
         replay_kill: args.replay_kill,
+        stratum: args.stratum.clone(),
         harness_bin: PathBuf::new(),
         broken: args.broken.clone(),
         cases_dir: args
@@ -304,7 +368,13 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     };
     let build_s = t0.elapsed().as_secs_f64();
     let t0 = Instant::now();
-    let prep = driver::prepare(&cfg)?;
+    let prep = match driver::prepare(&cfg) {
+        Ok(p) => p,
+        Err(PrepareError::Calibration(failures)) => {
+            return calibration_failed(&args, &cfg, &failures, t0, build_s)
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let modes = run_modes(&cfg, &prep, &cfg.modes, "");
     let info = RunInfo {
         seed,
@@ -356,8 +426,47 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     Ok(if violations.is_empty() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(EXIT_FINDING)
     })
+}
+
+/// The harness failed a clean calibration run: report it as the finding it
+/// is (the clean run's ending and detail, from its report.json) and exit as
+/// for a violation.
+fn calibration_failed(
+    args: &ChaosArgs,
+    cfg: &Config,
+    failures: &[driver::CalibrationFailure],
+    t0: Instant,
+    build_s: f64,
+) -> Result<ExitCode, String> {
+    let info = RunInfo {
+        seed: cfg.seed,
+        mode_label: mode_label(args.mode),
+        harness: cfg.harness_bin.display().to_string(),
+        broken: cfg.broken.clone(),
+        work_dir: cfg.work_dir.display().to_string(),
+        jobs: cfg.jobs,
+        cases: failures.iter().map(|f| f.case.clone()).collect(),
+        calibration: vec![],
+        wall_s: t0.elapsed().as_secs_f64(),
+        build_s,
+    };
+    write_out(
+        &args.out,
+        "chaos",
+        &report::calibration_failure_json(&info, failures),
+        &report::calibration_failure_markdown(&info, failures),
+    )?;
+    for f in failures {
+        println!("HARNESS FAILED {}", f.describe());
+    }
+    println!(
+        "{} clean calibration run(s) failed; no kill was run; report {}",
+        failures.len(),
+        args.out.join("chaos.md").display()
+    );
+    Ok(ExitCode::from(EXIT_FINDING))
 }
 
 /// (kill, invariant) pairs: what the self-test compares.
@@ -380,89 +489,147 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
         modes: modes.clone(),
         ..base.clone()
     };
-    let bprep = driver::prepare(&bcfg)?;
+    let bprep = match driver::prepare(&bcfg) {
+        Ok(p) => p,
+        Err(PrepareError::Calibration(failures)) => {
+            for f in &failures {
+                println!("HARNESS FAILED {}", f.describe());
+            }
+            println!("self-test FAILED: the production harness fails a clean calibration run");
+            return Ok(ExitCode::from(EXIT_FINDING));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let baseline = run_modes(&bcfg, &bprep, &modes, "baseline ");
     let mut rows = vec![];
     let mut results = serde_json::Map::new();
     let mut ok = true;
-    for v in VARIANTS {
+    for b in Broken::ALL {
+        let v = b.as_str();
+        let (want_sigkill, want_power, why) = expectation(b);
         let cfg = Config {
             harness_bin: broken_bin.clone(),
             broken: Some(v.to_string()),
             modes: modes.clone(),
             ..base.clone()
         };
-        let prep = driver::prepare(&cfg)?;
-        let reports = run_modes(&cfg, &prep, &modes, &format!("{v} "));
         let mut cells = vec![v.to_string()];
         let mut caught = [false; 2];
         let mut detail = serde_json::Map::new();
-        for (i, (m, b)) in reports.iter().zip(&baseline).enumerate() {
-            let base_pairs = pairs(b);
-            let own: Vec<(usize, String)> = pairs(m)
-                .into_iter()
-                .filter(|p| !base_pairs.contains(p))
-                .collect();
-            let mut by_inv: std::collections::BTreeMap<String, usize> = Default::default();
-            for (_, inv) in &own {
-                *by_inv.entry(inv.clone()).or_insert(0) += 1;
+        match driver::prepare(&cfg) {
+            // A variant that cannot even finish a clean run is caught in
+            // every mode, before any kill.
+            Err(PrepareError::Calibration(failures)) => {
+                caught = [true, true];
+                let what = failures
+                    .iter()
+                    .map(|f| f.describe())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                for _ in &modes {
+                    cells.push(format!(
+                        "CAUGHT by the clean calibration run: {}",
+                        failures.len()
+                    ));
+                }
+                detail.insert("calibration_failures".into(), what.into());
             }
-            caught[i] = !own.is_empty();
-            let inv_s = by_inv
-                .iter()
-                .map(|(k, n)| format!("{k} ({n})"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            cells.push(if caught[i] {
-                format!(
-                    "CAUGHT on {} of {} kills: {inv_s}",
-                    own.iter()
-                        .map(|p| p.0)
-                        .collect::<std::collections::BTreeSet<_>>()
-                        .len(),
-                    m.kills
-                )
-            } else {
-                format!("missed: nothing beyond the baseline on {} kills", m.kills)
-            });
-            detail.insert(
-                m.mode.clone(),
-                serde_json::json!({
-                    "kills": m.kills,
-                    "violations": m.violations.len(),
-                    "baseline_violations": b.violations.len(),
-                    "attributable": own.len(),
-                    "attributable_by_invariant": by_inv,
-                    "caught": caught[i],
-                }),
-            );
+            Err(e) => return Err(e.to_string()),
+            Ok(prep) => {
+                let reports = run_modes(&cfg, &prep, &modes, &format!("{v} "));
+                for (i, (m, bl)) in reports.iter().zip(&baseline).enumerate() {
+                    let base_pairs = pairs(bl);
+                    let own: Vec<(usize, String)> = pairs(m)
+                        .into_iter()
+                        .filter(|p| !base_pairs.contains(p))
+                        .collect();
+                    let mut by_inv: std::collections::BTreeMap<String, usize> = Default::default();
+                    for (_, inv) in &own {
+                        *by_inv.entry(inv.clone()).or_insert(0) += 1;
+                    }
+                    let kills: std::collections::BTreeSet<usize> =
+                        own.iter().map(|p| p.0).collect();
+                    // Which strata's kills caught it (a kill counts once per stratum).
+                    let mut by_stratum: std::collections::BTreeMap<
+                        String,
+                        std::collections::BTreeSet<usize>,
+                    > = Default::default();
+                    for x in m
+                        .violations
+                        .iter()
+                        .filter(|x| !base_pairs.contains(&(x.kill, x.invariant.clone())))
+                    {
+                        let st = x.stratum.split(' ').next().unwrap_or("").to_string();
+                        by_stratum.entry(st).or_default().insert(x.kill);
+                    }
+                    let by_stratum: std::collections::BTreeMap<String, usize> =
+                        by_stratum.into_iter().map(|(k, v)| (k, v.len())).collect();
+                    caught[i] = !own.is_empty();
+                    let inv_s = by_inv
+                        .iter()
+                        .map(|(k, n)| format!("{k} ({n})"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    cells.push(if caught[i] {
+                        format!("CAUGHT on {} of {} kills: {inv_s}", kills.len(), m.kills)
+                    } else {
+                        format!("missed: nothing beyond the baseline on {} kills", m.kills)
+                    });
+                    detail.insert(
+                        m.mode.clone(),
+                        serde_json::json!({
+                            "kills": m.kills,
+                            "violations": m.violations.len(),
+                            "baseline_violations": bl.violations.len(),
+                            "attributable": own.len(),
+                            "attributable_by_invariant": by_inv,
+                            "catching_kills": kills.len(),
+                            "catching_kills_by_stratum": by_stratum,
+                            "caught": caught[i],
+                        }),
+                    );
+                }
+                let info = RunInfo {
+                    seed: base.seed,
+                    mode_label: "both",
+                    harness: broken_bin.display().to_string(),
+                    broken: Some(v.into()),
+                    work_dir: base.work_dir.display().to_string(),
+                    jobs: base.jobs,
+                    cases: prep.cases.iter().map(|c| c.id.clone()).collect(),
+                    calibration: prep.calib.clone(),
+                    wall_s: t0.elapsed().as_secs_f64(),
+                    build_s: 0.0,
+                };
+                detail.insert("report".into(), report::to_json(&info, &reports));
+            }
         }
-        let fsync_variant = v != "in-place-checkpoint";
-        let as_expected = caught[1] && !(fsync_variant && caught[0]);
+        let as_expected = want_sigkill.holds(caught[0]) && want_power.holds(caught[1]);
         ok &= as_expected;
-        cells.push(if as_expected {
-            "as expected".into()
-        } else {
-            "UNEXPECTED".into()
-        });
-        rows.push(cells);
-        let info = RunInfo {
-            seed: base.seed,
-            mode_label: "both",
-            harness: broken_bin.display().to_string(),
-            broken: Some(v.into()),
-            work_dir: base.work_dir.display().to_string(),
-            jobs: base.jobs,
-            cases: prep.cases.iter().map(|c| c.id.clone()).collect(),
-            calibration: prep.calib.clone(),
-            wall_s: t0.elapsed().as_secs_f64(),
-            build_s: 0.0,
+        let want = |e: Expect| match e {
+            Expect::Caught => "caught",
+            Expect::Missed => "missed",
+            Expect::Either => "either",
         };
+        cells.push(format!(
+            "{} (SIGKILL: {}, power loss: {}; {why})",
+            if as_expected {
+                "as expected"
+            } else {
+                "UNEXPECTED"
+            },
+            want(want_sigkill),
+            want(want_power)
+        ));
+        rows.push(cells);
         detail.insert("as_expected".into(), as_expected.into());
-        detail.insert("report".into(), report::to_json(&info, &reports));
+        detail.insert(
+            "expected".into(),
+            serde_json::json!({"sigkill": want(want_sigkill), "power-loss": want(want_power), "why": why}),
+        );
         results.insert(v.into(), serde_json::Value::Object(detail));
     }
-    let mut md = String::from("# bench chaos --self-test\n\nThree deliberately broken harness variants (cargo feature `chaos-broken` of the harness crate, selected at run time by HARNESS_CHAOS_BROKEN, built into target/chaos-broken, never the production build). Each runs the same kill plan (seed, kill indexes) as the production harness; a variant is CAUGHT in a mode when it shows a violation (kill, invariant) that the production harness does not show on that plan. Power-loss mode must catch all three; SIGKILL mode alone must miss the two fsync variants, because a SIGKILL leaves the page cache intact.\n\n");
+    let mut md = format!("# bench chaos --self-test\n\n{} deliberately broken harness variants (cargo feature `chaos-broken` of the harness crate, selected at run time by HARNESS_CHAOS_BROKEN, built into target/chaos-broken, never the production build). Each runs the same kill plan (seed, kill indexes) as the production harness; a variant is CAUGHT in a mode when it shows a violation (kill, invariant) that the production harness does not show on that plan, or fails a clean calibration run. Each variant must be caught where the last column says; the two fsync variants must be missed by SIGKILL mode, because a SIGKILL leaves the page cache intact.\n\n", Broken::ALL.len());
     md.push_str(&format!(
         "seed {} · {} kill indexes per variant and mode · baseline (production harness) violations: sigkill {}, power-loss {} · wall {:.1} s\n\n",
         base.seed,
@@ -511,6 +678,30 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(EXIT_FINDING)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_an_expectation_and_a_wire_name() {
+        for b in Broken::ALL {
+            let (k, p, why) = expectation(b);
+            assert!(!why.is_empty());
+            // Every variant must be caught by power-loss mode at least: it
+            // sees everything SIGKILL mode sees, and more.
+            assert_eq!(p, Expect::Caught, "{b:?}");
+            if matches!(b, Broken::NoDirFsync | Broken::NoFileFsync) {
+                assert_eq!(
+                    k,
+                    Expect::Missed,
+                    "{b:?}: the differential claim of the fsync variants"
+                );
+            }
+            assert_eq!(Broken::parse(b.as_str()), Some(b));
+        }
+    }
 }

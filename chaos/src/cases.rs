@@ -1,10 +1,13 @@
 //! Chaos cases as data: `chaos/cases/<id>/` holds `run.toml` (the spec),
-//! `workspace/` (copied fresh for every trial), `checks/` (predicate scripts,
-//! outside the workspace) and `scenario.json` (what the model answers, compiled
-//! to a cassette at start-up). What the oracle needs to know about a case
-//! (the tasks the planner can admit and how each verifies, the migrations and
-//! their steps, what each call costs) is read from the same files.
+//! `chaos.toml` (what a clean run must end with), `workspace/` (copied fresh
+//! for every trial), `checks/` (predicate scripts, outside the workspace) and
+//! `scenario.json` (what the model answers, compiled to a cassette at
+//! start-up). What the oracle needs to know about a case (the tasks the
+//! planner can admit and how each verifies, the migrations and their steps,
+//! what each call costs, which tasks each drift verdict prunes) is read from
+//! the same files.
 
+use harness::ending::Ending;
 use harness::replay::{Cassette, Recordings};
 use harness::scenario::Scenario;
 use serde_json::Value;
@@ -28,7 +31,21 @@ pub struct Case {
     /// Call key -> what the provider bills for it (the cassette's usage at the
     /// spec's prices).
     pub cost_usd: BTreeMap<String, f64>,
+    /// Judge call key -> the task ids its verdict prunes (its off-goal ids,
+    /// when its score is in the spec's prune band).
+    pub prunes: BTreeMap<String, Vec<String>>,
+    /// What a clean run (no fault injected) ends with (`chaos.toml`).
+    pub expected_ending: Ending,
 }
+
+/// `chaos/cases/<id>/chaos.toml`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseMeta {
+    expected_ending: Ending,
+}
+
+pub const META_FILE: &str = "chaos.toml";
 
 impl Case {
     pub fn migration_of_task(&self, task: &str) -> Option<&str> {
@@ -81,15 +98,50 @@ pub fn load(dir: &Path) -> Result<Case, String> {
             sc.runs.len()
         ));
     }
+    let meta_path = dir.join(META_FILE);
+    let meta: CaseMeta = toml::from_str(
+        &std::fs::read_to_string(&meta_path)
+            .map_err(|e| format!("{}: {e}", meta_path.display()))?,
+    )
+    .map_err(|e| {
+        format!(
+            "{}: expected `expected_ending = \"<one of the seven endings>\"`: {e}",
+            meta_path.display()
+        )
+    })?;
     let mut tasks = BTreeMap::new();
     let mut cost_usd = BTreeMap::new();
+    let mut prunes = BTreeMap::new();
     for c in &sc.runs[0].calls {
         if c.key.starts_with("plan/") || c.key.starts_with("replan/") {
             if let Ok(p) = serde_json::from_str::<Value>(&c.text) {
                 for t in p["tasks"].as_array().into_iter().flatten() {
                     if let (Some(id), Some(v)) = (t["id"].as_str(), t.get("verify")) {
-                        tasks.insert(id.to_string(), v.clone());
+                        // "Never executed again" needs one task per id: a
+                        // replan that re-proposed an id would make the oracle
+                        // take its new run for a re-run.
+                        if tasks.insert(id.to_string(), v.clone()).is_some() {
+                            return Err(format!(
+                                "{}: {}: task id {id:?} is proposed twice; every plan and replan reply in a chaos case must use new ids",
+                                sc_path.display(),
+                                c.key
+                            ));
+                        }
                     }
+                }
+            }
+        }
+        if c.key.starts_with("judge/") {
+            if let Ok(v) = serde_json::from_str::<Value>(&c.text) {
+                let score = v["drift_score"].as_f64().unwrap_or(0.0);
+                if score > spec.drift_prune_above && score <= spec.drift_halt_above {
+                    let off: Vec<String> = v["off_goal_task_ids"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|t| t.as_str().map(str::to_string))
+                        .collect();
+                    prunes.insert(c.key.clone(), off);
                 }
             }
         }
@@ -140,6 +192,8 @@ pub fn load(dir: &Path) -> Result<Case, String> {
         tasks,
         migrations,
         cost_usd,
+        prunes,
+        expected_ending: meta.expected_ending,
     })
 }
 
@@ -164,7 +218,10 @@ mod tests {
     #[test]
     fn committed_cases_load() {
         let cases = load_all(&default_dir()).unwrap();
-        assert!(cases.len() >= 3, "{}", cases.len());
+        assert!(cases.len() >= 4, "{}", cases.len());
+        let triage = cases.iter().find(|c| c.id == "release-triage").unwrap();
+        assert_eq!(triage.prunes["judge/2"], vec!["t5".to_string()]);
+        assert_eq!(triage.expected_ending, Ending::GoalMet);
         for c in &cases {
             assert!(c.tasks.len() >= 4, "{}: {:?}", c.id, c.tasks.keys());
             assert!(!c.migrations.is_empty(), "{}", c.id);
@@ -180,5 +237,20 @@ mod tests {
             );
         }
         recordings(&cases).unwrap();
+    }
+
+    #[test]
+    fn a_case_without_its_expected_ending_does_not_load() {
+        let d = tempfile::tempdir().unwrap();
+        copy_tree(&default_dir().join("rollout-p95"), d.path()).unwrap();
+        std::fs::remove_file(d.path().join(META_FILE)).unwrap();
+        let e = load(d.path()).unwrap_err();
+        assert!(e.contains("chaos.toml"), "{e}");
+        std::fs::write(d.path().join(META_FILE), "expected_ending = \"DONE\"\n").unwrap();
+        let e = load(d.path()).unwrap_err();
+        assert!(
+            e.contains("chaos.toml") && e.contains("expected_ending"),
+            "{e}"
+        );
     }
 }

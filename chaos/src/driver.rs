@@ -1,16 +1,23 @@
 //! The kill driver: plans every kill from (seed, mode, kill index), runs the
-//! real harness binary on a fresh copy of a case, kills it at a named phase or
-//! at a random time (SIGKILL through nix, confirmed by waitpid), in power-loss
-//! mode rebuilds the disk as a power cut would have left it, resumes with the
-//! same command (sometimes killing again during the resume) until the run
-//! ends, and checks the eight invariants against an oracle that knows what
-//! really happened: the operation logs, the outbox, and the requests the
-//! driver's own replay server answered (which is what the provider bills).
+//! real harness binary on a fresh copy of a case, kills it at a named phase,
+//! inside a kill window (right after a park, during a replan, at the drift
+//! check's checkpoint) or at a random time (SIGKILL through nix, confirmed by
+//! waitpid), in power-loss mode rebuilds the disk as a power cut would have
+//! left it, rots a committed checkpoint in the bit-rot stratum, resumes with
+//! the same command (sometimes killing again during the resume) until the run
+//! ends, and checks the invariants ([`Invariant`]) against an oracle that
+//! knows what really happened: the operation logs, the outbox, and the
+//! requests the driver's own replay server answered (which is what the
+//! provider bills).
 
+use crate::bitrot::{self, RotKind};
 use crate::cases::{copy_tree, Case};
 use crate::fsmodel::{self, CrashPolicy, Model, Snapshot};
+pub use crate::invariant::Invariant;
 use crate::oracle::{self, Ckpt, Effect, Journal};
 use crate::proc::{self, Outcome, Spawn, Target};
+use crate::rerun;
+use crate::windows::{self, Window};
 use harness::chaos_hook::Phase;
 use harness::replay::{Recordings, ReplayOptions, ReplayServer};
 use rand::seq::SliceRandom;
@@ -47,18 +54,6 @@ impl Mode {
     }
 }
 
-/// The eight invariants, in the order.
-pub const INVARIANTS: [&str; 8] = [
-    "no_torn_checkpoint",
-    "post_at_most_once",
-    "in_flight_classified",
-    "partial_migration_parked",
-    "one_of_seven_endings",
-    "ledger_never_forgets",
-    "goal_hash_intact",
-    "report_agrees",
-];
-
 pub const DECOY_RUN_ID: &str = "chaos-decoy-temp-file";
 const DECOY_NAME: &str = ".checkpoint.json.tmp-0-chaos";
 const REFUSAL_KINDS: [&str; 6] = [
@@ -80,6 +75,9 @@ pub struct Config {
     pub case: Option<String>,
     /// Run only this kill index.
     pub replay_kill: Option<usize>,
+    /// Run only the kill indexes of this stratum (its label): the first
+    /// `kills` of them.
+    pub stratum: Option<String>,
     pub harness_bin: PathBuf,
     /// A broken variant name (the binary must be a `chaos-broken` build).
     pub broken: Option<String>,
@@ -127,7 +125,11 @@ pub struct ModeReport {
     pub resumes: u64,
     pub kills_during_resume: u64,
     pub by_phase: BTreeMap<String, u64>,
+    /// Kill indexes per stratum (label).
+    pub by_stratum: BTreeMap<String, u64>,
     pub io_faults: BTreeMap<String, u64>,
+    /// Committed checkpoints rotted by the bit-rot stratum, per kind.
+    pub bit_rot: BTreeMap<String, u64>,
     pub invariants: BTreeMap<String, InvCount>,
     pub endings: BTreeMap<String, u64>,
     pub refusals: BTreeMap<String, u64>,
@@ -136,29 +138,108 @@ pub struct ModeReport {
 }
 
 /// Per-case counts from one clean run: how often each phase is reached, how
-/// many write and fsync operations happen, how long it takes.
+/// many write and fsync operations happen, how long it takes, and the kill
+/// targets of each window (`windows::find`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Calibration {
     pub phases: BTreeMap<String, u64>,
     pub writes: u64,
     pub fsyncs: u64,
     pub wall_us: u64,
+    /// The clean run's ending, from its report.json.
     pub ending: String,
+    /// Window label -> (phase, occurrence) kill targets.
+    pub windows: BTreeMap<String, Vec<windows::Target>>,
+}
+
+/// A clean calibration run (no fault injected) that did not reach its case's
+/// expected ending: a finding about the harness under test.
+#[derive(Debug, Clone, Serialize)]
+pub struct CalibrationFailure {
+    pub case: String,
+    pub expected_ending: String,
+    /// From report.json; None when the run wrote none.
+    pub ending: Option<String>,
+    pub exit_code: Option<i32>,
+    pub error_kind: Option<String>,
+    pub detail: Option<String>,
+    /// How the process ended (exit code, hung, ...).
+    pub process: String,
+    pub trial_dir: String,
+}
+
+impl CalibrationFailure {
+    pub fn describe(&self) -> String {
+        let got = match &self.ending {
+            Some(e) => format!(
+                "ended {e} (exit {}{})",
+                self.exit_code
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "?".into()),
+                self.error_kind
+                    .as_ref()
+                    .map(|k| format!(", error_kind {k}"))
+                    .unwrap_or_default()
+            ),
+            None => format!("wrote no report.json ({})", self.process),
+        };
+        format!(
+            "case {}: with no fault injected, the harness {got}{}; the case expects {}. The harness under test failed to reach the case's expected ending without any fault injected: a finding about the harness, not the case (its files: {})",
+            self.case,
+            self.detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default(),
+            self.expected_ending,
+            self.trial_dir
+        )
+    }
+}
+
+/// Why the driver could not start its kills.
+#[derive(Debug, Clone)]
+pub enum PrepareError {
+    /// A case (or `--case`) cannot be used: fix the case.
+    Case(String),
+    /// The bench itself cannot run (no harness binary, no work dir, no
+    /// replay server).
+    Setup(String),
+    /// The harness failed the clean calibration run of one or more cases.
+    Calibration(Vec<CalibrationFailure>),
+}
+
+impl std::fmt::Display for PrepareError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrepareError::Case(e) => write!(f, "fix the case: {e}"),
+            PrepareError::Setup(e) => write!(f, "{e}"),
+            PrepareError::Calibration(v) => {
+                for (i, c) in v.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    write!(f, "HARNESS FAILED {}", c.describe())?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stratum {
     Phase(Phase),
+    Window(Window),
     RandomTiming,
     IoError,
+    BitRot,
 }
 
 impl Stratum {
     pub fn label(&self) -> String {
         match self {
             Stratum::Phase(p) => p.as_str().to_string(),
+            Stratum::Window(w) => w.as_str().to_string(),
             Stratum::RandomTiming => "random_timing".into(),
             Stratum::IoError => "io_error".into(),
+            Stratum::BitRot => "bit_rot".into(),
         }
     }
 }
@@ -172,6 +253,9 @@ pub struct TrialPlan {
     pub first: Target,
     /// For the during_resume_verify stratum: the resume is paused there.
     pub resume_target: Option<Target>,
+    /// For the bit-rot stratum: the committed checkpoint on disk at the
+    /// first resume that has one is rotted this way before it starts.
+    pub rot: Option<RotKind>,
     pub rng_seed: u64,
 }
 
@@ -183,9 +267,27 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// Phases reached only through their window stratum: on their own they
+/// would duplicate it (every occurrence of them is inside the window).
+fn window_only(p: Phase) -> bool {
+    matches!(
+        p,
+        Phase::AfterParkBeforeCheckpoint | Phase::AfterDriftGateBeforeCheckpoint
+    )
+}
+
+/// Every kill index gets one of these, in a seed-shuffled cycle: the named
+/// phases, the three kill windows, random timing, bit rot, and (power loss
+/// only) I/O errors.
 pub fn strata(mode: Mode) -> Vec<Stratum> {
-    let mut v: Vec<Stratum> = Phase::ALL.iter().map(|p| Stratum::Phase(*p)).collect();
+    let mut v: Vec<Stratum> = Phase::ALL
+        .iter()
+        .filter(|p| !window_only(**p))
+        .map(|p| Stratum::Phase(*p))
+        .collect();
+    v.extend(Window::ALL.iter().map(|w| Stratum::Window(*w)));
     v.push(Stratum::RandomTiming);
+    v.push(Stratum::BitRot);
     if mode == Mode::PowerLoss {
         v.push(Stratum::IoError);
     }
@@ -193,11 +295,18 @@ pub fn strata(mode: Mode) -> Vec<Stratum> {
 }
 
 /// Phases at which a task is in flight, usable to set up a resume kill.
-const SETUP_PHASES: [Phase; 3] = [
+const SETUP_PHASES: [Phase; 4] = [
     Phase::AfterPostBeforeCheckpoint,
     Phase::BetweenMigrationSteps,
     Phase::DuringModelCall,
+    Phase::AfterParkBeforeCheckpoint,
 ];
+
+/// In the bit-rot stratum, the share of trials whose first process runs to
+/// the end (the rot then hits the finished run's checkpoint: the machine's
+/// disk rots overnight after the run); the others are killed first at a
+/// random phase and the checkpoint on disk at the next resume rots.
+const BIT_ROT_AFTER_END_SHARE: f64 = 0.25;
 
 /// The plan of kill `k`: a pure function of (seed, mode, k, case filter and
 /// the cases' calibration), so `--replay-kill k` reruns exactly this kill.
@@ -231,6 +340,7 @@ pub fn plan(
         }
     };
     let mut resume_target = None;
+    let mut rot = None;
     let first = match &stratum {
         Stratum::Phase(Phase::DuringResumeVerify) => {
             let setup = SETUP_PHASES[rng.gen_range(0..SETUP_PHASES.len())];
@@ -257,6 +367,58 @@ pub fn plan(
             Target::Pause {
                 phase: p.as_str().into(),
                 n: rng.gen_range(1..=max),
+            }
+        }
+        Stratum::Window(w) => {
+            let targets = |c: usize| -> &[windows::Target] {
+                calib[c]
+                    .windows
+                    .get(w.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+            };
+            if let Some(o) = only {
+                case = o;
+            } else if targets(case).is_empty() {
+                let r: Vec<usize> = (0..cases.len())
+                    .filter(|c| !targets(*c).is_empty())
+                    .collect();
+                if !r.is_empty() {
+                    case = r[rng.gen_range(0..r.len())];
+                }
+            }
+            match targets(case) {
+                [] => Target::None, // no case reaches this window: a clean run
+                ts => {
+                    let (phase, n) = ts[rng.gen_range(0..ts.len())].clone();
+                    Target::Pause { phase, n }
+                }
+            }
+        }
+        Stratum::BitRot => {
+            if let Some(o) = only {
+                case = o;
+            }
+            // Digits and letters are the well-formed rot only the checksum
+            // catches; raw byte flips are the rest.
+            rot = Some(match rng.gen_range(0..10) {
+                0..=3 => RotKind::Digit,
+                4..=6 => RotKind::Letter,
+                _ => RotKind::Bytes,
+            });
+            let phases: Vec<Phase> = Phase::ALL
+                .iter()
+                .copied()
+                .filter(|p| *p != Phase::DuringResumeVerify && count(case, *p) > 0)
+                .collect();
+            if phases.is_empty() || rng.gen_bool(BIT_ROT_AFTER_END_SHARE) {
+                Target::None
+            } else {
+                let p = phases[rng.gen_range(0..phases.len())];
+                Target::Pause {
+                    phase: p.as_str().into(),
+                    n: rng.gen_range(1..=count(case, p)),
+                }
             }
         }
         Stratum::RandomTiming => {
@@ -306,6 +468,7 @@ pub fn plan(
         stratum,
         first,
         resume_target,
+        rot,
         rng_seed,
     }
 }
@@ -550,22 +713,22 @@ fn is_refusal(report: &Value, spawn: &Obs) -> bool {
 
 /// Accumulates one trial's findings per invariant.
 struct Checks {
-    exercised: [bool; 8],
-    found: Vec<(usize, usize, String)>,
+    exercised: [bool; Invariant::ALL.len()],
+    found: Vec<(Invariant, usize, String)>,
 }
 
 impl Checks {
     fn new() -> Checks {
         Checks {
-            exercised: [false; 8],
+            exercised: [false; Invariant::ALL.len()],
             found: vec![],
         }
     }
-    fn ex(&mut self, inv: usize) {
-        self.exercised[inv] = true;
+    fn ex(&mut self, inv: Invariant) {
+        self.exercised[inv.index()] = true;
     }
-    fn fail(&mut self, inv: usize, process: usize, detail: String) {
-        self.exercised[inv] = true;
+    fn fail(&mut self, inv: Invariant, process: usize, detail: String) {
+        self.exercised[inv.index()] = true;
         if self.found.iter().filter(|(i, ..)| *i == inv).count() < 3 {
             self.found.push((inv, process, detail));
         }
@@ -585,9 +748,57 @@ pub struct TrialOutcome {
     pub io_fault: Option<String>,
     pub ending: Option<String>,
     pub refusal: Option<String>,
-    pub exercised: [bool; 8],
-    pub violations: Vec<(usize, usize, String)>,
+    /// The bit-rot stratum's rot, as `Rot::label` says it.
+    pub bit_rot: Option<String>,
+    pub exercised: [bool; Invariant::ALL.len()],
+    pub violations: Vec<(Invariant, usize, String)>,
     pub dir: PathBuf,
+}
+
+/// The bit-rot stratum: rot the committed checkpoint on disk (if there is a
+/// whole, valid one) before process `idx` starts. Returns the rot's label.
+fn rot_checkpoint(
+    ck: &mut Checks,
+    p: &Paths,
+    case: &Case,
+    kind: RotKind,
+    plan: &TrialPlan,
+    idx: usize,
+) -> Option<String> {
+    let Ckpt::Valid(_, bytes) = Ckpt::read(&p.state, &case.goal_sha256) else {
+        return None;
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(mix(plan.rng_seed ^ 0xB17_0507));
+    let (rotted, rot) = bitrot::rot(&bytes, kind, &case.goal_sha256, &mut rng)?;
+    let path = harness::checkpoint::path_in(&p.state);
+    if let Err(e) = std::fs::write(&path, &rotted) {
+        ck.fail(
+            Invariant::NoTornCheckpoint,
+            idx,
+            format!("bench: cannot write the rotted checkpoint: {e}"),
+        );
+        return None;
+    }
+    // The oracle's own reading must see the rot as the checksum does: the
+    // check on the resume (a refusal naming checkpoint_checksum_mismatch)
+    // rests on it.
+    match Ckpt::read(&p.state, &case.goal_sha256) {
+        Ckpt::Invalid(k, _) if k == "checksum_mismatch" => {}
+        other => ck.fail(
+            Invariant::NoTornCheckpoint,
+            idx,
+            format!(
+                "bench: a rotted checkpoint (same length, body bytes at {:?} changed) does not read as a checksum mismatch: {:?}",
+                rot.offsets,
+                match other {
+                    Ckpt::Invalid(k, _) => k,
+                    Ckpt::Valid(..) => "valid".into(),
+                    Ckpt::Absent => "absent".into(),
+                }
+            ),
+        ),
+    }
+    Some(rot.label())
 }
 
 fn plant_decoy(state: &Path, goal_sha: &str) {
@@ -616,7 +827,8 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         io_fault: None,
         ending: None,
         refusal: None,
-        exercised: [false; 8],
+        bit_rot: None,
+        exercised: [false; Invariant::ALL.len()],
         violations: vec![],
         dir: dir.clone(),
     };
@@ -639,7 +851,11 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
     let p = match setup {
         Ok(p) => p,
         Err(e) => {
-            ck.fail(4, 0, format!("trial setup failed: {e}"));
+            ck.fail(
+                Invariant::OneOfSevenEndings,
+                0,
+                format!("trial setup failed: {e}"),
+            );
             out.violations = ck.found;
             return out;
         }
@@ -657,6 +873,10 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
     let mut finished = false;
     let mut final_ending: Option<(String, i32)> = None;
     let mut final_report: Option<Value> = None;
+    let mut rot_pending = plan.rot;
+    let mut reruns = rerun::Tracker::default();
+    let mut billed = 0.0f64;
+    let mut previous_killed = false;
 
     for idx in 0..cfg.max_procs {
         if idx > 0 {
@@ -664,8 +884,20 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
             // reads temp files would resume from it (run id DECOY_RUN_ID).
             plant_decoy(&p.state, &case.goal_sha256);
             out.resumes += 1;
+            if let Some(kind) = rot_pending {
+                if let Some(label) = rot_checkpoint(&mut ck, &p, case, kind, &plan, idx) {
+                    out.bit_rot = Some(label);
+                    rot_pending = None;
+                }
+            }
         }
         let spawn = observe(&p, case);
+        if let Some(s) = spawn.ckpt.state() {
+            reruns.on_disk(s, idx);
+            if idx > 0 && !(s.parked.is_empty() && s.pruned.is_empty()) {
+                ck.ex(Invariant::SettledTaskNeverRerun);
+            }
+        }
         // ---- what to do with this process
         let target = if idx == 0 {
             plan.first.clone()
@@ -691,7 +923,7 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         // ---- invariant 6 at spawn: committed spend never decreases
         let committed = spawn.journal.committed();
         if committed + EPS < max_committed {
-            ck.fail(5, idx, format!("committed spend went down across a kill: ${max_committed:.6} before, ${committed:.6} in the journal now"));
+            ck.fail(Invariant::LedgerNeverForgets, idx, format!("committed spend went down across a kill: ${max_committed:.6} before, ${committed:.6} in the journal now"));
         }
         max_committed = max_committed.max(committed);
         // The promise "a reserve with no record is booked at its worst case"
@@ -784,7 +1016,11 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
                 let mut crng = ChaCha8Rng::seed_from_u64(mix(plan.rng_seed ^ mix(idx as u64 + 77)));
                 let policy = CrashPolicy::draw(&mut crng);
                 if let Err(e) = m.crash(policy, &mut crng).apply() {
-                    ck.fail(4, idx, format!("could not build the post-crash image: {e}"));
+                    ck.fail(
+                        Invariant::OneOfSevenEndings,
+                        idx,
+                        format!("could not build the post-crash image: {e}"),
+                    );
                 }
                 out.power_cuts += 1;
                 if exited && fault_fired.is_none() {
@@ -807,10 +1043,23 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
             crashed: cut,
         };
         check_process(&mut ck, &pr, case, &p, &spec_bytes, &partial_seen);
+        // ---- 9: what this process sent; nothing settled runs again
+        let keys: Vec<String> = server
+            .take_captured(&case.replay_case, run_index)
+            .into_iter()
+            .map(|c| {
+                billed += case.cost_usd.get(&c.call_key).copied().unwrap_or(0.0);
+                c.call_key
+            })
+            .collect();
+        for v in reruns.process(idx, &keys, &case.prunes, previous_killed) {
+            ck.fail(Invariant::SettledTaskNeverRerun, idx, v);
+        }
+        previous_killed = !exited;
         let done_now = match &pr.outcome {
             Outcome::Hung => {
                 ck.fail(
-                    4,
+                    Invariant::OneOfSevenEndings,
                     idx,
                     format!(
                         "process {idx} still running after {:?}: killed",
@@ -820,18 +1069,27 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
                 true
             }
             Outcome::SpawnFailed(e) => {
-                ck.fail(4, idx, format!("cannot start the harness: {e}"));
+                ck.fail(
+                    Invariant::OneOfSevenEndings,
+                    idx,
+                    format!("cannot start the harness: {e}"),
+                );
                 true
             }
             Outcome::SignalNotConfirmed { status } => {
-                ck.fail(4, idx, format!("sent SIGKILL but waitpid says {status}"));
+                ck.fail(
+                    Invariant::OneOfSevenEndings,
+                    idx,
+                    format!("sent SIGKILL but waitpid says {status}"),
+                );
                 false
             }
             _ if exited => {
                 final_ending = parse_ending(&pr.stdout);
                 final_report = pr.end.report.clone();
-                // Done unless a power cut still has to be survived.
-                !(mode == Mode::PowerLoss && pr.crashed)
+                // Done unless a power cut still has to be survived, or the
+                // bit rot has yet to hit a committed checkpoint.
+                !(mode == Mode::PowerLoss && pr.crashed) && rot_pending.is_none()
             }
             _ => false,
         };
@@ -843,17 +1101,24 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
     }
     if !finished {
         ck.fail(
-            4,
+            Invariant::OneOfSevenEndings,
             cfg.max_procs,
             format!("no ending after {} harness processes", cfg.max_procs),
         );
     }
     // ---- end of the run: invariants 4, 6 and 8 on the final disk
-    let billed: f64 = server
+    billed += server
         .take_captured(&case.replay_case, run_index)
         .iter()
         .map(|c| case.cost_usd.get(&c.call_key).copied().unwrap_or(0.0))
-        .sum();
+        .sum::<f64>();
+    if plan.rot.is_some() && rot_pending.is_some() {
+        ck.fail(
+            Invariant::NoTornCheckpoint,
+            procs.len(),
+            "bench: the bit-rot stratum found no committed checkpoint to rot".into(),
+        );
+    }
     if let (true, Some(last)) = (finished, procs.last()) {
         out.ending = final_ending.as_ref().map(|(e, _)| e.clone());
         final_checks(
@@ -868,10 +1133,10 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
             &mut out,
         );
     }
-    ck.ex(0);
-    ck.ex(4);
-    ck.ex(5);
-    ck.ex(6);
+    ck.ex(Invariant::NoTornCheckpoint);
+    ck.ex(Invariant::OneOfSevenEndings);
+    ck.ex(Invariant::LedgerNeverForgets);
+    ck.ex(Invariant::GoalHashIntact);
     out.exercised = ck.exercised;
     out.violations = ck.found;
     out
@@ -899,18 +1164,34 @@ fn check_process(
             if let (Some(code), Some(r)) = (exited, report) {
                 let want = format!("checkpoint_{kind}");
                 if code != 4 || r["error_kind"].as_str() != Some(want.as_str()) {
-                    ck.fail(0, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) but ended exit {code} {:?}", r["error_kind"]));
+                    ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) but ended exit {code} with error_kind {}", r["error_kind"]));
                 }
                 if pr.end.ckpt.bytes() != Some(bytes.as_slice()) && !pr.crashed {
-                    ck.fail(0, idx, "the refused checkpoint was modified".into());
+                    ck.fail(
+                        Invariant::NoTornCheckpoint,
+                        idx,
+                        "the refused checkpoint was modified".into(),
+                    );
                 }
+            } else if let Some(code) = exited {
+                ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}), exited {code} and left no report.json"));
+            }
+            // A refusal happens at load, before any kill point and before any
+            // checkpoint: a process that reached one ran on from the bad frame
+            // (whether or not it lived to exit).
+            if let Outcome::KilledAtPhase { phase, n } = &pr.outcome {
+                ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) and ran on to {phase}:{n} instead of refusing it"));
+            }
+            let (written, _) = checkpoint_writes(&pr.ops, &p.state, exited.is_some());
+            if !written.is_empty() {
+                ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) and wrote {} checkpoint(s) over it instead of refusing it", written.len()));
             }
         }
         Ckpt::Valid(..) => {
             if let Some(r) = report {
                 if REFUSAL_KINDS.contains(&r["error_kind"].as_str().unwrap_or("")) {
                     ck.fail(
-                        0,
+                        Invariant::NoTornCheckpoint,
                         idx,
                         format!("refused a whole, valid checkpoint: {}", r["detail"]),
                     );
@@ -921,9 +1202,13 @@ fn check_process(
     }
     let (cands, acked) = checkpoint_writes(&pr.ops, &p.state, exited.is_some());
     match &pr.end.ckpt {
+        // The bad frame this process found at its start, left alone as a
+        // refusal must (checked above): nothing this process wrote.
+        Ckpt::Invalid(_, b)
+            if matches!(&pr.spawn.ckpt, Ckpt::Invalid(_, sb) if sb == b) && cands.is_empty() => {}
         Ckpt::Invalid(kind, b) if kind == "goal_mismatch" => {
             ck.fail(
-                6,
+                Invariant::GoalHashIntact,
                 idx,
                 format!(
                     "checkpoint on disk carries another goal's hash ({} bytes)",
@@ -939,7 +1224,7 @@ fn check_process(
             } else {
                 "exit"
             };
-            ck.fail(0, idx, format!("after the {how} the checkpoint on disk is not a whole frame ({kind}, {} bytes, sha {}): the write was not atomic", b.len(), oracle::digest(b)));
+            ck.fail(Invariant::NoTornCheckpoint, idx, format!("after the {how} the checkpoint on disk is not a whole frame ({kind}, {} bytes, sha {}): the write was not atomic", b.len(), oracle::digest(b)));
         }
         end => {
             let on_disk = end.bytes();
@@ -964,11 +1249,15 @@ fn check_process(
                     },
                     _ => "nothing".into(),
                 };
-                ck.fail(0, idx, format!("the harness went on from checkpoint write #{} of {} as durable, but after the {} the disk holds {what}", acked.map(|i| i + 1).unwrap_or(0), cands.len(), if pr.crashed { "power cut" } else { "kill" }));
+                ck.fail(Invariant::NoTornCheckpoint, idx, format!("the harness went on from checkpoint write #{} of {} as durable, but after the {} the disk holds {what}", acked.map(|i| i + 1).unwrap_or(0), cands.len(), if pr.crashed { "power cut" } else { "kill" }));
             }
             if let Some(s) = end.state() {
                 if s.run_id == DECOY_RUN_ID {
-                    ck.fail(0, idx, "the checkpoint was taken from a temp file".into());
+                    ck.fail(
+                        Invariant::NoTornCheckpoint,
+                        idx,
+                        "the checkpoint was taken from a temp file".into(),
+                    );
                 }
             }
         }
@@ -976,7 +1265,7 @@ fn check_process(
     if let Some(r) = report {
         if r["run_id"].as_str() == Some(DECOY_RUN_ID) {
             ck.fail(
-                0,
+                Invariant::NoTornCheckpoint,
                 idx,
                 "the harness read a temp file (the decoy) as its checkpoint".into(),
             );
@@ -984,10 +1273,10 @@ fn check_process(
     }
     // ---- 2: at most one post per idempotency key, on every disk
     for (k, n) in &pr.end.outbox {
-        ck.ex(1);
+        ck.ex(Invariant::PostAtMostOnce);
         if *n > 1 {
             ck.fail(
-                1,
+                Invariant::PostAtMostOnce,
                 idx,
                 format!("outbox holds {n} posts with idempotency key {k:?}"),
             );
@@ -1000,10 +1289,10 @@ fn check_process(
             .iter()
             .find(|e| e["kind"] == "resume_verify" && e["data"]["task"] == task.as_str());
         if let Some(rv) = rv {
-            ck.ex(2);
+            ck.ex(Invariant::InFlightClassified);
             let got = rv["data"]["outcome"]["outcome"].as_str().unwrap_or("?");
             if got != expect.wire() {
-                ck.fail(2, idx, format!("in-flight task {task} classified {got} on resume, but the disk says {} ({expect:?})", expect.wire()));
+                ck.fail(Invariant::InFlightClassified, idx, format!("in-flight task {task} classified {got} on resume, but the disk says {} ({expect:?})", expect.wire()));
             } else {
                 let after = |kind: &str| {
                     pr.events
@@ -1012,19 +1301,19 @@ fn check_process(
                 };
                 match expect {
                     Effect::Done if !after("task_done") => ck.fail(
-                        2,
+                        Invariant::InFlightClassified,
                         idx,
                         format!("{task} verified done on resume but not completed"),
                     ),
                     Effect::Partial(_) if !after("task_parked") => ck.fail(
-                        2,
+                        Invariant::InFlightClassified,
                         idx,
                         format!("{task} partially applied on resume but not parked"),
                     ),
                     Effect::NotStarted => {
                         if let Some(first) = pr.events.iter().find(|e| e["kind"] == "task_start") {
                             if first["data"]["task"] != task.as_str() {
-                                ck.fail(2, idx, format!("{task} was not started but {} ran first: not re-queued at the front", first["data"]["task"]));
+                                ck.fail(Invariant::InFlightClassified, idx, format!("{task} was not started but {} ran first: not re-queued at the front", first["data"]["task"]));
                             }
                         }
                     }
@@ -1041,12 +1330,12 @@ fn check_process(
             .filter(|(_, e)| matches!(e, Effect::Partial(_)))
             .map(|(m, _)| m),
     ) {
-        ck.ex(3);
+        ck.ex(Invariant::PartialMigrationParked);
         let steps = &case.migrations[m];
         for op in &pr.ops {
             if let fsmodel::Op::Open { path, .. } = op {
                 if steps.iter().any(|(sp, _)| p.ws.join(sp) == *path) {
-                    ck.fail(3, idx, format!("migration {m} was partially applied on disk and was written again ({})", path.display()));
+                    ck.fail(Invariant::PartialMigrationParked, idx, format!("migration {m} was partially applied on disk and was written again ({})", path.display()));
                     break;
                 }
             }
@@ -1056,7 +1345,7 @@ fn check_process(
     if let Some(code) = exited {
         match &ending {
             None => ck.fail(
-                4,
+                Invariant::OneOfSevenEndings,
                 idx,
                 format!(
                     "exit {code} with no ending line on stdout (stderr: {})",
@@ -1064,9 +1353,13 @@ fn check_process(
                 ),
             ),
             Some((name, e)) => match ending_code(name) {
-                None => ck.fail(4, idx, format!("ending {name:?} is not one of the seven")),
+                None => ck.fail(
+                    Invariant::OneOfSevenEndings,
+                    idx,
+                    format!("ending {name:?} is not one of the seven"),
+                ),
                 Some(want) if want != code || *e != code => ck.fail(
-                    4,
+                    Invariant::OneOfSevenEndings,
                     idx,
                     format!("ending {name} must exit {want}; exited {code} (summary says {e})"),
                 ),
@@ -1079,7 +1372,7 @@ fn check_process(
                     || r["exit_code"].as_i64() != Some(code as i64)
                 {
                     ck.fail(
-                        4,
+                        Invariant::OneOfSevenEndings,
                         idx,
                         format!(
                             "stdout says {name} exit {code} but report.json says {} exit {}",
@@ -1101,7 +1394,7 @@ fn check_process(
                         .find(|l| l.starts_with("detail"))
                         .unwrap_or("")
                         .to_string();
-                    ck.fail(4, idx, format!("an injected errno {errno} ended the run UNRECOVERABLE_ERROR without naming it: {detail}"));
+                    ck.fail(Invariant::OneOfSevenEndings, idx, format!("an injected errno {errno} ended the run UNRECOVERABLE_ERROR without naming it: {detail}"));
                 }
             }
         }
@@ -1119,7 +1412,7 @@ fn check_process(
                     .map(|s| s.finished.is_none())
                     .unwrap_or(true)
             {
-                ck.fail(5, idx, format!("ledger journal line {line} is not a journal entry but the run went on ({name})"));
+                ck.fail(Invariant::LedgerNeverForgets, idx, format!("ledger journal line {line} is not a journal entry but the run went on ({name})"));
             }
         }
     }
@@ -1134,7 +1427,7 @@ fn check_process(
         if resumed && !is_refusal(r, &pr.spawn) && pr.fault_fired.is_none() {
             let spent = r["spend_usd"].as_f64().unwrap_or(0.0);
             if spent + EPS < pr.spawn.journal.committed() {
-                ck.fail(5, idx, format!("report spend ${spent:.6} is below the ${:.6} the journal had committed when the process started", pr.spawn.journal.committed()));
+                ck.fail(Invariant::LedgerNeverForgets, idx, format!("report spend ${spent:.6} is below the ${:.6} the journal had committed when the process started", pr.spawn.journal.committed()));
             }
         }
     }
@@ -1142,7 +1435,7 @@ fn check_process(
     if let Some(s) = pr.end.ckpt.state() {
         if s.goal_sha256 != case.goal_sha256 {
             ck.fail(
-                6,
+                Invariant::GoalHashIntact,
                 idx,
                 format!(
                     "checkpoint goal hash {} != {}",
@@ -1156,7 +1449,7 @@ fn check_process(
             || r["goal"].as_str() != Some(case.goal.as_str())
         {
             ck.fail(
-                6,
+                Invariant::GoalHashIntact,
                 idx,
                 format!(
                     "report goal/hash differ from the spec's: {} / {}",
@@ -1166,7 +1459,11 @@ fn check_process(
         }
     }
     if std::fs::read(&p.spec).unwrap_or_default() != spec_bytes {
-        ck.fail(6, idx, "the spec file changed".into());
+        ck.fail(
+            Invariant::GoalHashIntact,
+            idx,
+            "the spec file changed".into(),
+        );
     }
 }
 
@@ -1184,7 +1481,11 @@ fn final_checks(
 ) {
     let idx = last.idx;
     let Some(r) = report else {
-        ck.fail(7, idx, "the run ended without a report.json".into());
+        ck.fail(
+            Invariant::ReportAgrees,
+            idx,
+            "the run ended without a report.json".into(),
+        );
         return;
     };
     let refusal = is_refusal(r, &last.spawn);
@@ -1196,13 +1497,13 @@ fn final_checks(
     // ---- 6: money spent is never forgotten; in-flight calls booked at worst case
     if !refusal {
         if spent + 1e-6 < billed {
-            ck.fail(5, idx, format!("the provider billed ${billed:.6} for the calls it answered but the report shows ${spent:.6}: money was forgotten"));
+            ck.fail(Invariant::LedgerNeverForgets, idx, format!("the provider billed ${billed:.6} for the calls it answered but the report shows ${spent:.6}: money was forgotten"));
         }
         // (Not after an injected write error: then the journal could not take
         // what the report must still show.)
         if out.io_fault.is_none() && (spent - journal.booked()).abs() > 1e-6 {
             ck.fail(
-                5,
+                Invariant::LedgerNeverForgets,
                 idx,
                 format!(
                     "report spend ${spent:.6} != journal booked ${:.6}",
@@ -1213,11 +1514,11 @@ fn final_checks(
         for (seq, worst) in inflight_reserves {
             match journal.records.get(seq) {
                 Some((c, basis)) if (c - worst).abs() < 1e-9 && basis == "worst_case" => {}
-                other => ck.fail(5, idx, format!("call {seq} was in flight at a kill (worst ${worst:.6}) but the journal books {other:?}, not its worst case")),
+                other => ck.fail(Invariant::LedgerNeverForgets, idx, format!("call {seq} was in flight at a kill (worst ${worst:.6}) but the journal books {other:?}, not its worst case")),
             }
         }
         if !inflight_reserves.is_empty() {
-            ck.ex(5);
+            ck.ex(Invariant::LedgerNeverForgets);
         }
     }
     // ---- 4: never reported done
@@ -1235,7 +1536,7 @@ fn final_checks(
             .map(|(t, _)| t)
         {
             if verified.contains(t) {
-                ck.fail(3, idx, format!("migration {m} was seen partially applied yet its task {t} is reported verified"));
+                ck.fail(Invariant::PartialMigrationParked, idx, format!("migration {m} was seen partially applied yet its task {t} is reported verified"));
             }
         }
     }
@@ -1248,7 +1549,7 @@ fn final_checks(
             .any(|a| a["ending"] == r["ending"]);
         if !delivered {
             ck.fail(
-                4,
+                Invariant::OneOfSevenEndings,
                 idx,
                 format!(
                     "the run ended {} (alert action {}) but no alert for it is in alerts.jsonl",
@@ -1258,11 +1559,11 @@ fn final_checks(
         }
     }
     // ---- 8: the report agrees with the workspace and the outbox
-    ck.ex(7);
+    ck.ex(Invariant::ReportAgrees);
     for t in &verified {
         let Some(v) = case.tasks.get(t) else {
             ck.fail(
-                7,
+                Invariant::ReportAgrees,
                 idx,
                 format!("report lists {t} as verified, a task no plan ever proposed"),
             );
@@ -1271,7 +1572,7 @@ fn final_checks(
         let e = oracle::effect(v, &p.ws, &p.outbox, &case.migrations);
         if e != Effect::Done {
             ck.fail(
-                7,
+                Invariant::ReportAgrees,
                 idx,
                 format!(
                     "report lists {t} as verified but the disk says {} ({e:?}) for {v}",
@@ -1288,7 +1589,7 @@ fn final_checks(
                 .unwrap_or(0);
             if n != 1 {
                 ck.fail(
-                    7,
+                    Invariant::ReportAgrees,
                     idx,
                     format!(
                         "{t} is verified by a post, and the outbox holds {n} posts with its key"
@@ -1306,7 +1607,7 @@ fn final_checks(
             if let Some(c) = c {
                 if !harness::check::run_check(&c, &p.ws).passed {
                     ck.fail(
-                        7,
+                        Invariant::ReportAgrees,
                         idx,
                         "report says GOAL_MET but the goal predicate fails on the final workspace"
                             .into(),
@@ -1319,7 +1620,7 @@ fn final_checks(
         if let Some(f) = &s.finished {
             if serde_json::to_value(f.ending).ok().as_ref() != Some(&r["ending"]) {
                 ck.fail(
-                    7,
+                    Invariant::ReportAgrees,
                     idx,
                     format!(
                         "report says {} but the final checkpoint says {:?}",
@@ -1377,13 +1678,17 @@ fn worker(
     }
 }
 
-/// Run one clean pass of every case to learn its phase counts.
+/// Run one clean pass of every case to learn its phase counts and kill
+/// windows. A clean run that does not reach its case's expected ending (read
+/// from its report.json) is a finding about the harness: every case is run
+/// and every failure returned.
 pub fn calibrate(
     cfg: &Config,
     cases: &[Case],
     rt: &tokio::runtime::Runtime,
     recordings: &Recordings,
-) -> Result<Vec<Calibration>, String> {
+) -> Result<Vec<Calibration>, PrepareError> {
+    let setup = |e: std::io::Error| PrepareError::Setup(format!("calibration: {e}"));
     let server = rt
         .block_on(ReplayServer::start(
             recordings.clone(),
@@ -1394,15 +1699,16 @@ pub fn calibrate(
                 ..Default::default()
             },
         ))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| PrepareError::Setup(format!("cannot start the replay server: {e}")))?;
     let mut out = vec![];
+    let mut failures = vec![];
     for (ci, case) in cases.iter().enumerate() {
         let dir = cfg.work_dir.join(format!("calibrate-{}", case.id));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let dir = dir.canonicalize().map_err(|e| e.to_string())?;
-        copy_tree(&case.dir, &dir.join("case")).map_err(|e| e.to_string())?;
-        std::fs::create_dir_all(dir.join("state")).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&dir).map_err(setup)?;
+        let dir = dir.canonicalize().map_err(setup)?;
+        copy_tree(&case.dir, &dir.join("case")).map_err(setup)?;
+        std::fs::create_dir_all(dir.join("state")).map_err(setup)?;
         let log = dir.join("ops.jsonl");
         let mut env = vec![
             (
@@ -1434,16 +1740,55 @@ pub fn calibrate(
         let t0 = Instant::now();
         let (outcome, stderr) = proc::run(&s, &Target::None);
         let wall_us = t0.elapsed().as_micros() as u64;
-        let stdout = std::fs::read_to_string(&s.stdout).unwrap_or_default();
-        let Some(code) = outcome.exit_code() else {
-            return Err(format!(
-                "case {}: the clean run did not finish: {outcome:?}\n{stderr}",
-                case.id
-            ));
-        };
-        let ending = parse_ending(&stdout).map(|(e, _)| e).unwrap_or_default();
-        if code == 4 || code == 64 {
-            return Err(format!("case {}: the clean run ended exit {code} ({ending}); fix the case\n{stdout}{stderr}", case.id));
+        if let Outcome::SpawnFailed(e) = &outcome {
+            return Err(PrepareError::Setup(format!(
+                "cannot start the harness {}: {e}",
+                cfg.harness_bin.display()
+            )));
+        }
+        let _ = std::fs::write(dir.join("stderr"), &stderr);
+        let _ = server.take_captured(&case.replay_case, 0x00FF_0000 + ci as u32);
+        // The ending is the harness's report.json, never its stdout: the
+        // report is the contract, and a harness that printed one ending and
+        // reported another must not pass calibration on its word.
+        let report: Option<Value> =
+            std::fs::read(dir.join("state").join(harness::report::FILE_NAME))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+        let ending = report
+            .as_ref()
+            .and_then(|r| r["ending"].as_str())
+            .map(str::to_string);
+        let expected = serde_json::to_value(case.expected_ending)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let code = outcome.exit_code();
+        let reached = ending.as_deref() == Some(expected.as_str())
+            && code == Some(case.expected_ending.exit_code())
+            && report.as_ref().and_then(|r| r["exit_code"].as_i64())
+                == Some(case.expected_ending.exit_code() as i64);
+        if !reached {
+            let field = |k: &str| {
+                report
+                    .as_ref()
+                    .and_then(|r| r[k].as_str())
+                    .map(str::to_string)
+            };
+            failures.push(CalibrationFailure {
+                case: case.id.clone(),
+                expected_ending: expected,
+                ending,
+                exit_code: code,
+                error_kind: field("error_kind"),
+                detail: field("detail"),
+                process: match &outcome {
+                    Outcome::Exited { code } => format!("exited {code}"),
+                    other => format!("{other:?}"),
+                },
+                trial_dir: dir.display().to_string(),
+            });
+            continue; // its files are kept for a human
         }
         let ops = fsmodel::read_log(&log);
         let events = new_events(&dir.join("state"), 0);
@@ -1507,6 +1852,14 @@ pub fn calibrate(
             ev("model_call", &|_| true),
         );
         phases.insert(Phase::DuringResumeVerify.as_str().into(), 1);
+        phases.insert(
+            Phase::AfterParkBeforeCheckpoint.as_str().into(),
+            ev("task_parked", &|_| true),
+        );
+        phases.insert(
+            Phase::AfterDriftGateBeforeCheckpoint.as_str().into(),
+            ev("drift", &|_| true),
+        );
         let writes = ops
             .iter()
             .filter(|o| matches!(o, fsmodel::Op::Write { .. } | fsmodel::Op::Truncate { .. }))
@@ -1520,14 +1873,18 @@ pub fn calibrate(
             writes,
             fsyncs,
             wall_us,
-            ending,
+            ending: ending.unwrap_or_default(),
+            windows: windows::find(&events, &ops, &dir.join("state")),
         });
-        let _ = server.take_captured(&case.replay_case, 0x00FF_0000 + ci as u32);
         if !cfg.keep {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
-    Ok(out)
+    if failures.is_empty() {
+        Ok(out)
+    } else {
+        Err(PrepareError::Calibration(failures))
+    }
 }
 
 pub struct Prepared {
@@ -1538,11 +1895,11 @@ pub struct Prepared {
     recordings: Recordings,
 }
 
-pub fn prepare(cfg: &Config) -> Result<Prepared, String> {
-    let cases = crate::cases::load_all(&cfg.cases_dir)?;
+pub fn prepare(cfg: &Config) -> Result<Prepared, PrepareError> {
+    let cases = crate::cases::load_all(&cfg.cases_dir).map_err(PrepareError::Case)?;
     let only = match &cfg.case {
         Some(id) => Some(cases.iter().position(|c| &c.id == id).ok_or_else(|| {
-            format!(
+            PrepareError::Case(format!(
                 "--case {id:?}: no such case under {} (cases: {})",
                 cfg.cases_dir.display(),
                 cases
@@ -1550,24 +1907,37 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, String> {
                     .map(|c| c.id.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
-            )
+            ))
         })?),
         None => None,
     };
+    if let Some(st) = &cfg.stratum {
+        let all: Vec<String> = [Mode::Sigkill, Mode::PowerLoss]
+            .iter()
+            .flat_map(|m| strata(*m))
+            .map(|s| s.label())
+            .collect();
+        if !all.contains(st) {
+            return Err(PrepareError::Setup(format!(
+                "--stratum {st:?}: no such stratum (strata: {})",
+                all.join(", ")
+            )));
+        }
+    }
     if !cfg.harness_bin.is_file() {
-        return Err(format!(
+        return Err(PrepareError::Setup(format!(
             "harness binary {} not found (build it: cargo build --release -p harness)",
             cfg.harness_bin.display()
-        ));
+        )));
     }
     std::fs::create_dir_all(&cfg.work_dir)
-        .map_err(|e| format!("{}: {e}", cfg.work_dir.display()))?;
-    let recordings = crate::cases::recordings(&cases)?;
+        .map_err(|e| PrepareError::Setup(format!("{}: {e}", cfg.work_dir.display())))?;
+    let recordings = crate::cases::recordings(&cases).map_err(PrepareError::Case)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| PrepareError::Setup(e.to_string()))?;
     let calib = calibrate(cfg, &cases, &rt, &recordings)?;
     Ok(Prepared {
         cases,
@@ -1588,6 +1958,8 @@ pub fn replay_command(cfg: &Config, mode: Mode, k: usize) -> String {
     if let Some(c) = &cfg.case {
         s.push_str(&format!(" --case {c}"));
     }
+    // (--stratum only selects which kill indexes run; kill k is the same plan
+    // with or without it.)
     if let Some(b) = &cfg.broken {
         s.push_str(&format!(" --broken {b}"));
     }
@@ -1606,9 +1978,22 @@ pub fn run_mode(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> ModeReport {
     let t0 = Instant::now();
-    let todo: Vec<usize> = match cfg.replay_kill {
-        Some(k) => vec![k],
-        None => (0..cfg.kills).collect(),
+    let todo: Vec<usize> = match (cfg.replay_kill, &cfg.stratum) {
+        (Some(k), _) => vec![k],
+        (None, None) => (0..cfg.kills).collect(),
+        (None, Some(st)) => {
+            // The stratum of kill k is a pure function of (seed, mode, k).
+            let n = strata(mode).len();
+            (0..cfg.kills * n)
+                .filter(|k| {
+                    &plan(cfg.seed, mode, *k, &prep.cases, &prep.calib, prep.only)
+                        .stratum
+                        .label()
+                        == st
+                })
+                .take(cfg.kills)
+                .collect()
+        }
     };
     let ctx = Ctx {
         cfg,
@@ -1632,8 +2017,9 @@ pub fn run_mode(
         mode: mode.as_str().into(),
         ..Default::default()
     };
-    for name in INVARIANTS {
-        r.invariants.insert(name.into(), InvCount::default());
+    for inv in Invariant::ALL {
+        r.invariants
+            .insert(inv.as_str().into(), InvCount::default());
     }
     for t in &trials {
         r.kills += 1;
@@ -1649,24 +2035,28 @@ pub fn run_mode(
         if let Some(f) = &t.io_fault {
             *r.io_faults.entry(f.clone()).or_insert(0) += 1;
         }
+        if let Some(b) = &t.bit_rot {
+            *r.bit_rot.entry(b.clone()).or_insert(0) += 1;
+        }
+        *r.by_stratum.entry(t.plan.stratum.label()).or_insert(0) += 1;
         *r.endings
             .entry(t.ending.clone().unwrap_or_else(|| "NONE".into()))
             .or_insert(0) += 1;
         if let Some(k) = &t.refusal {
             *r.refusals.entry(k.clone()).or_insert(0) += 1;
         }
-        for (i, name) in INVARIANTS.iter().enumerate() {
-            let c = r.invariants.get_mut(*name).expect("all inserted");
+        for inv in Invariant::ALL {
+            let c = r.invariants.get_mut(inv.as_str()).expect("all inserted");
             c.checked += 1;
-            c.exercised += t.exercised[i] as u64;
-            c.violated += t.violations.iter().any(|(v, ..)| *v == i) as u64;
+            c.exercised += t.exercised[inv.index()] as u64;
+            c.violated += t.violations.iter().any(|(v, ..)| *v == inv) as u64;
         }
         for (inv, process, detail) in &t.violations {
             r.violations.push(Violation {
                 kill: t.plan.k,
                 mode,
                 case: t.case_id.clone(),
-                invariant: INVARIANTS[*inv].into(),
+                invariant: inv.as_str().into(),
                 process: *process,
                 stratum: format!(
                     "{} ({})",
@@ -1720,6 +2110,15 @@ mod tests {
                 fsyncs: 40,
                 wall_us: 30_000,
                 ending: "GOAL_MET".into(),
+                windows: Window::ALL
+                    .iter()
+                    .map(|w| {
+                        (
+                            w.as_str().to_string(),
+                            vec![("temp_written".to_string(), 2)],
+                        )
+                    })
+                    .collect(),
             })
             .collect();
         for mode in [Mode::Sigkill, Mode::PowerLoss] {

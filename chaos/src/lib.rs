@@ -1,13 +1,18 @@
 //! The chaos bench's kill driver (`bench chaos`): kill the real harness at
-//! every step-synchronized phase and at random times, with SIGKILL and with a
-//! simulated power cut, resume it, and check eight invariants against an oracle
-//! that knows what really happened. See chaos/README.md.
+//! every step-synchronized phase, inside the kill windows and at random
+//! times, with SIGKILL and with a simulated power cut, rot committed
+//! checkpoints, resume it, and check nine invariants against an oracle that
+//! knows what really happened. See chaos/README.md.
 
+pub mod bitrot; // bit rot after commit: same-length flips inside a checkpoint body
 pub mod cases; // chaos/cases/<id>: spec + workspace + scenario, and what the oracle reads from them
 pub mod driver; // kill plans, trials, invariant checks, per-mode results
 pub mod fsmodel; // the operation log replayed through a POSIX model: post-power-cut disk images
+pub mod invariant; // the closed set of invariants the oracle checks
 pub mod oracle; // the oracle's own readers: outbox, ledger journal, task effects, checkpoint frames
 pub mod proc; // spawn the harness, SIGKILL it through nix, confirm with waitpid
 pub mod report; // chaos.json, chaos.md, the terminal tables
+pub mod rerun; // settled_task_never_rerun: what is durable, and what ran again
+pub mod windows; // kill windows (after a park, during a replan, the drift checkpoint) from a clean run
 
 pub use driver::{Config, Mode, ModeReport};

@@ -208,8 +208,60 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
     };
     // The child is reaped by waitpid above; std's Child must not wait again.
     std::mem::forget(child);
+    if outcome.killed() || matches!(outcome, Outcome::Hung | Outcome::SignalNotConfirmed { .. }) {
+        wait_group_gone(pid);
+    }
     let stderr = reader.join().unwrap_or_default();
     (outcome, stderr)
+}
+
+/// How long a killed process group may take to be gone after its leader was
+/// reaped (a bound, never reached in practice: SIGKILL is not ignorable).
+const GROUP_GONE_TIMEOUT_MS: u64 = 5_000;
+
+/// Wait until no live process is left in the killed harness's process group.
+/// waitpid reports the harness's own death, but a check script it had just
+/// forked (not yet exec'd) dies of the same SIGKILL a moment later, and until
+/// it does it holds the run.lock open file description: a resume spawned in
+/// that moment is refused with "another harness is running" (seen under load,
+/// a random-timing kill). Zombies do not count: their files are closed.
+fn wait_group_gone(pgid: Pid) {
+    let deadline = Instant::now() + Duration::from_millis(GROUP_GONE_TIMEOUT_MS);
+    while Instant::now() < deadline {
+        if kill(Pid::from_raw(-pgid.as_raw()), None) == Err(nix::errno::Errno::ESRCH) {
+            return;
+        }
+        if !group_has_live_member(pgid.as_raw()) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Is any non-zombie process in process group `pgid` (from /proc/<pid>/stat)?
+fn group_has_live_member(pgid: i32) -> bool {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| {
+            // pid (comm) state ppid pgrp ...: comm may hold spaces and parens.
+            let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
+                return false;
+            };
+            let mut f = rest.split(' ');
+            let state = f.next().unwrap_or("");
+            let _ppid = f.next();
+            let pgrp = f.next().and_then(|g| g.parse::<i32>().ok());
+            pgrp == Some(pgid) && state != "Z" && state != "X"
+        })
 }
 
 #[derive(Debug)]
@@ -239,5 +291,33 @@ fn exited(r: Reaped, kill_planned: bool) -> Outcome {
         other => Outcome::SignalNotConfirmed {
             status: format!("{other:?}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_group_is_waited_for_until_no_member_lives() {
+        // A leader with a child in its group, as the harness with a check.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & sleep 30; wait"]);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let child = cmd.spawn().unwrap();
+        let pid = Pid::from_raw(child.id() as i32);
+        let t0 = Instant::now();
+        while !group_has_live_member(pid.as_raw()) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(group_has_live_member(pid.as_raw()));
+        let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
+        assert!(matches!(reap(pid), Reaped::Signaled(Signal::SIGKILL)));
+        std::mem::forget(child);
+        wait_group_gone(pid);
+        assert!(
+            !group_has_live_member(pid.as_raw()),
+            "a group member outlived the wait"
+        );
     }
 }

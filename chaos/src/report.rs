@@ -1,6 +1,6 @@
 //! DIR/chaos.json, DIR/chaos.md and the terminal table.
 
-use crate::driver::{Calibration, InvCount, ModeReport, INVARIANTS};
+use crate::driver::{Calibration, CalibrationFailure, InvCount, Invariant, ModeReport};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -30,13 +30,17 @@ fn add(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
 pub fn to_json(info: &RunInfo, modes: &[ModeReport]) -> Value {
     let mut by_phase = BTreeMap::new();
     let mut endings = BTreeMap::new();
-    let mut inv: BTreeMap<String, InvCount> = INVARIANTS
+    let mut inv: BTreeMap<String, InvCount> = Invariant::ALL
         .iter()
-        .map(|n| (n.to_string(), InvCount::default()))
+        .map(|n| (n.as_str().to_string(), InvCount::default()))
         .collect();
+    let mut by_stratum = BTreeMap::new();
+    let mut bit_rot = BTreeMap::new();
     for m in modes {
         add(&mut by_phase, &m.by_phase);
         add(&mut endings, &m.endings);
+        add(&mut by_stratum, &m.by_stratum);
+        add(&mut bit_rot, &m.bit_rot);
         for (k, c) in &m.invariants {
             let t = inv.entry(k.clone()).or_default();
             t.checked += c.checked;
@@ -51,7 +55,10 @@ pub fn to_json(info: &RunInfo, modes: &[ModeReport]) -> Value {
         "confirmed_kills": modes.iter().map(|m| m.confirmed_kills).sum::<u64>(),
         "violations": violations,
         "by_phase": by_phase,
+        "by_stratum": by_stratum,
+        "bit_rot": bit_rot,
         "invariants": inv,
+        "calibration_failures": [],
         "endings": endings,
         "seed": info.seed,
         "mode": info.mode_label,
@@ -115,13 +122,13 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
         header.push(format!("{} exercised", m.mode));
         header.push(format!("{} violated", m.mode));
     }
-    let rows: Vec<Vec<String>> = INVARIANTS
+    let rows: Vec<Vec<String>> = Invariant::ALL
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let mut r = vec![format!("{}. {n}", i + 1)];
+            let mut r = vec![format!("{}. {}", i + 1, n.as_str())];
             for m in modes {
-                let c = &m.invariants[*n];
+                let c = &m.invariants[n.as_str()];
                 r.push(c.checked.to_string());
                 r.push(c.exercised.to_string());
                 r.push(c.violated.to_string());
@@ -173,6 +180,32 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
         "I/O faults injected",
     ));
     rows.push(total(&|m| m.resumes, "resumes"));
+    rows.push(total(
+        &|m| m.bit_rot.values().sum(),
+        "committed checkpoints rotted",
+    ));
+    out.push_str(&table(&header, &rows));
+    out.push('\n');
+    let mut strata: Vec<String> = modes
+        .iter()
+        .flat_map(|m| m.by_stratum.keys().cloned())
+        .collect();
+    strata.sort();
+    strata.dedup();
+    let mut header = vec!["stratum (kill indexes)".to_string()];
+    for m in modes {
+        header.push(m.mode.clone());
+    }
+    let rows: Vec<Vec<String>> = strata
+        .iter()
+        .map(|st| {
+            let mut r = vec![st.clone()];
+            for m in modes {
+                r.push(m.by_stratum.get(st).copied().unwrap_or(0).to_string());
+            }
+            r
+        })
+        .collect();
     out.push_str(&table(&header, &rows));
     out.push('\n');
     let mut endings: Vec<String> = modes
@@ -244,6 +277,20 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
             );
             s.push('\n');
         }
+        if !m.bit_rot.is_empty() {
+            s.push_str(&format!(
+                "\n{} committed checkpoints rotted (kind): ",
+                m.mode
+            ));
+            s.push_str(
+                &m.bit_rot
+                    .iter()
+                    .map(|(k, v)| format!("{k} x{v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+            s.push('\n');
+        }
         if !m.refusals.is_empty() {
             s.push_str(&format!(
                 "\n{} runs that ended refusing to resume: ",
@@ -282,17 +329,7 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
         ],
         &rows,
     ));
-    s.push_str(
-        "\n## What the invariants check\n\n\
-1. `no_torn_checkpoint`: after every kill or power cut the checkpoint on disk is a whole frame, and it is the last one the harness went on from (or a newer one); a resume on a bad frame ends UNRECOVERABLE_ERROR naming the refusal and leaves the file alone; a valid-looking decoy temp file is never read.\n\
-2. `post_at_most_once`: no idempotency key appears twice in the outbox, on any disk.\n\
-3. `in_flight_classified`: the in-flight task's resume classification (done / not started / partially applied) equals the oracle's reading of the disk, with the matching consequence (completed / front of the queue / parked).\n\
-4. `partial_migration_parked`: once a migration is partially applied on disk, none of its steps is written again and its task is never reported verified.\n\
-5. `one_of_seven_endings`: every exit is one of the seven endings with its exit code (stdout and report.json agree); kills are confirmed by waitpid; no process hangs and every run ends within the process bound; an injected I/O error that ends the run is UNRECOVERABLE_ERROR naming the errno.\n\
-6. `ledger_never_forgets`: committed spend (booked + worst case of calls in flight) never decreases across resumes; the final spend covers everything the replay server answered (what the provider bills); every call in flight at a kill is booked at exactly its reserved worst case (the harness's documented promise); the report equals the journal; a journal with a corrupt line is refused.\n\
-7. `goal_hash_intact`: every checkpoint and report carries the spec's goal and its SHA-256; the spec file is unchanged.\n\
-8. `report_agrees`: every task the final report lists as verified verifies on the final workspace and outbox (posts exactly once); GOAL_MET only when the predicate passes there; the report and the final checkpoint agree.\n",
-    );
+    s.push_str(&invariants_markdown());
     if nviol > 0 {
         s.push_str("\n## Violations\n\n");
         for m in modes {
@@ -300,6 +337,90 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
                 s.push_str(&format!("- **{}** kill {} ({}, {}, {}, process {}): {}\n  - replay: `{}`\n  - trial dir: `{}`\n", v.invariant, v.kill, v.mode.as_str(), v.case, v.stratum, v.process, v.detail, v.replay, v.trial_dir));
             }
         }
+    }
+    s
+}
+
+/// The "What the invariants check" section.
+fn invariants_markdown() -> String {
+    let mut s = String::from("\n## What the invariants check\n\n");
+    for (i, inv) in Invariant::ALL.iter().enumerate() {
+        s.push_str(&format!(
+            "{}. `{}`: {}\n",
+            i + 1,
+            inv.as_str(),
+            inv.describe()
+        ));
+    }
+    s
+}
+
+/// chaos.json when the clean calibration run failed: no kill was run.
+pub fn calibration_failure_json(info: &RunInfo, failures: &[CalibrationFailure]) -> Value {
+    json!({
+        "kills": 0,
+        "confirmed_kills": 0,
+        "violations": [],
+        "calibration_failures": failures,
+        "seed": info.seed,
+        "mode": info.mode_label,
+        "harness": info.harness,
+        "broken_variant": info.broken,
+        "work_dir": info.work_dir,
+        "cases": info.cases,
+        "wall_s": info.wall_s,
+        "build_s": info.build_s,
+    })
+}
+
+/// chaos.md when the clean calibration run failed.
+pub fn calibration_failure_markdown(info: &RunInfo, failures: &[CalibrationFailure]) -> String {
+    let mut s = String::from("# bench chaos\n\n");
+    s.push_str(&format!(
+        "seed {} · mode {} · harness `{}`{}\n\n",
+        info.seed,
+        info.mode_label,
+        info.harness,
+        info.broken
+            .as_ref()
+            .map(|b| format!(" (broken variant `{b}`)"))
+            .unwrap_or_default(),
+    ));
+    s.push_str(&format!(
+        "**The harness failed {} clean calibration run(s): with no fault injected, it did not reach the case's expected ending. No kill was run.** This is a finding about the harness under test, not about the case.\n\n",
+        failures.len()
+    ));
+    let rows: Vec<Vec<String>> = failures
+        .iter()
+        .map(|f| {
+            vec![
+                f.case.clone(),
+                f.expected_ending.clone(),
+                f.ending
+                    .clone()
+                    .unwrap_or_else(|| "(no report.json)".into()),
+                f.exit_code
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                f.error_kind.clone().unwrap_or_default(),
+                f.detail.clone().unwrap_or_default().replace('|', "\\|"),
+            ]
+        })
+        .collect();
+    s.push_str(&table(
+        &[
+            "case",
+            "expected ending",
+            "clean run ended (report.json)",
+            "exit",
+            "error_kind",
+            "detail",
+        ],
+        &rows,
+    ));
+    s.push('\n');
+    for f in failures {
+        s.push_str(&format!("- {}\n", f.describe()));
     }
     s
 }

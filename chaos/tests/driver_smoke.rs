@@ -7,65 +7,17 @@
 //! workspace's tests (`cargo test --workspace` builds it; with `-p chaos`
 //! alone, build it first: `cargo build -p harness`).
 
-use chaos::driver::{self, Config, Mode};
-use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+mod common;
 
-fn newest_source() -> SystemTime {
-    fn walk(p: &std::path::Path, t: &mut SystemTime) {
-        for e in std::fs::read_dir(p).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, t);
-            } else if let Ok(m) = e.metadata().and_then(|m| m.modified()) {
-                *t = (*t).max(m);
-            }
-        }
-    }
-    let mut t = SystemTime::UNIX_EPOCH;
-    walk(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../harness/src"),
-        &mut t,
-    );
-    t
-}
-
-fn harness_bin() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let bin = exe.parent()?.parent()?.join("harness");
-    let fresh = bin
-        .metadata()
-        .and_then(|m| m.modified())
-        .map(|m| m >= newest_source())
-        .unwrap_or(false);
-    if fresh {
-        Some(bin)
-    } else {
-        eprintln!("SKIPPED: {} is missing or older than harness/src; run `cargo build -p harness` (cargo test --workspace does)", bin.display());
-        None
-    }
-}
+use chaos::driver::{self, Config, Invariant, Mode};
 
 #[test]
 fn every_stratum_is_killed_and_checked_in_both_modes() {
-    let Some(bin) = harness_bin() else { return };
-    let work = tempfile::tempdir().unwrap();
-    let cfg = Config {
-        kills: 0,
-        seed: 4242,
-        modes: vec![Mode::Sigkill, Mode::PowerLoss],
-        case: None,
-        replay_kill: None,
-        harness_bin: bin,
-        broken: None,
-        cases_dir: chaos::cases::default_dir(),
-        work_dir: work.path().to_path_buf(),
-        jobs: 2,
-        keep: false,
-        proc_timeout: Duration::from_secs(60),
-        max_procs: 12,
-        replay_extra: String::new(),
+    let Some(bin) = common::harness_bin() else {
+        return;
     };
+    let work = tempfile::tempdir().unwrap();
+    let cfg = common::config(bin, work.path(), 4242);
     let prep = driver::prepare(&cfg).unwrap();
     assert!(
         prep.calib
@@ -76,13 +28,21 @@ fn every_stratum_is_killed_and_checked_in_both_modes() {
     );
     let mut reports = vec![];
     for mode in [Mode::Sigkill, Mode::PowerLoss] {
-        // One kill index per stratum: every named phase, random timing (and I/O errors).
+        // One kill index per stratum: every named phase, the kill windows,
+        // random timing, bit rot (and I/O errors).
         let cfg = Config {
             kills: driver::strata(mode).len(),
             ..cfg.clone()
         };
         let r = driver::run_mode(&cfg, &prep, mode, &|_, _| {});
         assert_eq!(r.kills as usize, cfg.kills);
+        assert_eq!(
+            r.by_stratum.len(),
+            cfg.kills,
+            "one kill per stratum: {:?}",
+            r.by_stratum
+        );
+        assert_eq!(r.bit_rot.values().sum::<u64>(), 1, "{:?}", r.bit_rot);
         for (name, c) in &r.invariants {
             assert_eq!(c.checked, r.kills, "{name}");
         }
@@ -139,6 +99,9 @@ fn every_stratum_is_killed_and_checked_in_both_modes() {
     ] {
         assert!(j.get(k).is_some(), "chaos.json lacks {k}");
     }
-    assert_eq!(j["invariants"].as_object().unwrap().len(), 8);
+    assert_eq!(
+        j["invariants"].as_object().unwrap().len(),
+        Invariant::ALL.len()
+    );
     assert!(chaos::report::to_markdown(&info, &reports).contains("| 1. no_torn_checkpoint"));
 }

@@ -22,10 +22,15 @@ pub enum Phase {
     DuringDriftCall,
     DuringResumeVerify,
     BetweenLedgerRecordAndCheckpoint,
+    /// A task was just parked; the checkpoint that records it is next.
+    AfterParkBeforeCheckpoint,
+    /// `drift::gate` has applied the judge's verdict (maybe pruned the
+    /// queue); the checkpoint that records it is next.
+    AfterDriftGateBeforeCheckpoint,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 10] = [
+    pub const ALL: [Phase; 12] = [
         Phase::BeforeInProgressCheckpoint,
         Phase::TempWritten,
         Phase::AfterFsyncFile,
@@ -36,6 +41,8 @@ impl Phase {
         Phase::DuringDriftCall,
         Phase::DuringResumeVerify,
         Phase::BetweenLedgerRecordAndCheckpoint,
+        Phase::AfterParkBeforeCheckpoint,
+        Phase::AfterDriftGateBeforeCheckpoint,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -49,6 +56,8 @@ impl Phase {
             Phase::DuringDriftCall => "during_drift_call",
             Phase::DuringResumeVerify => "during_resume_verify",
             Phase::BetweenLedgerRecordAndCheckpoint => "between_ledger_record_and_checkpoint",
+            Phase::AfterParkBeforeCheckpoint => "after_park_before_checkpoint",
+            Phase::AfterDriftGateBeforeCheckpoint => "after_drift_gate_before_checkpoint",
         }
     }
     pub fn parse(s: &str) -> Option<Phase> {

@@ -937,18 +937,25 @@ impl Runner {
 
         let result = self.execute_task(&task).await?;
         self.state.in_progress = None;
+        // The chaos self-test's skip-park-checkpoint variant; always false
+        // without the chaos-broken feature.
+        let broken_skip = matches!(result, TaskResult::Park { .. })
+            && crate::simfs::broken() == Some(crate::simfs::Broken::SkipParkCheckpoint);
         match result {
             TaskResult::Verified { claim } => self.complete(task, claim, "verified"),
             TaskResult::Park { reason } => self.park(task, reason),
         }
         self.state.step += 1;
-        self.checkpoint()?;
+        if !broken_skip {
+            self.checkpoint()?;
+        }
 
         if self.ledger.winding_down() {
             return Ok(()); // from 90%: finish the current task only
         }
         if self.state.step % self.spec.drift_every_tasks == 0 && !self.state.queue.is_empty() {
             self.drift_check().await?;
+            point(Phase::AfterDriftGateBeforeCheckpoint);
             self.checkpoint()?;
         }
         self.replan_if_dry().await
@@ -1480,6 +1487,7 @@ impl Runner {
             // another task (the next commit names only its own paths).
             uncommitted_paths: std::mem::take(&mut self.task_paths).into_iter().collect(),
         });
+        point(Phase::AfterParkBeforeCheckpoint);
     }
 
     fn checkpoint(&mut self) -> Result<(), LapError> {

@@ -89,16 +89,40 @@ pub enum Broken {
     NoFileFsync,
     /// The checkpoint is truncated and rewritten in place, no temp, no rename.
     InPlaceCheckpoint,
+    /// Loading a checkpoint never compares the body's SHA-256 with the
+    /// frame's: bit rot after commit is resumed from.
+    SkipChecksum,
+    /// No checkpoint right after a task is parked (the next one records it).
+    SkipParkCheckpoint,
 }
 
 impl Broken {
-    pub fn parse(s: &str) -> Option<Broken> {
-        match s {
-            "no-dir-fsync" => Some(Broken::NoDirFsync),
-            "no-file-fsync" => Some(Broken::NoFileFsync),
-            "in-place-checkpoint" => Some(Broken::InPlaceCheckpoint),
-            _ => None,
+    pub const ALL: [Broken; 5] = [
+        Broken::NoDirFsync,
+        Broken::NoFileFsync,
+        Broken::InPlaceCheckpoint,
+        Broken::SkipChecksum,
+        Broken::SkipParkCheckpoint,
+    ];
+    /// The wire names (`HARNESS_CHAOS_BROKEN`, `bench chaos --broken`).
+    pub const NAMES: [&'static str; 5] = [
+        "no-dir-fsync",
+        "no-file-fsync",
+        "in-place-checkpoint",
+        "skip-checksum",
+        "skip-park-checkpoint",
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Broken::NoDirFsync => Self::NAMES[0],
+            Broken::NoFileFsync => Self::NAMES[1],
+            Broken::InPlaceCheckpoint => Self::NAMES[2],
+            Broken::SkipChecksum => Self::NAMES[3],
+            Broken::SkipParkCheckpoint => Self::NAMES[4],
         }
+    }
+    pub fn parse(s: &str) -> Option<Broken> {
+        Broken::ALL.iter().copied().find(|b| b.as_str() == s)
     }
 }
 
@@ -462,6 +486,9 @@ mod tests {
         }
         assert_eq!(Broken::parse("no-dir-fsync"), Some(Broken::NoDirFsync));
         assert_eq!(Broken::parse("nope"), None);
+        for b in Broken::ALL {
+            assert_eq!(Broken::parse(b.as_str()), Some(b));
+        }
     }
 
     #[test]

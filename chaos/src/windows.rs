@@ -1,0 +1,207 @@
+//! Kill windows: the short stretches of a run where a decision is made in
+//! memory and its checkpoint is still to come. Right after a park, during a
+//! replan, and between the drift gate and its checkpoint are where a skipped
+//! or late checkpoint makes a resume redo what was decided (run a parked task
+//! again, execute a pruned one). A named phase alone does not reach them: the
+//! kill has to land at the right occurrence of the phase, which the clean
+//! calibration run tells. Each window is a list of (phase, occurrence) kill
+//! targets, read from the clean run's events (the order of parks, drift
+//! checks and model calls) and its operation log (the order of atomic writes,
+//! each checkpoint's body decoded to see what it records).
+
+use crate::fsmodel::Op;
+use harness::chaos_hook::Phase;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Window {
+    /// A task was parked: the park itself, the checkpoint that records it,
+    /// and the next model call (in flight, and answered).
+    AfterPark,
+    /// A `replan/<n>` call in flight, just after it (booked, not yet
+    /// checkpointed), and the checkpoint that records the new tasks.
+    DuringReplan,
+    /// The drift gate has changed the queue and its checkpoint is on its
+    /// way: after the gate, and the checkpoint write itself. Drift checks
+    /// that pruned are preferred; a case whose checks never prune offers all.
+    DriftCheckpoint,
+}
+
+impl Window {
+    pub const ALL: [Window; 3] = [
+        Window::AfterPark,
+        Window::DuringReplan,
+        Window::DriftCheckpoint,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Window::AfterPark => "after_park",
+            Window::DuringReplan => "during_replan",
+            Window::DriftCheckpoint => "drift_checkpoint",
+        }
+    }
+}
+
+/// (phase wire name, occurrence n, 1-based within the first process).
+pub type Target = (String, u64);
+
+/// Every atomic write of the run, in order (the n-th is the n-th time the
+/// harness reaches `temp_written`, `after_fsync_file` and
+/// `after_rename_before_fsync_dir`), with the run state for checkpoint writes.
+fn atomic_writes(ops: &[Op], state: &Path) -> Vec<Option<harness::state::RunState>> {
+    let ck = harness::checkpoint::path_in(state);
+    let tmp_of = |p: &Path, name: &str| {
+        p.parent() == Some(state)
+            && p.file_name()
+                .map(|n| {
+                    n.to_string_lossy()
+                        .starts_with(&format!(".{name}{}", harness::durable::TEMP_MARKER))
+                })
+                .unwrap_or(false)
+    };
+    // write index -> (fd, bytes) for checkpoint writes
+    let mut writes: Vec<Option<(u64, Vec<u8>)>> = vec![];
+    for op in ops {
+        match op {
+            Op::Open {
+                fd,
+                path,
+                created: true,
+                ..
+            } if tmp_of(path, harness::checkpoint::FILE_NAME) => {
+                writes.push(Some((*fd, vec![])));
+            }
+            Op::Open {
+                fd,
+                path,
+                trunc: true,
+                ..
+            } if *path == ck => {
+                writes.push(Some((*fd, vec![]))); // in place (a broken variant)
+            }
+            Op::Open {
+                path,
+                created: true,
+                ..
+            } if tmp_of(path, harness::report::FILE_NAME) => {
+                writes.push(None);
+            }
+            Op::Write { fd, off, .. } => {
+                let data = op.write_bytes();
+                if let Some(Some((_, b))) = writes
+                    .iter_mut()
+                    .rev()
+                    .find(|w| matches!(w, Some((f, _)) if f == fd))
+                {
+                    let o = off.unwrap_or(b.len() as u64) as usize;
+                    if b.len() < o + data.len() {
+                        b.resize(o + data.len(), 0);
+                    }
+                    b[o..o + data.len()].copy_from_slice(&data);
+                }
+            }
+            _ => {}
+        }
+    }
+    writes
+        .into_iter()
+        .map(|w| w.and_then(|(_, b)| harness::checkpoint::decode(&b, None).ok()))
+        .collect()
+}
+
+fn write_targets(w: usize) -> Vec<Target> {
+    [
+        Phase::TempWritten,
+        Phase::AfterFsyncFile,
+        Phase::AfterRenameBeforeFsyncDir,
+    ]
+    .iter()
+    .map(|p| (p.as_str().to_string(), w as u64 + 1))
+    .collect()
+}
+
+/// The kill targets of every window in one clean run.
+pub fn find(events: &[Value], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<Target>> {
+    let writes = atomic_writes(ops, state);
+    let first_write = |f: &dyn Fn(&harness::state::RunState) -> bool| {
+        writes
+            .iter()
+            .position(|s| s.as_ref().is_some_and(f))
+            .map(write_targets)
+            .unwrap_or_default()
+    };
+    let t = |p: Phase, n: u64| (p.as_str().to_string(), n);
+    let (mut after_park, mut replan) = (vec![], vec![]);
+    let (mut drift_all, mut drift_pruning) = (vec![], vec![]);
+    let (mut booked, mut calls, mut judge_calls, mut parks, mut drifts) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
+    // Parks still waiting for the model call that follows them.
+    let mut waiting = 0usize;
+    for e in events {
+        let d = &e["data"];
+        match e["kind"].as_str().unwrap_or("") {
+            kind @ ("model_call" | "model_error") => {
+                let judge = d["role"] == "judge";
+                let ok = kind == "model_call";
+                let in_flight = if judge {
+                    judge_calls += 1;
+                    t(Phase::DuringDriftCall, judge_calls)
+                } else {
+                    calls += 1;
+                    t(Phase::DuringModelCall, calls)
+                };
+                booked += ok as u64;
+                let mut here = vec![in_flight];
+                if ok {
+                    here.push(t(Phase::BetweenLedgerRecordAndCheckpoint, booked));
+                }
+                for _ in 0..std::mem::take(&mut waiting) {
+                    after_park.extend(here.iter().cloned());
+                }
+                if let Some(k) = d["call_key"]
+                    .as_str()
+                    .and_then(|k| k.strip_prefix("replan/"))
+                    .and_then(|k| k.parse::<u32>().ok())
+                {
+                    replan.extend(here);
+                    replan.extend(first_write(&|s| s.replans > k));
+                }
+            }
+            "task_parked" => {
+                parks += 1;
+                waiting += 1;
+                after_park.push(t(Phase::AfterParkBeforeCheckpoint, parks));
+                let p = parks as usize;
+                after_park.extend(first_write(&|s| s.parked.len() >= p));
+            }
+            "drift" => {
+                drifts += 1;
+                let n = drifts as usize;
+                let mut here = vec![t(Phase::AfterDriftGateBeforeCheckpoint, drifts)];
+                here.extend(first_write(&|s| s.drift_history.len() >= n));
+                if d["pruned"].as_array().is_some_and(|a| !a.is_empty()) {
+                    drift_pruning.extend(here.iter().cloned());
+                }
+                drift_all.extend(here);
+            }
+            _ => {}
+        }
+    }
+    let drift = if drift_pruning.is_empty() {
+        drift_all
+    } else {
+        drift_pruning
+    };
+    [
+        (Window::AfterPark, after_park),
+        (Window::DuringReplan, replan),
+        (Window::DriftCheckpoint, drift),
+    ]
+    .into_iter()
+    .map(|(w, v)| (w.as_str().to_string(), v))
+    .collect()
+}
