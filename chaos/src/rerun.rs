@@ -214,6 +214,7 @@ mod tests {
             description: String::new(),
             reason: String::new(),
             step: 4,
+            uncommitted_paths: vec![],
         });
         let mut t = Tracker::default();
         t.on_disk(&s, 3);
