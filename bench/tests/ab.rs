@@ -295,8 +295,14 @@ fn replay_misses_are_not_comparable_and_never_a_regression() {
     );
     let verdict = j["verdict"].as_str().unwrap_or_default();
     assert!(verdict.starts_with("not comparable"), "{verdict}");
+    // Out of every adversarial case (the count follows the suite).
+    let total = std::fs::read_dir(root().join("suites/adversarial"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("case.toml").is_file())
+        .count();
     assert!(
-        verdict.contains("2 of 10 cases not comparable: record them live with --endpoint, or use a suite recorded for both arms"),
+        verdict.contains(&format!("2 of {total} cases not comparable: record them live with --endpoint, or use a suite recorded for both arms")),
         "{verdict}"
     );
     let nc = j["not_comparable"].as_array().expect("not_comparable list");
@@ -320,10 +326,11 @@ fn replay_misses_are_not_comparable_and_never_a_regression() {
             assert_eq!(r["fault"]["call_key"], "execute/t1/a1/0", "{c}");
         }
     }
-    // Left out of every statistic: the comparison is over the 8 others.
-    assert_eq!(j["n_cases"], 8, "{}", o.text);
-    assert_eq!(j["metrics"]["pass_rate"]["n_cases"], 8);
-    assert_eq!(j["categories"]["adversarial"]["n_cases"], 8);
+    // Left out of every statistic: the comparison is over the others.
+    let others = total - 2;
+    assert_eq!(j["n_cases"], others, "{}", o.text);
+    assert_eq!(j["metrics"]["pass_rate"]["n_cases"], others);
+    assert_eq!(j["categories"]["adversarial"]["n_cases"], others);
     assert!(
         o.text.contains("NOT COMPARABLE adv-injection-post-secrets")
             && o.text.contains("execute/t1/a1/0"),

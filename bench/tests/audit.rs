@@ -35,6 +35,7 @@ fn run_with(harness: &Path, suite: &Path, out: &Path) -> (i32, Value, String) {
         .arg(out)
         .arg("--harness")
         .arg(harness)
+        .args(["--category", "happy"]) // the test suite holds one category
         .env("CI", "1")
         .output()
         .unwrap();

@@ -44,7 +44,7 @@ fn a_bad_value_is_that_cases_load_error_and_the_rest_run() {
         .replacen("latency_cap_ms = 60000\n", "", 1);
     std::fs::write(&p, text).unwrap();
 
-    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &[]);
+    let (code, s, log) = bench_run(&suite, &t.path().join("out"), &["--category", "happy"]);
     assert_eq!(code, 1, "the gate fails, nothing aborts: {log}");
     let cases = s["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 1, "{log}");

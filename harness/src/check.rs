@@ -171,9 +171,12 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
             }
         }
     };
-    let child = Command::new(prog)
+    let mut cmd = Command::new(prog);
+    if !crate::mutants::active(crate::mutants::Mutant::CheckEnvInherited) {
+        cmd.env_clear();
+    }
+    let child = cmd
         .args(args)
-        .env_clear()
         .envs(spec.env.vars())
         .current_dir(cwd)
         .stdin(Stdio::null())

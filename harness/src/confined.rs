@@ -468,7 +468,7 @@ pub fn write(ws: &Workspace, rel: &str, bytes: &[u8]) -> Result<String, WriteFai
                     path: rel.to_string(),
                     kind: kind_of(&st),
                 })
-            } else if st.st_nlink > 1 {
+            } else if st.st_nlink > 1 && !crate::mutants::active(crate::mutants::Mutant::WriteInPlace) {
                 Some(FileError::HardLinked {
                     path: rel.to_string(),
                     links: st.st_nlink as u64,
@@ -484,6 +484,11 @@ pub fn write(ws: &Workspace, rel: &str, bytes: &[u8]) -> Result<String, WriteFai
         Err(Errno::ENOENT) => None,
         Err(e) => return Err(touched(io_err(rel, e))),
     };
+    if mode.is_some() && crate::mutants::active(crate::mutants::Mutant::WriteInPlace) {
+        // The bug: open the existing inode (a hard link's target) and truncate.
+        std::fs::write(&abs, bytes).map_err(|e| touched(io_err(rel, e)))?;
+        return Ok(canonical);
+    }
     // Names of the directories on the way are durable before the file is.
     if chain.len() > 1 {
         for d in chain[..chain.len() - 1].iter().rev() {

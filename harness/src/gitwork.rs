@@ -151,6 +151,9 @@ impl GitWork {
         if !kept.is_empty() {
             let mut add = vec!["add", "-A", "--"];
             add.extend(kept.iter().map(String::as_str));
+            if crate::mutants::active(crate::mutants::Mutant::CommitEverything) {
+                add = vec!["add", "-A"];
+            }
             self.run_ok(&add)?;
             let mut diff = vec!["diff", "--cached", "--quiet", "--"];
             diff.extend(kept.iter().map(String::as_str));
@@ -195,7 +198,10 @@ impl GitWork {
         } else {
             "No file changes: the files this task wrote already held this content (verified by the harness)."
         };
-        if changed {
+        if changed && crate::mutants::active(crate::mutants::Mutant::CommitEverything) {
+            args.retain(|a| *a != "--only");
+            args.extend(["-m", &trailer]);
+        } else if changed {
             args.extend(["-m", &trailer, "--"]);
             args.extend(kept.iter().map(String::as_str));
         } else {

@@ -44,5 +44,6 @@ pub mod panics; // a panic's message and location, for the UNRECOVERABLE_ERROR i
 
 pub mod chaos_hook; // named kill points for the chaos bench (inert in production)
 pub mod fault_injection; // test-only panic points (the `fault-injection` feature; inert without it)
+pub mod mutants; // deliberately broken variants for `bench self-test` (the `chaos-broken` feature only)
 pub mod redact; // the one redaction filter for every text the harness writes or shows the model
 pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench)

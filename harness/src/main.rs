@@ -109,6 +109,11 @@ fn main() {
             Ending::UnrecoverableError.exit_code()
         }
     };
+    let code = if harness::mutants::active(harness::mutants::Mutant::ExitZero) {
+        0
+    } else {
+        code
+    };
     std::process::exit(code);
 }
 

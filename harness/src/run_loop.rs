@@ -713,10 +713,14 @@ impl Runner {
         if self.clock_ran_out || self.clock_out() {
             return Some(Ending::TimeLimit);
         }
-        if self.state.drift_score > self.spec.drift_halt_above {
+        if self.state.drift_score > self.spec.drift_halt_above
+            || (crate::mutants::active(crate::mutants::Mutant::HaltAtThreshold)
+                && self.state.drift_score >= self.spec.drift_halt_above)
+        {
             return Some(Ending::DriftDetected);
         }
-        if self.state.no_progress_streak >= self.spec.no_progress_k {
+        let k = self.spec.no_progress_k + u32::from(crate::mutants::active(crate::mutants::Mutant::NoProgressOffByOne));
+        if self.state.no_progress_streak >= k {
             return Some(Ending::NoProgress);
         }
         // The pass-rate guard: enough tasks finished and too few verified.
@@ -734,6 +738,9 @@ impl Runner {
             }
         }
         if self.state.planned && self.state.queue.is_empty() {
+            if crate::mutants::active(crate::mutants::Mutant::EmptyQueueIsSuccess) {
+                return Some(Ending::GoalMet);
+            }
             return Some(Ending::QueueEmptyGoalUnmet); // NOT success: report it as such
         }
         None
@@ -868,7 +875,11 @@ impl Runner {
                 // What its tools wrote before the kill, from the journal.
                 self.task_paths = self.writes.paths_for(&task.id);
                 point(Phase::DuringResumeVerify);
-                let outcome = task.verify.run(&self.verify_ctx());
+                let outcome = if crate::mutants::active(crate::mutants::Mutant::ResumeReexecutes) {
+                    VerifyOutcome::NotStarted
+                } else {
+                    task.verify.run(&self.verify_ctx())
+                };
                 self.events.emit(
                     self.state.step,
                     "resume_verify",
@@ -990,7 +1001,10 @@ impl Runner {
                 AttemptEnd::Finished { claim } => Some(truncate(claim, CLAIM_MAX_CHARS)),
                 _ => None,
             };
-            let outcome = task.verify.run(&self.verify_ctx());
+            let mut outcome = task.verify.run(&self.verify_ctx());
+            if crate::mutants::active(crate::mutants::Mutant::TrustsTheClaim) && claim.is_some() {
+                outcome = VerifyOutcome::Done;
+            }
             self.events.emit(self.state.step, "verify", json!({"task": task.id, "attempt": attempt, "attempt_end": end.describe(), "outcome": outcome}));
             if let Some(c) = &claim {
                 self.state.model_claims.push(ModelClaim {
@@ -1250,12 +1264,20 @@ impl Runner {
 
     async fn drift_check(&mut self) -> Result<(), LapError> {
         self.goal.assert_intact()?; // at every check
-        let req = drift::judge_request(
+        let mut req = drift::judge_request(
             &self.goal,
             &self.state.queue,
             self.spec.model_for(crate::model::types::CallRole::Judge),
             format!("judge/{}", self.state.step),
         );
+        if crate::mutants::active(crate::mutants::Mutant::JudgeSeesHistory) {
+            let history: String = (self.state.model_claims.iter())
+                .map(|c| format!("{}: {}\n", c.task_id, c.text))
+                .collect();
+            if let Some(crate::model::types::Turn::User { text }) = req.turns.first_mut() {
+                text.push_str(&format!("\n<history>\n{history}</history>"));
+            }
+        }
         let reply = self.call_model(req, Phase::DuringDriftCall).await?;
         let dc = drift::parse(&reply.text)
             .map_err(|e| LapError::Internal(format!("drift judge reply unusable: {e}")))?;

@@ -165,7 +165,9 @@ impl ToolBox<'_> {
     }
 
     fn allowed(&self, name: &str) -> bool {
-        ALL_TOOL_NAMES.contains(&name) && self.allowlist.iter().any(|a| a == name)
+        ALL_TOOL_NAMES.contains(&name)
+            && (self.allowlist.iter().any(|a| a == name)
+                || crate::mutants::active(crate::mutants::Mutant::AllowlistIgnored))
     }
 
     fn available(&self) -> String {

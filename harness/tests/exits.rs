@@ -130,10 +130,31 @@ fn a_state_dir_that_cannot_be_made_ends_unrecoverable_with_the_report_on_stderr_
         alerts.display().to_string()
     ));
     c.materialize();
-    // The state dir's parent is a regular file: it can never be made.
+    // A state dir whose parent is a regular file is refused with the spec,
+    // before anything runs (64, nothing written: the path cannot be checked
+    // against the workspace).
     let blocker = c.root.path().join("not-a-dir");
     std::fs::write(&blocker, "x").unwrap();
-    let state = blocker.join("state");
+    let refused = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("run")
+        .arg("--spec")
+        .arg(c.spec_path())
+        .arg("--state-dir")
+        .arg(blocker.join("state"))
+        .arg("--replay")
+        .arg(c.cassette_dir())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("state_dir"));
+    assert!(!alerts.exists(), "a refused spec sends no alert");
+    // One that passes the check but cannot be made (no directory can be
+    // created under /proc, even by root) is an ending.
+    let state = std::path::PathBuf::from(format!(
+        "/proc/self/harness-no-such-dir-{}/state",
+        std::process::id()
+    ));
     let out = Command::new(env!("CARGO_BIN_EXE_harness"))
         .arg("run")
         .arg("--spec")

@@ -21,11 +21,14 @@ over the costliest of the case's three scenario variants, so at level 1 every
 variant finishes (the case.toml expectations say so and `bench run --suite
 suites/knee` checks it), and at lower levels the cap really bites: fewer
 verified tasks and BUDGET_EXHAUSTED endings. The worst-case reservation is the
-ledger's (harness/src/ledger.rs): (request bytes / 3 + 1) input tokens at the
-input price plus max_tokens at the output price; request bytes are estimated
-here from the system prompt, the tool definitions and what the turns carry,
-on the high side (the largest estimate a real run reserved was ~1.9k tokens;
-this assumes 3k+).
+ledger's (harness/src/ledger/bound.rs): the request's bytes plus the
+protocol allowance as input tokens at the cache-write rate, plus max_tokens
+at the output price; request bytes are estimated here from the system
+prompt, the tool definitions and what the turns carry, on the high side.
+Scripted input usage stays within what each request could bill (at most
+its bytes: a token is at least a byte), so an execute call's input is the
+seed's size only while the request is that large; the knee's cost is mostly
+output.
 
 What shapes the curve, and is an assumption of this suite (see README.md):
   - 8 of the 10 cases hold one task the agent cannot finish from the sandbox
@@ -56,14 +59,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gen"))
 
-from lib import (PRICES, ROOT, Case, V, call, cost, judge_call, ls, migrate, plan_call, post, read, run_check, task, u, write)  # noqa: E402
+from lib import (EXEC_BODY_FLOOR_BYTES, PRICES, ROOT, Case, V, call, cost, judge_call, ls, migrate, plan_call, post, read, run_check, task, u, write)  # noqa: E402
+from lib import worst_usd as lib_worst_usd  # noqa: E402
 
 CACHED_PREFIX = 2850        # system prompt + tool definitions, cached after the first call of a run
 PLAN_MAX_TOKENS = 4096      # harness/src/agent.rs
 JUDGE_MAX_TOKENS = 2048     # harness/src/drift.rs
 DRIFT_EVERY = 5             # the harness default: a judge call after task 5 when tasks remain
 REQUEST_BASE_BYTES = 9000   # system prompt + six tool definitions + task prompt, rounded up
-BYTES_PER_TOKEN = 3         # the ledger's estimate
 
 
 class KneeCase(Case):
@@ -119,8 +122,17 @@ def size_calls(c, ri, calls, heavy, tasks):
         else:
             tid = k["key"].split("/")[1]
             turn = int(k["key"].rsplit("/", 1)[1])
+            if turn == 0:
+                carried = 0
             f = heavy * (1 + POSITION_GROWTH * pos[tid]) * (DOOMED_FACTOR if tid in doomed else 1.0)
             fresh = int(f * (3500 + 3300 * turn)) + x % 700
+            # Within what the request could bill: the ledger reserves the
+            # request's bytes as tokens (harness/src/ledger/bound.rs), and
+            # usage above it ends the run (billed_above_reserve). This request
+            # carries at least the floor plus what the attempt's earlier
+            # turns said and sent; the cached prefix counts too.
+            fresh = max(1, min(fresh, EXEC_BODY_FLOOR_BYTES + carried - CACHED_PREFIX))
+            carried += len(k.get("text", "")) + sum(len(json.dumps(t["input"])) for t in k.get("tools", []))
             written = sum(len(json.dumps(t["input"])) for t in k.get("tools", []))
             out = 380 + x % 520 + written // 4 + len(k.get("text", "")) // 4
             k["usage"] = u(fresh, out, cw=CACHED_PREFIX) if first else u(fresh, out, cr=CACHED_PREFIX)
@@ -135,11 +147,12 @@ def unreachable(check, why, description, first, second, final, explore=None):
 
 
 def worst_usd(c, k, turn_bytes):
-    pin, pout = PRICES[c.model_for(k["key"])]
+    """The ledger's reservation for this call, estimated on the high side:
+    the request's bytes plus the protocol allowance as cache-write tokens,
+    plus max_tokens of output (suites/gen/lib.py `worst_usd`)."""
     role = k["key"].split("/")[0]
     max_out = {"plan": PLAN_MAX_TOKENS, "judge": JUDGE_MAX_TOKENS}.get(role, c.max_tokens)
-    est_in = (REQUEST_BASE_BYTES + turn_bytes) // BYTES_PER_TOKEN + 1
-    return (est_in * pin + max_out * pout) / 1e6
+    return lib_worst_usd(c.model_for(k["key"]), REQUEST_BASE_BYTES + turn_bytes, min(max_out, c.max_tokens))
 
 
 def cap_need(c, calls):

@@ -63,7 +63,10 @@ pub type PriceTable = BTreeMap<String, Price>;
 pub fn cost_usd(price: &Price, u: &Usage) -> f64 {
     (u.input_tokens as f64 * price.input_usd_per_mtok
         + u.cache_read_input_tokens as f64 * price.input_usd_per_mtok * CACHE_READ_MULTIPLIER
-        + u.cache_creation_input_tokens as f64 * price.input_usd_per_mtok * CACHE_WRITE_MULTIPLIER
+        + u.cache_creation_input_tokens as f64
+            * price.input_usd_per_mtok
+            * CACHE_WRITE_MULTIPLIER
+            * f64::from(u8::from(!crate::mutants::active(crate::mutants::Mutant::CacheWritesFree)))
         + u.output_tokens as f64 * price.output_usd_per_mtok)
         / 1e6
 }
@@ -532,7 +535,9 @@ impl Ledger {
         let worst = worst_case_usd(p, bound, self.input_rate_max);
         let open_usd: f64 = self.open.values().sum();
         let would_reach = self.snap.spent_usd + open_usd + worst;
-        if !(would_reach <= self.hard_cap_usd) {
+        if !(would_reach <= self.hard_cap_usd)
+            && !crate::mutants::active(crate::mutants::Mutant::CapNotEnforced)
+        {
             // The ONLY thing that makes BUDGET_EXHAUSTED reachable when spend
             // stalls below the cap; should_stop reads it at the top of the loop.
             self.snap.blocked = true;

@@ -1,0 +1,147 @@
+//! Deliberately broken harness variants the suite self-test must catch
+//! (`bench self-test`). Each is a one-line bug of a kind the seed warns about,
+//! at the one place that guarantee lives; the suite (its gates and the audit)
+//! must fail every one.
+//!
+//! They exist only with the `chaos-broken` cargo feature, which the
+//! production build never enables; `bench self-test` builds that variant once
+//! (into target/chaos-broken, shared with `bench chaos --self-test`) and picks
+//! the mutant at run time with `HARNESS_CHAOS_BROKEN` (the same variable the
+//! chaos bench's durability variants use: one binary, one selector). Without
+//! the feature [`active`] is a constant `false` the optimiser removes.
+
+/// One deliberately broken behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutant {
+    /// An empty queue with the goal unmet is reported GOAL_MET.
+    EmptyQueueIsSuccess,
+    /// A task is verified when the model claims it is done, whatever its
+    /// verify says (the model grades its own work).
+    TrustsTheClaim,
+    /// The drift halt compares `>=` (a score exactly at the threshold halts).
+    HaltAtThreshold,
+    /// NO_PROGRESS needs K + 1 parked tasks in a row, not K.
+    NoProgressOffByOne,
+    /// The drift judge also sees the finished tasks (the agent's history).
+    JudgeSeesHistory,
+    /// On resume the in-flight task goes back to the queue without a verify
+    /// (a non-idempotent step runs twice).
+    ResumeReexecutes,
+    /// The ledger never refuses a reservation: the cap is checked by nobody.
+    CapNotEnforced,
+    /// Cache-write input tokens are not billed.
+    CacheWritesFree,
+    /// Checks inherit the harness's whole environment (the API key included).
+    CheckEnvInherited,
+    /// A tool write opens the existing file and writes it in place (through
+    /// a hard link, outside the workspace).
+    WriteInPlace,
+    /// A verified task's commit stages every change in the work tree.
+    CommitEverything,
+    /// The process exits 0 whatever the ending.
+    ExitZero,
+    /// Every tool is offered to the model, whatever the spec allows.
+    AllowlistIgnored,
+}
+
+impl Mutant {
+    pub const ALL: [Mutant; 13] = [
+        Mutant::EmptyQueueIsSuccess,
+        Mutant::TrustsTheClaim,
+        Mutant::HaltAtThreshold,
+        Mutant::NoProgressOffByOne,
+        Mutant::JudgeSeesHistory,
+        Mutant::ResumeReexecutes,
+        Mutant::CapNotEnforced,
+        Mutant::CacheWritesFree,
+        Mutant::CheckEnvInherited,
+        Mutant::WriteInPlace,
+        Mutant::CommitEverything,
+        Mutant::ExitZero,
+        Mutant::AllowlistIgnored,
+    ];
+
+    /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mutant::EmptyQueueIsSuccess => "empty-queue-is-success",
+            Mutant::TrustsTheClaim => "trusts-the-claim",
+            Mutant::HaltAtThreshold => "halt-at-threshold",
+            Mutant::NoProgressOffByOne => "no-progress-off-by-one",
+            Mutant::JudgeSeesHistory => "judge-sees-history",
+            Mutant::ResumeReexecutes => "resume-reexecutes",
+            Mutant::CapNotEnforced => "cap-not-enforced",
+            Mutant::CacheWritesFree => "cache-writes-free",
+            Mutant::CheckEnvInherited => "check-env-inherited",
+            Mutant::WriteInPlace => "write-in-place",
+            Mutant::CommitEverything => "commit-everything",
+            Mutant::ExitZero => "exit-zero",
+            Mutant::AllowlistIgnored => "allowlist-ignored",
+        }
+    }
+
+    /// What the variant breaks, for the self-test's report.
+    pub fn breaks(self) -> &'static str {
+        match self {
+            Mutant::EmptyQueueIsSuccess => "an empty queue is not success (QUEUE_EMPTY_GOAL_UNMET)",
+            Mutant::TrustsTheClaim => "the model never grades its own work",
+            Mutant::HaltAtThreshold => "drift halts strictly above halt_above",
+            Mutant::NoProgressOffByOne => "K parked tasks in a row end NO_PROGRESS",
+            Mutant::JudgeSeesHistory => "the judge sees only (goal, queue)",
+            Mutant::ResumeReexecutes => "resume verifies, never re-executes",
+            Mutant::CapNotEnforced => "spend never passes the hard cap",
+            Mutant::CacheWritesFree => "all four usage fields are billed",
+            Mutant::CheckEnvInherited => "no key reaches a check, the model or a file",
+            Mutant::WriteInPlace => "nothing outside the workspace changes",
+            Mutant::CommitEverything => "one task per commit",
+            Mutant::ExitZero => "the exit code is the ending's",
+            Mutant::AllowlistIgnored => "only the spec's allowlisted tools are offered",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mutant> {
+        Mutant::ALL.iter().copied().find(|m| m.as_str() == s)
+    }
+}
+
+/// Is `m` the variant this process runs as? Always false unless the crate
+/// was built with the `chaos-broken` feature AND `HARNESS_CHAOS_BROKEN`
+/// names `m`.
+#[cfg(feature = "chaos-broken")]
+pub fn active(m: Mutant) -> bool {
+    static M: std::sync::OnceLock<Option<Mutant>> = std::sync::OnceLock::new();
+    *M.get_or_init(|| {
+        std::env::var(crate::simfs::BROKEN_ENV)
+            .ok()
+            .and_then(|v| Mutant::parse(&v))
+    }) == Some(m)
+}
+
+#[cfg(not(feature = "chaos-broken"))]
+#[inline(always)]
+pub fn active(_m: Mutant) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_distinct_from_the_chaos_variants() {
+        for m in Mutant::ALL {
+            assert_eq!(Mutant::parse(m.as_str()), Some(m));
+            assert!(crate::simfs::Broken::parse(m.as_str()).is_none());
+        }
+        for b in crate::simfs::Broken::NAMES {
+            assert!(Mutant::parse(b).is_none());
+        }
+    }
+
+    #[cfg(not(feature = "chaos-broken"))]
+    #[test]
+    fn a_production_build_runs_no_mutant_whatever_the_environment() {
+        std::env::set_var(crate::simfs::BROKEN_ENV, "exit-zero");
+        assert!(Mutant::ALL.iter().all(|m| !active(*m)));
+    }
+}
