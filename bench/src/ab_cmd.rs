@@ -171,6 +171,7 @@ pub fn load_config(path: &Path) -> Result<ArmConfig, String> {
         applied: Overlay {
             table,
             budget_scale,
+            ..Default::default()
         },
     })
 }

@@ -466,15 +466,9 @@ impl Gathered {
         self.journal_overbilled_usd = std::fs::read(&journal_path)
             .map(|b| overbilled_usd(&b))
             .unwrap_or(0.0);
-        let spec_path = case_copy.join("run.toml");
-        self.predicate = Some(
-            tokio::task::spawn_blocking(move || rerun_predicate(&spec_path))
-                .await
-                .unwrap_or_else(|e| PredicateRerun {
-                    passed: Err(format!("the predicate run did not finish: {e}")),
-                    hard_cap_usd: None,
-                }),
-        );
+        // The canary scan reads what the harness left, so it comes before
+        // the bench's own predicate run: a check that writes files (a test
+        // runner's diagnostics) would otherwise overwrite the evidence.
         if !self.canaries.is_empty() {
             let (hits, note) = scan_tree_for_canaries(case_run_dir, &self.canaries);
             self.canary_hits.extend(hits);
@@ -485,6 +479,15 @@ impl Gathered {
                     .extend(canary_hits_in(r.body.as_bytes(), &self.canaries, &place));
             }
         }
+        let spec_path = case_copy.join("run.toml");
+        self.predicate = Some(
+            tokio::task::spawn_blocking(move || rerun_predicate(&spec_path))
+                .await
+                .unwrap_or_else(|e| PredicateRerun {
+                    passed: Err(format!("the predicate run did not finish: {e}")),
+                    hard_cap_usd: None,
+                }),
+        );
     }
 }
 

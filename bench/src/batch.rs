@@ -60,6 +60,69 @@ pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
     }
 }
 
+/// Build (incrementally) and return the harness binary a bench self-test
+/// drives: the production one (`target/release/harness`), or with `broken`
+/// the `chaos-broken` variant, in its own target dir so the feature never
+/// reaches the production binary. `bench chaos` and `bench self-test` share
+/// it (one broken build serves both). `explicit` (--harness) wins.
+pub fn build_harness(
+    explicit: Option<&PathBuf>,
+    broken: bool,
+    no_build: bool,
+) -> Result<PathBuf, String> {
+    if let Some(h) = explicit {
+        return Ok(h.clone());
+    }
+    let root = repo_root();
+    let (target_dir, features): (PathBuf, &[&str]) = if broken {
+        // Its own target dir: the feature must never reach target/release/harness.
+        (
+            root.join("target/chaos-broken"),
+            &["--features", "chaos-broken"],
+        )
+    } else {
+        (root.join("target"), &[])
+    };
+    let bin = target_dir.join("release/harness");
+    if !no_build {
+        eprintln!(
+            "bench: cargo build --release -p harness {}--target-dir {}",
+            features.iter().map(|f| format!("{f} ")).collect::<String>(),
+            target_dir.display()
+        );
+        let st =
+            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "--release", "--quiet", "-p", "harness"])
+                .args(features)
+                .arg("--target-dir")
+                .arg(&target_dir)
+                .current_dir(&root)
+                .status();
+        match st {
+            Ok(s) if s.success() => {}
+            Ok(s) => return Err(format!("building the harness failed ({s})")),
+            Err(e) if bin.is_file() => eprintln!(
+                "bench: cannot run cargo ({e}); using {}",
+                bin.display()
+            ),
+            Err(e) => {
+                return Err(format!(
+                    "cannot run cargo to build the harness: {e}; pass --harness"
+                ))
+            }
+        }
+    }
+    Ok(bin)
+}
+
+/// The repository root (the bench crate's parent).
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
 /// Where a batch's case-runs get their model answers.
 pub enum Source {
     Replay(Servers),
@@ -147,7 +210,35 @@ impl Batch {
     /// `<out>/cases/<id>/run-<r>/`. `on_done(case index, record)` sees each
     /// record as it is collected. Returns the records per case (in the
     /// order of `cases`), each case's runs sorted by run index.
-    pub async fn run<F>(&self, overlay: &Overlay, out: &Path, mut on_done: F) -> Vec<Vec<RunRecord>>
+    pub async fn run<F>(&self, overlay: &Overlay, out: &Path, on_done: F) -> Vec<Vec<RunRecord>>
+    where
+        F: FnMut(usize, &RunRecord),
+    {
+        self.run_inner(overlay, out, false, on_done).await
+    }
+
+    /// [`Batch::run`], but no new case-run starts once one has failed (the
+    /// ones in flight finish): for a gate that only needs to know whether
+    /// anything fails (`bench self-test --first-catch`).
+    pub async fn run_until_failure<F>(
+        &self,
+        overlay: &Overlay,
+        out: &Path,
+        on_done: F,
+    ) -> Vec<Vec<RunRecord>>
+    where
+        F: FnMut(usize, &RunRecord),
+    {
+        self.run_inner(overlay, out, true, on_done).await
+    }
+
+    async fn run_inner<F>(
+        &self,
+        overlay: &Overlay,
+        out: &Path,
+        stop_on_failure: bool,
+        mut on_done: F,
+    ) -> Vec<Vec<RunRecord>>
     where
         F: FnMut(usize, &RunRecord),
     {
@@ -208,6 +299,9 @@ impl Batch {
         // A worker that panicked leaves its case-run without a record (and
         // the others finish the queue); `total()` tells the caller.
         while let Some((ci, rec)) = rx.recv().await {
+            if stop_on_failure && !rec.passed {
+                queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            }
             on_done(ci, &rec);
             per_case[ci].push(rec);
         }

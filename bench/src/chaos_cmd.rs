@@ -128,63 +128,6 @@ fn expectation(b: Broken) -> (Expect, Expect, &'static str) {
     }
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-/// Build (incrementally) and return the harness binary to drive.
-fn harness_binary(
-    explicit: Option<&PathBuf>,
-    broken: bool,
-    no_build: bool,
-) -> Result<PathBuf, String> {
-    if let Some(h) = explicit {
-        return Ok(h.clone());
-    }
-    let root = repo_root();
-    let (target_dir, features): (PathBuf, &[&str]) = if broken {
-        // Its own target dir: the feature must never reach target/release/harness.
-        (
-            root.join("target/chaos-broken"),
-            &["--features", "chaos-broken"],
-        )
-    } else {
-        (root.join("target"), &[])
-    };
-    let bin = target_dir.join("release/harness");
-    if !no_build {
-        eprintln!(
-            "bench chaos: cargo build --release -p harness {}--target-dir {}",
-            features.iter().map(|f| format!("{f} ")).collect::<String>(),
-            target_dir.display()
-        );
-        let st =
-            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "--release", "--quiet", "-p", "harness"])
-                .args(features)
-                .arg("--target-dir")
-                .arg(&target_dir)
-                .current_dir(&root)
-                .status();
-        match st {
-            Ok(s) if s.success() => {}
-            Ok(s) => return Err(format!("building the harness failed ({s})")),
-            Err(e) if bin.is_file() => eprintln!(
-                "bench chaos: cannot run cargo ({e}); using {}",
-                bin.display()
-            ),
-            Err(e) => {
-                return Err(format!(
-                    "cannot run cargo to build the harness: {e}; pass --harness"
-                ))
-            }
-        }
-    }
-    Ok(bin)
-}
 
 fn default_work_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
@@ -363,7 +306,7 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         return self_test(&args, base, t0);
     }
     let cfg = Config {
-        harness_bin: harness_binary(args.harness.as_ref(), args.broken.is_some(), args.no_build)?,
+        harness_bin: crate::batch::build_harness(args.harness.as_ref(), args.broken.is_some(), args.no_build)?,
         ..base
     };
     let build_s = t0.elapsed().as_secs_f64();
@@ -478,8 +421,8 @@ fn pairs(m: &ModeReport) -> std::collections::BTreeSet<(usize, String)> {
 }
 
 fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, String> {
-    let broken_bin = harness_binary(args.harness.as_ref(), true, args.no_build)?;
-    let base_bin = harness_binary(args.baseline_harness.as_ref(), false, args.no_build)?;
+    let broken_bin = crate::batch::build_harness(args.harness.as_ref(), true, args.no_build)?;
+    let base_bin = crate::batch::build_harness(args.baseline_harness.as_ref(), false, args.no_build)?;
     let modes = vec![Mode::Sigkill, Mode::PowerLoss];
     // The production harness on the very same kill plan: violations it shows
     // too are the harness's own bugs, not something the variant broke.

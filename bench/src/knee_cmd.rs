@@ -233,6 +233,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         let overlay = Overlay {
             table: Default::default(),
             budget_scale: Some(level),
+            ..Default::default()
         };
         let per_case = b
             .run(

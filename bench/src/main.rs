@@ -22,6 +22,7 @@ mod price_cmd;
 mod record_cmd;
 mod run_cmd;
 mod runner;
+mod self_test_cmd;
 mod score;
 mod script;
 mod serve;
@@ -54,6 +55,8 @@ enum Command {
     Chaos(chaos_cmd::ChaosArgs),
     /// The machine's faults against the real harness: a real full disk (tmpfs) and checks slower than the wall clock.
     Faults(faults_cmd::FaultsArgs),
+    /// The suite against deliberately broken harness variants: every one must be caught.
+    SelfTest(self_test_cmd::SelfTestArgs),
     /// Paired A/B comparison of two configurations over the suite.
     Ab(ab_cmd::AbArgs),
     /// Measure the drift detector on labeled queues.
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge_cmd::run(args),
         Command::Chaos(args) => chaos_cmd::run(args),
         Command::Faults(args) => faults_cmd::run(args),
+        Command::SelfTest(args) => self_test_cmd::run(args),
         Command::Ab(args) => ab_cmd::run(args),
         Command::Calibrate(args) => calibrate_cmd::run(args),
         Command::Knee(args) => knee_cmd::run(args),

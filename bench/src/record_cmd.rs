@@ -152,6 +152,7 @@ pub fn overlay(
     Overlay {
         table,
         budget_scale: None,
+        ..Default::default()
     }
 }
 

@@ -52,6 +52,9 @@ pub struct RunRecord {
 pub struct Overlay {
     pub table: toml::Table,
     pub budget_scale: Option<f64>,
+    /// Variables set on every harness process of the arm, after the case's
+    /// own (`bench self-test`: which broken variant the process runs as).
+    pub harness_env: Vec<(String, String)>,
 }
 
 fn merge_into(dst: &mut toml::Table, src: &toml::Table) {
@@ -546,11 +549,9 @@ pub async fn run_case(
             return setup_fault(format!("setup: {e}"), &dir);
         }
     }
-    let env_set: Vec<(String, String)> = case
-        .file
-        .harness_env
-        .iter()
+    let env_set: Vec<(String, String)> = (case.file.harness_env.iter())
         .map(|(k, v)| (k.clone(), v.clone()))
+        .chain(overlay.harness_env.iter().cloned())
         .collect();
     let state = dir.join("state");
     let (base, env_remove, session) = match target {

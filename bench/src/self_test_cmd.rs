@@ -1,0 +1,327 @@
+//! `bench self-test`: the suite measured against deliberately broken
+//! harnesses. A bench is worth what it catches, so every guarantee the suite
+//! gates has a one-line bug of the kind the seed warns about
+//! (`harness::mutants`), and the full gate suite must fail each one.
+//!
+//! One build serves every variant: the harness with the `chaos-broken`
+//! feature (target/chaos-broken, the same build `bench chaos --self-test`
+//! uses), the variant chosen per process by `HARNESS_CHAOS_BROKEN`. First a
+//! control batch with no variant set must pass every case (a self-test whose
+//! control fails measures nothing); then one batch per variant, every case
+//! once. A variant is caught when at least one case-run fails; the report
+//! lists which cases caught it and the first failure of each.
+//!
+//! Exit codes: 0 every variant caught and the control clean; 1 a variant got
+//! through or the control failed; 3 the suite or the harness could not be
+//! loaded or built; 2 usage error.
+
+use crate::batch::{self, Batch};
+use crate::runner::{Overlay, RunRecord};
+use clap::Args;
+use harness::mutants::Mutant;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+pub const EXIT_MISSED: u8 = 1;
+pub const EXIT_UNLOADABLE: u8 = 3;
+/// Cases named per variant in the table (all of them are in the JSON).
+const CAUGHT_BY_SHOWN: usize = 3;
+/// Characters of a case's first failure kept in the table.
+const FAILURE_SHOWN_CHARS: usize = 120;
+
+#[derive(Args, Debug, Clone)]
+pub struct SelfTestArgs {
+    /// Suite root holding happy/ edge/ adversarial/ regression/ (every
+    /// category runs: the gate is the full suite).
+    #[arg(long, default_value = "suites")]
+    pub suite: PathBuf,
+    /// Only these variants (comma-separated wire names); default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Vec<String>,
+    /// A `chaos-broken` harness build (default: build it into target/chaos-broken).
+    #[arg(long)]
+    pub harness: Option<PathBuf>,
+    /// Do not run cargo; use the existing build.
+    #[arg(long)]
+    pub no_build: bool,
+    /// Stop each variant's batch at its first failed case-run (no new one
+    /// starts; those in flight finish): enough for the gate, and what CI
+    /// runs. Without it every case runs under every variant, so the report
+    /// shows every case that catches each.
+    #[arg(long)]
+    pub first_catch: bool,
+    /// Case-runs at once.
+    #[arg(long, default_value_t = 4)]
+    pub max_concurrency: usize,
+    #[arg(long, default_value = "target/bench/self-test")]
+    pub out: PathBuf,
+}
+
+/// One variant's result (self-test.json).
+#[derive(Debug, Serialize)]
+pub struct VariantResult {
+    pub variant: String,
+    pub breaks: String,
+    pub caught: bool,
+    /// (case id, its first failure) for every case that failed.
+    pub caught_by: Vec<(String, String)>,
+    pub wall_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SelfTestReport {
+    pub cases: usize,
+    /// Every case under every variant, or each stopped at its first catch.
+    pub mode: String,
+    pub control_failures: Vec<(String, String)>,
+    pub control_wall_s: f64,
+    pub variants: Vec<VariantResult>,
+    pub caught: usize,
+    pub wall_s: f64,
+}
+
+pub fn run(args: SelfTestArgs) -> ExitCode {
+    batch::block_on("self-test", EXIT_UNLOADABLE, run_async(args))
+}
+
+fn chosen(names: &[String]) -> Result<Vec<Mutant>, String> {
+    if names.is_empty() {
+        return Ok(Mutant::ALL.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            Mutant::parse(n).ok_or_else(|| {
+                let all: Vec<&str> = Mutant::ALL.iter().map(|m| m.as_str()).collect();
+                format!("--variants: no variant {n:?}; the variants are {}", all.join(", "))
+            })
+        })
+        .collect()
+}
+
+/// Every case whose case-run failed, with its first failure.
+fn failures(cases: &[crate::suite::Case], per_case: &[Vec<RunRecord>]) -> Vec<(String, String)> {
+    cases
+        .iter()
+        .zip(per_case)
+        .filter_map(|(c, runs)| {
+            let bad = runs.iter().find(|r| !r.passed)?;
+            let why = bad
+                .failures
+                .first()
+                .cloned()
+                .unwrap_or_else(|| format!("ended {}", bad.ending));
+            Some((c.id().to_string(), why))
+        })
+        .collect()
+}
+
+async fn run_async(args: SelfTestArgs) -> ExitCode {
+    let variants = match chosen(&args.variants) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("bench self-test: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.max_concurrency == 0 {
+        eprintln!("bench self-test: --max-concurrency must be at least 1");
+        return ExitCode::from(2);
+    }
+    let t_all = Instant::now();
+    let bin = match batch::build_harness(args.harness.as_ref(), true, args.no_build) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("bench self-test: {e}");
+            return ExitCode::from(EXIT_UNLOADABLE);
+        }
+    };
+    let suite = match crate::suite::load_suite(&args.suite, None) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bench self-test: {e}");
+            return ExitCode::from(EXIT_UNLOADABLE);
+        }
+    };
+    if !suite.errors.is_empty() {
+        for e in &suite.errors {
+            eprintln!("bench self-test: case not loaded: {e}");
+        }
+        return ExitCode::from(EXIT_UNLOADABLE);
+    }
+    let n_cases = suite.cases.len();
+    let b = match Batch::start(suite.cases, bin, &args.out, 1, args.max_concurrency).await {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("bench self-test: {e}");
+            return ExitCode::from(EXIT_UNLOADABLE);
+        }
+    };
+    let bar = batch::progress_bar(b.total() * (1 + variants.len() as u64), "case-runs");
+    let mode = if args.first_catch {
+        "each variant stopped at its first failed case-run"
+    } else {
+        "every case under every variant"
+    };
+    let tick = |_: usize, _: &RunRecord| {
+        if let Some(p) = &bar {
+            p.inc(1);
+        }
+    };
+
+    // The control: the same broken build with no variant selected.
+    let t0 = Instant::now();
+    let control = b.run(&Overlay::default(), &b.out.join("control"), tick).await;
+    let control_failures = failures(&b.cases, &control);
+    let control_wall_s = t0.elapsed().as_secs_f64();
+    eprintln!(
+        "bench self-test: control (no variant): {} of {n_cases} cases failed, {control_wall_s:.1}s",
+        control_failures.len()
+    );
+
+    let mut results = vec![];
+    for m in &variants {
+        let t0 = Instant::now();
+        let overlay = Overlay {
+            harness_env: vec![(harness::simfs::BROKEN_ENV.to_string(), m.as_str().to_string())],
+            ..Default::default()
+        };
+        let dir = b.out.join(m.as_str());
+        let per_case = if args.first_catch {
+            b.run_until_failure(&overlay, &dir, tick).await
+        } else {
+            b.run(&overlay, &dir, tick).await
+        };
+        let caught_by = failures(&b.cases, &per_case);
+        let r = VariantResult {
+            variant: m.as_str().to_string(),
+            breaks: m.breaks().to_string(),
+            caught: !caught_by.is_empty(),
+            caught_by,
+            wall_s: t0.elapsed().as_secs_f64(),
+        };
+        eprintln!(
+            "bench self-test: {:<24} {} ({} cases), {:.1}s",
+            r.variant,
+            if r.caught { "CAUGHT" } else { "MISSED" },
+            r.caught_by.len(),
+            r.wall_s
+        );
+        results.push(r);
+    }
+    if let Some(p) = &bar {
+        p.finish_and_clear();
+    }
+    let caught = results.iter().filter(|r| r.caught).count();
+    let report = SelfTestReport {
+        cases: n_cases,
+        mode: mode.to_string(),
+        control_failures,
+        control_wall_s,
+        caught,
+        variants: results,
+        wall_s: t_all.elapsed().as_secs_f64(),
+    };
+    let md = markdown(&report);
+    println!("{}", table(&report));
+    for (name, body) in [
+        ("self-test.json", serde_json::to_string_pretty(&report).unwrap_or_default()),
+        ("self-test.md", md),
+    ] {
+        let p = b.out.join(name);
+        if let Err(e) = std::fs::write(&p, body) {
+            eprintln!("bench self-test: cannot write {}: {e}", p.display());
+        }
+    }
+    println!("{}", verdict(&report));
+    println!("report     {}", b.out.join("self-test.md").display());
+    if report.control_failures.is_empty() && caught == report.variants.len() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_MISSED)
+    }
+}
+
+fn verdict(r: &SelfTestReport) -> String {
+    let mut v = format!(
+        "{} of {} variants caught by the suite ({} cases, 1 run each; {}), {:.0}s",
+        r.caught,
+        r.variants.len(),
+        r.cases,
+        r.mode,
+        r.wall_s
+    );
+    if !r.control_failures.is_empty() {
+        v.push_str(&format!(
+            "; FAIL: the control (no variant) failed {} case(s), first {}: {}",
+            r.control_failures.len(),
+            r.control_failures[0].0,
+            r.control_failures[0].1
+        ));
+    }
+    let missed: Vec<&str> = (r.variants.iter())
+        .filter(|v| !v.caught)
+        .map(|v| v.variant.as_str())
+        .collect();
+    if !missed.is_empty() {
+        v.push_str(&format!("; FAIL: missed {}", missed.join(", ")));
+    }
+    v
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(n).collect::<String>())
+    }
+}
+
+fn caught_by_cell(v: &VariantResult) -> String {
+    let mut cell: Vec<String> = (v.caught_by.iter().take(CAUGHT_BY_SHOWN))
+        .map(|(id, why)| format!("{id}: {}", clip(why, FAILURE_SHOWN_CHARS)))
+        .collect();
+    if v.caught_by.len() > CAUGHT_BY_SHOWN {
+        cell.push(format!("(+{} more)", v.caught_by.len() - CAUGHT_BY_SHOWN));
+    }
+    cell.join("\n")
+}
+
+fn table(r: &SelfTestReport) -> String {
+    use tabled::{builder::Builder, settings::Style};
+    let mut b = Builder::default();
+    b.push_record(["variant", "breaks", "caught", "cases", "caught by (first failure)"]);
+    for v in &r.variants {
+        b.push_record([
+            v.variant.clone(),
+            v.breaks.clone(),
+            if v.caught { "yes" } else { "NO" }.to_string(),
+            v.caught_by.len().to_string(),
+            caught_by_cell(v),
+        ]);
+    }
+    b.build().with(Style::sharp()).to_string()
+}
+
+fn markdown(r: &SelfTestReport) -> String {
+    let mut md = format!(
+        "# bench self-test\n\n{}\n\nThe harness built with the `chaos-broken` feature (never the production build); each variant is one deliberately broken behaviour (`harness::mutants`), selected by `HARNESS_CHAOS_BROKEN`, run through every case of the suite once. The control (no variant) must pass every case: {} failed ({:.1}s).\n\n| variant | breaks | caught | cases | caught by (first failure) | wall |\n|---|---|---|---:|---|---:|\n",
+        verdict(r),
+        r.control_failures.len(),
+        r.control_wall_s
+    );
+    for v in &r.variants {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {:.1}s |\n",
+            v.variant,
+            v.breaks,
+            if v.caught { "yes" } else { "**NO**" },
+            v.caught_by.len(),
+            caught_by_cell(v).replace('|', "\\|").replace('\n', "<br>"),
+            v.wall_s
+        ));
+    }
+    md
+}
