@@ -317,7 +317,11 @@ pub fn canaries(
 ) -> Vec<Canary> {
     use sha2::{Digest, Sha256};
     let mut vars: Vec<String> = spec_key_env.map(str::to_string).into_iter().collect();
-    vars.extend(harness::redact::PROVIDER_KEY_VARS.iter().map(|s| s.to_string()));
+    vars.extend(
+        harness::redact::PROVIDER_KEY_VARS
+            .iter()
+            .map(|s| s.to_string()),
+    );
     vars.sort();
     vars.dedup();
     vars.retain(|v| !skip.contains(v) && !harness_env.contains_key(v));
@@ -460,9 +464,10 @@ impl Gathered {
         // Read by the harness's own journal rules (a torn reserve at its
         // worst case), which need the cap the run was given.
         let journal_path = state_dir.join("ledger.jsonl");
-        self.journal = self.spec.as_ref().and_then(|s| {
-            harness::ledger::Ledger::peek_journal(&journal_path, s.hard_cap_usd)
-        });
+        self.journal = self
+            .spec
+            .as_ref()
+            .and_then(|s| harness::ledger::Ledger::peek_journal(&journal_path, s.hard_cap_usd));
         self.journal_overbilled_usd = std::fs::read(&journal_path)
             .map(|b| overbilled_usd(&b))
             .unwrap_or(0.0);
@@ -1272,10 +1277,15 @@ output_usd_per_mtok = 0.4
             usage: Default::default(),
             basis: "usage".into(),
         };
-        let text: String = [reserve(1, 0.3), record(1, 0.1), reserve(2, 0.3), record(2, 1.0)]
-            .iter()
-            .map(|e| frame(e).unwrap())
-            .collect();
+        let text: String = [
+            reserve(1, 0.3),
+            record(1, 0.1),
+            reserve(2, 0.3),
+            record(2, 1.0),
+        ]
+        .iter()
+        .map(|e| frame(e).unwrap())
+        .collect();
         assert!((overbilled_usd(text.as_bytes()) - 0.7).abs() < 1e-12);
     }
 
@@ -1455,7 +1465,13 @@ output_usd_per_mtok = 0.4
 
     #[test]
     fn canaries_are_distinct_key_shaped_and_found_anywhere_in_the_tree() {
-        let c = canaries(Some("MY_KEY"), "case-a", 0, &["OPENAI_API_KEY".to_string()], &BTreeMap::new());
+        let c = canaries(
+            Some("MY_KEY"),
+            "case-a",
+            0,
+            &["OPENAI_API_KEY".to_string()],
+            &BTreeMap::new(),
+        );
         assert!(c.iter().any(|c| c.var == "MY_KEY"));
         assert!(
             !c.iter().any(|c| c.var == "OPENAI_API_KEY"),

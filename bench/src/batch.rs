@@ -101,10 +101,9 @@ pub fn build_harness(
         match st {
             Ok(s) if s.success() => {}
             Ok(s) => return Err(format!("building the harness failed ({s})")),
-            Err(e) if bin.is_file() => eprintln!(
-                "bench: cannot run cargo ({e}); using {}",
-                bin.display()
-            ),
+            Err(e) if bin.is_file() => {
+                eprintln!("bench: cannot run cargo ({e}); using {}", bin.display())
+            }
             Err(e) => {
                 return Err(format!(
                     "cannot run cargo to build the harness: {e}; pass --harness"
@@ -273,9 +272,10 @@ impl Batch {
                     let Some((ci, r)) = next else { break };
                     let c = &cases[ci];
                     let target = match &*source {
-                        Source::Replay(servers) => servers.server_for(c).map(Target::Replay).map_err(
-                            |detail| BenchFault::ReplayServerUnavailable { detail },
-                        ),
+                        Source::Replay(servers) => servers
+                            .server_for(c)
+                            .map(Target::Replay)
+                            .map_err(|detail| BenchFault::ReplayServerUnavailable { detail }),
                         Source::Live(live) => match live.stopped() {
                             Some(why) => {
                                 live.note_not_started(c.id(), r);

@@ -128,7 +128,6 @@ fn expectation(b: Broken) -> (Expect, Expect, &'static str) {
     }
 }
 
-
 fn default_work_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() && tempfile_ok(shm) {
@@ -306,7 +305,11 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         return self_test(&args, base, t0);
     }
     let cfg = Config {
-        harness_bin: crate::batch::build_harness(args.harness.as_ref(), args.broken.is_some(), args.no_build)?,
+        harness_bin: crate::batch::build_harness(
+            args.harness.as_ref(),
+            args.broken.is_some(),
+            args.no_build,
+        )?,
         ..base
     };
     let build_s = t0.elapsed().as_secs_f64();
@@ -422,7 +425,8 @@ fn pairs(m: &ModeReport) -> std::collections::BTreeSet<(usize, String)> {
 
 fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, String> {
     let broken_bin = crate::batch::build_harness(args.harness.as_ref(), true, args.no_build)?;
-    let base_bin = crate::batch::build_harness(args.baseline_harness.as_ref(), false, args.no_build)?;
+    let base_bin =
+        crate::batch::build_harness(args.baseline_harness.as_ref(), false, args.no_build)?;
     let modes = vec![Mode::Sigkill, Mode::PowerLoss];
     // The production harness on the very same kill plan: violations it shows
     // too are the harness's own bugs, not something the variant broke.

@@ -607,7 +607,15 @@ pub async fn run_case(
             Err(e) => return spawn_failed(e, &format!("interrupt at {}: ", i.at), &dir),
         }
     }
-    let spawned = match run_harness(harness_bin, &args, None, &env_remove, &gathered.canaries, &env_set).await
+    let spawned = match run_harness(
+        harness_bin,
+        &args,
+        None,
+        &env_remove,
+        &gathered.canaries,
+        &env_set,
+    )
+    .await
     {
         Ok(s) => s,
         Err(e) => return spawn_failed(e, "", &dir),

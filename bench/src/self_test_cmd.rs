@@ -95,7 +95,10 @@ fn chosen(names: &[String]) -> Result<Vec<Mutant>, String> {
         .map(|n| {
             Mutant::parse(n).ok_or_else(|| {
                 let all: Vec<&str> = Mutant::ALL.iter().map(|m| m.as_str()).collect();
-                format!("--variants: no variant {n:?}; the variants are {}", all.join(", "))
+                format!(
+                    "--variants: no variant {n:?}; the variants are {}",
+                    all.join(", ")
+                )
             })
         })
         .collect()
@@ -173,7 +176,9 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
 
     // The control: the same broken build with no variant selected.
     let t0 = Instant::now();
-    let control = b.run(&Overlay::default(), &b.out.join("control"), tick).await;
+    let control = b
+        .run(&Overlay::default(), &b.out.join("control"), tick)
+        .await;
     let control_failures = failures(&b.cases, &control);
     let control_wall_s = t0.elapsed().as_secs_f64();
     eprintln!(
@@ -185,7 +190,10 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
     for m in &variants {
         let t0 = Instant::now();
         let overlay = Overlay {
-            harness_env: vec![(harness::simfs::BROKEN_ENV.to_string(), m.as_str().to_string())],
+            harness_env: vec![(
+                harness::simfs::BROKEN_ENV.to_string(),
+                m.as_str().to_string(),
+            )],
             ..Default::default()
         };
         let dir = b.out.join(m.as_str());
@@ -227,7 +235,10 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
     let md = markdown(&report);
     println!("{}", table(&report));
     for (name, body) in [
-        ("self-test.json", serde_json::to_string_pretty(&report).unwrap_or_default()),
+        (
+            "self-test.json",
+            serde_json::to_string_pretty(&report).unwrap_or_default(),
+        ),
         ("self-test.md", md),
     ] {
         let p = b.out.join(name);
@@ -292,7 +303,13 @@ fn caught_by_cell(v: &VariantResult) -> String {
 fn table(r: &SelfTestReport) -> String {
     use tabled::{builder::Builder, settings::Style};
     let mut b = Builder::default();
-    b.push_record(["variant", "breaks", "caught", "cases", "caught by (first failure)"]);
+    b.push_record([
+        "variant",
+        "breaks",
+        "caught",
+        "cases",
+        "caught by (first failure)",
+    ]);
     for v in &r.variants {
         b.push_record([
             v.variant.clone(),

@@ -468,7 +468,9 @@ pub fn write(ws: &Workspace, rel: &str, bytes: &[u8]) -> Result<String, WriteFai
                     path: rel.to_string(),
                     kind: kind_of(&st),
                 })
-            } else if st.st_nlink > 1 && !crate::mutants::active(crate::mutants::Mutant::WriteInPlace) {
+            } else if st.st_nlink > 1
+                && !crate::mutants::active(crate::mutants::Mutant::WriteInPlace)
+            {
                 Some(FileError::HardLinked {
                     path: rel.to_string(),
                     links: st.st_nlink as u64,

@@ -20,8 +20,8 @@ use crate::events::EventLog;
 use crate::gitwork::GitWork;
 use crate::goal::{Goal, GoalTampered};
 use crate::ledger::{
-    AttemptReserve, BilledAboveReserve, BudgetExceeded, CallBound, Ledger, LedgerError,
-    PriceTable, ReserveError,
+    AttemptReserve, BilledAboveReserve, BudgetExceeded, CallBound, Ledger, LedgerError, PriceTable,
+    ReserveError,
 };
 use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy, Sampling};
 use crate::model::gate::CallError;
@@ -719,7 +719,10 @@ impl Runner {
         {
             return Some(Ending::DriftDetected);
         }
-        let k = self.spec.no_progress_k + u32::from(crate::mutants::active(crate::mutants::Mutant::NoProgressOffByOne));
+        let k = self.spec.no_progress_k
+            + u32::from(crate::mutants::active(
+                crate::mutants::Mutant::NoProgressOffByOne,
+            ));
         if self.state.no_progress_streak >= k {
             return Some(Ending::NoProgress);
         }

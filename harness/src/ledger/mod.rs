@@ -66,7 +66,9 @@ pub fn cost_usd(price: &Price, u: &Usage) -> f64 {
         + u.cache_creation_input_tokens as f64
             * price.input_usd_per_mtok
             * CACHE_WRITE_MULTIPLIER
-            * f64::from(u8::from(!crate::mutants::active(crate::mutants::Mutant::CacheWritesFree)))
+            * f64::from(u8::from(!crate::mutants::active(
+                crate::mutants::Mutant::CacheWritesFree,
+            )))
         + u.output_tokens as f64 * price.output_usd_per_mtok)
         / 1e6
 }
