@@ -40,7 +40,7 @@ pub struct ChaosArgs {
     /// Run only kill index K (with the same --seed/--mode/--case it was found with).
     #[arg(long)]
     pub replay_kill: Option<usize>,
-    /// Run only the kill indexes of this stratum (e.g. bit_rot, after_park,
+    /// Run only the kill indexes of this stratum (e.g. bit_rot, journal_damage, after_park,
     /// during_replan, drift_checkpoint, temp_written): the first --kills of them.
     #[arg(long, conflicts_with = "replay_kill")]
     pub stratum: Option<String>,

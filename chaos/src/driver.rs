@@ -130,6 +130,8 @@ pub struct ModeReport {
     pub io_faults: BTreeMap<String, u64>,
     /// Committed checkpoints rotted by the bit-rot stratum, per kind.
     pub bit_rot: BTreeMap<String, u64>,
+    /// Ledger journals damaged by the journal-damage stratum, per kind.
+    pub journal_damage: BTreeMap<String, u64>,
     pub invariants: BTreeMap<String, InvCount>,
     pub endings: BTreeMap<String, u64>,
     pub refusals: BTreeMap<String, u64>,
@@ -230,6 +232,28 @@ pub enum Stratum {
     RandomTiming,
     IoError,
     BitRot,
+    JournalDamage,
+}
+
+/// How the journal-damage stratum damages `ledger.jsonl` before a resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JournalDamage {
+    /// The last line loses a random suffix, newline included (a power cut
+    /// mid-append, or a tail the disk lost): a torn tail the harness must
+    /// book conservatively, never drop.
+    TornLastLine,
+    /// A line of garbage before the last line (a disk that returned the
+    /// wrong block): the resume must be refused, with the journal's money.
+    GarbageLine,
+}
+
+impl JournalDamage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JournalDamage::TornLastLine => "torn_last_line",
+            JournalDamage::GarbageLine => "garbage_line",
+        }
+    }
 }
 
 impl Stratum {
@@ -240,6 +264,7 @@ impl Stratum {
             Stratum::RandomTiming => "random_timing".into(),
             Stratum::IoError => "io_error".into(),
             Stratum::BitRot => "bit_rot".into(),
+            Stratum::JournalDamage => "journal_damage".into(),
         }
     }
 }
@@ -256,6 +281,9 @@ pub struct TrialPlan {
     /// For the bit-rot stratum: the committed checkpoint on disk at the
     /// first resume that has one is rotted this way before it starts.
     pub rot: Option<RotKind>,
+    /// For the journal-damage stratum: the ledger journal is damaged this
+    /// way before the first resume whose journal has a complete line.
+    pub journal_damage: Option<JournalDamage>,
     pub rng_seed: u64,
 }
 
@@ -288,6 +316,7 @@ pub fn strata(mode: Mode) -> Vec<Stratum> {
     v.extend(Window::ALL.iter().map(|w| Stratum::Window(*w)));
     v.push(Stratum::RandomTiming);
     v.push(Stratum::BitRot);
+    v.push(Stratum::JournalDamage);
     if mode == Mode::PowerLoss {
         v.push(Stratum::IoError);
     }
@@ -341,6 +370,7 @@ pub fn plan(
     };
     let mut resume_target = None;
     let mut rot = None;
+    let mut journal_damage = None;
     let first = match &stratum {
         Stratum::Phase(Phase::DuringResumeVerify) => {
             let setup = SETUP_PHASES[rng.gen_range(0..SETUP_PHASES.len())];
@@ -421,6 +451,36 @@ pub fn plan(
                 }
             }
         }
+        Stratum::JournalDamage => {
+            if let Some(o) = only {
+                case = o;
+            }
+            journal_damage = Some(if rng.gen_bool(0.5) {
+                JournalDamage::TornLastLine
+            } else {
+                JournalDamage::GarbageLine
+            });
+            // Killed after some money was journaled, so there is a resume.
+            let phases: Vec<Phase> = [
+                Phase::DuringModelCall,
+                Phase::AfterPostBeforeCheckpoint,
+                Phase::TempWritten,
+                Phase::DuringDriftCall,
+            ]
+            .into_iter()
+            .filter(|p| count(case, *p) > 0)
+            .collect();
+            match phases.as_slice() {
+                [] => Target::None,
+                ps => {
+                    let p = ps[rng.gen_range(0..ps.len())];
+                    Target::Pause {
+                        phase: p.as_str().into(),
+                        n: rng.gen_range(1..=count(case, p)),
+                    }
+                }
+            }
+        }
         Stratum::RandomTiming => {
             if let Some(o) = only {
                 case = o;
@@ -469,6 +529,7 @@ pub fn plan(
         first,
         resume_target,
         rot,
+        journal_damage,
         rng_seed,
     }
 }
@@ -496,6 +557,10 @@ struct Proc {
     events: Vec<Value>,
     fault_fired: Option<i32>,
     crashed: bool,
+}
+
+fn phase_is(o: &Outcome, p: Phase) -> bool {
+    matches!(o, Outcome::KilledAtPhase { phase, .. } if phase == p.as_str())
 }
 
 /// The disk as the oracle reads it at one moment.
@@ -750,6 +815,9 @@ pub struct TrialOutcome {
     pub refusal: Option<String>,
     /// The bit-rot stratum's rot, as `Rot::label` says it.
     pub bit_rot: Option<String>,
+    /// The journal-damage stratum's damage, and what the journal had
+    /// committed just before it.
+    pub journal_damage: Option<(JournalDamage, f64)>,
     pub exercised: [bool; Invariant::ALL.len()],
     pub violations: Vec<(Invariant, usize, String)>,
     pub dir: PathBuf,
@@ -801,6 +869,36 @@ fn rot_checkpoint(
     Some(rot.label())
 }
 
+/// The journal-damage stratum: damage `ledger.jsonl` in the state dir, if it
+/// has a complete line. Returns what the journal had committed before.
+fn damage_journal(state: &Path, kind: JournalDamage, rng: &mut ChaCha8Rng) -> Option<f64> {
+    let path = state.join("ledger.jsonl");
+    let bytes = std::fs::read(&path).ok()?;
+    let complete = bytes.iter().rposition(|&b| b == b'\n')? + 1;
+    let before = crate::oracle::Journal::read(&path).committed();
+    // Start of the last complete line.
+    let last_start = bytes[..complete - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let damaged: Vec<u8> = match kind {
+        JournalDamage::TornLastLine => {
+            // Keep at least one byte of it, never its newline.
+            let len = complete - 1 - last_start;
+            let keep = rng.gen_range(1..=len.max(1));
+            bytes[..last_start + keep.min(len)].to_vec()
+        }
+        JournalDamage::GarbageLine => {
+            let mut v = bytes[..last_start].to_vec();
+            v.extend_from_slice(b"\x00\x00{\"op\":\"rec\xffrd\",\"seq\":\n");
+            v.extend_from_slice(&bytes[last_start..]);
+            v
+        }
+    };
+    std::fs::write(&path, damaged).ok()?;
+    Some(before)
+}
+
 fn plant_decoy(state: &Path, goal_sha: &str) {
     let mut s = harness::state::RunState::new(DECOY_RUN_ID.into(), goal_sha.into(), 0);
     s.planned = true;
@@ -828,6 +926,7 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         ending: None,
         refusal: None,
         bit_rot: None,
+        journal_damage: None,
         exercised: [false; Invariant::ALL.len()],
         violations: vec![],
         dir: dir.clone(),
@@ -874,6 +973,7 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
     let mut final_ending: Option<(String, i32)> = None;
     let mut final_report: Option<Value> = None;
     let mut rot_pending = plan.rot;
+    let mut damage_pending = plan.journal_damage;
     let mut reruns = rerun::Tracker::default();
     let mut billed = 0.0f64;
     let mut previous_killed = false;
@@ -888,6 +988,13 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
                 if let Some(label) = rot_checkpoint(&mut ck, &p, case, kind, &plan, idx) {
                     out.bit_rot = Some(label);
                     rot_pending = None;
+                }
+            }
+            if let Some(kind) = damage_pending {
+                let mut drng = ChaCha8Rng::seed_from_u64(mix(plan.rng_seed ^ 0x1ED6_E800));
+                if let Some(before) = damage_journal(&p.state, kind, &mut drng) {
+                    out.journal_damage = Some((kind, before.max(max_committed)));
+                    damage_pending = None;
                 }
             }
         }
@@ -922,7 +1029,10 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
         };
         // ---- invariant 6 at spawn: committed spend never decreases
         let committed = spawn.journal.committed();
-        if committed + EPS < max_committed {
+        // After the bench damaged the journal the oracle's reading of it is
+        // not the money: the final report is held to what it had committed
+        // before (end of the run).
+        if out.journal_damage.is_none() && committed + EPS < max_committed {
             ck.fail(Invariant::LedgerNeverForgets, idx, format!("committed spend went down across a kill: ${max_committed:.6} before, ${committed:.6} in the journal now"));
         }
         max_committed = max_committed.max(committed);
@@ -1089,7 +1199,9 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
                 final_report = pr.end.report.clone();
                 // Done unless a power cut still has to be survived, or the
                 // bit rot has yet to hit a committed checkpoint.
-                !(mode == Mode::PowerLoss && pr.crashed) && rot_pending.is_none()
+                !(mode == Mode::PowerLoss && pr.crashed)
+                    && rot_pending.is_none()
+                    && damage_pending.is_none()
             }
             _ => false,
         };
@@ -1118,6 +1230,22 @@ fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> TrialOutcome 
             procs.len(),
             "bench: the bit-rot stratum found no committed checkpoint to rot".into(),
         );
+    }
+    // The ledger never forgets, through a damaged journal: whatever the
+    // damage, the final report shows at least what was committed before it.
+    if let (Some((kind, before)), Some(r)) = (out.journal_damage, final_report.as_ref()) {
+        let spent = r["spend_usd"].as_f64().unwrap_or(0.0);
+        if spent + EPS < before {
+            ck.fail(
+                Invariant::LedgerNeverForgets,
+                procs.len(),
+                format!(
+                    "after the journal was damaged ({}), the final report shows ${spent:.6}, less than the ${before:.6} it had committed before",
+                    kind.as_str()
+                ),
+            );
+        }
+        ck.ex(Invariant::LedgerNeverForgets);
     }
     if let (true, Some(last)) = (finished, procs.last()) {
         out.ending = final_ending.as_ref().map(|(e, _)| e.clone());
@@ -1179,7 +1307,18 @@ fn check_process(
             // A refusal happens at load, before any kill point and before any
             // checkpoint: a process that reached one ran on from the bad frame
             // (whether or not it lived to exit).
-            if let Outcome::KilledAtPhase { phase, n } = &pr.outcome {
+            // The one write a refusal makes is its report.json (atomic, so
+            // through temp_written): a kill there is the refusal, not a run on.
+            let writing_the_refusal_report = phase_is(&pr.outcome, Phase::TempWritten)
+                && pr.ops.iter().all(|o| match o {
+                    fsmodel::Op::Open { path, .. } => path
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy().contains(harness::report::FILE_NAME)),
+                    _ => true,
+                });
+            if let (Outcome::KilledAtPhase { phase, n }, false) =
+                (&pr.outcome, writing_the_refusal_report)
+            {
                 ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) and ran on to {phase}:{n} instead of refusing it"));
             }
             let (written, _) = checkpoint_writes(&pr.ops, &p.state, exited.is_some());
@@ -2034,6 +2173,9 @@ pub fn run_mode(
         }
         if let Some(f) = &t.io_fault {
             *r.io_faults.entry(f.clone()).or_insert(0) += 1;
+        }
+        if let Some((d, _)) = &t.journal_damage {
+            *r.journal_damage.entry(d.as_str().to_string()).or_insert(0) += 1;
         }
         if let Some(b) = &t.bit_rot {
             *r.bit_rot.entry(b.clone()).or_insert(0) += 1;

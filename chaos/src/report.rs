@@ -36,7 +36,9 @@ pub fn to_json(info: &RunInfo, modes: &[ModeReport]) -> Value {
         .collect();
     let mut by_stratum = BTreeMap::new();
     let mut bit_rot = BTreeMap::new();
+    let mut journal_damage = BTreeMap::new();
     for m in modes {
+        add(&mut journal_damage, &m.journal_damage);
         add(&mut by_phase, &m.by_phase);
         add(&mut endings, &m.endings);
         add(&mut by_stratum, &m.by_stratum);
@@ -57,6 +59,7 @@ pub fn to_json(info: &RunInfo, modes: &[ModeReport]) -> Value {
         "by_phase": by_phase,
         "by_stratum": by_stratum,
         "bit_rot": bit_rot,
+        "journal_damage": journal_damage,
         "invariants": inv,
         "calibration_failures": [],
         "endings": endings,
@@ -184,6 +187,10 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
         &|m| m.bit_rot.values().sum(),
         "committed checkpoints rotted",
     ));
+    rows.push(total(
+        &|m| m.journal_damage.values().sum(),
+        "ledger journals damaged",
+    ));
     out.push_str(&table(&header, &rows));
     out.push('\n');
     let mut strata: Vec<String> = modes
@@ -271,6 +278,16 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
             s.push_str(
                 &m.io_faults
                     .iter()
+                    .map(|(k, v)| format!("{k} x{v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+            s.push('\n');
+        }
+        if !m.journal_damage.is_empty() {
+            s.push_str(&format!("\n{} ledger journals damaged (kind): ", m.mode));
+            s.push_str(
+                &(m.journal_damage.iter())
                     .map(|(k, v)| format!("{k} x{v}"))
                     .collect::<Vec<_>>()
                     .join(", "),
