@@ -75,10 +75,14 @@ pub fn build_harness(
     }
     let root = repo_root();
     let (target_dir, features): (PathBuf, &[&str]) = if broken {
-        // Its own target dir: the feature must never reach target/release/harness.
+        // Its own target dir: the features must never reach
+        // target/release/harness. One build of every test variant
+        // (`test-variants`: chaos-broken + fault-injection), shared with
+        // .ci/run's panic test, so CI compiles the harness twice, not four
+        // times.
         (
-            root.join("target/chaos-broken"),
-            &["--features", "chaos-broken"],
+            root.join(TEST_VARIANTS_TARGET_DIR),
+            &["--features", "test-variants"],
         )
     } else {
         (root.join("target"), &[])
@@ -113,6 +117,10 @@ pub fn build_harness(
     }
     Ok(bin)
 }
+
+/// Where the harness with every test variant is built (relative to the
+/// repository root).
+pub const TEST_VARIANTS_TARGET_DIR: &str = "target/test-variants";
 
 /// The repository root (the bench crate's parent).
 fn repo_root() -> PathBuf {

@@ -54,7 +54,7 @@ pub struct ChaosArgs {
     #[arg(long)]
     pub no_build: bool,
     /// Run a deliberately broken harness variant (built with the harness's
-    /// `chaos-broken` feature into target/chaos-broken, never the production build).
+    /// `chaos-broken` feature into target/test-variants, never the production build).
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Broken::NAMES))]
     pub broken: Option<String>,
     /// Self-test the bench: each broken variant in both modes, differential
@@ -576,7 +576,7 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
         );
         results.insert(v.into(), serde_json::Value::Object(detail));
     }
-    let mut md = format!("# bench chaos --self-test\n\n{} deliberately broken harness variants (cargo feature `chaos-broken` of the harness crate, selected at run time by HARNESS_CHAOS_BROKEN, built into target/chaos-broken, never the production build). Each runs the same kill plan (seed, kill indexes) as the production harness; a variant is CAUGHT in a mode when it shows a violation (kill, invariant) that the production harness does not show on that plan, or fails a clean calibration run. Each variant must be caught where the last column says; the two fsync variants must be missed by SIGKILL mode, because a SIGKILL leaves the page cache intact.\n\n", Broken::ALL.len());
+    let mut md = format!("# bench chaos --self-test\n\n{} deliberately broken harness variants (cargo feature `chaos-broken` of the harness crate, selected at run time by HARNESS_CHAOS_BROKEN, built into target/test-variants, never the production build). Each runs the same kill plan (seed, kill indexes) as the production harness; a variant is CAUGHT in a mode when it shows a violation (kill, invariant) that the production harness does not show on that plan, or fails a clean calibration run. Each variant must be caught where the last column says; the two fsync variants must be missed by SIGKILL mode, because a SIGKILL leaves the page cache intact.\n\n", Broken::ALL.len());
     md.push_str(&format!(
         "seed {} · {} kill indexes per variant and mode · baseline (production harness) violations: sigkill {}, power-loss {} · wall {:.1} s\n\n",
         base.seed,

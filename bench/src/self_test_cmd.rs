@@ -4,7 +4,7 @@
 //! (`harness::mutants`), and the full gate suite must fail each one.
 //!
 //! One build serves every variant: the harness with the `chaos-broken`
-//! feature (target/chaos-broken, the same build `bench chaos --self-test`
+//! feature (target/test-variants, the same build `bench chaos --self-test`
 //! uses), the variant chosen per process by `HARNESS_CHAOS_BROKEN`. First a
 //! control batch with no variant set must pass every case (a self-test whose
 //! control fails measures nothing); then one batch per variant, every case
@@ -40,7 +40,7 @@ pub struct SelfTestArgs {
     /// Only these variants (comma-separated wire names); default: all.
     #[arg(long, value_delimiter = ',')]
     pub variants: Vec<String>,
-    /// A `chaos-broken` harness build (default: build it into target/chaos-broken).
+    /// A `chaos-broken` harness build (default: build it into target/test-variants).
     #[arg(long)]
     pub harness: Option<PathBuf>,
     /// Do not run cargo; use the existing build.

@@ -5,7 +5,7 @@
 //!
 //! They exist only with the `chaos-broken` cargo feature, which the
 //! production build never enables; `bench self-test` builds that variant once
-//! (into target/chaos-broken, shared with `bench chaos --self-test`) and picks
+//! (into target/test-variants, shared with `bench chaos --self-test` and the panic test) and picks
 //! the mutant at run time with `HARNESS_CHAOS_BROKEN` (the same variable the
 //! chaos bench's durability variants use: one binary, one selector). Without
 //! the feature [`active`] is a constant `false` the optimiser removes.

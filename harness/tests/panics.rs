@@ -4,7 +4,7 @@
 //! in-memory state), with the ledger journal's spend. Needs the harness built
 //! with the `fault-injection` feature (`HARNESS_PANIC_AT=<point>:<n>`):
 //!
-//! cargo test --release -p harness --features fault-injection --test panics --target-dir target/fault-injection
+//! cargo test --release -p harness --features test-variants --test panics --target-dir target/test-variants
 
 mod common;
 use common::*;
@@ -74,7 +74,8 @@ fn assert_panic_ending(point: &str, r: &RunResult) {
     assert_eq!(f.error_kind.as_deref(), Some("panic"));
     assert!(ck.in_progress.is_none());
     let spend = r.report["spend_usd"].as_f64().unwrap();
-    let journal = harness::ledger::Ledger::peek_journal(&r.state_dir.join("ledger.jsonl"));
+    let journal =
+        harness::ledger::Ledger::peek_journal(&r.state_dir.join("ledger.jsonl"), ck.hard_cap_usd);
     if let Some((booked, in_flight)) = journal {
         assert!(in_flight.abs() < 1e-12, "{point}: no reserve left open");
         assert!(
