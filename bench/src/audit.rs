@@ -169,6 +169,7 @@ pub struct SpecFacts {
     pub hard_cap_usd: f64,
     pub tools_allowed: Vec<String>,
     pub api_key_env: Option<String>,
+    pub wall_clock_limit_s: f64,
 }
 
 impl SpecFacts {
@@ -179,6 +180,7 @@ impl SpecFacts {
             hard_cap_usd: s.hard_cap_usd,
             tools_allowed: s.tools_allowed.clone(),
             api_key_env: s.model.api_key_env.clone(),
+            wall_clock_limit_s: s.wall_clock_limit_s,
         })
     }
 }
@@ -1053,6 +1055,7 @@ mod tests {
             hard_cap_usd: cap,
             tools_allowed: vec!["read_file".into(), "write_file".into()],
             api_key_env: Some("ANTHROPIC_API_KEY".into()),
+            wall_clock_limit_s: 300.0,
         })
     }
 

@@ -20,6 +20,25 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// A harness process that has not ended by then is killed and the run fails.
 pub const PROCESS_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long past its spec's wall clock a harness process may run before the
+/// bench kills it (the harness promises TIME_LIMIT within a few seconds of
+/// the limit; this bounds a harness that breaks the promise, so a hung one
+/// costs the gate its clock, not PROCESS_TIMEOUT).
+pub const PROCESS_GRACE_AFTER_WALL_CLOCK: Duration = Duration::from_secs(30);
+
+/// The bound on one harness process of a case-run: its spec's wall clock
+/// plus the grace, never more than PROCESS_TIMEOUT (also when the spec could
+/// not be read).
+pub fn process_limit(wall_clock_limit_s: Option<f64>) -> Duration {
+    match wall_clock_limit_s {
+        Some(w) if w.is_finite() && w > 0.0 => {
+            (Duration::from_secs_f64(w.min(PROCESS_TIMEOUT.as_secs_f64()))
+                + PROCESS_GRACE_AFTER_WALL_CLOCK)
+                .min(PROCESS_TIMEOUT)
+        }
+        _ => PROCESS_TIMEOUT,
+    }
+}
 /// How long to wait for an interrupted harness to reach its pause point.
 pub const PAUSE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -293,6 +312,7 @@ fn branch_commit_files(ws: &Path, branch: &str) -> Result<Vec<Vec<String>>, Stri
     Ok(commits)
 }
 
+#[derive(Debug)]
 struct Spawned {
     code: i32,
     elapsed: Duration,
@@ -357,6 +377,7 @@ async fn run_harness(
     env_remove: &[String],
     canaries: &[Canary],
     env_set: &[(String, String)],
+    limit: Duration,
 ) -> Result<Spawned, SpawnError> {
     let mut cmd = tokio::process::Command::new(harness_bin);
     // No provider key reaches the harness under test: replay needs none, and
@@ -449,12 +470,13 @@ async fn run_harness(
         drain(stderr, canaries, "stderr", &mut tail, &mut hits).await;
         child.wait().await
     };
-    let st = match tokio::time::timeout(PROCESS_TIMEOUT, collect).await {
+    let st = match tokio::time::timeout(limit, collect).await {
         Ok(r) => r.map_err(|e| SpawnError::Harness(e.to_string()))?,
         Err(_) => {
             return Err(SpawnError::Harness(format!(
-                "the harness ran past {}s and was killed",
-                PROCESS_TIMEOUT.as_secs()
+                "the harness ran past {:.0}s (its wall clock plus {}s) and was killed: no ending",
+                limit.as_secs_f64(),
+                PROCESS_GRACE_AFTER_WALL_CLOCK.as_secs()
             )))
         }
     };
@@ -577,6 +599,7 @@ pub async fn run_case(
         &env_remove,
         &case.file.harness_env,
     );
+    let limit = process_limit(gathered.spec.as_ref().map(|s| s.wall_clock_limit_s));
     let args: Vec<String> = vec![
         "run".into(),
         "--spec".into(),
@@ -597,6 +620,7 @@ pub async fn run_case(
             &env_remove,
             &gathered.canaries,
             &env_set,
+            limit,
         )
         .await
         {
@@ -614,6 +638,7 @@ pub async fn run_case(
         &env_remove,
         &gathered.canaries,
         &env_set,
+        limit,
     )
     .await
     {
@@ -736,6 +761,38 @@ pub fn default_harness_bin() -> PathBuf {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_harness_process_is_bounded_by_its_wall_clock_plus_the_grace() {
+        assert_eq!(
+            process_limit(Some(30.0)),
+            Duration::from_secs(30) + PROCESS_GRACE_AFTER_WALL_CLOCK
+        );
+        assert_eq!(process_limit(Some(1e9)), PROCESS_TIMEOUT);
+        for bad in [None, Some(f64::NAN), Some(-1.0), Some(0.0)] {
+            assert_eq!(process_limit(bad), PROCESS_TIMEOUT);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_harness_that_hangs_is_killed_at_its_limit() {
+        let t0 = Instant::now();
+        let r = run_harness(
+            Path::new("/bin/sh"),
+            &["-c".into(), "sleep 30".into()],
+            None,
+            &[],
+            &[],
+            &[],
+            Duration::from_millis(300),
+        )
+        .await;
+        assert!(
+            matches!(r, Err(SpawnError::Harness(ref m)) if m.contains("no ending")),
+            "{r:?}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(20));
+    }
+
     #[tokio::test]
     async fn no_provider_key_reaches_the_harness_process() {
         // Stand-in for the harness binary: print the environment it got.
@@ -750,6 +807,7 @@ mod tests {
             &["BENCH_TEST_KEY_ENV".into()],
             &[],
             &[("ANTHROPIC_API_KEY".into(), "the-case-canary".into())],
+            PROCESS_TIMEOUT,
         )
         .await
         .unwrap();
