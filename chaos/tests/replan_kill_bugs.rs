@@ -1,5 +1,5 @@
-//! A harness bug the during_replan stratum found (issue 16), `#[ignore]`d
-//! until it is fixed in harness/src/run_loop.rs (outside the chaos crate).
+//! A harness bug the during_replan stratum found (issue 16), fixed in
+//! `Runner::prepare` (a resume gives a dry queue its replan).
 //!
 //! A kill while `replan/<n>` is in flight, or after it answered but before
 //! its checkpoint, leaves on disk the checkpoint written after the last task:
@@ -8,14 +8,13 @@
 //! `replan_if_dry` can run: the replan is lost (and paid for), and a run
 //! that ends GOAL_MET unkilled ends a FAILURE with its replans left. (No
 //! invariant is broken: nothing is lost or done twice; the run gives up.)
-//! Expected after a fix: the resume replans, and the run ends as unkilled.
+//! Now the resume replans, and the run ends as unkilled.
 
 mod common;
 
 use chaos::driver::{self, Config, Mode};
 
 #[test]
-#[ignore = "harness bug: a kill during a replan ends the resumed run QUEUE_EMPTY_GOAL_UNMET"]
 fn a_kill_during_a_replan_does_not_end_the_run_early() {
     let Some(bin) = common::harness_bin() else {
         return;

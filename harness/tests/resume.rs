@@ -22,6 +22,9 @@ fn migration_case(name: &str) -> Case {
             plan("plan/0", json!([{"id": "t1", "description": "Apply migration 0042_search_index", "verify": {"kind": "migration_state", "name": "0042_search_index"}}])),
             tool("execute/t1/a0/0", "apply_migration", json!({"name": "0042_search_index"})),
             text("execute/t1/a0/1", "Migration applied."),
+            // A resume that settles the task leaves the queue dry: it gets
+            // its replan, as at the end of a lap (this one admits nothing).
+            plan("replan/0", json!([])),
         ])
 }
 
