@@ -7,7 +7,6 @@
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod common;
 use common::*;
@@ -27,31 +26,8 @@ fn wrapped_harness(dir: &Path, name: &str, after: &str) -> PathBuf {
 }
 
 fn run_with(harness: &Path, suite: &Path, out: &Path) -> (i32, Value, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .arg("run")
-        .arg("--suite")
-        .arg(suite)
-        .arg("--out")
-        .arg(out)
-        .arg("--harness")
-        .arg(harness)
-        .args(["--category", "happy"]) // the test suite holds one category
-        .env("CI", "1")
-        .output()
-        .unwrap();
-    let summary = std::fs::read(out.join("summary.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (
-        o.status.code().unwrap_or(-1),
-        summary,
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
+    // The test suite holds one category.
+    bench_run_with(harness, suite, out, &["--category", "happy"])
 }
 
 fn run0(s: &Value) -> &Value {

@@ -33,6 +33,16 @@ pub fn harness_bin() -> PathBuf {
 /// `bench run` on a suite (CI mode): exit code, summary.json (Null when
 /// none was written) and everything it printed.
 pub fn bench_run(suite: &Path, out: &Path, extra: &[&str]) -> (i32, Value, String) {
+    bench_run_with(&harness_bin(), suite, out, extra)
+}
+
+/// [`bench_run`] with another harness binary (e.g. a wrapper script).
+pub fn bench_run_with(
+    harness: &Path,
+    suite: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (i32, Value, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))
         .arg("run")
         .arg("--suite")
@@ -40,7 +50,7 @@ pub fn bench_run(suite: &Path, out: &Path, extra: &[&str]) -> (i32, Value, Strin
         .arg("--out")
         .arg(out)
         .arg("--harness")
-        .arg(harness_bin())
+        .arg(harness)
         .args(extra)
         .env("CI", "1")
         .output()
