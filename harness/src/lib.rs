@@ -31,9 +31,14 @@ pub mod tools; // the allowlisted tools and their dispatch
 pub mod workspace; // path confinement: no absolute paths, no `..`, no symlink escapes // one commit per verified task on a run branch
 
 // --- model traffic ---
-pub mod model; // protocol adapters + HTTP client with retries
-pub mod replay; // cassettes and the wiremock replay server
-pub mod scenario; // hand-written scripted scenarios compiled to cassettes
+// The wire adapters and the replay tooling are crates of their own (model/,
+// replay/); re-exported so `harness::model::...` and `harness::replay::...`
+// keep naming them. The harness needs replay only for `run --replay`.
+pub use model; // protocol adapters + HTTP client with retries
+#[cfg(feature = "replay")]
+pub use replay; // cassettes and the wiremock replay server
+#[cfg(feature = "replay")]
+pub use replay::scenario; // hand-written scripted scenarios compiled to cassettes
 
 // --- reporting ---
 pub mod events; // events.jsonl, one line per lap event

@@ -18,6 +18,27 @@ use harness::run_loop::{run, RunOptions};
 use harness::spec::RunSpec;
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "replay")]
+use harness::replay::start_for_run as start_replay;
+
+/// A build without the `replay` feature links no replay server; `--replay`
+/// stays a flag so the CLI is the same, and is rejected like a bad cassette.
+#[cfg(not(feature = "replay"))]
+async fn start_replay(
+    dir: &Path,
+    _case: Option<&str>,
+    _run_index: u32,
+    _protocol: harness::model::Protocol,
+    _strict: bool,
+    _latency_scale: f64,
+    _faults: Option<&str>,
+) -> Result<((), String), String> {
+    Err(format!(
+        "{}: this harness was built without the `replay` feature",
+        dir.display()
+    ))
+}
+
 #[derive(Parser)]
 #[command(
     name = "harness",
@@ -210,7 +231,7 @@ async fn run_cmd(
     }
     let mut base_url_override = base_url;
     if let Some(dir) = replay {
-        match harness::replay::start_for_run(
+        match start_replay(
             &dir,
             case.as_deref(),
             run_index,

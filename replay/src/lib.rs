@@ -18,6 +18,7 @@ pub mod cassette;
 mod drip;
 pub mod embed; // `harness run --replay`: the embedded server for one run (embed.rs is maintained elsewhere)
 pub mod faults;
+pub mod scenario; // hand-written scripted scenarios compiled to cassettes
 pub mod server;
 
 pub use cassette::{

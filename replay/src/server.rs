@@ -31,7 +31,7 @@ use super::cassette::{
     HOP_BY_HOP_HEADERS,
 };
 use super::faults::{FaultKind, FaultPlan};
-use crate::model::types::{CallRole, Protocol};
+use model::types::{CallRole, Protocol};
 
 /// Request headers the harness's HTTP client sends with every model call.
 pub const HEADER_CALL_ROLE: &str = "x-harness-call-role";

@@ -232,8 +232,8 @@ pub fn render_response(reply: &ScriptedReply) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::test_fixtures::{conversation, scripted};
-    use crate::model::types::{CallRole, ModelRequest};
+    use crate::test_fixtures::{conversation, scripted};
+    use crate::types::{CallRole, ModelRequest};
 
     #[test]
     fn multi_turn_request_matches_literal_json() {

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use harness::model::types::{CallRole, Protocol};
-use harness::replay::{
+use model::types::{CallRole, Protocol};
+use replay::{
     Cassette, FaultPlan, Interaction, Made, MadeHow, Recordings, ReplayOptions, ReplayServer,
 };
 use serde_json::{json, Value};

@@ -6,8 +6,8 @@
 //! A call's role comes from its call key prefix (`plan/`, `execute/`,
 //! `judge/`, `replan/`), the same keys the harness sends.
 
-use crate::model::types::{Protocol, StopReason, ToolCall, Usage};
-use crate::model::{render_response, ScriptedReply};
+use model::types::{Protocol, StopReason, ToolCall, Usage};
+use model::{render_response, ScriptedReply};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -125,7 +125,7 @@ impl Scenario {
 
     /// Compile to a cassette (JSON value in the replay format).
     pub fn to_cassette(&self, made_when: &str, made_by: &str) -> Result<Value, String> {
-        let path = crate::model::endpoint_path(self.protocol);
+        let path = model::endpoint_path(self.protocol);
         let path = match self.protocol {
             Protocol::Anthropic => path.to_string(),
             Protocol::Openai => format!("/v1{path}"),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::model::types::{CallRole, Protocol};
+use model::types::{CallRole, Protocol};
 
 /// The value of the `format` field this code reads and writes.
 pub const FORMAT: &str = "harness-cassette/1";

@@ -3,7 +3,7 @@
 //! lets a harness run happen on a fresh machine with no network and no key.
 
 use super::{FaultPlan, Recordings, ReplayOptions, ReplayServer};
-use crate::model::types::Protocol;
+use model::types::Protocol;
 use std::path::Path;
 
 /// Load the cassettes under `dir`, pick the case (the only one, or `case`),

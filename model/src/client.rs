@@ -568,9 +568,9 @@ fn redact(s: &str, key: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::gate::{AttemptGate, Billing, CallError};
-    use crate::model::types::{CallRole, StopReason, Turn, Usage};
-    use crate::model::{render_response, ScriptedReply};
+    use crate::gate::{AttemptGate, Billing, CallError};
+    use crate::types::{CallRole, StopReason, Turn, Usage};
+    use crate::{render_response, ScriptedReply};
     use serde_json::json;
     use std::sync::atomic::{AtomicU32, Ordering};
     use wiremock::matchers::{header, method, path};

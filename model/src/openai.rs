@@ -324,7 +324,7 @@ fn unparsed_raw(input: &Value) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::test_fixtures::{conversation, scripted};
+    use crate::test_fixtures::{conversation, scripted};
 
     #[test]
     fn multi_turn_request_matches_literal_json() {
