@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::gate::{AttemptGate, Billing, CallError, Ungated};
+use super::headers::{HEADER_ATTEMPT, HEADER_CALL_KEY, HEADER_CALL_ROLE, HEADER_MISS};
 use super::retry::parse_retry_after;
 pub use super::retry::{retry_delay_ms, RetryPolicy, MAX_ATTEMPTS_HARD_CAP};
 use super::types::{ModelError, ModelReply, ModelRequest, Protocol};
@@ -261,7 +262,7 @@ impl ModelClient {
             gate.before_attempt(attempt).map_err(CallError::Stopped)?;
             let mut headers = base_headers.clone();
             headers.insert(
-                HeaderName::from_static("x-harness-attempt"),
+                HeaderName::from_static(HEADER_ATTEMPT),
                 HeaderValue::from(attempt),
             );
             let started = Instant::now();
@@ -322,7 +323,7 @@ impl ModelClient {
             HeaderValue::from_static(concat!("harness/", env!("CARGO_PKG_VERSION"))),
         );
         h.insert(
-            HeaderName::from_static("x-harness-call-role"),
+            HeaderName::from_static(HEADER_CALL_ROLE),
             HeaderValue::from_static(req.role.as_str()),
         );
         let call_key = HeaderValue::from_str(&req.call_key).map_err(|_| {
@@ -331,7 +332,7 @@ impl ModelClient {
                 req.call_key
             ))
         })?;
-        h.insert(HeaderName::from_static("x-harness-call-key"), call_key);
+        h.insert(HeaderName::from_static(HEADER_CALL_KEY), call_key);
         // The error for a bad key must not echo it.
         let secret = |v: String| -> Result<HeaderValue, ModelError> {
             let mut hv = HeaderValue::from_str(&v).map_err(|_| {
@@ -413,7 +414,7 @@ impl ModelClient {
         let status = resp.status();
         let replay_miss_header = resp
             .headers()
-            .get("x-replay-miss")
+            .get(HEADER_MISS)
             .is_some_and(|v| v.as_bytes() == b"1");
         let retry_after_ms = resp
             .headers()

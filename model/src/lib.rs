@@ -15,6 +15,7 @@
 pub mod anthropic;
 pub mod client;
 pub mod gate;
+pub mod headers;
 pub mod openai;
 pub mod retry;
 pub mod types;

@@ -33,15 +33,11 @@ use super::cassette::{
 use super::faults::{FaultKind, FaultPlan};
 use model::types::{CallRole, Protocol};
 
-/// Request headers the harness's HTTP client sends with every model call.
-pub const HEADER_CALL_ROLE: &str = "x-harness-call-role";
-pub const HEADER_CALL_KEY: &str = "x-harness-call-key";
-pub const HEADER_ATTEMPT: &str = "x-harness-attempt";
-/// Set (to "1") on every miss response.
-pub const HEADER_MISS: &str = "x-replay-miss";
-/// Set on injected fault responses (the kind's name), for people reading
-/// traces; the harness must not special-case it.
-pub const HEADER_FAULT: &str = "x-replay-fault";
+/// The wire headers are the model crate's (the client sends what this server
+/// reads); re-exported here where a server's reader looks for them.
+pub use model::headers::{
+    HEADER_ATTEMPT, HEADER_CALL_KEY, HEADER_CALL_ROLE, HEADER_FAULT, HEADER_MISS,
+};
 
 /// Longest delay ever applied, whatever latency_ms x scale says.
 const MAX_DELAY: Duration = Duration::from_secs(600);

@@ -1,0 +1,41 @@
+//! Cassettes: recorded (or hand-scripted) model traffic for one eval case,
+//! the `harness-cassette/1` JSON format documented in recordings/README.md.
+//!
+//! Loading is strict because a cassette is test input that people edit by
+//! hand: every error names the file, the JSON field path and what was
+//! expected, and a cassette carrying anything that looks like a credential is
+//! refused outright (recordings get committed; keys must never be).
+//!
+//! - `format`: the types, the limits, the recording constructors;
+//! - `canonical`: canonical JSON and the request-body hash;
+//! - `secrets`: what counts as a credential, and redaction for recorders;
+//! - `error`: [`CassetteError`] / [`RecordingsError`];
+//! - `json_path`: field paths for errors, also from serde_json's offsets;
+//! - `check`: [`Cassette::check`], every refusal before a cassette is used;
+//! - `file`: [`Cassette::load`] / [`Cassette::save`];
+//! - `index`: [`Recordings`], the O(1) index the server looks requests up in;
+//! - `nearest`: the closest recorded key, for miss messages.
+
+mod canonical;
+mod check;
+mod error;
+mod file;
+mod format;
+mod index;
+mod json_path;
+mod nearest;
+mod secrets;
+
+pub use canonical::{body_sha256, canonical_json, sorted_value};
+pub use error::{CassetteError, CassetteErrorKind, RecordingsError};
+pub use format::{
+    endpoint_path, Cassette, Interaction, Made, MadeHow, RecordedRequest, RecordedResponse,
+    RunOutcome, RunRecording, FORMAT, HOP_BY_HOP_HEADERS, MAX_CASE_ID_LEN, MAX_CASSETTE_BYTES,
+    MAX_CASSETTE_FILES, MAX_FAULTS_BEFORE, MAX_INTERACTIONS, MAX_LATENCY_MS, MAX_RUNS,
+};
+pub use index::{CaseRecording, Recordings};
+pub use nearest::{edit_distance, nearest};
+pub use secrets::{is_secret_name, looks_like_secret, redact_headers, redact_json, SECRET_NAMES};
+
+#[cfg(test)]
+mod tests;

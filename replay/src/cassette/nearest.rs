@@ -1,0 +1,47 @@
+//! Nearest-match helpers for miss messages: a miss names the recording
+//! closest to what was asked for.
+
+/// Levenshtein distance over chars, inputs capped at 256 chars so a hostile
+/// header cannot make a miss expensive.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().take(256).collect();
+    let b: Vec<char> = b.chars().take(256).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The candidate closest to `target` (ties broken alphabetically, so the
+/// message is deterministic).
+pub fn nearest<'a>(target: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (edit_distance(target, c), c))
+        .min()
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_and_nearest() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(
+            nearest(
+                "plan/1",
+                ["plan/0", "judge/1", "execute/t1/a0/0"].into_iter()
+            ),
+            Some("plan/0")
+        );
+    }
+}

@@ -1,0 +1,337 @@
+//! Loading a cassette end to end: what each malformed, secret-bearing or
+//! oversized file is refused with, and what a good one becomes.
+
+use super::*;
+use model::types::{CallRole, Protocol};
+use serde_json::json;
+use std::path::Path;
+
+pub(crate) fn minimal(case: &str) -> String {
+    format!(
+        r#"{{
+  "format": "harness-cassette/1",
+  "case": "{case}",
+  "protocol": "anthropic",
+  "model": "claude-test",
+  "made": {{"how": "scripted", "when": "2025-01-01", "by": "test"}},
+  "runs": [
+    {{
+      "run": 0,
+      "interactions": [
+        {{
+          "role": "plan",
+          "call_key": "plan/0",
+          "request": {{"method": "POST", "path": "/v1/messages", "body": null, "body_sha256": null}},
+          "response": {{"status": 200, "headers": {{"content-type": "application/json"}}, "body": {{"ok": true}}}},
+          "latency_ms": 5
+        }}
+      ]
+    }}
+  ]
+}}"#
+    )
+}
+
+fn parse(text: &str) -> Result<Cassette, CassetteError> {
+    Cassette::from_json_str(text, Path::new("cases/x.json"))
+}
+
+#[test]
+fn minimal_cassette_loads() {
+    let c = parse(&minimal("c1")).unwrap();
+    assert_eq!(c.case, "c1");
+    assert_eq!(c.runs[0].interactions[0].role, CallRole::Plan);
+}
+
+#[test]
+fn bad_json_names_file_line_and_column() {
+    let e = parse("{\n  \"format\": \"harness-cassette/1\",\n  \"case\": oops\n}").unwrap_err();
+    assert_eq!(e.kind, CassetteErrorKind::BadJson);
+    assert_eq!(e.line, Some(3));
+    let s = e.to_string();
+    assert!(s.starts_with("cases/x.json"), "{s}");
+    assert!(s.contains("line 3"), "{s}");
+}
+
+#[test]
+fn missing_field_names_the_field() {
+    let text = minimal("c1").replace("\"call_key\": \"plan/0\",", "");
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.kind, CassetteErrorKind::MissingField, "{e}");
+    assert_eq!(
+        e.field.as_deref(),
+        Some("runs[0].interactions[0].call_key"),
+        "{e}"
+    );
+    let text = minimal("c1").replace("\"model\": \"claude-test\",", "");
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("model"), "{e}");
+    let text = minimal("c1").replace("\"by\": \"test\"", "\"byy\": \"test\"");
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.kind, CassetteErrorKind::UnknownField, "{e}");
+    assert_eq!(e.field.as_deref(), Some("made.byy"), "{e}");
+}
+
+#[test]
+fn unknown_protocol_and_role_name_the_field() {
+    let e = parse(&minimal("c1").replace("\"anthropic\"", "\"gemini\"")).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("protocol"), "{e}");
+    assert!(e.to_string().contains("unknown protocol \"gemini\""), "{e}");
+    let e =
+        parse(&minimal("c1").replace("\"role\": \"plan\"", "\"role\": \"planner\"")).unwrap_err();
+    assert_eq!(
+        e.field.as_deref(),
+        Some("runs[0].interactions[0].role"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("unknown role \"planner\""), "{e}");
+}
+
+#[test]
+fn status_out_of_range_and_type_errors() {
+    let e = parse(&minimal("c1").replace("\"status\": 200", "\"status\": 700")).unwrap_err();
+    assert_eq!(
+        e.field.as_deref(),
+        Some("runs[0].interactions[0].response.status"),
+        "{e}"
+    );
+    assert!(e.message.contains("out of range"), "{e}");
+    let e = parse(&minimal("c1").replace("\"status\": 200", "\"status\": 70000")).unwrap_err();
+    assert_eq!(
+        e.field.as_deref(),
+        Some("runs[0].interactions[0].response.status"),
+        "{e}"
+    );
+    let e =
+        parse(&minimal("c1").replace("\"latency_ms\": 5", "\"latency_ms\": \"5\"")).unwrap_err();
+    assert_eq!(
+        e.field.as_deref(),
+        Some("runs[0].interactions[0].latency_ms"),
+        "{e}"
+    );
+}
+
+#[test]
+fn duplicate_call_key_is_refused() {
+    let mut c = parse(&minimal("c1")).unwrap();
+    let dup = c.runs[0].interactions[0].clone();
+    c.runs[0].interactions.push(dup);
+    let e = c.check(Path::new("d.json")).unwrap_err();
+    assert_eq!(e.kind, CassetteErrorKind::Duplicate);
+    assert_eq!(e.field.as_deref(), Some("runs[0].interactions[1].call_key"));
+    assert!(e.to_string().contains("interactions[0]"), "{e}");
+}
+
+#[test]
+fn other_semantic_checks() {
+    for (from, to, field) in [
+        ("\"harness-cassette/1\"", "\"harness-cassette/2\"", "format"),
+        ("\"case\": \"c1\"", "\"case\": \"a b\"", "case"),
+        (
+            "\"/v1/messages\"",
+            "\"/v1/chat/completions\"",
+            "runs[0].interactions[0].request.path",
+        ),
+        (
+            "\"body_sha256\": null",
+            "\"body_sha256\": \"xyz\"",
+            "runs[0].interactions[0].request.body_sha256",
+        ),
+        (
+            "\"when\": \"2025-01-01\"",
+            "\"when\": \"yesterday\"",
+            "made.when",
+        ),
+        ("\"run\": 0", "\"run\": 1", "runs[0].run"),
+    ] {
+        let e = parse(&minimal("c1").replace(from, to)).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some(field), "{e}");
+    }
+    // A body hash that does not match the body.
+    let text = minimal("c1").replace(
+        "\"body\": null, \"body_sha256\": null",
+        &format!(
+            "\"body\": {{\"a\": 1}}, \"body_sha256\": \"{}\"",
+            "0".repeat(64)
+        ),
+    );
+    let e = parse(&text).unwrap_err();
+    assert!(e.message.contains("does not match"), "{e}");
+    // A missing hash next to a body is filled in.
+    let text = minimal("c1").replace(
+        "\"body\": null, \"body_sha256\": null",
+        "\"body\": {\"a\": 1}",
+    );
+    let c = parse(&text).unwrap();
+    assert_eq!(
+        c.runs[0].interactions[0].request.body_sha256,
+        Some(body_sha256(&json!({"a": 1})))
+    );
+}
+
+#[test]
+fn secrets_are_refused_anywhere() {
+    let cases = [
+        (
+            "\"content-type\": \"application/json\"",
+            "\"Set-Cookie\": \"a=b\"",
+            "runs[0].interactions[0].response.headers.Set-Cookie",
+        ),
+        (
+            "\"body\": {\"ok\": true}",
+            "\"body\": {\"meta\": {\"API_KEY\": \"x\"}}",
+            "runs[0].interactions[0].response.body.meta.API_KEY",
+        ),
+        (
+            "\"body\": {\"ok\": true}",
+            "\"body\": {\"t\": \"key sk-ant-api03-abcdefghij0123456789xyz\"}",
+            "runs[0].interactions[0].response.body.t",
+        ),
+        (
+            "\"by\": \"test\"",
+            "\"by\": \"Bearer eyJhbGciOiJIUzI1NiJ9.abc123\"",
+            "made.by",
+        ),
+        (
+            "\"body\": null,",
+            "\"headers\": {\"x-api-key\": \"k\"}, \"body\": null,",
+            "runs[0].interactions[0].request.headers.x-api-key",
+        ),
+    ];
+    for (from, to, field) in cases {
+        let text = minimal("c1").replace(from, to);
+        assert_ne!(text, minimal("c1"), "replacement applied for {field}");
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.kind, CassetteErrorKind::Secret, "{e}");
+        assert_eq!(e.field.as_deref(), Some(field), "{e}");
+        assert!(e.to_string().starts_with("cases/x.json"), "{e}");
+    }
+    // Prose that merely mentions the words passes.
+    for ok in [
+        "ask-me-anything-about-task-12345678901234567890",
+        "Bearer tokens are sent in a header",
+        "sk-short1",
+    ] {
+        assert_eq!(looks_like_secret(ok), None, "{ok}");
+    }
+}
+
+#[test]
+fn redaction_helpers_make_a_savable_cassette() {
+    let h = redact_headers([
+        ("Authorization", "Bearer abcdefghijklmnop1234"),
+        ("Content-Type", "application/json"),
+        ("x-request-id", "sk-abcdefghijklmnopqrstuvwxyz123"),
+        ("Content-Length", "12"),
+        ("request-id", "req_1"),
+    ]);
+    assert_eq!(
+        h.keys().collect::<Vec<_>>(),
+        vec!["content-type", "request-id"]
+    );
+    let it = Interaction::from_exchange(
+        CallRole::Plan,
+        "plan/0",
+        Protocol::Anthropic,
+        &json!({"system": "s", "api_key": "zzz", "model": "m"}),
+        200,
+        [("set-cookie", "a=b"), ("content-type", "application/json")],
+        br#"{"content": [], "id": "msg_1"}"#,
+        120,
+    );
+    assert!(it.request.body.as_ref().unwrap().get("api_key").is_none());
+    let mut c = Cassette::new(
+        "rec-1",
+        Protocol::Anthropic,
+        "m",
+        Made {
+            how: MadeHow::Recorded,
+            when: "2025-06-01T10:00:00Z".into(),
+            by: "proxy".into(),
+            temperature: Some(0.0),
+            seed: None,
+            notes: String::new(),
+        },
+    );
+    c.push(0, it);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rec-1.json");
+    c.save(&p).unwrap();
+    let back = Cassette::load(&p).unwrap();
+    assert_eq!(back, c);
+    // Pretty-printed, diffable by a person.
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains("\n  \"case\": \"rec-1\""), "{text}");
+    // Save refuses a secret and leaves nothing behind.
+    let mut bad = c.clone();
+    bad.runs[0].interactions[0]
+        .response
+        .headers
+        .insert("cookie".into(), "a".into());
+    let e = bad.save(dir.path().join("bad.json")).unwrap_err();
+    assert_eq!(e.kind, CassetteErrorKind::Secret);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn load_dir_indexes_and_reports_every_bad_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sub/deeper")).unwrap();
+    std::fs::write(dir.path().join("README.md"), "# not a cassette").unwrap();
+    std::fs::write(dir.path().join("a.json"), minimal("case-a")).unwrap();
+    std::fs::write(dir.path().join("sub/deeper/b.json"), minimal("case-b")).unwrap();
+    let rec = Recordings::load_dir(dir.path()).unwrap();
+    assert_eq!(rec.case_count(), 2);
+    assert_eq!(rec.interaction_count(), 2);
+    assert!(rec.get("case-b", 7, "plan/0").is_some());
+    assert!(rec.get("case-b", 0, "plan/1").is_none());
+
+    std::fs::write(dir.path().join("sub/bad.json"), "{ nope").unwrap();
+    std::fs::write(dir.path().join("sub/dup.json"), minimal("case-a")).unwrap();
+    let err = Recordings::load_dir(dir.path()).unwrap_err();
+    assert_eq!(err.errors.len(), 2, "{err}");
+    let s = err.to_string();
+    assert!(
+        s.contains("bad.json") && s.contains("not valid JSON"),
+        "{s}"
+    );
+    assert!(
+        s.contains("dup.json") && s.contains("already recorded in"),
+        "{s}"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    assert!(Recordings::load_dir(empty.path())
+        .unwrap_err()
+        .to_string()
+        .contains("no *.json"));
+}
+
+#[test]
+fn too_large_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big.json");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(MAX_CASSETTE_BYTES + 1).unwrap();
+    let e = Cassette::load(&p).unwrap_err();
+    assert_eq!(e.kind, CassetteErrorKind::TooLarge);
+}
+
+#[test]
+fn example_cassette_loads() {
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/examples/example-fix-typo.json");
+    let c = Cassette::load(&p).unwrap();
+    assert_eq!(c.runs.len(), 2);
+    // The checked-in hashes are the canonical hashes of the checked-in bodies.
+    for run in &c.runs {
+        for it in &run.interactions {
+            if let Some(b) = &it.request.body {
+                assert_eq!(
+                    it.request.body_sha256.as_deref(),
+                    Some(body_sha256(b).as_str())
+                );
+            }
+        }
+    }
+}
