@@ -664,6 +664,11 @@ pub async fn run_case(
             )
         }
     };
+    // The harness's own type: a report it would not have written is no report.
+    let typed = match harness::report::Report::deserialize(&report) {
+        Ok(r) => r,
+        Err(e) => return fail(format!("report.json is not a harness report: {e}"), &dir),
+    };
     let outbox: Vec<Value> = std::fs::read_to_string(state.join("outbox.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -698,7 +703,7 @@ pub async fn run_case(
     let mut checks = score::checks(
         &case.file.expect,
         &Artifacts {
-            report: &report,
+            report: &typed,
             outbox: &outbox,
             workspace: &ws,
             requests: &requests,
@@ -712,7 +717,7 @@ pub async fn run_case(
         passed,
         mut failures,
         ..
-    } = score::verdict(case, run, &report, &checks, latency_ms);
+    } = score::verdict(case, run, &typed, &checks, latency_ms);
     let exit_code = spawned.code;
     let ending = report["ending"].as_str().unwrap_or("<none>").to_string();
     // The exit code is part of what is tested: audit.report_consistent gates

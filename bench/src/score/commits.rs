@@ -1,0 +1,35 @@
+//! The run branch: how many commits, and which files each one holds.
+
+use super::check::{check, Check};
+use crate::suite::Expect;
+
+pub(super) fn checks(
+    e: &Expect,
+    commits: Option<usize>,
+    commit_files: Option<&Result<Vec<Vec<String>>, String>>,
+    out: &mut Vec<Check>,
+) {
+    if let Some(w) = e.commits_count {
+        let n = commits.unwrap_or(0);
+        out.push(check(
+            "commits_count".into(),
+            n == w,
+            format!("expected {w} commits on the run branch, got {n}"),
+        ));
+    }
+    if let Some(want) = &e.commit_files {
+        let (passed, detail) = match commit_files {
+            Some(Ok(got)) => {
+                let mut want_sorted: Vec<Vec<String>> = want.clone();
+                want_sorted.iter_mut().for_each(|c| c.sort());
+                (
+                    &want_sorted == got,
+                    format!("expected {want_sorted:?}, got {got:?}"),
+                )
+            }
+            Some(Err(e)) => (false, format!("the commits could not be read: {e}")),
+            None => (false, "the commits were not gathered".into()),
+        };
+        out.push(check("commit_files".into(), passed, detail));
+    }
+}
