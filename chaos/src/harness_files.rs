@@ -175,3 +175,83 @@ pub fn alerted_endings(state: &Path) -> Vec<String> {
         .filter_map(|a| a["ending"].as_str().map(str::to_string))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_is_read_with_whatever_fields_it_has() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(read_report(d.path()), Ok(None));
+        let p = d.path().join(harness::report::FILE_NAME);
+        std::fs::write(
+            &p,
+            r#"{"ending": "GOAL_MET", "exit_code": 0, "verified": [{"id": "t1"}]}"#,
+        )
+        .unwrap();
+        let r = read_report(d.path()).unwrap().unwrap();
+        assert_eq!(r.ending.as_deref(), Some("GOAL_MET"));
+        assert_eq!(r.verified_ids(), vec!["t1".to_string()]);
+        assert_eq!((r.spend(), r.error_kind()), (0.0, ""));
+        assert_eq!(quoted(&r.ending), "\"GOAL_MET\"");
+        assert_eq!(quoted(&r.detail), "null");
+        std::fs::write(&p, "{\"ending\": ").unwrap();
+        assert!(read_report(d.path()).is_err());
+    }
+
+    #[test]
+    fn the_report_on_stderr_is_the_line_after_the_notice() {
+        let stderr = "harness: the report was NOT written to /s/report.json: No space left on device (os error 28)\n\
+            harness: the run ended UNRECOVERABLE_ERROR (exit 4); its report follows as one line of JSON\n\
+            {\"ending\":\"UNRECOVERABLE_ERROR\",\"exit_code\":4}\n";
+        let r = report_on_stderr(stderr).unwrap().unwrap();
+        assert_eq!(
+            (r.ending.as_deref(), r.exit_code),
+            (Some("UNRECOVERABLE_ERROR"), Some(4))
+        );
+        assert!(report_on_stderr("harness: something else\n").is_none());
+    }
+
+    #[test]
+    fn events_are_read_from_an_offset_and_typed() {
+        let d = tempfile::tempdir().unwrap();
+        let first = "{\"kind\":\"task_start\",\"data\":{\"task\":\"t1\"}}\n";
+        let rest = concat!(
+            "{\"kind\":\"model_error\",\"data\":{\"role\":\"judge\",\"call_key\":\"judge/1\"}}\n",
+            "{\"kind\":\"tool\",\"data\":{\"tool\":\"post_message\",\"is_error\":false}}\n",
+            "{\"kind\":\"resume_verify\",\"data\":{\"task\":\"t2\",\"outcome\":{\"outcome\":\"done\"}}}\n",
+            "{\"kind\":\"tool\",\"data\":{\"tool\":\"post_message\"}}\n",
+            "{\"kind\":\"task_pa",
+        );
+        std::fs::write(
+            d.path().join(harness::events::FILE_NAME),
+            format!("{first}{rest}"),
+        )
+        .unwrap();
+        assert_eq!(events_len(d.path()), (first.len() + rest.len()) as u64);
+        let ev = events_from(d.path(), first.len() as u64);
+        assert_eq!(
+            ev,
+            vec![
+                Event::ModelCall {
+                    ok: false,
+                    judge: true,
+                    call_key: Some("judge/1".into())
+                },
+                Event::Tool {
+                    tool: "post_message".into(),
+                    succeeded: true
+                },
+                Event::ResumeVerify {
+                    task: "t2".into(),
+                    outcome: Some("done".into())
+                },
+                Event::Tool {
+                    tool: "post_message".into(),
+                    succeeded: false
+                },
+            ]
+        );
+    }
+}

@@ -103,7 +103,7 @@ impl ModeReport {
         for inv in Invariant::ALL {
             let c = r.invariants.get_mut(inv.as_str()).expect("all inserted");
             c.checked += 1;
-            c.exercised += t.exercised[inv.index()] as u64;
+            c.exercised += t.exercised.contains(&inv) as u64;
             c.violated += t.violations.iter().any(|(v, ..)| *v == inv) as u64;
         }
         for (inv, process, detail) in &t.violations {

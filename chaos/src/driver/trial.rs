@@ -45,7 +45,7 @@ pub struct TrialOutcome {
     /// The journal-damage stratum's damage, and what the journal had
     /// committed just before it.
     pub journal_damage: Option<(JournalDamage, f64)>,
-    pub exercised: [bool; Invariant::ALL.len()],
+    pub exercised: BTreeSet<Invariant>,
     pub violations: Vec<(Invariant, usize, String)>,
     pub dir: PathBuf,
 }
@@ -108,7 +108,7 @@ pub(super) fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> Tr
         refusal: None,
         bit_rot: None,
         journal_damage: None,
-        exercised: [false; Invariant::ALL.len()],
+        exercised: BTreeSet::new(),
         violations: vec![],
         dir: dir.clone(),
     };

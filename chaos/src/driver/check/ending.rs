@@ -131,6 +131,9 @@ pub(in crate::driver) fn check<'a>(ck: &mut Checks, pr: &'a Proc, code: i32) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::observe::Obs;
+    use crate::oracle::{Ckpt, Journal};
+    use crate::proc::Outcome;
 
     #[test]
     fn endings_parse() {
@@ -138,5 +141,129 @@ mod tests {
         assert_eq!(summary_ending(s), Some(("GOAL_MET".into(), 0)));
         assert_eq!(ending_code("QUEUE_EMPTY_GOAL_UNMET"), Some(3));
         assert_eq!(ending_code("NOPE"), None);
+    }
+
+    fn obs(report: Option<Report>) -> Obs {
+        Obs {
+            ckpt: Ckpt::Absent,
+            journal: Journal::default(),
+            outbox: Default::default(),
+            migrations: Default::default(),
+            inflight: None,
+            events_len: 0,
+            report,
+        }
+    }
+
+    fn report(ending: &str, exit: i64) -> Report {
+        Report {
+            ending: Some(ending.into()),
+            exit_code: Some(exit),
+            ..Default::default()
+        }
+    }
+
+    /// A process that exited `code`, printed `stdout`, published `published`
+    /// and left `on_disk` as report.json.
+    fn exited(code: i32, stdout: &str, published: Option<Report>, on_disk: Option<Report>) -> Proc {
+        Proc {
+            idx: 1,
+            outcome: Outcome::Exited { code },
+            stdout: stdout.into(),
+            stderr: "last stderr line".into(),
+            ops: vec![],
+            spawn: obs(None),
+            end: obs(on_disk),
+            published: published.map(Ok),
+            events: vec![],
+            fault_fired: None,
+            crashed: false,
+        }
+    }
+
+    fn findings(pr: &Proc) -> Vec<String> {
+        let mut ck = Checks::new();
+        check(&mut ck, pr, pr.exited().unwrap());
+        ck.found.into_iter().map(|(_, _, d)| d).collect()
+    }
+
+    const GOAL_MET: &str = "ending     GOAL_MET (SUCCESS, exit 0, none)\n";
+
+    #[test]
+    fn the_ending_is_the_published_report() {
+        let r = report("GOAL_MET", 0);
+        let ok = exited(0, GOAL_MET, Some(r.clone()), Some(r.clone()));
+        assert_eq!(findings(&ok), Vec::<String>::new());
+        // The report names an ending that does not exit as the process did;
+        // stdout agrees with the process, so only the report can have said it.
+        let bad = report("BUDGET_EXHAUSTED", 0);
+        let f = findings(&exited(0, GOAL_MET, Some(bad.clone()), Some(bad)));
+        assert!(
+            f.iter()
+                .any(|d| d.starts_with("ending BUDGET_EXHAUSTED must exit 2")),
+            "{f:?}"
+        );
+        let f = findings(&exited(0, GOAL_MET, None, None));
+        assert!(
+            f.iter()
+                .any(|d| d == "exit 0 and no report.json (stderr: last stderr line)"),
+            "{f:?}"
+        );
+        let f = findings(&exited(0, GOAL_MET, Some(report("DONE", 0)), None));
+        assert!(
+            f.iter()
+                .any(|d| d == "ending \"DONE\" is not one of the seven"),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn stdout_is_held_to_the_report() {
+        let r = report("GOAL_MET", 0);
+        let f = findings(&exited(0, "goal x\n", Some(r.clone()), Some(r.clone())));
+        assert!(
+            f.iter()
+                .any(|d| d.starts_with("exit 0 with no ending line on stdout")),
+            "{f:?}"
+        );
+        let q = report("QUEUE_EMPTY_GOAL_UNMET", 3);
+        let f = findings(&exited(
+            3,
+            "ending     GOAL_MET (SUCCESS, exit 3, none)\n",
+            Some(q.clone()),
+            Some(q),
+        ));
+        assert!(
+            f.iter().any(|d| d
+                == "stdout says GOAL_MET exit 3 but report.json says \"QUEUE_EMPTY_GOAL_UNMET\" exit 3"),
+            "{f:?}"
+        );
+        // The report left on disk (after a power cut) must still be it.
+        let f = findings(&exited(0, GOAL_MET, Some(r), Some(report("TIME_LIMIT", 1))));
+        assert!(
+            f.iter()
+                .any(|d| d
+                    == "stdout says GOAL_MET exit 0 but report.json says \"TIME_LIMIT\" exit 1"),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn an_injected_errno_that_ends_the_run_is_named_in_the_report() {
+        let mut r = report("UNRECOVERABLE_ERROR", 4);
+        r.detail = Some("checkpoint write failed".into());
+        let stdout = "ending     UNRECOVERABLE_ERROR (FAILURE, exit 4, alert)\n";
+        let mut pr = exited(4, stdout, Some(r.clone()), None);
+        pr.fault_fired = Some(5);
+        let f = findings(&pr);
+        assert!(
+            f.iter().any(|d| d.starts_with(
+                "an injected errno 5 ended the run UNRECOVERABLE_ERROR without naming it"
+            )),
+            "{f:?}"
+        );
+        r.detail = Some("checkpoint write failed: Input/output error (os error 5)".into());
+        pr.published = Some(Ok(r));
+        assert_eq!(findings(&pr), Vec::<String>::new());
     }
 }

@@ -10,6 +10,7 @@ pub(super) mod run_end;
 use super::observe::Obs;
 use crate::harness_files::Report;
 use crate::invariant::Invariant;
+use std::collections::BTreeSet;
 
 /// Slack for comparing dollar amounts summed in different orders.
 pub(super) const EPS: f64 = 1e-9;
@@ -40,25 +41,26 @@ pub(super) fn is_refusal(report: &Report, spawn: &Obs) -> bool {
 
 /// Accumulates one trial's findings per invariant.
 pub(super) struct Checks {
-    pub exercised: [bool; Invariant::ALL.len()],
+    /// The invariants not vacuous on this kill.
+    pub exercised: BTreeSet<Invariant>,
     pub found: Vec<(Invariant, usize, String)>,
 }
 
 impl Checks {
     pub fn new() -> Checks {
         Checks {
-            exercised: [false; Invariant::ALL.len()],
+            exercised: BTreeSet::new(),
             found: vec![],
         }
     }
     /// The invariant was not vacuous on this kill.
     pub fn ex(&mut self, inv: Invariant) {
-        self.exercised[inv.index()] = true;
+        self.exercised.insert(inv);
     }
     /// A violation found by process `process` (at most three kept per
     /// invariant: the first ones say what went wrong).
     pub fn fail(&mut self, inv: Invariant, process: usize, detail: String) {
-        self.exercised[inv.index()] = true;
+        self.exercised.insert(inv);
         if self.found.iter().filter(|(i, ..)| *i == inv).count() < 3 {
             self.found.push((inv, process, detail));
         }
