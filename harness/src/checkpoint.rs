@@ -11,6 +11,7 @@
 //! body that was already wrong when serialized, which is why the state's
 //! invariants are asserted right before writing and again right after reading.
 
+use crate::ending::ErrorKind;
 use crate::state::RunState;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -51,17 +52,48 @@ pub enum Refusal {
     BodyInvalid(String),
 }
 
+crate::wire::wire_names! {
+    /// A refusal's machine name: what the chaos bench and the report's
+    /// `error_kind` (`checkpoint_<name>`) say.
+    pub enum RefusalKind {
+        Unreadable = "unreadable",
+        Unparseable = "unparseable",
+        ChecksumMismatch = "checksum_mismatch",
+        SchemaMismatch = "schema_mismatch",
+        GoalMismatch = "goal_mismatch",
+        BodyInvalid = "body_invalid",
+    }
+}
+
+impl RefusalKind {
+    /// The report's `error_kind` for a run refused with this.
+    pub fn error_kind(self) -> ErrorKind {
+        match self {
+            RefusalKind::Unreadable => ErrorKind::CheckpointUnreadable,
+            RefusalKind::Unparseable => ErrorKind::CheckpointUnparseable,
+            RefusalKind::ChecksumMismatch => ErrorKind::CheckpointChecksumMismatch,
+            RefusalKind::SchemaMismatch => ErrorKind::CheckpointSchemaMismatch,
+            RefusalKind::GoalMismatch => ErrorKind::CheckpointGoalMismatch,
+            RefusalKind::BodyInvalid => ErrorKind::CheckpointBodyInvalid,
+        }
+    }
+}
+
 impl Refusal {
+    pub fn refusal_kind(&self) -> RefusalKind {
+        match self {
+            Refusal::Unreadable(_) => RefusalKind::Unreadable,
+            Refusal::Unparseable(_) => RefusalKind::Unparseable,
+            Refusal::ChecksumMismatch { .. } => RefusalKind::ChecksumMismatch,
+            Refusal::SchemaMismatch { .. } => RefusalKind::SchemaMismatch,
+            Refusal::GoalMismatch { .. } => RefusalKind::GoalMismatch,
+            Refusal::BodyInvalid(_) => RefusalKind::BodyInvalid,
+        }
+    }
+
     /// Short machine name for reports and the chaos bench.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Refusal::Unreadable(_) => "unreadable",
-            Refusal::Unparseable(_) => "unparseable",
-            Refusal::ChecksumMismatch { .. } => "checksum_mismatch",
-            Refusal::SchemaMismatch { .. } => "schema_mismatch",
-            Refusal::GoalMismatch { .. } => "goal_mismatch",
-            Refusal::BodyInvalid(_) => "body_invalid",
-        }
+        self.refusal_kind().as_str()
     }
 }
 

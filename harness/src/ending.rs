@@ -36,6 +36,44 @@ pub enum Alert {
     Page,
 }
 
+crate::wire::wire_names! {
+    /// Machine-readable cause of an UNRECOVERABLE_ERROR: report.json's and
+    /// the final checkpoint's `error_kind`, the `kind` of an early `ending`
+    /// event. Readers (the bench, chaos) act on these names.
+    pub enum ErrorKind {
+        RecordingMiss = "recording_miss",
+        HttpRejected = "http_rejected",
+        ModelUnavailable = "model_unavailable",
+        EndpointConfig = "endpoint_config",
+        GoalTampered = "goal_tampered",
+        CheckpointWrite = "checkpoint_write",
+        LedgerJournal = "ledger_journal",
+        BilledAboveReserve = "billed_above_reserve",
+        Internal = "internal",
+        StateDir = "state_dir",
+        StateDirLock = "state_dir_lock",
+        Workspace = "workspace",
+        WriteNotDurable = "write_not_durable",
+        LapsExhausted = "laps_exhausted",
+        Panic = "panic",
+        CheckpointUnreadable = "checkpoint_unreadable",
+        CheckpointUnparseable = "checkpoint_unparseable",
+        CheckpointChecksumMismatch = "checkpoint_checksum_mismatch",
+        CheckpointSchemaMismatch = "checkpoint_schema_mismatch",
+        CheckpointGoalMismatch = "checkpoint_goal_mismatch",
+        CheckpointBodyInvalid = "checkpoint_body_invalid",
+    }
+}
+
+/// An error kind reads as its name, so `report.error_kind.as_deref()` is the
+/// string on disk.
+impl std::ops::Deref for ErrorKind {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
 /// Exit code of `harness run` when the spec (or the command line) is rejected
 /// before anything runs. Distinct from every ending's code. (sysexits EX_USAGE.)
 pub const EXIT_SPEC_REJECTED: i32 = 64;
@@ -143,6 +181,18 @@ mod tests {
             assert_eq!(e.alert() == Alert::Page, e == Ending::DriftDetected, "{e}");
             assert_eq!(e.alert() == Alert::None, e == Ending::GoalMet, "{e}");
         }
+    }
+
+    #[test]
+    fn error_kinds_travel_as_their_names_and_nothing_else_parses() {
+        for k in ErrorKind::ALL {
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::json!(k.as_str())
+            );
+            assert_eq!(ErrorKind::parse(k.as_str()), Some(*k));
+        }
+        assert!(serde_json::from_str::<ErrorKind>("\"recording\"").is_err());
     }
 
     #[test]

@@ -47,3 +47,4 @@ pub mod fault_injection; // test-only panic points (the `fault-injection` featur
 pub mod mutants; // deliberately broken variants for `bench self-test` (the `chaos-broken` feature only)
 pub mod redact; // the one redaction filter for every text the harness writes or shows the model
 pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench)
+pub mod wire; // closed vocabularies that travel as strings (error kinds, tool names, ...)

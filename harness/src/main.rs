@@ -269,7 +269,10 @@ enum LockError {
     /// Another harness holds run.lock; `holder` names its pid when known.
     Held { holder: String },
     /// The state dir cannot be made or its lock file cannot be opened.
-    Unusable { kind: &'static str, detail: String },
+    Unusable {
+        kind: harness::ending::ErrorKind,
+        detail: String,
+    },
 }
 
 /// One harness per state dir: a second one would interleave checkpoints.
@@ -279,7 +282,7 @@ enum LockError {
 fn lock_state_dir(state_dir: &Path) -> Result<std::fs::File, LockError> {
     use std::io::Write;
     std::fs::create_dir_all(state_dir).map_err(|e| LockError::Unusable {
-        kind: "state_dir",
+        kind: harness::ending::ErrorKind::StateDir,
         detail: format!("cannot create state dir {}: {e}", state_dir.display()),
     })?;
     let path = state_dir.join("run.lock");
@@ -290,7 +293,7 @@ fn lock_state_dir(state_dir: &Path) -> Result<std::fs::File, LockError> {
         .write(true)
         .open(&path)
         .map_err(|e| LockError::Unusable {
-            kind: "state_dir_lock",
+            kind: harness::ending::ErrorKind::StateDirLock,
             detail: format!("cannot open the lock {}: {e}", path.display()),
         })?;
     if lock.try_lock().is_err() {

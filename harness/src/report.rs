@@ -2,7 +2,7 @@
 //! names, and a short human summary for stdout. Built from the state, the
 //! spec and the ending; written atomically like the checkpoint.
 
-use crate::ending::{Alert, Class, Ending};
+use crate::ending::{Alert, Class, Ending, ErrorKind};
 use crate::ledger::SpendPoint;
 use crate::model::types::Usage;
 use crate::state::{CompletedTask, DriftPoint, ModelClaim, PrunedTask, RejectedTask, RunState};
@@ -27,7 +27,11 @@ pub struct DriftEntry {
     pub band: crate::drift::Band,
 }
 
+/// report.json. Readers (the bench, chaos) parse it into this type: a field
+/// renamed here is unknown to them and fails the parse, it is never read as
+/// absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Report {
     pub ending: Ending,
     pub class: Class,
@@ -49,7 +53,7 @@ pub struct Report {
     pub detail: Option<String>,
     /// Machine-readable cause of an UNRECOVERABLE_ERROR, e.g. `recording_miss`,
     /// `checkpoint_checksum_mismatch`, `goal_tampered`, `http_rejected`.
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     pub run_id: String,
     pub goal: String,
     pub goal_sha256: String,
@@ -77,7 +81,7 @@ impl Report {
         goal: &str,
         ending: Ending,
         detail: Option<String>,
-        error_kind: Option<String>,
+        error_kind: Option<ErrorKind>,
         predicate_met: bool,
         elapsed_ms: u64,
     ) -> Report {
@@ -230,7 +234,6 @@ impl Report {
             s.push_str(&format!(
                 "detail     {}{d}\n",
                 self.error_kind
-                    .as_deref()
                     .map(|k| format!("[{k}] "))
                     .unwrap_or_default()
             ));
@@ -309,4 +312,42 @@ pub async fn deliver_alert(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> serde_json::Value {
+        let r = Report::build(
+            &RunState::example(4),
+            "goal",
+            Ending::UnrecoverableError,
+            Some("d".into()),
+            Some(ErrorKind::RecordingMiss),
+            false,
+            10,
+        );
+        serde_json::to_value(&r).unwrap()
+    }
+
+    #[test]
+    fn a_report_reads_back_and_a_renamed_field_or_unknown_kind_does_not() {
+        let v = example();
+        let back: Report = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back.error_kind, Some(ErrorKind::RecordingMiss));
+        assert_eq!(back.error_kind.as_deref(), Some("recording_miss"));
+
+        let mut renamed = v.clone();
+        let o = renamed.as_object_mut().unwrap();
+        let k = o.shift_remove("error_kind").unwrap();
+        o.insert("error_kinds".into(), k);
+        let e = serde_json::from_value::<Report>(renamed).unwrap_err();
+        assert!(e.to_string().contains("unknown field `error_kinds`"), "{e}");
+
+        let mut unknown = v;
+        unknown["error_kind"] = "recording".into();
+        let e = serde_json::from_value::<Report>(unknown).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `recording`"), "{e}");
+    }
 }

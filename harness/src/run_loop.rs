@@ -15,8 +15,11 @@ use crate::chaos_hook::{point, Phase};
 use crate::check::{run_check_by, CheckResult};
 use crate::checkpoint::{self, Refusal, SaveError};
 use crate::drift::{self, Band};
-use crate::ending::Ending;
-use crate::events::EventLog;
+use crate::ending::{Ending, ErrorKind};
+use crate::events::{
+    Admit, AdmittedTask, EndingEvent, Event, EventLog, GitError, ModelCall, RunOpened, ToolEvent,
+    ToolRef,
+};
 use crate::gitwork::GitWork;
 use crate::goal::{Goal, GoalTampered};
 use crate::ledger::{
@@ -103,7 +106,7 @@ pub enum Classified {
     /// The run's wall clock ran out during a model call: a PARTIAL too.
     TimeUp,
     Unrecoverable {
-        kind: String,
+        kind: ErrorKind,
         detail: String,
     },
     /// The wall clock ran out mid-lap: the priority order decides the ending.
@@ -118,17 +121,17 @@ impl LapError {
             LapError::Budget(_) => Classified::Blocked,
             LapError::Model(ModelError::Deadline { .. }) => Classified::TimeUp,
             LapError::Model(ModelError::RecordingMiss { detail }) => Classified::Unrecoverable {
-                kind: "recording_miss".into(),
+                kind: ErrorKind::RecordingMiss,
                 detail: format!("recording miss (the replay had no recording for this call; not an agent failure): {detail}"),
             },
-            LapError::Model(e @ ModelError::Rejected { .. }) => Classified::Unrecoverable { kind: "http_rejected".into(), detail: e.to_string() },
-            LapError::Model(e @ ModelError::RetriesExhausted { .. }) => Classified::Unrecoverable { kind: "model_unavailable".into(), detail: e.to_string() },
-            LapError::Model(e @ ModelError::Config(_)) => Classified::Unrecoverable { kind: "endpoint_config".into(), detail: e.to_string() },
-            LapError::Goal(e) => Classified::Unrecoverable { kind: "goal_tampered".into(), detail: e.to_string() },
-            LapError::Checkpoint(e) => Classified::Unrecoverable { kind: "checkpoint_write".into(), detail: e.to_string() },
-            LapError::Ledger(e) => Classified::Unrecoverable { kind: "ledger_journal".into(), detail: e.to_string() },
-            LapError::BilledAboveReserve(e) => Classified::Unrecoverable { kind: "billed_above_reserve".into(), detail: e.to_string() },
-            LapError::Internal(d) => Classified::Unrecoverable { kind: "internal".into(), detail: d },
+            LapError::Model(e @ ModelError::Rejected { .. }) => Classified::Unrecoverable { kind: ErrorKind::HttpRejected, detail: e.to_string() },
+            LapError::Model(e @ ModelError::RetriesExhausted { .. }) => Classified::Unrecoverable { kind: ErrorKind::ModelUnavailable, detail: e.to_string() },
+            LapError::Model(e @ ModelError::Config(_)) => Classified::Unrecoverable { kind: ErrorKind::EndpointConfig, detail: e.to_string() },
+            LapError::Goal(e) => Classified::Unrecoverable { kind: ErrorKind::GoalTampered, detail: e.to_string() },
+            LapError::Checkpoint(e) => Classified::Unrecoverable { kind: ErrorKind::CheckpointWrite, detail: e.to_string() },
+            LapError::Ledger(e) => Classified::Unrecoverable { kind: ErrorKind::LedgerJournal, detail: e.to_string() },
+            LapError::BilledAboveReserve(e) => Classified::Unrecoverable { kind: ErrorKind::BilledAboveReserve, detail: e.to_string() },
+            LapError::Internal(d) => Classified::Unrecoverable { kind: ErrorKind::Internal, detail: d },
             e @ LapError::WallClock { .. } => Classified::WallClock { detail: e.to_string() },
         }
     }
@@ -259,7 +262,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         s.hard_cap_usd = hard_cap;
         return fail_early(
             s,
-            "state_dir",
+            ErrorKind::StateDir,
             format!("cannot create state dir {}: {e}", state_dir.display()),
             &goal,
             &alerts,
@@ -287,7 +290,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             s.hard_cap_usd = hard_cap;
             return fail_early(
                 s,
-                &format!("checkpoint_{}", refusal.kind()),
+                refusal.refusal_kind().error_kind(),
                 format!("refused to resume: {refusal}"),
                 &goal,
                 &alerts,
@@ -302,7 +305,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
     if let Some(f) = &state.finished {
         // Already ended: re-report, never run again.
         crate::fault_injection::panic_point("rereport");
-        events.emit(state.step, "rereport", json!({"ending": f.ending}));
+        events.emit(state.step, Event::Rereport { ending: f.ending });
         let (report, report_written) = match Report::load(state_dir) {
             Ok(r) => (r, true),
             Err(_) => {
@@ -336,7 +339,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
     if let Err(e) = ledger.open_journal(&state_dir.join("ledger.jsonl")) {
         return fail_early(
             state,
-            "ledger_journal",
+            ErrorKind::LedgerJournal,
             e.to_string(),
             &goal,
             &alerts,
@@ -355,7 +358,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         );
         return fail_early(
             state,
-            "ledger_journal",
+            ErrorKind::LedgerJournal,
             d,
             &goal,
             &alerts,
@@ -372,7 +375,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         Err(e) => {
             return fail_early(
                 state,
-                "workspace",
+                ErrorKind::Workspace,
                 format!("workspace {}: {e}", spec.workspace.display()),
                 &goal,
                 &alerts,
@@ -413,7 +416,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         Err(e) => {
             return fail_early(
                 state,
-                "endpoint_config",
+                ErrorKind::EndpointConfig,
                 e.to_string(),
                 &goal,
                 &alerts,
@@ -454,10 +457,17 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         task_paths: BTreeSet::new(),
         _check_tmp: check_tmp,
     };
+    let opened = RunOpened {
+        run_id: r.state.run_id.clone(),
+        spent_usd: r.ledger.spent_usd(),
+    };
     r.events.emit(
         r.state.step,
-        if resumed { "resume" } else { "start" },
-        json!({"run_id": r.state.run_id, "spent_usd": r.ledger.spent_usd()}),
+        if resumed {
+            Event::Resume(opened)
+        } else {
+            Event::Start(opened)
+        },
     );
 
     let (ending, detail, kind) = r.drive(resumed).await;
@@ -469,7 +479,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
 /// exactly like any other UNRECOVERABLE_ERROR.
 async fn fail_early(
     mut state: RunState,
-    kind: &str,
+    kind: ErrorKind,
     detail: String,
     goal: &Goal,
     alerts: &crate::spec::AlertSpec,
@@ -489,15 +499,19 @@ async fn fail_early(
     }
     events.emit(
         state.step,
-        "ending",
-        json!({"ending": "UNRECOVERABLE_ERROR", "kind": kind, "detail": detail}),
+        Event::Ending(EndingEvent {
+            ending: Ending::UnrecoverableError,
+            kind: Some(kind),
+            exit_code: None,
+            detail: Some(detail.clone()),
+        }),
     );
     let mut report = Report::build(
         &state,
         goal.text(),
         Ending::UnrecoverableError,
         Some(detail),
-        Some(kind.into()),
+        Some(kind),
         false,
         now_unix_ms().saturating_sub(state.started_at_unix_ms),
     );
@@ -516,7 +530,7 @@ async fn fail_early(
 pub async fn end_before_start(
     spec: &RunSpec,
     state_dir: &Path,
-    kind: &str,
+    kind: ErrorKind,
     detail: String,
 ) -> Outcome {
     let goal = Goal::new(spec.goal.clone());
@@ -642,11 +656,11 @@ async fn end_after_panic(after: AfterPanic, message: String) -> Outcome {
         detail.push_str("; ");
         detail.push_str(n);
     }
-    let kind = "panic".to_string();
+    let kind = ErrorKind::Panic;
     state.finished = Some(Finished {
         ending: Ending::UnrecoverableError,
         detail: Some(detail.clone()),
-        error_kind: Some(kind.clone()),
+        error_kind: Some(kind),
     });
     let ckpt_err = if checkpoint_usable {
         checkpoint::save(state_dir, &state).err()
@@ -667,8 +681,12 @@ async fn end_after_panic(after: AfterPanic, message: String) -> Outcome {
     }
     events.emit(
         state.step,
-        "ending",
-        json!({"ending": Ending::UnrecoverableError, "kind": kind, "detail": report.detail}),
+        Event::Ending(EndingEvent {
+            ending: Ending::UnrecoverableError,
+            kind: Some(kind),
+            exit_code: None,
+            detail: report.detail.clone(),
+        }),
     );
     let report_written = publish(&mut report, &after.alerts, state_dir).await;
     Outcome {
@@ -750,7 +768,7 @@ impl Runner {
     }
 
     /// The one loop. Returns (ending, detail, error kind).
-    async fn drive(&mut self, resumed: bool) -> (Ending, Option<String>, Option<String>) {
+    async fn drive(&mut self, resumed: bool) -> (Ending, Option<String>, Option<ErrorKind>) {
         if let Err(e) = self.prepare(resumed).await {
             return self.classify_fatal(e);
         }
@@ -773,7 +791,7 @@ impl Runner {
                                 .collect::<Vec<_>>()
                                 .join("; ")
                         )),
-                        Some("write_not_durable".into()),
+                        Some(ErrorKind::WriteNotDurable),
                     );
                 }
                 return (ending, self.plan_note.clone(), None);
@@ -788,7 +806,7 @@ impl Runner {
                 return (
                     Ending::UnrecoverableError,
                     Some(format!("the loop ran {LAPS_MAX} laps without ending")),
-                    Some("laps_exhausted".into()),
+                    Some(ErrorKind::LapsExhausted),
                 );
             }
             if let Err(e) = self.lap().await {
@@ -800,8 +818,10 @@ impl Runner {
                         self.ledger.set_blocked(true);
                         self.events.emit(
                             self.state.step,
-                            "budget_refused",
-                            json!({"spent_usd": self.ledger.spent_usd(), "detail": said}),
+                            Event::BudgetRefused {
+                                spent_usd: self.ledger.spent_usd(),
+                                detail: said,
+                            },
                         );
                         continue;
                     }
@@ -809,8 +829,11 @@ impl Runner {
                         self.clock_ran_out = true;
                         self.events.emit(
                             self.state.step,
-                            "clock_ran_out",
-                            json!({"elapsed_ms": self.elapsed_ms(), "spent_usd": self.ledger.spent_usd(), "detail": said}),
+                            Event::ClockRanOut {
+                                elapsed_ms: self.elapsed_ms(),
+                                spent_usd: self.ledger.spent_usd(),
+                                detail: said,
+                            },
                         );
                         continue;
                     }
@@ -827,9 +850,13 @@ impl Runner {
     /// (a blocked ledger outranks the clock); the predicate, with no time
     /// left, is not run, so this is never GOAL_MET. A clock that stepped back
     /// cannot send the loop on with a task still in flight: TIME_LIMIT.
-    fn clock_ran_out(&mut self, detail: String) -> (Ending, Option<String>, Option<String>) {
-        self.events
-            .emit(self.state.step, "wall_clock", json!({"detail": detail}));
+    fn clock_ran_out(&mut self, detail: String) -> (Ending, Option<String>, Option<ErrorKind>) {
+        self.events.emit(
+            self.state.step,
+            Event::WallClock {
+                detail: detail.clone(),
+            },
+        );
         self.plan_note = Some(detail);
         let ending = match self.should_stop() {
             Some(e) if e != Ending::GoalMet => e,
@@ -838,7 +865,7 @@ impl Runner {
         (ending, self.plan_note.clone(), None)
     }
 
-    fn classify_fatal(&mut self, e: LapError) -> (Ending, Option<String>, Option<String>) {
+    fn classify_fatal(&mut self, e: LapError) -> (Ending, Option<String>, Option<ErrorKind>) {
         match e.classify() {
             Classified::Blocked => (Ending::BudgetExhausted, None, None),
             Classified::TimeUp => (Ending::TimeLimit, None, None),
@@ -865,8 +892,13 @@ impl Runner {
                 Ok(()) => self.state.git_branch = Some(branch),
                 Err(e) => {
                     let why = format!("the run branch {branch:?} could not be made or checked out ({e}); nothing is committed in this run");
-                    self.events
-                        .emit(self.state.step, "git_error", json!({"detail": why}));
+                    self.events.emit(
+                        self.state.step,
+                        Event::GitError(GitError {
+                            task: None,
+                            detail: why.clone(),
+                        }),
+                    );
                     self.state.git_branch = None;
                     self.state.git_disabled = Some(why);
                 }
@@ -885,8 +917,10 @@ impl Runner {
                 };
                 self.events.emit(
                     self.state.step,
-                    "resume_verify",
-                    json!({"task": task.id, "outcome": outcome}),
+                    Event::ResumeVerify {
+                        task: task.id.clone(),
+                        outcome: outcome.clone(),
+                    },
                 );
                 // A task settled here finished: it counts as a step (the drift
                 // cadence counts finished tasks), exactly as in `lap`.
@@ -953,8 +987,10 @@ impl Runner {
         self.checkpoint()?; // IN_PROGRESS: a crash from here on is verified on resume
         self.events.emit(
             self.state.step,
-            "task_start",
-            json!({"task": task.id, "description": task.description}),
+            Event::TaskStart {
+                task: task.id.clone(),
+                description: task.description.clone(),
+            },
         );
 
         let result = self.execute_task(&task).await?;
@@ -1016,7 +1052,15 @@ impl Runner {
             if crate::mutants::active(crate::mutants::Mutant::TrustsTheClaim) && claim.is_some() {
                 outcome = VerifyOutcome::Done;
             }
-            self.events.emit(self.state.step, "verify", json!({"task": task.id, "attempt": attempt, "attempt_end": end.describe(), "outcome": outcome}));
+            self.events.emit(
+                self.state.step,
+                Event::Verify {
+                    task: task.id.clone(),
+                    attempt,
+                    attempt_end: end.describe(),
+                    outcome: outcome.clone(),
+                },
+            );
             if let Some(c) = &claim {
                 self.state.model_claims.push(ModelClaim {
                     task_id: task.id.clone(),
@@ -1167,7 +1211,15 @@ impl Runner {
                     }
                 }
             }
-            self.events.emit(self.state.step, "tool", json!({"task": task.id, "tool": call.name, "is_error": obs.is_error, "side_effect": obs.side_effect}));
+            self.events.emit(
+                self.state.step,
+                Event::Tool(ToolEvent {
+                    task: task.id.clone(),
+                    tool: ToolRef::of(&call.name),
+                    is_error: obs.is_error,
+                    side_effect: obs.side_effect,
+                }),
+            );
             // A tool's check cut by the clock, or a clock that ran out while
             // the tool ran: the lap ends here, the task stays in flight.
             self.clock_left(|| format!("task {}, tool {}", task.id, call.name))?;
@@ -1211,7 +1263,7 @@ impl Runner {
                 }
                 Err(e) => {
                     self.events
-                        .emit(self.state.step, "plan_malformed", json!({"error": e}));
+                        .emit(self.state.step, Event::PlanMalformed { error: e.clone() });
                     self.plan_note = Some(format!("planner output malformed: {e}"));
                     // The error goes back to the model as an observation.
                     req.turns.push(Turn::Assistant {
@@ -1255,7 +1307,7 @@ impl Runner {
                     format_args!("replan/{n}")
                 ));
                 self.events
-                    .emit(self.state.step, "replan_malformed", json!({"error": e}));
+                    .emit(self.state.step, Event::ReplanMalformed { error: e.clone() });
             }
         }
         Ok(())
@@ -1268,7 +1320,20 @@ impl Runner {
         };
         // The descriptions are what the drift judge is shown of each task: the
         // bench's audit checks every judge request against them.
-        self.events.emit(self.state.step, "admit", json!({"origin": origin, "admitted": ok.iter().map(|t| &t.id).collect::<Vec<_>>(), "tasks": ok.iter().map(|t| json!({"id": t.id, "description": t.description})).collect::<Vec<_>>(), "rejected": rejected}));
+        self.events.emit(
+            self.state.step,
+            Event::Admit(Admit {
+                origin: origin.to_string(),
+                admitted: ok.iter().map(|t| t.id.clone()).collect(),
+                tasks: (ok.iter())
+                    .map(|t| AdmittedTask {
+                        id: t.id.clone(),
+                        description: t.description.clone(),
+                    })
+                    .collect(),
+                rejected: rejected.clone(),
+            }),
+        );
         self.state.queue.extend(ok);
         self.state.rejected.extend(rejected);
     }
@@ -1305,8 +1370,11 @@ impl Runner {
         );
         self.events.emit(
             self.state.step,
-            "drift",
-            json!({"score": dc.drift_score, "band": band, "pruned": pruned}),
+            Event::Drift {
+                score: dc.drift_score,
+                band,
+                pruned: pruned.clone(),
+            },
         );
         if band == Band::Halt {
             self.plan_note = Some(format!(
@@ -1365,8 +1433,19 @@ impl Runner {
                 self.state.ledger = self.ledger.snapshot().clone();
                 self.events.emit(
                     self.state.step,
-                    "model_call",
-                    json!({"role": req.role, "call_key": req.call_key, "usage": reply.usage, "cost_usd": booked.cost_usd, "reserved_usd": booked.reserved_usd, "input_tokens_max": bound.input_tokens_max, "latency_ms": reply.latency_ms, "attempts": reply.attempts, "billed_unknown_attempts": reply.billed_unknown_attempts, "stop": reply.stop_reason, "notice": req.trailing_notice.is_some()}),
+                    Event::ModelCall(ModelCall {
+                        role: req.role,
+                        call_key: req.call_key.clone(),
+                        usage: reply.usage,
+                        cost_usd: booked.cost_usd,
+                        reserved_usd: booked.reserved_usd,
+                        input_tokens_max: bound.input_tokens_max,
+                        latency_ms: reply.latency_ms,
+                        attempts: reply.attempts,
+                        billed_unknown_attempts: reply.billed_unknown_attempts,
+                        stop: reply.stop_reason.clone(),
+                        notice: req.trailing_notice.is_some(),
+                    }),
                 );
                 if booked.overbilled() {
                     return Err(LapError::BilledAboveReserve(BilledAboveReserve {
@@ -1394,8 +1473,11 @@ impl Runner {
                 };
                 self.events.emit(
                     self.state.step,
-                    "model_error",
-                    json!({"role": req.role, "call_key": req.call_key, "error": e.to_string()}),
+                    Event::ModelError {
+                        role: req.role,
+                        call_key: req.call_key.clone(),
+                        error: e.to_string(),
+                    },
                 );
                 Err(e)
             }
@@ -1429,8 +1511,10 @@ impl Runner {
                     Err(e) => {
                         self.events.emit(
                             self.state.step,
-                            "git_error",
-                            json!({"task": task.id, "detail": e.to_string()}),
+                            Event::GitError(GitError {
+                                task: Some(task.id.clone()),
+                                detail: e.to_string(),
+                            }),
                         );
                         None
                     }
@@ -1453,8 +1537,11 @@ impl Runner {
         ));
         self.events.emit(
             self.state.step,
-            "task_done",
-            json!({"task": task.id, "how": how, "commit": commit}),
+            Event::TaskDone {
+                task: task.id.clone(),
+                how: how.to_string(),
+                commit: commit.clone(),
+            },
         );
         self.state.completed.push(CompletedTask {
             id: task.id,
@@ -1476,8 +1563,10 @@ impl Runner {
             // commit would now leave them uncommitted (never misattributed).
             self.events.emit(
                 self.state.step,
-                "writes_journal_error",
-                json!({"task": task_id, "detail": e.to_string()}),
+                Event::WritesJournalError {
+                    task: task_id.to_string(),
+                    detail: e.to_string(),
+                },
             );
         }
     }
@@ -1508,8 +1597,10 @@ impl Runner {
             .push_history(format!("{} parked: {}", task.id, truncate(&reason, 160)));
         self.events.emit(
             self.state.step,
-            "task_parked",
-            json!({"task": task.id, "reason": reason}),
+            Event::TaskParked {
+                task: task.id.clone(),
+                reason: reason.clone(),
+            },
         );
         self.state.parked.push(ParkedTask {
             id: task.id,
@@ -1612,7 +1703,7 @@ impl Runner {
         mut self,
         ending: Ending,
         detail: Option<String>,
-        kind: Option<String>,
+        kind: Option<ErrorKind>,
     ) -> Outcome {
         crate::fault_injection::panic_point("finish_start");
         if let Some(task) = self.state.in_progress.take() {
@@ -1649,10 +1740,10 @@ impl Runner {
         self.state.finished = Some(Finished {
             ending,
             detail: detail.clone(),
-            error_kind: kind.clone(),
+            error_kind: kind,
         });
         let ckpt_err =
-            if ending == Ending::UnrecoverableError && kind.as_deref() == Some("goal_tampered") {
+            if ending == Ending::UnrecoverableError && kind == Some(ErrorKind::GoalTampered) {
                 None // never write a checkpoint from a state whose goal we no longer trust
             } else {
                 checkpoint::save(&self.state_dir, &self.state).err()
@@ -1672,8 +1763,12 @@ impl Runner {
         }
         self.events.emit(
             self.state.step,
-            "ending",
-            json!({"ending": ending, "exit_code": ending.exit_code(), "detail": report.detail}),
+            Event::Ending(EndingEvent {
+                ending,
+                kind: None,
+                exit_code: Some(ending.exit_code()),
+                detail: report.detail.clone(),
+            }),
         );
         let report_written = publish(&mut report, &self.spec.alerts, &self.state_dir).await;
         Outcome {
@@ -1695,6 +1790,6 @@ pub fn truncate(s: &str, max_chars: usize) -> String {
 }
 
 /// Refusal reasons are part of the public vocabulary of the report.
-pub fn refusal_kind(r: &Refusal) -> String {
-    format!("checkpoint_{}", r.kind())
+pub fn refusal_kind(r: &Refusal) -> ErrorKind {
+    r.refusal_kind().error_kind()
 }

@@ -3,7 +3,7 @@
 //! transcript, so a checkpoint stays a few kilobytes and resume is no prefill.
 
 use crate::drift::Band;
-use crate::ending::Ending;
+use crate::ending::{Ending, ErrorKind};
 use crate::ledger::LedgerSnapshot;
 use crate::task::Task;
 use serde::{Deserialize, Serialize};
@@ -86,7 +86,7 @@ pub struct ModelClaim {
 pub struct Finished {
     pub ending: Ending,
     pub detail: Option<String>,
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

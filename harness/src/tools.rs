@@ -15,13 +15,25 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Read;
 
+crate::wire::wire_names! {
+    /// The tools there are. A spec's allowlist and the `tool` events name them.
+    pub enum ToolName {
+        ReadFile = "read_file",
+        WriteFile = "write_file",
+        ListFiles = "list_files",
+        PostMessage = "post_message",
+        ApplyMigration = "apply_migration",
+        RunCheck = "run_check",
+    }
+}
+
 pub const ALL_TOOL_NAMES: [&str; 6] = [
-    "read_file",
-    "write_file",
-    "list_files",
-    "post_message",
-    "apply_migration",
-    "run_check",
+    ToolName::ReadFile.as_str(),
+    ToolName::WriteFile.as_str(),
+    ToolName::ListFiles.as_str(),
+    ToolName::PostMessage.as_str(),
+    ToolName::ApplyMigration.as_str(),
+    ToolName::RunCheck.as_str(),
 ];
 
 /// Largest file read_file returns; bigger files are refused, not truncated,

@@ -71,6 +71,31 @@ pub enum Verify {
     },
 }
 
+crate::wire::wire_names! {
+    /// A verify's `kind` tag, as tasks in the checkpoint carry it.
+    pub enum VerifyKind {
+        FileContains = "file_contains",
+        FileAbsent = "file_absent",
+        FileExists = "file_exists",
+        OutboxHas = "outbox_has",
+        MigrationState = "migration_state",
+        Check = "check",
+    }
+}
+
+impl Verify {
+    pub fn kind(&self) -> VerifyKind {
+        match self {
+            Verify::FileContains { .. } => VerifyKind::FileContains,
+            Verify::FileAbsent { .. } => VerifyKind::FileAbsent,
+            Verify::FileExists { .. } => VerifyKind::FileExists,
+            Verify::OutboxHas { .. } => VerifyKind::OutboxHas,
+            Verify::MigrationState { .. } => VerifyKind::MigrationState,
+            Verify::Check { .. } => VerifyKind::Check,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum VerifyOutcome {
@@ -326,6 +351,23 @@ fn clip(s: &str, max_chars: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_verify_kind_is_its_serde_tag() {
+        let all = [
+            json!({"kind": "file_contains", "path": "a", "text": "b"}),
+            json!({"kind": "file_absent", "path": "a"}),
+            json!({"kind": "file_exists", "path": "a"}),
+            json!({"kind": "outbox_has", "key": "k"}),
+            json!({"kind": "migration_state", "name": "m"}),
+            json!({"kind": "check", "name": "tests"}),
+        ];
+        assert_eq!(all.len(), VerifyKind::ALL.len());
+        for v in all {
+            let parsed: Verify = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(v["kind"], parsed.kind().as_str());
+        }
+    }
 
     struct Fx {
         _d: tempfile::TempDir,
