@@ -45,34 +45,36 @@ pub enum Event {
 }
 
 impl Event {
-    fn from_value(e: &Value) -> Event {
-        let d = &e["data"];
-        let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-        match e["kind"].as_str().unwrap_or("") {
-            kind @ ("model_call" | "model_error") => Event::ModelCall {
-                ok: kind == "model_call",
-                judge: d["role"] == "judge",
-                call_key: d["call_key"].as_str().map(str::to_string),
+    fn view(e: harness::events::Event) -> Event {
+        use harness::events::Event as H;
+        use harness::model::types::CallRole;
+        match e {
+            H::ModelCall(m) => Event::ModelCall {
+                ok: true,
+                judge: m.role == CallRole::Judge,
+                call_key: Some(m.call_key),
             },
-            "tool" => Event::Tool {
-                tool: s(&d["tool"]),
-                succeeded: d["is_error"] == false,
+            H::ModelError { role, call_key, .. } => Event::ModelCall {
+                ok: false,
+                judge: role == CallRole::Judge,
+                call_key: Some(call_key),
             },
-            "task_start" => Event::TaskStart {
-                task: s(&d["task"]),
+            H::Tool(t) => Event::Tool {
+                tool: t.tool.as_str().to_string(),
+                succeeded: !t.is_error,
             },
-            "task_done" => Event::TaskDone {
-                task: s(&d["task"]),
+            H::TaskStart { task, .. } => Event::TaskStart { task },
+            H::TaskDone { task, .. } => Event::TaskDone { task },
+            H::TaskParked { task, .. } => Event::TaskParked { task },
+            H::Drift { pruned, .. } => Event::Drift {
+                pruned_any: !pruned.is_empty(),
             },
-            "task_parked" => Event::TaskParked {
-                task: s(&d["task"]),
-            },
-            "drift" => Event::Drift {
-                pruned_any: d["pruned"].as_array().is_some_and(|a| !a.is_empty()),
-            },
-            "resume_verify" => Event::ResumeVerify {
-                task: s(&d["task"]),
-                outcome: d["outcome"]["outcome"].as_str().map(str::to_string),
+            H::ResumeVerify { task, outcome } => Event::ResumeVerify {
+                task,
+                // The wire name, as the oracle's own effects say it.
+                outcome: serde_json::to_value(&outcome)
+                    .ok()
+                    .and_then(|v| v["outcome"].as_str().map(str::to_string)),
             },
             _ => Event::Other,
         }
@@ -86,8 +88,10 @@ pub fn events_len(state: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// The events written after byte `from` of events.jsonl (lines that do not
-/// parse, such as a line torn by a kill, are skipped).
+/// The events written after byte `from` of events.jsonl, read through the
+/// harness's own types (`harness::events`). A line that is not one (torn by
+/// a kill, or not an event this harness writes) is skipped: the log is for
+/// debugging, the checkpoint and the journal are the truth.
 pub fn events_from(state: &Path, from: u64) -> Vec<Event> {
     let b = std::fs::read(state.join(harness::events::FILE_NAME)).unwrap_or_default();
     let tail = if (from as usize) <= b.len() {
@@ -95,15 +99,19 @@ pub fn events_from(state: &Path, from: u64) -> Vec<Event> {
     } else {
         &b[..0]
     };
-    tail.split(|&c| c == b'\n')
-        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
-        .map(|v| Event::from_value(&v))
+    String::from_utf8_lossy(tail)
+        .split('\n')
+        .filter_map(|l| harness::events::parse_events(l).ok())
+        .flatten()
+        .map(|l| Event::view(l.event))
         .collect()
 }
 
-/// report.json as the oracle reads it: every field optional, since the
-/// harness under test may be a broken one (or a stand-in) and its report is
-/// to be judged, not refused for a missing field.
+/// report.json as the oracle reads it. Read as the harness's own
+/// `harness::report::Report` when it is one; otherwise field by field, every
+/// field optional, since the harness under test may be a broken one (or a
+/// stand-in) whose report is to be judged, not refused for a missing field,
+/// and `not_the_contract` says why it is not a harness report.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Report {
@@ -117,6 +125,8 @@ pub struct Report {
     pub goal: Option<String>,
     pub goal_sha256: Option<String>,
     pub verified: Vec<Verified>,
+    #[serde(skip)]
+    pub not_the_contract: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -153,7 +163,39 @@ pub fn read_report(state: &Path) -> Result<Option<Report>, String> {
 }
 
 fn parse_report(b: &[u8]) -> Result<Report, String> {
-    serde_json::from_slice(b).map_err(|e| format!("{}: {e}", harness::report::FILE_NAME))
+    let name = harness::report::FILE_NAME;
+    match serde_json::from_slice::<harness::report::Report>(b) {
+        Ok(r) => Ok(Report::from(r)),
+        Err(contract) => {
+            let mut r: Report = serde_json::from_slice(b).map_err(|e| format!("{name}: {e}"))?;
+            r.not_the_contract = Some(format!("{name}: {contract}"));
+            Ok(r)
+        }
+    }
+}
+
+impl From<harness::report::Report> for Report {
+    fn from(r: harness::report::Report) -> Report {
+        Report {
+            ending: Some(r.ending.as_str().to_string()),
+            exit_code: Some(r.exit_code as i64),
+            alert: serde_json::to_value(r.alert)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string)),
+            spend_usd: Some(r.spend_usd),
+            error_kind: r.error_kind.map(|k| k.as_str().to_string()),
+            detail: r.detail,
+            run_id: Some(r.run_id),
+            goal: Some(r.goal),
+            goal_sha256: Some(r.goal_sha256),
+            verified: r
+                .verified
+                .into_iter()
+                .map(|t| Verified { id: Some(t.id) })
+                .collect(),
+            not_the_contract: None,
+        }
+    }
 }
 
 /// The report a harness that could not write report.json put on stderr (one
@@ -196,8 +238,40 @@ mod tests {
         assert_eq!((r.spend(), r.error_kind()), (0.0, ""));
         assert_eq!(quoted(&r.ending), "\"GOAL_MET\"");
         assert_eq!(quoted(&r.detail), "null");
+        assert!(
+            r.not_the_contract
+                .as_deref()
+                .is_some_and(|e| e.contains("missing field")),
+            "{r:?}"
+        );
         std::fs::write(&p, "{\"ending\": ").unwrap();
         assert!(read_report(d.path()).is_err());
+    }
+
+    #[test]
+    fn a_harness_report_is_read_as_one() {
+        let d = tempfile::tempdir().unwrap();
+        let h = harness::report::Report::build(
+            &harness::state::RunState::example(2),
+            "the goal",
+            harness::ending::Ending::UnrecoverableError,
+            Some("d".into()),
+            Some(harness::ending::ErrorKind::LedgerJournal),
+            false,
+            10,
+        );
+        h.write(d.path()).unwrap();
+        let r = read_report(d.path()).unwrap().unwrap();
+        assert_eq!(r.not_the_contract, None);
+        assert_eq!(r.ending.as_deref(), Some("UNRECOVERABLE_ERROR"));
+        assert_eq!(r.exit_code, Some(4));
+        assert_eq!(r.error_kind(), "ledger_journal");
+        assert_eq!(r.goal.as_deref(), Some("the goal"));
+        assert_eq!(r.alert.as_deref(), Some("alert"));
+        assert_eq!(
+            r.verified_ids(),
+            h.verified.iter().map(|t| t.id.clone()).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -214,16 +288,56 @@ mod tests {
     }
 
     #[test]
-    fn events_are_read_from_an_offset_and_typed() {
+    fn events_are_read_from_an_offset_through_the_harness_types() {
+        use harness::events::{Event as H, EventLine, ToolEvent, ToolRef};
+        use harness::model::types::CallRole;
+        use harness::tools::ToolName;
+        use harness::verify::VerifyOutcome;
+        let line = |event: H| {
+            let mut s = serde_json::to_string(&EventLine {
+                unix_ms: 1,
+                t_ms: 2,
+                step: 3,
+                event,
+            })
+            .unwrap();
+            s.push('\n');
+            s
+        };
+        let tool = |is_error: bool| {
+            H::Tool(ToolEvent {
+                task: "t2".into(),
+                tool: ToolRef::Known(ToolName::PostMessage),
+                is_error,
+                side_effect: true,
+            })
+        };
+        let first = line(H::TaskStart {
+            task: "t1".into(),
+            description: "d".into(),
+        });
+        let rest = [
+            line(H::ModelError {
+                role: CallRole::Judge,
+                call_key: "judge/1".into(),
+                error: "e".into(),
+            }),
+            line(tool(false)),
+            line(H::ResumeVerify {
+                task: "t2".into(),
+                outcome: VerifyOutcome::Done,
+            }),
+            // Not an event this harness writes: skipped, as is a torn tail.
+            "{\"kind\":\"task_done\",\"data\":{\"task\":\"t2\"}}\n".to_string(),
+            line(tool(true)),
+            line(H::TaskParked {
+                task: "t2".into(),
+                reason: "r".into(),
+            })[..20]
+                .to_string(),
+        ]
+        .concat();
         let d = tempfile::tempdir().unwrap();
-        let first = "{\"kind\":\"task_start\",\"data\":{\"task\":\"t1\"}}\n";
-        let rest = concat!(
-            "{\"kind\":\"model_error\",\"data\":{\"role\":\"judge\",\"call_key\":\"judge/1\"}}\n",
-            "{\"kind\":\"tool\",\"data\":{\"tool\":\"post_message\",\"is_error\":false}}\n",
-            "{\"kind\":\"resume_verify\",\"data\":{\"task\":\"t2\",\"outcome\":{\"outcome\":\"done\"}}}\n",
-            "{\"kind\":\"tool\",\"data\":{\"tool\":\"post_message\"}}\n",
-            "{\"kind\":\"task_pa",
-        );
         std::fs::write(
             d.path().join(harness::events::FILE_NAME),
             format!("{first}{rest}"),
@@ -252,6 +366,10 @@ mod tests {
                     succeeded: false
                 },
             ]
+        );
+        assert_eq!(
+            events_from(d.path(), 0).first(),
+            Some(&Event::TaskStart { task: "t1".into() })
         );
     }
 }

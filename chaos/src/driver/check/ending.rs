@@ -55,7 +55,16 @@ pub(in crate::driver) fn check<'a>(ck: &mut Checks, pr: &'a Proc, code: i32) -> 
             );
             None
         }
-        Some(Ok(r)) => Some(r),
+        Some(Ok(r)) => {
+            if let Some(e) = &r.not_the_contract {
+                ck.fail(
+                    inv,
+                    idx,
+                    format!("exit {code} and a report.json that is not the harness's report: {e}"),
+                );
+            }
+            Some(r)
+        }
     };
     let named = r.and_then(|r| r.ending.as_deref().map(|n| (r, n)));
     match named {
