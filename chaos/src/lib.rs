@@ -8,6 +8,7 @@ pub mod bitrot; // bit rot after commit: same-length flips inside a checkpoint b
 pub mod cases; // chaos/cases/<id>: spec + workspace + scenario, and what the oracle reads from them
 pub mod driver; // kill plans, trials, invariant checks, per-mode results
 pub mod fsmodel; // the operation log replayed through a POSIX model: post-power-cut disk images
+pub mod harness_files; // events.jsonl, report.json, alerts.jsonl: the one reader of the harness's JSON
 pub mod invariant; // the closed set of invariants the oracle checks
 pub mod oracle; // the oracle's own readers: outbox, ledger journal, task effects, checkpoint frames
 pub mod proc; // spawn the harness, SIGKILL it through nix, confirm with waitpid

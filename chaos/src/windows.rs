@@ -10,9 +10,9 @@
 //! each checkpoint's body decoded to see what it records).
 
 use crate::fsmodel::Op;
+use crate::harness_files::Event;
 use harness::chaos_hook::Phase;
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -125,7 +125,7 @@ fn write_targets(w: usize) -> Vec<Target> {
 }
 
 /// The kill targets of every window in one clean run.
-pub fn find(events: &[Value], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<Target>> {
+pub fn find(events: &[Event], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<Target>> {
     let writes = atomic_writes(ops, state);
     let first_write = |f: &dyn Fn(&harness::state::RunState) -> bool| {
         writes
@@ -142,28 +142,29 @@ pub fn find(events: &[Value], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<
     // Parks still waiting for the model call that follows them.
     let mut waiting = 0usize;
     for e in events {
-        let d = &e["data"];
-        match e["kind"].as_str().unwrap_or("") {
-            kind @ ("model_call" | "model_error") => {
-                let judge = d["role"] == "judge";
-                let ok = kind == "model_call";
-                let in_flight = if judge {
+        match e {
+            Event::ModelCall {
+                ok,
+                judge,
+                call_key,
+            } => {
+                let in_flight = if *judge {
                     judge_calls += 1;
                     t(Phase::DuringDriftCall, judge_calls)
                 } else {
                     calls += 1;
                     t(Phase::DuringModelCall, calls)
                 };
-                booked += ok as u64;
+                booked += *ok as u64;
                 let mut here = vec![in_flight];
-                if ok {
+                if *ok {
                     here.push(t(Phase::BetweenLedgerRecordAndCheckpoint, booked));
                 }
                 for _ in 0..std::mem::take(&mut waiting) {
                     after_park.extend(here.iter().cloned());
                 }
-                if let Some(k) = d["call_key"]
-                    .as_str()
+                if let Some(k) = call_key
+                    .as_deref()
                     .and_then(|k| k.strip_prefix("replan/"))
                     .and_then(|k| k.parse::<u32>().ok())
                 {
@@ -171,19 +172,19 @@ pub fn find(events: &[Value], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<
                     replan.extend(first_write(&|s| s.replans > k));
                 }
             }
-            "task_parked" => {
+            Event::TaskParked { .. } => {
                 parks += 1;
                 waiting += 1;
                 after_park.push(t(Phase::AfterParkBeforeCheckpoint, parks));
                 let p = parks as usize;
                 after_park.extend(first_write(&|s| s.parked.len() >= p));
             }
-            "drift" => {
+            Event::Drift { pruned_any } => {
                 drifts += 1;
                 let n = drifts as usize;
                 let mut here = vec![t(Phase::AfterDriftGateBeforeCheckpoint, drifts)];
                 here.extend(first_write(&|s| s.drift_history.len() >= n));
-                if d["pruned"].as_array().is_some_and(|a| !a.is_empty()) {
+                if *pruned_any {
                     drift_pruning.extend(here.iter().cloned());
                 }
                 drift_all.extend(here);

@@ -1,0 +1,372 @@
+//! Kill plans: every kill index gets a stratum from a seed-shuffled cycle
+//! and a target (a phase occurrence, a window, a timer, an I/O fault), as a
+//! pure function of (seed, mode, kill index, the cases' calibration), so
+//! `--replay-kill k` reruns exactly that kill.
+
+use super::calibrate::Calibration;
+use super::config::Mode;
+use crate::bitrot::RotKind;
+use crate::cases::Case;
+use crate::proc::Target;
+use crate::windows::{self, Window};
+use harness::chaos_hook::Phase;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stratum {
+    Phase(Phase),
+    Window(Window),
+    RandomTiming,
+    IoError,
+    BitRot,
+    JournalDamage,
+}
+
+/// How the journal-damage stratum damages `ledger.jsonl` before a resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JournalDamage {
+    /// The last line loses a random suffix, newline included (a power cut
+    /// mid-append, or a tail the disk lost): a torn tail the harness must
+    /// book conservatively, never drop.
+    TornLastLine,
+    /// A line of garbage before the last line (a disk that returned the
+    /// wrong block): the resume must be refused, with the journal's money.
+    GarbageLine,
+}
+
+impl JournalDamage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JournalDamage::TornLastLine => "torn_last_line",
+            JournalDamage::GarbageLine => "garbage_line",
+        }
+    }
+}
+
+impl Stratum {
+    pub fn label(&self) -> String {
+        match self {
+            Stratum::Phase(p) => p.as_str().to_string(),
+            Stratum::Window(w) => w.as_str().to_string(),
+            Stratum::RandomTiming => "random_timing".into(),
+            Stratum::IoError => "io_error".into(),
+            Stratum::BitRot => "bit_rot".into(),
+            Stratum::JournalDamage => "journal_damage".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TrialPlan {
+    pub k: usize,
+    pub mode: Mode,
+    pub case: usize,
+    pub stratum: Stratum,
+    pub first: Target,
+    /// For the during_resume_verify stratum: the resume is paused there.
+    pub resume_target: Option<Target>,
+    /// For the bit-rot stratum: the committed checkpoint on disk at the
+    /// first resume that has one is rotted this way before it starts.
+    pub rot: Option<RotKind>,
+    /// For the journal-damage stratum: the ledger journal is damaged this
+    /// way before the first resume whose journal has a complete line.
+    pub journal_damage: Option<JournalDamage>,
+    pub rng_seed: u64,
+}
+
+pub(super) fn mix(mut x: u64) -> u64 {
+    // splitmix64
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Phases reached only through their window stratum: on their own they
+/// would duplicate it (every occurrence of them is inside the window).
+fn window_only(p: Phase) -> bool {
+    matches!(
+        p,
+        Phase::AfterParkBeforeCheckpoint | Phase::AfterDriftGateBeforeCheckpoint
+    )
+}
+
+/// Every kill index gets one of these, in a seed-shuffled cycle: the named
+/// phases, the three kill windows, random timing, bit rot, and (power loss
+/// only) I/O errors.
+pub fn strata(mode: Mode) -> Vec<Stratum> {
+    let mut v: Vec<Stratum> = Phase::ALL
+        .iter()
+        .filter(|p| !window_only(**p))
+        .map(|p| Stratum::Phase(*p))
+        .collect();
+    v.extend(Window::ALL.iter().map(|w| Stratum::Window(*w)));
+    v.push(Stratum::RandomTiming);
+    v.push(Stratum::BitRot);
+    v.push(Stratum::JournalDamage);
+    if mode == Mode::PowerLoss {
+        v.push(Stratum::IoError);
+    }
+    v
+}
+
+/// Phases at which a task is in flight, usable to set up a resume kill.
+const SETUP_PHASES: [Phase; 4] = [
+    Phase::AfterPostBeforeCheckpoint,
+    Phase::BetweenMigrationSteps,
+    Phase::DuringModelCall,
+    Phase::AfterParkBeforeCheckpoint,
+];
+
+/// In the bit-rot stratum, the share of trials whose first process runs to
+/// the end (the rot then hits the finished run's checkpoint: the machine's
+/// disk rots overnight after the run); the others are killed first at a
+/// random phase and the checkpoint on disk at the next resume rots.
+const BIT_ROT_AFTER_END_SHARE: f64 = 0.25;
+
+/// The plan of kill `k`: a pure function of (seed, mode, k, case filter and
+/// the cases' calibration), so `--replay-kill k` reruns exactly this kill.
+pub fn plan(
+    seed: u64,
+    mode: Mode,
+    k: usize,
+    cases: &[Case],
+    calib: &[Calibration],
+    only: Option<usize>,
+) -> TrialPlan {
+    let order_seed = mix(seed ^ mix(mode.tag()));
+    let mut order = strata(mode);
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(order_seed));
+    let stratum = order[k % order.len()].clone();
+    let rng_seed = mix(order_seed ^ mix(k as u64 + 1));
+    let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
+    let mut case = rng.gen_range(0..cases.len());
+    let count = |c: usize, p: Phase| calib[c].phases.get(p.as_str()).copied().unwrap_or(0);
+    let reachable =
+        |p: Phase| -> Vec<usize> { (0..cases.len()).filter(|c| count(*c, p) > 0).collect() };
+    let pick_case_for = |p: Phase, rng: &mut ChaCha8Rng| {
+        if let Some(o) = only {
+            return o;
+        }
+        let r = reachable(p);
+        if r.contains(&case) || r.is_empty() {
+            case
+        } else {
+            r[rng.gen_range(0..r.len())]
+        }
+    };
+    let mut resume_target = None;
+    let mut rot = None;
+    let mut journal_damage = None;
+    let first = match &stratum {
+        Stratum::Phase(Phase::DuringResumeVerify) => {
+            let setup = SETUP_PHASES[rng.gen_range(0..SETUP_PHASES.len())];
+            case = pick_case_for(setup, &mut rng);
+            let max = count(case, setup).max(1);
+            // during_model_call 1 is the plan call: no task in flight yet.
+            let lo = if setup == Phase::DuringModelCall {
+                2.min(max)
+            } else {
+                1
+            };
+            resume_target = Some(Target::Pause {
+                phase: Phase::DuringResumeVerify.as_str().into(),
+                n: 1,
+            });
+            Target::Pause {
+                phase: setup.as_str().into(),
+                n: rng.gen_range(lo..=max),
+            }
+        }
+        Stratum::Phase(p) => {
+            case = pick_case_for(*p, &mut rng);
+            let max = count(case, *p).max(1);
+            Target::Pause {
+                phase: p.as_str().into(),
+                n: rng.gen_range(1..=max),
+            }
+        }
+        Stratum::Window(w) => {
+            let targets = |c: usize| -> &[windows::Target] {
+                calib[c]
+                    .windows
+                    .get(w.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+            };
+            if let Some(o) = only {
+                case = o;
+            } else if targets(case).is_empty() {
+                let r: Vec<usize> = (0..cases.len())
+                    .filter(|c| !targets(*c).is_empty())
+                    .collect();
+                if !r.is_empty() {
+                    case = r[rng.gen_range(0..r.len())];
+                }
+            }
+            match targets(case) {
+                [] => Target::None, // no case reaches this window: a clean run
+                ts => {
+                    let (phase, n) = ts[rng.gen_range(0..ts.len())].clone();
+                    Target::Pause { phase, n }
+                }
+            }
+        }
+        Stratum::BitRot => {
+            if let Some(o) = only {
+                case = o;
+            }
+            // Digits and letters are the well-formed rot only the checksum
+            // catches; raw byte flips are the rest.
+            rot = Some(match rng.gen_range(0..10) {
+                0..=3 => RotKind::Digit,
+                4..=6 => RotKind::Letter,
+                _ => RotKind::Bytes,
+            });
+            let phases: Vec<Phase> = Phase::ALL
+                .iter()
+                .copied()
+                .filter(|p| *p != Phase::DuringResumeVerify && count(case, *p) > 0)
+                .collect();
+            if phases.is_empty() || rng.gen_bool(BIT_ROT_AFTER_END_SHARE) {
+                Target::None
+            } else {
+                let p = phases[rng.gen_range(0..phases.len())];
+                Target::Pause {
+                    phase: p.as_str().into(),
+                    n: rng.gen_range(1..=count(case, p)),
+                }
+            }
+        }
+        Stratum::JournalDamage => {
+            if let Some(o) = only {
+                case = o;
+            }
+            journal_damage = Some(if rng.gen_bool(0.5) {
+                JournalDamage::TornLastLine
+            } else {
+                JournalDamage::GarbageLine
+            });
+            // Killed after some money was journaled, so there is a resume.
+            let phases: Vec<Phase> = [
+                Phase::DuringModelCall,
+                Phase::AfterPostBeforeCheckpoint,
+                Phase::TempWritten,
+                Phase::DuringDriftCall,
+            ]
+            .into_iter()
+            .filter(|p| count(case, *p) > 0)
+            .collect();
+            match phases.as_slice() {
+                [] => Target::None,
+                ps => {
+                    let p = ps[rng.gen_range(0..ps.len())];
+                    Target::Pause {
+                        phase: p.as_str().into(),
+                        n: rng.gen_range(1..=count(case, p)),
+                    }
+                }
+            }
+        }
+        Stratum::RandomTiming => {
+            if let Some(o) = only {
+                case = o;
+            }
+            // A deterministic span (~2 ms per model call or atomic write of a
+            // clean run, about its wall time here), so (seed, k) alone fixes the
+            // delay; where it lands still depends on the machine's speed.
+            let steps = [
+                Phase::DuringModelCall,
+                Phase::DuringDriftCall,
+                Phase::TempWritten,
+            ]
+            .iter()
+            .map(|p| count(case, *p))
+            .sum::<u64>();
+            let span = 2_000 * steps.max(5);
+            Target::Timer {
+                delay_us: rng.gen_range(0..span),
+            }
+        }
+        Stratum::IoError => {
+            if let Some(o) = only {
+                case = o;
+            }
+            let errno = if rng.gen_bool(0.5) { "eio" } else { "enospc" };
+            let (class, max) = if rng.gen_bool(0.5) {
+                ("write", calib[case].writes)
+            } else {
+                ("fsync", calib[case].fsyncs)
+            };
+            let n = rng.gen_range(1..=max.max(1));
+            let mode = if rng.gen_bool(0.5) { "sticky" } else { "once" };
+            Target::Fault {
+                spec: format!("{errno}:{class}:{n}:{mode}"),
+            }
+        }
+    };
+    if let Some(o) = only {
+        case = o;
+    }
+    TrialPlan {
+        k,
+        mode,
+        case,
+        stratum,
+        first,
+        resume_target,
+        rot,
+        journal_damage,
+        rng_seed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn plans_are_reproducible_and_stratified() {
+        let cases = crate::cases::load_all(&crate::cases::default_dir()).unwrap();
+        let calib: Vec<Calibration> = cases
+            .iter()
+            .map(|_| Calibration {
+                phases: Phase::ALL
+                    .iter()
+                    .map(|p| (p.as_str().to_string(), 3))
+                    .collect(),
+                writes: 40,
+                fsyncs: 40,
+                wall_us: 30_000,
+                ending: "GOAL_MET".into(),
+                windows: Window::ALL
+                    .iter()
+                    .map(|w| {
+                        (
+                            w.as_str().to_string(),
+                            vec![("temp_written".to_string(), 2)],
+                        )
+                    })
+                    .collect(),
+            })
+            .collect();
+        for mode in [Mode::Sigkill, Mode::PowerLoss] {
+            let n = strata(mode).len();
+            let mut seen = BTreeMap::new();
+            for k in 0..n * 3 {
+                let a = plan(7, mode, k, &cases, &calib, None);
+                let b = plan(7, mode, k, &cases, &calib, None);
+                assert_eq!(
+                    (a.case, &a.first, &a.stratum),
+                    (b.case, &b.first, &b.stratum)
+                );
+                *seen.entry(a.stratum.label()).or_insert(0) += 1;
+            }
+            assert_eq!(seen.len(), n);
+            assert!(seen.values().all(|v| *v == 3), "{seen:?}");
+        }
+    }
+}

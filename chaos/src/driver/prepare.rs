@@ -1,0 +1,99 @@
+//! Before the first kill: load the cases, check the flags and the harness
+//! binary, start the runtime and calibrate every case.
+
+use super::calibrate::{calibrate, Calibration, CalibrationFailure};
+use super::config::{Config, Mode};
+use super::plan::strata;
+use crate::cases::Case;
+use harness::replay::Recordings;
+
+/// Why the driver could not start its kills.
+#[derive(Debug, Clone)]
+pub enum PrepareError {
+    /// A case (or `--case`) cannot be used: fix the case.
+    Case(String),
+    /// The bench itself cannot run (no harness binary, no work dir, no
+    /// replay server).
+    Setup(String),
+    /// The harness failed the clean calibration run of one or more cases.
+    Calibration(Vec<CalibrationFailure>),
+}
+
+impl std::fmt::Display for PrepareError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrepareError::Case(e) => write!(f, "fix the case: {e}"),
+            PrepareError::Setup(e) => write!(f, "{e}"),
+            PrepareError::Calibration(v) => {
+                for (i, c) in v.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    write!(f, "HARNESS FAILED {}", c.describe())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+pub struct Prepared {
+    pub cases: Vec<Case>,
+    pub calib: Vec<Calibration>,
+    pub only: Option<usize>,
+    pub(super) rt: tokio::runtime::Runtime,
+    pub(super) recordings: Recordings,
+}
+
+pub fn prepare(cfg: &Config) -> Result<Prepared, PrepareError> {
+    let cases = crate::cases::load_all(&cfg.cases_dir).map_err(PrepareError::Case)?;
+    let only = match &cfg.case {
+        Some(id) => Some(cases.iter().position(|c| &c.id == id).ok_or_else(|| {
+            PrepareError::Case(format!(
+                "--case {id:?}: no such case under {} (cases: {})",
+                cfg.cases_dir.display(),
+                cases
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    if let Some(st) = &cfg.stratum {
+        let all: Vec<String> = [Mode::Sigkill, Mode::PowerLoss]
+            .iter()
+            .flat_map(|m| strata(*m))
+            .map(|s| s.label())
+            .collect();
+        if !all.contains(st) {
+            return Err(PrepareError::Setup(format!(
+                "--stratum {st:?}: no such stratum (strata: {})",
+                all.join(", ")
+            )));
+        }
+    }
+    if !cfg.harness_bin.is_file() {
+        return Err(PrepareError::Setup(format!(
+            "harness binary {} not found (build it: cargo build --release -p harness)",
+            cfg.harness_bin.display()
+        )));
+    }
+    std::fs::create_dir_all(&cfg.work_dir)
+        .map_err(|e| PrepareError::Setup(format!("{}: {e}", cfg.work_dir.display())))?;
+    let recordings = crate::cases::recordings(&cases).map_err(PrepareError::Case)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| PrepareError::Setup(e.to_string()))?;
+    let calib = calibrate(cfg, &cases, &rt, &recordings)?;
+    Ok(Prepared {
+        cases,
+        calib,
+        only,
+        rt,
+        recordings,
+    })
+}
