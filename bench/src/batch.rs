@@ -60,44 +60,33 @@ pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
     }
 }
 
-/// Build (incrementally) and return the harness binary a bench self-test
-/// drives: the production one (`target/release/harness`), or with `broken`
-/// the `chaos-broken` variant, in its own target dir so the feature never
-/// reaches the production binary. `bench chaos` and `bench self-test` share
-/// it (one broken build serves both). `explicit` (--harness) wins.
-pub fn build_harness(
-    explicit: Option<&PathBuf>,
-    broken: bool,
-    no_build: bool,
-) -> Result<PathBuf, String> {
+/// Build (when needed) and return the harness binary every bench command
+/// that needs the test hooks drives: `bench chaos` (its pause points and
+/// simfs log), its self-test (the `chaos-broken` variants, and the baseline
+/// with none selected), `bench self-test` (the mutants) and the interrupted
+/// half of an `[interrupt]` case. One build serves them all, the
+/// test-variants one (`--features test-variants`), in its own target dir so
+/// the hooks never reach target/release/harness; .ci/run makes it in its
+/// hooked test pass, so CI compiles the harness twice, not once per
+/// variant. `explicit` (--harness) wins. Cargo runs unless `no_build` or the
+/// binary is newer than every harness source (so a copy .ci/run put there
+/// is used as it is, never rebuilt from cold dependencies).
+pub fn build_harness(explicit: Option<&PathBuf>, no_build: bool) -> Result<PathBuf, String> {
     if let Some(h) = explicit {
         return Ok(h.clone());
     }
     let root = repo_root();
-    let (target_dir, features): (PathBuf, &[&str]) = if broken {
-        // Its own target dir: the features must never reach
-        // target/release/harness. One build of every test variant
-        // (`test-variants`: chaos-broken + fault-injection), shared with
-        // .ci/run's panic test, so CI compiles the harness twice, not four
-        // times.
-        (
-            root.join(TEST_VARIANTS_TARGET_DIR),
-            &["--features", "test-variants"],
-        )
-    } else {
-        (root.join("target"), &[])
-    };
+    let target_dir = root.join(TEST_VARIANTS_TARGET_DIR);
     let bin = target_dir.join("release/harness");
-    if !no_build {
+    if !no_build && !newer_than_sources(&bin, &root) {
         eprintln!(
-            "bench: cargo build --release -p harness {}--target-dir {}",
-            features.iter().map(|f| format!("{f} ")).collect::<String>(),
+            "bench: cargo build --release -p harness --features test-variants --target-dir {}",
             target_dir.display()
         );
         let st =
             std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
                 .args(["build", "--release", "--quiet", "-p", "harness"])
-                .args(features)
+                .args(["--features", "test-variants"])
                 .arg("--target-dir")
                 .arg(&target_dir)
                 .current_dir(&root)
@@ -116,6 +105,73 @@ pub fn build_harness(
         }
     }
     Ok(bin)
+}
+
+/// Whether `bin` exists and is newer than everything the harness is built
+/// from (its sources, its manifest, the lock file).
+fn newer_than_sources(bin: &Path, root: &Path) -> bool {
+    fn newest(p: &Path, t: &mut std::time::SystemTime) {
+        let Ok(m) = std::fs::metadata(p) else { return };
+        if m.is_dir() {
+            for e in std::fs::read_dir(p).into_iter().flatten().flatten() {
+                newest(&e.path(), t);
+            }
+        } else if let Ok(when) = m.modified() {
+            *t = (*t).max(when);
+        }
+    }
+    let Ok(built) = std::fs::metadata(bin).and_then(|m| m.modified()) else {
+        return false;
+    };
+    let mut t = std::time::SystemTime::UNIX_EPOCH;
+    for p in ["harness/src", "harness/Cargo.toml", "Cargo.lock"] {
+        newest(&root.join(p), &mut t);
+    }
+    built >= t
+}
+
+/// Whether `bin` carries the test hooks (the `test-hooks` feature): its
+/// pause points read `HARNESS_CHAOS_PAUSE_AT`, a name no production binary
+/// holds (.ci/run checks that of target/release/harness). Cached per path.
+pub fn has_test_hooks(bin: &Path) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static SEEN: OnceLock<Mutex<HashMap<PathBuf, bool>>> = OnceLock::new();
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    *seen.entry(bin.to_path_buf()).or_insert_with(|| {
+        std::fs::read(bin).is_ok_and(|b| {
+            memchr::memmem::find(&b, harness::chaos_hook::ENV_VAR.as_bytes()).is_some()
+        })
+    })
+}
+
+/// The binary that runs the interrupted half of an `[interrupt]` case (the
+/// run killed at its pause point): `harness_bin` when it has the pause
+/// points, else the test-variants build (built once per process when
+/// missing or stale). The resumed run, which the case scores, stays on
+/// `harness_bin`: a production harness resumes what the hooked one left.
+pub fn interrupt_harness(harness_bin: &Path) -> Result<PathBuf, String> {
+    use std::sync::OnceLock;
+    if has_test_hooks(harness_bin) {
+        return Ok(harness_bin.to_path_buf());
+    }
+    static HOOKED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    HOOKED
+        .get_or_init(|| {
+            let bin = build_harness(None, false)?;
+            if has_test_hooks(&bin) {
+                Ok(bin)
+            } else {
+                Err(format!(
+                    "{} has no pause points (not a --features test-variants build)",
+                    bin.display()
+                ))
+            }
+        })
+        .clone()
 }
 
 /// Where the harness with every test variant is built (relative to the

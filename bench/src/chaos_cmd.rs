@@ -47,7 +47,8 @@ pub struct ChaosArgs {
     /// Output directory for chaos.json and chaos.md.
     #[arg(long, default_value = "target/chaos")]
     pub out: PathBuf,
-    /// The harness binary (default: build and use target/release/harness).
+    /// The harness binary, built with the test hooks (default: build when
+    /// needed and use the test-variants build, target/test-variants/release/harness).
     #[arg(long)]
     pub harness: Option<PathBuf>,
     /// Do not run cargo to build the harness first.
@@ -63,7 +64,8 @@ pub struct ChaosArgs {
     /// by SIGKILL mode). (--harness then names the chaos-broken build.)
     #[arg(long, conflicts_with_all = ["broken", "replay_kill"])]
     pub self_test: bool,
-    /// The production harness the self-test compares against (default: target/release/harness, built).
+    /// The harness the self-test compares against (default: the test-variants
+    /// build with no variant selected: the production harness plus its test hooks).
     #[arg(long)]
     pub baseline_harness: Option<PathBuf>,
     /// Parallel trials (default: the number of CPUs).
@@ -305,11 +307,10 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         return self_test(&args, base, t0);
     }
     let cfg = Config {
-        harness_bin: crate::batch::build_harness(
+        harness_bin: hooked(crate::batch::build_harness(
             args.harness.as_ref(),
-            args.broken.is_some(),
             args.no_build,
-        )?,
+        )?)?,
         ..base
     };
     let build_s = t0.elapsed().as_secs_f64();
@@ -415,6 +416,19 @@ fn calibration_failed(
     Ok(ExitCode::from(EXIT_FINDING))
 }
 
+/// Refuse a harness without the pause points and the simfs log before any
+/// trial: every kill would time out waiting for a pause that never comes.
+fn hooked(bin: PathBuf) -> Result<PathBuf, String> {
+    if !bin.is_file() || crate::batch::has_test_hooks(&bin) {
+        // A missing binary is the driver's to report, as before.
+        return Ok(bin);
+    }
+    Err(format!(
+        "{} has no test hooks (pause points, simfs log): bench chaos needs a harness built with `--features test-variants`; omit --harness to use target/test-variants/release/harness",
+        bin.display()
+    ))
+}
+
 /// (kill, invariant) pairs: what the self-test compares.
 fn pairs(m: &ModeReport) -> std::collections::BTreeSet<(usize, String)> {
     m.violations
@@ -424,9 +438,14 @@ fn pairs(m: &ModeReport) -> std::collections::BTreeSet<(usize, String)> {
 }
 
 fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, String> {
-    let broken_bin = crate::batch::build_harness(args.harness.as_ref(), true, args.no_build)?;
-    let base_bin =
-        crate::batch::build_harness(args.baseline_harness.as_ref(), false, args.no_build)?;
+    let broken_bin = hooked(crate::batch::build_harness(
+        args.harness.as_ref(),
+        args.no_build,
+    )?)?;
+    let base_bin = hooked(crate::batch::build_harness(
+        args.baseline_harness.as_ref(),
+        args.no_build,
+    )?)?;
     let modes = vec![Mode::Sigkill, Mode::PowerLoss];
     // The production harness on the very same kill plan: violations it shows
     // too are the harness's own bugs, not something the variant broke.

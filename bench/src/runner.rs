@@ -613,8 +613,18 @@ pub async fn run_case(
     ];
     let mut latency = Duration::ZERO;
     if let Some(i) = &case.file.interrupt {
+        // The pause point is test machinery the production build lacks.
+        let hb = harness_bin.to_path_buf();
+        let hooked = match tokio::task::spawn_blocking(move || crate::batch::interrupt_harness(&hb))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r)
+        {
+            Ok(b) => b,
+            Err(e) => return setup_fault(format!("interrupt at {}: {e}", i.at), &dir),
+        };
         match run_harness(
-            harness_bin,
+            &hooked,
             &args,
             Some(&i.at),
             &env_remove,

@@ -134,7 +134,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let t_all = Instant::now();
-    let bin = match batch::build_harness(args.harness.as_ref(), true, args.no_build) {
+    let bin = match batch::build_harness(args.harness.as_ref(), args.no_build) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench self-test: {e}");

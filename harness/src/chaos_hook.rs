@@ -1,13 +1,12 @@
-//! Named phases at which the chaos bench can kill the harness. Inert unless the
-//! environment variable `HARNESS_CHAOS_PAUSE_AT` is set, which production never
-//! does. When it is set to `<phase>:<n>`, the n-th time (1-based, counted within
-//! this process) the harness reaches `<phase>`, it writes
-//! `HARNESS_CHAOS_PAUSED <phase> <n>` to stderr and sleeps until it is killed,
-//! so the driver's SIGKILL lands at exactly that step, not by wall-clock luck.
-
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::OnceLock;
+//! Named phases at which the chaos bench can kill the harness. The pause
+//! itself is test machinery, compiled in only with the `test-hooks` cargo
+//! feature (the test-variants build); the production build has the phase
+//! names and an empty [`point`], and never reads `HARNESS_CHAOS_PAUSE_AT`.
+//! With the feature, when that variable is `<phase>:<n>`, the n-th time
+//! (1-based, counted within this process) the harness reaches `<phase>`, it
+//! writes `HARNESS_CHAOS_PAUSED <phase> <n>` to stderr and sleeps until it is
+//! killed, so the driver's SIGKILL lands at exactly that step, not by
+//! wall-clock luck.
 
 /// The kill points the harness exposes. Names are the wire names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,49 +64,66 @@ impl Phase {
     }
 }
 
+/// Read only by a harness built with the `test-hooks` feature.
 pub const ENV_VAR: &str = "HARNESS_CHAOS_PAUSE_AT";
 
-fn target() -> &'static Option<(Phase, u64)> {
-    static T: OnceLock<Option<(Phase, u64)>> = OnceLock::new();
-    T.get_or_init(|| {
-        let v = std::env::var(ENV_VAR).ok()?;
-        let (p, n) = v.split_once(':')?;
-        Some((Phase::parse(p)?, n.parse().ok()?))
-    })
-}
-
-/// Mark that the harness has reached `phase`. A no-op unless the chaos
-/// variable names this phase and this is its n-th occurrence.
+/// Mark that the harness has reached `phase`. Without the `test-hooks`
+/// feature only a panic point (itself empty without `fault-injection`).
 #[cfg_attr(feature = "fault-injection", track_caller)]
 pub fn point(phase: Phase) {
     // Every kill point is also a panic point for tests/panics.rs; an empty
     // inline function unless built with the `fault-injection` feature.
     crate::fault_injection::panic_point(phase.as_str());
-    let Some((want, n)) = *target() else { return };
-    if want != phase {
-        return;
+    #[cfg(feature = "test-hooks")]
+    pause::at(phase);
+}
+
+/// The pause points: an endless sleep a deployed harness must never be able
+/// to enter, so they are not in its binary at all.
+#[cfg(feature = "test-hooks")]
+mod pause {
+    use super::{Phase, ENV_VAR};
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+
+    fn target() -> &'static Option<(Phase, u64)> {
+        static T: OnceLock<Option<(Phase, u64)>> = OnceLock::new();
+        T.get_or_init(|| {
+            let v = std::env::var(ENV_VAR).ok()?;
+            let (p, n) = v.split_once(':')?;
+            Some((Phase::parse(p)?, n.parse().ok()?))
+        })
     }
-    static COUNTS: OnceLock<Mutex<HashMap<Phase, u64>>> = OnceLock::new();
-    let hit = {
-        let mut m = COUNTS
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let c = m.entry(phase).or_insert(0);
-        *c += 1;
-        *c == n
-    };
-    if hit {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "HARNESS_CHAOS_PAUSED {} {}",
-            phase.as_str(),
-            n
-        );
-        let _ = std::io::stderr().flush();
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(3600));
+
+    /// Sleep until killed if the chaos variable names this phase and this is
+    /// its n-th occurrence; otherwise return at once.
+    pub(super) fn at(phase: Phase) {
+        let Some((want, n)) = *target() else { return };
+        if want != phase {
+            return;
+        }
+        static COUNTS: OnceLock<Mutex<HashMap<Phase, u64>>> = OnceLock::new();
+        let hit = {
+            let mut m = COUNTS
+                .get_or_init(Default::default)
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let c = m.entry(phase).or_insert(0);
+            *c += 1;
+            *c == n
+        };
+        if hit {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "HARNESS_CHAOS_PAUSED {} {}",
+                phase.as_str(),
+                n
+            );
+            let _ = std::io::stderr().flush();
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
         }
     }
 }

@@ -50,7 +50,9 @@ impl Goal {
     }
 
     /// Test-only: simulate the in-process corruption the hash exists to catch
-    /// (a write to the text that forgets the hash).
+    /// (a write to the text that forgets the hash). Not in the production
+    /// build: only the `test-hooks` goal tamper and unit tests call it.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn corrupt_for_test(&mut self, text: &str) {
         self.text = text.to_string();

@@ -262,6 +262,7 @@ async fn run_cmd(
                 RunOptions {
                     base_url_override,
                     jitter_seed: run_index as u64,
+                    #[cfg(feature = "test-hooks")]
                     tamper_goal_before_lap: None,
                 },
             )

@@ -171,7 +171,9 @@ pub struct RunOptions {
     pub jitter_seed: u64,
     /// Library-only test hook (no CLI flag reaches it): corrupt the goal text
     /// in memory before lap N, to prove the hash check turns an in-process
-    /// mutation into UNRECOVERABLE_ERROR.
+    /// mutation into UNRECOVERABLE_ERROR. Exists only with the `test-hooks`
+    /// feature: no production code can set it.
+    #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub tamper_goal_before_lap: Option<u64>,
 }
@@ -200,6 +202,7 @@ pub struct Runner {
     /// Set by a lap when the drift judge could not be read, etc.
     last_predicate: Option<CheckResult>,
     plan_note: Option<String>,
+    #[cfg(feature = "test-hooks")]
     tamper_goal_before_lap: Option<u64>,
     fresh_predicate: Option<CheckResult>,
     /// A model call was cut by the run's wall clock: TIME_LIMIT at the top
@@ -450,6 +453,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         events,
         last_predicate: None,
         plan_note: None,
+        #[cfg(feature = "test-hooks")]
         tamper_goal_before_lap: opts.tamper_goal_before_lap,
         fresh_predicate: None,
         clock_ran_out: false,
@@ -798,6 +802,7 @@ impl Runner {
             }
             laps += 1;
             crate::fault_injection::panic_point("lap");
+            #[cfg(feature = "test-hooks")]
             if self.tamper_goal_before_lap == Some(laps) {
                 self.goal
                     .corrupt_for_test("Improve observability of the search subsystem.");

@@ -17,19 +17,25 @@
 //!   persistent I/O error tests) fails every later one of the class too.
 //!   `write` = data writes and truncations; `fsync` = fsync of a file or dir.
 //!
-//! Neither variable is ever set by production. The deliberately broken
+//! Both are test machinery, compiled in only with the `test-hooks` cargo
+//! feature (the test-variants build): without it the layer never reads
+//! either variable and is the pass-through alone. The deliberately broken
 //! variants the bench self-tests against exist only with the `chaos-broken`
-//! cargo feature (see [`broken`]), which the production build never enables.
+//! cargo feature (see [`broken`]). The production build enables neither.
 
-use serde_json::{json, Value};
+use serde_json::json;
+#[cfg(not(feature = "test-hooks"))]
+use serde_json::Value;
 use std::ffi::OsStr;
 use std::io::{self, Seek, Write};
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+#[cfg(feature = "chaos-broken")]
+use std::sync::OnceLock;
 
+/// Read only by a harness built with the `test-hooks` feature.
 pub const LOG_ENV: &str = "HARNESS_SIMFS_LOG";
+/// Read only by a harness built with the `test-hooks` feature.
 pub const FAULT_ENV: &str = "HARNESS_SIMFS_FAULT";
 /// Only read by a harness built with the `chaos-broken` feature.
 pub const BROKEN_ENV: &str = "HARNESS_CHAOS_BROKEN";
@@ -144,68 +150,117 @@ pub fn broken() -> Option<Broken> {
     None
 }
 
-struct Sim {
-    log: Option<Mutex<std::fs::File>>,
-    fault: Option<Fault>,
-    writes: AtomicU64,
-    fsyncs: AtomicU64,
-    next_fd: AtomicU64,
-}
+#[cfg(feature = "test-hooks")]
+use hooks::{gate, logging, next_id, record};
 
-fn sim() -> &'static Sim {
-    static S: OnceLock<Sim> = OnceLock::new();
-    S.get_or_init(|| {
-        let log = std::env::var_os(LOG_ENV).and_then(|p| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .ok()
-                .map(Mutex::new)
-        });
-        let fault = std::env::var(FAULT_ENV).ok().and_then(|v| Fault::parse(&v));
-        Sim {
-            log,
-            fault,
-            writes: AtomicU64::new(0),
-            fsyncs: AtomicU64::new(0),
-            next_fd: AtomicU64::new(1),
+/// The operation log and the fault plan, read from the environment once.
+#[cfg(feature = "test-hooks")]
+mod hooks {
+    use super::{abs, Fault, FaultClass, FAULT_ENV, LOG_ENV};
+    use serde_json::{json, Value};
+    use std::io::{self, Write};
+    use std::path::Path;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Mutex, OnceLock};
+
+    struct Sim {
+        log: Option<Mutex<std::fs::File>>,
+        fault: Option<Fault>,
+        writes: AtomicU64,
+        fsyncs: AtomicU64,
+        next_fd: AtomicU64,
+    }
+
+    fn sim() -> &'static Sim {
+        static S: OnceLock<Sim> = OnceLock::new();
+        S.get_or_init(|| {
+            let log = std::env::var_os(LOG_ENV).and_then(|p| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .ok()
+                    .map(Mutex::new)
+            });
+            let fault = std::env::var(FAULT_ENV).ok().and_then(|v| Fault::parse(&v));
+            Sim {
+                log,
+                fault,
+                writes: AtomicU64::new(0),
+                fsyncs: AtomicU64::new(0),
+                next_fd: AtomicU64::new(1),
+            }
+        })
+    }
+
+    /// Is the operation log on?
+    pub fn logging() -> bool {
+        sim().log.is_some()
+    }
+
+    /// The log's id for a newly opened file (never 0).
+    pub fn next_id() -> u64 {
+        sim().next_fd.fetch_add(1, Ordering::SeqCst)
+    }
+
+    pub fn record(v: Value) {
+        if let Some(m) = &sim().log {
+            let mut line = v.to_string();
+            line.push('\n');
+            let mut f = m.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = f.write_all(line.as_bytes());
         }
-    })
+    }
+
+    /// Count one operation of `class`; Err if the fault plan fails it.
+    pub fn gate(class: FaultClass, what: &str, path: &Path) -> io::Result<()> {
+        let s = sim();
+        let Some(f) = s.fault else { return Ok(()) };
+        let counter = match class {
+            FaultClass::Write => &s.writes,
+            FaultClass::Fsync => &s.fsyncs,
+        };
+        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        if f.class == class && (n == f.nth || (f.sticky && n > f.nth)) {
+            record(
+                json!({"op": "fault", "errno": f.errno, "class": what, "n": n, "path": abs(path)}),
+            );
+            return Err(io::Error::from_raw_os_error(f.errno));
+        }
+        Ok(())
+    }
 }
 
-/// Is the operation log on?
+// Without the hooks: no log, no fault plan, and nothing reads the
+// environment. `logging()` is a constant the optimiser folds, so the
+// logging branches below vanish from the production binary.
+
+/// Is the operation log on? Never, without the `test-hooks` feature.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
 pub fn logging() -> bool {
-    sim().log.is_some()
+    false
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+fn next_id() -> u64 {
+    // Only reached when `logging()` is true, which it never is here.
+    0
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+fn record(_: Value) {}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+fn gate(_: FaultClass, _: &str, _: &Path) -> io::Result<()> {
+    Ok(())
 }
 
 fn abs(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
-fn record(v: Value) {
-    if let Some(m) = &sim().log {
-        let mut line = v.to_string();
-        line.push('\n');
-        let mut f = m.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = f.write_all(line.as_bytes());
-    }
-}
-
-/// Count one operation of `class`; Err if the fault plan fails it.
-fn gate(class: FaultClass, what: &str, path: &Path) -> io::Result<()> {
-    let s = sim();
-    let Some(f) = s.fault else { return Ok(()) };
-    let counter = match class {
-        FaultClass::Write => &s.writes,
-        FaultClass::Fsync => &s.fsyncs,
-    };
-    let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
-    if f.class == class && (n == f.nth || (f.sticky && n > f.nth)) {
-        record(json!({"op": "fault", "errno": f.errno, "class": what, "n": n, "path": abs(path)}));
-        return Err(io::Error::from_raw_os_error(f.errno));
-    }
-    Ok(())
 }
 
 /// How a file is opened.
@@ -255,7 +310,7 @@ impl File {
         }
         let mut id = 0;
         if logging() {
-            id = sim().next_fd.fetch_add(1, Ordering::SeqCst);
+            id = next_id();
             record(json!({
                 "op": "open", "fd": id, "path": abs(path), "created": !existed,
                 "trunc": how == Open::Truncate, "append": matches!(how, Open::Append { .. }),
@@ -347,7 +402,7 @@ impl File {
         let path = dir_path.join(name);
         let mut id = 0;
         if logging() {
-            id = sim().next_fd.fetch_add(1, Ordering::SeqCst);
+            id = next_id();
             record(json!({
                 "op": "open", "fd": id, "path": abs(&path), "created": true,
                 "trunc": false, "append": false,
