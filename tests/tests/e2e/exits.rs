@@ -1,7 +1,7 @@
 //! Each command's documented exit statuses (README): `bench run` 0 pass,
 //! 1 a case failed, 2 usage, 3 the suite cannot load; the harness's exit is
 //! its ending's, 64 for a rejected command line; `harness status` 64 on a
-//! directory that is not a state dir.
+//! path that is not a state dir, 0 on one with no checkpoint yet.
 
 use e2e::*;
 use std::path::Path;
@@ -101,8 +101,15 @@ fn harness_exit_64_for_a_rejected_command_line_and_status_of_a_non_state_dir() {
     assert_eq!(o.code, 64, "{}", o.log());
     assert!(!t.path().join("s").exists(), "nothing was written");
 
+    // A path that is not a directory is not a state dir: 64. An empty
+    // directory is one with no checkpoint yet: 0, and it says so.
+    let missing = t.path().join("missing");
+    let o = run(harness(&["status", "--state-dir"]).arg(&missing));
+    assert_eq!(o.code, 64, "{}", o.log());
+    assert!(o.stderr.contains("is not a state dir"), "{}", o.log());
     let empty = t.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let o = run(harness(&["status", "--state-dir"]).arg(&empty));
-    assert_eq!(o.code, 64, "{}", o.log());
+    assert_eq!(o.code, 0, "{}", o.log());
+    assert!(o.stdout.contains("no checkpoint yet"), "{}", o.log());
 }
