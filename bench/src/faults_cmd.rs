@@ -19,6 +19,7 @@
 //!   not judged. The margins are in the output.
 
 use clap::{Args, ValueEnum};
+use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::model::types::{Protocol, Usage};
 use harness::scenario::{Scenario, ScriptCall, ScriptRun, ScriptTool};
 use serde_json::{json, Value};
@@ -291,19 +292,18 @@ output_usd_per_mtok = 25.0
 }
 
 fn harness_run(harness: &Path, c: &CaseDir, state_dir: &Path) -> Result<Output, String> {
-    Command::new(harness)
-        .arg("run")
-        .arg("--spec")
-        .arg(c.spec())
-        .arg("--state-dir")
-        .arg(state_dir)
-        .arg("--replay")
-        .arg(c.cassettes())
-        .arg("--latency-scale")
-        .arg("0")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", harness.display()))
+    HarnessInvocation::run(
+        c.spec(),
+        state_dir,
+        ModelSource::Replay {
+            dir: c.cassettes(),
+            latency_scale: 0.0,
+        },
+    )
+    .command(harness)
+    .stdin(Stdio::null())
+    .output()
+    .map_err(|e| format!("cannot run {}: {e}", harness.display()))
 }
 
 // --- disk-full ---
