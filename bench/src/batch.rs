@@ -16,9 +16,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// Most runs of one case a command takes (`--runs-per-case`, `--runs`).
+pub const RUNS_PER_CASE_MAX: u32 = 100;
+/// Most case-runs at once (`--max-concurrency`).
+pub const CONCURRENCY_MAX: usize = 64;
+
 /// Run a subcommand's async body on a multi-threaded runtime; a runtime that
 /// cannot start is exit `on_error` with the reason on stderr.
-pub fn block_on<F: Future<Output = ExitCode>>(cmd: &str, on_error: u8, body: F) -> ExitCode {
+pub fn block_on<F: Future<Output = ExitCode>>(
+    cmd: &str,
+    on_error: crate::exit::ExitStatus,
+    body: F,
+) -> ExitCode {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -26,7 +35,7 @@ pub fn block_on<F: Future<Output = ExitCode>>(cmd: &str, on_error: u8, body: F) 
         Ok(rt) => rt.block_on(body),
         Err(e) => {
             eprintln!("bench {cmd}: cannot start the runtime: {e}");
-            ExitCode::from(on_error)
+            on_error.into()
         }
     }
 }
@@ -254,7 +263,7 @@ impl Batch {
         // run variants a recording keeps must be 0..n-1.
         let workers = self
             .max_concurrency
-            .clamp(1, crate::run_cmd::CONCURRENCY_MAX)
+            .clamp(1, CONCURRENCY_MAX)
             .min(self.total().max(1) as usize);
         let queue: Arc<std::sync::Mutex<std::collections::VecDeque<(usize, u32)>>> =
             Arc::new(std::sync::Mutex::new(

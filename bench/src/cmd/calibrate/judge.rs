@@ -734,7 +734,7 @@ fn civil_from_days(z: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate_cmd::queues;
+    use crate::cmd::calibrate::queues;
     use harness::model::request_body;
     use serde_json::Value;
 

@@ -18,6 +18,7 @@
 //!   `harness::run_loop::TIME_LIMIT_MARGIN_MS`, never GOAL_MET, the verify
 //!   not judged. The margins are in the output.
 
+use crate::exit::ExitStatus;
 use clap::{Args, ValueEnum};
 use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::model::types::{Protocol, Usage};
@@ -86,7 +87,7 @@ pub fn run(args: FaultsArgs) -> ExitCode {
         Ok(h) => h,
         Err(e) => {
             eprintln!("bench faults: {e}");
-            return ExitCode::from(3);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let mut f = Findings(vec![]);
@@ -151,13 +152,13 @@ pub fn run(args: FaultsArgs) -> ExitCode {
     }
     if let Err(e) = write_out(&args.out, &json, &md) {
         eprintln!("bench faults: cannot write {}: {e}", args.out.display());
-        return ExitCode::from(3);
+        return ExitCode::from(ExitStatus::Unloadable);
     }
     println!("{md}");
     if failed.is_empty() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(ExitStatus::Failed)
     }
 }
 

@@ -16,6 +16,7 @@
 //! loaded or built; 2 usage error.
 
 use crate::batch::{self, Batch};
+use crate::exit::ExitStatus;
 use crate::runner::{Overlay, RunRecord};
 use clap::Args;
 use harness::mutants::Mutant;
@@ -24,8 +25,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-pub const EXIT_MISSED: u8 = 1;
-pub const EXIT_UNLOADABLE: u8 = 3;
 /// Cases named per variant in the table (all of them are in the JSON).
 const CAUGHT_BY_SHOWN: usize = 3;
 /// Characters of a case's first failure kept in the table.
@@ -83,7 +82,7 @@ pub struct SelfTestReport {
 }
 
 pub fn run(args: SelfTestArgs) -> ExitCode {
-    batch::block_on("self-test", EXIT_UNLOADABLE, run_async(args))
+    batch::block_on("self-test", ExitStatus::Unloadable, run_async(args))
 }
 
 fn chosen(names: &[String]) -> Result<Vec<Mutant>, String> {
@@ -126,40 +125,40 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => {
             eprintln!("bench self-test: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     if args.max_concurrency == 0 {
         eprintln!("bench self-test: --max-concurrency must be at least 1");
-        return ExitCode::from(2);
+        return ExitCode::from(ExitStatus::Usage);
     }
     let t_all = Instant::now();
     let bin = match batch::build_harness(args.harness.as_ref(), true, args.no_build) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench self-test: {e}");
-            return ExitCode::from(EXIT_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let suite = match crate::suite::load_suite(&args.suite, None) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench self-test: {e}");
-            return ExitCode::from(EXIT_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     if !suite.errors.is_empty() {
         for e in &suite.errors {
             eprintln!("bench self-test: case not loaded: {e}");
         }
-        return ExitCode::from(EXIT_UNLOADABLE);
+        return ExitCode::from(ExitStatus::Unloadable);
     }
     let n_cases = suite.cases.len();
     let b = match Batch::start(suite.cases, bin, &args.out, 1, args.max_concurrency).await {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench self-test: {e}");
-            return ExitCode::from(EXIT_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let bar = batch::progress_bar(b.total() * (1 + variants.len() as u64), "case-runs");
@@ -251,7 +250,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
     if report.control_failures.is_empty() && caught == report.variants.len() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(EXIT_MISSED)
+        ExitCode::from(ExitStatus::Missed)
     }
 }
 
