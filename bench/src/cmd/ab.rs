@@ -34,7 +34,7 @@
 //! the share of cases ended in the bench's machinery.
 
 mod analysis;
-mod inference;
+use crate::stats::inference;
 mod render;
 #[cfg(test)]
 mod sim;

@@ -20,7 +20,7 @@
 use crate::batch;
 use crate::exit::ExitStatus;
 pub mod analysis;
-pub mod kneedle;
+pub use crate::stats::kneedle;
 mod plot;
 
 use crate::batch::RUNS_PER_CASE_MAX;
