@@ -6,7 +6,9 @@
 //!   (`harness::invocation::HarnessInvocation`), scoring (`score`) and the
 //!   audit (`audit`).
 //! - `batch`: every case `runs_per_case` times at bounded concurrency (replay
-//!   servers or the live proxy, `live`); the progress bar; the harness binary.
+//!   servers or the live proxy, `live`) on the one worker pool (`batch::pool`),
+//!   emitting typed events to a reporter (`events`: the terminal's progress
+//!   bar or lines); the harness binary.
 //! - `summary`: the summary model (cases, totals, config hash) and its
 //!   summary.json / summary.md / JUnit renderings; `outputs` writes them and
 //!   prints the table and the failures.
@@ -19,6 +21,7 @@ pub mod audit;
 pub mod batch;
 pub mod bench_fault;
 pub mod cli;
+pub mod events;
 pub mod exit;
 pub mod live;
 pub mod outputs;

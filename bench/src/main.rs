@@ -11,7 +11,9 @@ use clap::{Parser, Subcommand};
 mod cmd;
 
 // The core, under the names the commands use (`crate::batch`, ...).
-use bench::{batch, bench_fault, cli, exit, live, outputs, prices, runner, stats, suite, summary};
+use bench::{
+    batch, bench_fault, cli, events, exit, live, outputs, prices, runner, stats, suite, summary,
+};
 use cmd::{
     ab, calibrate, chaos, faults, knee, merge, price, record, run, script, self_test, serve,
 };

@@ -237,7 +237,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
             .run(
                 &overlay,
                 &out.join("levels").join(format!("level-{level}")),
-                |_, _| {},
+                &mut crate::events::Quiet,
             )
             .await;
         let mut this: Vec<RunObs> = vec![];

@@ -25,6 +25,7 @@
 
 use crate::batch::{self, Batch};
 use crate::cli::ProtocolArg;
+use crate::events::{Lines, Terminal};
 use crate::exit::ExitStatus;
 use crate::live::{self, recorder::Recorder, LiveTarget};
 use crate::runner::Overlay;
@@ -364,36 +365,9 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         Err(e) => return unloadable(e),
     };
     let total = b.total();
-    let bar = batch::progress_bar(total, "live case-runs");
-    let mut done = 0u64;
-    let per_case = b
-        .run(&ov, &b.out, |ci, rec| {
-            done += 1;
-            let line = format!(
-                "[{done}/{total}] {} run {}: {} (exit {}, {:.1} s){}",
-                ids[ci],
-                rec.run,
-                rec.ending,
-                rec.exit_code,
-                rec.latency_ms as f64 / 1000.0,
-                if rec.ending == "<none>" {
-                    format!(" -- {}", rec.failures.join("; "))
-                } else {
-                    String::new()
-                }
-            );
-            match &bar {
-                Some(b) => {
-                    b.inc(1);
-                    b.println(line);
-                }
-                None => eprintln!("{line}"),
-            }
-        })
-        .await;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let mut terminal = Terminal::new(total, "live case-runs", Lines::Live);
+    let per_case = b.run(&ov, &b.out, &mut terminal).await;
+    terminal.finish();
     let written = recorder.finish();
     println!("{}", table(&ids, &per_case, &written, args.runs));
     let report = live::LiveReport::collect(&target, written);

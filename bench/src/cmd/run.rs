@@ -229,37 +229,12 @@ async fn run_async(args: RunArgs) -> ExitCode {
         }
     };
     let total = batch.total();
-    let bar = crate::batch::progress_bar(total, "case-runs");
+    let mut terminal = crate::events::Terminal::new(total, "case-runs", crate::events::Lines::Gate);
     let t0 = std::time::Instant::now();
-    let mut done = 0u64;
     let per_case = batch
-        .run(&runner::Overlay::default(), &batch.out, |ci, rec| {
-            done += 1;
-            let c = &batch.cases[ci];
-            let line = format!(
-                "[{done}/{total}] {}/{} run {}: {} ({}, {} ms, ${:.4})",
-                c.category(),
-                c.id(),
-                rec.run,
-                if rec.passed { "PASS" } else { "FAIL" },
-                rec.ending,
-                rec.latency_ms,
-                rec.cost_usd
-            );
-            match &bar {
-                Some(b) => {
-                    b.inc(1);
-                    if !rec.passed {
-                        b.println(line);
-                    }
-                }
-                None => eprintln!("{line}"),
-            }
-        })
+        .run(&runner::Overlay::default(), &batch.out, &mut terminal)
         .await;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    terminal.finish();
     let wall_ms = t0.elapsed().as_millis() as u64;
     let mut summary = Summary {
         passed: false,

@@ -16,6 +16,7 @@
 //! loaded or built; 2 usage error.
 
 use crate::batch::{self, Batch};
+use crate::events::{Lines, Terminal};
 use crate::exit::ExitStatus;
 use crate::runner::{Overlay, RunRecord};
 use clap::Args;
@@ -161,22 +162,21 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
-    let bar = batch::progress_bar(b.total() * (1 + variants.len() as u64), "case-runs");
+    let mut terminal = Terminal::new(
+        b.total() * (1 + variants.len() as u64),
+        "case-runs",
+        Lines::Progress,
+    );
     let mode = if args.first_catch {
         "each variant stopped at its first failed case-run"
     } else {
         "every case under every variant"
     };
-    let tick = |_: usize, _: &RunRecord| {
-        if let Some(p) = &bar {
-            p.inc(1);
-        }
-    };
 
     // The control: the same broken build with no variant selected.
     let t0 = Instant::now();
     let control = b
-        .run(&Overlay::default(), &b.out.join("control"), tick)
+        .run(&Overlay::default(), &b.out.join("control"), &mut terminal)
         .await;
     let control_failures = failures(&b.cases, &control);
     let control_wall_s = t0.elapsed().as_secs_f64();
@@ -197,9 +197,9 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         };
         let dir = b.out.join(m.as_str());
         let per_case = if args.first_catch {
-            b.run_until_failure(&overlay, &dir, tick).await
+            b.run_until_failure(&overlay, &dir, &mut terminal).await
         } else {
-            b.run(&overlay, &dir, tick).await
+            b.run(&overlay, &dir, &mut terminal).await
         };
         let caught_by = failures(&b.cases, &per_case);
         let r = VariantResult {
@@ -218,9 +218,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         );
         results.push(r);
     }
-    if let Some(p) = &bar {
-        p.finish_and_clear();
-    }
+    terminal.finish();
     let caught = results.iter().filter(|r| r.caught).count();
     let report = SelfTestReport {
         cases: n_cases,
