@@ -41,8 +41,6 @@ pub fn block_on<F: Future<Output = ExitCode>>(
     }
 }
 
-pub use crate::events::progress_bar;
-
 /// The harness binary: `--harness`, or the one next to this bench binary.
 pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
     let p = arg

@@ -9,8 +9,9 @@
 //! of both arms are interleaved in a seeded random order so that machine
 //! load drifts over the comparison fall on both arms alike.
 //!
-//! Statistics: bench/src/ab/ (inference: the tests; analysis: metrics,
-//! categories, guard; render: ab.md, the table, the forest plot).
+//! Statistics: the tests in bench/src/stats/inference.rs; cmd/ab/ holds
+//! analysis (metrics, categories, guard) and render (ab.md, the table, the
+//! forest plot).
 //!
 //! Only what can be compared is compared: a case with any case-run, in
 //! either arm, that ended in the bench's own machinery (`bench_fault`: a
