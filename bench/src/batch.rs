@@ -2,12 +2,13 @@
 //! harness with one overlay, at most `max_concurrency` at a time. `bench run`
 //! runs one batch with no overlay; `bench knee` runs one per budget level,
 //! each into its own directory so the state dirs never collide. What to show
-//! while it runs is the caller's: each finished case-run is handed to
-//! `on_done`. A live batch (`Batch::start_live`) sends its case-runs through
+//! while it runs is the caller's reporter's (`events`): the batch emits an
+//! event per finished case-run. A live batch (`Batch::start_live`) sends its case-runs through
 //! the live proxy instead, and starts no new case-run once the command-wide
 //! cap has refused a call (those count as failed, "not started").
 
 use crate::bench_fault::BenchFault;
+use crate::events::{Event, Reporter};
 use crate::live::LiveTarget;
 use crate::runner::{self, Overlay, RunRecord, Servers, Target};
 use crate::suite::Case;
@@ -16,9 +17,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// Most runs of one case a command takes (`--runs-per-case`, `--runs`).
+pub const RUNS_PER_CASE_MAX: u32 = 100;
+/// Most case-runs at once (`--max-concurrency`).
+pub const CONCURRENCY_MAX: usize = 64;
+
 /// Run a subcommand's async body on a multi-threaded runtime; a runtime that
 /// cannot start is exit `on_error` with the reason on stderr.
-pub fn block_on<F: Future<Output = ExitCode>>(cmd: &str, on_error: u8, body: F) -> ExitCode {
+pub fn block_on<F: Future<Output = ExitCode>>(
+    cmd: &str,
+    on_error: crate::exit::ExitStatus,
+    body: F,
+) -> ExitCode {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -26,26 +36,9 @@ pub fn block_on<F: Future<Output = ExitCode>>(cmd: &str, on_error: u8, body: F) 
         Ok(rt) => rt.block_on(body),
         Err(e) => {
             eprintln!("bench {cmd}: cannot start the runtime: {e}");
-            ExitCode::from(on_error)
+            on_error.into()
         }
     }
-}
-
-/// A progress bar over `total` case-runs on a terminal; None in CI or when
-/// stderr is not a terminal (the callers print one plain line per case-run).
-pub fn progress_bar(total: u64, what: &str) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let b = indicatif::ProgressBar::new(total);
-    b.set_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "{{bar:40}} {{pos}}/{{len}} {what} {{elapsed}} {{msg}}"
-        ))
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    Some(b)
 }
 
 /// The harness binary: `--harness`, or the one next to this bench binary.
@@ -270,108 +263,149 @@ impl Batch {
     }
 
     /// Run every case-run with `overlay`, case-run directories under
-    /// `<out>/cases/<id>/run-<r>/`. `on_done(case index, record)` sees each
-    /// record as it is collected. Returns the records per case (in the
-    /// order of `cases`), each case's runs sorted by run index.
-    pub async fn run<F>(&self, overlay: &Overlay, out: &Path, on_done: F) -> Vec<Vec<RunRecord>>
-    where
-        F: FnMut(usize, &RunRecord),
-    {
-        self.run_inner(overlay, out, false, on_done).await
+    /// `<out>/cases/<id>/run-<r>/`, each finished one reported to `reporter`.
+    /// Returns the records per case (in the order of `cases`), each case's
+    /// runs sorted by run index.
+    pub async fn run(
+        &self,
+        overlay: &Overlay,
+        out: &Path,
+        reporter: &mut dyn Reporter,
+    ) -> Vec<Vec<RunRecord>> {
+        self.run_inner(overlay, out, false, reporter).await
     }
 
     /// [`Batch::run`], but no new case-run starts once one has failed (the
     /// ones in flight finish): for a gate that only needs to know whether
     /// anything fails (`bench self-test --first-catch`).
-    pub async fn run_until_failure<F>(
+    pub async fn run_until_failure(
         &self,
         overlay: &Overlay,
         out: &Path,
-        on_done: F,
-    ) -> Vec<Vec<RunRecord>>
-    where
-        F: FnMut(usize, &RunRecord),
-    {
-        self.run_inner(overlay, out, true, on_done).await
+        reporter: &mut dyn Reporter,
+    ) -> Vec<Vec<RunRecord>> {
+        self.run_inner(overlay, out, true, reporter).await
     }
 
-    async fn run_inner<F>(
+    async fn run_inner(
         &self,
         overlay: &Overlay,
         out: &Path,
         stop_on_failure: bool,
-        mut on_done: F,
-    ) -> Vec<Vec<RunRecord>>
-    where
-        F: FnMut(usize, &RunRecord),
-    {
-        // K workers take the case-runs in order (case by case, run 0 first),
-        // so a live batch stopped by its cap has run the earliest ones: the
-        // run variants a recording keeps must be 0..n-1.
-        let workers = self
-            .max_concurrency
-            .clamp(1, crate::run_cmd::CONCURRENCY_MAX)
-            .min(self.total().max(1) as usize);
-        let queue: Arc<std::sync::Mutex<std::collections::VecDeque<(usize, u32)>>> =
-            Arc::new(std::sync::Mutex::new(
-                (0..self.cases.len())
-                    .flat_map(|ci| (0..self.runs_per_case).map(move |r| (ci, r)))
-                    .collect(),
-            ));
-        let overlay = Arc::new(overlay.clone());
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, RunRecord)>();
-        for _ in 0..workers {
-            let (cases, source, queue, hb, out, ov, tx) = (
-                self.cases.clone(),
-                self.source.clone(),
-                queue.clone(),
-                self.harness_bin.clone(),
-                out.to_path_buf(),
-                overlay.clone(),
-                tx.clone(),
+        reporter: &mut dyn Reporter,
+    ) -> Vec<Vec<RunRecord>> {
+        // Case by case, run 0 first, so a live batch stopped by its cap has
+        // run the earliest ones: the run variants a recording keeps must be
+        // 0..n-1.
+        let jobs: Vec<(usize, u32)> = (0..self.cases.len())
+            .flat_map(|ci| (0..self.runs_per_case).map(move |r| (ci, r)))
+            .collect();
+        let (cases, source, hb, out_dir, ov) = (
+            self.cases.clone(),
+            self.source.clone(),
+            self.harness_bin.clone(),
+            out.to_path_buf(),
+            Arc::new(overlay.clone()),
+        );
+        let work = move |(ci, r): (usize, u32)| {
+            let (cases, source, hb, out, ov) = (
+                cases.clone(),
+                source.clone(),
+                hb.clone(),
+                out_dir.clone(),
+                ov.clone(),
             );
-            tokio::spawn(async move {
-                loop {
-                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                    let Some((ci, r)) = next else { break };
-                    let c = &cases[ci];
-                    let target = match &*source {
-                        Source::Replay(servers) => servers
-                            .server_for(c)
-                            .map(Target::Replay)
-                            .map_err(|detail| BenchFault::ReplayServerUnavailable { detail }),
-                        Source::Live(live) => match live.stopped() {
-                            Some(why) => {
-                                live.note_not_started(c.id(), r);
-                                Err(BenchFault::LiveCapReached { detail: why })
-                            }
-                            None => Ok(Target::Live(live.clone())),
-                        },
-                    };
-                    let rec = match target {
-                        Ok(t) => runner::run_case(c, r, &t, &hb, &out, &ov).await,
-                        Err(fault) => RunRecord::faulted(c, r, fault, String::new()),
-                    };
-                    if tx.send((ci, rec)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
+            async move {
+                let c = &cases[ci];
+                let target = match &*source {
+                    Source::Replay(servers) => servers
+                        .server_for(c)
+                        .map(Target::Replay)
+                        .map_err(|detail| BenchFault::ReplayServerUnavailable { detail }),
+                    Source::Live(live) => match live.stopped() {
+                        Some(why) => {
+                            live.note_not_started(c.id(), r);
+                            Err(BenchFault::LiveCapReached { detail: why })
+                        }
+                        None => Ok(Target::Live(live.clone())),
+                    },
+                };
+                let rec = match target {
+                    Ok(t) => runner::run_case(c, r, &t, &hb, &out, &ov).await,
+                    Err(fault) => RunRecord::faulted(c, r, fault, String::new()),
+                };
+                (ci, rec)
+            }
+        };
         let mut per_case: Vec<Vec<RunRecord>> = vec![vec![]; self.cases.len()];
         // A worker that panicked leaves its case-run without a record (and
         // the others finish the queue); `total()` tells the caller.
-        while let Some((ci, rec)) = rx.recv().await {
-            if stop_on_failure && !rec.passed {
-                queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            }
-            on_done(ci, &rec);
+        pool(jobs, self.max_concurrency, work, |(ci, rec)| {
+            let stop = stop_on_failure && !rec.passed;
+            reporter.report(&Event::CaseRunFinished {
+                case_index: ci,
+                case: &self.cases[ci],
+                record: &rec,
+            });
             per_case[ci].push(rec);
-        }
+            if stop {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        })
+        .await;
         for runs in &mut per_case {
             runs.sort_by_key(|r| r.run);
         }
         per_case
+    }
+}
+
+/// What the consumer of a finished job tells [`pool`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// Start no new job (the ones in flight finish and are still handed over).
+    Stop,
+}
+
+/// The bench's one worker pool: at most `max_concurrency` (clamped to
+/// 1..=`CONCURRENCY_MAX`) jobs at a time, started in the order given, each
+/// result handed to `done` on this task as it finishes. The case-run batch
+/// and `bench calibrate`'s live judge both run on it.
+pub async fn pool<J, T, W, Fut, D>(jobs: Vec<J>, max_concurrency: usize, work: W, mut done: D)
+where
+    J: Send + 'static,
+    T: Send + 'static,
+    W: Fn(J) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = T> + Send + 'static,
+    D: FnMut(T) -> Flow,
+{
+    let workers = max_concurrency
+        .clamp(1, CONCURRENCY_MAX)
+        .min(jobs.len().max(1));
+    let queue = Arc::new(std::sync::Mutex::new(
+        jobs.into_iter().collect::<std::collections::VecDeque<J>>(),
+    ));
+    let work = Arc::new(work);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<T>();
+    for _ in 0..workers {
+        let (queue, work, tx) = (queue.clone(), work.clone(), tx.clone());
+        tokio::spawn(async move {
+            loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                let Some(job) = next else { break };
+                if tx.send(work(job).await).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    while let Some(t) = rx.recv().await {
+        if done(t) == Flow::Stop {
+            queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
     }
 }

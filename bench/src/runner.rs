@@ -9,6 +9,7 @@ use crate::audit::{self, Canary};
 use crate::bench_fault::{self, BenchFault};
 use crate::score::{self, Artifacts, Check, Verdict};
 use crate::suite::Case;
+use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -372,41 +373,23 @@ enum SpawnError {
 
 async fn run_harness(
     harness_bin: &Path,
-    args: &[String],
+    inv: &HarnessInvocation,
     pause_at: Option<&str>,
-    env_remove: &[String],
     canaries: &[Canary],
-    env_set: &[(String, String)],
     limit: Duration,
 ) -> Result<Spawned, SpawnError> {
-    let mut cmd = tokio::process::Command::new(harness_bin);
-    // No provider key reaches the harness under test: replay needs none, and
-    // live the proxy adds the key (the variable --api-key-env names, the
-    // spec's api_key_env and every other provider's are all removed).
-    for name in harness::redact::PROVIDER_KEY_VARS
-        .iter()
-        .copied()
-        .chain(env_remove.iter().map(String::as_str))
-    {
-        cmd.env_remove(name);
-    }
-    // The audit's secret canary: fake keys in every key variable; none may
-    // reach a file, a request body or the process's output.
-    for c in canaries {
-        cmd.env(&c.var, &c.value);
-    }
-    // What the case asks for (`harness_env`) comes after the removal.
-    for (k, v) in env_set {
-        cmd.env(k, v);
-    }
-    cmd.args(args)
-        .stdin(Stdio::null())
+    // No provider key reaches the harness under test (the invocation removes
+    // them): replay needs none, and live the proxy adds the key (the variable
+    // --api-key-env names and the spec's api_key_env are removed too).
+    let inv = match pause_at {
+        Some(p) => inv.clone().env(harness::chaos_hook::ENV_VAR, p),
+        None => inv.clone(),
+    };
+    let mut cmd = tokio::process::Command::from(inv.command(harness_bin));
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some(p) = pause_at {
-        cmd.env(harness::chaos_hook::ENV_VAR, p);
-    }
     let t0 = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
         SpawnError::NotStarted(format!("cannot start {}: {e}", harness_bin.display()))
@@ -600,17 +583,24 @@ pub async fn run_case(
         &case.file.harness_env,
     );
     let limit = process_limit(gathered.spec.as_ref().map(|s| s.wall_clock_limit_s));
-    let args: Vec<String> = vec![
-        "run".into(),
-        "--spec".into(),
-        case_copy.join("run.toml").display().to_string(),
-        "--state-dir".into(),
-        state.display().to_string(),
-        "--base-url".into(),
-        base,
-        "--run-index".into(),
-        run.to_string(),
-    ];
+    let mut inv = HarnessInvocation::run(
+        case_copy.join("run.toml"),
+        &state,
+        ModelSource::BaseUrl(base),
+    )
+    .run_index(run);
+    for name in &env_remove {
+        inv = inv.env_remove(name);
+    }
+    // The audit's secret canary: fake keys in every key variable; none may
+    // reach a file, a request body or the process's output.
+    for c in &gathered.canaries {
+        inv = inv.env(&c.var, &c.value);
+    }
+    // What the case asks for (`harness_env`) comes after the removal.
+    for (k, v) in env_set {
+        inv = inv.env(k, v);
+    }
     let mut latency = Duration::ZERO;
     if let Some(i) = &case.file.interrupt {
         // The pause point is test machinery the production build lacks.
@@ -623,17 +613,7 @@ pub async fn run_case(
             Ok(b) => b,
             Err(e) => return setup_fault(format!("interrupt at {}: {e}", i.at), &dir),
         };
-        match run_harness(
-            &hooked,
-            &args,
-            Some(&i.at),
-            &env_remove,
-            &gathered.canaries,
-            &env_set,
-            limit,
-        )
-        .await
-        {
+        match run_harness(&hooked, &inv, Some(&i.at), &gathered.canaries, limit).await {
             Ok(s) => {
                 latency += s.elapsed;
                 gathered.canary_hits.extend(s.canary_hits);
@@ -641,17 +621,7 @@ pub async fn run_case(
             Err(e) => return spawn_failed(e, &format!("interrupt at {}: ", i.at), &dir),
         }
     }
-    let spawned = match run_harness(
-        harness_bin,
-        &args,
-        None,
-        &env_remove,
-        &gathered.canaries,
-        &env_set,
-        limit,
-    )
-    .await
-    {
+    let spawned = match run_harness(harness_bin, &inv, None, &gathered.canaries, limit).await {
         Ok(s) => s,
         Err(e) => return spawn_failed(e, "", &dir),
     };
@@ -788,19 +758,30 @@ mod tests {
         }
     }
 
+    /// A stand-in for the harness binary: a script that ignores the
+    /// `harness run` argv and runs `body`.
+    fn fake_harness(dir: &Path, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("fake-harness");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn invocation() -> HarnessInvocation {
+        HarnessInvocation::run(
+            "run.toml",
+            "state",
+            ModelSource::BaseUrl("http://127.0.0.1:1".into()),
+        )
+    }
+
     #[tokio::test]
     async fn a_harness_that_hangs_is_killed_at_its_limit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = fake_harness(tmp.path(), "sleep 30");
         let t0 = Instant::now();
-        let r = run_harness(
-            Path::new("/bin/sh"),
-            &["-c".into(), "sleep 30".into()],
-            None,
-            &[],
-            &[],
-            &[],
-            Duration::from_millis(300),
-        )
-        .await;
+        let r = run_harness(&bin, &invocation(), None, &[], Duration::from_millis(300)).await;
         assert!(
             matches!(r, Err(SpawnError::Harness(ref m)) if m.contains("no ending")),
             "{r:?}"
@@ -815,17 +796,14 @@ mod tests {
             std::env::set_var(k, format!("CANARY-bench-{k}-0123456789"));
         }
         std::env::set_var("BENCH_TEST_KEY_ENV", "CANARY-bench-named-0123456789");
-        let s = run_harness(
-            Path::new("/bin/sh"),
-            &["-c".into(), "env >&2".into()],
-            None,
-            &["BENCH_TEST_KEY_ENV".into()],
-            &[],
-            &[("ANTHROPIC_API_KEY".into(), "the-case-canary".into())],
-            PROCESS_TIMEOUT,
-        )
-        .await
-        .unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = fake_harness(tmp.path(), "env >&2");
+        let inv = invocation()
+            .env_remove("BENCH_TEST_KEY_ENV")
+            .env("ANTHROPIC_API_KEY", "the-case-canary");
+        let s = run_harness(&bin, &inv, None, &[], PROCESS_TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(s.code, 0);
         assert!(!s.stderr_tail.contains("CANARY-bench"), "{}", s.stderr_tail);
         assert!(s.stderr_tail.contains("ANTHROPIC_API_KEY=the-case-canary"));

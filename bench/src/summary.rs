@@ -525,6 +525,34 @@ impl Summary {
     }
 }
 
+/// The hash `bench merge` compares across shards: every case's id and
+/// content, the runs per case and the pass rate.
+pub fn config_hash(cases: &[crate::suite::Case], runs_per_case: u32, pass_rate: f64) -> String {
+    use sha2::{Digest, Sha256};
+    let mut ids: Vec<(&str, &str)> = cases
+        .iter()
+        .map(|c| (c.id(), c.content_sha256.as_str()))
+        .collect();
+    ids.sort();
+    let mut h = Sha256::new();
+    for (id, sha) in ids {
+        h.update(format!("{id}={sha};").as_bytes());
+    }
+    h.update(format!("runs_per_case={runs_per_case};pass_rate={pass_rate}").as_bytes());
+    hex::encode(h.finalize())
+}
+
+pub fn git_rev(dir: &std::path::Path) -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,6 +42,7 @@ pub use replay::scenario; // hand-written scripted scenarios compiled to cassett
 
 // --- reporting ---
 pub mod events; // events.jsonl, one line per lap event
+pub mod invocation; // `harness run`'s argv and environment, for the bench and the chaos driver
 pub mod report; // report.json + the human summary
 
 pub mod console; // stdout/stderr writes that never panic and never change the exit code

@@ -4,6 +4,7 @@
 //! (`categories_required`), then recomputes every total from the raw per-case records (never
 //! an average of shard figures) and writes the same outputs as an unsharded run.
 
+use crate::exit::ExitStatus;
 use crate::summary::Summary;
 use clap::Args;
 use std::collections::BTreeSet;
@@ -110,15 +111,15 @@ pub fn run(args: MergeArgs) -> ExitCode {
             Ok(s) => parts.push(s),
             Err(e) => {
                 eprintln!("bench merge: {}: {e}", p.display());
-                return ExitCode::from(crate::run_cmd::EXIT_SUITE_UNLOADABLE);
+                return ExitCode::from(ExitStatus::Unloadable);
             }
         }
     }
     match merge(parts) {
-        Ok(m) => crate::run_cmd::finish_outputs(&m, &args.out, args.junit.as_deref()),
+        Ok(m) => crate::outputs::finish_outputs(&m, &args.out, args.junit.as_deref()),
         Err(e) => {
             eprintln!("bench merge: {e}");
-            ExitCode::from(crate::run_cmd::EXIT_SUITE_UNLOADABLE)
+            ExitCode::from(ExitStatus::Unloadable)
         }
     }
 }

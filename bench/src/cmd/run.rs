@@ -12,17 +12,15 @@
 //! cases, a filter matching nothing, no harness binary, the proxy could not
 //! start); 2 usage error.
 
+use crate::batch::RUNS_PER_CASE_MAX;
+use crate::exit::ExitStatus;
+use crate::outputs::{finish_outputs, live_outputs};
 use crate::runner;
 use crate::suite::{self, Case};
-use crate::summary::{case_record, Summary};
+use crate::summary::{case_record, config_hash, git_rev, Summary};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-pub const EXIT_FAILED: u8 = 1;
-pub const EXIT_SUITE_UNLOADABLE: u8 = 3;
-pub const RUNS_PER_CASE_MAX: u32 = 100;
-pub const CONCURRENCY_MAX: usize = 64;
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -89,63 +87,37 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
     Ok((i, n))
 }
 
-pub fn config_hash(cases: &[Case], runs_per_case: u32, pass_rate: f64) -> String {
-    use sha2::{Digest, Sha256};
-    let mut ids: Vec<(&str, &str)> = cases
-        .iter()
-        .map(|c| (c.id(), c.content_sha256.as_str()))
-        .collect();
-    ids.sort();
-    let mut h = Sha256::new();
-    for (id, sha) in ids {
-        h.update(format!("{id}={sha};").as_bytes());
-    }
-    h.update(format!("runs_per_case={runs_per_case};pass_rate={pass_rate}").as_bytes());
-    hex::encode(h.finalize())
-}
-
-pub fn git_rev(dir: &Path) -> String {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .current_dir(dir)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
-}
-
 pub fn run(args: RunArgs) -> ExitCode {
-    crate::batch::block_on("run", EXIT_SUITE_UNLOADABLE, run_async(args))
+    crate::batch::block_on("run", ExitStatus::Unloadable, run_async(args))
 }
 
 async fn run_async(args: RunArgs) -> ExitCode {
     if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
         eprintln!("bench run: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
-        return ExitCode::from(2);
+        return ExitCode::from(ExitStatus::Usage);
     }
     if !(0.0..=1.0).contains(&args.pass_rate) {
         eprintln!("bench run: --pass-rate must be in [0, 1]");
-        return ExitCode::from(2);
+        return ExitCode::from(ExitStatus::Usage);
     }
     let shard = match args.shard.as_deref().map(parse_shard).transpose() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench run: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     let live = match args.live.settings() {
         Ok(l) => l,
         Err(e) => {
             eprintln!("bench run: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     let max_concurrency = match args.max_concurrency {
         Some(0) => {
             eprintln!("bench run: --max-concurrency must be at least 1");
-            return ExitCode::from(2);
+            return ExitCode::from(ExitStatus::Usage);
         }
         Some(k) => k,
         None if live.is_some() => 1,
@@ -155,7 +127,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("bench run: {e}");
-            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let required = categories_required(&args.suite, &args.category);
@@ -163,12 +135,12 @@ async fn run_async(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench run: {e}");
-            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     if let Err(e) = check_categories_present(&args.suite, &required, args.category.is_empty()) {
         eprintln!("bench run: {e}");
-        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        return ExitCode::from(ExitStatus::Unloadable);
     }
     for e in &loaded.errors {
         eprintln!("bench run: case not loaded: {e}");
@@ -187,7 +159,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
                 "bench run: --case {id:?}: no such case under {}",
                 args.suite.display()
             );
-            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     }
     if let Some((i, n)) = shard {
@@ -195,7 +167,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
     }
     if cases.is_empty() && loaded.errors.is_empty() {
         eprintln!("bench run: no cases to run under {}", args.suite.display());
-        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        return ExitCode::from(ExitStatus::Unloadable);
     }
     let live_target = match &live {
         None => None,
@@ -204,7 +176,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("bench run: {e}");
-                    return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+                    return ExitCode::from(ExitStatus::Unloadable);
                 }
             };
             let recorder = match &args.live.record {
@@ -215,7 +187,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
                         Ok(r) => Some(std::sync::Arc::new(r)),
                         Err(e) => {
                             eprintln!("bench run: {e}");
-                            return ExitCode::from(2);
+                            return ExitCode::from(ExitStatus::Usage);
                         }
                     }
                 }
@@ -253,41 +225,16 @@ async fn run_async(args: RunArgs) -> ExitCode {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench run: {e}");
-            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let total = batch.total();
-    let bar = crate::batch::progress_bar(total, "case-runs");
+    let mut terminal = crate::events::Terminal::new(total, "case-runs", crate::events::Lines::Gate);
     let t0 = std::time::Instant::now();
-    let mut done = 0u64;
     let per_case = batch
-        .run(&runner::Overlay::default(), &batch.out, |ci, rec| {
-            done += 1;
-            let c = &batch.cases[ci];
-            let line = format!(
-                "[{done}/{total}] {}/{} run {}: {} ({}, {} ms, ${:.4})",
-                c.category(),
-                c.id(),
-                rec.run,
-                if rec.passed { "PASS" } else { "FAIL" },
-                rec.ending,
-                rec.latency_ms,
-                rec.cost_usd
-            );
-            match &bar {
-                Some(b) => {
-                    b.inc(1);
-                    if !rec.passed {
-                        b.println(line);
-                    }
-                }
-                None => eprintln!("{line}"),
-            }
-        })
+        .run(&runner::Overlay::default(), &batch.out, &mut terminal)
         .await;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    terminal.finish();
     let wall_ms = t0.elapsed().as_millis() as u64;
     let mut summary = Summary {
         passed: false,
@@ -415,70 +362,4 @@ pub fn check_categories_present(
             .join(", "),
         if empty.len() == 1 { "is" } else { "are" },
     ))
-}
-
-/// After a live batch: write the recordings and `live.json`, print spend and
-/// the cap. `Some(exit code)` overrides the batch's when the cap was reached
-/// (1: some case-runs are incomplete) or outputs could not be written.
-pub fn live_outputs(t: &crate::live::LiveTarget, out: &Path, cmd: &str) -> Option<ExitCode> {
-    let written = t.recorder().map(|r| r.finish()).unwrap_or_default();
-    let not_recorded = written.iter().any(|w| w.path.is_none());
-    let report = crate::live::LiveReport::collect(t, written);
-    for l in report.lines() {
-        println!("{l}");
-    }
-    match report.write(out) {
-        Ok(p) => println!("live       {}", p.display()),
-        Err(e) => {
-            eprintln!("bench {cmd}: cannot write live.json: {e}");
-            return Some(ExitCode::from(EXIT_SUITE_UNLOADABLE));
-        }
-    }
-    if report.cap_reached.is_some() || not_recorded {
-        Some(ExitCode::from(EXIT_FAILED))
-    } else {
-        None
-    }
-}
-
-/// Write the outputs, print the table and the failures, and pick the exit code.
-pub fn finish_outputs(summary: &Summary, out: &Path, junit: Option<&Path>) -> ExitCode {
-    if let Err(e) = summary.write(out, junit) {
-        eprintln!("bench run: cannot write outputs: {e}");
-        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
-    }
-    println!("{}", summary.table());
-    for l in summary.flaky_lines() {
-        println!("{l}");
-    }
-    for c in summary.cases.iter().filter(|c| !c.passed) {
-        for r in c.runs.iter().filter(|r| !r.passed) {
-            println!(
-                "FAIL {}/{} run {}: expected {}, got {} -- {}",
-                c.category,
-                c.id,
-                r.run,
-                r.expected_ending,
-                r.ending,
-                r.failures.join("; ")
-            );
-        }
-    }
-    for e in &summary.load_errors {
-        println!("NOT LOADED {e}");
-    }
-    println!(
-        "{} cases, {} case-runs in {:.1}s ({:.1} case-runs/s): {}",
-        summary.cases.len(),
-        summary.case_runs,
-        summary.wall_ms as f64 / 1000.0,
-        summary.case_runs_per_s,
-        if summary.passed { "PASS" } else { "FAIL" }
-    );
-    println!("summary    {}", out.join("summary.md").display());
-    if summary.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_FAILED)
-    }
 }

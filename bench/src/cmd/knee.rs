@@ -18,14 +18,12 @@
 //! 3 the suite could not be loaded or the harness binary is missing.
 
 use crate::batch;
-#[path = "knee/analysis.rs"]
+use crate::exit::ExitStatus;
 pub mod analysis;
-#[path = "knee/kneedle.rs"]
-pub mod kneedle;
-#[path = "knee/plot.rs"]
+pub use crate::stats::kneedle;
 mod plot;
 
-use crate::run_cmd::{EXIT_FAILED, EXIT_SUITE_UNLOADABLE, RUNS_PER_CASE_MAX};
+use crate::batch::RUNS_PER_CASE_MAX;
 use crate::runner::{Overlay, RunRecord};
 use crate::suite;
 use analysis::{KneeReport, RunObs};
@@ -165,7 +163,7 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
 }
 
 pub fn run(args: KneeArgs) -> ExitCode {
-    batch::block_on("knee", EXIT_SUITE_UNLOADABLE, run_async(args))
+    batch::block_on("knee", ExitStatus::Unloadable, run_async(args))
 }
 
 async fn run_async(args: KneeArgs) -> ExitCode {
@@ -173,33 +171,33 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => {
             eprintln!("bench knee: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
         eprintln!("bench knee: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
-        return ExitCode::from(2);
+        return ExitCode::from(ExitStatus::Usage);
     }
     if !(args.sensitivity.is_finite() && args.sensitivity >= 0.0) {
         eprintln!("bench knee: --sensitivity must be a non-negative number");
-        return ExitCode::from(2);
+        return ExitCode::from(ExitStatus::Usage);
     }
     if args.bootstrap_reps == 0 || args.bootstrap_reps > REPS_MAX {
         eprintln!("bench knee: --bootstrap-reps must be 1..={REPS_MAX}");
-        return ExitCode::from(2);
+        return ExitCode::from(ExitStatus::Usage);
     }
     let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("bench knee: {e}");
-            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let loaded = match suite::load_suite(&args.suite, None) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench knee: {e}");
-            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     for e in &loaded.errors {
@@ -207,7 +205,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
     }
     if loaded.cases.is_empty() {
         eprintln!("bench knee: no cases to run under {}", args.suite.display());
-        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        return ExitCode::from(ExitStatus::Unloadable);
     }
     let b = match batch::Batch::start(
         loaded.cases,
@@ -221,7 +219,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench knee: {e}");
-            return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let out = b.out.clone();
@@ -239,7 +237,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
             .run(
                 &overlay,
                 &out.join("levels").join(format!("level-{level}")),
-                |_, _| {},
+                &mut crate::events::Quiet,
             )
             .await;
         let mut this: Vec<RunObs> = vec![];
@@ -296,7 +294,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
     );
     if let Err(e) = write_outputs(&report, &obs, &out) {
         eprintln!("bench knee: cannot write outputs: {e}");
-        return ExitCode::from(EXIT_SUITE_UNLOADABLE);
+        return ExitCode::from(ExitStatus::Unloadable);
     }
     println!("{}", table(&report));
     for line in not_comparable_lines(&report) {
@@ -312,7 +310,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
     );
     if errored > 0 || !loaded.errors.is_empty() {
         eprintln!("bench knee: {errored} case-run(s) without a usable report, {} case(s) not loaded: the figures leave them out", loaded.errors.len());
-        return ExitCode::from(EXIT_FAILED);
+        return ExitCode::from(ExitStatus::Failed);
     }
     if !report.comparable {
         eprintln!(
@@ -323,7 +321,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
                 .unwrap_or("no comparable case"),
             100.0 * crate::bench_fault::NOT_COMPARABLE_SHARE_MAX
         );
-        return ExitCode::from(EXIT_FAILED);
+        return ExitCode::from(ExitStatus::Failed);
     }
     ExitCode::SUCCESS
 }

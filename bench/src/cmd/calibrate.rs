@@ -8,9 +8,9 @@
 //! say so and do not ship the threshold.
 //!
 //! Detectors, side by side:
-//! - `lexical`: word overlap between goal and tasks (calibrate/lexical.rs);
+//! - `lexical`: word overlap between goal and tasks (cmd/calibrate/lexical.rs);
 //!   model-free, measured for real on every run, in CI.
-//! - `judge`: the harness's own judge request (calibrate/judge.rs), against
+//! - `judge`: the harness's own judge request (cmd/calibrate/judge.rs), against
 //!   a live endpoint or against recordings of a real model. Without either,
 //!   it is reported as NOT MEASURED with how to record it (issue 9): no
 //!   number in any report comes from anything but a real model's answers.
@@ -25,22 +25,19 @@
 //! not be measured (`--detector judge` with no recordings, or recordings that
 //! are refused: scripted, stale, incomplete).
 
-#[path = "calibrate/judge.rs"]
 pub mod judge;
-#[path = "calibrate/lexical.rs"]
 pub mod lexical;
-#[path = "calibrate/metrics.rs"]
 pub mod metrics;
-#[path = "calibrate/plot.rs"]
 mod plot;
-#[path = "calibrate/queues.rs"]
 pub mod queues;
-#[path = "calibrate/render.rs"]
 pub mod render;
 
+use crate::cli::ProtocolArg;
+use crate::exit::ExitStatus;
 use crate::live;
+use crate::prices;
 use clap::{Args, ValueEnum};
-use harness::ledger::{Price, PriceTable};
+use harness::ledger::PriceTable;
 use harness::model::Protocol;
 use metrics::{DetectorEntry, DetectorInput, NotMeasured, Obs};
 use queues::{Label, LabeledSet};
@@ -49,9 +46,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-pub const EXIT_WRITE: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_NOT_MEASURED: u8 = 3;
 /// Runs per queue: more is a waste of a labeled set this small.
 pub const RUNS_MAX: u32 = 20;
 
@@ -60,12 +54,6 @@ pub enum DetectorArg {
     Judge,
     Lexical,
     All,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProtocolArg {
-    Openai,
-    Anthropic,
 }
 
 /// `--structured-output`: the two dialects of schema-constrained JSON.
@@ -135,55 +123,7 @@ pub struct CalibrateArgs {
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("bench calibrate: {msg}");
-    ExitCode::from(EXIT_USAGE)
-}
-
-/// The default price table: `bench price`'s (the seed's figures), in the
-/// ledger's type.
-fn default_prices() -> PriceTable {
-    crate::price_cmd::default_prices()
-        .into_iter()
-        .map(|(m, p)| {
-            (
-                m,
-                Price {
-                    input_usd_per_mtok: p.input,
-                    output_usd_per_mtok: p.output,
-                },
-            )
-        })
-        .collect()
-}
-
-/// Same format as a run spec's [prices] table, so one file serves both.
-pub fn load_prices(path: &Path) -> Result<PriceTable, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let t: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        format!("{}: not valid TOML: {}", path.display(), e.message().trim())
-    })?;
-    let prices = t.get("prices").and_then(|p| p.as_table()).ok_or_else(|| {
-        format!(
-            "{}: field `prices`: missing; expected a [prices.\"<model>\"] table per model",
-            path.display()
-        )
-    })?;
-    let mut out = PriceTable::new();
-    for (m, v) in prices {
-        let num = |k: &str| {
-            v.get(k)
-                .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
-                .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| format!("{}: field `prices.{m}.{k}`: expected a non-negative number of USD per million tokens", path.display()))
-        };
-        out.insert(
-            m.clone(),
-            Price {
-                input_usd_per_mtok: num("input_usd_per_mtok")?,
-                output_usd_per_mtok: num("output_usd_per_mtok")?,
-            },
-        );
-    }
-    Ok(out)
+    ExitCode::from(ExitStatus::Usage)
 }
 
 /// The lexical detector on every queue, `runs` times. Deterministic, so the
@@ -300,15 +240,15 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
                 "bench calibrate: {} problem(s) in the labeled set; nothing was measured",
                 errors.len()
             );
-            return ExitCode::from(EXIT_USAGE);
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     let prices = match &args.prices {
-        Some(p) => match load_prices(p) {
+        Some(p) => match prices::load_price_table(p) {
             Ok(t) => t,
             Err(e) => return usage(e),
         },
-        None => default_prices(),
+        None => prices::default_price_table(),
     };
     if let (Some(c), Some(m)) = (&caps, &args.model) {
         let free = judge::price_of(&prices, m)
@@ -390,7 +330,7 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
     };
     if let Err(e) = write_outputs(&args.out, &cal, &reports) {
         eprintln!("bench calibrate: {e}");
-        return ExitCode::from(EXIT_WRITE);
+        return ExitCode::from(ExitStatus::WriteFailed);
     }
     print!("{}", render::terminal(&cal));
     println!(
@@ -398,7 +338,7 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         args.out.display()
     );
     if exit_not_measured {
-        ExitCode::from(EXIT_NOT_MEASURED)
+        ExitCode::from(ExitStatus::NotMeasured)
     } else {
         ExitCode::SUCCESS
     }

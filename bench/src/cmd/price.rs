@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit::ExitStatus;
+use crate::prices::{default_prices, P};
+
 #[derive(Args, Debug, Clone)]
 pub struct PriceArgs {
     #[arg(long, default_value_t = 40)]
@@ -68,12 +71,6 @@ pub struct PriceArgs {
     /// Also write price.json and price.md here.
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct P {
-    pub input: f64,
-    pub output: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -275,26 +272,6 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
     Ok(Priced { night, what_ifs })
 }
 
-pub fn default_prices() -> BTreeMap<String, P> {
-    [
-        (
-            "claude-opus-5".to_string(),
-            P {
-                input: 5.0,
-                output: 25.0,
-            },
-        ),
-        (
-            "claude-sonnet-5".to_string(),
-            P {
-                input: 3.0,
-                output: 15.0,
-            },
-        ),
-    ]
-    .into()
-}
-
 fn load_prices(path: &std::path::Path) -> Result<BTreeMap<String, P>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let t: toml::Table = text
@@ -376,7 +353,7 @@ pub fn run(args: PriceArgs) -> ExitCode {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("bench price: {e}");
-                return ExitCode::from(2);
+                return ExitCode::from(ExitStatus::Usage);
             }
         },
         None => default_prices(),
@@ -385,7 +362,7 @@ pub fn run(args: PriceArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("bench price: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     let text = table(&pr);
@@ -409,7 +386,7 @@ pub fn run(args: PriceArgs) -> ExitCode {
             });
         if let Err(e) = r {
             eprintln!("bench price: cannot write {}: {e}", out.display());
-            return ExitCode::from(1);
+            return ExitCode::from(ExitStatus::Failed);
         }
     }
     ExitCode::SUCCESS

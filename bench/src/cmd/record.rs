@@ -24,7 +24,9 @@
 //! binary, or the proxy could not start.
 
 use crate::batch::{self, Batch};
-use crate::calibrate_cmd::ProtocolArg;
+use crate::cli::ProtocolArg;
+use crate::events::{Lines, Terminal};
+use crate::exit::ExitStatus;
 use crate::live::{self, recorder::Recorder, LiveTarget};
 use crate::runner::Overlay;
 use crate::suite::{Case, LoadError};
@@ -33,10 +35,6 @@ use harness::model::Protocol;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-
-pub const EXIT_INCOMPLETE: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_UNLOADABLE: u8 = 3;
 
 #[derive(Args, Debug, Clone)]
 pub struct RecordArgs {
@@ -95,16 +93,16 @@ pub struct RecordArgs {
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("bench record: {msg}");
-    ExitCode::from(EXIT_USAGE)
+    ExitCode::from(ExitStatus::Usage)
 }
 
 fn unloadable(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("bench record: {msg}");
-    ExitCode::from(EXIT_UNLOADABLE)
+    ExitCode::from(ExitStatus::Unloadable)
 }
 
 pub fn run(args: RecordArgs) -> ExitCode {
-    batch::block_on("record", EXIT_UNLOADABLE, run_async(args))
+    batch::block_on("record", ExitStatus::Unloadable, run_async(args))
 }
 
 fn protocol(p: ProtocolArg) -> Protocol {
@@ -265,11 +263,11 @@ fn check_cases(
 }
 
 async fn run_async(args: RecordArgs) -> ExitCode {
-    if args.runs == 0 || args.runs > crate::run_cmd::RUNS_PER_CASE_MAX {
+    if args.runs == 0 || args.runs > crate::batch::RUNS_PER_CASE_MAX {
         return usage(format!(
             "--runs {}: expected 1..={}",
             args.runs,
-            crate::run_cmd::RUNS_PER_CASE_MAX
+            crate::batch::RUNS_PER_CASE_MAX
         ));
     }
     if !(args.temperature.is_finite() && (0.0..=2.0).contains(&args.temperature)) {
@@ -282,11 +280,11 @@ async fn run_async(args: RecordArgs) -> ExitCode {
     if args.seed.is_some() && proto == Protocol::Anthropic {
         return usage("--seed: the Anthropic Messages API takes no seed; leave it out");
     }
-    if args.max_concurrency == 0 || args.max_concurrency > crate::run_cmd::CONCURRENCY_MAX {
+    if args.max_concurrency == 0 || args.max_concurrency > crate::batch::CONCURRENCY_MAX {
         return usage(format!(
             "--max-concurrency {}: expected 1..={}",
             args.max_concurrency,
-            crate::run_cmd::CONCURRENCY_MAX
+            crate::batch::CONCURRENCY_MAX
         ));
     }
     if args.case.is_none() && args.suite.is_none() {
@@ -305,7 +303,7 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         Err(e) => return usage(e),
     };
     let prices = match &args.prices {
-        Some(p) => match crate::calibrate_cmd::load_prices(p) {
+        Some(p) => match crate::prices::load_price_table(p) {
             Ok(t) => Some(t),
             Err(e) => return usage(e),
         },
@@ -367,36 +365,9 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         Err(e) => return unloadable(e),
     };
     let total = b.total();
-    let bar = batch::progress_bar(total, "live case-runs");
-    let mut done = 0u64;
-    let per_case = b
-        .run(&ov, &b.out, |ci, rec| {
-            done += 1;
-            let line = format!(
-                "[{done}/{total}] {} run {}: {} (exit {}, {:.1} s){}",
-                ids[ci],
-                rec.run,
-                rec.ending,
-                rec.exit_code,
-                rec.latency_ms as f64 / 1000.0,
-                if rec.ending == "<none>" {
-                    format!(" -- {}", rec.failures.join("; "))
-                } else {
-                    String::new()
-                }
-            );
-            match &bar {
-                Some(b) => {
-                    b.inc(1);
-                    b.println(line);
-                }
-                None => eprintln!("{line}"),
-            }
-        })
-        .await;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let mut terminal = Terminal::new(total, "live case-runs", Lines::Live);
+    let per_case = b.run(&ov, &b.out, &mut terminal).await;
+    terminal.finish();
     let written = recorder.finish();
     println!("{}", table(&ids, &per_case, &written, args.runs));
     let report = live::LiveReport::collect(&target, written);
@@ -417,7 +388,7 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         if report.cap_reached.is_none() && !complete {
             println!("bench record: some runs were not recorded (see above)");
         }
-        ExitCode::from(EXIT_INCOMPLETE)
+        ExitCode::from(ExitStatus::Incomplete)
     }
 }
 

@@ -660,7 +660,7 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate_cmd::queues::{LabeledQueue, QueueTask};
+    use crate::cmd::calibrate::queues::{LabeledQueue, QueueTask};
     use std::path::PathBuf;
 
     fn q(id: &str, label: Label, sev: Option<Severity>, tags: &[&str]) -> LabeledQueue {

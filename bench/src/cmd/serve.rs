@@ -1,6 +1,7 @@
 //! `bench serve`: load a recordings tree and serve it with the replay server
 //! until the process is stopped.
 
+use crate::exit::ExitStatus;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,7 +49,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("bench serve: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(ExitStatus::Failed);
         }
     };
     rt.block_on(serve(args))
@@ -63,7 +64,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
                 "bench serve: cannot load recordings from {}: {e}",
                 args.recordings.display()
             );
-            return ExitCode::FAILURE;
+            return ExitCode::from(ExitStatus::Failed);
         }
     };
     let (cases, interactions) = (recordings.case_count(), recordings.interaction_count());
@@ -78,7 +79,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => {
             eprintln!("bench serve: cannot bind 127.0.0.1:{}: {e}", args.port);
-            return ExitCode::FAILURE;
+            return ExitCode::from(ExitStatus::Failed);
         }
     };
     let opts = ReplayOptions {
@@ -91,7 +92,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench serve: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(ExitStatus::Failed);
         }
     };
     let o = server.options();

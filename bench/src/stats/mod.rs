@@ -1,5 +1,18 @@
-//! Interval statistics statrs does not ship. Written by hand, each checked
-//! against reference values in its tests.
+//! The bench's statistics, pure functions only (no I/O, no bench types), each
+//! checked against reference values in its tests. statrs supplies the
+//! distributions; what it lacks is written by hand here:
+//!
+//! - this file: the Wilson interval (`summary`, `ab`), the case bootstrap and
+//!   its percentile interval, AUC (Mann-Whitney) with the Hanley-McNeil
+//!   interval, Brier, ROC, Youden's threshold and its leave-one-out
+//!   (`calibrate`);
+//! - `inference`: `bench ab`'s paired t, swap / sign-flip permutation tests,
+//!   Holm, the noncentral t CDF, power and MDE, the clustered Wilson interval
+//!   and the variance decomposition (SciPy / statsmodels fixtures);
+//! - `kneedle`: the knee of a concave curve (`bench knee`).
+
+pub mod inference;
+pub mod kneedle;
 
 /// Wilson score interval for a binomial proportion (95% by default z=1.96).
 /// statrs has no Wilson interval; this is the textbook formula

@@ -8,6 +8,7 @@
 //! ending; for the self-test: a variant not caught as required); 2 the bench
 //! could not run (a case that cannot load, no harness binary, ...).
 
+use crate::exit::ExitStatus;
 use chaos::driver::{self, Config, Mode, ModeReport, PrepareError};
 use chaos::report::{self, RunInfo};
 use clap::{Args, ValueEnum};
@@ -241,17 +242,12 @@ fn write_out(out: &Path, name: &str, json: &serde_json::Value, md: &str) -> Resu
 /// Kill indexes per mode and variant in the self-test (and for the baseline).
 const SELF_TEST_KILLS: usize = 60;
 
-/// The exit code for a finding about the harness (as an invariant violation).
-const EXIT_FINDING: u8 = 1;
-/// The exit code when the bench could not run.
-const EXIT_BENCH: u8 = 2;
-
 pub fn run(args: ChaosArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("bench chaos: {e}");
-            ExitCode::from(EXIT_BENCH)
+            ExitCode::from(ExitStatus::BenchFault)
         }
     }
 }
@@ -373,7 +369,7 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     Ok(if violations.is_empty() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(EXIT_FINDING)
+        ExitCode::from(ExitStatus::Finding)
     })
 }
 
@@ -413,7 +409,7 @@ fn calibration_failed(
         failures.len(),
         args.out.join("chaos.md").display()
     );
-    Ok(ExitCode::from(EXIT_FINDING))
+    Ok(ExitCode::from(ExitStatus::Finding))
 }
 
 /// Refuse a harness without the pause points and the simfs log before any
@@ -462,7 +458,7 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
                 println!("HARNESS FAILED {}", f.describe());
             }
             println!("self-test FAILED: the production harness fails a clean calibration run");
-            return Ok(ExitCode::from(EXIT_FINDING));
+            return Ok(ExitCode::from(ExitStatus::Finding));
         }
         Err(e) => return Err(e.to_string()),
     };
@@ -644,7 +640,7 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(EXIT_FINDING)
+        ExitCode::from(ExitStatus::Finding)
     })
 }
 

@@ -275,67 +275,76 @@ pub async fn run_live(
         );
     }
     let n_total = set.queues.len() * runs as usize;
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(
-        src.max_concurrency
-            .clamp(1, crate::live::proxy::IN_FLIGHT_MAX),
-    ));
-    let mut jobs = tokio::task::JoinSet::new();
-    for run in 0..runs {
-        for (qi, q) in set.queues.iter().enumerate() {
-            let (client, req, slots, budget) = (
-                clients[run as usize].clone(),
-                request_for(q, &src.model),
-                slots.clone(),
-                proxy.budget().clone(),
-            );
-            jobs.spawn(async move {
-                let _slot = slots.acquire_owned().await;
-                if let Some(r) = budget.cap_reached() {
-                    let why = format!("not made: the command-wide cap was reached ({})", r.message);
-                    return (run, qi, req, Err(why), 0);
-                }
-                let started = Instant::now();
-                let res = client
-                    .call(&req)
-                    .await
-                    .map_err(|e| format!("model call failed: {e}"));
-                let wall = started.elapsed().as_millis().min(u64::MAX as u128) as u64;
-                (run, qi, req, res, wall)
-            });
-        }
-    }
     type Slot = Option<(
         ModelRequest,
         Result<harness::model::ModelReply, String>,
         u64,
     )>;
     let mut grid: Vec<Vec<Slot>> = (0..runs).map(|_| vec![None; set.queues.len()]).collect();
-    let mut done = 0;
-    while let Some(joined) = jobs.join_next().await {
-        let Ok((run, qi, req, res, wall)) = joined else {
-            continue;
-        };
-        done += 1;
-        let q = &set.queues[qi];
-        match &res {
-            Ok(reply) => match drift::parse(&reply.text) {
-                Ok(dc) => eprintln!(
-                    "judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)",
-                    run + 1,
-                    q.id,
-                    dc.drift_score,
-                    wall as f64 / 1000.0
-                ),
-                Err(e) => eprintln!(
-                    "judge {done}/{n_total}: run {} {}: unreadable reply: {e}",
-                    run + 1,
-                    q.id
-                ),
-            },
-            Err(e) => eprintln!("judge {done}/{n_total}: run {} {}: {e}", run + 1, q.id),
+    // Run by run, queue by queue, on the batch's worker pool.
+    let jobs: Vec<(u32, usize)> = (0..runs)
+        .flat_map(|run| (0..set.queues.len()).map(move |qi| (run, qi)))
+        .collect();
+    let requests: std::sync::Arc<Vec<ModelRequest>> = std::sync::Arc::new(
+        set.queues
+            .iter()
+            .map(|q| request_for(q, &src.model))
+            .collect(),
+    );
+    let clients = std::sync::Arc::new(clients);
+    let budget = proxy.budget().clone();
+    let pool_clients = clients.clone();
+    let work = move |(run, qi): (u32, usize)| {
+        let (client, req, budget) = (
+            pool_clients[run as usize].clone(),
+            requests[qi].clone(),
+            budget.clone(),
+        );
+        async move {
+            if let Some(r) = budget.cap_reached() {
+                let why = format!("not made: the command-wide cap was reached ({})", r.message);
+                return (run, qi, req, Err(why), 0);
+            }
+            let started = Instant::now();
+            let res = client
+                .call(&req)
+                .await
+                .map_err(|e| format!("model call failed: {e}"));
+            let wall = started.elapsed().as_millis().min(u64::MAX as u128) as u64;
+            (run, qi, req, res, wall)
         }
-        grid[run as usize][qi] = Some((req, res, wall));
-    }
+    };
+    let mut done = 0;
+    crate::batch::pool(
+        jobs,
+        src.max_concurrency
+            .clamp(1, crate::live::proxy::IN_FLIGHT_MAX),
+        work,
+        |(run, qi, req, res, wall)| {
+            done += 1;
+            let q = &set.queues[qi];
+            match &res {
+                Ok(reply) => match drift::parse(&reply.text) {
+                    Ok(dc) => eprintln!(
+                        "judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)",
+                        run + 1,
+                        q.id,
+                        dc.drift_score,
+                        wall as f64 / 1000.0
+                    ),
+                    Err(e) => eprintln!(
+                        "judge {done}/{n_total}: run {} {}: unreadable reply: {e}",
+                        run + 1,
+                        q.id
+                    ),
+                },
+                Err(e) => eprintln!("judge {done}/{n_total}: run {} {}: {e}", run + 1, q.id),
+            }
+            grid[run as usize][qi] = Some((req, res, wall));
+            crate::batch::Flow::Continue
+        },
+    )
+    .await;
     for run in 0..runs {
         proxy.finish(&lane, run);
     }
@@ -734,7 +743,7 @@ fn civil_from_days(z: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate_cmd::queues;
+    use crate::cmd::calibrate::queues;
     use harness::model::request_body;
     use serde_json::Value;
 

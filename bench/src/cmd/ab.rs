@@ -9,8 +9,9 @@
 //! of both arms are interleaved in a seeded random order so that machine
 //! load drifts over the comparison fall on both arms alike.
 //!
-//! Statistics: bench/src/ab/ (inference: the tests; analysis: metrics,
-//! categories, guard; render: ab.md, the table, the forest plot).
+//! Statistics: the tests in bench/src/stats/inference.rs; cmd/ab/ holds
+//! analysis (metrics, categories, guard) and render (ab.md, the table, the
+//! forest plot).
 //!
 //! Only what can be compared is compared: a case with any case-run, in
 //! either arm, that ended in the bench's own machinery (`bench_fault`: a
@@ -33,16 +34,13 @@
 //! with a message naming the file and field; 3 not comparable: more than
 //! the share of cases ended in the bench's machinery.
 
-#[path = "ab/analysis.rs"]
 mod analysis;
-#[path = "ab/inference.rs"]
-mod inference;
-#[path = "ab/render.rs"]
+use crate::stats::inference;
 mod render;
 #[cfg(test)]
-#[path = "ab/sim.rs"]
 mod sim;
 
+use crate::exit::ExitStatus;
 use crate::runner::{self, Overlay, Servers, Target};
 use crate::suite::{self, Case};
 use analysis::{CasePair, Obs, Settings};
@@ -52,9 +50,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-pub const EXIT_REGRESSED: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_NOT_COMPARABLE: u8 = 3;
 /// The A/B suite: its cassettes record the retries a config change can ask
 /// for (suites/ab/gen_ab.py). The main suite records one attempt per task.
 pub const DEFAULT_SUITE: &str = "suites/ab";
@@ -214,14 +209,14 @@ pub fn run(args: AbArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("bench ab: cannot start the runtime: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     match rt.block_on(run_async(args)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("bench ab: {e}");
-            ExitCode::from(EXIT_USAGE)
+            ExitCode::from(ExitStatus::Usage)
         }
     }
 }
@@ -243,10 +238,10 @@ pub struct AbRun {
 }
 
 async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
-    if args.runs_per_case == 0 || args.runs_per_case > crate::run_cmd::RUNS_PER_CASE_MAX {
+    if args.runs_per_case == 0 || args.runs_per_case > crate::batch::RUNS_PER_CASE_MAX {
         return Err(format!(
             "--runs-per-case must be 1..={}",
-            crate::run_cmd::RUNS_PER_CASE_MAX
+            crate::batch::RUNS_PER_CASE_MAX
         ));
     }
     let live = args.live.settings()?;
@@ -281,7 +276,7 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     }
     check_config_against(&a, &loaded.cases)?;
     check_config_against(&b, &loaded.cases)?;
-    let suite_hash = crate::run_cmd::config_hash(&loaded.cases, args.runs_per_case, 0.0);
+    let suite_hash = crate::summary::config_hash(&loaded.cases, args.runs_per_case, 0.0);
     let cases = Arc::new(loaded.cases);
     let (target_of, live_arms) = match &live {
         None => {
@@ -358,7 +353,7 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
         b,
         suite: args.suite.display().to_string(),
         category: args.category.clone(),
-        git_rev: crate::run_cmd::git_rev(&args.suite),
+        git_rev: crate::summary::git_rev(&args.suite),
         suite_hash,
         load_errors: loaded.errors.iter().map(|e| e.to_string()).collect(),
         case_runs,
@@ -370,17 +365,17 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     let mut capped = false;
     if let Some(arms) = &live_arms {
         for (lane, t) in ["a", "b"].iter().zip(arms) {
-            if let Some(code) = crate::run_cmd::live_outputs(t, &out.join(lane), "ab") {
+            if let Some(code) = crate::outputs::live_outputs(t, &out.join(lane), "ab") {
                 capped |= code != ExitCode::SUCCESS;
             }
         }
     }
     Ok(if !report.analysis.comparability.comparable {
-        ExitCode::from(EXIT_NOT_COMPARABLE)
+        ExitCode::from(ExitStatus::NotComparable)
     } else if report.analysis.regressions.is_empty() && !capped {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(EXIT_REGRESSED)
+        ExitCode::from(ExitStatus::Regressed)
     })
 }
 
@@ -405,7 +400,7 @@ async fn run_arms(
     let overlays = Arc::new([arms[0].applied.clone(), arms[1].applied.clone()]);
     let roots = [out.join("a"), out.join("b")];
     let sem = Arc::new(tokio::sync::Semaphore::new(
-        max_concurrency.clamp(1, crate::run_cmd::CONCURRENCY_MAX),
+        max_concurrency.clamp(1, crate::batch::CONCURRENCY_MAX),
     ));
     let mut set = tokio::task::JoinSet::new();
     for (ci, r, arm) in jobs {
@@ -499,8 +494,8 @@ fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>
             c.dedup();
             c
         },
-        git_rev: crate::run_cmd::git_rev(&args.suite),
-        config_hash: crate::run_cmd::config_hash(cases, args.runs_per_case, pass_rate),
+        git_rev: crate::summary::git_rev(&args.suite),
+        config_hash: crate::summary::config_hash(cases, args.runs_per_case, pass_rate),
         runs_per_case: args.runs_per_case,
         pass_rate_policy: pass_rate,
         shard: None,

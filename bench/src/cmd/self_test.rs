@@ -16,6 +16,8 @@
 //! loaded or built; 2 usage error.
 
 use crate::batch::{self, Batch};
+use crate::events::{Lines, Terminal};
+use crate::exit::ExitStatus;
 use crate::runner::{Overlay, RunRecord};
 use clap::Args;
 use harness::mutants::Mutant;
@@ -24,8 +26,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-pub const EXIT_MISSED: u8 = 1;
-pub const EXIT_UNLOADABLE: u8 = 3;
 /// Cases named per variant in the table (all of them are in the JSON).
 const CAUGHT_BY_SHOWN: usize = 3;
 /// Characters of a case's first failure kept in the table.
@@ -83,7 +83,7 @@ pub struct SelfTestReport {
 }
 
 pub fn run(args: SelfTestArgs) -> ExitCode {
-    batch::block_on("self-test", EXIT_UNLOADABLE, run_async(args))
+    batch::block_on("self-test", ExitStatus::Unloadable, run_async(args))
 }
 
 fn chosen(names: &[String]) -> Result<Vec<Mutant>, String> {
@@ -126,58 +126,57 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => {
             eprintln!("bench self-test: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     if args.max_concurrency == 0 {
         eprintln!("bench self-test: --max-concurrency must be at least 1");
-        return ExitCode::from(2);
+        return ExitCode::from(ExitStatus::Usage);
     }
     let t_all = Instant::now();
     let bin = match batch::build_harness(args.harness.as_ref(), args.no_build) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench self-test: {e}");
-            return ExitCode::from(EXIT_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let suite = match crate::suite::load_suite(&args.suite, None) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bench self-test: {e}");
-            return ExitCode::from(EXIT_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     if !suite.errors.is_empty() {
         for e in &suite.errors {
             eprintln!("bench self-test: case not loaded: {e}");
         }
-        return ExitCode::from(EXIT_UNLOADABLE);
+        return ExitCode::from(ExitStatus::Unloadable);
     }
     let n_cases = suite.cases.len();
     let b = match Batch::start(suite.cases, bin, &args.out, 1, args.max_concurrency).await {
         Ok(b) => b,
         Err(e) => {
             eprintln!("bench self-test: {e}");
-            return ExitCode::from(EXIT_UNLOADABLE);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
-    let bar = batch::progress_bar(b.total() * (1 + variants.len() as u64), "case-runs");
+    let mut terminal = Terminal::new(
+        b.total() * (1 + variants.len() as u64),
+        "case-runs",
+        Lines::Progress,
+    );
     let mode = if args.first_catch {
         "each variant stopped at its first failed case-run"
     } else {
         "every case under every variant"
     };
-    let tick = |_: usize, _: &RunRecord| {
-        if let Some(p) = &bar {
-            p.inc(1);
-        }
-    };
 
     // The control: the same broken build with no variant selected.
     let t0 = Instant::now();
     let control = b
-        .run(&Overlay::default(), &b.out.join("control"), tick)
+        .run(&Overlay::default(), &b.out.join("control"), &mut terminal)
         .await;
     let control_failures = failures(&b.cases, &control);
     let control_wall_s = t0.elapsed().as_secs_f64();
@@ -198,9 +197,9 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         };
         let dir = b.out.join(m.as_str());
         let per_case = if args.first_catch {
-            b.run_until_failure(&overlay, &dir, tick).await
+            b.run_until_failure(&overlay, &dir, &mut terminal).await
         } else {
-            b.run(&overlay, &dir, tick).await
+            b.run(&overlay, &dir, &mut terminal).await
         };
         let caught_by = failures(&b.cases, &per_case);
         let r = VariantResult {
@@ -219,9 +218,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         );
         results.push(r);
     }
-    if let Some(p) = &bar {
-        p.finish_and_clear();
-    }
+    terminal.finish();
     let caught = results.iter().filter(|r| r.caught).count();
     let report = SelfTestReport {
         cases: n_cases,
@@ -251,7 +248,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
     if report.control_failures.is_empty() && caught == report.variants.len() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(EXIT_MISSED)
+        ExitCode::from(ExitStatus::Missed)
     }
 }
 

@@ -18,7 +18,9 @@
 //!   `harness::run_loop::TIME_LIMIT_MARGIN_MS`, never GOAL_MET, the verify
 //!   not judged. The margins are in the output.
 
+use crate::exit::ExitStatus;
 use clap::{Args, ValueEnum};
+use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::model::types::{Protocol, Usage};
 use harness::scenario::{Scenario, ScriptCall, ScriptRun, ScriptTool};
 use serde_json::{json, Value};
@@ -85,7 +87,7 @@ pub fn run(args: FaultsArgs) -> ExitCode {
         Ok(h) => h,
         Err(e) => {
             eprintln!("bench faults: {e}");
-            return ExitCode::from(3);
+            return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let mut f = Findings(vec![]);
@@ -150,13 +152,13 @@ pub fn run(args: FaultsArgs) -> ExitCode {
     }
     if let Err(e) = write_out(&args.out, &json, &md) {
         eprintln!("bench faults: cannot write {}: {e}", args.out.display());
-        return ExitCode::from(3);
+        return ExitCode::from(ExitStatus::Unloadable);
     }
     println!("{md}");
     if failed.is_empty() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(ExitStatus::Failed)
     }
 }
 
@@ -291,19 +293,18 @@ output_usd_per_mtok = 25.0
 }
 
 fn harness_run(harness: &Path, c: &CaseDir, state_dir: &Path) -> Result<Output, String> {
-    Command::new(harness)
-        .arg("run")
-        .arg("--spec")
-        .arg(c.spec())
-        .arg("--state-dir")
-        .arg(state_dir)
-        .arg("--replay")
-        .arg(c.cassettes())
-        .arg("--latency-scale")
-        .arg("0")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", harness.display()))
+    HarnessInvocation::run(
+        c.spec(),
+        state_dir,
+        ModelSource::Replay {
+            dir: c.cassettes(),
+            latency_scale: 0.0,
+        },
+    )
+    .command(harness)
+    .stdin(Stdio::null())
+    .output()
+    .map_err(|e| format!("cannot run {}: {e}", harness.display()))
 }
 
 // --- disk-full ---

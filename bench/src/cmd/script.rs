@@ -2,6 +2,7 @@
 //! cassettes in the replay format, and `--check` that committed cassettes are
 //! what their scenarios compile to (so the two never drift apart).
 
+use crate::exit::ExitStatus;
 use clap::Args;
 use harness::scenario::Scenario;
 use std::path::{Path, PathBuf};
@@ -45,7 +46,7 @@ fn targets(p: &Path) -> (PathBuf, PathBuf) {
 pub fn run(args: ScriptArgs) -> ExitCode {
     if args.out.is_some() && args.paths.len() != 1 {
         eprintln!("bench script: --out takes exactly one path");
-        return ExitCode::from(2);
+        return ExitCode::from(ExitStatus::Usage);
     }
     let mut bad = 0;
     for p in &args.paths {
@@ -74,7 +75,7 @@ pub fn run(args: ScriptArgs) -> ExitCode {
         }
     }
     if bad > 0 {
-        ExitCode::from(1)
+        ExitCode::from(ExitStatus::Failed)
     } else {
         ExitCode::SUCCESS
     }

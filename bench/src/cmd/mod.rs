@@ -1,0 +1,15 @@
+//! The subcommands: each parses its own `Args` and runs on the core
+//! (`bench::*`, re-exported at the binary's root); none calls another.
+
+pub mod ab;
+pub mod calibrate;
+pub mod chaos;
+pub mod faults;
+pub mod knee;
+pub mod merge;
+pub mod price;
+pub mod record;
+pub mod run;
+pub mod script;
+pub mod self_test;
+pub mod serve;

@@ -1,0 +1,33 @@
+//! The bench's core: what every command is made of. A command (bench/src/cmd/)
+//! uses only these modules, never another command.
+//!
+//! - `suite`: loading a suite's cases (case.toml, fixtures, cassettes).
+//! - `runner`: one case-run: a fresh copy, the harness process
+//!   (`harness::invocation::HarnessInvocation`), scoring (`score`) and the
+//!   audit (`audit`).
+//! - `batch`: every case `runs_per_case` times at bounded concurrency (replay
+//!   servers or the live proxy, `live`) on the one worker pool (`batch::pool`),
+//!   emitting typed events to a reporter (`events`: the terminal's progress
+//!   bar or lines); the harness binary.
+//! - `summary`: the summary model (cases, totals, config hash) and its
+//!   summary.json / summary.md / JUnit renderings; `outputs` writes them and
+//!   prints the table and the failures.
+//! - `exit`: every command's exit status and the one table of their codes.
+//! - `stats`: the statistics the reports rest on.
+//! - `prices`, `cli`: the price table and the clap value types several
+//!   commands share.
+
+pub mod audit;
+pub mod batch;
+pub mod bench_fault;
+pub mod cli;
+pub mod events;
+pub mod exit;
+pub mod live;
+pub mod outputs;
+pub mod prices;
+pub mod runner;
+pub mod score;
+pub mod stats;
+pub mod suite;
+pub mod summary;
