@@ -189,7 +189,7 @@ fn every_one_edit_mistake_reads_as_pinned() {
         return;
     }
     let want = std::fs::read_to_string(&golden).unwrap();
-    // Edit by edit, so a failure names the edit whose message moved.
+    // Edit by edit, so a failure names every edit whose message moved.
     let pairs = |s: &str| -> Vec<String> {
         s.lines()
             .collect::<Vec<_>>()
@@ -197,8 +197,18 @@ fn every_one_edit_mistake_reads_as_pinned() {
             .map(|c| c.join("\n"))
             .collect()
     };
-    for (g, w) in pairs(&got).iter().zip(pairs(&want).iter()) {
-        assert_eq!(g, w);
-    }
-    assert_eq!(got.lines().count(), want.lines().count());
+    let (got, want) = (pairs(&got), pairs(&want));
+    let moved: Vec<String> = got
+        .iter()
+        .zip(want.iter())
+        .filter(|(g, w)| g != w)
+        .map(|(g, w)| format!("now:    {g}\npinned: {w}"))
+        .collect();
+    assert!(
+        moved.is_empty(),
+        "{} moved:\n{}",
+        moved.len(),
+        moved.join("\n")
+    );
+    assert_eq!(got.len(), want.len());
 }

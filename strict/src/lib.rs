@@ -157,6 +157,34 @@ pub fn one_of(names: &[String]) -> String {
     }
 }
 
+/// The key toml puts a datetime under when a visitor asks for a table
+/// (toml_datetime's private `FIELD`).
+const TOML_DATETIME_KEY: &str = "$__toml_private_datetime";
+
+/// A table (TOML) or object (JSON), and nothing else. serde's derived
+/// structs also accept an array of their fields in order (`budget = [28.0,
+/// 28800, 74700]`), which a file people write must not: wrap a struct field
+/// in `Table` and an array is a type error, "expected a table".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table<T>(pub T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Table<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct OnlyMap<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for OnlyMap<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(OnlyMap(std::marker::PhantomData))
+            .map(Table)
+    }
+}
+
 /// Deserialize `text` as `format` into `T`, every failure an [`Error`].
 pub fn from_str<T: DeserializeOwned>(format: Format, text: &str) -> Result<T, Error> {
     match format {
@@ -188,7 +216,24 @@ fn from_toml<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
             (kind, found)
         }
     };
-    let path = if kind == Kind::Syntax { vec![] } else { path };
+    let mut path = if kind == Kind::Syntax { vec![] } else { path };
+    // toml hands a datetime to a table's visitor as a one-key table under a
+    // private key; a path through that key is a datetime where a table was
+    // expected, not a field of the user's.
+    let marker = path
+        .iter()
+        .position(|s| matches!(s, Segment::Map { key } if key == TOML_DATETIME_KEY));
+    if let Some(i) = marker {
+        path.truncate(i);
+        return Err(Error {
+            format: Format::Toml,
+            kind: Kind::InvalidType,
+            path,
+            found: Some("datetime"),
+            message: "invalid type: datetime, expected a table".into(),
+            at,
+        });
+    }
     Err(Error {
         format: Format::Toml,
         kind,
@@ -564,6 +609,48 @@ mod tests {
             e.to_string(),
             "field `count`: invalid type: string \"many\", expected u16 (line 2, column 9)"
         );
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Outer {
+        sub: Table<Sub>,
+    }
+
+    #[test]
+    fn a_table_is_never_an_array_and_a_datetime_is_no_field() {
+        let e = from_str::<Outer>(Format::Toml, "sub = [1]\n").unwrap_err();
+        assert_eq!(
+            (e.kind.clone(), e.field(), e.found),
+            (Kind::InvalidType, Some("sub".into()), Some("array")),
+            "{e}"
+        );
+        let e = from_str::<Outer>(Format::Json, r#"{"sub": [1]}"#).unwrap_err();
+        assert_eq!(
+            (e.kind.clone(), e.field(), e.found),
+            (Kind::InvalidType, Some("sub".into()), Some("array")),
+            "{e}"
+        );
+        // The unknown and missing fields of the table inside still name
+        // themselves.
+        let e = from_str::<Outer>(Format::Toml, "[sub]\na = 1\nzz = 2\n").unwrap_err();
+        assert_eq!(e.field().as_deref(), Some("sub.zz"), "{e}");
+        let e = from_str::<Outer>(Format::Toml, "[sub]\nb = \"x\"\n").unwrap_err();
+        assert_eq!(e.field().as_deref(), Some("sub.a"), "{e}");
+        let e = from_str::<Outer>(Format::Toml, "sub = 1979-05-27\n").unwrap_err();
+        assert_eq!(
+            (e.kind.clone(), e.field(), e.found),
+            (Kind::InvalidType, Some("sub".into()), Some("datetime")),
+            "{e}"
+        );
+        let e = toml("name = \"n\"\nby_name = 1979-05-27\n");
+        assert_eq!(
+            (e.kind.clone(), e.field(), e.found),
+            (Kind::InvalidType, Some("by_name".into()), Some("datetime")),
+            "{e}"
+        );
+        let ok = from_str::<Outer>(Format::Toml, "[sub]\na = 1\n").unwrap();
+        assert_eq!(ok.sub.0.a, 1);
     }
 
     #[test]
