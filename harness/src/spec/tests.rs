@@ -1,4 +1,3 @@
-
 use super::*;
 
 const BASE: &str = r#"
@@ -273,4 +272,48 @@ fn errors_name_the_field_and_what_was_expected() {
     );
     let e = RunSpec::parse(&prose, "run.toml", d.path()).unwrap_err();
     assert!(e.expected.contains("not eligible for autonomy"), "{e}");
+}
+
+/// The three mistakes serde finds (an unknown key, a wrong type, a missing
+/// key), each read as file, dotted field path and what was expected, in
+/// the words the hand-walked loader used.
+#[test]
+fn unknown_wrong_type_and_missing_fields_read_as_file_field_expected() {
+    let d = dir();
+    let said = |text: &str| {
+        RunSpec::parse(text, "run.toml", d.path())
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        said(&BASE.replace("[budget]\n", "[budget]\nhard_cap = 1\n")),
+        "run.toml: field `budget.hard_cap`: expected no such field; known fields here: hard_cap_usd, wall_clock_limit_s, task_budget_tokens"
+    );
+    assert_eq!(
+        said(&format!("{BASE}\n[checks.t]\ncommand = [\"true\", 3]\n")),
+        "run.toml: field `checks.t.command[1]`: expected a string"
+    );
+    assert_eq!(
+        said(&BASE.replace("task_budget_tokens = 74700", "task_budget_tokens = \"lots\"")),
+        "run.toml: field `budget.task_budget_tokens`: expected tokens (an integer between 1 and 100000000), found string"
+    );
+    assert_eq!(
+        // Its fields in order, which a serde-derived struct alone accepts.
+        said(&format!(
+            "budget = [28.0, 28800, 74700]\n{}",
+            BASE.replace("[budget]\nhard_cap_usd = 28.0\nwall_clock_limit_s = 28800\ntask_budget_tokens = 74700\n", "")
+        )),
+        "run.toml: field `budget`: expected a table, found array"
+    );
+    assert_eq!(
+        said(&BASE.replace("input_usd_per_mtok = 5.0\n", "")),
+        "run.toml: field `prices.opus.input_usd_per_mtok`: expected $/MTok input (the field is missing)"
+    );
+    assert_eq!(
+        said(&BASE.replace(
+            "goal = \"Reduce p95 latency on /api/search to under 200ms.\"\n",
+            ""
+        )),
+        "run.toml: field `goal`: expected the goal in plain English (the field is missing)"
+    );
 }
