@@ -373,35 +373,21 @@ pub fn load_case_file(
     Ok((file, cassette_path))
 }
 
-/// case.toml to a [`CaseFile`]. A type error names the field by its path
-/// (serde_path_to_error), never the value: `latency_cap_ms`, not `-1`.
+/// case.toml to a [`CaseFile`] through the workspace's strict loader. A type
+/// error names the field by its path, never the value: `latency_cap_ms`, not
+/// `-1`; a missing field is named under its table; the message is serde's.
 fn parse_case_toml(f: &Path, text: &str) -> Result<CaseFile, LoadError> {
-    let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize::<_, CaseFile>(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let msg = inner.message().to_string();
-        // A missing field is reported at its parent (an unknown one at its
-        // own path); serde names it in the message ("missing field `x`").
-        let named = msg
-            .starts_with("missing field")
-            .then(|| msg.split('`').nth(1))
-            .flatten();
-        let field = match (path.as_str(), named) {
-            (".", Some(n)) => n.to_string(),
-            (p, Some(n)) => format!("{p}.{n}"),
-            // A syntax error (no field reached): the file.
-            (".", None) => "(file)".to_string(),
-            (p, None) => p.to_string(),
-        };
-        let line = inner
-            .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+    strict::from_str::<CaseFile>(strict::Format::Toml, text).map_err(|e| {
+        // The line as case.toml errors have always counted it: the lines
+        // before the error's first byte (so an error at the start of a line
+        // names the line above it).
+        let line = e.at.map(|p| text[..p.byte].lines().count().max(1));
         err(
             f,
-            &field,
+            &e.field().unwrap_or_else(|| "(file)".to_string()),
             format!(
-                "{msg}{}",
+                "{}{}",
+                e.message,
                 line.map(|l| format!(" (line {l})")).unwrap_or_default()
             ),
         )
@@ -927,6 +913,55 @@ mod tests {
         assert_eq!(e.field, "title", "{e}");
         let e = load(&base("", "verfied_count = 1")).unwrap_err();
         assert_eq!(e.field, "expect.verfied_count", "{e}");
+    }
+
+    /// The three mistakes serde finds in a case.toml (an unknown key, a wrong
+    /// type, a missing key), each read as file, field path and what was
+    /// expected, with the line.
+    #[test]
+    fn unknown_wrong_type_and_missing_fields_read_as_file_field_expected() {
+        let said = |text: &str| {
+            let e = load(text).unwrap_err();
+            assert!(e.file.ends_with("c1/case.toml"), "{e}");
+            (e.field, e.expected)
+        };
+        let (field, expected) = said(&base("", "verfied_count = 1"));
+        assert_eq!(field, "expect.verfied_count");
+        assert!(
+            expected.starts_with("unknown field `verfied_count`, expected one of `ending`, `predicate_met`, `verified`,"),
+            "{expected}"
+        );
+        assert!(
+            expected.ends_with("`request_excludes` (line 8)"),
+            "{expected}"
+        );
+        assert_eq!(
+            said(&base("latency_cap_ms = \"slow\"", "")),
+            (
+                "latency_cap_ms".to_string(),
+                "invalid type: string \"slow\", expected u64 (line 5)".to_string()
+            )
+        );
+        assert_eq!(
+            said(&base("[interrupt]\nat = [\"after_plan:1\"]", "")),
+            (
+                "interrupt.at".to_string(),
+                "invalid type: sequence, expected a string (line 7)".to_string()
+            )
+        );
+        let (field, expected) = said(&base("", "").replace("title = \"t\"\n", ""));
+        assert_eq!(field, "title");
+        assert!(
+            expected.starts_with("missing field `title` (line "),
+            "{expected}"
+        );
+        assert_eq!(
+            said(&base("[interrupt]", "")),
+            (
+                "interrupt.at".to_string(),
+                "missing field `at` (line 5)".to_string()
+            )
+        );
     }
 
     /// A scalar key of the base case and a replacement value for it.

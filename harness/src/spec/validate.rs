@@ -1,0 +1,530 @@
+//! From [`RawSpec`] (shape already checked by serde) to [`RunSpec`]: every
+//! value in its range, defaults filled in, paths resolved against the spec
+//! file's directory, and the eligibility refusals (prose predicate, a key in
+//! the spec, a secret passed to checks). Checked in the order of the file's
+//! concepts, so of two mistakes the same one is reported as before.
+
+use super::raw::*;
+use super::{
+    AlertSpec, ModelSpec, Predicate, RunSpec, SpecError, CHECK_ENV_PASS_MAX, DEFAULT_DRIFT_EVERY,
+    DEFAULT_HALT_ABOVE, DEFAULT_LOOP_CAP, DEFAULT_MIN_PASS_RATE, DEFAULT_NO_PROGRESS_K,
+    DEFAULT_PASS_RATE_MIN_TASKS, DEFAULT_PRUNE_ABOVE,
+};
+use crate::check::CheckSpec;
+use crate::ledger::{Price, PriceTable};
+use crate::model::types::Protocol;
+use crate::model::StructuredOutput;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub(super) struct Checker<'a> {
+    pub file: &'a str,
+    pub dir: &'a Path,
+}
+
+impl Checker<'_> {
+    pub(super) fn err(&self, field: &str, expected: impl Into<String>) -> SpecError {
+        SpecError {
+            file: self.file.into(),
+            field: field.into(),
+            expected: expected.into(),
+        }
+    }
+    fn text(&self, f: &Field, field: &str, s: &str) -> Result<String, SpecError> {
+        if s.trim().is_empty() {
+            return Err(self.err(field, format!("{}, found an empty string", f.what)));
+        }
+        Ok(s.to_string())
+    }
+    fn number(&self, f: &Field, field: &str, n: f64) -> Result<f64, SpecError> {
+        if !n.is_finite() {
+            return Err(self.err(field, format!("{}, found {n}", f.what)));
+        }
+        Ok(n)
+    }
+    fn positive(&self, f: &Field, field: &str, n: f64) -> Result<f64, SpecError> {
+        let n = self.number(f, field, n)?;
+        if n <= 0.0 {
+            return Err(self.err(field, format!("{}, found {n}", f.what)));
+        }
+        Ok(n)
+    }
+    fn int(&self, f: &Field, field: &str, i: i64) -> Result<u64, SpecError> {
+        let (min, max) = f.range.unwrap_or((0, i64::MAX as u64));
+        if i >= min as i64 && (i as u64) <= max {
+            Ok(i as u64)
+        } else {
+            Err(self.err(
+                field,
+                format!("{} between {min} and {max}, found {i}", f.what),
+            ))
+        }
+    }
+    fn fraction(&self, field: &str, n: f64) -> Result<f64, SpecError> {
+        let n = self.number(&FRACTION, field, n)?;
+        if !(0.0..=1.0).contains(&n) {
+            return Err(self.err(field, format!("{}, found {n}", FRACTION.what)));
+        }
+        Ok(n)
+    }
+    fn path(&self, field: &str, s: &str) -> Result<PathBuf, SpecError> {
+        let p = PathBuf::from(self.text(&PATH, field, s)?);
+        Ok(if p.is_absolute() { p } else { self.dir.join(p) })
+    }
+    fn argv(&self, field: &str, command: &[String]) -> Result<Vec<String>, SpecError> {
+        if command.is_empty() {
+            return Err(self.err(field, "a non-empty command array"));
+        }
+        let mut out = command.to_vec();
+        // A program named by a relative path (./x, checks/x) is relative to the
+        // spec file; a bare name is looked up on PATH.
+        if out[0].contains('/') && !Path::new(&out[0]).is_absolute() {
+            out[0] = self.dir.join(&out[0]).to_string_lossy().into_owned();
+        }
+        // An argument that names a file next to the spec (["python3",
+        // "checks/p95.py"]) is that file, resolved now: left relative it would
+        // be looked up in the workspace at run time, where the agent can write
+        // a script of its own under that name and pass the predicate on its
+        // own say-so (regression-predicate-script-arg-resolved-in-workspace).
+        for a in out.iter_mut().skip(1) {
+            if !a.starts_with('-')
+                && !Path::new(a.as_str()).is_absolute()
+                && self.dir.join(a.as_str()).is_file()
+            {
+                *a = self.dir.join(a.as_str()).to_string_lossy().into_owned();
+            }
+        }
+        // An interpreter whose script is still relative would run whatever the
+        // workspace holds under that name: refuse it.
+        let prog = Path::new(&out[0])
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let interp = [
+            "sh", "bash", "dash", "zsh", "python", "python3", "node", "perl", "ruby",
+        ]
+        .contains(&prog);
+        // (`-c` / `-e` run an inline program from the spec itself: fine.)
+        let inline = out.iter().skip(1).any(|a| a == "-c" || a == "-e");
+        if interp && !inline {
+            if let Some((i, script)) = out
+                .iter()
+                .enumerate()
+                .skip(1)
+                .find(|(_, a)| !a.starts_with('-'))
+            {
+                if !Path::new(script).is_absolute() {
+                    return Err(self.err(
+                        &format!("{field}[{i}]"),
+                        format!("a script next to the spec file ({script:?} does not exist there); a relative script would be looked up in the workspace, where the agent can write one"),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+    fn check(
+        &self,
+        field: &str,
+        command: &[String],
+        timeout_s: Option<i64>,
+    ) -> Result<CheckSpec, SpecError> {
+        let command = self.argv(&format!("{field}.command"), command)?;
+        let timeout_s = match timeout_s {
+            Some(t) => self.int(&TIMEOUT, &format!("{field}.timeout_s"), t)?,
+            None => 300,
+        };
+        Ok(CheckSpec {
+            command,
+            timeout_s,
+            env: crate::check::CheckEnv::default(),
+        })
+    }
+    /// `[check_env] pass = ["NAME", ...]`: harness-environment variables the
+    /// predicate and every check receive, by name. A name that looks like a
+    /// secret (`redact::looks_secret`), or is the model key's own variable, is
+    /// refused: a check's output goes back to the model.
+    fn check_env_pass(
+        &self,
+        pass: &[String],
+        api_key_env: Option<&str>,
+    ) -> Result<Vec<String>, SpecError> {
+        if pass.len() > CHECK_ENV_PASS_MAX {
+            return Err(self.err(
+                "check_env.pass",
+                format!("at most {CHECK_ENV_PASS_MAX} names, found {}", pass.len()),
+            ));
+        }
+        let mut out = vec![];
+        for (i, a) in pass.iter().enumerate() {
+            let field = format!("check_env.pass[{i}]");
+            let name = self.text(&ENV_NAME, &field, a)?;
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || name.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Err(self.err(
+                    &field,
+                    format!("an environment variable NAME (letters, digits, '_'), found {name:?}"),
+                ));
+            }
+            if crate::redact::looks_secret(&name) || Some(name.as_str()) == api_key_env {
+                return Err(self.err(
+                    &field,
+                    format!("a variable that holds no secret: {name:?} looks like a key, token or password, and a check's output goes back to the model (checks get PATH, HOME, LANG and TMPDIR; pass only what they need)"),
+                ));
+            }
+            if ["TMPDIR"].contains(&name.as_str()) {
+                return Err(self.err(
+                    &field,
+                    "a variable other than TMPDIR (the harness sets it to the run's own temp dir)",
+                ));
+            }
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The whole spec, in the order of its concepts: goal, checks (the
+    /// predicate may name one), predicate, budget, model, prices, loop,
+    /// drift, workspace, tools, alerts.
+    pub(super) fn run_spec(&self, raw: RawSpec) -> Result<RunSpec, SpecError> {
+        let goal = self.text(&GOAL, "goal", &raw.goal)?;
+
+        let mut checks = BTreeMap::new();
+        for (name, c) in &raw.checks {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(self.err(
+                    &format!("checks.{name}"),
+                    "a check name of letters, digits, '_' or '-'",
+                ));
+            }
+            let check = self.check(&format!("checks.{name}"), &c.0.command, c.0.timeout_s)?;
+            checks.insert(name.clone(), check);
+        }
+
+        let p = &raw.predicate.0;
+        let mut predicate = match (&p.command, &p.check) {
+            (Some(_), Some(_)) => {
+                return Err(self.err("predicate", "either `command` or `check`, not both"))
+            }
+            (Some(command), None) => {
+                Predicate::Command(self.check("predicate", command, p.timeout_s)?)
+            }
+            (None, Some(c)) => {
+                let name = self.text(&PREDICATE_CHECK, "predicate.check", c)?;
+                if !checks.contains_key(&name) {
+                    return Err(self.err(
+                        "predicate.check",
+                        format!(
+                            "a check defined under [checks]; {name:?} is not (defined: {:?})",
+                            checks.keys().collect::<Vec<_>>()
+                        ),
+                    ));
+                }
+                Predicate::Check(name)
+            }
+            (None, None) => {
+                return Err(self.err(
+                    "predicate",
+                    "`command` (an array) or `check` (a name under [checks])",
+                ))
+            }
+        };
+
+        let b = &raw.budget.0;
+        let hard_cap_usd = self.positive(&HARD_CAP, "budget.hard_cap_usd", b.hard_cap_usd)?;
+        let wall_clock_limit_s = self.positive(
+            &WALL_CLOCK,
+            "budget.wall_clock_limit_s",
+            b.wall_clock_limit_s,
+        )?;
+        let task_budget_tokens = self.int(
+            &TASK_TOKENS,
+            "budget.task_budget_tokens",
+            b.task_budget_tokens,
+        )?;
+
+        let m = &raw.model.0;
+        if m.api_key.is_some() {
+            return Err(self.err("model.api_key", "no key in the spec: name the environment variable that holds it with `api_key_env`"));
+        }
+        let protocol = match self
+            .text(&PROTOCOL, "model.protocol", &m.protocol)?
+            .as_str()
+        {
+            "anthropic" => Protocol::Anthropic,
+            "openai" => Protocol::Openai,
+            other => {
+                return Err(self.err(
+                    "model.protocol",
+                    format!("\"anthropic\" or \"openai\", found {other:?}"),
+                ))
+            }
+        };
+        let base_url = self.text(&BASE_URL, "model.base_url", &m.base_url)?;
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(self.err(
+                "model.base_url",
+                format!("an http:// or https:// URL, found {base_url:?}"),
+            ));
+        }
+        let api_key_env = match &m.api_key_env {
+            Some(v) => {
+                let s = self.text(&API_KEY_ENV, "model.api_key_env", v)?;
+                if !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(self.err(
+                        "model.api_key_env",
+                        "an environment variable NAME (letters, digits, '_'), not a key",
+                    ));
+                }
+                Some(s)
+            }
+            None => None,
+        };
+        let check_env_pass = match &raw.check_env.0.pass {
+            Some(pass) => self.check_env_pass(pass, api_key_env.as_deref())?,
+            None => vec![],
+        };
+        if let Predicate::Command(c) = &mut predicate {
+            c.env.pass = check_env_pass.clone();
+        }
+        for c in checks.values_mut() {
+            c.env.pass = check_env_pass.clone();
+        }
+        let executor = self.text(&EXECUTOR, "model.executor", &m.executor)?;
+        let planner = match &m.planner {
+            Some(v) => self.text(&MODEL_NAME, "model.planner", v)?,
+            None => executor.clone(),
+        };
+        let judge = match &m.judge {
+            Some(v) => self.text(&MODEL_NAME, "model.judge", v)?,
+            None => executor.clone(),
+        };
+        let max_tokens = match m.max_tokens {
+            Some(v) => self.int(&MAX_TOKENS, "model.max_tokens", v)? as u32,
+            None => 4096,
+        };
+        let request_timeout_s = match m.request_timeout_s {
+            Some(v) => self.int(&REQUEST_TIMEOUT, "model.request_timeout_s", v)?,
+            None => 120,
+        };
+        let http_attempts = match m.http_attempts {
+            Some(v) => self.int(&HTTP_ATTEMPTS, "model.http_attempts", v)? as u32,
+            None => 5,
+        };
+        let temperature = match m.temperature {
+            Some(v) => {
+                let t = self.number(&TEMPERATURE, "model.temperature", v)?;
+                if !(0.0..=2.0).contains(&t) {
+                    return Err(self.err("model.temperature", TEMPERATURE.what));
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        let seed = match m.seed {
+            Some(v) => {
+                if protocol == Protocol::Anthropic {
+                    return Err(self.err(
+                        "model.seed",
+                        "no seed with protocol \"anthropic\" (the Messages API has none); remove it",
+                    ));
+                }
+                Some(self.int(&SEED, "model.seed", v)?)
+            }
+            None => None,
+        };
+        let structured_output = match &m.structured_output {
+            None => StructuredOutput::JsonSchema,
+            Some(v) => match self
+                .text(&STRUCTURED_OUTPUT, "model.structured_output", v)?
+                .as_str()
+            {
+                "json_schema" => StructuredOutput::JsonSchema,
+                "json_object" if protocol == Protocol::Openai => StructuredOutput::JsonObject,
+                "json_object" => {
+                    return Err(self.err(
+                        "model.structured_output",
+                        "\"json_schema\" with protocol \"anthropic\" (json_object is an OpenAI-compatible server's form)",
+                    ))
+                }
+                _ => {
+                    return Err(self.err(
+                        "model.structured_output",
+                        "\"json_schema\" (OpenAI's response_format) or \"json_object\" (llama-cpp-python's: {\"type\": \"json_object\", \"schema\": ...})",
+                    ))
+                }
+            },
+        };
+
+        let mut prices = PriceTable::new();
+        for (name, strict::Table(p)) in &raw.prices {
+            let f = format!("prices.{name}");
+            let inp = self.number(
+                &PRICE_IN,
+                &format!("{f}.input_usd_per_mtok"),
+                p.input_usd_per_mtok,
+            )?;
+            let out = self.number(
+                &PRICE_OUT,
+                &format!("{f}.output_usd_per_mtok"),
+                p.output_usd_per_mtok,
+            )?;
+            if inp < 0.0 || out < 0.0 {
+                return Err(self.err(&f, "non-negative prices"));
+            }
+            prices.insert(
+                name.clone(),
+                Price {
+                    input_usd_per_mtok: inp,
+                    output_usd_per_mtok: out,
+                },
+            );
+        }
+        for (role, model) in [
+            ("planner", &planner),
+            ("executor", &executor),
+            ("judge", &judge),
+        ] {
+            if !prices.contains_key(model) {
+                return Err(self.err(&format!("prices.{model}"), format!("a price for the {role} model {model:?} (every model the run calls must be priced, or the ledger cannot be a control)")));
+            }
+        }
+
+        let l = &raw.loop_.0;
+        let loop_cap = match l.loop_cap {
+            Some(v) => self.int(&LOOP_CAP, "loop.loop_cap", v)? as u32,
+            None => DEFAULT_LOOP_CAP,
+        };
+        let retries_per_task = match l.retries_per_task {
+            Some(v) => self.int(&RETRIES, "loop.retries_per_task", v)? as u32,
+            None => 1,
+        };
+        let max_replans = match l.max_replans {
+            Some(v) => self.int(&REPLANS, "loop.max_replans", v)? as u32,
+            None => 3,
+        };
+        let no_progress_k = match l.no_progress_k {
+            Some(v) => self.int(&NO_PROGRESS_K, "loop.no_progress_k", v)? as u32,
+            None => DEFAULT_NO_PROGRESS_K,
+        };
+        let min_pass_rate = match l.min_pass_rate {
+            Some(v) => self.fraction("loop.min_pass_rate", v)?,
+            None => DEFAULT_MIN_PASS_RATE,
+        };
+        let pass_rate_min_tasks = match l.pass_rate_min_tasks {
+            Some(v) => self.int(&PASS_RATE_MIN_TASKS, "loop.pass_rate_min_tasks", v)?,
+            None => DEFAULT_PASS_RATE_MIN_TASKS,
+        };
+
+        let d = &raw.drift.0;
+        let drift_every_tasks = match d.every_tasks {
+            Some(v) => self.int(&DRIFT_EVERY, "drift.every_tasks", v)?,
+            None => DEFAULT_DRIFT_EVERY,
+        };
+        let drift_prune_above = match d.prune_above {
+            Some(v) => self.fraction("drift.prune_above", v)?,
+            None => DEFAULT_PRUNE_ABOVE,
+        };
+        let drift_halt_above = match d.halt_above {
+            Some(v) => self.fraction("drift.halt_above", v)?,
+            None => DEFAULT_HALT_ABOVE,
+        };
+        if drift_prune_above > drift_halt_above {
+            return Err(self.err("drift.prune_above", format!("a prune band at or below the halt band ({drift_halt_above}), found {drift_prune_above}")));
+        }
+
+        let workspace = self.path("workspace", &raw.workspace)?;
+        if !workspace.is_dir() {
+            return Err(self.err(
+                "workspace",
+                format!("an existing directory, {} is not", workspace.display()),
+            ));
+        }
+        let outbox = match &raw.outbox {
+            Some(v) => Some(self.path("outbox", v)?),
+            None => None,
+        };
+
+        let tools_allowed = match &raw.tools.0.allow {
+            Some(allow) => {
+                let mut out = vec![];
+                for (i, a) in allow.iter().enumerate() {
+                    out.push(self.text(&TOOL_NAME, &format!("tools.allow[{i}]"), a)?);
+                }
+                crate::tools::validate_allowlist(&out).map_err(|e| self.err("tools.allow", e))?;
+                out
+            }
+            None => crate::tools::ALL_TOOL_NAMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        };
+
+        let alerts = AlertSpec {
+            file: match &raw.alerts.0.file {
+                Some(v) => Some(self.path("alerts.file", v)?),
+                None => None,
+            },
+            webhook_url: match &raw.alerts.0.webhook_url {
+                Some(v) => {
+                    let u = self.text(&WEBHOOK_URL, "alerts.webhook_url", v)?;
+                    if !(u.starts_with("http://") || u.starts_with("https://")) {
+                        return Err(self.err(
+                            "alerts.webhook_url",
+                            format!("an http:// or https:// URL, found {u:?}"),
+                        ));
+                    }
+                    Some(u)
+                }
+                None => None,
+            },
+        };
+
+        Ok(RunSpec {
+            path: self
+                .dir
+                .join(Path::new(self.file).file_name().unwrap_or_default()),
+            goal,
+            predicate,
+            hard_cap_usd,
+            wall_clock_limit_s,
+            task_budget_tokens,
+            model: ModelSpec {
+                protocol,
+                base_url,
+                api_key_env,
+                planner,
+                executor,
+                judge,
+                max_tokens,
+                request_timeout_s,
+                http_attempts,
+                temperature,
+                seed,
+                structured_output,
+            },
+            prices,
+            loop_cap,
+            retries_per_task,
+            max_replans,
+            no_progress_k,
+            min_pass_rate,
+            pass_rate_min_tasks,
+            drift_every_tasks,
+            drift_prune_above,
+            drift_halt_above,
+            workspace,
+            outbox,
+            tools_allowed,
+            checks,
+            alerts,
+        })
+    }
+}
