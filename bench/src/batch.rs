@@ -117,7 +117,19 @@ fn newer_than_sources(bin: &Path, root: &Path) -> bool {
         return false;
     };
     let mut t = std::time::SystemTime::UNIX_EPOCH;
-    for p in ["harness/src", "harness/Cargo.toml", "Cargo.lock"] {
+    // The harness binary is built from these crates (harness -> model,
+    // replay, strict).
+    for p in [
+        "harness/src",
+        "harness/Cargo.toml",
+        "model/src",
+        "model/Cargo.toml",
+        "replay/src",
+        "replay/Cargo.toml",
+        "strict/src",
+        "strict/Cargo.toml",
+        "Cargo.lock",
+    ] {
         newest(&root.join(p), &mut t);
     }
     built >= t

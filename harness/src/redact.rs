@@ -165,9 +165,12 @@ fn walk(v: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(walk),
         Value::Object(m) => {
+            // Each key is taken out and appended again (its name may be
+            // redacted too): shift_remove, so that visiting the keys in order
+            // leaves them in their order (swap_remove would reorder them).
             let keys: Vec<String> = m.keys().cloned().collect();
             for k in keys {
-                let Some(mut child) = m.remove(&k) else {
+                let Some(mut child) = m.shift_remove(&k) else {
                     continue;
                 };
                 walk(&mut child);
@@ -253,6 +256,14 @@ mod tests {
         assert!(!s.contains("sk-unit-0123456789"), "{s}");
         assert!(s.contains(&marker(var)), "{s}");
         assert_eq!(v["a"][1], 12345678, "numbers are never touched");
+        // Redaction keeps the order of an object's keys (events.jsonl and
+        // report.json read the same with a key set as without).
+        let mut o = serde_json::json!({"z": 1, "a": secret, "m": {"y": 2, "b": 3}, "c": 4});
+        json(&mut o);
+        let keys: Vec<&str> = o.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys, ["z", "a", "m", "c"]);
+        let inner: Vec<&str> = o["m"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(inner, ["y", "b"]);
         let bytes = to_json_vec(&serde_json::json!({"k": secret}), true).unwrap();
         let back: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(back["k"], marker(var));
