@@ -179,6 +179,20 @@ pub fn interrupt_harness(harness_bin: &Path) -> Result<PathBuf, String> {
         .clone()
 }
 
+/// Every case index below `n` exactly once: those of `first` (in range,
+/// first occurrence) in their order, then the rest ascending.
+fn case_order(n: usize, first: &[usize]) -> Vec<usize> {
+    let mut seen = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    for &ci in first.iter().chain(&(0..n).collect::<Vec<_>>()) {
+        if ci < n && !seen[ci] {
+            seen[ci] = true;
+            order.push(ci);
+        }
+    }
+    order
+}
+
 /// Where the harness with every test variant is built (relative to the
 /// repository root).
 pub const TEST_VARIANTS_TARGET_DIR: &str = "target/test-variants";
@@ -284,19 +298,22 @@ impl Batch {
         out: &Path,
         reporter: &mut dyn Reporter,
     ) -> Vec<Vec<RunRecord>> {
-        self.run_inner(overlay, out, false, reporter).await
+        self.run_inner(overlay, out, false, &[], reporter).await
     }
 
     /// [`Batch::run`], but no new case-run starts once one has failed (the
     /// ones in flight finish): for a gate that only needs to know whether
-    /// anything fails (`bench self-test --first-catch`).
+    /// anything fails (`bench self-test --first-catch`). The cases in
+    /// `first` (indices into the batch's cases) are taken before the rest,
+    /// which follow in their order; every case is still run until one fails.
     pub async fn run_until_failure(
         &self,
         overlay: &Overlay,
         out: &Path,
+        first: &[usize],
         reporter: &mut dyn Reporter,
     ) -> Vec<Vec<RunRecord>> {
-        self.run_inner(overlay, out, true, reporter).await
+        self.run_inner(overlay, out, true, first, reporter).await
     }
 
     async fn run_inner(
@@ -304,12 +321,14 @@ impl Batch {
         overlay: &Overlay,
         out: &Path,
         stop_on_failure: bool,
+        first: &[usize],
         reporter: &mut dyn Reporter,
     ) -> Vec<Vec<RunRecord>> {
         // Case by case, run 0 first, so a live batch stopped by its cap has
         // run the earliest ones: the run variants a recording keeps must be
-        // 0..n-1.
-        let jobs: Vec<(usize, u32)> = (0..self.cases.len())
+        // 0..n-1. `first` only moves whole cases to the front.
+        let jobs: Vec<(usize, u32)> = case_order(self.cases.len(), first)
+            .into_iter()
             .flat_map(|ci| (0..self.runs_per_case).map(move |r| (ci, r)))
             .collect();
         let (cases, source, hb, out_dir, ov) = (
@@ -419,5 +438,19 @@ where
         if done(t) == Flow::Stop {
             queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::case_order;
+
+    #[test]
+    fn case_order_puts_the_prior_catchers_first_and_keeps_every_case_once() {
+        assert_eq!(case_order(5, &[]), [0, 1, 2, 3, 4]);
+        assert_eq!(case_order(5, &[3, 1]), [3, 1, 0, 2, 4]);
+        // Out of range and repeated indices are ignored, never dropped cases.
+        assert_eq!(case_order(4, &[2, 9, 2, 0]), [2, 0, 1, 3]);
+        assert_eq!(case_order(0, &[1]), Vec::<usize>::new());
     }
 }

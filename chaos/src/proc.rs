@@ -69,8 +69,9 @@ impl Outcome {
 
 pub struct Spawn {
     pub harness: PathBuf,
-    pub args: Vec<std::ffi::OsString>,
-    pub env: Vec<(String, String)>,
+    /// `harness run`'s command line, built by the one builder the bench
+    /// uses too (its argv; provider keys removed, the driver's env set).
+    pub invocation: harness::invocation::HarnessInvocation,
     pub stdout: PathBuf,
     pub timeout: Duration,
 }
@@ -91,14 +92,11 @@ enum Ev {
 /// Run one harness process to its end or to its kill. Returns the outcome and
 /// what it wrote on stderr.
 pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
-    let mut cmd = Command::new(&s.harness);
-    cmd.args(&s.args);
+    let mut inv = s.invocation.clone();
     for v in DRIVER_ENV {
-        cmd.env_remove(v);
+        inv = inv.env_remove(v);
     }
-    for (k, v) in &s.env {
-        cmd.env(k, v);
-    }
+    let mut cmd = inv.command(&s.harness);
     match target {
         Target::Pause { phase, n } => {
             cmd.env(harness::chaos_hook::ENV_VAR, format!("{phase}:{n}"));

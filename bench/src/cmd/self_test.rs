@@ -21,7 +21,7 @@ use crate::exit::ExitStatus;
 use crate::runner::{Overlay, RunRecord};
 use clap::Args;
 use harness::mutants::Mutant;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -52,6 +52,13 @@ pub struct SelfTestArgs {
     /// shows every case that catches each.
     #[arg(long)]
     pub first_catch: bool,
+    /// A self-test.json of an earlier run: with --first-catch, each variant
+    /// runs the cases that caught it there first, then the rest of the
+    /// suite in order. Only the order changes: a variant is caught iff one
+    /// of its case-runs fails, and one whose old catchers pass now goes on
+    /// through every other case. CI passes reports/self-test/self-test.json.
+    #[arg(long)]
+    pub prior: Option<PathBuf>,
     /// Case-runs at once.
     #[arg(long, default_value_t = 4)]
     pub max_concurrency: usize,
@@ -60,7 +67,7 @@ pub struct SelfTestArgs {
 }
 
 /// One variant's result (self-test.json).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct VariantResult {
     pub variant: String,
     pub breaks: String,
@@ -70,7 +77,7 @@ pub struct VariantResult {
     pub wall_s: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct SelfTestReport {
     pub cases: usize,
     /// Every case under every variant, or each stopped at its first catch.
@@ -102,6 +109,30 @@ fn chosen(names: &[String]) -> Result<Vec<Mutant>, String> {
             })
         })
         .collect()
+}
+
+/// The cases (indices into `cases`) that caught each variant in an earlier
+/// self-test.json. A case the suite no longer has is skipped.
+fn prior_catchers(
+    path: &std::path::Path,
+    cases: &[crate::suite::Case],
+) -> Result<std::collections::HashMap<String, Vec<usize>>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--prior {}: cannot read: {e}", path.display()))?;
+    let prior: SelfTestReport = serde_json::from_str(&text)
+        .map_err(|e| format!("--prior {}: not a self-test.json: {e}", path.display()))?;
+    Ok(prior
+        .variants
+        .into_iter()
+        .map(|v| {
+            let first = v
+                .caught_by
+                .iter()
+                .filter_map(|(id, _)| cases.iter().position(|c| c.id() == id))
+                .collect();
+            (v.variant, first)
+        })
+        .collect())
 }
 
 /// Every case whose case-run failed, with its first failure.
@@ -167,6 +198,20 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         "case-runs",
         Lines::Progress,
     );
+    let prior = match &args.prior {
+        Some(p) if args.first_catch => match prior_catchers(p, &b.cases) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("bench self-test: {e}");
+                return ExitCode::from(ExitStatus::Usage);
+            }
+        },
+        Some(_) => {
+            eprintln!("bench self-test: --prior orders a --first-catch run; without --first-catch every case runs anyway");
+            return ExitCode::from(ExitStatus::Usage);
+        }
+        None => Default::default(),
+    };
     let mode = if args.first_catch {
         "each variant stopped at its first failed case-run"
     } else {
@@ -197,7 +242,9 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         };
         let dir = b.out.join(m.as_str());
         let per_case = if args.first_catch {
-            b.run_until_failure(&overlay, &dir, &mut terminal).await
+            let first = prior.get(m.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+            b.run_until_failure(&overlay, &dir, first, &mut terminal)
+                .await
         } else {
             b.run(&overlay, &dir, &mut terminal).await
         };

@@ -11,6 +11,7 @@ use crate::harness_files::{self, Event};
 use crate::proc::{self, Outcome, Spawn, Target};
 use crate::windows;
 use harness::chaos_hook::Phase;
+use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::{Recordings, ReplayOptions, ReplayServer};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -137,18 +138,17 @@ fn calibrate_case(
         env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
     }
     let run_index = 0x00FF_0000 + ci as u32;
+    let mut invocation = HarnessInvocation::run(
+        dir.join("case/run.toml"),
+        &state,
+        ModelSource::BaseUrl(server.base_url_for(&case.replay_case, run_index)),
+    );
+    for (k, v) in env {
+        invocation = invocation.env(k, v);
+    }
     let s = Spawn {
         harness: cfg.harness_bin.clone(),
-        args: vec![
-            "run".into(),
-            "--spec".into(),
-            dir.join("case/run.toml").into(),
-            "--state-dir".into(),
-            state.clone().into(),
-            "--base-url".into(),
-            server.base_url_for(&case.replay_case, run_index).into(),
-        ],
-        env,
+        invocation,
         stdout: dir.join("stdout"),
         timeout: cfg.proc_timeout,
     };

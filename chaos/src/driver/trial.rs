@@ -4,6 +4,7 @@
 //! again) until the run ends; the oracle's checks after every process and at
 //! the end.
 
+use harness::invocation::{HarnessInvocation, ModelSource};
 use super::check::process::check_process;
 use super::check::run_end::{final_checks, RunSoFar};
 use super::check::{Checks, EPS};
@@ -285,18 +286,17 @@ impl<'a> Trial<'a> {
         if let Some(b) = &cfg.broken {
             env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
         }
+        let mut invocation = HarnessInvocation::run(
+            &p.spec,
+            &p.state,
+            ModelSource::BaseUrl(self.url.clone()),
+        );
+        for (k, v) in env {
+            invocation = invocation.env(k, v);
+        }
         let s = Spawn {
             harness: cfg.harness_bin.clone(),
-            args: vec![
-                "run".into(),
-                "--spec".into(),
-                p.spec.clone().into(),
-                "--state-dir".into(),
-                p.state.clone().into(),
-                "--base-url".into(),
-                self.url.clone().into(),
-            ],
-            env,
+            invocation,
             stdout: p.logs.join(format!("p{idx}.stdout")),
             timeout: cfg.proc_timeout,
         };
