@@ -934,7 +934,7 @@ fn judge_request_ok(
         if rest_of_system.contains(t.as_str()) {
             return Err(format!(
                 "it carries the agent's own text: {:?}",
-                harness::run_loop::truncate(t, 60)
+                harness::text::clip_chars(t, 60)
             ));
         }
     }

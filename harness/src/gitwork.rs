@@ -454,12 +454,7 @@ fn validate_task_id(id: &str) -> Result<(), GitError> {
     Ok(())
 }
 
-fn clip(s: &str, max_chars: usize) -> String {
-    match s.char_indices().nth(max_chars) {
-        Some((i, _)) => format!("{}...", &s[..i]),
-        None => s.to_string(),
-    }
-}
+use crate::text::clip_chars as clip;
 
 #[cfg(test)]
 mod tests {

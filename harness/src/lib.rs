@@ -9,26 +9,27 @@ pub mod checkpoint; // framed, checksummed, atomic checkpoint + refusals on load
 pub mod drift; // drift judge request/parse + the drift gate (only writer of the score)
 pub mod durable; // the atomic write sequence: temp, write, fsync, rename, fsync dir
 pub mod ending; // the seven endings, their class, exit code and alert action
-pub mod goal;
+pub mod goal; // the immutable, hashed goal
 pub mod ledger; // hard-cap dollar ledger (reserve / record / blocked)
-pub mod run_loop; // should_stop + the one loop; every branch decision lives here // the immutable, hashed goal
+pub mod run_loop; // should_stop + the one loop; every branch decision lives here
 
 // --- what the loop works on ---
-pub mod agent;
+pub mod agent; // planner, executor (ReAct), replanner prompts and parsing
 pub mod check; // spec-defined checks and the goal predicate: commands the harness runs
 pub mod spec; // run.toml: parsing, validation, errors that name file and field
 pub mod state; // the run state that the checkpoint carries
 pub mod task; // a task and where it came from
-pub mod verify; // the fixed verification vocabulary (done / not_started / partially_applied) // planner, executor (ReAct), replanner prompts and parsing
+pub mod verify; // the fixed verification vocabulary (done / not_started / partially_applied)
 
 // --- the agent's reach: tools, confined to the workspace ---
 pub mod confined; // file operations inside the workspace that hold against links, special files and swaps
-pub mod gitwork;
+pub mod gitwork; // one commit per verified task on a run branch
 pub mod migration; // a multi-step operation that can be left partially applied
 pub mod outbox; // the non-idempotent side effect, outside the workspace
 pub mod task_writes; // which paths each task's tools wrote (what its commit holds), journaled for resume
+pub mod text; // the one rule for cutting text to a bound
 pub mod tools; // the allowlisted tools and their dispatch
-pub mod workspace; // path confinement: no absolute paths, no `..`, no symlink escapes // one commit per verified task on a run branch
+pub mod workspace; // path confinement: no absolute paths, no `..`, no symlink escapes
 
 // --- model traffic ---
 // The wire adapters and the replay tooling are crates of their own (model/,
@@ -48,7 +49,7 @@ pub mod report; // report.json + the human summary
 pub mod console; // stdout/stderr writes that never panic and never change the exit code
 pub mod panics; // a panic's message and location, for the UNRECOVERABLE_ERROR it becomes
 
-pub mod chaos_hook; // named kill points for the chaos bench (inert in production)
+pub mod chaos_hook; // named kill points for the chaos bench (the pause only with `test-hooks`)
 pub mod fault_injection; // test-only panic points (the `fault-injection` feature; inert without it)
 pub mod mutants; // deliberately broken variants for `bench self-test` (the `chaos-broken` feature only)
 pub mod redact; // the one redaction filter for every text the harness writes or shows the model

@@ -49,7 +49,7 @@ pub fn describe(payload: &(dyn Any + Send)) -> String {
         (Some(r), None) => r,
         (None, None) => "(a panic with no message)".to_string(),
     };
-    crate::run_loop::truncate(&text, PANIC_MESSAGE_MAX_CHARS)
+    crate::text::clip_chars(&text, PANIC_MESSAGE_MAX_CHARS)
 }
 
 #[cfg(test)]

@@ -262,7 +262,12 @@ mod tests {
         json(&mut o);
         let keys: Vec<&str> = o.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         assert_eq!(keys, ["z", "a", "m", "c"]);
-        let inner: Vec<&str> = o["m"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let inner: Vec<&str> = o["m"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
         assert_eq!(inner, ["y", "b"]);
         let bytes = to_json_vec(&serde_json::json!({"k": secret}), true).unwrap();
         let back: Value = serde_json::from_slice(&bytes).unwrap();

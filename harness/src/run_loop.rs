@@ -1784,16 +1784,6 @@ impl Runner {
     }
 }
 
-pub fn truncate(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max_chars).collect();
-        t.push('…');
-        t
-    }
-}
-
 /// Refusal reasons are part of the public vocabulary of the report.
 pub fn refusal_kind(r: &Refusal) -> ErrorKind {
     r.refusal_kind().error_kind()

@@ -549,10 +549,7 @@ fn object(properties: Value, required: &[&str]) -> Value {
 }
 
 fn clip(s: &str) -> String {
-    match s.char_indices().nth(QUOTE_MAX_CHARS) {
-        Some((i, _)) => format!("{}...", &s[..i]),
-        None => s.to_string(),
-    }
+    crate::text::clip_chars(s, QUOTE_MAX_CHARS)
 }
 
 /// Cut an observation at OBSERVATION_MAX_BYTES on a char boundary, after the

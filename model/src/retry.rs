@@ -120,18 +120,14 @@ fn parse_http_date(s: &str) -> Option<i64> {
     if hms.len() != 3 || !(1..=31).contains(&day) || hms[0] > 23 || hms[1] > 59 || hms[2] > 60 {
         return None;
     }
-    Some(days_from_civil(year, month, day) * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2])
-}
-
-/// Days since 1970-01-01 for a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let date = chrono::NaiveDate::from_ymd_opt(
+        i32::try_from(year).ok()?,
+        u32::try_from(month).ok()?,
+        u32::try_from(day).ok()?,
+    )?;
+    // A leap second (:60) is the second after :59.
+    let midnight = date.and_hms_opt(0, 0, 0)?.and_utc().timestamp();
+    Some(midnight + hms[0] * 3600 + hms[1] * 60 + hms[2])
 }
 
 #[cfg(test)]

@@ -326,13 +326,7 @@ fn verdict(r: &SelfTestReport) -> String {
     v
 }
 
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}...", s.chars().take(n).collect::<String>())
-    }
-}
+use harness::text::clip_chars as clip;
 
 fn caught_by_cell(v: &VariantResult) -> String {
     let mut cell: Vec<String> = (v.caught_by.iter().take(CAUGHT_BY_SHOWN))

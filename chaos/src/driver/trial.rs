@@ -4,7 +4,6 @@
 //! again) until the run ends; the oracle's checks after every process and at
 //! the end.
 
-use harness::invocation::{HarnessInvocation, ModelSource};
 use super::check::process::check_process;
 use super::check::run_end::{final_checks, RunSoFar};
 use super::check::{Checks, EPS};
@@ -22,6 +21,7 @@ use crate::oracle::Effect;
 use crate::proc::{self, Outcome, Spawn, Target};
 use crate::rerun;
 use harness::chaos_hook::Phase;
+use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::ReplayServer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -286,11 +286,8 @@ impl<'a> Trial<'a> {
         if let Some(b) = &cfg.broken {
             env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
         }
-        let mut invocation = HarnessInvocation::run(
-            &p.spec,
-            &p.state,
-            ModelSource::BaseUrl(self.url.clone()),
-        );
+        let mut invocation =
+            HarnessInvocation::run(&p.spec, &p.state, ModelSource::BaseUrl(self.url.clone()));
         for (k, v) in env {
             invocation = invocation.env(k, v);
         }

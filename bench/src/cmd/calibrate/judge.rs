@@ -716,28 +716,17 @@ pub fn slug(model: &str) -> String {
     }
 }
 
-/// Today's date (UTC) as YYYY-MM-DD, for `made.when`. Days-to-civil by hand
-/// (Howard Hinnant's algorithm): the bench has no date crate and needs none
-/// for this one field.
+/// Today's date (UTC) as YYYY-MM-DD, for `made.when`.
 pub fn today_utc() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    civil_from_days((secs / 86_400) as i64)
+    let days = chrono::Utc::now().timestamp().div_euclid(86_400);
+    civil_from_days(days)
 }
 
+/// The date `z` days after 1970-01-01, as YYYY-MM-DD.
 fn civil_from_days(z: i64) -> String {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    format!("{:04}-{:02}-{:02}", if m <= 2 { y + 1 } else { y }, m, d)
+    chrono::DateTime::from_timestamp(z.saturating_mul(86_400), 0)
+        .map(|t| t.format("%Y-%m-%d").to_string())
+        .unwrap_or_else(|| "1970-01-01".into())
 }
 
 #[cfg(test)]

@@ -10,10 +10,7 @@ use crate::invariant::Invariant;
 
 /// The exit code of the ending named `name` (as the harness spells it).
 pub(in crate::driver) fn ending_code(name: &str) -> Option<i32> {
-    harness::ending::Ending::ALL
-        .iter()
-        .find(|e| e.as_str() == name)
-        .map(|e| e.exit_code())
+    harness::ending::Ending::parse(name).map(|e| e.exit_code())
 }
 
 /// (ending, exit) from the harness's human summary on stdout: only ever
