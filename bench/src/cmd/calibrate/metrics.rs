@@ -19,9 +19,10 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The harness's shipped bands (harness run.toml defaults): prune strictly
-/// above 0.3, halt strictly above 0.5.
-pub const PRUNE_ABOVE: f64 = 0.3;
-pub const HALT_ABOVE: f64 = 0.5;
+/// above 0.3, halt strictly above 0.5. The harness's own constants, so the
+/// calibration measures the bands a run really uses.
+pub const PRUNE_ABOVE: f64 = harness::spec::DEFAULT_PRUNE_ABOVE;
+pub const HALT_ABOVE: f64 = harness::spec::DEFAULT_HALT_ABOVE;
 
 /// One detector's answer for one queue in one run.
 #[derive(Debug, Clone, PartialEq)]
