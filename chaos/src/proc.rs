@@ -7,7 +7,7 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn a_killed_group_is_waited_for_until_no_member_lives() {
         // A leader with a child in its group, as the harness with a check.
-        let mut cmd = Command::new("sh");
+        let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", "sleep 30 & sleep 30; wait"]);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child = cmd.spawn().unwrap();

@@ -35,6 +35,7 @@ use crate::spec::{AlertSpec, Predicate, RunSpec};
 use crate::state::{CompletedTask, Finished, ModelClaim, ParkedTask, RunState};
 use crate::task::Task;
 use crate::task_writes::TaskWrites;
+use crate::text::clip_chars;
 use crate::tools::ToolBox;
 use crate::verify::{VerifyContext, VerifyOutcome};
 use crate::workspace::Workspace;
@@ -150,7 +151,7 @@ impl AttemptEnd {
     fn describe(&self) -> String {
         match self {
             AttemptEnd::Finished { .. } => "the model said it was finished".into(),
-            AttemptEnd::Refused { text } => format!("the model refused: {}", truncate(text, 200)),
+            AttemptEnd::Refused { text } => format!("the model refused: {}", clip_chars(text, 200)),
             AttemptEnd::Stuck { detail } => detail.clone(),
             AttemptEnd::LoopCap => "reached the per-task loop cap".into(),
         }
@@ -1050,7 +1051,7 @@ impl Runner {
             self.clock_left(|| format!("task {}, before attempt {}", task.id, attempt + 1))?;
             let (end, io_failed) = self.execute_attempt(task, attempt).await?;
             let claim = match &end {
-                AttemptEnd::Finished { claim } => Some(truncate(claim, CLAIM_MAX_CHARS)),
+                AttemptEnd::Finished { claim } => Some(clip_chars(claim, CLAIM_MAX_CHARS)),
                 _ => None,
             };
             let mut outcome = task.verify.run(&self.verify_ctx());
@@ -1299,7 +1300,7 @@ impl Runner {
             &checks,
             &migrations,
             &self.state,
-            &truncate(predicate_output, 2000),
+            &clip_chars(predicate_output, 2000),
             format!("replan/{n}"),
         );
         let reply = self.call_model(req, Phase::DuringModelCall).await?;
@@ -1386,7 +1387,7 @@ impl Runner {
                 "drift {:.2} above {:.2}: {}",
                 dc.drift_score,
                 self.spec.drift_halt_above,
-                truncate(&dc.reasoning, 300)
+                clip_chars(&dc.reasoning, 300)
             ));
         }
         Ok(())
@@ -1538,7 +1539,7 @@ impl Runner {
         self.state.push_history(format!(
             "{} verified: {}",
             task.id,
-            truncate(&task.description, 120)
+            clip_chars(&task.description, 120)
         ));
         self.events.emit(
             self.state.step,
@@ -1585,7 +1586,7 @@ impl Runner {
                 if !self.state.writes_in_doubt.iter().any(|d| d.path == *p) {
                     self.state.writes_in_doubt.push(crate::state::WriteInDoubt {
                         path: p.clone(),
-                        error: truncate(&obs.content, 300),
+                        error: clip_chars(&obs.content, 300),
                     });
                 }
             }
@@ -1599,7 +1600,7 @@ impl Runner {
     fn park(&mut self, task: Task, reason: String) {
         self.state.no_progress_streak += 1;
         self.state
-            .push_history(format!("{} parked: {}", task.id, truncate(&reason, 160)));
+            .push_history(format!("{} parked: {}", task.id, clip_chars(&reason, 160)));
         self.events.emit(
             self.state.step,
             Event::TaskParked {
@@ -1669,7 +1670,7 @@ impl Runner {
             name: "list_files".into(),
             input: json!({"path": "."}),
         };
-        truncate(&tb.dispatch(&call).content, 4000)
+        clip_chars(&tb.dispatch(&call).content, 4000)
     }
 
     fn elapsed_ms(&self) -> u64 {
