@@ -29,6 +29,7 @@
 use super::budget::{worst_case_usage, Budget, Caps, Refusal};
 use bytes::Bytes;
 use harness::ledger::{Price, PriceTable};
+use harness::model::headers::{HEADER_ATTEMPT, HEADER_CALL_KEY, HEADER_CALL_ROLE};
 use harness::model::{parse_response, Protocol};
 use harness::replay::Captured;
 use http_body_util::{BodyExt, Full, Limited};
@@ -470,9 +471,9 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
         sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
         return error_response(404, "live_proxy", &msg);
     }
-    let role = header_str(&req, "x-harness-call-role");
-    let call_key = header_str(&req, "x-harness-call-key");
-    let attempt: u32 = header_str(&req, "x-harness-attempt").parse().unwrap_or(0);
+    let role = header_str(&req, HEADER_CALL_ROLE);
+    let call_key = header_str(&req, HEADER_CALL_KEY);
+    let attempt: u32 = header_str(&req, HEADER_ATTEMPT).parse().unwrap_or(0);
     // Only the body goes on: whatever auth the harness might send is dropped
     // with the rest of its headers.
     let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
@@ -554,9 +555,9 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
     // In its own task, so a harness that hangs up mid-call cannot cut the
     // upstream call off unbooked: it runs to the end and books what it cost.
     let call = [
-        ("x-harness-call-role", role.clone()),
-        ("x-harness-call-key", call_key.clone()),
-        ("x-harness-attempt", attempt.to_string()),
+        (HEADER_CALL_ROLE, role.clone()),
+        (HEADER_CALL_KEY, call_key.clone()),
+        (HEADER_ATTEMPT, attempt.to_string()),
     ];
     let request_len = body.len();
     let task = tokio::spawn(forward(
