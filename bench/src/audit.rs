@@ -21,7 +21,9 @@
 //! | `audit.secret_canary` | no canary key value appears in any file of the case-run, any request body, or the harness's stdout/stderr |
 
 use crate::score::{Check, CheckKind};
+use harness::ending::Ending;
 use harness::replay::Captured;
+use harness::report::Report;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -251,35 +253,33 @@ pub struct EventFacts {
     pub tools: Vec<ToolEvent>,
 }
 
-/// Parse `events.jsonl`; an unreadable line is skipped (a kill mid-append
-/// tears the last one).
-pub fn event_facts(events_jsonl: &str) -> EventFacts {
+/// Parse `events.jsonl` through the harness's own event type. A line that
+/// is not JSON is skipped (a kill mid-append tears the last one); a JSON
+/// line the harness would not have written is an error naming the line,
+/// never a silent miss (a reader that skipped it could not see an admit or
+/// a tool call that was there).
+pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, String> {
+    use harness::events::Event;
+    let lines = harness::events::parse_events(events_jsonl).map_err(|e| e.to_string())?;
     let mut f = EventFacts::default();
-    for v in events_jsonl
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-    {
-        match v["kind"].as_str() {
-            Some("admit") => {
-                if let Some(a) = v["data"]["admitted"].as_array() {
-                    f.admitted
-                        .extend(a.iter().filter_map(|x| x.as_str().map(str::to_string)));
-                }
-                for t in v["data"]["tasks"].as_array().into_iter().flatten() {
-                    if let (Some(id), Some(d)) = (t["id"].as_str(), t["description"].as_str()) {
-                        f.descriptions.insert(id.to_string(), d.replace('\n', " "));
-                    }
+    for l in lines {
+        match l.event {
+            Event::Admit(a) => {
+                f.admitted.extend(a.admitted);
+                for t in a.tasks {
+                    f.descriptions
+                        .insert(t.id, t.description.replace('\n', " "));
                 }
             }
-            Some("tool") => f.tools.push(ToolEvent {
-                tool: v["data"]["tool"].as_str().unwrap_or("").to_string(),
-                is_error: v["data"]["is_error"].as_bool().unwrap_or(false),
-                side_effect: v["data"]["side_effect"].as_bool().unwrap_or(true),
+            Event::Tool(t) => f.tools.push(ToolEvent {
+                tool: t.tool.as_str().to_string(),
+                is_error: t.is_error,
+                side_effect: t.side_effect,
             }),
             _ => {}
         }
     }
-    f
+    Ok(f)
 }
 
 // ---------------------------------------------------------------------------
@@ -411,6 +411,8 @@ pub struct Gathered {
     pub predicate: Option<PredicateRerun>,
     pub spec: Option<SpecFacts>,
     pub events: Option<EventFacts>,
+    /// Why `events` is None when events.jsonl was read and refused.
+    pub events_error: Option<String>,
     /// (booked, reserved and not yet booked) from the ledger journal.
     pub journal: Option<(f64, f64)>,
     /// How far the journal's records billed above their own reservations
@@ -429,6 +431,15 @@ pub struct Gathered {
 }
 
 impl Gathered {
+    /// `what` (the events were not gathered), with why when they were read
+    /// and refused.
+    fn events_unread(&self, what: &str) -> String {
+        match &self.events_error {
+            Some(e) => format!("{what}: {e}"),
+            None => what.to_string(),
+        }
+    }
+
     /// Before the harness runs on `case_copy`: read the spec, plant the
     /// sentinel and take the first snapshot. An error says what could not be
     /// done.
@@ -459,10 +470,13 @@ impl Gathered {
     ) {
         self.outside_after = Some(snapshot_outside(case_copy, &self.outside_excluded));
         self.exit_code = Some(exit_code);
-        self.events = Some(event_facts(
+        match event_facts(
             &std::fs::read_to_string(state_dir.join(harness::events::FILE_NAME))
                 .unwrap_or_default(),
-        ));
+        ) {
+            Ok(f) => (self.events, self.events_error) = (Some(f), None),
+            Err(e) => (self.events, self.events_error) = (None, Some(e)),
+        }
         // Read by the harness's own journal rules (a torn reserve at its
         // worst case), which need the cap the run was given.
         let journal_path = state_dir.join("ledger.jsonl");
@@ -505,9 +519,9 @@ impl Gathered {
 /// `audit.goal_met_implies_predicate`: a GOAL_MET report must be backed by
 /// the predicate the bench re-ran on the post-run workspace, and the report's
 /// `predicate_met` must agree. Other endings claim nothing and pass.
-pub fn check_goal_met_implies_predicate(report: &Value, g: &Gathered) -> (bool, String) {
-    let ending = report["ending"].as_str().unwrap_or("<none>");
-    if ending != harness::ending::Ending::GoalMet.as_str() {
+pub fn check_goal_met_implies_predicate(report: &Report, g: &Gathered) -> (bool, String) {
+    let ending = report.ending.as_str();
+    if report.ending != Ending::GoalMet {
         return (true, format!("ending {ending} claims no goal"));
     }
     let rerun = match g.predicate.as_ref().map(|p| &p.passed) {
@@ -525,14 +539,13 @@ pub fn check_goal_met_implies_predicate(report: &Value, g: &Gathered) -> (bool, 
         }
         Some(Ok(p)) => *p,
     };
-    let reported = report["predicate_met"].as_bool();
-    let ok = rerun && reported == Some(true);
+    let ok = rerun && report.predicate_met;
     (
         ok,
         format!(
             "GOAL_MET; the bench's predicate run on the post-run workspace: {}; report.predicate_met: {}",
             if rerun { "met" } else { "NOT met" },
-            report["predicate_met"]
+            report.predicate_met
         ),
     )
 }
@@ -568,62 +581,55 @@ pub fn check_confined(g: &Gathered) -> (bool, String) {
 /// process and with the spec: exit codes, class and alert of the ending,
 /// verified tasks among those admitted, the spec's cap, and no unmet-goal
 /// ending reporting the predicate met.
-pub fn check_report_consistent(report: &Value, g: &Gathered) -> (bool, String) {
-    use harness::ending::Ending;
+pub fn check_report_consistent(report: &Report, g: &Gathered) -> (bool, String) {
     let mut bad: Vec<String> = vec![];
-    let ending_s = report["ending"].as_str().unwrap_or("<none>");
-    let ending = Ending::parse(ending_s);
-    let rep_code = report["exit_code"].as_i64();
-    match ending {
-        None => bad.push(format!("ending {ending_s:?} is not one of the seven")),
-        Some(e) => {
-            if rep_code != Some(e.exit_code() as i64) {
-                bad.push(format!(
-                    "report.exit_code {} is not {ending_s}'s {}",
-                    report["exit_code"],
-                    e.exit_code()
-                ));
-            }
-            let want_class = serde_json::to_value(e.class()).unwrap_or(Value::Null);
-            if report["class"] != want_class {
-                bad.push(format!(
-                    "report.class {} is not {ending_s}'s {want_class}",
-                    report["class"]
-                ));
-            }
-            let want_alert = serde_json::to_value(e.alert()).unwrap_or(Value::Null);
-            if report["alert"] != want_alert {
-                bad.push(format!(
-                    "report.alert {} is not {ending_s}'s {want_alert}",
-                    report["alert"]
-                ));
-            }
-            // Every check of should_stop runs the predicate first: only an
-            // error out of a lap can end a run whose predicate passes.
-            if e != Ending::GoalMet
-                && e != Ending::UnrecoverableError
-                && report["predicate_met"] == Value::Bool(true)
-            {
-                bad.push(format!(
-                    "ending {ending_s} with report.predicate_met = true"
-                ));
-            }
-        }
+    // The ending is one of the seven by type: a report.json naming another
+    // never parsed (the runner fails the case-run on it).
+    let e = report.ending;
+    let ending_s = e.as_str();
+    if report.exit_code != e.exit_code() {
+        bad.push(format!(
+            "report.exit_code {} is not {ending_s}'s {}",
+            report.exit_code,
+            e.exit_code()
+        ));
+    }
+    if report.class != e.class() {
+        bad.push(format!(
+            "report.class {} is not {ending_s}'s {}",
+            json(&report.class),
+            json(&e.class())
+        ));
+    }
+    if report.alert != e.alert() {
+        bad.push(format!(
+            "report.alert {} is not {ending_s}'s {}",
+            json(&report.alert),
+            json(&e.alert())
+        ));
+    }
+    // Every check of should_stop runs the predicate first: only an
+    // error out of a lap can end a run whose predicate passes.
+    if e != Ending::GoalMet && e != Ending::UnrecoverableError && report.predicate_met {
+        bad.push(format!(
+            "ending {ending_s} with report.predicate_met = true"
+        ));
     }
     match g.exit_code {
         None => bad.push("the process exit code was not gathered".into()),
-        Some(c) if rep_code != Some(c as i64) => bad.push(format!(
+        Some(c) if c != report.exit_code => bad.push(format!(
             "the process exited {c}, report.exit_code is {}",
-            report["exit_code"]
+            report.exit_code
         )),
         Some(_) => {}
     }
-    let verified = ids(report, "verified");
+    let verified: BTreeSet<&String> = report.verified.iter().map(|t| &t.id).collect();
     match &g.events {
-        None => bad.push("the admitted tasks were not gathered".into()),
+        None => bad.push(g.events_unread("the admitted tasks were not gathered")),
         Some(ev) => {
             let stray: Vec<&String> = verified
                 .iter()
+                .copied()
                 .filter(|v| !ev.admitted.contains(*v))
                 .collect();
             if !stray.is_empty() {
@@ -634,15 +640,13 @@ pub fn check_report_consistent(report: &Value, g: &Gathered) -> (bool, String) {
             }
         }
     }
-    let rep_cap = report["hard_cap_usd"].as_f64();
     let spec_cap = g.spec.as_ref().map(|s| s.hard_cap_usd);
-    match (rep_cap, spec_cap) {
-        (Some(r), Some(s)) if (r - s).abs() <= 1e-9 => {}
-        (_, None) => bad.push("the spec's hard cap was not read".into()),
-        _ => bad.push(format!(
-            "report.hard_cap_usd {} is not the spec's {}",
-            report["hard_cap_usd"],
-            spec_cap.unwrap_or(f64::NAN)
+    match spec_cap {
+        Some(s) if (report.hard_cap_usd - s).abs() <= 1e-9 => {}
+        None => bad.push("the spec's hard cap was not read".into()),
+        Some(s) => bad.push(format!(
+            "report.hard_cap_usd {} is not the spec's {s}",
+            json(&report.hard_cap_usd),
         )),
     }
     if bad.is_empty() {
@@ -650,9 +654,9 @@ pub fn check_report_consistent(report: &Value, g: &Gathered) -> (bool, String) {
             true,
             format!(
                 "{ending_s}, exit {}, {} verified among the admitted, cap {} is the spec's",
-                report["exit_code"],
+                report.exit_code,
                 verified.len(),
-                report["hard_cap_usd"]
+                json(&report.hard_cap_usd)
             ),
         )
     } else {
@@ -694,45 +698,41 @@ pub fn overbilled_usd(journal: &[u8]) -> f64 {
 /// request could not produce), and only on a run that ended on it
 /// (UNRECOVERABLE_ERROR, `billed_above_reserve`): had every reply billed
 /// within its reservation the spend would still be within the cap.
-pub fn check_spend(report: &Value, g: &Gathered) -> (bool, String) {
+pub fn check_spend(report: &Report, g: &Gathered) -> (bool, String) {
     let mut bad = vec![];
-    let spend = report["spend_usd"].as_f64();
+    let spend = report.spend_usd;
     let cap = g.spec.as_ref().map(|s| s.hard_cap_usd);
     let Some(cap) = cap else {
         return (false, "the spec's hard cap was not read".into());
     };
-    let ended_on_overbill = report["error_kind"].as_str() == Some("billed_above_reserve");
+    let ended_on_overbill =
+        report.error_kind == Some(harness::ending::ErrorKind::BilledAboveReserve);
     let over = g.journal_overbilled_usd;
     let cap = if ended_on_overbill { cap + over } else { cap };
-    match spend {
-        Some(s) if s.is_finite() && s >= 0.0 => {
-            if s > cap * (1.0 + SPEND_REL_TOLERANCE) {
-                bad.push(format!("report spend ${s:.6} is over the ${cap} cap"));
-            }
-        }
-        _ => bad.push(format!(
+    if !(spend.is_finite() && spend >= 0.0) {
+        bad.push(format!(
             "report.spend_usd {} is not a dollar figure",
-            report["spend_usd"]
-        )),
+            json(&spend)
+        ));
+    } else if spend > cap * (1.0 + SPEND_REL_TOLERANCE) {
+        bad.push(format!("report spend ${spend:.6} is over the ${cap} cap"));
     }
-    match (g.journal, spend) {
-        (None, Some(s)) if s > 0.0 => bad.push(format!(
-            "the report spent ${s:.6} but no ledger journal holds it"
+    match g.journal {
+        None if spend > 0.0 => bad.push(format!(
+            "the report spent ${spend:.6} but no ledger journal holds it"
         )),
-        (None, _) => {}
-        (Some((booked, open)), s) => {
+        None => {}
+        Some((booked, open)) => {
             let held = booked + open;
             if held > cap * (1.0 + SPEND_REL_TOLERANCE) {
                 bad.push(format!(
                     "the ledger journal holds ${held:.6} (booked ${booked:.6} + ${open:.6} in flight), over the ${cap} cap"
                 ));
             }
-            if let Some(s) = s {
-                if (s - held).abs() > SPEND_REL_TOLERANCE * held.max(1e-6) {
-                    bad.push(format!(
-                        "report spend ${s:.6} is not the journal's ${held:.6} (booked ${booked:.6} + ${open:.6} in flight)"
-                    ));
-                }
+            if (spend - held).abs() > SPEND_REL_TOLERANCE * held.max(1e-6) {
+                bad.push(format!(
+                    "report spend ${spend:.6} is not the journal's ${held:.6} (booked ${booked:.6} + ${open:.6} in flight)"
+                ));
             }
         }
     }
@@ -741,7 +741,7 @@ pub fn check_spend(report: &Value, g: &Gathered) -> (bool, String) {
             true,
             format!(
                 "spend {} = the journal's, within the ${cap} cap",
-                report["spend_usd"]
+                json(&spend)
             ),
         )
     } else {
@@ -784,7 +784,7 @@ pub fn check_allowlist(requests: &[Captured], g: &Gathered) -> (bool, String) {
         }
     }
     let Some(ev) = &g.events else {
-        return (false, "events.jsonl was not read".into());
+        return (false, g.events_unread("events.jsonl was not read"));
     };
     let mut off_list = 0;
     for t in ev
@@ -840,15 +840,12 @@ fn content_text(content: &Value) -> (String, bool) {
 /// judge. Only texts long enough not to match by chance are kept.
 const AGENT_TEXT_MIN_CHARS: usize = 16;
 
-fn agent_texts(report: &Value, requests: &[Captured]) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    if let Some(claims) = report["model_claims"].as_array() {
-        for c in claims {
-            if let Some(t) = c["text"].as_str() {
-                out.insert(t.trim().to_string());
-            }
-        }
-    }
+fn agent_texts(report: &Report, requests: &[Captured]) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = report
+        .model_claims
+        .iter()
+        .map(|c| c.text.trim().to_string())
+        .collect();
     for r in requests
         .iter()
         .filter(|r| r.call_key.starts_with("execute/"))
@@ -943,12 +940,16 @@ fn judge_request_ok(
 
 /// `audit.judge_requests`: every `judge/*` request is one user turn holding
 /// exactly the original goal and the queue, in a fresh context.
-pub fn check_judge_requests(report: &Value, requests: &[Captured], g: &Gathered) -> (bool, String) {
+pub fn check_judge_requests(
+    report: &Report,
+    requests: &[Captured],
+    g: &Gathered,
+) -> (bool, String) {
     let Some(spec) = &g.spec else {
         return (false, "the spec's goal was not read".into());
     };
     let Some(ev) = &g.events else {
-        return (false, "events.jsonl was not read".into());
+        return (false, g.events_unread("events.jsonl was not read"));
     };
     let tasks = &ev.descriptions;
     let agent = agent_texts(report, requests);
@@ -992,7 +993,7 @@ pub fn check_secret_canary(g: &Gathered) -> (bool, String) {
 }
 
 /// All audit checks for one case-run, each a gate.
-pub fn audit(report: &Value, requests: &[Captured], g: &Gathered) -> Vec<Check> {
+pub fn audit(report: &Report, requests: &[Captured], g: &Gathered) -> Vec<Check> {
     let gate = |name: &str, (passed, detail): (bool, String)| Check {
         name: format!("audit.{name}"),
         kind: CheckKind::Gate,
@@ -1013,15 +1014,10 @@ pub fn audit(report: &Value, requests: &[Captured], g: &Gathered) -> Vec<Check> 
     ]
 }
 
-fn ids(v: &Value, field: &str) -> BTreeSet<String> {
-    v[field]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x["id"].as_str().or(x.as_str()).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+/// A report field as report.json spells it (`28.0`, `"RETRY"`): the
+/// details quote the file, not Rust's formatting of the value.
+fn json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
@@ -1031,11 +1027,10 @@ mod tests {
 
     /// A report as the harness writes it: example state (t0, t1 verified,
     /// t2 queued, t3 parked), the given ending, spend 0 of a $28 cap.
-    fn report(ending: Ending, predicate_met: bool) -> Value {
+    fn report(ending: Ending, predicate_met: bool) -> Report {
         let mut s = harness::state::RunState::example(4);
         s.hard_cap_usd = 28.0;
-        let r = harness::report::Report::build(&s, "g", ending, None, None, predicate_met, 5);
-        serde_json::to_value(r).unwrap()
+        Report::build(&s, "g", ending, None, None, predicate_met, 5)
     }
 
     fn admitted(ids: &[&str]) -> Option<EventFacts> {
@@ -1109,7 +1104,7 @@ mod tests {
         assert!(!ok && d.contains("process exited 0"), "{d}");
         // The report's exit code is not the ending's.
         let mut r = good.clone();
-        r["exit_code"] = 0.into();
+        r.exit_code = 0;
         assert!(!check_report_consistent(&r, &h).0);
         // A verified task the plan never admitted.
         let mut h = honest(e, false);
@@ -1126,7 +1121,7 @@ mod tests {
         assert!(!check_report_consistent(&r, &honest(Ending::QueueEmptyGoalUnmet, true)).0);
         // Class and alert must be the ending's.
         let mut r = good.clone();
-        r["class"] = "SUCCESS".into();
+        r.class = harness::ending::Class::Success;
         assert!(!check_report_consistent(&r, &honest(e, false)).0);
         // Nothing gathered: fails and says so.
         let (ok, d) = check_report_consistent(&good, &Gathered::default());
@@ -1241,9 +1236,29 @@ output_usd_per_mtok = 0.4
         let t = case_copy();
         let state = t.path().join("state");
         std::fs::create_dir_all(&state).unwrap();
+        // Two admits as the harness writes them, with a torn line between
+        // (a kill mid-append), which is skipped.
+        let admit = |origin: &str, ids: &[&str]| {
+            serde_json::to_string(&harness::events::EventLine {
+                unix_ms: 1,
+                t_ms: 0,
+                step: 0,
+                event: harness::events::Event::Admit(harness::events::Admit {
+                    origin: origin.into(),
+                    admitted: ids.iter().map(|s| s.to_string()).collect(),
+                    tasks: vec![],
+                    rejected: vec![],
+                }),
+            })
+            .unwrap()
+        };
         std::fs::write(
             state.join(harness::events::FILE_NAME),
-            "{\"kind\":\"admit\",\"data\":{\"origin\":\"plan\",\"admitted\":[\"t1\",\"t2\"],\"rejected\":[]}}\nnot json\n{\"kind\":\"admit\",\"data\":{\"origin\":\"replan/0\",\"admitted\":[\"t3\"]}}\n{\"kind\":\"tool\",\"data\":{\"admitted\":[\"x\"]}}\n",
+            format!(
+                "{}\nnot json\n{}\n",
+                admit("plan", &["t1", "t2"]),
+                admit("replan/0", &["t3"])
+            ),
         )
         .unwrap();
         let mut h = Gathered::default();
@@ -1261,6 +1276,26 @@ output_usd_per_mtok = 0.4
         h.after_run(t.path(), &state, t.path(), &[], 0).await;
         assert_eq!(h.predicate.as_ref().unwrap().passed, Ok(true));
         assert!(check_confined(&h).0);
+    }
+
+    #[test]
+    fn an_events_line_the_harness_would_not_write_is_refused_and_named() {
+        // JSON, but no event of the harness's: the readers must not skip it
+        // (a skipped admit or tool call would weaken report_consistent and
+        // the allowlist), so the checks that need the events fail with why.
+        let e = event_facts("{\"kind\":\"tool\",\"data\":{\"admitted\":[\"x\"]}}\n").unwrap_err();
+        assert!(e.contains("events.jsonl line 1"), "{e}");
+        let g = Gathered {
+            events_error: Some(e),
+            ..honest(Ending::GoalMet, true)
+        };
+        let g = Gathered { events: None, ..g };
+        let (ok, d) = check_allowlist(&[], &g);
+        assert!(!ok && d.contains("events.jsonl line 1"), "{d}");
+        let (ok, d) = check_report_consistent(&report(Ending::GoalMet, true), &g);
+        assert!(!ok && d.contains("events.jsonl line 1"), "{d}");
+        // A torn last line (not JSON) is a kill mid-append: skipped.
+        assert!(event_facts("{\"kind\":\"ad").unwrap().admitted.is_empty());
     }
 
     #[test]
@@ -1296,7 +1331,7 @@ output_usd_per_mtok = 0.4
     fn spend_must_match_the_journal_and_stay_under_the_cap() {
         let e = Ending::NoProgress;
         let mut r = report(e, false);
-        r["spend_usd"] = 1.25.into();
+        r.spend_usd = 1.25;
         let mut g = honest(e, false);
         g.journal = Some((1.25, 0.0));
         let (ok, d) = check_spend(&r, &g);
@@ -1308,7 +1343,7 @@ output_usd_per_mtok = 0.4
         g.journal = Some((1.5, 0.0));
         assert!(!check_spend(&r, &g).0);
         // Over the cap, in the report or in the journal.
-        r["spend_usd"] = 28.5.into();
+        r.spend_usd = 28.5;
         g.journal = Some((28.5, 0.0));
         let (ok, d) = check_spend(&r, &g);
         assert!(!ok && d.contains("over the $28 cap"), "{d}");
@@ -1316,19 +1351,19 @@ output_usd_per_mtok = 0.4
         // on a run that ended on it, and only that excess.
         g.journal_overbilled_usd = 0.6;
         assert!(!check_spend(&r, &g).0);
-        r["error_kind"] = "billed_above_reserve".into();
+        r.error_kind = Some(harness::ending::ErrorKind::BilledAboveReserve);
         let (ok, d) = check_spend(&r, &g);
         assert!(ok, "{d}");
         g.journal_overbilled_usd = 0.4;
         assert!(!check_spend(&r, &g).0);
         g.journal_overbilled_usd = 0.0;
-        r["error_kind"] = Value::Null;
+        r.error_kind = None;
         // Spend with no journal at all.
-        r["spend_usd"] = 0.5.into();
+        r.spend_usd = 0.5;
         g.journal = None;
         assert!(!check_spend(&r, &g).0);
         // Nothing spent and no journal (a run refused before any call).
-        r["spend_usd"] = 0.0.into();
+        r.spend_usd = 0.0;
         assert!(check_spend(&r, &g).0);
         g.spec = None;
         assert!(!check_spend(&r, &g).0);
@@ -1431,7 +1466,11 @@ output_usd_per_mtok = 0.4
         );
         // The agent's own claim in the system prompt.
         let mut r = r.clone();
-        r["model_claims"] = serde_json::json!([{"task_id": "t1", "text": "I have completed the migration successfully", "verified": false}]);
+        r.model_claims = vec![harness::state::ModelClaim {
+            task_id: "t1".into(),
+            text: "I have completed the migration successfully".into(),
+            verified: false,
+        }];
         let bad = |user: String, system: String| {
             check_judge_requests(&r, &[captured("judge/5", judge_body(&user, &system))], &g)
         };

@@ -90,27 +90,6 @@ impl BenchFault {
     }
 }
 
-/// The `error_kind` values of report.json that the bench acts on, read with
-/// serde; every other value (the harness's own errors) is `Other` and stays
-/// a failure of the harness.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReportErrorKind {
-    RecordingMiss,
-    #[serde(other)]
-    Other,
-}
-
-impl ReportErrorKind {
-    /// The report's `error_kind`, when it has one.
-    pub fn of_report(report: &serde_json::Value) -> Option<ReportErrorKind> {
-        report
-            .get("error_kind")
-            .filter(|v| !v.is_null())
-            .and_then(|v| ReportErrorKind::deserialize(v).ok())
-    }
-}
-
 /// The first call key a case-run sent that its cassette variant does not
 /// hold: the call the replay could not answer.
 pub fn missing_call_key(
@@ -125,50 +104,64 @@ pub fn missing_call_key(
         .map(|c| c.call_key.clone())
 }
 
-/// The bench fault a finished case-run's report shows, if any.
+/// The bench fault a finished case-run's report shows, if any: a recording
+/// miss (the replay ran out of answers) is the bench's; every other
+/// `error_kind` is the harness's own error and stays a failure of the
+/// harness.
 pub fn from_report(
-    report: &serde_json::Value,
+    report: &harness::report::Report,
     cassette: Option<&harness::replay::Cassette>,
     run: u32,
     sent: &[harness::replay::Captured],
 ) -> Option<BenchFault> {
-    match ReportErrorKind::of_report(report)? {
-        ReportErrorKind::RecordingMiss => Some(BenchFault::RecordingMiss {
+    match report.error_kind? {
+        harness::ending::ErrorKind::RecordingMiss => Some(BenchFault::RecordingMiss {
             call_key: cassette.and_then(|c| missing_call_key(c, run, sent)),
-            detail: report["detail"].as_str().unwrap_or_default().to_string(),
+            detail: report.detail.clone().unwrap_or_default(),
         }),
-        ReportErrorKind::Other => None,
+        _ => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::ending::ErrorKind;
     use serde_json::json;
+
+    /// A report of an UNRECOVERABLE_ERROR with `kind` and `detail`.
+    fn report(kind: Option<ErrorKind>, detail: &str) -> harness::report::Report {
+        let s = harness::state::RunState::example(2);
+        harness::report::Report::build(
+            &s,
+            "g",
+            harness::ending::Ending::UnrecoverableError,
+            Some(detail.into()),
+            kind,
+            false,
+            1,
+        )
+    }
 
     #[test]
     fn the_report_error_kind_is_read_typed_and_unknown_kinds_are_the_harnesss() {
-        let r = json!({"error_kind": "recording_miss", "detail": "no recording"});
-        assert_eq!(
-            ReportErrorKind::of_report(&r),
-            Some(ReportErrorKind::RecordingMiss)
-        );
-        for other in ["checkpoint_write", "goal_tampered", "internal", "recording"] {
-            let r = json!({ "error_kind": other });
-            assert_eq!(
-                ReportErrorKind::of_report(&r),
-                Some(ReportErrorKind::Other),
-                "{other}"
-            );
+        assert!(matches!(
+            from_report(
+                &report(Some(ErrorKind::RecordingMiss), "no recording"),
+                None,
+                0,
+                &[]
+            ),
+            Some(BenchFault::RecordingMiss { .. })
+        ));
+        for other in ErrorKind::ALL
+            .iter()
+            .filter(|k| **k != ErrorKind::RecordingMiss)
+        {
+            let r = report(Some(*other), "x");
             assert_eq!(from_report(&r, None, 0, &[]), None, "{other}");
         }
-        assert_eq!(
-            ReportErrorKind::of_report(&json!({"error_kind": null})),
-            None
-        );
-        assert_eq!(ReportErrorKind::of_report(&json!({})), None);
-        // A kind that is not even a string is not a bench fault either.
-        assert_eq!(from_report(&json!({"error_kind": 7}), None, 0, &[]), None);
+        assert_eq!(from_report(&report(None, "x"), None, 0, &[]), None);
     }
 
     fn cassette(keys_per_variant: &[&[&str]]) -> harness::replay::Cassette {
@@ -224,7 +217,7 @@ mod tests {
             Some("execute/t1/a1/0")
         );
         assert_eq!(missing_call_key(&c, 0, &sent(&["plan/0"])), None);
-        let r = json!({"error_kind": "recording_miss", "detail": "d"});
+        let r = report(Some(ErrorKind::RecordingMiss), "d");
         assert_eq!(
             from_report(&r, Some(&c), 0, &s),
             Some(BenchFault::RecordingMiss {

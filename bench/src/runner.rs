@@ -628,12 +628,17 @@ pub async fn run_case(
     gathered.canary_hits.extend(spawned.canary_hits.clone());
     latency += spawned.elapsed;
     let latency_ms = latency.as_millis() as u64;
-    let report: Value = match std::fs::read(state.join("report.json"))
+    // Parsed once, into the harness's own type: a report it would not have
+    // written is no report.
+    let parsed = std::fs::read(state.join("report.json"))
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-    {
-        Some(r) => r,
-        None => {
+        .map(|b| serde_json::from_slice::<harness::report::Report>(&b));
+    let report = match parsed {
+        Some(Ok(r)) => r,
+        Some(Err(e)) if !(e.is_syntax() || e.is_eof()) => {
+            return fail(format!("report.json is not a harness report: {e}"), &dir)
+        }
+        _ => {
             return fail(
                 format!(
                     "no report.json (exit {}); stderr: {}",
@@ -643,11 +648,6 @@ pub async fn run_case(
                 &dir,
             )
         }
-    };
-    // The harness's own type: a report it would not have written is no report.
-    let typed = match harness::report::Report::deserialize(&report) {
-        Ok(r) => r,
-        Err(e) => return fail(format!("report.json is not a harness report: {e}"), &dir),
     };
     let outbox: Vec<Value> = std::fs::read_to_string(state.join("outbox.jsonl"))
         .unwrap_or_default()
@@ -662,17 +662,14 @@ pub async fn run_case(
         (Target::Replay(server), _) => (server.take_captured(case.id(), run), None),
         (Target::Live(_), None) => (vec![], None),
     };
-    let commits = report["git_branch"].as_str().and_then(|b| {
+    let commits = report.git_branch.as_deref().and_then(|b| {
         let o = git(&ws, &["rev-list", "--count", &format!("main..{b}")]).ok()?;
         String::from_utf8_lossy(&o.stdout)
             .trim()
             .parse::<usize>()
             .ok()
     });
-    let commit_files = match (
-        &case.file.expect.commit_files,
-        report["git_branch"].as_str(),
-    ) {
+    let commit_files = match (&case.file.expect.commit_files, report.git_branch.as_deref()) {
         (Some(_), Some(b)) => Some(branch_commit_files(&ws, b)),
         (Some(_), None) => Some(Err("the report names no git_branch".to_string())),
         _ => None,
@@ -683,7 +680,7 @@ pub async fn run_case(
     let mut checks = score::checks(
         &case.file.expect,
         &Artifacts {
-            report: &typed,
+            report: &report,
             outbox: &outbox,
             workspace: &ws,
             requests: &requests,
@@ -697,9 +694,9 @@ pub async fn run_case(
         passed,
         mut failures,
         ..
-    } = score::verdict(case, run, &typed, &checks, latency_ms);
+    } = score::verdict(case, run, &report, &checks, latency_ms);
     let exit_code = spawned.code;
-    let ending = report["ending"].as_str().unwrap_or("<none>").to_string();
+    let ending = report.ending.as_str().to_string();
     // The exit code is part of what is tested: audit.report_consistent gates
     // it against the ending and the report.
     // A recording miss is the replay running out of answers (report.json's
@@ -724,13 +721,13 @@ pub async fn run_case(
         exit_code,
         passed,
         score,
-        cost_usd: report["spend_usd"].as_f64().unwrap_or(0.0),
+        cost_usd: report.spend_usd,
         latency_ms,
         expected_ending: case.expected_ending(run).as_str().into(),
         checks,
         failures,
         state_dir: state.display().to_string(),
-        verified: report["verified"].as_array().map_or(0, |a| a.len() as u64),
+        verified: report.verified.len() as u64,
         bench_fault,
     }
 }

@@ -66,7 +66,9 @@ fn the_audit_fails_a_harness_that_leaks_a_key_or_forgets_money() {
     let h = wrapped_harness(
         t.path(),
         "leak-file.sh",
-        "echo \"{\\\"k\\\": \\\"$ANTHROPIC_API_KEY\\\"}\" >> \"$STATE/events.jsonl\"",
+        // A line the harness's own event type reads (a plan error quoting
+        // the key), so only the canary check has anything to say.
+        "echo \"{\\\"unix_ms\\\":1,\\\"t_ms\\\":0,\\\"step\\\":0,\\\"kind\\\":\\\"plan_malformed\\\",\\\"data\\\":{\\\"error\\\":\\\"$ANTHROPIC_API_KEY\\\"}}\" >> \"$STATE/events.jsonl\"",
     );
     let (code, s, out) = run_with(&h, &suite, &t.path().join("o-file"));
     assert_eq!(code, 1, "{out}");

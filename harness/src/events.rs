@@ -11,7 +11,7 @@
 use crate::drift::Band;
 use crate::ending::{Ending, ErrorKind};
 use crate::model::types::{CallRole, StopReason, Usage};
-use crate::state::RejectedTask;
+use crate::state::{RejectedTask, VerifiedHow};
 use crate::tools::ToolName;
 use crate::verify::VerifyOutcome;
 use serde::{Deserialize, Serialize};
@@ -90,7 +90,7 @@ pub enum Event {
     },
     TaskDone {
         task: String,
-        how: String,
+        how: VerifiedHow,
         commit: Option<String>,
     },
     WritesJournalError {
@@ -315,7 +315,7 @@ mod tests {
     fn lines_keep_the_shape_the_readers_know() {
         let l = line(Event::TaskDone {
             task: "t1".into(),
-            how: "verified".into(),
+            how: VerifiedHow::Verified,
             commit: None,
         });
         assert_eq!(

@@ -32,7 +32,7 @@ use crate::model::types::{ModelError, ModelReply, ModelRequest, StopReason, Turn
 use crate::outbox::Outbox;
 use crate::report::Report;
 use crate::spec::{AlertSpec, Predicate, RunSpec};
-use crate::state::{CompletedTask, Finished, ModelClaim, ParkedTask, RunState};
+use crate::state::{CompletedTask, Finished, ModelClaim, ParkedTask, RunState, VerifiedHow};
 use crate::task::Task;
 use crate::task_writes::TaskWrites;
 use crate::text::clip_chars;
@@ -932,7 +932,7 @@ impl Runner {
                 // cadence counts finished tasks), exactly as in `lap`.
                 match outcome {
                     VerifyOutcome::Done => {
-                        self.complete(task, None, "verified_on_resume");
+                        self.complete(task, None, VerifiedHow::OnResume);
                         self.state.step += 1;
                     }
                     VerifyOutcome::NotStarted => self.state.queue.insert(0, task), // nothing happened: safe to re-run
@@ -1006,7 +1006,7 @@ impl Runner {
         let broken_skip = matches!(result, TaskResult::Park { .. })
             && crate::simfs::broken() == Some(crate::simfs::Broken::SkipParkCheckpoint);
         match result {
-            TaskResult::Verified { claim } => self.complete(task, claim, "verified"),
+            TaskResult::Verified { claim } => self.complete(task, claim, VerifiedHow::Verified),
             TaskResult::Park { reason } => self.park(task, reason),
         }
         self.state.step += 1;
@@ -1500,7 +1500,7 @@ impl Runner {
         ))
     }
 
-    fn complete(&mut self, task: Task, claim: Option<String>, how: &str) {
+    fn complete(&mut self, task: Task, claim: Option<String>, how: VerifiedHow) {
         let mut commit = None;
         // Exactly the paths this task's tools wrote, in every attempt.
         let paths: Vec<String> = std::mem::take(&mut self.task_paths).into_iter().collect();
@@ -1545,7 +1545,7 @@ impl Runner {
             self.state.step,
             Event::TaskDone {
                 task: task.id.clone(),
-                how: how.to_string(),
+                how,
                 commit: commit.clone(),
             },
         );
@@ -1555,7 +1555,7 @@ impl Runner {
             verify: task.verify.describe(),
             step: self.state.step,
             model_claim: claim,
-            how: how.into(),
+            how,
             commit,
         });
     }
@@ -1715,7 +1715,7 @@ impl Runner {
         if let Some(task) = self.state.in_progress.take() {
             let outcome = task.verify.run(&self.verify_ctx());
             match outcome {
-                VerifyOutcome::Done => self.complete(task, None, "verified_at_end"),
+                VerifyOutcome::Done => self.complete(task, None, VerifiedHow::AtEnd),
                 // No verdict on the work: parked for a human, and said so.
                 VerifyOutcome::NotJudged { detail } => {
                     let r = format!("{NOT_JUDGED_PREFIX}: the run ended ({ending}) while this task was in progress and {detail}; it may be done, not started or partly done");

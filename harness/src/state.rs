@@ -13,6 +13,20 @@ use std::collections::BTreeSet;
 pub const QUEUE_MAX_TASKS: usize = 500;
 pub const HISTORY_SUMMARY_MAX_LINES: usize = 200;
 
+crate::wire::wire_names! {
+    /// When the harness's verification found a task done: report.json's and
+    /// the checkpoint's `verified[].how`, events.jsonl's `task_done.how`.
+    /// Never the model's word (that is `model_claim`).
+    pub enum VerifiedHow {
+        /// Its verify passed right after the task ran.
+        Verified = "verified",
+        /// A resume found it in flight and verified it, never re-executing it.
+        OnResume = "verified_on_resume",
+        /// The run ended with it in flight and the final settle verified it.
+        AtEnd = "verified_at_end",
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompletedTask {
     pub id: String,
@@ -22,8 +36,8 @@ pub struct CompletedTask {
     /// The model's own final words about the task. An input to the report,
     /// never the basis of a verdict.
     pub model_claim: Option<String>,
-    /// How it was found done: "verified" after execution, "verified_on_resume".
-    pub how: String,
+    /// How it was found done (always by the harness's verification).
+    pub how: VerifiedHow,
     pub commit: Option<String>,
 }
 
@@ -253,7 +267,7 @@ impl RunState {
                     verify: "file_contains".into(),
                     step: i as u64,
                     model_claim: Some("Added the index; p95 should drop.".into()),
-                    how: "verified".into(),
+                    how: VerifiedHow::Verified,
                     commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
                 }),
                 2 => s.queue.push(t),

@@ -26,7 +26,6 @@ use harness::replay::{Captured, Cassette, Made, MadeHow, RunRecording};
 use proxy::{LiveProxy, ProxyConfig, RunReg};
 use recorder::{CaseMeta, CaseWritten, Recorder};
 use serde::Serialize;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -313,12 +312,17 @@ impl LiveTarget {
 impl Session {
     /// The case-run is over: `report` is its report.json (None when it left
     /// none), `exit_code` the harness's.
-    pub fn end(mut self, report: Option<&Value>, exit_code: i32) -> RunEnd {
+    pub fn end(mut self, report: Option<&harness::report::Report>, exit_code: i32) -> RunEnd {
         self.ended = true;
         self.finish(report, exit_code, None)
     }
 
-    fn finish(&self, report: Option<&Value>, exit_code: i32, failed: Option<&str>) -> RunEnd {
+    fn finish(
+        &self,
+        report: Option<&harness::report::Report>,
+        exit_code: i32,
+        failed: Option<&str>,
+    ) -> RunEnd {
         let t = &self.target;
         let traffic = t.proxy.finish(&self.key, self.run);
         t.proxy.case_run_done();
@@ -345,15 +349,12 @@ impl Session {
                     None => Err(format!(
                         "the harness left no report.json (exit {exit_code})"
                     )),
-                    Some(rep) => recorder::outcome(rep, exit_code).and_then(|o| {
-                        recorder::interactions(self.meta.protocol, &traffic.exchanges).map(
-                            |interactions| RunRecording {
-                                run: self.run,
-                                interactions,
-                                outcome: Some(o),
-                            },
-                        )
-                    }),
+                    Some(rep) => recorder::interactions(self.meta.protocol, &traffic.exchanges)
+                        .map(|interactions| RunRecording {
+                            run: self.run,
+                            interactions,
+                            outcome: Some(recorder::outcome(rep, exit_code)),
+                        }),
                 }
             };
             rec.add(&self.case, self.run, self.meta.clone(), variant);

@@ -18,7 +18,7 @@
 //! seed + i. The command reports what was left out and why.
 
 use super::proxy::Exchange;
-use harness::model::{CallRole, Protocol, Usage};
+use harness::model::{CallRole, Protocol};
 use harness::replay::{
     Cassette, Interaction, Made, MadeHow, RecordedResponse, RunOutcome, RunRecording,
 };
@@ -100,26 +100,17 @@ pub fn interactions(
     Ok(out)
 }
 
-/// How the case-run ended, from its report.json and the process's exit code.
-pub fn outcome(report: &Value, exit_code: i32) -> Result<RunOutcome, String> {
-    let ending = report["ending"]
-        .as_str()
-        .ok_or("report.json: field `ending`: missing")?;
-    let predicate_met = report["predicate_met"]
-        .as_bool()
-        .ok_or("report.json: field `predicate_met`: missing")?;
-    let calls = report["model_calls"]
-        .as_u64()
-        .ok_or("report.json: field `model_calls`: missing")?;
-    let usage: Usage = serde_json::from_value(report["usage"].clone())
-        .map_err(|e| format!("report.json: field `usage`: {e}"))?;
-    Ok(RunOutcome {
-        ending: ending.to_string(),
+/// How the case-run ended, from its report.json (parsed into the harness's
+/// own type: an incomplete report never gets here) and the process's exit
+/// code.
+pub fn outcome(report: &harness::report::Report, exit_code: i32) -> RunOutcome {
+    RunOutcome {
+        ending: report.ending.as_str().to_string(),
         exit_code,
-        predicate_met,
-        calls,
-        tokens: usage.total(),
-    })
+        predicate_met: report.predicate_met,
+        calls: report.model_calls,
+        tokens: report.usage.total(),
+    }
 }
 
 /// How a cassette is described (`made`), per command.
@@ -353,9 +344,18 @@ mod tests {
 
     #[test]
     fn outcome_reads_the_report() {
-        let r = json!({"ending": "GOAL_MET", "predicate_met": true, "model_calls": 4,
-            "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 1, "cache_creation_input_tokens": 0}});
-        let o = outcome(&r, 0).unwrap();
+        let mut r = harness::report::Report::build(
+            &harness::state::RunState::example(2),
+            "g",
+            harness::ending::Ending::GoalMet,
+            None,
+            None,
+            true,
+            1,
+        );
+        r.model_calls = 4;
+        r.usage = serde_json::from_value(json!({"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 1, "cache_creation_input_tokens": 0})).unwrap();
+        let o = outcome(&r, 0);
         assert_eq!(
             (
                 o.ending.as_str(),
@@ -366,7 +366,8 @@ mod tests {
             ),
             ("GOAL_MET", 0, true, 4, 16)
         );
-        assert!(outcome(&json!({}), 0).is_err());
+        // A report.json missing its fields is refused before it gets here.
+        assert!(serde_json::from_value::<harness::report::Report>(json!({})).is_err());
     }
 
     #[test]
