@@ -483,7 +483,9 @@ fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>
         cases: cases
             .iter()
             .zip(runs)
-            .map(|(c, r)| crate::summary::case_record(c, r.clone(), pass_rate))
+            .map(|(c, r)| {
+                crate::summary::case_record(&crate::events::CaseMeta::of(c), r.clone(), pass_rate)
+            })
             .collect(),
         categories: Default::default(),
         overall: crate::summary::totals_of(&[]),
