@@ -502,8 +502,9 @@ pub enum Pooled<T> {
 
 /// The bench's one worker pool: at most `max_concurrency` (clamped to
 /// 1..=`CONCURRENCY_MAX`) jobs at a time, started in the order given, each
-/// result handed to `done` on this task as it finishes. The case-run batch
-/// and `bench calibrate`'s live judge both run on it.
+/// result handed to `done` on this task as it finishes. The case-run batch,
+/// `bench ab`'s interleaved arms and `bench calibrate`'s live judge all run
+/// on it.
 pub async fn pool<J, T, W, Fut, D>(jobs: Vec<J>, max_concurrency: usize, work: W, mut done: D)
 where
     J: Send + 'static,
