@@ -2,13 +2,14 @@
 //! harness with one overlay, at most `max_concurrency` at a time. `bench run`
 //! runs one batch with no overlay; `bench knee` runs one per budget level,
 //! each into its own directory so the state dirs never collide. What to show
-//! while it runs is the caller's reporter's (`events`): the batch emits an
-//! event per finished case-run. A live batch (`Batch::start_live`) sends its case-runs through
+//! while it runs, and the files it leaves, are the caller's reporters'
+//! (`events`): the batch emits typed events (batch started, case-run started
+//! and finished, case finished with its outcome, batch finished). A live batch (`Batch::start_live`) sends its case-runs through
 //! the live proxy instead, and starts no new case-run once the command-wide
 //! cap has refused a call (those count as failed, "not started").
 
 use crate::bench_fault::BenchFault;
-use crate::events::{Event, Reporter};
+use crate::events::{CaseMeta, Event, Reporter};
 use crate::live::LiveTarget;
 use crate::runner::{self, Overlay, RunRecord, Servers, Target};
 use crate::suite::Case;
@@ -368,29 +369,117 @@ impl Batch {
                 (ci, rec)
             }
         };
-        let mut per_case: Vec<Vec<RunRecord>> = vec![vec![]; self.cases.len()];
-        // A worker that panicked leaves its case-run without a record (and
-        // the others finish the queue); `total()` tells the caller.
-        pool(jobs, self.max_concurrency, work, |(ci, rec)| {
-            let stop = stop_on_failure && !rec.passed;
+        let metas: Vec<CaseMeta> = self.cases.iter().map(CaseMeta::of).collect();
+        let settings = Reported {
+            cases: &metas,
+            runs_per_case: self.runs_per_case,
+            max_concurrency: self.max_concurrency,
+            stop_on_failure,
+        };
+        run_reported(settings, jobs, work, reporter).await
+    }
+}
+
+/// How [`run_reported`] runs a batch's jobs.
+struct Reported<'a> {
+    cases: &'a [CaseMeta],
+    runs_per_case: u32,
+    max_concurrency: usize,
+    /// Start no new case-run once one has failed.
+    stop_on_failure: bool,
+}
+
+/// Run the case-runs `jobs` (case index, run) on [`pool`] and report the
+/// batch's events to `reporter` (the order `events::Event` promises), from
+/// this task. `work` runs one case-run. Returns the records per case (in the
+/// order of `cases`), each case's runs sorted by run index. The one place a
+/// batch's events are made, whatever runs the case-runs (the harness, or a
+/// test's stand-in).
+async fn run_reported<W, Fut>(
+    s: Reported<'_>,
+    jobs: Vec<(usize, u32)>,
+    work: W,
+    reporter: &mut dyn Reporter,
+) -> Vec<Vec<RunRecord>>
+where
+    W: Fn((usize, u32)) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = (usize, RunRecord)> + Send + 'static,
+{
+    let t0 = std::time::Instant::now();
+    let n = s.cases.len();
+    assert!(
+        jobs.iter().all(|&(ci, r)| ci < n && r < s.runs_per_case),
+        "a job outside the batch's cases and runs"
+    );
+    reporter.report(&Event::BatchStarted {
+        cases: s.cases,
+        runs_per_case: s.runs_per_case,
+        total: jobs.len() as u64,
+    });
+    let plan = jobs.clone();
+    let mut per_case: Vec<Vec<RunRecord>> = vec![vec![]; n];
+    let mut finished = vec![false; n];
+    // A worker that panicked leaves its case-run without a record (and
+    // the others finish the queue); `total()` tells the caller.
+    pool_observed(jobs, s.max_concurrency, work, |p| match p {
+        Pooled::Started(j) => {
+            let (ci, run) = plan[j];
+            reporter.report(&Event::CaseRunStarted {
+                case_index: ci,
+                case: &s.cases[ci],
+                run,
+            });
+            Flow::Continue
+        }
+        Pooled::Done((ci, rec)) => {
+            let stop = s.stop_on_failure && !rec.passed;
             reporter.report(&Event::CaseRunFinished {
                 case_index: ci,
-                case: &self.cases[ci],
+                case: &s.cases[ci],
                 record: &rec,
             });
             per_case[ci].push(rec);
+            if per_case[ci].len() as u64 == s.runs_per_case as u64 {
+                finish_case(ci, s.cases, &mut per_case, &mut finished, reporter);
+            }
             if stop {
                 Flow::Stop
             } else {
                 Flow::Continue
             }
-        })
-        .await;
-        for runs in &mut per_case {
-            runs.sort_by_key(|r| r.run);
         }
-        per_case
+    })
+    .await;
+    // The cases whose runs did not all come back finish with what they have.
+    for ci in 0..n {
+        if !finished[ci] {
+            finish_case(ci, s.cases, &mut per_case, &mut finished, reporter);
+        }
     }
+    assert!(finished.iter().all(|f| *f), "every case finishes once");
+    reporter.report(&Event::BatchFinished {
+        wall_ms: t0.elapsed().as_millis() as u64,
+    });
+    per_case
+}
+
+/// Sort case `ci`'s runs and report it finished (once).
+fn finish_case(
+    ci: usize,
+    cases: &[CaseMeta],
+    per_case: &mut [Vec<RunRecord>],
+    finished: &mut [bool],
+    reporter: &mut dyn Reporter,
+) {
+    assert!(!finished[ci], "case {} finished twice", cases[ci].id);
+    finished[ci] = true;
+    per_case[ci].sort_by_key(|r| r.run);
+    reporter.report(&Event::CaseFinished {
+        case_index: ci,
+        case: &cases[ci],
+        runs: &per_case[ci],
+        outcome: crate::summary::Outcome::of(&per_case[ci]),
+    });
 }
 
 /// What the consumer of a finished job tells [`pool`].
@@ -401,10 +490,21 @@ pub enum Flow {
     Stop,
 }
 
+/// What [`pool_observed`] hands its consumer.
+#[derive(Debug)]
+pub enum Pooled<T> {
+    /// A worker took the job at this index (in the order given) and starts
+    /// it; always before that job's `Done`.
+    Started(usize),
+    /// A job's result.
+    Done(T),
+}
+
 /// The bench's one worker pool: at most `max_concurrency` (clamped to
 /// 1..=`CONCURRENCY_MAX`) jobs at a time, started in the order given, each
-/// result handed to `done` on this task as it finishes. The case-run batch
-/// and `bench calibrate`'s live judge both run on it.
+/// result handed to `done` on this task as it finishes. The case-run batch,
+/// `bench ab`'s interleaved arms and `bench calibrate`'s live judge all run
+/// on it.
 pub async fn pool<J, T, W, Fut, D>(jobs: Vec<J>, max_concurrency: usize, work: W, mut done: D)
 where
     J: Send + 'static,
@@ -413,29 +513,56 @@ where
     Fut: Future<Output = T> + Send + 'static,
     D: FnMut(T) -> Flow,
 {
+    pool_observed(jobs, max_concurrency, work, |p| match p {
+        Pooled::Started(_) => Flow::Continue,
+        Pooled::Done(t) => done(t),
+    })
+    .await
+}
+
+/// [`pool`], also telling `done` when each job starts (the batch's
+/// `CaseRunStarted`). A job's `Started` and `Done` travel on one channel
+/// from the one worker that runs it, so `Started` always comes first.
+pub async fn pool_observed<J, T, W, Fut, D>(
+    jobs: Vec<J>,
+    max_concurrency: usize,
+    work: W,
+    mut done: D,
+) where
+    J: Send + 'static,
+    T: Send + 'static,
+    W: Fn(J) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = T> + Send + 'static,
+    D: FnMut(Pooled<T>) -> Flow,
+{
     let workers = max_concurrency
         .clamp(1, CONCURRENCY_MAX)
         .min(jobs.len().max(1));
     let queue = Arc::new(std::sync::Mutex::new(
-        jobs.into_iter().collect::<std::collections::VecDeque<J>>(),
+        jobs.into_iter()
+            .enumerate()
+            .collect::<std::collections::VecDeque<(usize, J)>>(),
     ));
     let work = Arc::new(work);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<T>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Pooled<T>>();
     for _ in 0..workers {
         let (queue, work, tx) = (queue.clone(), work.clone(), tx.clone());
         tokio::spawn(async move {
             loop {
                 let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                let Some(job) = next else { break };
-                if tx.send(work(job).await).is_err() {
+                let Some((i, job)) = next else { break };
+                if tx.send(Pooled::Started(i)).is_err() {
+                    break;
+                }
+                if tx.send(Pooled::Done(work(job).await)).is_err() {
                     break;
                 }
             }
         });
     }
     drop(tx);
-    while let Some(t) = rx.recv().await {
-        if done(t) == Flow::Stop {
+    while let Some(p) = rx.recv().await {
+        if done(p) == Flow::Stop {
             queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
         }
     }
@@ -443,7 +570,191 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::case_order;
+    use super::{case_order, run_reported, Reported};
+    use crate::events::{CaseMeta, Event, Reporter};
+    use crate::runner::RunRecord;
+    use crate::summary::Outcome;
+
+    /// What a reporter saw, by case index and run.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Seen {
+        BatchStarted(u64),
+        RunStarted(usize, u32),
+        RunFinished(usize, u32),
+        CaseFinished(usize, Outcome, Vec<u32>),
+        BatchFinished,
+    }
+
+    #[derive(Default)]
+    struct Log(Vec<Seen>);
+
+    impl Reporter for Log {
+        fn report(&mut self, e: &Event<'_>) {
+            self.0.push(match e {
+                Event::BatchStarted { total, .. } => Seen::BatchStarted(*total),
+                Event::CaseRunStarted {
+                    case_index, run, ..
+                } => Seen::RunStarted(*case_index, *run),
+                Event::CaseRunFinished {
+                    case_index, record, ..
+                } => Seen::RunFinished(*case_index, record.run),
+                Event::CaseFinished {
+                    case_index,
+                    runs,
+                    outcome,
+                    ..
+                } => {
+                    Seen::CaseFinished(*case_index, *outcome, runs.iter().map(|r| r.run).collect())
+                }
+                Event::BatchFinished { .. } => Seen::BatchFinished,
+            });
+        }
+    }
+
+    fn meta(id: &str) -> CaseMeta {
+        CaseMeta {
+            id: id.into(),
+            category: "happy".into(),
+            title: String::new(),
+            covers: vec![],
+        }
+    }
+
+    fn record(run: u32, passed: bool) -> RunRecord {
+        RunRecord {
+            run,
+            ending: "GOAL_MET".into(),
+            exit_code: 0,
+            passed,
+            score: if passed { 1.0 } else { 0.0 },
+            cost_usd: 0.0,
+            latency_ms: 1,
+            expected_ending: "GOAL_MET".into(),
+            checks: vec![],
+            failures: vec![],
+            state_dir: String::new(),
+            verified: 1,
+            bench_fault: None,
+        }
+    }
+
+    /// Run `jobs` over `cases` with 2 runs each through the batch's event
+    /// maker; case-run (ci, r) passes unless `fails(ci, r)`, and takes
+    /// `slow_ms` halved per run (later runs finish first).
+    async fn reported(
+        cases: &[CaseMeta],
+        jobs: Vec<(usize, u32)>,
+        max_concurrency: usize,
+        stop_on_failure: bool,
+        slow_ms: u64,
+        fails: fn(usize, u32) -> bool,
+    ) -> (Vec<Vec<RunRecord>>, Vec<Seen>) {
+        let work = move |(ci, r): (usize, u32)| async move {
+            tokio::time::sleep(std::time::Duration::from_millis(slow_ms >> r)).await;
+            (ci, record(r, !fails(ci, r)))
+        };
+        let mut log = Log::default();
+        let s = Reported {
+            cases,
+            runs_per_case: 2,
+            max_concurrency,
+            stop_on_failure,
+        };
+        let per_case = run_reported(s, jobs, work, &mut log).await;
+        (per_case, log.0)
+    }
+
+    fn at(log: &[Seen], s: &Seen) -> usize {
+        let hits: Vec<usize> = (0..log.len()).filter(|&i| log[i] == *s).collect();
+        assert_eq!(hits.len(), 1, "{s:?} once in {log:?}");
+        hits[0]
+    }
+
+    /// The order `Event` promises: the batch starts first and finishes
+    /// last; each case-run starts once, before it finishes; each case
+    /// finishes once, after every run it reports, and reports exactly the
+    /// runs that finished. Returns each case's outcome.
+    fn check_order(log: &[Seen], n_cases: usize) -> Vec<Outcome> {
+        assert!(
+            matches!(log.first(), Some(Seen::BatchStarted(_))),
+            "{log:?}"
+        );
+        assert_eq!(log.last(), Some(&Seen::BatchFinished), "{log:?}");
+        let batch_events = |s: &Seen| matches!(s, Seen::BatchStarted(_) | Seen::BatchFinished);
+        assert_eq!(log.iter().filter(|s| batch_events(s)).count(), 2, "{log:?}");
+        for (i, s) in log.iter().enumerate() {
+            if let Seen::RunFinished(ci, r) = s {
+                assert!(at(log, &Seen::RunStarted(*ci, *r)) < i, "{log:?}");
+            }
+        }
+        (0..n_cases)
+            .map(|ci| {
+                let done: Vec<usize> = (0..log.len())
+                    .filter(|&i| matches!(&log[i], Seen::CaseFinished(c, ..) if *c == ci))
+                    .collect();
+                assert_eq!(done.len(), 1, "case {ci} finishes once: {log:?}");
+                let Seen::CaseFinished(_, outcome, runs) = &log[done[0]] else {
+                    unreachable!()
+                };
+                let mut finished: Vec<u32> = (log.iter())
+                    .filter_map(|s| match s {
+                        Seen::RunFinished(c, r) if *c == ci => Some(*r),
+                        _ => None,
+                    })
+                    .collect();
+                finished.sort();
+                assert_eq!(runs, &finished, "case {ci}: {log:?}");
+                for r in runs {
+                    assert!(at(log, &Seen::RunFinished(ci, *r)) < done[0], "{log:?}");
+                }
+                *outcome
+            })
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reporter_sees_runs_start_then_finish_then_the_case_and_a_split_case_is_flaky() {
+        let cases = [meta("steady"), meta("wobbly"), meta("broken")];
+        let jobs: Vec<(usize, u32)> = (0..3).flat_map(|ci| [(ci, 0), (ci, 1)]).collect();
+        // wobbly: run 0 passes, run 1 fails; broken: both fail.
+        let (per_case, log) = reported(&cases, jobs, 3, false, 20, |ci, r| {
+            (ci == 1 && r == 1) || ci == 2
+        })
+        .await;
+        assert_eq!(log.first(), Some(&Seen::BatchStarted(6)), "{log:?}");
+        assert_eq!(log.len(), 1 + 6 * 2 + 3 + 1, "{log:?}");
+        // steady passed both runs, wobbly one of two (flaky), broken none.
+        assert_eq!(
+            check_order(&log, 3),
+            [Outcome::Passed, Outcome::Flaky, Outcome::Failed],
+            "{log:?}"
+        );
+        // The records come back per case, sorted by run.
+        let runs: Vec<Vec<(u32, bool)>> = (per_case.iter())
+            .map(|rs| rs.iter().map(|r| (r.run, r.passed)).collect())
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                vec![(0, true), (1, true)],
+                vec![(0, true), (1, false)],
+                vec![(0, false), (1, false)]
+            ]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_stopped_at_its_first_failure_still_finishes_every_case_once() {
+        let cases = [meta("first"), meta("never-started")];
+        let jobs: Vec<(usize, u32)> = (0..2).flat_map(|ci| [(ci, 0), (ci, 1)]).collect();
+        let (per_case, log) = reported(&cases, jobs, 1, true, 400, |ci, r| ci == 0 && r == 0).await;
+        // One worker: (0, 0) fails; what it took before the stop reached
+        // the queue still finishes. Every case finishes once, with the runs
+        // it has (maybe none), before the batch does.
+        let outcomes = check_order(&log, 2);
+        assert_ne!(outcomes[0], Outcome::Passed, "{log:?}");
+        assert!(per_case.iter().map(Vec::len).sum::<usize>() < 4, "{log:?}");
+    }
 
     #[test]
     fn case_order_puts_the_prior_catchers_first_and_keeps_every_case_once() {

@@ -1,21 +1,82 @@
-//! What a batch reports while it runs, and who shows it. The batch emits
-//! typed events; a command picks a reporter instead of printing from a
-//! closure of its own (nextest's split: the runner knows what happened, the
-//! reporter knows how to say it). The files a finished batch leaves
-//! (summary.json, summary.md, JUnit) are `outputs`' job, from the summary.
+//! What a batch reports while it runs, and who shows it. These types are the
+//! contract between the batch (`batch`) and its reporters (nextest's split:
+//! the runner knows what happened, a reporter knows how to say it, and no
+//! reporter reaches back into the runner). A command attaches reporters
+//! instead of printing or writing from a closure of its own: the terminal
+//! (`Terminal`: a progress bar or lines), the files a finished batch leaves
+//! (`outputs::SummaryFiles`: summary.json, summary.md, JUnit), several at
+//! once through `Fanout`, or none (`Quiet`).
+//!
+//! There are no retries in the bench: a case runs exactly `runs_per_case`
+//! times and every run counts. So there is no retry event; a case whose runs
+//! disagree (some passed, some failed) is reported flaky when the case
+//! finishes (`Event::CaseFinished`'s outcome), not by rerunning it.
 
 use crate::runner::RunRecord;
 use crate::suite::Case;
+use crate::summary::Outcome;
 
-/// One thing that happened in a batch.
+/// Who a case is, as the reporters name it: what a loaded case (`bench run`)
+/// and a shard's summary record (`bench merge`) both know. Reporters see
+/// this, never the loaded case (its fixtures and cassette are the runner's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseMeta {
+    pub id: String,
+    pub category: String,
+    pub title: String,
+    pub covers: Vec<String>,
+}
+
+impl CaseMeta {
+    pub fn of(c: &Case) -> CaseMeta {
+        CaseMeta {
+            id: c.id().to_string(),
+            category: c.category().to_string(),
+            title: c.file.title.clone(),
+            covers: c.file.covers.clone(),
+        }
+    }
+}
+
+/// One thing that happened in a batch. For one batch a reporter sees, in
+/// this order: `BatchStarted` once; per case-run `CaseRunStarted` before its
+/// `CaseRunFinished` (case-runs interleave, in completion order); per case
+/// one `CaseFinished` after the last of its `CaseRunFinished`; and
+/// `BatchFinished` last. `case_index` indexes `BatchStarted`'s `cases`.
 #[derive(Debug)]
 pub enum Event<'a> {
-    /// A case-run ended and its record was collected (in completion order).
+    /// The batch is about to start `total` case-runs over `cases`.
+    BatchStarted {
+        cases: &'a [CaseMeta],
+        runs_per_case: u32,
+        total: u64,
+    },
+    /// A case-run was taken off the queue and is starting.
+    CaseRunStarted {
+        case_index: usize,
+        case: &'a CaseMeta,
+        run: u32,
+    },
+    /// A case-run ended and its record was collected.
     CaseRunFinished {
         case_index: usize,
-        case: &'a Case,
+        case: &'a CaseMeta,
         record: &'a RunRecord,
     },
+    /// Every run of a case is in: when its `runs_per_case`-th run finishes,
+    /// or, for a case some of whose runs never came back (a batch stopped at
+    /// its first failure, a worker that panicked), when the batch ends, with
+    /// the runs it has (maybe none). `runs` are sorted by run index;
+    /// `outcome` is what they did (`Outcome::Flaky`: some passed, some
+    /// failed), whatever a pass policy later makes of them.
+    CaseFinished {
+        case_index: usize,
+        case: &'a CaseMeta,
+        runs: &'a [RunRecord],
+        outcome: Outcome,
+    },
+    /// Every case has finished; the batch took `wall_ms`.
+    BatchFinished { wall_ms: u64 },
 }
 
 pub trait Reporter {
@@ -27,6 +88,18 @@ pub struct Quiet;
 
 impl Reporter for Quiet {
     fn report(&mut self, _: &Event<'_>) {}
+}
+
+/// Hands every event to each of its reporters, in their order (`bench run`:
+/// the terminal, then the summary files).
+pub struct Fanout<'r>(pub Vec<&'r mut dyn Reporter>);
+
+impl Reporter for Fanout<'_> {
+    fn report(&mut self, event: &Event<'_>) {
+        for r in &mut self.0 {
+            r.report(event);
+        }
+    }
 }
 
 /// How the terminal reporter words a finished case-run.
@@ -45,7 +118,8 @@ pub enum Lines {
 /// The terminal: an indicatif bar over `total` case-runs on a terminal, or
 /// one line per case-run on stderr in CI / when stderr is not a terminal.
 /// One reporter can span several batches (`bench self-test`'s control and
-/// variants share a bar); `finish` clears it.
+/// variants share a bar); `finish` clears it. It shows finished case-runs
+/// only; the table and the failures after a batch are `outputs`'.
 pub struct Terminal {
     bar: Option<indicatif::ProgressBar>,
     lines: Lines,
@@ -69,13 +143,13 @@ impl Terminal {
         }
     }
 
-    fn line(&self, case: &Case, rec: &RunRecord) -> Option<String> {
+    fn line(&self, case: &CaseMeta, rec: &RunRecord) -> Option<String> {
         let (done, total) = (self.done, self.total);
         match self.lines {
             Lines::Gate => Some(format!(
                 "[{done}/{total}] {}/{} run {}: {} ({}, {} ms, ${:.4})",
-                case.category(),
-                case.id(),
+                case.category,
+                case.id,
                 rec.run,
                 if rec.passed { "PASS" } else { "FAIL" },
                 rec.ending,
@@ -84,7 +158,7 @@ impl Terminal {
             )),
             Lines::Live => Some(format!(
                 "[{done}/{total}] {} run {}: {} (exit {}, {:.1} s){}",
-                case.id(),
+                case.id,
                 rec.run,
                 rec.ending,
                 rec.exit_code,
@@ -102,7 +176,9 @@ impl Terminal {
 
 impl Reporter for Terminal {
     fn report(&mut self, event: &Event<'_>) {
-        let Event::CaseRunFinished { case, record, .. } = event;
+        let Event::CaseRunFinished { case, record, .. } = event else {
+            return;
+        };
         self.done += 1;
         let line = self.line(case, record);
         match (&self.bar, line) {

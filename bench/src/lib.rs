@@ -7,11 +7,13 @@
 //!   audit (`audit`).
 //! - `batch`: every case `runs_per_case` times at bounded concurrency (replay
 //!   servers or the live proxy, `live`) on the one worker pool (`batch::pool`),
-//!   emitting typed events to a reporter (`events`: the terminal's progress
-//!   bar or lines); the harness binary.
+//!   emitting typed events to reporters (`events`: the terminal's progress
+//!   bar or lines, the summary files, a fan-out to several); the harness
+//!   binary.
 //! - `summary`: the summary model (cases, totals, config hash) and its
-//!   summary.json / summary.md / JUnit renderings; `outputs` writes them and
-//!   prints the table and the failures.
+//!   summary.json / summary.md / JUnit renderings; `outputs` holds the
+//!   reporter that builds the summary from the events and writes those files
+//!   (`SummaryFiles`), and prints the table and the failures.
 //! - `exit`: every command's exit status and the one table of their codes.
 //! - `stats`: the statistics the reports rest on.
 //! - `prices`, `cli`: the price table and the clap value types several

@@ -1,12 +1,145 @@
 //! What a finished case-run batch leaves behind: summary.json, summary.md
-//! and JUnit (`Summary::write`), the table and failures on stdout, and
+//! and JUnit, written by the `SummaryFiles` reporter from the batch's events
+//! (`events`); the table and failures on stdout (`print_outputs`), and
 //! (live) recordings and live.json; and the exit status that follows from
-//! them. `bench run`, `bench merge` and `bench ab` end here.
+//! them. `bench run` and `bench merge` end here (merge replays its merged
+//! shards as a batch's events, `replay`, so its files are an unsharded
+//! run's).
 
+use crate::events::{CaseMeta, Event, Reporter};
 use crate::exit::ExitStatus;
-use crate::summary::Summary;
-use std::path::Path;
+use crate::summary::{case_record, CaseRecord, Outcome, Summary};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// The reporter that builds a batch's `Summary` from its events (a case
+/// record per `CaseFinished`, under the pass policy) and, at
+/// `BatchFinished`, writes summary.json, summary.md and the JUnit file
+/// (`Summary::write`). `head` holds everything the events do not say: the
+/// run's settings (pass policy, config hash, shard, the suite's case ids,
+/// load errors, ...); its cases are ignored. One batch per reporter.
+pub struct SummaryFiles {
+    head: Summary,
+    out: PathBuf,
+    junit: Option<PathBuf>,
+    cases: Vec<CaseMeta>,
+    records: Vec<Option<CaseRecord>>,
+    total: u64,
+    written: Option<Result<Summary, String>>,
+}
+
+impl SummaryFiles {
+    pub fn new(head: Summary, out: &Path, junit: Option<&Path>) -> SummaryFiles {
+        SummaryFiles {
+            head,
+            out: out.to_path_buf(),
+            junit: junit.map(Path::to_path_buf),
+            cases: vec![],
+            records: vec![],
+            total: 0,
+            written: None,
+        }
+    }
+
+    /// The summary written, or why the files could not be (or that the
+    /// batch never finished).
+    pub fn into_summary(self) -> Result<Summary, String> {
+        self.written
+            .unwrap_or_else(|| Err("the batch did not finish".into()))
+    }
+
+    fn summary(&mut self, wall_ms: u64) -> Summary {
+        let pass_rate = self.head.pass_rate_policy;
+        let cases = std::mem::take(&mut self.records)
+            .into_iter()
+            .zip(&self.cases)
+            .map(|(r, c)| r.unwrap_or_else(|| case_record(c, vec![], pass_rate)))
+            .collect();
+        let mut s = Summary {
+            cases,
+            wall_ms,
+            case_runs_per_s: if wall_ms == 0 {
+                0.0
+            } else {
+                self.total as f64 / (wall_ms as f64 / 1000.0)
+            },
+            ..self.head.clone()
+        };
+        s.finish();
+        s
+    }
+}
+
+impl Reporter for SummaryFiles {
+    fn report(&mut self, event: &Event<'_>) {
+        match event {
+            Event::BatchStarted { cases, total, .. } => {
+                self.cases = cases.to_vec();
+                self.records = vec![None; cases.len()];
+                self.total = *total;
+                self.written = None;
+            }
+            Event::CaseFinished {
+                case_index, runs, ..
+            } => {
+                let c = &self.cases[*case_index];
+                self.records[*case_index] =
+                    Some(case_record(c, runs.to_vec(), self.head.pass_rate_policy));
+            }
+            Event::BatchFinished { wall_ms } => {
+                let s = self.summary(*wall_ms);
+                let junit = self.junit.clone();
+                self.written = Some(s.write(&self.out, junit.as_deref()).map(|()| s));
+            }
+            Event::CaseRunStarted { .. } | Event::CaseRunFinished { .. } => {}
+        }
+    }
+}
+
+/// Report a finished summary (`bench merge`'s union of shards) as the
+/// events of the batch that would have made it: its cases in order, every
+/// run started and finished, each case finished, the batch finished in its
+/// wall time.
+pub fn replay(summary: &Summary, reporter: &mut dyn Reporter) {
+    let cases: Vec<CaseMeta> = summary
+        .cases
+        .iter()
+        .map(|c| CaseMeta {
+            id: c.id.clone(),
+            category: c.category.clone(),
+            title: c.title.clone(),
+            covers: c.covers.clone(),
+        })
+        .collect();
+    reporter.report(&Event::BatchStarted {
+        cases: &cases,
+        runs_per_case: summary.runs_per_case,
+        total: summary.case_runs,
+    });
+    for (ci, (c, rec)) in cases.iter().zip(&summary.cases).enumerate() {
+        for r in &rec.runs {
+            reporter.report(&Event::CaseRunStarted {
+                case_index: ci,
+                case: c,
+                run: r.run,
+            });
+            reporter.report(&Event::CaseRunFinished {
+                case_index: ci,
+                case: c,
+                record: r,
+            });
+        }
+        reporter.report(&Event::CaseFinished {
+            case_index: ci,
+            case: c,
+            runs: &rec.runs,
+            outcome: Outcome::of(&rec.runs),
+        });
+    }
+    reporter.report(&Event::BatchFinished {
+        wall_ms: summary.wall_ms,
+    });
+}
 
 /// After a live batch: write the recordings and `live.json`, print spend and
 /// the cap. `Some(exit code)` overrides the batch's when the cap was reached
@@ -32,12 +165,21 @@ pub fn live_outputs(t: &crate::live::LiveTarget, out: &Path, cmd: &str) -> Optio
     }
 }
 
-/// Write the outputs, print the table and the failures, and pick the exit code.
-pub fn finish_outputs(summary: &Summary, out: &Path, junit: Option<&Path>) -> ExitCode {
-    if let Err(e) = summary.write(out, junit) {
-        eprintln!("bench run: cannot write outputs: {e}");
-        return ExitCode::from(ExitStatus::Unloadable);
+/// After the `SummaryFiles` reporter: print the table and the failures and
+/// pick the exit code (exit 3 when the files could not be written).
+pub fn finish_outputs(files: SummaryFiles, out: &Path) -> ExitCode {
+    match files.into_summary() {
+        Ok(summary) => print_outputs(&summary, out),
+        Err(e) => {
+            eprintln!("bench run: cannot write outputs: {e}");
+            ExitCode::from(ExitStatus::Unloadable)
+        }
     }
+}
+
+/// Print the table and the failures of a written summary, and pick the exit
+/// code.
+pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
     println!("{}", summary.table());
     for l in summary.flaky_lines() {
         println!("{l}");

@@ -1,6 +1,7 @@
-//! The results of a suite run, and the reporters that consume them:
+//! The results of a suite run (the summary model) and its renderings:
 //! summary.json (the contract), summary.md (a CI step summary), JUnit XML,
-//! and a terminal table. Totals are always recomputed from the per-case-run
+//! and a terminal table. The reporter that builds it from a batch's events
+//! and writes the files is `outputs::SummaryFiles`. Totals are always recomputed from the per-case-run
 //! records, never averaged from other totals (that is what makes `merge`
 //! exact).
 
@@ -160,18 +161,23 @@ pub fn case_passes(category: &str, runs: &[RunRecord], pass_rate: f64) -> bool {
     }
 }
 
-pub fn case_record(c: &crate::suite::Case, runs: Vec<RunRecord>, pass_rate: f64) -> CaseRecord {
+/// A case's record from its runs (sorted by run index) under the pass policy.
+pub fn case_record(
+    c: &crate::events::CaseMeta,
+    runs: Vec<RunRecord>,
+    pass_rate: f64,
+) -> CaseRecord {
     let score = if runs.is_empty() {
         0.0
     } else {
         runs.iter().map(|r| r.score).sum::<f64>() / runs.len() as f64
     };
     CaseRecord {
-        id: c.id().into(),
-        category: c.category().into(),
-        title: c.file.title.clone(),
-        covers: c.file.covers.clone(),
-        passed: case_passes(c.category(), &runs, pass_rate),
+        id: c.id.clone(),
+        category: c.category.clone(),
+        title: c.title.clone(),
+        covers: c.covers.clone(),
+        passed: case_passes(&c.category, &runs, pass_rate),
         outcome: Outcome::of(&runs),
         score,
         runs,

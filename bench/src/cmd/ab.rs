@@ -399,20 +399,19 @@ async fn run_arms(
     jobs.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(args.seed));
     let overlays = Arc::new([arms[0].applied.clone(), arms[1].applied.clone()]);
     let roots = [out.join("a"), out.join("b")];
-    let sem = Arc::new(tokio::sync::Semaphore::new(
-        max_concurrency.clamp(1, crate::batch::CONCURRENCY_MAX),
-    ));
-    let mut set = tokio::task::JoinSet::new();
-    for (ci, r, arm) in jobs {
-        let (cases, target_of, sem, overlays) = (
-            cases.clone(),
-            target_of.clone(),
-            sem.clone(),
+    let total = jobs.len();
+    let (work_cases, work_targets, hb) =
+        (cases.clone(), target_of.clone(), harness_bin.to_path_buf());
+    let work_roots = Arc::new(roots.clone());
+    let work = move |(ci, r, arm): (usize, u32, usize)| {
+        let (cases, target_of, overlays, roots, hb) = (
+            work_cases.clone(),
+            work_targets.clone(),
             overlays.clone(),
+            work_roots.clone(),
+            hb.clone(),
         );
-        let (hb, root) = (harness_bin.to_path_buf(), roots[arm].clone());
-        set.spawn(async move {
-            let _permit = sem.acquire_owned().await;
+        async move {
             let case = &cases[ci];
             let target = &target_of[ci][arm];
             // Live: once the command-wide cap refused a call, start nothing new.
@@ -427,17 +426,18 @@ async fn run_arms(
                     crate::bench_fault::BenchFault::LiveCapReached { detail: why },
                     String::new(),
                 ),
-                None => runner::run_case(case, r, target, &hb, &root, &overlays[arm]).await,
+                None => runner::run_case(case, r, target, &hb, &roots[arm], &overlays[arm]).await,
             };
             (ci, arm, rec)
-        });
-    }
-    let total = set.len();
+        }
+    };
     let mut per_arm: [Vec<Vec<runner::RunRecord>>; 2] =
         [vec![vec![]; cases.len()], vec![vec![]; cases.len()]];
     let mut done = 0;
-    while let Some(joined) = set.join_next().await {
-        let Ok((ci, arm, rec)) = joined else { continue };
+    // The bench's one pool, in the shuffled order, at the same bound as a
+    // batch (`--max-concurrency`, clamped to 1..=CONCURRENCY_MAX). A worker
+    // that panicked leaves its case-run without a record.
+    crate::batch::pool(jobs, max_concurrency, work, |(ci, arm, rec)| {
         done += 1;
         if !rec.passed || done % 20 == 0 || done == total {
             eprintln!(
@@ -455,7 +455,9 @@ async fn run_arms(
             );
         }
         per_arm[arm][ci].push(rec);
-    }
+        crate::batch::Flow::Continue
+    })
+    .await;
     for (arm, runs) in per_arm.iter_mut().enumerate() {
         for r in runs.iter_mut() {
             r.sort_by_key(|x| x.run);
@@ -483,7 +485,9 @@ fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>
         cases: cases
             .iter()
             .zip(runs)
-            .map(|(c, r)| crate::summary::case_record(c, r.clone(), pass_rate))
+            .map(|(c, r)| {
+                crate::summary::case_record(&crate::events::CaseMeta::of(c), r.clone(), pass_rate)
+            })
             .collect(),
         categories: Default::default(),
         overall: crate::summary::totals_of(&[]),

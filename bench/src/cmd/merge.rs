@@ -2,7 +2,8 @@
 //! that the shards come from the same config hash, are disjoint and together
 //! complete, that their union holds every category the run was asked for
 //! (`categories_required`), then recomputes every total from the raw per-case records (never
-//! an average of shard figures) and writes the same outputs as an unsharded run.
+//! an average of shard figures) and writes the same outputs as an unsharded run,
+//! through the same reporter (`outputs::SummaryFiles`, fed by `outputs::replay`).
 
 use crate::exit::ExitStatus;
 use crate::summary::Summary;
@@ -116,7 +117,18 @@ pub fn run(args: MergeArgs) -> ExitCode {
         }
     }
     match merge(parts) {
-        Ok(m) => crate::outputs::finish_outputs(&m, &args.out, args.junit.as_deref()),
+        Ok(m) => {
+            // The same reporter as an unsharded run's, fed the merged
+            // records as that run's events.
+            let head = Summary {
+                cases: vec![],
+                ..m.clone()
+            };
+            let mut files =
+                crate::outputs::SummaryFiles::new(head, &args.out, args.junit.as_deref());
+            crate::outputs::replay(&m, &mut files);
+            crate::outputs::finish_outputs(files, &args.out)
+        }
         Err(e) => {
             eprintln!("bench merge: {e}");
             ExitCode::from(ExitStatus::Unloadable)

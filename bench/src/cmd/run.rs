@@ -13,11 +13,12 @@
 //! start); 2 usage error.
 
 use crate::batch::RUNS_PER_CASE_MAX;
+use crate::events::{Fanout, Lines, Terminal};
 use crate::exit::ExitStatus;
-use crate::outputs::{finish_outputs, live_outputs};
+use crate::outputs::{finish_outputs, live_outputs, SummaryFiles};
 use crate::runner;
 use crate::suite::{self, Case};
-use crate::summary::{case_record, config_hash, git_rev, Summary};
+use crate::summary::{config_hash, git_rev, Summary};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -228,22 +229,9 @@ async fn run_async(args: RunArgs) -> ExitCode {
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
-    let total = batch.total();
-    let mut terminal = crate::events::Terminal::new(total, "case-runs", crate::events::Lines::Gate);
-    let t0 = std::time::Instant::now();
-    let per_case = batch
-        .run(&runner::Overlay::default(), &batch.out, &mut terminal)
-        .await;
-    terminal.finish();
-    let wall_ms = t0.elapsed().as_millis() as u64;
-    let mut summary = Summary {
+    let head = Summary {
         passed: false,
-        cases: batch
-            .cases
-            .iter()
-            .zip(per_case)
-            .map(|(c, runs)| case_record(c, runs, args.pass_rate))
-            .collect(),
+        cases: vec![],
         categories: Default::default(),
         overall: crate::summary::totals_of(&[]),
         p95_definition: String::new(),
@@ -256,15 +244,20 @@ async fn run_async(args: RunArgs) -> ExitCode {
         suite_case_ids: all_ids,
         load_errors: loaded.errors,
         case_runs: 0,
-        wall_ms,
-        case_runs_per_s: if wall_ms == 0 {
-            0.0
-        } else {
-            total as f64 / (wall_ms as f64 / 1000.0)
-        },
+        wall_ms: 0,
+        case_runs_per_s: 0.0,
     };
-    summary.finish();
-    let code = finish_outputs(&summary, &args.out, args.junit.as_deref());
+    let mut terminal = Terminal::new(batch.total(), "case-runs", Lines::Gate);
+    let mut files = SummaryFiles::new(head, &args.out, args.junit.as_deref());
+    batch
+        .run(
+            &runner::Overlay::default(),
+            &batch.out,
+            &mut Fanout(vec![&mut terminal, &mut files]),
+        )
+        .await;
+    terminal.finish();
+    let code = finish_outputs(files, &args.out);
     match &live_target {
         Some(t) => live_outputs(t, &args.out, "run").unwrap_or(code),
         None => code,
