@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::canonical::body_sha256;
 use super::error::{CassetteError, CassetteErrorKind};
 use super::format::{Cassette, MAX_CASSETTE_BYTES};
-use super::json_path::map_serde_error;
+use super::json_path::cassette_error;
 
 impl Cassette {
     /// Read and check one cassette file.
@@ -65,7 +65,7 @@ impl Cassette {
             ));
         }
         let mut cassette: Cassette =
-            serde_json::from_str(text).map_err(|e| map_serde_error(source, text, &e))?;
+            strict::from_str(strict::Format::Json, text).map_err(|e| cassette_error(source, &e))?;
         cassette.check(source)?;
         cassette.fill_hashes();
         Ok(cassette)

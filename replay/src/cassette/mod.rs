@@ -10,7 +10,7 @@
 //! - `canonical`: canonical JSON and the request-body hash;
 //! - `secrets`: what counts as a credential, and redaction for recorders;
 //! - `error`: [`CassetteError`] / [`RecordingsError`];
-//! - `json_path`: field paths for errors, also from serde_json's offsets;
+//! - `json_path`: field paths for errors, and strict's errors as ours;
 //! - `check`: [`Cassette::check`], every refusal before a cassette is used;
 //! - `file`: [`Cassette::load`] / [`Cassette::save`];
 //! - `index`: [`Recordings`], the O(1) index the server looks requests up in;

@@ -335,3 +335,81 @@ fn example_cassette_loads() {
         }
     }
 }
+
+/// The whole message of each kind of load error, word for word with its
+/// line and column: people grep old bug reports and CI logs for these, so
+/// a change of loader must not move them (they are what the hand tokenizer
+/// that preceded the strict loader printed).
+#[test]
+fn load_error_messages_are_pinned() {
+    let m = minimal("c1");
+    for (from, to, kind, message) in [
+        (
+            "\"case\": \"c1\"",
+            "\"case\": oops",
+            CassetteErrorKind::BadJson,
+            "cases/x.json (line 3, column 12): not valid JSON: expected value",
+        ),
+        (
+            "\"call_key\": \"plan/0\",",
+            "",
+            CassetteErrorKind::MissingField,
+            "cases/x.json: field `runs[0].interactions[0].call_key` (line 17, column 10): \
+             required field `call_key` is missing",
+        ),
+        (
+            "\"by\": \"test\"",
+            "\"byy\": \"test\"",
+            CassetteErrorKind::UnknownField,
+            "cases/x.json: field `made.byy` (line 6, column 58): unknown field `byy`, expected \
+             one of `how`, `when`, `by`, `temperature`, `seed`, `notes` \
+             (harness-cassette/1 has no such field)",
+        ),
+        (
+            "\"anthropic\"",
+            "\"gemini\"",
+            CassetteErrorKind::InvalidValue,
+            "cases/x.json: field `protocol` (line 4, column 23): \
+             unknown protocol \"gemini\"; expected `anthropic` or `openai`",
+        ),
+        (
+            "\"scripted\"",
+            "\"typed\"",
+            CassetteErrorKind::InvalidValue,
+            "cases/x.json: field `made.how` (line 6, column 26): \
+             unknown made.how \"typed\"; expected `scripted` or `recorded`",
+        ),
+        (
+            "\"latency_ms\": 5",
+            "\"latency_ms\": \"5\"",
+            CassetteErrorKind::InvalidValue,
+            "cases/x.json: field `runs[0].interactions[0].latency_ms` (line 16, column 28): \
+             invalid type: string \"5\", expected u64",
+        ),
+        (
+            "\"run\": 0",
+            "\"run\": 0, \"run\": 0",
+            CassetteErrorKind::InvalidValue,
+            "cases/x.json: field `runs[0].run` (line 9, column 22): duplicate field `run`",
+        ),
+        (
+            "\"headers\": {\"content-type\": \"application/json\"}",
+            "\"headers\": {\"x y\": 1}",
+            CassetteErrorKind::InvalidValue,
+            "cases/x.json: field `runs[0].interactions[0].response.headers[\"x y\"]` \
+             (line 15, column 59): invalid type: integer `1`, expected a string",
+        ),
+    ] {
+        let text = m.replacen(from, to, 1);
+        assert_ne!(text, m, "replacement applied for {from}");
+        let e = parse(&text).unwrap_err();
+        assert_eq!((e.kind, e.to_string().as_str()), (kind, message), "{from}");
+    }
+    // A variant is the author's text and may hold anything, the list's
+    // marker included; the list is still the enum's.
+    let e = parse(&m.replacen("\"plan\"", "\"plan`, expected x\"", 1)).unwrap_err();
+    assert_eq!(
+        e.message,
+        "unknown role \"plan`, expected x\"; expected one of `plan`, `execute`, `judge`, `replan`"
+    );
+}

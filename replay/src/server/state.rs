@@ -1,0 +1,117 @@
+//! What every request shares: the cases and options it reads, and the
+//! little it writes (counters, the recent misses, captured bodies when
+//! asked). Answers depend only on the read half (the mod docs' stateless
+//! answers); the written half is for reports, so it is relaxed atomics and
+//! bounded logs, and [`Responder`], wiremock's entry point, is the one
+//! place a request updates it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use wiremock::{Request, Respond, ResponseTemplate};
+
+use super::cases::ServeCase;
+use super::incoming::parse_incoming;
+use super::options::ReplayOptions;
+use super::HEADER_MISS;
+
+/// How many recent miss messages are kept for reports.
+pub(super) const MISS_LOG_LEN: usize = 64;
+
+/// A snapshot of the server's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReplayCounters {
+    /// Requests answered from a recording (real responses, scripted
+    /// `faults_before` and injected faults all count).
+    pub served: u64,
+    /// Requests answered with a 404 recording miss.
+    pub misses: u64,
+    /// Of `served`: faults injected by the FaultPlan.
+    pub faults_injected: u64,
+    /// Of `served`: scripted `faults_before` responses.
+    pub scripted_faults: u64,
+}
+
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) served: AtomicU64,
+    pub(super) misses: AtomicU64,
+    pub(super) faults_injected: AtomicU64,
+    pub(super) scripted_faults: AtomicU64,
+}
+
+pub(super) struct Shared {
+    pub(super) cases: HashMap<String, ServeCase>,
+    pub(super) opts: ReplayOptions,
+    pub(super) counters: Counters,
+    pub(super) miss_log: Mutex<VecDeque<String>>,
+    /// Request bodies by "<case>/<run>", kept only when `opts.capture` is on,
+    /// so the bench can check what the harness sent (e.g. where the budget
+    /// notice sat). Drained by `take_captured`.
+    pub(super) captured: Mutex<HashMap<String, Vec<Captured>>>,
+}
+
+/// One request the harness sent, as the bench inspects it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Captured {
+    pub call_key: String,
+    pub attempt: u32,
+    pub body: String,
+}
+
+/// Bodies kept per (case, run) at most, so a runaway harness cannot grow the
+/// capture without bound.
+pub const CAPTURE_MAX_PER_RUN: usize = 2000;
+
+pub(super) struct Responder {
+    pub(super) shared: Arc<Shared>,
+}
+
+impl Respond for Responder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let shared = &self.shared;
+        if shared.opts.capture {
+            if let Ok(inc) = parse_incoming(request) {
+                let mut m = shared.captured.lock().unwrap_or_else(|p| p.into_inner());
+                let v = m.entry(format!("{}/{}", inc.case, inc.run)).or_default();
+                if v.len() < CAPTURE_MAX_PER_RUN {
+                    v.push(Captured {
+                        call_key: inc.call_key.to_string(),
+                        attempt: inc.attempt,
+                        body: String::from_utf8_lossy(&request.body).into_owned(),
+                    });
+                }
+            }
+        }
+        match shared.answer(request) {
+            Ok(t) => {
+                shared.counters.served.fetch_add(1, Ordering::Relaxed);
+                t
+            }
+            Err(message) => shared.miss(message),
+        }
+    }
+}
+
+impl Shared {
+    pub(super) fn miss(&self, message: String) -> ResponseTemplate {
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut log = self.miss_log.lock().unwrap_or_else(|p| p.into_inner());
+            if log.len() == MISS_LOG_LEN {
+                log.pop_front();
+            }
+            log.push_back(message.clone());
+        }
+        let body =
+            json!({"type": "error", "error": {"type": "recording_miss", "message": message}});
+        ResponseTemplate::new(404)
+            .insert_header(HEADER_MISS, "1")
+            .set_body_raw(
+                serde_json::to_vec(&body).unwrap_or_default(),
+                "application/json",
+            )
+    }
+}
