@@ -1,6 +1,6 @@
 //! Checkpoint save of a 40-task state vs the bare durable sequence (write +
 //! fsync + rename + fsync dir) of the same bytes, side by side in one run.
-//! The goal: save within 1.3x of bare. Run: `cargo bench -p harness --bench checkpoint`.
+//! The goal: save within 1.3x of bare. Run: `cargo bench -p harness --features bench --bench checkpoint`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use harness::state::RunState;

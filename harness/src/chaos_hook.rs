@@ -71,7 +71,7 @@ pub const ENV_VAR: &str = "HARNESS_CHAOS_PAUSE_AT";
 /// feature only a panic point (itself empty without `fault-injection`).
 #[cfg_attr(feature = "fault-injection", track_caller)]
 pub fn point(phase: Phase) {
-    // Every kill point is also a panic point for tests/panics.rs; an empty
+    // Every kill point is also a panic point for tests/hooked/panics.rs; an empty
     // inline function unless built with the `fault-injection` feature.
     crate::fault_injection::panic_point(phase.as_str());
     #[cfg(feature = "test-hooks")]

@@ -8,7 +8,7 @@
 //! criterion measures the same configurations. The bare server is the floor:
 //! the difference is the cost of the lookup, headers and body handling.
 //!
-//! Run: `cargo bench -p harness --bench replay_throughput` (~45 s).
+//! Run: `cargo bench -p replay --features bench --bench replay_throughput` (~45 s).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

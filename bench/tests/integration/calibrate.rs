@@ -6,8 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bench"))

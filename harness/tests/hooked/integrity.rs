@@ -2,8 +2,7 @@
 //! UNRECOVERABLE_ERROR; no API key ever reaches a report, event log,
 //! checkpoint, journal or alert.
 
-mod common;
-use common::*;
+use crate::common::*;
 use harness::run_loop::{run, RunOptions};
 use harness::spec::RunSpec;
 use serde_json::json;

@@ -7,17 +7,15 @@
 //! workspace's tests (`cargo test --workspace` builds it; with `-p chaos`
 //! alone, build it first: `cargo build -p harness`).
 
-mod common;
-
 use chaos::driver::{self, Config, Invariant, Mode};
 
 #[test]
 fn every_stratum_is_killed_and_checked_in_both_modes() {
-    let Some(bin) = common::harness_bin() else {
+    let Some(bin) = crate::common::harness_bin() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let cfg = common::config(bin, work.path(), 4242);
+    let cfg = crate::common::config(bin, work.path(), 4242);
     let prep = driver::prepare(&cfg).unwrap();
     assert!(
         prep.calib

@@ -4,10 +4,9 @@
 //! in-memory state), with the ledger journal's spend. Needs the harness built
 //! with the `fault-injection` feature (`HARNESS_PANIC_AT=<point>:<n>`):
 //!
-//! cargo test --release -p harness --features test-variants --test panics --target-dir target/test-variants
+//! cargo test --release -p harness --features test-variants --test hooked panics
 
-mod common;
-use common::*;
+use crate::common::*;
 use harness::checkpoint;
 use serde_json::{json, Value};
 

@@ -12,8 +12,7 @@
     feature = "fault-injection"
 )))]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -11,8 +11,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const MODEL: &str = "smollm2-135m-instruct-q4_1";
 

@@ -7,8 +7,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The harness binary next to the bench binary. `cargo test --workspace`
 /// builds it; `cargo test -p bench` alone does not, so build it then.

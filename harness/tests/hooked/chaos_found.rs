@@ -3,8 +3,7 @@
 //! harness as it was and pass with the fixes in run_loop (the re-report writes
 //! a missing report and delivers its alert; a refused resume alerts).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

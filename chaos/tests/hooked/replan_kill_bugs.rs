@@ -10,13 +10,11 @@
 //! invariant is broken: nothing is lost or done twice; the run gives up.)
 //! Now the resume replans, and the run ends as unkilled.
 
-mod common;
-
 use chaos::driver::{self, Config, Mode};
 
 #[test]
 fn a_kill_during_a_replan_does_not_end_the_run_early() {
-    let Some(bin) = common::harness_bin() else {
+    let Some(bin) = crate::common::harness_bin() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -24,7 +22,7 @@ fn a_kill_during_a_replan_does_not_end_the_run_early() {
         kills: 6,
         stratum: Some("during_replan".into()),
         case: Some("release-triage".into()),
-        ..common::config(bin, work.path(), 5)
+        ..crate::common::config(bin, work.path(), 5)
     };
     let prep = driver::prepare(&cfg).unwrap();
     assert_eq!(prep.calib[prep.only.unwrap()].ending, "GOAL_MET");

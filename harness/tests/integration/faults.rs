@@ -2,8 +2,7 @@
 //! truncated body, a malformed body) is survived or classified through the
 //! real harness run, and the faults are reproducible from their seed.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 fn three_calls(name: &str) -> Case {

@@ -2,8 +2,7 @@
 //! binary against its embedded replay server on loopback), with its exit code;
 //! plus the priority collisions and the verdict rules around them.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 const P95_CHECK: &str = "test \"$(cat metrics/p95_ms)\" -lt 200";

@@ -5,8 +5,7 @@
 //! nothing written; `harness status` says a refused checkpoint in its exit
 //! code and never prints a negative zero.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};

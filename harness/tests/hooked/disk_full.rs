@@ -11,8 +11,7 @@
 //! run passes through (root and mount(8) needed; otherwise the test says it
 //! skipped and why).
 
-mod common;
-use common::*;
+use crate::common::*;
 use harness::checkpoint::{self, Refusal};
 use harness::state::RunState;
 use serde_json::{json, Value};

@@ -5,8 +5,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// A case built from the demo: same workspace and cassette, its own id.
 fn add_case(suite: &Path, category: &str, id: &str, expect: &str) {

@@ -4,8 +4,7 @@
 //! again. What `harness status` shows, what the resume books and what a
 //! refused resume reports all come from the journal by the same rules.
 
-mod common;
-use common::*;
+use crate::common::*;
 use harness::ledger::journal::{self, JournalEntry};
 use serde_json::json;
 use std::path::Path;

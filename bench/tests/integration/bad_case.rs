@@ -6,8 +6,7 @@
 
 use std::path::Path;
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const GOOD: &str =
     "ending = \"GOAL_MET\"\nverified = [\"t1\", \"t2\", \"t3\"]\npredicate_met = true";

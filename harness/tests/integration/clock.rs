@@ -4,8 +4,7 @@
 //! `TIME_LIMIT_MARGIN_MS` of the limit, and a check the clock cut is never
 //! read as a verdict (the predicate is not met; a verify is "not judged").
 
-mod common;
-use common::*;
+use crate::common::*;
 use harness::run_loop::TIME_LIMIT_MARGIN_MS;
 use serde_json::json;
 use std::time::Instant;

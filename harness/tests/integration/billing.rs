@@ -2,8 +2,7 @@
 //! never clipped, never wrapped, and the run ends on them with the facts in
 //! `detail`. Through the real binary and its embedded replay server.
 
-mod common;
-use common::*;
+use crate::common::*;
 use harness::model::types::Usage;
 use serde_json::json;
 

@@ -5,18 +5,16 @@
 //! Whether the bench catches a harness that breaks them is `bench chaos
 //! --self-test` (its `skip-checksum` and `skip-park-checkpoint` variants).
 
-mod common;
-
 use chaos::driver::{self, Config, Mode, ModeReport};
 
 fn run(stratum: &str, kills: usize, seed: u64, case: Option<&str>) -> Option<Vec<ModeReport>> {
-    let bin = common::harness_bin()?;
+    let bin = crate::common::harness_bin()?;
     let work = tempfile::tempdir().unwrap();
     let cfg = Config {
         kills,
         stratum: Some(stratum.into()),
         case: case.map(str::to_string),
-        ..common::config(bin, work.path(), seed)
+        ..crate::common::config(bin, work.path(), seed)
     };
     let prep = driver::prepare(&cfg).unwrap();
     let reports: Vec<ModeReport> = [Mode::Sigkill, Mode::PowerLoss]

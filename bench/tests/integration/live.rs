@@ -18,8 +18,7 @@ use std::process::Command;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const KEY_ENV: &str = "BENCH_LIVE_TEST_KEY";
 const SENTINEL: &str = "sk-test-SENTINEL-0123456789abcdef";

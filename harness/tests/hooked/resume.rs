@@ -2,8 +2,7 @@
 //! is paused at a named phase (the chaos hook), killed with SIGKILL, and the
 //! same command is run again. The in-flight task is verified, never re-executed.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -3,8 +3,7 @@
 //! environment can leak, what each verified task's commit holds, and the
 //! visible budget the model is shown at each call.
 
-mod common;
-use common::*;
+use crate::common::*;
 use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
 use serde_json::{json, Value};
 use std::path::Path;

@@ -8,8 +8,7 @@ use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// A wrapper "harness": runs the real binary with the same arguments, keeps
 /// its exit code, then runs `after` (a shell snippet that sees `$STATE`, the

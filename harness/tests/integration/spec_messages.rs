@@ -3,7 +3,7 @@
 //! hand-walked loader the serde one replaced, so this is the proof that a
 //! user who gets a field wrong reads the same line as before (file, field
 //! path, what was expected). A deliberate message change rewrites the file:
-//! `UPDATE_GOLDEN=1 cargo test -p harness --test spec_messages`, and the
+//! `UPDATE_GOLDEN=1 cargo test -p harness --test integration spec_messages`, and the
 //! diff is the review.
 
 use harness::spec::RunSpec;
