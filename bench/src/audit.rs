@@ -794,8 +794,8 @@ pub fn check_allowlist(requests: &[Captured], g: &Gathered) -> (bool, String) {
 /// seventh of the bench's own work per case-run (callgrind).
 pub struct Sent<'a> {
     pub captured: &'a Captured,
-    /// None when the body is not JSON.
-    pub body: Option<Value>,
+    /// The body, or why it is not JSON.
+    pub body: Result<Value, String>,
 }
 
 impl<'a> Sent<'a> {
@@ -804,7 +804,7 @@ impl<'a> Sent<'a> {
             .iter()
             .map(|captured| Sent {
                 captured,
-                body: serde_json::from_str(&captured.body).ok(),
+                body: serde_json::from_str(&captured.body).map_err(|e| e.to_string()),
             })
             .collect()
     }
@@ -818,7 +818,7 @@ fn allowlist(sent: &[Sent], g: &Gathered) -> (bool, String) {
     let mut bad = vec![];
     let mut offered_n = 0;
     for s in sent {
-        let Some(body) = &s.body else {
+        let Ok(body) = &s.body else {
             continue;
         };
         for t in offered_tools(body) {
@@ -895,7 +895,7 @@ fn agent_texts(report: &Report, sent: &[Sent]) -> BTreeSet<String> {
         .iter()
         .filter(|s| s.captured.call_key.starts_with("execute/"))
     {
-        let Some(body) = &s.body else {
+        let Ok(body) = &s.body else {
             continue;
         };
         for m in body["messages"].as_array().into_iter().flatten() {
@@ -923,16 +923,7 @@ fn judge_request_ok(
     tasks: &BTreeMap<String, String>,
     agent: &BTreeSet<String>,
 ) -> Result<usize, String> {
-    let v = match &sent.body {
-        Some(v) => v,
-        None => {
-            let e = serde_json::from_str::<Value>(&sent.captured.body)
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default();
-            return Err(format!("body is not JSON: {e}"));
-        }
-    };
+    let v = (sent.body.as_ref()).map_err(|e| format!("body is not JSON: {e}"))?;
     if !offered_tools(v).is_empty() {
         return Err("the judge was offered tools".into());
     }
