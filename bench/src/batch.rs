@@ -380,21 +380,20 @@ impl Batch {
     }
 }
 
-/// How [`run_reported`] runs a batch's jobs.
-struct Reported<'a> {
-    cases: &'a [CaseMeta],
-    runs_per_case: u32,
-    max_concurrency: usize,
+/// How [`run_lanes`] runs a batch's jobs.
+pub struct Reported<'a> {
+    pub cases: &'a [CaseMeta],
+    pub runs_per_case: u32,
+    pub max_concurrency: usize,
     /// Start no new case-run once one has failed.
-    stop_on_failure: bool,
+    pub stop_on_failure: bool,
 }
 
 /// Run the case-runs `jobs` (case index, run) on [`pool`] and report the
 /// batch's events to `reporter` (the order `events::Event` promises), from
 /// this task. `work` runs one case-run. Returns the records per case (in the
-/// order of `cases`), each case's runs sorted by run index. The one place a
-/// batch's events are made, whatever runs the case-runs (the harness, or a
-/// test's stand-in).
+/// order of `cases`), each case's runs sorted by run index. A batch of one
+/// lane ([`run_lanes`]).
 async fn run_reported<W, Fut>(
     s: Reported<'_>,
     jobs: Vec<(usize, u32)>,
@@ -405,42 +404,81 @@ where
     W: Fn((usize, u32)) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = (usize, RunRecord)> + Send + 'static,
 {
+    let jobs = jobs.into_iter().map(|(ci, r)| (0, ci, r)).collect();
+    let work = move |(_, ci, r): LaneJob| {
+        let run = work((ci, r));
+        async move {
+            let (ci, rec) = run.await;
+            (0, ci, rec)
+        }
+    };
+    let mut lanes = run_lanes(s, jobs, work, &mut [reporter]).await;
+    lanes.pop().unwrap_or_default()
+}
+
+/// One case-run of a batch of several lanes: (lane, case index, run).
+pub type LaneJob = (usize, usize, u32);
+
+/// A batch whose case-runs fall in several lanes over the same cases and
+/// runs (`bench ab`'s two arms, interleaved on one pool): each lane is a
+/// batch of its own to its reporter (`reporters[lane]`), with the event
+/// order `events::Event` promises, and they all finish together. `work`
+/// runs one case-run and says its lane and case. Returns, per lane, the
+/// records per case, each case's runs sorted by run index. The one place a
+/// batch's events are made, whatever runs the case-runs (the harness, or a
+/// test's stand-in).
+pub async fn run_lanes<W, Fut>(
+    s: Reported<'_>,
+    jobs: Vec<LaneJob>,
+    work: W,
+    reporters: &mut [&mut dyn Reporter],
+) -> Vec<Vec<Vec<RunRecord>>>
+where
+    W: Fn(LaneJob) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = (usize, usize, RunRecord)> + Send + 'static,
+{
     let t0 = std::time::Instant::now();
-    let n = s.cases.len();
+    let (n, lanes) = (s.cases.len(), reporters.len());
     assert!(
-        jobs.iter().all(|&(ci, r)| ci < n && r < s.runs_per_case),
-        "a job outside the batch's cases and runs"
+        jobs.iter()
+            .all(|&(l, ci, r)| l < lanes && ci < n && r < s.runs_per_case),
+        "a job outside the batch's lanes, cases and runs"
     );
-    reporter.report(&Event::BatchStarted {
-        cases: s.cases,
-        runs_per_case: s.runs_per_case,
-        total: jobs.len() as u64,
-    });
+    for (lane, reporter) in reporters.iter_mut().enumerate() {
+        reporter.report(&Event::BatchStarted {
+            cases: s.cases,
+            runs_per_case: s.runs_per_case,
+            total: jobs.iter().filter(|j| j.0 == lane).count() as u64,
+        });
+    }
     let plan = jobs.clone();
-    let mut per_case: Vec<Vec<RunRecord>> = vec![vec![]; n];
-    let mut finished = vec![false; n];
+    let mut per_case: Vec<Vec<Vec<RunRecord>>> = vec![vec![vec![]; n]; lanes];
+    let mut finished = vec![vec![false; n]; lanes];
     // A worker that panicked leaves its case-run without a record (and
     // the others finish the queue); `total()` tells the caller.
     pool_observed(jobs, s.max_concurrency, work, |p| match p {
         Pooled::Started(j) => {
-            let (ci, run) = plan[j];
-            reporter.report(&Event::CaseRunStarted {
+            let (lane, ci, run) = plan[j];
+            reporters[lane].report(&Event::CaseRunStarted {
                 case_index: ci,
                 case: &s.cases[ci],
                 run,
             });
             Flow::Continue
         }
-        Pooled::Done((ci, rec)) => {
+        Pooled::Done((lane, ci, rec)) => {
+            assert!(lane < lanes && ci < n, "a record outside the batch");
             let stop = s.stop_on_failure && !rec.passed;
+            let reporter = &mut *reporters[lane];
             reporter.report(&Event::CaseRunFinished {
                 case_index: ci,
                 case: &s.cases[ci],
                 record: &rec,
             });
+            let (per_case, finished) = (&mut per_case[lane], &mut finished[lane]);
             per_case[ci].push(rec);
             if per_case[ci].len() as u64 == s.runs_per_case as u64 {
-                finish_case(ci, s.cases, &mut per_case, &mut finished, reporter);
+                finish_case(ci, s.cases, per_case, finished, reporter);
             }
             if stop {
                 Flow::Stop
@@ -450,16 +488,26 @@ where
         }
     })
     .await;
-    // The cases whose runs did not all come back finish with what they have.
-    for ci in 0..n {
-        if !finished[ci] {
-            finish_case(ci, s.cases, &mut per_case, &mut finished, reporter);
+    let wall_ms = t0.elapsed().as_millis() as u64;
+    for (lane, reporter) in reporters.iter_mut().enumerate() {
+        // The cases whose runs did not all come back finish with what they have.
+        for ci in 0..n {
+            if !finished[lane][ci] {
+                finish_case(
+                    ci,
+                    s.cases,
+                    &mut per_case[lane],
+                    &mut finished[lane],
+                    *reporter,
+                );
+            }
         }
+        assert!(
+            finished[lane].iter().all(|f| *f),
+            "every case finishes once"
+        );
+        reporter.report(&Event::BatchFinished { wall_ms });
     }
-    assert!(finished.iter().all(|f| *f), "every case finishes once");
-    reporter.report(&Event::BatchFinished {
-        wall_ms: t0.elapsed().as_millis() as u64,
-    });
     per_case
 }
 
@@ -570,7 +618,7 @@ pub async fn pool_observed<J, T, W, Fut, D>(
 
 #[cfg(test)]
 mod tests {
-    use super::{case_order, run_reported, Reported};
+    use super::{case_order, run_lanes, run_reported, LaneJob, Reported};
     use crate::events::{CaseMeta, Event, Reporter};
     use crate::runner::RunRecord;
     use crate::summary::Outcome;
@@ -754,6 +802,49 @@ mod tests {
         let outcomes = check_order(&log, 2);
         assert_ne!(outcomes[0], Outcome::Passed, "{log:?}");
         assert!(per_case.iter().map(Vec::len).sum::<usize>() < 4, "{log:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_lane_of_an_interleaved_batch_is_a_whole_batch_to_its_reporter() {
+        let cases = [meta("one"), meta("two")];
+        // Lanes interleaved job by job, as `bench ab` shuffles its arms.
+        let jobs: Vec<LaneJob> = (0..2)
+            .flat_map(|ci| (0..2).flat_map(move |r| [(1, ci, r), (0, ci, r)]))
+            .collect();
+        // Lane 1 fails case "two" run 1; lane 0 passes everything.
+        let work = |(lane, ci, r): LaneJob| async move {
+            tokio::time::sleep(std::time::Duration::from_millis(10 >> r)).await;
+            (lane, ci, record(r, !(lane == 1 && ci == 1 && r == 1)))
+        };
+        let (mut l0, mut l1) = (Log::default(), Log::default());
+        let s = Reported {
+            cases: &cases,
+            runs_per_case: 2,
+            max_concurrency: 3,
+            stop_on_failure: false,
+        };
+        let per_lane = run_lanes(s, jobs, work, &mut [&mut l0, &mut l1]).await;
+        for log in [&l0.0, &l1.0] {
+            assert_eq!(log.first(), Some(&Seen::BatchStarted(4)), "{log:?}");
+            assert_eq!(log.len(), 1 + 4 * 2 + 2 + 1, "{log:?}");
+        }
+        assert_eq!(check_order(&l0.0, 2), [Outcome::Passed, Outcome::Passed]);
+        assert_eq!(check_order(&l1.0, 2), [Outcome::Passed, Outcome::Flaky]);
+        // Each lane's records are its own, per case, sorted by run.
+        let passed: Vec<Vec<Vec<(u32, bool)>>> = (per_lane.iter())
+            .map(|l| {
+                l.iter()
+                    .map(|rs| rs.iter().map(|r| (r.run, r.passed)).collect())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            passed,
+            [
+                vec![vec![(0, true), (1, true)], vec![(0, true), (1, true)]],
+                vec![vec![(0, true), (1, true)], vec![(0, true), (1, false)]],
+            ]
+        );
     }
 
     #[test]

@@ -113,6 +113,10 @@ pub enum Lines {
     Live,
     /// `bench self-test`: the bar only (its verdicts are per variant).
     Progress,
+    /// `bench ab`: `[d/t] arm id run r: PASS|FAIL|NOT COMPARABLE, why
+    /// (ending, $)` through each arm's [`Arm`]; above a progress bar only
+    /// the case-runs that did not pass.
+    Paired,
 }
 
 /// The terminal: an indicatif bar over `total` case-runs on a terminal, or
@@ -143,9 +147,22 @@ impl Terminal {
         }
     }
 
-    fn line(&self, case: &CaseMeta, rec: &RunRecord) -> Option<String> {
+    fn line(&self, arm: Option<&str>, case: &CaseMeta, rec: &RunRecord) -> Option<String> {
         let (done, total) = (self.done, self.total);
         match self.lines {
+            Lines::Paired => Some(format!(
+                "[{done}/{total}] {} {} run {}: {} ({}, ${:.4})",
+                arm.unwrap_or("?"),
+                case.id,
+                rec.run,
+                match (&rec.bench_fault, rec.passed) {
+                    (Some(f), _) => format!("NOT COMPARABLE, {}", f.describe()),
+                    (None, true) => "PASS".into(),
+                    (None, false) => "FAIL".into(),
+                },
+                rec.ending,
+                rec.cost_usd
+            )),
             Lines::Gate => Some(format!(
                 "[{done}/{total}] {}/{} run {}: {} ({}, {} ms, ${:.4})",
                 case.category,
@@ -176,16 +193,24 @@ impl Terminal {
 
 impl Reporter for Terminal {
     fn report(&mut self, event: &Event<'_>) {
+        self.report_arm(None, event)
+    }
+}
+
+impl Terminal {
+    /// A finished case-run of `arm` (a lane of a batch of several, `Arm`)
+    /// or of the one batch (None).
+    fn report_arm(&mut self, arm: Option<&str>, event: &Event<'_>) {
         let Event::CaseRunFinished { case, record, .. } = event else {
             return;
         };
         self.done += 1;
-        let line = self.line(case, record);
+        let line = self.line(arm, case, record);
         match (&self.bar, line) {
             (Some(b), line) => {
                 b.inc(1);
                 let show = match self.lines {
-                    Lines::Gate => !record.passed,
+                    Lines::Gate | Lines::Paired => !record.passed,
                     Lines::Live => true,
                     Lines::Progress => false,
                 };
@@ -196,6 +221,23 @@ impl Reporter for Terminal {
             (None, Some(l)) => eprintln!("{l}"),
             (None, None) => {}
         }
+    }
+}
+
+/// One lane of a batch of several (`bench ab`'s arm "A" or "B") as the
+/// terminal the lanes share sees it: its finished case-runs, named by arm,
+/// on one bar over every lane's case-runs. The lanes' events reach the
+/// terminal from the one task that makes them, so the borrow never clashes.
+pub struct Arm<'t> {
+    pub name: &'static str,
+    pub terminal: &'t std::cell::RefCell<Terminal>,
+}
+
+impl Reporter for Arm<'_> {
+    fn report(&mut self, event: &Event<'_>) {
+        self.terminal
+            .borrow_mut()
+            .report_arm(Some(self.name), event)
     }
 }
 

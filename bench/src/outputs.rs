@@ -8,7 +8,7 @@
 
 use crate::events::{CaseMeta, Event, Reporter};
 use crate::exit::ExitStatus;
-use crate::summary::{case_record, CaseRecord, Outcome, Summary};
+use crate::summary::{case_record, CaseRecord, Outcome, StepSummary, Summary};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -22,6 +22,7 @@ pub struct SummaryFiles {
     head: Summary,
     out: PathBuf,
     junit: Option<PathBuf>,
+    step_summary: StepSummary,
     cases: Vec<CaseMeta>,
     records: Vec<Option<CaseRecord>>,
     total: u64,
@@ -34,10 +35,20 @@ impl SummaryFiles {
             head,
             out: out.to_path_buf(),
             junit: junit.map(Path::to_path_buf),
+            step_summary: StepSummary::Append,
             cases: vec![],
             records: vec![],
             total: 0,
             written: None,
+        }
+    }
+
+    /// Files for a drill-down under a command's own verdict (`bench ab`'s
+    /// arms): the same files, but not in the CI's step summary.
+    pub fn drill_down(self) -> SummaryFiles {
+        SummaryFiles {
+            step_summary: StepSummary::Skip,
+            ..self
         }
     }
 
@@ -89,7 +100,10 @@ impl Reporter for SummaryFiles {
             Event::BatchFinished { wall_ms } => {
                 let s = self.summary(*wall_ms);
                 let junit = self.junit.clone();
-                self.written = Some(s.write(&self.out, junit.as_deref()).map(|()| s));
+                self.written = Some(
+                    s.write(&self.out, junit.as_deref(), self.step_summary)
+                        .map(|()| s),
+                );
             }
             Event::CaseRunStarted { .. } | Event::CaseRunFinished { .. } => {}
         }

@@ -240,6 +240,16 @@ fn runs_passed(c: &CaseRecord) -> String {
     )
 }
 
+/// Whether a written summary also goes to the CI's step summary
+/// (`GITHUB_STEP_SUMMARY`, when the CI offers one): a command's own
+/// verdict does; a drill-down under it (`bench ab`'s per-arm summaries)
+/// does not, so the step summary holds one verdict per command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepSummary {
+    Append,
+    Skip,
+}
+
 impl Summary {
     pub fn finish(&mut self) {
         self.cases.sort_by(|a, b| {
@@ -502,6 +512,7 @@ impl Summary {
         &self,
         out: &std::path::Path,
         junit: Option<&std::path::Path>,
+        step_summary: StepSummary,
     ) -> Result<(), String> {
         std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
         let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
@@ -517,7 +528,7 @@ impl Summary {
         harness::durable::atomic_write(&jpath, x.as_bytes())
             .map_err(|e| format!("{}: {e}", jpath.display()))?;
         // A CI step summary, when the CI offers one.
-        if let Ok(p) = std::env::var("GITHUB_STEP_SUMMARY") {
+        if let (StepSummary::Append, Ok(p)) = (step_summary, std::env::var("GITHUB_STEP_SUMMARY")) {
             use std::io::Write;
             if let Ok(mut f) = std::fs::OpenOptions::new()
                 .create(true)

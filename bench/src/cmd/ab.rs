@@ -41,6 +41,7 @@ mod render;
 mod sim;
 
 use crate::exit::ExitStatus;
+use crate::outputs::SummaryFiles;
 use crate::runner::{self, Overlay, Servers, Target};
 use crate::suite::{self, Case};
 use analysis::{CasePair, Obs, Settings};
@@ -380,8 +381,10 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
 }
 
 /// Run every (case, run, arm) through the harness, interleaved in a seeded
-/// random order, and pair the results by case. Each arm writes its case-runs
-/// under out/a or out/b plus a `bench run`-style summary.json.
+/// random order, and pair the results by case. The arms are the two lanes
+/// of one batch (`batch::run_lanes`): each arm's events go to the terminal
+/// the arms share (`events::Arm`) and to that arm's summary files, which
+/// write its case-runs under out/a or out/b as a `bench run` would.
 async fn run_arms(
     args: &AbArgs,
     max_concurrency: usize,
@@ -391,19 +394,20 @@ async fn run_arms(
     out: &Path,
     arms: [&ArmConfig; 2],
 ) -> Vec<CasePair> {
+    use crate::events::{Arm, CaseMeta, Fanout, Lines, Terminal};
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
-    let mut jobs: Vec<(usize, u32, usize)> = (0..cases.len())
-        .flat_map(|ci| (0..args.runs_per_case).flat_map(move |r| [(ci, r, 0), (ci, r, 1)]))
+    let mut jobs: Vec<crate::batch::LaneJob> = (0..cases.len())
+        .flat_map(|ci| (0..args.runs_per_case).flat_map(move |r| [(0, ci, r), (1, ci, r)]))
         .collect();
     jobs.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(args.seed));
     let overlays = Arc::new([arms[0].applied.clone(), arms[1].applied.clone()]);
     let roots = [out.join("a"), out.join("b")];
-    let total = jobs.len();
+    let total = jobs.len() as u64;
     let (work_cases, work_targets, hb) =
         (cases.clone(), target_of.clone(), harness_bin.to_path_buf());
     let work_roots = Arc::new(roots.clone());
-    let work = move |(ci, r, arm): (usize, u32, usize)| {
+    let work = move |(arm, ci, r): crate::batch::LaneJob| {
         let (cases, target_of, overlays, roots, hb) = (
             work_cases.clone(),
             work_targets.clone(),
@@ -428,41 +432,47 @@ async fn run_arms(
                 ),
                 None => runner::run_case(case, r, target, &hb, &roots[arm], &overlays[arm]).await,
             };
-            (ci, arm, rec)
+            (arm, ci, rec)
         }
     };
-    let mut per_arm: [Vec<Vec<runner::RunRecord>>; 2] =
-        [vec![vec![]; cases.len()], vec![vec![]; cases.len()]];
-    let mut done = 0;
+    let metas: Vec<CaseMeta> = cases.iter().map(CaseMeta::of).collect();
+    let terminal = std::cell::RefCell::new(Terminal::new(total, "case-runs", Lines::Paired));
+    let [mut files_a, mut files_b] = [&roots[0], &roots[1]]
+        .map(|root| SummaryFiles::new(arm_summary_head(cases, args), root, None).drill_down());
+    let (mut shown_a, mut shown_b) = (
+        Arm {
+            name: "A",
+            terminal: &terminal,
+        },
+        Arm {
+            name: "B",
+            terminal: &terminal,
+        },
+    );
+    let (mut lane_a, mut lane_b) = (
+        Fanout(vec![&mut shown_a, &mut files_a]),
+        Fanout(vec![&mut shown_b, &mut files_b]),
+    );
     // The bench's one pool, in the shuffled order, at the same bound as a
     // batch (`--max-concurrency`, clamped to 1..=CONCURRENCY_MAX). A worker
     // that panicked leaves its case-run without a record.
-    crate::batch::pool(jobs, max_concurrency, work, |(ci, arm, rec)| {
-        done += 1;
-        if !rec.passed || done % 20 == 0 || done == total {
+    let settings = crate::batch::Reported {
+        cases: &metas,
+        runs_per_case: args.runs_per_case,
+        max_concurrency,
+        stop_on_failure: false,
+    };
+    let per_arm =
+        crate::batch::run_lanes(settings, jobs, work, &mut [&mut lane_a, &mut lane_b]).await;
+    drop((lane_a, lane_b));
+    terminal.into_inner().finish();
+    for (root, files) in roots.iter().zip([files_a, files_b]) {
+        if let Err(e) = files.into_summary() {
             eprintln!(
-                "[{done}/{total}] {} {} run {}: {} ({}, ${:.4})",
-                ["A", "B"][arm],
-                cases[ci].id(),
-                rec.run,
-                match (&rec.bench_fault, rec.passed) {
-                    (Some(f), _) => format!("NOT COMPARABLE, {}", f.describe()),
-                    (None, true) => "PASS".into(),
-                    (None, false) => "FAIL".into(),
-                },
-                rec.ending,
-                rec.cost_usd
+                "bench ab: cannot write the summary under {}: {e}",
+                root.display()
             );
         }
-        per_arm[arm][ci].push(rec);
-        crate::batch::Flow::Continue
-    })
-    .await;
-    for (arm, runs) in per_arm.iter_mut().enumerate() {
-        for r in runs.iter_mut() {
-            r.sort_by_key(|x| x.run);
-        }
-        write_arm_summary(&roots[arm], cases, runs, args);
     }
     cases
         .iter()
@@ -476,19 +486,14 @@ async fn run_arms(
         .collect()
 }
 
-/// Each arm's case-runs in `bench run`'s summary.json format, for drilling
-/// into a case (same records, same per-category totals).
-fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>], args: &AbArgs) {
+/// What an arm's summary says besides its case-runs: `bench run`'s format
+/// and default case policy, for drilling into a case (same records, same
+/// per-category totals).
+fn arm_summary_head(cases: &[Case], args: &AbArgs) -> crate::summary::Summary {
     let pass_rate = CASE_PASS_POLICY;
-    let mut s = crate::summary::Summary {
+    crate::summary::Summary {
         passed: false,
-        cases: cases
-            .iter()
-            .zip(runs)
-            .map(|(c, r)| {
-                crate::summary::case_record(&crate::events::CaseMeta::of(c), r.clone(), pass_rate)
-            })
-            .collect(),
+        cases: vec![],
         categories: Default::default(),
         overall: crate::summary::totals_of(&[]),
         p95_definition: String::new(),
@@ -508,20 +513,6 @@ fn write_arm_summary(root: &Path, cases: &[Case], runs: &[Vec<runner::RunRecord>
         case_runs: 0,
         wall_ms: 0,
         case_runs_per_s: 0.0,
-    };
-    s.finish();
-    let written = std::fs::create_dir_all(root)
-        .map_err(|e| e.to_string())
-        .and_then(|_| serde_json::to_vec_pretty(&s).map_err(|e| e.to_string()))
-        .and_then(|j| {
-            harness::durable::atomic_write(&root.join("summary.json"), &j)
-                .map_err(|e| e.to_string())
-        });
-    if let Err(e) = written {
-        eprintln!(
-            "bench ab: cannot write {}: {e}",
-            root.join("summary.json").display()
-        );
     }
 }
 
