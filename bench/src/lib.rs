@@ -13,7 +13,8 @@
 //! - `summary`: the summary model (cases, totals, config hash) and its
 //!   summary.json / summary.md / JUnit renderings; `outputs` holds the
 //!   reporter that builds the summary from the events and writes those files
-//!   (`SummaryFiles`), and prints the table and the failures.
+//!   (`SummaryFiles`), and prints the table and the failures; `page` is the
+//!   suite's report.html, from the same summary.
 //! - `exit`: every command's exit status and the one table of their codes.
 //! - `stats`: the statistics the reports rest on.
 //! - `prices`, `cli`: the price table and the clap value types several
@@ -27,6 +28,7 @@ pub mod events;
 pub mod exit;
 pub mod live;
 pub mod outputs;
+pub mod page;
 pub mod prices;
 pub mod runner;
 pub mod score;

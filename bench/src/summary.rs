@@ -97,7 +97,7 @@ impl RunStats {
             cost_usd_mean_per_case_run: mean(measured.iter().map(|r| r.cost_usd).sum()),
         }
     }
-    fn cells(&self) -> [String; 3] {
+    pub(crate) fn cells(&self) -> [String; 3] {
         [
             self.latency_ms_mean
                 .map_or("n/a".into(), |m| format!("{m:.0} ms")),
@@ -218,7 +218,7 @@ pub fn totals(cases: &[CaseRecord]) -> BTreeMap<String, CategoryTotals> {
 }
 
 /// Why the policy passed or failed a flaky case, in words.
-fn policy_words(c: &CaseRecord, pass_rate: f64) -> String {
+pub(crate) fn policy_words(c: &CaseRecord, pass_rate: f64) -> String {
     match (c.passed, c.category == "adversarial") {
         (true, _) => format!(
             "passed by the policy (at least {:.0}% of runs)",
@@ -232,7 +232,7 @@ fn policy_words(c: &CaseRecord, pass_rate: f64) -> String {
     }
 }
 
-fn runs_passed(c: &CaseRecord) -> String {
+pub(crate) fn runs_passed(c: &CaseRecord) -> String {
     format!(
         "{}/{}",
         c.runs.iter().filter(|r| r.passed).count(),
@@ -521,6 +521,9 @@ impl Summary {
         let md = self.markdown();
         harness::durable::atomic_write(&out.join("summary.md"), md.as_bytes())
             .map_err(|e| format!("summary.md: {e}"))?;
+        let page = crate::page::suite_page(self, out);
+        harness::durable::atomic_write(&out.join(crate::page::FILE_NAME), page.as_bytes())
+            .map_err(|e| format!("{}: {e}", crate::page::FILE_NAME))?;
         let x = self.junit()?;
         let jpath = junit
             .map(|p| p.to_path_buf())

@@ -128,6 +128,20 @@ impl Ending {
         }
     }
 
+    /// What the ending means to the operator reading the morning report,
+    /// and what to do about it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Ending::GoalMet => "The goal's predicate passed, checked by the harness: the work is done and verified.",
+            Ending::BudgetExhausted => "The hard cap stopped the run: the next call's worst case would have crossed it. What was verified is kept; raise the cap or shrink the goal to go on.",
+            Ending::TimeLimit => "The wall clock ran out. What was verified is kept; a re-run of the same command resumes from the checkpoint.",
+            Ending::DriftDetected => "The queue drifted from the original goal past the halt band: the run was spending money on the wrong problem. A human must look at the queue before it runs again.",
+            Ending::NoProgress => "Tasks kept failing verification or being parked with no verified progress: the run stopped instead of looping.",
+            Ending::QueueEmptyGoalUnmet => "Every task was done or parked, yet the goal's predicate still fails: the plan did not cover the goal.",
+            Ending::UnrecoverableError => "The harness could not go on safely (see the detail and its kind); nothing was guessed. Fix the cause, then re-run the same command.",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Ending::GoalMet => "GOAL_MET",

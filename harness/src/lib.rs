@@ -44,7 +44,8 @@ pub use replay::scenario; // hand-written scripted scenarios compiled to cassett
 // --- reporting ---
 pub mod events; // events.jsonl, one line per lap event
 pub mod invocation; // `harness run`'s argv and environment, for the bench and the chaos driver
-pub mod report; // report.json + the human summary
+pub mod page;
+pub mod report; // report.json + the human summary // report.html: the morning page (maud + plotters' SVG), beside report.json
 
 pub mod console; // stdout/stderr writes that never panic and never change the exit code
 pub mod panics; // a panic's message and location, for the UNRECOVERABLE_ERROR it becomes

@@ -92,6 +92,16 @@ enum Cmd {
         #[arg(long)]
         state_dir: PathBuf,
     },
+    /// Render the run's morning page (report.html) again from its state
+    /// dir, without disturbing it; a refused checkpoint gets a page that
+    /// says why (and exits 4, as `status` does).
+    Report {
+        #[arg(long)]
+        state_dir: PathBuf,
+        /// Where to write the page (default: <state-dir>/report.html).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 /// `harness status`: the checkpoint is refused (a run on this state dir ends
@@ -141,6 +151,7 @@ fn main() {
 fn dispatch(cli: Cli) -> i32 {
     match cli.cmd {
         Cmd::Status { state_dir } => status(&state_dir),
+        Cmd::Report { state_dir, out } => report_page(&state_dir, out),
         Cmd::Run {
             spec,
             state_dir,
@@ -340,6 +351,10 @@ fn print_summary(outcome: &harness::run_loop::Outcome, state_dir: &Path) {
             "report     {}\n",
             state_dir.join(harness::report::FILE_NAME).display()
         ));
+        let page = state_dir.join(harness::page::FILE_NAME);
+        if page.is_file() {
+            console::out(&format!("page       {}\n", page.display()));
+        }
     } else {
         console::out("report     NOT WRITTEN (it is on stderr, with the reason)\n");
     }
@@ -352,6 +367,40 @@ fn usd(x: f64) -> f64 {
         0.0
     } else {
         x
+    }
+}
+
+/// `harness report`: the page written atomically to `out` (default the
+/// state dir's report.html); exit 0, EXIT_STATUS_REFUSED when the
+/// checkpoint is refused (the page says so), EXIT_SPEC_REJECTED when there
+/// is no state dir or the page cannot be written.
+fn report_page(state_dir: &Path, out: Option<PathBuf>) -> i32 {
+    let rendered = match harness::page::render_state_dir(state_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            console::err_line(&format!("harness report: {e}"));
+            return EXIT_SPEC_REJECTED;
+        }
+    };
+    let out = out.unwrap_or_else(|| state_dir.join(harness::page::FILE_NAME));
+    if let Err(e) = harness::durable::atomic_write(&out, rendered.html.as_bytes()) {
+        console::err_line(&format!(
+            "harness report: cannot write {}: {e}",
+            out.display()
+        ));
+        return EXIT_SPEC_REJECTED;
+    }
+    console::out(&format!(
+        "page       {} ({} bytes)\n",
+        out.display(),
+        rendered.html.len()
+    ));
+    match rendered.refusal {
+        Some(r) => {
+            console::err_line(&format!("harness report: the checkpoint is refused: {r}"));
+            EXIT_STATUS_REFUSED
+        }
+        None => 0,
     }
 }
 

@@ -27,6 +27,24 @@ pub struct DriftEntry {
     pub band: crate::drift::Band,
 }
 
+/// The drift bands a run judged against (`[drift] prune_above`,
+/// `halt_above`), kept in the report so its page draws the run's own bands.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriftBands {
+    pub prune_above: f64,
+    pub halt_above: f64,
+}
+
+impl Default for DriftBands {
+    fn default() -> DriftBands {
+        DriftBands {
+            prune_above: crate::spec::DEFAULT_PRUNE_ABOVE,
+            halt_above: crate::spec::DEFAULT_HALT_ABOVE,
+        }
+    }
+}
+
 /// report.json. Readers (the bench, chaos) parse it into this type: a field
 /// renamed here is unknown to them and fails the parse, it is never read as
 /// absent.
@@ -45,6 +63,10 @@ pub struct Report {
     pub parked: Vec<ParkedEntry>,
     pub pruned: Vec<PrunedTask>,
     pub drift_history: Vec<DriftEntry>,
+    /// The bands `drift_history` was judged against (a report written
+    /// before this field existed: the defaults).
+    #[serde(default)]
+    pub drift_bands: DriftBands,
     pub cost_per_verified_task_usd: Option<f64>,
     pub steps: u64,
     pub elapsed_ms: u64,
@@ -115,6 +137,7 @@ impl Report {
                     band: d.band,
                 })
                 .collect(),
+            drift_bands: DriftBands::default(),
             cost_per_verified_task_usd: if n > 0 {
                 Some(state.ledger.spent_usd / n as f64)
             } else {

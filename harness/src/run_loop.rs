@@ -230,7 +230,7 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
     }
     let after = AfterPanic {
         goal: spec.goal.clone(),
-        alerts: spec.alerts.clone(),
+        ends: Ends::of(&spec),
         hard_cap_usd: spec.hard_cap_usd,
         prices: spec.prices.clone(),
         state_dir: state_dir.to_path_buf(),
@@ -259,7 +259,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
     let dir_err = std::fs::create_dir_all(state_dir).err();
     let mut events = EventLog::open(state_dir);
     let hard_cap = spec.hard_cap_usd;
-    let alerts = spec.alerts.clone();
+    let ends = Ends::of(&spec);
 
     if let Some(e) = dir_err {
         let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
@@ -269,7 +269,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             ErrorKind::StateDir,
             format!("cannot create state dir {}: {e}", state_dir.display()),
             &goal,
-            &alerts,
+            &ends,
             state_dir,
             &mut events,
         )
@@ -297,7 +297,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
                 refusal.refusal_kind().error_kind(),
                 format!("refused to resume: {refusal}"),
                 &goal,
-                &alerts,
+                &ends,
                 state_dir,
                 &mut events,
             )
@@ -311,7 +311,11 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         crate::fault_injection::panic_point("rereport");
         events.emit(state.step, Event::Rereport { ending: f.ending });
         let (report, report_written) = match Report::load(state_dir) {
-            Ok(r) => (r, true),
+            Ok(r) => {
+                // The page again, from the report as it stands.
+                write_page(&r, state_dir);
+                (r, true)
+            }
             Err(_) => {
                 // Killed between the final checkpoint and report.json: the
                 // report and the alert were never delivered. finish() sends
@@ -327,7 +331,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
                     f.ending == Ending::GoalMet,
                     0,
                 );
-                let written = publish(&mut r, &alerts, state_dir).await;
+                let written = publish(&mut r, &ends, state_dir).await;
                 (r, written)
             }
         };
@@ -346,7 +350,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             ErrorKind::LedgerJournal,
             e.to_string(),
             &goal,
-            &alerts,
+            &ends,
             state_dir,
             &mut events,
         )
@@ -365,7 +369,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             ErrorKind::LedgerJournal,
             d,
             &goal,
-            &alerts,
+            &ends,
             state_dir,
             &mut events,
         )
@@ -382,7 +386,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
                 ErrorKind::Workspace,
                 format!("workspace {}: {e}", spec.workspace.display()),
                 &goal,
-                &alerts,
+                &ends,
                 state_dir,
                 &mut events,
             )
@@ -423,7 +427,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
                 ErrorKind::EndpointConfig,
                 e.to_string(),
                 &goal,
-                &alerts,
+                &ends,
                 state_dir,
                 &mut events,
             )
@@ -487,7 +491,7 @@ async fn fail_early(
     kind: ErrorKind,
     detail: String,
     goal: &Goal,
-    alerts: &crate::spec::AlertSpec,
+    ends: &Ends,
     state_dir: &Path,
     events: &mut EventLog,
 ) -> Outcome {
@@ -520,7 +524,7 @@ async fn fail_early(
         false,
         now_unix_ms().saturating_sub(state.started_at_unix_ms),
     );
-    let report_written = publish(&mut report, alerts, state_dir).await;
+    let report_written = publish(&mut report, ends, state_dir).await;
     Outcome {
         ending: Ending::UnrecoverableError,
         report,
@@ -542,7 +546,16 @@ pub async fn end_before_start(
     let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
     s.hard_cap_usd = spec.hard_cap_usd;
     let mut events = EventLog::open(state_dir);
-    fail_early(s, kind, detail, &goal, &spec.alerts, state_dir, &mut events).await
+    fail_early(
+        s,
+        kind,
+        detail,
+        &goal,
+        &Ends::of(spec),
+        state_dir,
+        &mut events,
+    )
+    .await
 }
 
 /// The last act of every ending: the alert (file and webhook), then
@@ -550,12 +563,35 @@ pub async fn end_before_start(
 /// cannot be written (a full disk) is said plainly on stderr, followed by the
 /// report itself as one JSON line, so the morning still has it. Returns
 /// whether report.json was written.
-async fn publish(report: &mut Report, alerts: &AlertSpec, state_dir: &Path) -> bool {
+/// What publishing an ending needs from the spec: where the alert goes, and
+/// the drift bands the report (and its page) shows the run against.
+struct Ends {
+    alerts: AlertSpec,
+    bands: crate::report::DriftBands,
+}
+
+impl Ends {
+    fn of(spec: &RunSpec) -> Ends {
+        Ends {
+            alerts: spec.alerts.clone(),
+            bands: crate::report::DriftBands {
+                prune_above: spec.drift_prune_above,
+                halt_above: spec.drift_halt_above,
+            },
+        }
+    }
+}
+
+async fn publish(report: &mut Report, ends: &Ends, state_dir: &Path) -> bool {
+    report.drift_bands = ends.bands;
     report
         .alert_delivery
-        .extend(crate::report::deliver_alert(alerts, state_dir, report).await);
+        .extend(crate::report::deliver_alert(&ends.alerts, state_dir, report).await);
     match report.write(state_dir) {
-        Ok(()) => true,
+        Ok(()) => {
+            write_page(report, state_dir);
+            true
+        }
         Err(e) => {
             let path = state_dir.join(crate::report::FILE_NAME);
             crate::console::err_line(&format!(
@@ -577,11 +613,23 @@ async fn publish(report: &mut Report, alerts: &AlertSpec, state_dir: &Path) -> b
     }
 }
 
+/// report.html beside report.json. The page is for people: one that cannot
+/// be written is said on stderr and changes neither the ending nor whether
+/// the report was written.
+fn write_page(report: &Report, state_dir: &Path) {
+    if let Err(e) = crate::page::write(report, state_dir) {
+        crate::console::err_line(&format!(
+            "harness: the morning page was NOT written to {}: {e} (report.json was)",
+            state_dir.join(crate::page::FILE_NAME).display()
+        ));
+    }
+}
+
 /// What the ending of a panicked run is built from, taken before the run
 /// started: the spec's goal, alerts and prices, and where the state is.
 struct AfterPanic {
     goal: String,
-    alerts: AlertSpec,
+    ends: Ends,
     hard_cap_usd: f64,
     prices: PriceTable,
     state_dir: PathBuf,
@@ -693,7 +741,7 @@ async fn end_after_panic(after: AfterPanic, message: String) -> Outcome {
             detail: report.detail.clone(),
         }),
     );
-    let report_written = publish(&mut report, &after.alerts, state_dir).await;
+    let report_written = publish(&mut report, &after.ends, state_dir).await;
     Outcome {
         ending: Ending::UnrecoverableError,
         report,
@@ -1776,7 +1824,7 @@ impl Runner {
                 detail: report.detail.clone(),
             }),
         );
-        let report_written = publish(&mut report, &self.spec.alerts, &self.state_dir).await;
+        let report_written = publish(&mut report, &Ends::of(&self.spec), &self.state_dir).await;
         Outcome {
             ending,
             report,

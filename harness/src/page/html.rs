@@ -1,0 +1,391 @@
+//! The run page's markup (maud). Every `(value)` below is escaped by maud;
+//! `PreEscaped` holds only the style sheet and plotters' SVG (whose text
+//! plotters escapes, and which draws no model text). A Content-Security-
+//! Policy with no script source is the second wall: a page that somehow
+//! held a `<script>` still would not run it.
+
+use super::fmt::{count, duration_ms, pct, score, usd, usd4};
+use super::plot::{self, SpendAxis};
+use super::RunPage;
+use crate::ending::{Alert, Class};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use std::collections::BTreeMap;
+
+/// No network, no script: styles and images inline only.
+pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+/// The document around a page's body, shared with the bench's suite page.
+pub fn document(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta http-equiv="Content-Security-Policy" content=(CSP);
+                title { (title) }
+                style { (PreEscaped(super::style::CSS)) }
+            }
+            body { (body) }
+        }
+    }
+}
+
+pub fn class_name(c: Class) -> &'static str {
+    match c {
+        Class::Success => "success",
+        Class::Partial => "partial",
+        Class::Failure => "failure",
+    }
+}
+
+fn alert_words(a: Alert) -> &'static str {
+    match a {
+        Alert::None => "no alert",
+        Alert::Alert => "alert sent",
+        Alert::Page => "PAGE: a human is paged",
+    }
+}
+
+/// A plot inside an outer `<svg role="img">` that carries its title and a
+/// text alternative (`desc`, also the visible caption); or what stood in
+/// for it.
+pub fn figure(
+    id: &str,
+    title: &str,
+    desc: &str,
+    size: (u32, u32),
+    svg: Option<Result<String, String>>,
+    empty: &str,
+) -> Markup {
+    match svg {
+        None => html! { p.muted { (empty) } },
+        Some(Err(e)) => html! { p.note { "The plot “" (title) "” could not be drawn: " (e) } },
+        Some(Ok(inner)) => html! {
+            figure {
+                svg role="img" aria-labelledby={ (id) "-t " (id) "-d" }
+                    viewBox={ "0 0 " (size.0) " " (size.1) } xmlns="http://www.w3.org/2000/svg" {
+                    title id={ (id) "-t" } { (title) }
+                    desc id={ (id) "-d" } { (desc) }
+                    (PreEscaped(inner))
+                }
+                figcaption { (desc) }
+            }
+        },
+    }
+}
+
+/// Spend per call role: calls and dollars.
+fn by_role(p: &RunPage) -> Vec<(&'static str, u64, f64)> {
+    let mut m: BTreeMap<&'static str, (u64, f64)> = BTreeMap::new();
+    for c in &p.calls {
+        let e = m.entry(plot::role_name(c.role)).or_default();
+        e.0 += 1;
+        e.1 += if c.cost_usd.is_finite() {
+            c.cost_usd
+        } else {
+            0.0
+        };
+    }
+    m.into_iter().map(|(r, (n, usd))| (r, n, usd)).collect()
+}
+
+/// The task an executor call key (`execute/<task>/a<attempt>/<turn>`)
+/// worked on.
+fn task_of(call_key: &str) -> Option<&str> {
+    let rest = call_key.strip_prefix("execute/")?;
+    let mut it = rest.rsplitn(3, '/');
+    let (_turn, _attempt, task) = (it.next()?, it.next()?, it.next()?);
+    Some(task)
+}
+
+/// Executor spend per task, most first: steady work or one runaway task.
+fn by_task(p: &RunPage) -> Vec<(String, u64, f64)> {
+    let mut m: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
+    for c in &p.calls {
+        if let Some(t) = task_of(&c.call_key) {
+            let e = m.entry(t).or_default();
+            e.0 += 1;
+            e.1 += if c.cost_usd.is_finite() {
+                c.cost_usd
+            } else {
+                0.0
+            };
+        }
+    }
+    let mut v: Vec<(String, u64, f64)> = m
+        .into_iter()
+        .map(|(t, (n, u))| (t.to_string(), n, u))
+        .collect();
+    v.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+fn spend_desc(p: &RunPage) -> String {
+    let r = &p.report;
+    let roles: Vec<String> = by_role(p)
+        .iter()
+        .map(|(role, n, u)| format!("{role} {n} call(s) {}", usd(*u)))
+        .collect();
+    let worst = p.calls.iter().filter(|c| c.worst_case).count();
+    let mut s = format!(
+        "Spend rose to {} of the {} hard cap ({}) over {} booked model call(s): {}.",
+        usd(r.spend_usd),
+        usd(r.hard_cap_usd),
+        pct(r.spend_usd, r.hard_cap_usd),
+        p.calls.len(),
+        if roles.is_empty() {
+            "none".into()
+        } else {
+            roles.join(", ")
+        }
+    );
+    if r.spend_usd + p.in_flight_usd < plot::CAP_IN_VIEW * r.hard_cap_usd {
+        s.push_str(&format!(
+            " The cap and its 70% and 90% lines ({}, {}) are above the plot's scale.",
+            usd(0.7 * r.hard_cap_usd),
+            usd(0.9 * r.hard_cap_usd)
+        ));
+    }
+    if worst > 0 {
+        s.push_str(&format!(
+            " {worst} call(s) booked at their worst case (usage unknown)."
+        ));
+    }
+    if p.in_flight_usd > 0.0 {
+        s.push_str(&format!(
+            " {} more is reserved for calls in flight.",
+            usd(p.in_flight_usd)
+        ));
+    }
+    s
+}
+
+fn drift_desc(p: &RunPage) -> String {
+    let h = &p.report.drift_history;
+    let max = h.iter().map(|d| d.score).fold(f64::NAN, f64::max);
+    format!(
+        "{} drift check(s); the highest score was {}, the last {}; the run prunes above {} and halts above {}.",
+        h.len(),
+        score(max),
+        h.last().map_or("none".into(), |d| score(d.score)),
+        score(p.prune_above),
+        score(p.halt_above)
+    )
+}
+
+pub fn page(p: &RunPage) -> Markup {
+    let r = &p.report;
+    let cls = class_name(r.class);
+    let title = format!("{} · run {}", r.ending, r.run_id);
+    let body = html! {
+        header {
+            p.muted { "Morning report of harness run " code { (r.run_id) } }
+            div class={ "verdict " (cls) } role="status" {
+                div.name { (r.ending) }
+                p {
+                    span class={ "tag " (match r.class { Class::Success => "ok", Class::Partial => "warn", Class::Failure => "bad" }) } { (format!("{:?}", r.class).to_uppercase()) }
+                    span.tag { "exit " (r.exit_code) }
+                    span class={ "tag " (if r.alert == Alert::None { "muted" } else { "bad" }) } { (alert_words(r.alert)) }
+                }
+                p { (r.ending.meaning()) }
+                @if let Some(d) = &r.detail {
+                    p { strong { "Detail: " } @if let Some(k) = r.error_kind { code { (k) } " " } (d) }
+                }
+            }
+            dl.facts {
+                dt { "Goal" } dd { (r.goal) }
+                dt { "Goal predicate" } dd {
+                    @if r.predicate_met { span.ok { "met" } } @else { span.bad { "not met" } }
+                    " (checked by the harness, never by the model)"
+                }
+                dt { "Spend" } dd { (usd(r.spend_usd)) " of the " (usd(r.hard_cap_usd)) " hard cap (" (pct(r.spend_usd, r.hard_cap_usd)) ")" }
+                dt { "Tasks" } dd { (r.verified.len()) " verified, " (r.parked.len()) " parked, " (r.pruned.len()) " pruned, " (r.queue_left.len()) " left in the queue" }
+                dt { "Ran" } dd { (duration_ms(r.elapsed_ms)) ", " (r.steps) " steps, " (r.model_calls) " model calls, " (r.resumes) " resume(s)" }
+                dt { "Branch" } dd {
+                    @match (&r.git_branch, &r.git_disabled) {
+                        (_, Some(why)) => { span.bad { "no commits: " } (why) }
+                        (Some(b), None) => { code { (b) } " (" (r.commits.len()) " commit(s), one per verified task)" }
+                        (None, None) => { span.muted { "none" } }
+                    }
+                }
+            }
+        }
+        @if !p.notes.is_empty() {
+            @for n in &p.notes { p.note { (n) } }
+        }
+        section aria-labelledby="money" {
+            h2 #money { "Money" }
+            dl.facts {
+                dt { "Spent" } dd { (usd(r.spend_usd)) " of " (usd(r.hard_cap_usd)) " (" (pct(r.spend_usd, r.hard_cap_usd)) ")" }
+                dt { "Reserved in flight" } dd { (usd(p.in_flight_usd)) @if p.in_flight_usd > 0.0 { " (worst cases of calls open in the ledger journal)" } }
+                dt { "Per verified task" } dd {
+                    @match r.cost_per_verified_task_usd { Some(c) => { (usd(c)) }, None => { span.muted { "no task verified" } } }
+                }
+                dt { "Budget notices" } dd { (r.budget_notices) " request(s) carried the budget notice" }
+            }
+            div.scroll { table {
+                caption { "Tokens (the four usage fields the ledger books)" }
+                thead { tr { th { "field" } th.num { "tokens" } } }
+                tbody {
+                    tr { td { "input" } td.num { (count(r.usage.input_tokens)) } }
+                    tr { td { "output" } td.num { (count(r.usage.output_tokens)) } }
+                    tr { td { "cache read" } td.num { (count(r.usage.cache_read_input_tokens)) } }
+                    tr { td { "cache write" } td.num { (count(r.usage.cache_creation_input_tokens)) } }
+                }
+            } }
+            (figure("spend-call", "Spend against model call", &spend_desc(p), plot::SIZE, plot::spend(p, SpendAxis::Call), "No model call was booked."))
+            (figure("spend-time", "Spend over time", &spend_desc(p), plot::SIZE, plot::spend(p, SpendAxis::Time), "No call times: events.jsonl holds no model call."))
+            div.scroll { table {
+                caption { "Spend by call role" }
+                thead { tr { th { "role" } th.num { "calls" } th.num { "spend" } th.num { "share" } } }
+                tbody { @for (role, n, u) in by_role(p) {
+                    tr { td { (role) } td.num { (n) } td.num { (usd(u)) } td.num { (pct(u, r.spend_usd)) } }
+                } }
+            } }
+            @let tasks = by_task(p);
+            @if !tasks.is_empty() {
+                div.scroll { table {
+                    caption { "Executor spend by task, most first" }
+                    thead { tr { th { "task" } th.num { "calls" } th.num { "spend" } th.num { "share" } } }
+                    tbody { @for (t, n, u) in &tasks {
+                        tr { td { code { (t) } } td.num { (n) } td.num { (usd(*u)) } td.num { (pct(*u, r.spend_usd)) } }
+                    } }
+                } }
+            }
+            @if !p.budget_refusals.is_empty() {
+                h3 { "What the budget refused" }
+                ul { @for b in &p.budget_refusals { li { (b) } } }
+            }
+        }
+        section aria-labelledby="tasks" {
+            h2 #tasks { "Tasks" }
+            div.scroll { table #task-table {
+                caption { "Every task the run held: verified (by the harness, with its commit), parked, pruned for drift, or left in the queue" }
+                thead { tr { th { "outcome" } th { "task" } th { "description" } th { "what decided it" } } }
+                tbody {
+                    @for t in &r.verified {
+                        tr.task {
+                            td { span.ok { "verified" } }
+                            td { code { (t.id) } }
+                            td { (t.description) }
+                            td {
+                                "verified by " code { (t.verify) } " (" (format!("{:?}", t.how).to_lowercase()) ", step " (t.step) ")"
+                                @if let Some(c) = &t.commit { br; "commit " code { (c) } }
+                            }
+                        }
+                    }
+                    @for t in &r.parked {
+                        tr.task {
+                            td { span.warn { "parked" } }
+                            td { code { (t.id) } }
+                            td { (p.descriptions.get(&t.id).map(String::as_str).unwrap_or("")) }
+                            td {
+                                (t.reason)
+                                @if !t.uncommitted_paths.is_empty() {
+                                    br; "left uncommitted: " @for (i, path) in t.uncommitted_paths.iter().enumerate() { @if i > 0 { ", " } code { (path) } }
+                                }
+                            }
+                        }
+                    }
+                    @for t in &r.pruned {
+                        tr.task {
+                            td { span.bad { "pruned" } }
+                            td { code { (t.id) } }
+                            td { (t.description) }
+                            td { "drift " (score(t.drift_score)) " at step " (t.drift_step) }
+                        }
+                    }
+                    @for id in &r.queue_left {
+                        tr.task {
+                            td { span.muted { "left in queue" } }
+                            td { code { (id) } }
+                            td { (p.descriptions.get(id).map(String::as_str).unwrap_or("")) }
+                            td { span.muted { "not reached" } }
+                        }
+                    }
+                }
+            } }
+            @if r.verified.is_empty() && r.parked.is_empty() && r.pruned.is_empty() && r.queue_left.is_empty() {
+                p.muted { "The run held no task." }
+            }
+            @if !r.rejected_tasks.is_empty() {
+                div.scroll { table {
+                    caption { "Tasks the harness refused to admit" }
+                    thead { tr { th { "task" } th { "from" } th { "why" } } }
+                    tbody { @for t in &r.rejected_tasks { tr { td { code { (t.id) } } td { (t.origin) } td { (t.reason) } } } }
+                } }
+            }
+        }
+        section aria-labelledby="claims" {
+            h2 #claims { "What the model claimed, beside what the harness checked" }
+            @if r.model_claims.is_empty() {
+                p.muted { "No claims recorded." }
+            } @else {
+                div.scroll { table {
+                    caption { "A claim is never a verdict: the right column is the harness's own check" }
+                    thead { tr { th { "task" } th { "the model said" } th { "the harness's check" } } }
+                    tbody { @for c in &r.model_claims {
+                        tr { td { code { (c.task_id) } } td { (c.text) } td { @if c.verified { span.ok { "verified" } } @else { span.bad { "not verified" } } } }
+                    } }
+                } }
+            }
+        }
+        section aria-labelledby="drift" {
+            h2 #drift { "Drift" }
+            (figure("drift-plot", "Drift score against step", &drift_desc(p), (plot::SIZE.0, 320), plot::drift(p), "The run made no drift check."))
+            @if !r.drift_detail.is_empty() {
+                div.scroll { table {
+                    caption { "Each drift check (the judge saw only the goal and the queue)" }
+                    thead { tr { th.num { "step" } th.num { "score" } th { "band" } th { "off-goal tasks" } th { "judge's reasoning" } } }
+                    tbody { @for d in &r.drift_detail {
+                        tr { td.num { (d.step) } td.num { (score(d.score)) } td { (format!("{:?}", d.band).to_lowercase()) } td { @for (i, t) in d.off_goal_task_ids.iter().enumerate() { @if i > 0 { ", " } code { (t) } } } td { (d.reasoning) } }
+                    } }
+                } }
+            }
+        }
+        section aria-labelledby="resumes" {
+            h2 #resumes { "Resumes and alerts" }
+            p { (r.resumes) " resume(s)"
+                @if !p.resumes_at_s.is_empty() {
+                    ", at " @for (i, t) in p.resumes_at_s.iter().enumerate() { @if i > 0 { ", " } (duration_ms((t * 1000.0) as u64)) } " since the start"
+                } "." }
+            @if r.alert_delivery.is_empty() {
+                p.muted { "No alert was sent (" (alert_words(r.alert)) ")." }
+            } @else {
+                ul { @for a in &r.alert_delivery { li { (a) } } }
+            }
+        }
+        footer {
+            "Written by the harness beside report.json (the same data, for machines). Goal SHA-256 " code { (r.goal_sha256) } "."
+            @if !p.calls.is_empty() { " Calls cost between " (usd4(p.calls.iter().map(|c| c.cost_usd).fold(f64::INFINITY, f64::min))) " and " (usd4(p.calls.iter().map(|c| c.cost_usd).fold(0.0, f64::max))) "." }
+        }
+    };
+    document(&title, body)
+}
+
+/// The page for a state dir with no report to show (`harness report`).
+pub fn no_report(title: &str, detail: &str) -> Markup {
+    document(
+        title,
+        html! {
+            div.verdict.failure role="status" {
+                div.name { (title) }
+                p { (detail) }
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::task_of;
+
+    #[test]
+    fn an_executor_call_key_names_its_task() {
+        assert_eq!(task_of("execute/t3/a1/4"), Some("t3"));
+        assert_eq!(task_of("execute/a/b/a2/1"), Some("a/b"));
+        assert_eq!(task_of("plan/1"), None);
+        assert_eq!(task_of("execute/t3"), None);
+    }
+}

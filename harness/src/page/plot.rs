@@ -1,0 +1,314 @@
+//! The page's plots as SVG text, through plotters' SVG backend (the one the
+//! bench's knee and calibration plots use: text stays text, no font is
+//! rasterized). The page inlines them inside an outer `<svg role="img">`
+//! with a title and a description (`html`), since plotters' output has no
+//! text alternative of its own. plotters escapes every label it draws; the
+//! labels here are the harness's own words and figures, never model text.
+
+use super::fmt;
+use super::{CallPoint, RunPage};
+use crate::drift::Band;
+use crate::model::types::CallRole;
+use plotters::prelude::*;
+
+pub const SIZE: (u32, u32) = (960, 420);
+/// The spend plot's scale reaches the cap once the spend (with what is
+/// reserved in flight) is past this share of it.
+pub const CAP_IN_VIEW: f64 = 0.25;
+const FONT: &str = "sans-serif";
+const CAP: RGBColor = RGBColor(179, 38, 30);
+const P90: RGBColor = RGBColor(214, 110, 0);
+const P70: RGBColor = RGBColor(190, 150, 0);
+const LINE: RGBColor = RGBColor(60, 64, 67);
+const MUTED: RGBColor = RGBColor(120, 120, 120);
+
+/// One colour per call role (and grey for a booking torn before its role).
+pub fn role_color(role: Option<CallRole>) -> RGBColor {
+    match role {
+        Some(CallRole::Plan) => RGBColor(31, 90, 170),
+        Some(CallRole::Execute) => RGBColor(23, 122, 70),
+        Some(CallRole::Judge) => RGBColor(128, 60, 160),
+        Some(CallRole::Replan) => RGBColor(200, 100, 20),
+        None => MUTED,
+    }
+}
+
+pub fn role_name(role: Option<CallRole>) -> &'static str {
+    role.map_or("unknown role", CallRole::as_str)
+}
+
+const ROLES: [Option<CallRole>; 5] = [
+    Some(CallRole::Plan),
+    Some(CallRole::Execute),
+    Some(CallRole::Judge),
+    Some(CallRole::Replan),
+    None,
+];
+
+/// Which axis the spend is drawn against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpendAxis {
+    /// The call's position in booking order.
+    Call,
+    /// Seconds since the run's first event.
+    Time,
+}
+
+fn x_of(c: &CallPoint, axis: SpendAxis) -> Option<f64> {
+    match axis {
+        SpendAxis::Call => Some(c.n as f64),
+        SpendAxis::Time => c.t_s,
+    }
+}
+
+/// Spend against model call or time: the running total as a line, each
+/// call a dot in its role's colour (a worst-case booking a red ring), the
+/// cap and its 70% and 90% lines, and the worst cases still reserved for
+/// calls in flight as a dashed red rise at the end. None when there is no
+/// call to draw (or, against time, no call with a time).
+pub fn spend(page: &RunPage, axis: SpendAxis) -> Option<Result<String, String>> {
+    let pts: Vec<(f64, &CallPoint)> = (page.calls.iter())
+        .filter_map(|c| x_of(c, axis).map(|x| (x, c)))
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    Some(draw_spend(page, &pts, axis).map_err(|e| e.to_string()))
+}
+
+fn draw_spend(
+    page: &RunPage,
+    pts: &[(f64, &CallPoint)],
+    axis: SpendAxis,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let cap = finite_or(page.report.hard_cap_usd, 0.0).max(0.0);
+    let last = pts.last().map_or(0.0, |(_, c)| finite_or(c.spent_usd, 0.0));
+    let x_last = pts.last().map_or(0.0, |p| p.0);
+    let x_max = match axis {
+        SpendAxis::Call => (x_last * 1.06).max(x_last + 1.0),
+        // A replayed run lasts a fraction of a second.
+        SpendAxis::Time => (x_last * 1.08).max(0.1),
+    };
+    // The cap and its 70% and 90% lines are drawn when the spend comes
+    // near them; a run that spent a sliver of its cap is drawn at its own
+    // scale (else its curve is a flat line on the floor), and the plot's
+    // description says where the cap is.
+    let top = last + page.in_flight_usd;
+    let y_max = if top >= CAP_IN_VIEW * cap {
+        cap.max(top) * 1.08
+    } else {
+        top * 1.25
+    }
+    .max(0.01);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc(match axis {
+                SpendAxis::Call => "model call (in booking order)",
+                SpendAxis::Time => "time since the run started (s)",
+            })
+            .y_desc("spend (USD)")
+            .y_label_formatter(&|y| fmt::usd(*y))
+            .x_label_formatter(&|x| axis_number(*x, x_max))
+            .axis_desc_style((FONT, 16))
+            .label_style((FONT, 14))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        for (share, color, name) in [
+            (1.0, CAP, "hard cap"),
+            (0.9, P90, "90% of the cap"),
+            (0.7, P70, "70% of the cap"),
+        ] {
+            let y = cap * share;
+            if y > y_max {
+                continue;
+            }
+            let label = format!("{name} {}", fmt::usd(y));
+            let style = color.stroke_width(if share == 1.0 { 2 } else { 1 });
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(0.0, y), (x_max, y)],
+                    if share == 1.0 { 2000 } else { 8 },
+                    5,
+                    style,
+                ))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+        }
+        // The running total, a step at each booking.
+        let mut line = vec![(0.0, 0.0)];
+        let mut prev = 0.0;
+        for (x, c) in pts {
+            line.push((*x, prev));
+            prev = finite_or(c.spent_usd, prev);
+            line.push((*x, prev));
+        }
+        chart
+            .draw_series(LineSeries::new(line, LINE.stroke_width(2)))?
+            .label(format!("spend {}", fmt::usd(last)))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], LINE.stroke_width(2)));
+        for role in ROLES {
+            let mine: Vec<(f64, f64)> = (pts.iter())
+                .filter(|(_, c)| c.role == role && !c.worst_case)
+                .map(|(x, c)| (*x, finite_or(c.spent_usd, 0.0)))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let color = role_color(role);
+            chart
+                .draw_series(mine.into_iter().map(|p| Circle::new(p, 4, color.filled())))?
+                .label(format!("{} call", role_name(role)))
+                .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));
+        }
+        let worst: Vec<(f64, f64)> = (pts.iter())
+            .filter(|(_, c)| c.worst_case)
+            .map(|(x, c)| (*x, finite_or(c.spent_usd, 0.0)))
+            .collect();
+        if !worst.is_empty() {
+            chart
+                .draw_series(
+                    worst
+                        .into_iter()
+                        .map(|p| Circle::new(p, 7, CAP.stroke_width(2))),
+                )?
+                .label("booked at its worst case (usage unknown)")
+                .legend(|(x, y)| Circle::new((x + 9, y), 6, CAP.stroke_width(2)));
+        }
+        if page.in_flight_usd > 0.0 {
+            let top = last + page.in_flight_usd;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x_last, last), (x_last, top)],
+                    5,
+                    4,
+                    CAP.stroke_width(3),
+                ))?
+                .label(format!(
+                    "reserved in flight {}",
+                    fmt::usd(page.in_flight_usd)
+                ))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], CAP.stroke_width(3)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(MUTED)
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+fn band_color(b: Band) -> RGBColor {
+    match b {
+        Band::Aligned => RGBColor(23, 122, 70),
+        Band::Prune => P90,
+        Band::Halt => CAP,
+    }
+}
+
+/// Drift score against step, with the prune and halt bands. None when the
+/// run made no drift check.
+pub fn drift(page: &RunPage) -> Option<Result<String, String>> {
+    if page.report.drift_history.is_empty() {
+        return None;
+    }
+    Some(draw_drift(page).map_err(|e| e.to_string()))
+}
+
+fn draw_drift(page: &RunPage) -> Result<String, Box<dyn std::error::Error>> {
+    let h = &page.report.drift_history;
+    let x_last = h.iter().map(|d| d.step).max().unwrap_or(0) as f64;
+    let x_max = (x_last * 1.06).max(x_last + 1.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, 320)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..x_max, 0f64..1.0)?;
+        chart
+            .configure_mesh()
+            .x_desc("step")
+            .y_desc("drift score")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .axis_desc_style((FONT, 16))
+            .label_style((FONT, 14))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        for (y, color, name) in [
+            (page.halt_above, CAP, "halt above"),
+            (page.prune_above, P90, "prune above"),
+        ] {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(0.0, y), (x_max, y)],
+                    8,
+                    5,
+                    color.stroke_width(2),
+                ))?
+                .label(format!("{name} {}", fmt::score(y)))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+        }
+        let line: Vec<(f64, f64)> = (h.iter())
+            .map(|d| (d.step as f64, finite_or(d.score, 0.0).clamp(0.0, 1.0)))
+            .collect();
+        chart.draw_series(LineSeries::new(line, LINE.stroke_width(1)))?;
+        for band in [Band::Aligned, Band::Prune, Band::Halt] {
+            let mine: Vec<(f64, f64)> = (h.iter())
+                .filter(|d| d.band == band)
+                .map(|d| (d.step as f64, finite_or(d.score, 0.0).clamp(0.0, 1.0)))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let color = band_color(band);
+            chart
+                .draw_series(mine.into_iter().map(|p| Circle::new(p, 5, color.filled())))?
+                .label(format!("{band:?}").to_lowercase())
+                .legend(move |(x, y)| Circle::new((x + 9, y), 5, color.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(MUTED)
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// An axis tick: whole numbers on a wide axis, tenths on a narrow one (a
+/// replayed run lasts a fraction of a second).
+fn axis_number(x: f64, span: f64) -> String {
+    if span < 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn finite_or(x: f64, or: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        or
+    }
+}
