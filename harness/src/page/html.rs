@@ -234,8 +234,9 @@ pub fn page(p: &RunPage) -> Markup {
                     tr { td { "cache write" } td.num { (count(r.usage.cache_creation_input_tokens)) } }
                 }
             } }
-            (figure("spend-call", "Spend against model call", &spend_desc(p), plot::SIZE, plot::spend(p, SpendAxis::Call), "No model call was booked."))
-            (figure("spend-time", "Spend over time", &spend_desc(p), plot::SIZE, plot::spend(p, SpendAxis::Time), "No call times: events.jsonl holds no model call."))
+            @let spend_words = spend_desc(p);
+            (figure("spend-call", "Spend against model call", &spend_words, plot::SIZE, plot::spend(p, SpendAxis::Call), "No model call was booked."))
+            (figure("spend-time", "Spend over time", &spend_words, plot::SIZE, plot::spend(p, SpendAxis::Time), "No call times: events.jsonl holds no model call."))
             div.scroll { table {
                 caption { "Spend by call role" }
                 thead { tr { th { "role" } th.num { "calls" } th.num { "spend" } th.num { "share" } } }

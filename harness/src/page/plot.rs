@@ -198,16 +198,31 @@ fn draw_spend(
                 ))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], CAP.stroke_width(3)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(MUTED)
-            .draw()?;
+        legend(&mut chart)?;
         root.present()?;
     }
     Ok(svg)
+}
+
+/// Both plots' legend: upper left, over a light box.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font((FONT, 13))
+        .background_style(WHITE.mix(0.85))
+        .border_style(MUTED)
+        .draw()?;
+    Ok(())
 }
 
 fn band_color(b: Band) -> RGBColor {
@@ -283,13 +298,7 @@ fn draw_drift(page: &RunPage) -> Result<String, Box<dyn std::error::Error>> {
                 .label(format!("{band:?}").to_lowercase())
                 .legend(move |(x, y)| Circle::new((x + 9, y), 5, color.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(MUTED)
-            .draw()?;
+        legend(&mut chart)?;
         root.present()?;
     }
     Ok(svg)
