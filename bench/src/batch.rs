@@ -663,8 +663,7 @@ mod tests {
         CaseMeta {
             id: id.into(),
             category: "happy".into(),
-            title: String::new(),
-            covers: vec![],
+            ..Default::default()
         }
     }
 

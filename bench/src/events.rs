@@ -19,12 +19,13 @@ use crate::summary::Outcome;
 /// Who a case is, as the reporters name it: what a loaded case (`bench run`)
 /// and a shard's summary record (`bench merge`) both know. Reporters see
 /// this, never the loaded case (its fixtures and cassette are the runner's).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CaseMeta {
     pub id: String,
     pub category: String,
     pub title: String,
     pub covers: Vec<String>,
+    pub known_flaky: Option<crate::known_flaky::KnownFlaky>,
 }
 
 impl CaseMeta {
@@ -34,6 +35,7 @@ impl CaseMeta {
             category: c.category().to_string(),
             title: c.file.title.clone(),
             covers: c.file.covers.clone(),
+            known_flaky: c.file.known_flaky.clone(),
         }
     }
 }

@@ -16,6 +16,8 @@
 //!   (`SummaryFiles`), and prints the table and the failures; `page` is the
 //!   suite's report.html, from the same summary.
 //! - `exit`: every command's exit status and the one table of their codes.
+//! - `known_flaky`: the causes of flakiness (with their remedies) and the
+//!   case.toml marker that labels a known-flaky case in every output.
 //! - `stats`: the statistics the reports rest on.
 //! - `prices`, `cli`: the price table and the clap value types several
 //!   commands share.
@@ -26,6 +28,7 @@ pub mod bench_fault;
 pub mod cli;
 pub mod events;
 pub mod exit;
+pub mod known_flaky;
 pub mod live;
 pub mod outputs;
 pub mod page;

@@ -12,10 +12,11 @@ mod cmd;
 
 // The core, under the names the commands use (`crate::batch`, ...).
 use bench::{
-    batch, bench_fault, cli, events, exit, live, outputs, prices, runner, stats, suite, summary,
+    batch, bench_fault, cli, events, exit, known_flaky, live, outputs, prices, runner, score,
+    stats, suite, summary,
 };
 use cmd::{
-    ab, calibrate, chaos, faults, knee, merge, price, record, run, script, self_test, serve,
+    ab, calibrate, chaos, faults, flaky, knee, merge, price, record, run, script, self_test, serve,
 };
 
 #[derive(Parser, Debug)]
@@ -45,6 +46,8 @@ enum Command {
     Faults(faults::FaultsArgs),
     /// The suite against deliberately broken harness variants: every one must be caught.
     SelfTest(self_test::SelfTestArgs),
+    /// Rerun cases in lanes (as written, identical, new fault seeds, scaled latency): pass^k and the cause of any flakiness.
+    Flaky(flaky::FlakyArgs),
     /// Paired A/B comparison of two configurations over the suite.
     Ab(ab::AbArgs),
     /// Measure the drift detector on labeled queues.
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Chaos(args) => chaos::run(args),
         Command::Faults(args) => faults::run(args),
         Command::SelfTest(args) => self_test::run(args),
+        Command::Flaky(args) => flaky::run(args),
         Command::Ab(args) => ab::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Knee(args) => knee::run(args),

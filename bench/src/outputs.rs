@@ -123,6 +123,7 @@ pub fn replay(summary: &Summary, reporter: &mut dyn Reporter) {
             category: c.category.clone(),
             title: c.title.clone(),
             covers: c.covers.clone(),
+            known_flaky: c.known_flaky.clone(),
         })
         .collect();
     reporter.report(&Event::BatchStarted {

@@ -10,7 +10,9 @@
 //! pages read alike. Markup through maud: every value is escaped.
 
 use crate::summary::Outcome;
-use crate::summary::{policy_words, runs_passed, CaseRecord, CategoryTotals, Summary};
+use crate::summary::{
+    known_flaky_words, policy_words, runs_passed, CaseRecord, CategoryTotals, Summary,
+};
 use harness::page::fmt::{pct, usd4};
 use harness::page::html::document;
 use maud::{html, Markup};
@@ -190,6 +192,13 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                 ul { @for c in &flaky { li { code { (c.id) } " (" (c.category) "): " (runs_passed(c)) " runs passed; " (policy_words(c, s.pass_rate_policy)) } } }
             }
         }
+        @if s.cases.iter().any(|c| c.known_flaky.is_some()) {
+            section aria-labelledby="known-flaky" {
+                h2 #known-flaky { "Known flaky" }
+                p { "Cases marked " code { "known_flaky" } " in case.toml: run and judged like every case, never hidden." }
+                ul { @for c in &s.cases { @if let Some(w) = known_flaky_words(c) { li { code { (c.id) } " (" (c.category) "): " (w) } } } }
+            }
+        }
         section aria-labelledby="cases" {
             h2 #cases { "Every case" }
             div.scroll { table #case-table {
@@ -256,7 +265,7 @@ mod tests {
             id: id.into(),
             category: category.into(),
             title: HOSTILE.into(),
-            covers: vec![],
+            ..Default::default()
         };
         let dir = |id: &str, r: u32| {
             out.join(format!("cases/{id}/run-{r}/state"))

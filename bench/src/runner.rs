@@ -200,28 +200,18 @@ impl Servers {
     }
 
     async fn start_group(cases: &[Case], k: &str) -> Result<Option<ReplayServer>, String> {
-        let mut rec = Recordings::new();
-        let mut first: Option<&Case> = None;
-        for c in cases.iter().filter(|c| server_key(c) == k) {
-            rec.add(c.cassette.clone(), c.cassette_path.clone())
-                .map_err(|e| e.to_string())?;
-            first.get_or_insert(c);
-        }
-        let Some(c0) = first else { return Ok(None) };
+        let group: Vec<&Case> = cases.iter().filter(|c| server_key(c) == k).collect();
+        let Some(c0) = group.first() else {
+            return Ok(None);
+        };
         let faults = match &c0.file.faults {
             Some(f) => FaultPlan::parse(f).map_err(|e| e.to_string())?,
             None => FaultPlan::none(),
         };
-        let opts = ReplayOptions {
-            strict: false,
-            latency_scale: c0.file.latency_scale.unwrap_or(0.0),
-            faults,
-            capture: true,
-        };
-        ReplayServer::start(rec, opts)
+        let latency_scale = c0.file.latency_scale.unwrap_or(0.0);
+        start_server(&group, faults, latency_scale, None)
             .await
             .map(Some)
-            .map_err(|e| e.to_string())
     }
 
     /// The server for `c`, or why there is none.
@@ -245,6 +235,33 @@ impl Servers {
             .find(|(kk, _)| *kk == k)
             .map(|(_, s)| s.clone())
     }
+}
+
+/// A capturing replay server for `cases` with these faults and latency
+/// scale, answering every request as run `serve_as_run` when it is set
+/// (`ReplayOptions::serve_as_run`): the one way the bench starts a replay
+/// server for case-runs.
+pub async fn start_server(
+    cases: &[&Case],
+    faults: FaultPlan,
+    latency_scale: f64,
+    serve_as_run: Option<u32>,
+) -> Result<ReplayServer, String> {
+    let mut rec = Recordings::new();
+    for c in cases {
+        rec.add(c.cassette.clone(), c.cassette_path.clone())
+            .map_err(|e| e.to_string())?;
+    }
+    let opts = ReplayOptions {
+        strict: false,
+        latency_scale,
+        faults,
+        capture: true,
+        serve_as_run,
+    };
+    ReplayServer::start(rec, opts)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn git(ws: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
@@ -559,6 +576,12 @@ pub async fn run_case(
         .chain(overlay.harness_env.iter().cloned())
         .collect();
     let state = dir.join("state");
+    // The run whose recorded variant answers (a replay server may pin it):
+    // the expected ending and the bench-fault diagnosis are read from it.
+    let served = match target {
+        Target::Replay(server) => server.served_run(run),
+        Target::Live(_) => run,
+    };
     let (base, env_remove, session) = match target {
         Target::Replay(server) => {
             let mut base = server.base_url_for(case.id(), run);
@@ -694,7 +717,7 @@ pub async fn run_case(
         passed,
         mut failures,
         ..
-    } = score::verdict(case, run, &report, &checks, latency_ms);
+    } = score::verdict(case, served, &report, &checks, latency_ms);
     let exit_code = spawned.code;
     let ending = report.ending.as_str().to_string();
     // The exit code is part of what is tested: audit.report_consistent gates
@@ -705,7 +728,7 @@ pub async fn run_case(
         Target::Replay(_) => Some(&case.cassette),
         Target::Live(_) => None,
     };
-    let mut bench_fault = bench_fault::from_report(&report, replayed, run, &requests);
+    let mut bench_fault = bench_fault::from_report(&report, replayed, served, &requests);
     // A case-run the command-wide cap cut short is incomplete, never a pass.
     let passed = match cap_refused {
         Some(msg) => {
@@ -723,7 +746,7 @@ pub async fn run_case(
         score,
         cost_usd: report.spend_usd,
         latency_ms,
-        expected_ending: case.expected_ending(run).as_str().into(),
+        expected_ending: case.expected_ending(served).as_str().into(),
         checks,
         failures,
         state_dir: state.display().to_string(),

@@ -138,6 +138,9 @@ pub struct CaseFile {
     #[serde(default)]
     pub harness_env: BTreeMap<String, String>,
     pub setup: Option<Setup>,
+    /// A case known to be flaky: still run by every gate, and shown as
+    /// known flaky in every output (`bench flaky` checks the cause).
+    pub known_flaky: Option<crate::known_flaky::KnownFlaky>,
     pub expect: Expect,
 }
 
@@ -398,6 +401,10 @@ fn parse_case_toml(f: &Path, text: &str) -> Result<CaseFile, LoadError> {
 /// load error (named by file and field) and never reaches the replay
 /// server or the scorer, where it would stop the whole suite.
 fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
+    if let Some(k) = &c.known_flaky {
+        k.check()
+            .map_err(|(field, expected)| err(f, field, expected))?;
+    }
     let usd = |field: &str, x: f64| {
         if x.is_finite() && (0.0..=CASE_USD_MAX).contains(&x) {
             Ok(())
@@ -857,11 +864,36 @@ mod tests {
     #[test]
     fn the_base_case_loads() {
         load(&base("", "")).unwrap();
+        let f = load(&base("known_flaky = { cause = \"fault\", since = \"2026-12-01\", note = \"seed 13 breaks recovery\" }", "")).unwrap();
+        assert_eq!(
+            f.known_flaky.map(|k| k.cause),
+            Some(crate::known_flaky::Cause::Fault)
+        );
         load(&base("latency_scale = 2.5\nworkspace_git = true", "spend_usd_min = 0.1\nspend_usd_max = 0.2\ncommits_count = 1\nfiles_absent = [\"a/b.txt\"]")).unwrap();
     }
 
     /// Every bad value names its field, for range and type errors alike.
-    const BAD: [(&str, &str, &str); 24] = [
+    const BAD: [(&str, &str, &str); 28] = [
+        (
+            "known_flaky = { cause = \"flaky\", since = \"2026-12-01\", note = \"n\" }",
+            "",
+            "known_flaky.cause",
+        ),
+        (
+            "known_flaky = { cause = \"timing\", since = \"2026-02-30\", note = \"n\" }",
+            "",
+            "known_flaky.since",
+        ),
+        (
+            "known_flaky = { cause = \"timing\", since = \"2026-12-01\", note = \" \" }",
+            "",
+            "known_flaky.note",
+        ),
+        (
+            "known_flaky = { cause = \"timing\", since = \"2026-12-01\" }",
+            "",
+            "known_flaky.note",
+        ),
         ("latency_scale = -1.0", "", "latency_scale"),
         ("latency_scale = nan", "", "latency_scale"),
         ("latency_scale = inf", "", "latency_scale"),

@@ -55,6 +55,10 @@ pub struct CaseRecord {
     pub outcome: Outcome,
     pub score: f64,
     pub runs: Vec<RunRecord>,
+    /// The case's `known_flaky` marker: it is run and judged like any case,
+    /// and labelled in every output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_flaky: Option<crate::known_flaky::KnownFlaky>,
 }
 
 /// How the p95 latency is computed (written into summary.json).
@@ -181,6 +185,7 @@ pub fn case_record(
         outcome: Outcome::of(&runs),
         score,
         runs,
+        known_flaky: c.known_flaky.clone(),
     }
 }
 
@@ -230,6 +235,18 @@ pub(crate) fn policy_words(c: &CaseRecord, pass_rate: f64) -> String {
             100.0 * pass_rate
         ),
     }
+}
+
+/// One sentence for a known-flaky case: its marker and what this run did.
+pub(crate) fn known_flaky_words(c: &CaseRecord) -> Option<String> {
+    let k = c.known_flaky.as_ref()?;
+    Some(format!(
+        "{}: {}; this time {}, {} runs passed",
+        k.label(),
+        k.note.trim(),
+        c.outcome.as_str(),
+        runs_passed(c)
+    ))
 }
 
 pub(crate) fn runs_passed(c: &CaseRecord) -> String {
@@ -336,6 +353,22 @@ impl Summary {
                 ));
             }
         }
+        let known: Vec<String> = self
+            .cases
+            .iter()
+            .filter_map(|c| {
+                Some(format!(
+                    "- **{}** ({}): {}\n",
+                    c.id,
+                    c.category,
+                    known_flaky_words(c)?
+                ))
+            })
+            .collect();
+        if !known.is_empty() {
+            s.push_str("\n### Known flaky\n\nCases marked `known_flaky` in case.toml: run and judged like every case, never hidden.\n\n");
+            s.push_str(&known.concat());
+        }
         if !self.load_errors.is_empty() {
             s.push_str("\n### Cases that could not be loaded\n\n");
             for e in &self.load_errors {
@@ -430,6 +463,9 @@ impl Summary {
                 ));
                 tc.add_property(Property::new("outcome", c.outcome.as_str()));
                 tc.add_property(Property::new("runs_passed", runs_passed(c)));
+                if let Some(k) = &c.known_flaky {
+                    tc.add_property(Property::new("known_flaky", k.label()));
+                }
                 suite.add_test_case(tc);
             }
             report.add_test_suite(suite);
@@ -446,10 +482,9 @@ impl Summary {
         report.to_string().map_err(|e| e.to_string())
     }
 
-    /// One line per flaky case, for the terminal.
+    /// One line per flaky case and per known-flaky case, for the terminal.
     pub fn flaky_lines(&self) -> Vec<String> {
-        self.cases
-            .iter()
+        let flaky = (self.cases.iter())
             .filter(|c| c.outcome == Outcome::Flaky)
             .map(|c| {
                 format!(
@@ -459,8 +494,16 @@ impl Summary {
                     runs_passed(c),
                     policy_words(c, self.pass_rate_policy)
                 )
-            })
-            .collect()
+            });
+        let known = (self.cases.iter()).filter_map(|c| {
+            Some(format!(
+                "KNOWN FLAKY {}/{}: {}",
+                c.category,
+                c.id,
+                known_flaky_words(c)?
+            ))
+        });
+        flaky.chain(known).collect()
     }
 
     pub fn table(&self) -> String {
@@ -609,6 +652,7 @@ mod tests {
             outcome: Outcome::of(&runs),
             score: 1.0,
             runs,
+            known_flaky: None,
         }
     }
 
@@ -633,6 +677,56 @@ mod tests {
         };
         s.finish();
         s
+    }
+
+    #[test]
+    fn a_known_flaky_case_is_labelled_in_every_output_whatever_it_did() {
+        let mut stable = case(
+            "marked",
+            "happy",
+            vec![run(0, true, 1, 0.0), run(1, true, 1, 0.0)],
+        );
+        stable.known_flaky = Some(crate::known_flaky::KnownFlaky {
+            cause: crate::known_flaky::Cause::Timing,
+            since: "2026-12-01".into(),
+            note: "slow runner".into(),
+        });
+        let s = summary(vec![
+            stable,
+            case("plain", "happy", vec![run(0, true, 1, 0.0)]),
+        ]);
+        let label = "known flaky (timing, since 2026-12-01)";
+        let md = s.markdown();
+        assert!(
+            md.contains("### Known flaky")
+                && md.contains(&format!(
+                    "**marked** (happy): {label}: slow runner; this time passed, 2/2 runs passed"
+                )),
+            "{md}"
+        );
+        assert!(!md.contains("**plain** (happy): known"), "{md}");
+        let junit = s.junit().unwrap();
+        assert!(
+            junit.contains(&format!("name=\"known_flaky\" value=\"{label}\"")),
+            "{junit}"
+        );
+        assert_eq!(junit.matches("known_flaky").count(), 1, "{junit}");
+        let lines = s.flaky_lines();
+        assert_eq!(
+            lines,
+            vec![format!(
+                "KNOWN FLAKY happy/marked: {label}: slow runner; this time passed, 2/2 runs passed"
+            )]
+        );
+        let page = crate::page::suite_page(&s, std::path::Path::new("/out"));
+        assert!(
+            page.contains("Known flaky") && page.contains(label),
+            "the suite page"
+        );
+        // summary.json keeps it, and reads back.
+        let back: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back.cases[0].known_flaky, s.cases[0].known_flaky);
+        assert_eq!(back.cases[1].known_flaky, None);
     }
 
     #[test]

@@ -250,6 +250,7 @@ async fn start(kind: Kind, rec: &Recordings) -> Running {
         latency_scale: 0.0,
         faults: FaultPlan::none(),
         capture: false,
+        serve_as_run: None,
     };
     match kind {
         Kind::Replay => Running::Replay(ReplayServer::start(rec.clone(), fast).await.unwrap()),

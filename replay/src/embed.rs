@@ -67,6 +67,7 @@ pub async fn start_for_run(
             latency_scale,
             faults,
             capture: false,
+            serve_as_run: None,
         },
     )
     .await

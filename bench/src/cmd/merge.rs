@@ -151,6 +151,7 @@ mod tests {
             passed: true,
             outcome: Outcome::Passed,
             score: 1.0,
+            known_flaky: None,
             runs: vec![RunRecord {
                 run: 0,
                 ending: "GOAL_MET".into(),

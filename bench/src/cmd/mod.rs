@@ -5,6 +5,7 @@ pub mod ab;
 pub mod calibrate;
 pub mod chaos;
 pub mod faults;
+pub mod flaky;
 pub mod knee;
 pub mod merge;
 pub mod price;

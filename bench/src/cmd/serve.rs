@@ -87,6 +87,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         latency_scale: args.latency_scale,
         faults: args.faults.unwrap_or_else(FaultPlan::none),
         capture: false,
+        serve_as_run: None,
     };
     let server = match ReplayServer::start_on(listener, recordings, opts).await {
         Ok(s) => s,

@@ -31,7 +31,7 @@ mod tasks;
 mod verdict;
 
 pub use check::{Check, CheckKind};
-pub use verdict::{verdict, Verdict};
+pub use verdict::{verdict, Verdict, PASS_SCORE};
 
 use crate::suite::Expect;
 use harness::replay::Captured;

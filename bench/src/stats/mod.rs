@@ -9,10 +9,13 @@
 //! - `inference`: `bench ab`'s paired t, swap / sign-flip permutation tests,
 //!   Holm, the noncentral t CDF, power and MDE, the clustered Wilson interval
 //!   and the variance decomposition (SciPy / statsmodels fixtures);
-//! - `kneedle`: the knee of a concave curve (`bench knee`).
+//! - `kneedle`: the knee of a concave curve (`bench knee`);
+//! - `reliability`: pass^k and Fisher's exact test of a fallen pass rate
+//!   (`bench flaky`).
 
 pub mod inference;
 pub mod kneedle;
+pub mod reliability;
 
 /// Wilson score interval for a binomial proportion (95% by default z=1.96).
 /// statrs has no Wilson interval; this is the textbook formula

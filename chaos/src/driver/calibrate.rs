@@ -91,6 +91,7 @@ pub fn calibrate(
                 strict: false,
                 latency_scale: 0.0,
                 capture: true,
+                serve_as_run: None,
                 ..Default::default()
             },
         ))

@@ -41,6 +41,7 @@ fn worker(
             strict: false,
             latency_scale: 0.0,
             capture: true,
+            serve_as_run: None,
             ..Default::default()
         },
     )) {

@@ -29,6 +29,7 @@ async fn run_capturing(c: &Case, env: &[(&str, &str)]) -> (RunResult, Vec<Captur
             latency_scale: 0.0,
             faults: FaultPlan::none(),
             capture: true,
+            serve_as_run: None,
         },
     )
     .await

@@ -142,6 +142,13 @@ impl ReplayServer {
         &self.shared.opts
     }
 
+    /// The run whose variant and faults answer a request whose URL names
+    /// `run` (`ReplayOptions::serve_as_run`): what a case-run's expected
+    /// ending is read from.
+    pub fn served_run(&self, run: u32) -> u32 {
+        self.shared.opts.serve_as_run.unwrap_or(run)
+    }
+
     /// The request bodies captured for (case, run), in arrival order, and
     /// forget them. Empty unless the server was started with `capture`.
     pub fn take_captured(&self, case: &str, run: u32) -> Vec<Captured> {

@@ -20,6 +20,8 @@ impl Shared {
     pub(super) fn answer(&self, req: &Request) -> Result<ResponseTemplate, String> {
         let inc = parse_incoming(req)?;
         let (case, run, key) = (inc.case, inc.run, inc.call_key);
+        // The run whose variant and faults answer (the URL's unless pinned).
+        let served = self.opts.serve_as_run.unwrap_or(run);
 
         let Some(sc) = self.cases.get(case) else {
             let near = nearest(case, self.cases.keys().map(String::as_str));
@@ -47,7 +49,7 @@ impl Shared {
             ));
         }
         let n = sc.variants.len().max(1) as u32;
-        let variant = run % n;
+        let variant = served % n;
         let Some(it) = sc.variants.get(variant as usize).and_then(|v| v.get(key)) else {
             return Err(self.no_such_call_key(sc, case, run, variant, n, key));
         };
@@ -78,7 +80,7 @@ impl Shared {
         }
 
         let recorded_delay = self.scaled(it.latency_ms);
-        match self.opts.faults.decide(case, run, key, inc.attempt) {
+        match self.opts.faults.decide(case, served, key, inc.attempt) {
             None => Ok(with_delay(
                 it.response.template(it.response.body.clone()),
                 recorded_delay,
@@ -128,7 +130,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use crate::server::{ReplayCounters, HEADER_CALL_ROLE};
+    use crate::server::{ReplayCounters, ReplayOptions, HEADER_CALL_ROLE};
     use model::types::Protocol;
     use serde_json::json;
 
@@ -152,6 +154,37 @@ mod tests {
                 format!("msg_plan_v{}", run % 2),
                 "run {run}"
             );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pinned_run_serves_its_variant_and_keeps_each_urls_capture() {
+        let s = server(ReplayOptions {
+            serve_as_run: Some(1),
+            capture: true,
+            ..fast()
+        })
+        .await;
+        assert_eq!((s.served_run(4), s.served_run(7)), (1, 1));
+        let c = reqwest::Client::new();
+        for run in [0u32, 2, 4] {
+            let got = call(
+                &c,
+                &s.base_url_for(CASE, run),
+                "/v1/messages",
+                "plan",
+                "plan/0",
+                0,
+                &json!({ "run": run }),
+            )
+            .await;
+            // Run 1's variant for every URL, whatever its parity.
+            assert_eq!(got.json()["id"], "msg_plan_v1", "run {run}");
+        }
+        for run in [0u32, 2, 4] {
+            let cap = s.take_captured(CASE, run);
+            assert_eq!(cap.len(), 1, "run {run}: its own capture");
+            assert!(cap[0].body.contains(&format!("\"run\":{run}")), "run {run}");
         }
     }
 

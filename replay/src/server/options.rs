@@ -18,6 +18,12 @@ pub struct ReplayOptions {
     pub faults: FaultPlan,
     /// Keep request bodies per (case, run) for `take_captured`.
     pub capture: bool,
+    /// Answer every request as if its URL named this run: the cassette
+    /// variant and the fault decisions are run `n`'s, while captures and
+    /// counters stay under the URL's run. `bench flaky` reruns one run
+    /// variant many times at once this way (identical reruns, each with its
+    /// own capture); `None`: the URL's run.
+    pub serve_as_run: Option<u32>,
 }
 
 impl Default for ReplayOptions {
@@ -27,6 +33,7 @@ impl Default for ReplayOptions {
             latency_scale: 1.0,
             faults: FaultPlan::none(),
             capture: false,
+            serve_as_run: None,
         }
     }
 }

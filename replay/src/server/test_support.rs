@@ -89,6 +89,7 @@ pub(super) fn fast() -> ReplayOptions {
         latency_scale: 0.0,
         faults: FaultPlan::none(),
         capture: false,
+        serve_as_run: None,
     }
 }
 
