@@ -17,9 +17,10 @@
 //! | `Missed`        | 1    | self-test                                             |
 //! | `Finding`       | 1    | chaos                                                 |
 //! | `WriteFailed`   | 1    | calibrate                                             |
-//! | `Usage`         | 2    | run, ab, calibrate, record, knee, self-test, price, script |
+//! | `Diverged`      | 1    | diverge                                               |
+//! | `Usage`         | 2    | run, ab, calibrate, record, knee, self-test, price, script, diverge |
 //! | `BenchFault`    | 2    | chaos                                                 |
-//! | `Unloadable`    | 3    | run, merge, knee, record, self-test, faults (and run/ab/knee: outputs not written) |
+//! | `Unloadable`    | 3    | run, merge, knee, record, self-test, faults, diverge (a set or cassette that cannot be read; and run/ab/knee/diverge: outputs not written) |
 //! | `NotComparable` | 3    | ab                                                    |
 //! | `NotMeasured`   | 3    | calibrate                                             |
 
@@ -42,6 +43,8 @@ pub enum ExitStatus {
     Finding,
     /// `bench calibrate`: the report could not be written.
     WriteFailed,
+    /// `bench diverge`: some case's trajectory diverged (or is on one side only).
+    Diverged,
     /// A bad command line (or, for `bench ab`, a suite or config it cannot use).
     Usage,
     /// `bench chaos`: the bench itself could not run.
@@ -64,7 +67,8 @@ impl ExitStatus {
             | ExitStatus::Incomplete
             | ExitStatus::Missed
             | ExitStatus::Finding
-            | ExitStatus::WriteFailed => 1,
+            | ExitStatus::WriteFailed
+            | ExitStatus::Diverged => 1,
             ExitStatus::Usage | ExitStatus::BenchFault => 2,
             ExitStatus::Unloadable | ExitStatus::NotComparable | ExitStatus::NotMeasured => 3,
         }
@@ -101,6 +105,7 @@ mod tests {
             (Missed, 1),
             (Finding, 1),
             (WriteFailed, 1),
+            (Diverged, 1),
             (Usage, 2),
             (BenchFault, 2),
             (Unloadable, 3),

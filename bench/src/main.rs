@@ -1,5 +1,5 @@
 //! The `bench` binary: the eval and chaos bench that drives the harness.
-//! Live runs against a real endpoint (`record`, and `run`/`ab`/`calibrate`
+//! Live runs against a real endpoint (`record`, `diverge --endpoint`, and `run`/`ab`/`calibrate`
 //! with `--endpoint`) go through the proxy and cap in `live/`.
 //! A thin clap dispatcher: each subcommand lives in cmd/ with its own `Args`
 //! struct and `run`, built on the core in lib.rs; no command calls another.
@@ -16,7 +16,8 @@ use bench::{
     stats, suite, summary,
 };
 use cmd::{
-    ab, calibrate, chaos, faults, flaky, knee, merge, price, record, run, script, self_test, serve,
+    ab, calibrate, chaos, diverge, faults, flaky, knee, merge, price, record, run, script,
+    self_test, serve,
 };
 
 #[derive(Parser, Debug)]
@@ -58,6 +59,8 @@ enum Command {
     Price(price::PriceArgs),
     /// Run cases live against a model endpoint and record the traffic as cassettes.
     Record(record::RecordArgs),
+    /// Compare the trajectories of two sets of recordings (or a set against a fresh live run): where they part.
+    Diverge(diverge::DivergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,5 +78,6 @@ fn main() -> ExitCode {
         Command::Knee(args) => knee::run(args),
         Command::Price(args) => price::run(args),
         Command::Record(args) => record::run(args),
+        Command::Diverge(args) => diverge::run(args),
     }
 }

@@ -4,6 +4,7 @@
 pub mod ab;
 pub mod calibrate;
 pub mod chaos;
+pub mod diverge;
 pub mod faults;
 pub mod flaky;
 pub mod knee;

@@ -2,7 +2,8 @@
 //! bench's own proxy (`proxy`), under one command-wide cap (`budget`), with
 //! the traffic optionally written as cassettes (`recorder`).
 //!
-//! Used by `bench record`, by `bench run` / `bench ab` with `--endpoint`, and
+//! Used by `bench record` and `bench diverge --endpoint` (both lay
+//! `overlay` over each case), by `bench run` / `bench ab` with `--endpoint`, and
 //! by `bench calibrate --endpoint` (its judge calls go through the same
 //! proxy, so there is one budget and one key-handling path, not two).
 //!
@@ -14,6 +15,7 @@
 //! the recorder. Cases with no cassette yet load through `load_case_live`.
 
 pub mod budget;
+pub mod overlay;
 pub mod proxy;
 pub mod recorder;
 

@@ -20,13 +20,13 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::common::*;
 
-const KEY_ENV: &str = "BENCH_LIVE_TEST_KEY";
-const SENTINEL: &str = "sk-test-SENTINEL-0123456789abcdef";
-const MODEL: &str = "fake-model";
+pub(crate) const KEY_ENV: &str = "BENCH_LIVE_TEST_KEY";
+pub(crate) const SENTINEL: &str = "sk-test-SENTINEL-0123456789abcdef";
+pub(crate) const MODEL: &str = "fake-model";
 
 /// The demo case as `<suite>/happy/<id>/`, speaking openai to MODEL at the
 /// given price, with NO cassette (it is what the recording makes).
-fn add_case(suite: &Path, id: &str, price: (f64, f64)) -> PathBuf {
+pub(crate) fn add_case(suite: &Path, id: &str, price: (f64, f64)) -> PathBuf {
     let dir = suite.join("happy").join(id);
     let demo = repo().join("suites/demo/p95-index");
     for part in ["run.toml", "workspace", "checks"] {
@@ -70,7 +70,7 @@ fn add_case(suite: &Path, id: &str, price: (f64, f64)) -> PathBuf {
 /// The fake upstream: the demo's scripted replies as OpenAI bodies, one mock
 /// per call key. With `fault_first_plan`, attempt 0 of `plan/0` gets a 500
 /// first (so the recording has a `faults_before`).
-async fn upstream(fault_first_plan: bool) -> MockServer {
+pub(crate) async fn upstream(fault_first_plan: bool) -> MockServer {
     let mut sc: Value = serde_json::from_str(
         &std::fs::read_to_string(repo().join("suites/demo/p95-index/scenario.json")).unwrap(),
     )
@@ -108,7 +108,10 @@ async fn upstream(fault_first_plan: bool) -> MockServer {
 }
 
 /// Run the bench with args and (name, value) env; (exit code, stdout+stderr).
-async fn bench(args: Vec<String>, env: Vec<(&'static str, &'static str)>) -> (i32, String) {
+pub(crate) async fn bench(
+    args: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
+) -> (i32, String) {
     tokio::task::spawn_blocking(move || {
         let mut c = Command::new(env!("CARGO_BIN_EXE_bench"));
         c.args(&args).env("CI", "1").env_remove(KEY_ENV);
@@ -136,11 +139,11 @@ async fn bench(args: Vec<String>, env: Vec<(&'static str, &'static str)>) -> (i3
     .unwrap()
 }
 
-fn s(p: &Path) -> String {
+pub(crate) fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
-fn record_args(endpoint: &str, case: &Path, root: &Path, extra: &[&str]) -> Vec<String> {
+pub(crate) fn record_args(endpoint: &str, case: &Path, root: &Path, extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = [
         "record",
         "--endpoint",

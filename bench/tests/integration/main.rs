@@ -15,6 +15,7 @@ mod ab;
 mod audit;
 mod bad_case;
 mod calibrate;
+mod diverge;
 mod flaky;
 mod knee;
 mod live;
