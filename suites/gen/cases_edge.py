@@ -395,11 +395,13 @@ def time_limit():
         task("t3", "Post the reconciliation summary to #analytics", V.outbox("rollup-2026-10-reconciled")),
     ]
     c.run([
-        plan_call(tasks, latency=1200),
-        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "analytics/backfill/README.md"}}], latency=700),
-        call("execute/t1/a0/1", tools=[{"name": "write_file", "input": {"path": "analytics/backfill/2026-10.sql", "content": "INSERT INTO rollup_daily SELECT * FROM rollup_source WHERE day BETWEEN '2026-10-01' AND '2026-10-31' ON CONFLICT (day, region) DO NOTHING;\n"}}], latency=700),
-        # In flight when the clock runs out: requested, cut at 3 s, never answered.
-        call("execute/t1/a0/2", text="Backfill SQL for October written.", latency=700),
+        # The answered calls take 1 s of the 3 s clock, so the story holds on a machine (or a replay) up to twice as
+        # slow: `bench flaky` found the old 2.6 s (1.2 + 0.7 + 0.7) failing from 1.22x the replayed latency.
+        plan_call(tasks, latency=400),
+        call("execute/t1/a0/0", tools=[{"name": "read_file", "input": {"path": "analytics/backfill/README.md"}}], latency=300),
+        call("execute/t1/a0/1", tools=[{"name": "write_file", "input": {"path": "analytics/backfill/2026-10.sql", "content": "INSERT INTO rollup_daily SELECT * FROM rollup_source WHERE day BETWEEN '2026-10-01' AND '2026-10-31' ON CONFLICT (day, region) DO NOTHING;\n"}}], latency=300),
+        # In flight when the clock runs out: requested at about 1 s, cut at 3 s, never answered (its reply would take 5 s).
+        call("execute/t1/a0/2", text="Backfill SQL for October written.", latency=5000),
         call("execute/t2/a0/0", text="never requested: the wall clock is spent", unused=True),
     ])
     c.fill_usage()
@@ -413,8 +415,8 @@ def time_limit():
     c.expect = {"ending": "TIME_LIMIT", "predicate_met": False, "verified": ["t1"], "queue_left": ["t2", "t3"], "parked": [],
                 "spend_usd_min": round(lo, 6), "spend_usd_max": round(hi, 6),
                 "report": {"class": "PARTIAL", "exit_code": 2, "alert": "alert", "model_calls": 4}}
-    c.comment = f"""Replayed latency is real here (latency_scale = 1): 1.2s planning plus 2 x 0.7s for t1, then execute/t1/a0/2 (0.7s)
-is in flight when the 3s wall clock runs out. The harness bounds every model call by the time left on the run's
+    c.comment = f"""Replayed latency is real here (latency_scale = 1): 0.4s planning plus 2 x 0.3s for t1, then execute/t1/a0/2 (a 5s
+reply) is in flight when the 3s wall clock runs out. The harness bounds every model call by the time left on the run's
 clock: the call is cut at 3s (not when its reply would have arrived), booked at its worst case (the request reached
 the server, so it may have been billed: spend ${lo:.4f}..${hi:.4f}, not the ${answered:.4f} the answered calls cost), and
 the run ends TIME_LIMIT. t1's file was already written: verification at the end settles t1 as verified; t2 and t3
