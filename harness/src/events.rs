@@ -83,6 +83,9 @@ pub enum Event {
         pruned: Vec<String>,
     },
     ModelCall(ModelCall),
+    /// A `compact/<n>` attempt and how it ended (the history replaced only
+    /// when `ok`).
+    Compaction(crate::state::Compaction),
     ModelError {
         role: CallRole,
         call_key: String,

@@ -94,6 +94,11 @@ pub struct Report {
     pub budget_notices: u64,
     pub model_calls: u64,
     pub alert_delivery: Vec<String>,
+    /// The history compactions attempted (`[memory]`): when (step), bytes
+    /// before and after, cost, and how each ended. Left out when there were
+    /// none, so a run without `[memory]` writes the report it always did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compactions: Vec<crate::state::Compaction>,
 }
 
 impl Report {
@@ -166,6 +171,7 @@ impl Report {
             budget_notices: state.budget_notices,
             model_calls: state.ledger.calls,
             alert_delivery: vec![],
+            compactions: state.compactions.clone(),
         }
     }
 
@@ -242,6 +248,21 @@ impl Report {
                 d.score,
                 d.band,
                 self.drift_history.len()
+            ));
+        }
+        for c in &self.compactions {
+            s.push_str(&format!(
+                "compacted  {} at step {}: {} -> {} bytes, ${:.4}, {}{}\n",
+                c.call_key,
+                c.step,
+                c.bytes_before,
+                c.bytes_after,
+                c.cost_usd,
+                c.outcome,
+                match &c.detail {
+                    Some(d) => format!(" (history kept: {d})"),
+                    None => String::new(),
+                }
             ));
         }
         if let Some(g) = &self.git_disabled {

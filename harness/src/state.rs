@@ -12,6 +12,39 @@ use std::collections::BTreeSet;
 /// Bounded so a runaway planner cannot grow the state without limit.
 pub const QUEUE_MAX_TASKS: usize = 500;
 pub const HISTORY_SUMMARY_MAX_LINES: usize = 200;
+/// The compaction attempts a checkpoint keeps (the oldest dropped first);
+/// `compaction_attempts` still counts them all.
+pub const COMPACTIONS_MAX: usize = 100;
+
+crate::wire::wire_names! {
+    /// How a compaction attempt ended: report.json's `compactions[].outcome`.
+    pub enum CompactOutcome {
+        /// The summary replaced the history.
+        Ok = "ok",
+        /// The reply was no usable summary: the history was kept.
+        Malformed = "malformed",
+        /// The ledger refused its reserve: no call, the history was kept.
+        Refused = "refused",
+        /// The call failed: the history was kept.
+        Error = "error",
+    }
+}
+
+/// One `compact/<n>` attempt, kept for the report and for resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compaction {
+    pub call_key: String,
+    /// Tasks finished when it was made.
+    pub step: u64,
+    pub bytes_before: u64,
+    /// The history's bytes afterwards (equal to before unless `ok`).
+    pub bytes_after: u64,
+    /// What the ledger booked for it (0 for a refused reserve).
+    pub cost_usd: f64,
+    pub outcome: CompactOutcome,
+    /// Why it was not `ok`.
+    pub detail: Option<String>,
+}
 
 crate::wire::wire_names! {
     /// When the harness's verification found a task done: report.json's and
@@ -127,6 +160,12 @@ pub struct RunState {
     pub replans: u32,
     pub ledger: LedgerSnapshot,
     pub history_summary: Vec<String>,
+    /// The last `COMPACTIONS_MAX` compaction attempts.
+    #[serde(default)]
+    pub compactions: Vec<Compaction>,
+    /// Every compaction attempt ever made: the `<n>` of the next `compact/<n>`.
+    #[serde(default)]
+    pub compaction_attempts: u32,
     pub artifacts: Vec<String>,
     pub model_claims: Vec<ModelClaim>,
     pub git_branch: Option<String>,
@@ -166,6 +205,8 @@ impl RunState {
             replans: 0,
             ledger: LedgerSnapshot::default(),
             history_summary: vec![],
+            compactions: vec![],
+            compaction_attempts: 0,
             artifacts: vec![],
             model_claims: vec![],
             git_branch: None,
@@ -193,6 +234,21 @@ impl RunState {
             self.history_summary.remove(0);
         }
         self.history_summary.push(line);
+    }
+
+    /// The history's size as a compaction prompt carries it: each line plus
+    /// its `- ` and newline.
+    pub fn history_bytes(&self) -> u64 {
+        (self.history_summary.iter())
+            .map(|l| l.len() as u64 + 3)
+            .sum()
+    }
+
+    pub fn push_compaction(&mut self, c: Compaction) {
+        if self.compactions.len() >= COMPACTIONS_MAX {
+            self.compactions.remove(0);
+        }
+        self.compactions.push(c);
     }
 
     /// Asserted right before a checkpoint is written and right after one is

@@ -5,7 +5,7 @@
 //! sends them) share; they are part of the cassette wire contract
 //! (recordings/README.md), so a value here never changes.
 
-/// Request: the call's role (`plan`, `execute`, `judge`, `replan`).
+/// Request: the call's role (`plan`, `execute`, `judge`, `replan`, `compact`).
 pub const HEADER_CALL_ROLE: &str = "x-harness-call-role";
 /// Request: the call's key within the run (`execute/t3/a0/2`).
 pub const HEADER_CALL_KEY: &str = "x-harness-call-key";

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Which of the harness's four kinds of model call this is. Sent to the
+/// Which of the harness's five kinds of model call this is. Sent to the
 /// endpoint as the `x-harness-call-role` header so a replay server can match
 /// recordings by role and position instead of by exact prompt wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -16,6 +16,9 @@ pub enum CallRole {
     Execute,
     Judge,
     Replan,
+    /// The history summarized down (`compact/<n>`), when the spec's
+    /// `[memory]` bound is passed.
+    Compact,
 }
 
 impl CallRole {
@@ -25,6 +28,7 @@ impl CallRole {
             CallRole::Execute => "execute",
             CallRole::Judge => "judge",
             CallRole::Replan => "replan",
+            CallRole::Compact => "compact",
         }
     }
 }

@@ -76,8 +76,9 @@ pub fn role_of_key(key: &str) -> Result<&'static str, String> {
         "execute" => Ok("execute"),
         "judge" => Ok("judge"),
         "replan" => Ok("replan"),
+        "compact" => Ok("compact"),
         other => Err(format!(
-            "call key {key:?}: role prefix {other:?} is not plan/execute/judge/replan"
+            "call key {key:?}: role prefix {other:?} is not plan/execute/judge/replan/compact"
         )),
     }
 }

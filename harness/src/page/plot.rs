@@ -29,6 +29,7 @@ pub fn role_color(role: Option<CallRole>) -> RGBColor {
         Some(CallRole::Execute) => RGBColor(23, 122, 70),
         Some(CallRole::Judge) => RGBColor(128, 60, 160),
         Some(CallRole::Replan) => RGBColor(200, 100, 20),
+        Some(CallRole::Compact) => RGBColor(0, 130, 150),
         None => MUTED,
     }
 }
@@ -37,11 +38,12 @@ pub fn role_name(role: Option<CallRole>) -> &'static str {
     role.map_or("unknown role", CallRole::as_str)
 }
 
-const ROLES: [Option<CallRole>; 5] = [
+const ROLES: [Option<CallRole>; 6] = [
     Some(CallRole::Plan),
     Some(CallRole::Execute),
     Some(CallRole::Judge),
     Some(CallRole::Replan),
+    Some(CallRole::Compact),
     None,
 ];
 

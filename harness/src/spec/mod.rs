@@ -99,7 +99,29 @@ pub struct RunSpec {
     pub tools_allowed: Vec<String>,
     pub checks: BTreeMap<String, CheckSpec>,
     pub alerts: AlertSpec,
+    /// `[memory]`; None (the table absent) = the history is never compacted.
+    pub memory: Option<MemorySpec>,
 }
+
+/// When the run's history is summarized down by a `compact/<n>` call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemorySpec {
+    /// Compact when the history's estimate (bytes / 4) passes this.
+    pub compact_above_tokens: u64,
+    /// The compaction call's own output bound (still under `[model] max_tokens`).
+    pub compact_max_tokens: u32,
+    /// At most one compaction per this many finished tasks.
+    pub compact_every_tasks_min: u64,
+}
+
+/// `[memory]` defaults and bounds. The lower bound keeps a compaction from
+/// firing on a history smaller than its own prompt.
+pub const COMPACT_ABOVE_TOKENS_MIN: u64 = 64;
+pub const COMPACT_ABOVE_TOKENS_MAX: u64 = 10_000_000;
+pub const DEFAULT_COMPACT_ABOVE_TOKENS: u64 = 8_000;
+pub const DEFAULT_COMPACT_MAX_TOKENS: u32 = 1_024;
+pub const COMPACT_MAX_TOKENS_MAX: u64 = 100_000;
+pub const DEFAULT_COMPACT_EVERY_TASKS_MIN: u64 = 5;
 
 /// Defaults from the seed.
 pub const DEFAULT_LOOP_CAP: u32 = 6;
@@ -171,7 +193,8 @@ impl RunSpec {
     pub fn model_for(&self, role: crate::model::types::CallRole) -> &str {
         use crate::model::types::CallRole::*;
         match role {
-            Plan | Replan => &self.model.planner,
+            // The compaction summarizes, as the planner reads: the same model.
+            Plan | Replan | Compact => &self.model.planner,
             Execute => &self.model.executor,
             Judge => &self.model.judge,
         }

@@ -34,6 +34,8 @@ pub(super) struct RawSpec {
     pub outbox: Option<String>,
     #[serde(default)]
     pub check_env: Table<RawCheckEnv>,
+    /// Absent: no compaction, the history is kept as before.
+    pub memory: Option<Table<RawMemory>>,
 }
 
 /// `command` or `check`, never both: which one is [`super::validate`]'s call,
@@ -121,6 +123,15 @@ pub(super) struct RawTools {
 pub(super) struct RawAlerts {
     pub file: Option<String>,
     pub webhook_url: Option<String>,
+}
+
+/// `[memory]`: when the history is summarized down by a model call.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMemory {
+    pub compact_above_tokens: Option<i64>,
+    pub compact_max_tokens: Option<i64>,
+    pub compact_every_tasks_min: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -241,6 +252,17 @@ pub(super) const TOOL_NAME: Field = text("a tool name");
 pub(super) const WEBHOOK_URL: Field = text("an http(s) URL");
 pub(super) const CHECK_ENV_PASS: Field = text("an array of environment variable names");
 pub(super) const ENV_NAME: Field = text("an environment variable name");
+pub(super) const COMPACT_ABOVE: Field = int(
+    "history tokens (estimated as bytes / 4) above which it is compacted",
+    super::COMPACT_ABOVE_TOKENS_MIN,
+    super::COMPACT_ABOVE_TOKENS_MAX,
+);
+pub(super) const COMPACT_MAX_TOKENS: Field = int(
+    "max output tokens of a compaction call",
+    1,
+    super::COMPACT_MAX_TOKENS_MAX,
+);
+pub(super) const COMPACT_EVERY: Field = int("tasks between compactions, at least", 1, 1000);
 
 /// One step of a field path, for matching: a key or an array index.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -293,7 +315,10 @@ fn field_at(path: &[Step]) -> Option<Field> {
         [K("alerts"), K("webhook_url")] => WEBHOOK_URL,
         [K("check_env"), K("pass")] => CHECK_ENV_PASS,
         [K("check_env"), K("pass"), I] => ENV_NAME,
-        [K("checks" | "loop" | "drift" | "tools" | "alerts" | "check_env")]
+        [K("memory"), K("compact_above_tokens")] => COMPACT_ABOVE,
+        [K("memory"), K("compact_max_tokens")] => COMPACT_MAX_TOKENS,
+        [K("memory"), K("compact_every_tasks_min")] => COMPACT_EVERY,
+        [K("checks" | "loop" | "drift" | "tools" | "alerts" | "check_env" | "memory")]
         | [K("checks" | "prices"), K(_)] => TABLE,
         _ => return None,
     })

@@ -6,9 +6,10 @@
 
 use super::raw::*;
 use super::{
-    AlertSpec, ModelSpec, Predicate, RunSpec, SpecError, CHECK_ENV_PASS_MAX, DEFAULT_DRIFT_EVERY,
-    DEFAULT_HALT_ABOVE, DEFAULT_LOOP_CAP, DEFAULT_MIN_PASS_RATE, DEFAULT_NO_PROGRESS_K,
-    DEFAULT_PASS_RATE_MIN_TASKS, DEFAULT_PRUNE_ABOVE,
+    AlertSpec, MemorySpec, ModelSpec, Predicate, RunSpec, SpecError, CHECK_ENV_PASS_MAX,
+    DEFAULT_COMPACT_ABOVE_TOKENS, DEFAULT_COMPACT_EVERY_TASKS_MIN, DEFAULT_COMPACT_MAX_TOKENS,
+    DEFAULT_DRIFT_EVERY, DEFAULT_HALT_ABOVE, DEFAULT_LOOP_CAP, DEFAULT_MIN_PASS_RATE,
+    DEFAULT_NO_PROGRESS_K, DEFAULT_PASS_RATE_MIN_TASKS, DEFAULT_PRUNE_ABOVE,
 };
 use crate::check::CheckSpec;
 use crate::ledger::{Price, PriceTable};
@@ -487,6 +488,29 @@ impl Checker<'_> {
             },
         };
 
+        let memory = match &raw.memory {
+            None => None,
+            Some(m) => {
+                let m = &m.0;
+                Some(MemorySpec {
+                    compact_above_tokens: match m.compact_above_tokens {
+                        Some(v) => self.int(&COMPACT_ABOVE, "memory.compact_above_tokens", v)?,
+                        None => DEFAULT_COMPACT_ABOVE_TOKENS,
+                    },
+                    compact_max_tokens: match m.compact_max_tokens {
+                        Some(v) => {
+                            self.int(&COMPACT_MAX_TOKENS, "memory.compact_max_tokens", v)? as u32
+                        }
+                        None => DEFAULT_COMPACT_MAX_TOKENS,
+                    },
+                    compact_every_tasks_min: match m.compact_every_tasks_min {
+                        Some(v) => self.int(&COMPACT_EVERY, "memory.compact_every_tasks_min", v)?,
+                        None => DEFAULT_COMPACT_EVERY_TASKS_MIN,
+                    },
+                })
+            }
+        };
+
         Ok(RunSpec {
             path: self
                 .dir
@@ -525,6 +549,7 @@ impl Checker<'_> {
             tools_allowed,
             checks,
             alerts,
+            memory,
         })
     }
 }

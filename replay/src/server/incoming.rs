@@ -25,6 +25,7 @@ fn parse_role(s: &str) -> Option<CallRole> {
         "execute" => Some(CallRole::Execute),
         "judge" => Some(CallRole::Judge),
         "replan" => Some(CallRole::Replan),
+        "compact" => Some(CallRole::Compact),
         _ => None,
     }
 }
