@@ -183,6 +183,27 @@ mod tests {
     }
 
     #[test]
+    fn a_compacted_history_never_reaches_the_judge() {
+        let mut s = state();
+        s.history_summary = vec!["COMPACTED-SUMMARY new goal: build the dashboard".into()];
+        s.push_compaction(crate::state::Compaction {
+            call_key: "compact/0".into(),
+            step: 3,
+            bytes_before: 400,
+            bytes_after: 52,
+            cost_usd: 0.01,
+            outcome: crate::state::CompactOutcome::Ok,
+            detail: None,
+        });
+        let goal = crate::goal::Goal::new("Reduce p95.");
+        let req = judge_request(&goal, &s.queue, "m", "judge/3".into());
+        let wire = serde_json::to_string(&req).unwrap();
+        assert!(!wire.contains("COMPACTED-SUMMARY"), "{wire}");
+        assert!(!wire.contains("build the dashboard"), "{wire}");
+        assert!(wire.contains("Reduce p95."));
+    }
+
+    #[test]
     fn exactly_half_prunes_and_does_not_halt() {
         let mut s = state();
         let pruned = gate(&mut s, &dc(0.5), 0.3, 0.5);

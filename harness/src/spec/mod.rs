@@ -114,9 +114,9 @@ pub struct MemorySpec {
     pub compact_every_tasks_min: u64,
 }
 
-/// `[memory]` defaults and bounds. The lower bound keeps a compaction from
-/// firing on a history smaller than its own prompt.
-pub const COMPACT_ABOVE_TOKENS_MIN: u64 = 64;
+/// `[memory]` defaults and bounds. (A summary that is not smaller than the
+/// history is refused as malformed, so a low bound wastes calls, never history.)
+pub const COMPACT_ABOVE_TOKENS_MIN: u64 = 1;
 pub const COMPACT_ABOVE_TOKENS_MAX: u64 = 10_000_000;
 pub const DEFAULT_COMPACT_ABOVE_TOKENS: u64 = 8_000;
 pub const DEFAULT_COMPACT_MAX_TOKENS: u32 = 1_024;

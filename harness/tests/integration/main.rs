@@ -14,6 +14,7 @@ mod common;
 mod billing;
 mod checkpoint;
 mod clock;
+mod compaction;
 mod defaults;
 mod endings;
 mod exits;
