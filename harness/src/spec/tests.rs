@@ -317,3 +317,56 @@ fn unknown_wrong_type_and_missing_fields_read_as_file_field_expected() {
         "run.toml: field `goal`: expected the goal in plain English (the field is missing)"
     );
 }
+
+#[test]
+fn memory_is_off_when_absent_and_range_checked_when_present() {
+    let d = dir();
+    assert_eq!(
+        RunSpec::parse(BASE, "run.toml", d.path()).unwrap().memory,
+        None
+    );
+    let with = format!("{BASE}[memory]\ncompact_above_tokens = 4000\n");
+    let m = RunSpec::parse(&with, "run.toml", d.path())
+        .unwrap()
+        .memory
+        .unwrap();
+    assert_eq!(m.compact_above_tokens, 4000);
+    assert_eq!(m.compact_max_tokens, DEFAULT_COMPACT_MAX_TOKENS);
+    assert_eq!(m.compact_every_tasks_min, DEFAULT_COMPACT_EVERY_TASKS_MIN);
+    for (field, line, expect) in [
+        (
+            "memory.compact_above_tokens",
+            "compact_above_tokens = 0",
+            "history tokens (estimated as bytes / 4) above which it is compacted between 1 and 10000000, found 0",
+        ),
+        (
+            "memory.compact_max_tokens",
+            "compact_max_tokens = -5",
+            "max output tokens of a compaction call between 1 and 100000, found -5",
+        ),
+        (
+            "memory.compact_every_tasks_min",
+            "compact_every_tasks_min = 0",
+            "tasks between compactions, at least between 1 and 1000, found 0",
+        ),
+    ] {
+        let e = RunSpec::parse(&format!("{BASE}[memory]\n{line}\n"), "run.toml", d.path())
+            .unwrap_err();
+        assert_eq!((e.field.as_str(), e.expected.as_str()), (field, expect), "{e}");
+    }
+    let e = RunSpec::parse(
+        &format!("{BASE}[memory]\ncompact_above_bytes = 9\n"),
+        "run.toml",
+        d.path(),
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "memory.compact_above_bytes", "{e}");
+    assert!(e.expected.contains("no such field"), "{e}");
+    let e = RunSpec::parse(
+        &format!("{BASE}[memory]\ncompact_max_tokens = \"big\"\n"),
+        "run.toml",
+        d.path(),
+    )
+    .unwrap_err();
+    assert!(e.expected.contains("found string"), "{e}");
+}
