@@ -13,6 +13,7 @@
 mod common;
 
 mod chaos_found;
+mod compaction_resume;
 mod disk_full;
 mod integrity;
 mod ledger_journal;
