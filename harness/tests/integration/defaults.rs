@@ -32,6 +32,10 @@ fn a_spec_that_says_nothing_gets_the_seed_s_numbers() {
     let p = t.path().join("run.toml");
     std::fs::write(&p, MINIMAL).unwrap();
     let s = RunSpec::load(&p).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.memory, None,
+        "no [memory]: the history is never compacted"
+    );
     assert_eq!(s.drift_every_tasks, 5, "DRIFT_EVERY = 5");
     assert_eq!(s.drift_prune_above, 0.3, "prune above 0.3");
     assert_eq!(s.drift_halt_above, 0.5, "halt above 0.5");
