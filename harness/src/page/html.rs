@@ -345,6 +345,20 @@ pub fn page(p: &RunPage) -> Markup {
                 } }
             }
         }
+        // Only a run with `[memory]` compacts: a page without one is unchanged.
+        @if !r.compactions.is_empty() {
+            section aria-labelledby="compactions" {
+                h2 #compactions { "History compactions" }
+                div.scroll { table {
+                    caption { "Each compaction (the history summarized by a model call; anything but ok kept the history)" }
+                    thead { tr { th { "call" } th.num { "step" } th.num { "bytes before" } th.num { "bytes after" } th.num { "cost" } th { "outcome" } } }
+                    tbody { @for c in &r.compactions {
+                        tr { td { code { (c.call_key) } } td.num { (c.step) } td.num { (c.bytes_before) } td.num { (c.bytes_after) } td.num { (usd4(c.cost_usd)) }
+                             td { (c.outcome.as_str()) @if let Some(d) = &c.detail { ": " (d) } } }
+                    } }
+                } }
+            }
+        }
         section aria-labelledby="resumes" {
             h2 #resumes { "Resumes and alerts" }
             p { (r.resumes) " resume(s)"

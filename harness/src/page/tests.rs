@@ -227,3 +227,26 @@ fn an_unreadable_event_log_is_said_on_the_page_not_a_refusal() {
     assert_eq!(doc.select(&sel("p.note")).count(), 1);
     assert_eq!(doc.select(&sel(".verdict .name")).count(), 1);
 }
+
+#[test]
+fn compactions_have_a_table_only_when_there_were_some() {
+    let without = page_of(report(4), 0.0);
+    assert!(without.select(&sel("#compactions")).next().is_none());
+    let mut r = report(4);
+    r.compactions.push(crate::state::Compaction {
+        call_key: "compact/0".into(),
+        step: 3,
+        bytes_before: 900,
+        bytes_after: 120,
+        cost_usd: 0.0123,
+        outcome: crate::state::CompactOutcome::Malformed,
+        detail: Some("`summary` is empty".into()),
+    });
+    let doc = page_of(r, 0.0);
+    assert!(doc.select(&sel("#compactions")).next().is_some());
+    let text: String = doc.root_element().text().collect();
+    assert!(
+        text.contains("compact/0") && text.contains("malformed: `summary` is empty"),
+        "{text}"
+    );
+}
