@@ -1585,6 +1585,7 @@ impl Runner {
         self.events
             .emit(self.state.step, Event::Compaction(record.clone()));
         self.state.push_compaction(record);
+        point(Phase::AfterCompactBeforeCheckpoint); // a kill here: the resume compacts again later, as compact/<n>
         match fatal {
             Some(e) => Err(e),
             None => Ok(()),
