@@ -182,13 +182,17 @@ def compaction_killed_before_checkpoint():
                    ["GOAL_MET", "compaction", "memory", "resume"], json.dumps({"summary": summary}))
     c.interrupt = "after_compact_before_checkpoint:1"
     c.auto_spend = False
-    c.expect = {"ending": "GOAL_MET", "verified": ["t1", "t2", "t3"], "report": {"resumes": 1}}
+    c.expect = {"ending": "GOAL_MET", "verified": ["t1", "t2", "t3"], "compactions": ["ok"],
+                "report": {"resumes": 1, "model_calls": 9},
+                "request_contains_in_order": [{"call_key": "compact/0", "strings": ["t1 verified", "t2 verified", "t3 verified", "</history>"]}]}
     c.comment = """The harness is killed once compact/0 has been booked and its summary applied in memory, before the checkpoint
 that records it. On resume the checkpoint is the one from after t2 (history uncompacted, no compaction recorded), the
-ledger journal holds compact/0's bill, and the run goes on to GOAL_MET; whatever it does about compaction again is
-paid for and within the cap (the audit's money checks)."""
+ledger journal holds compact/0's bill. The resumed run does t3 and compacts again (compact/0 once more, now over three
+history lines: the last request for compact/0 is the resume's): one compaction in the report, nine model calls booked
+(the lost compaction is paid for, never forgotten), GOAL_MET. The audit's money checks hold the spend to the journal."""
     return c
 
 
 def cases():
-    return [lesson_used_on_retry(), lesson_vague_refused(), lesson_rewrites_goal(), compaction_at_bound(), compaction_malformed()]
+    return [lesson_used_on_retry(), lesson_vague_refused(), lesson_rewrites_goal(), compaction_at_bound(), compaction_malformed(),
+            compaction_killed_before_checkpoint()]
