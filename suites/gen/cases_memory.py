@@ -127,6 +127,8 @@ def notes_case(cid, category, title, covers, compact_reply):
     # with its "- " and newline), so two lines are ~30 tokens by bytes / 4:
     # over 20, while one line (~15) is not.
     c.memory = {"compact_above_tokens": 20, "compact_every_tasks_min": 2, "compact_max_tokens": 512}
+    # A workspace git can hold (an empty directory would not survive a clone).
+    c.ws("notes/README.md", "# 4.2 release notes\nOne file per section: api.md, cli.md, docs.md.\n")
     c.check_cmd("notes", ["sh", "-c", "test -f notes/api.md && test -f notes/cli.md && test -f notes/docs.md"])
     c.predicate = ("check", "notes")
     tasks = [
