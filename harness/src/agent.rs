@@ -183,7 +183,11 @@ pub fn replan_request(
 /// The first user turn of a task attempt. It holds nothing that changes
 /// between the attempt's calls (the prefix stays cacheable): the visible
 /// budget comes at the end of every request ([`budget_line`]).
-pub fn task_prompt(goal: &Goal, task: &Task, history: &[String]) -> String {
+///
+/// `lessons` is the task's `<lessons>` block (`lessons::render`, "" when
+/// none apply): fixed for the attempt, so the prefix stays cacheable within
+/// it, and never in the system prompt, which is the same for every call.
+pub fn task_prompt(goal: &Goal, task: &Task, history: &[String], lessons: &str) -> String {
     let recent: Vec<&String> = history
         .iter()
         .rev()
@@ -197,12 +201,13 @@ pub fn task_prompt(goal: &Goal, task: &Task, history: &[String]) -> String {
         .map(|s| format!("- {s}\n"))
         .collect::<String>();
     format!(
-        "<goal>{}</goal>\n<task id=\"{}\">{}</task>\n<verification>The harness will check: {}</verification>\n<history>\n{}</history>\nThe token budget left for this task is stated at the end of each request.",
+        "<goal>{}</goal>\n<task id=\"{}\">{}</task>\n<verification>The harness will check: {}</verification>\n<history>\n{}</history>\n{}The token budget left for this task is stated at the end of each request.",
         goal.text(),
         task.id,
         task.description,
         task.verify.describe(),
-        hist
+        hist,
+        lessons
     )
 }
 

@@ -86,6 +86,12 @@ pub enum Event {
     /// A `compact/<n>` attempt and how it ended (the history replaced only
     /// when `ok`).
     Compaction(crate::state::Compaction),
+    /// A lesson call's outcome: admitted (`reason` None) or why not.
+    Lesson {
+        call_key: String,
+        task: String,
+        reason: Option<crate::lessons::LessonRefusal>,
+    },
     ModelError {
         role: CallRole,
         call_key: String,

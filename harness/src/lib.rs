@@ -11,6 +11,7 @@ pub mod durable; // the atomic write sequence: temp, write, fsync, rename, fsync
 pub mod ending; // the seven endings, their class, exit code and alert action
 pub mod goal; // the immutable, hashed goal
 pub mod ledger; // hard-cap dollar ledger (reserve / record / blocked)
+pub mod lessons; // episodic memory: lessons from failed attempts, admitted only by checks the harness runs
 pub mod run_loop; // should_stop + the one loop; every branch decision lives here
 
 // --- what the loop works on ---

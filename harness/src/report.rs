@@ -99,6 +99,21 @@ pub struct Report {
     /// none, so a run without `[memory]` writes the report it always did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compactions: Vec<crate::state::Compaction>,
+    /// The lessons admitted (`[memory] lessons`), each with the task and
+    /// attempt it came from, the token it rests on and its cost. Left out
+    /// when there were none, like every `[memory]` field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lessons: Vec<crate::lessons::Lesson>,
+    /// The lessons not admitted, each with its reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lessons_refused: Vec<crate::lessons::RefusedLesson>,
+    /// Admitted lessons dropped (oldest first) to keep the checkpoint's bounds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lessons_dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Report {
@@ -172,6 +187,9 @@ impl Report {
             model_calls: state.ledger.calls,
             alert_delivery: vec![],
             compactions: state.compactions.clone(),
+            lessons: state.lessons.clone(),
+            lessons_refused: state.lessons_refused.clone(),
+            lessons_dropped: state.lessons_dropped,
         }
     }
 
@@ -263,6 +281,40 @@ impl Report {
                     Some(d) => format!(" (history kept: {d})"),
                     None => String::new(),
                 }
+            ));
+        }
+        if !self.lessons.is_empty() || !self.lessons_refused.is_empty() {
+            let mut by_reason: std::collections::BTreeMap<&str, usize> = Default::default();
+            for r in &self.lessons_refused {
+                *by_reason.entry(r.reason.as_str()).or_default() += 1;
+            }
+            let reasons: Vec<String> = by_reason.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            s.push_str(&format!(
+                "lessons    {} admitted, {} refused{}{}\n",
+                self.lessons.len(),
+                self.lessons_refused.len(),
+                if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", reasons.join(", "))
+                },
+                if self.lessons_dropped > 0 {
+                    format!(", {} dropped (oldest first)", self.lessons_dropped)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        for l in &self.lessons {
+            s.push_str(&format!(
+                "lesson     {} admitted: {} Workaround: {} (rests on {:?}, in the {})\n",
+                l.call_key, l.constraint, l.workaround, l.anchor, l.anchor_in
+            ));
+        }
+        for r in &self.lessons_refused {
+            s.push_str(&format!(
+                "lesson     {} refused ({}): {}\n",
+                r.call_key, r.reason, r.detail
             ));
         }
         if let Some(g) = &self.git_disabled {

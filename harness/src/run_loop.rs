@@ -1103,7 +1103,7 @@ impl Runner {
         let mut last = String::new();
         for attempt in 0..attempts_allowed {
             self.clock_left(|| format!("task {}, before attempt {}", task.id, attempt + 1))?;
-            let (end, io_failed) = self.execute_attempt(task, attempt).await?;
+            let (end, io_failed, observations) = self.execute_attempt(task, attempt).await?;
             let claim = match &end {
                 AttemptEnd::Finished { claim } => Some(clip_chars(claim, CLAIM_MAX_CHARS)),
                 _ => None,
@@ -1135,27 +1135,41 @@ impl Runner {
                 // be durable. Never re-executed here (it may be a post): a
                 // human decides (found by bench chaos, EIO on fsync).
                 VerifyOutcome::Done if io_failed.is_some() => {
-                    return Ok(TaskResult::Park {
-                        reason: format!(
-                            "verify says done, but {} failed with an I/O error during the attempt, so its effects may not be durable",
-                            io_failed.unwrap_or_default()
-                        ),
-                    })
+                    let reason = format!(
+                        "verify says done, but {} failed with an I/O error during the attempt, so its effects may not be durable",
+                        io_failed.unwrap_or_default()
+                    );
+                    self.learn(task, attempt, &reason, &observations, false)
+                        .await?;
+                    return Ok(TaskResult::Park { reason });
                 }
                 VerifyOutcome::Done => return Ok(TaskResult::Verified { claim }),
                 // A half-applied operation goes to a human: no improvising.
                 VerifyOutcome::PartiallyApplied { detail } => {
-                    return Ok(TaskResult::Park { reason: format!("partially applied after attempt {}: {detail}", attempt + 1) })
+                    let reason =
+                        format!("partially applied after attempt {}: {detail}", attempt + 1);
+                    self.learn(task, attempt, &reason, &observations, false)
+                        .await?;
+                    return Ok(TaskResult::Park { reason });
                 }
                 // No verdict: the task stays in flight and `finish` settles it.
                 VerifyOutcome::NotJudged { detail } => {
-                    return Err(LapError::WallClock { during: format!("the verify of task {} ({detail})", task.id) })
+                    return Err(LapError::WallClock {
+                        during: format!("the verify of task {} ({detail})", task.id),
+                    })
                 }
                 VerifyOutcome::NotStarted => {
-                    last = format!("verification failed ({}) after {}", task.verify.describe(), end.describe());
+                    last = format!(
+                        "verification failed ({}) after {}",
+                        task.verify.describe(),
+                        end.describe()
+                    );
                     if matches!(end, AttemptEnd::Refused { .. }) {
-                        break; // a refusal will not change on retry
+                        break; // a refusal will not change on retry, and teaches nothing
                     }
+                    let retry_follows = attempt + 1 < attempts_allowed;
+                    self.learn(task, attempt, &last, &observations, retry_follows)
+                        .await?;
                 }
             }
         }
@@ -1166,17 +1180,21 @@ impl Runner {
 
     /// One short ReAct loop: model <-> tools, one tool call per turn, up to
     /// the loop cap.
-    /// Returns how the attempt ended and, if a side-effecting tool call
-    /// failed (an I/O error after it may have changed something) and was not
-    /// later redone successfully, which call.
+    /// Returns how the attempt ended; if a side-effecting tool call failed
+    /// (an I/O error after it may have changed something) and was not later
+    /// redone successfully, which call; and what the attempt observed (its
+    /// tool calls and results, bounded), for a lesson if it failed.
     async fn execute_attempt(
         &mut self,
         task: &Task,
         attempt: u32,
-    ) -> Result<(AttemptEnd, Option<String>), LapError> {
+    ) -> Result<(AttemptEnd, Option<String>, String), LapError> {
         let mut io_failed: Option<(String, serde_json::Value)> = None;
-        let end = self.react(task, attempt, &mut io_failed).await?;
-        Ok((end, io_failed.map(|(name, _)| name)))
+        let mut observations = String::new();
+        let end = self
+            .react(task, attempt, &mut io_failed, &mut observations)
+            .await?;
+        Ok((end, io_failed.map(|(name, _)| name), observations))
     }
 
     async fn react(
@@ -1184,6 +1202,7 @@ impl Runner {
         task: &Task,
         attempt: u32,
         io_failed: &mut Option<(String, serde_json::Value)>,
+        observations: &mut String,
     ) -> Result<AttemptEnd, LapError> {
         let checks: std::collections::BTreeMap<_, _> = self.spec.checks.clone();
         let allow = self.spec.tools_allowed.clone();
@@ -1195,8 +1214,16 @@ impl Runner {
             deadline: None,
         }
         .defs();
+        // Lessons learned so far that bear on this task (empty unless
+        // `[memory] lessons` is on: nothing else admits one).
+        let lessons = crate::lessons::render(&crate::lessons::relevant(&self.state.lessons, task));
         let mut turns = vec![Turn::User {
-            text: crate::agent::task_prompt(&self.goal, task, &self.state.history_summary),
+            text: crate::agent::task_prompt(
+                &self.goal,
+                task,
+                &self.state.history_summary,
+                &lessons,
+            ),
         }];
         let executor = self
             .spec
@@ -1255,6 +1282,15 @@ impl Runner {
                 self.note_writes(&task.id, &obs.wrote);
             }
             self.note_doubt(&obs);
+            crate::lessons::push_observation(
+                observations,
+                &crate::lessons::observation_line(
+                    &call.name,
+                    &call.input,
+                    &obs.content,
+                    obs.is_error,
+                ),
+            );
             if obs.is_error && obs.side_effect {
                 *io_failed = Some((call.name.clone(), call.input.clone()));
             } else if !obs.is_error
@@ -1545,6 +1581,120 @@ impl Runner {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// After a failed attempt (or one that parks its task), when `[memory]
+    /// lessons` is on: one `lesson/<task>/a<n>` call, reserved and booked
+    /// through `call_model` like every call, whose reply is admitted only by
+    /// the harness's own checks (`lessons::admit`) and is data: it can only
+    /// ever become a line of a later executor prompt's `<lessons>` block.
+    /// Every outcome is recorded (report `lessons` / `lessons_refused`); a
+    /// refused reserve leaves the ledger's `blocked` standing, a failed call
+    /// lets the run go on, every other error is the loop's own ending. From
+    /// 90% of the cap the run finishes only its current task, so a lesson is
+    /// asked only when a retry of this task follows.
+    async fn learn(
+        &mut self,
+        task: &Task,
+        attempt: u32,
+        failure: &str,
+        observations: &str,
+        retry_follows: bool,
+    ) -> Result<(), LapError> {
+        use crate::lessons::{LessonRefusal, RefusedLesson};
+        if !self.spec.memory.as_ref().is_some_and(|m| m.lessons) {
+            return Ok(());
+        }
+        let call_key = crate::lessons::call_key(&task.id, attempt);
+        let not_asked = if self.ledger.winding_down() && !retry_follows {
+            Some("the run is winding down (90% of the cap is spent) and no retry of this task follows: no lesson bought for tasks that will not run".to_string())
+        } else if self.state.lesson_calls >= crate::lessons::LESSON_CALLS_MAX {
+            Some(format!(
+                "the run has made its {} lesson calls",
+                crate::lessons::LESSON_CALLS_MAX
+            ))
+        } else {
+            None
+        };
+        let mut fatal = None;
+        let mut cost_usd = 0.0;
+        let verdict = if let Some(why) = not_asked {
+            Err((LessonRefusal::NotAsked, why))
+        } else {
+            self.state.lesson_calls += 1;
+            let spent_before = self.ledger.spent_usd();
+            let req = crate::lessons::lesson_request(
+                &self.goal,
+                self.spec.model_for(crate::model::types::CallRole::Lesson),
+                task,
+                attempt,
+                failure,
+                observations,
+            );
+            let result = self.call_model(req, Phase::DuringModelCall).await;
+            cost_usd = (self.ledger.spent_usd() - spent_before).max(0.0);
+            match result {
+                Ok(reply) => crate::lessons::parse(&reply.text)
+                    .map_err(|e| (LessonRefusal::Malformed, e))
+                    .and_then(|c| {
+                        let ctx = crate::lessons::AdmitContext {
+                            task_text: crate::lessons::task_text(task),
+                            observations,
+                            workspace: Some(&self.workspace),
+                            admitted: &self.state.lessons,
+                        };
+                        crate::lessons::admit(&c, &ctx).map(|(anchor, anchor_in)| {
+                            crate::lessons::Lesson {
+                                call_key: call_key.clone(),
+                                task_id: task.id.clone(),
+                                attempt,
+                                step: self.state.step,
+                                constraint: c.constraint,
+                                cause: c.cause,
+                                workaround: c.workaround,
+                                evidence: c.evidence,
+                                anchor,
+                                anchor_in,
+                                cost_usd,
+                            }
+                        })
+                    }),
+                Err(LapError::Budget(b)) => Err((LessonRefusal::CallRefused, b.to_string())),
+                Err(LapError::Model(
+                    e @ (ModelError::Rejected { .. } | ModelError::RetriesExhausted { .. }),
+                )) => Err((LessonRefusal::CallFailed, e.to_string())),
+                Err(e) => {
+                    let d = e.to_string();
+                    fatal = Some(e);
+                    Err((LessonRefusal::CallFailed, d))
+                }
+            }
+        };
+        let reason = verdict.as_ref().err().map(|(r, _)| *r);
+        self.events.emit(
+            self.state.step,
+            Event::Lesson {
+                call_key: call_key.clone(),
+                task: task.id.clone(),
+                reason,
+            },
+        );
+        match verdict {
+            Ok(lesson) => self.state.push_lesson(lesson),
+            Err((reason, detail)) => self.state.push_lesson_refusal(RefusedLesson {
+                call_key,
+                task_id: task.id.clone(),
+                attempt,
+                step: self.state.step,
+                reason,
+                detail: clip_chars(&detail, 300),
+                cost_usd,
+            }),
+        }
+        if let Some(e) = fatal {
+            return Err(e);
+        }
+        self.checkpoint() // the lesson (or its refusal) survives a crash in the retry
     }
 
     /// Reserve the worst case, call, book all four usage fields. Every

@@ -166,6 +166,19 @@ pub struct RunState {
     /// Every compaction attempt ever made: the `<n>` of the next `compact/<n>`.
     #[serde(default)]
     pub compaction_attempts: u32,
+    /// Episodic memory: the admitted lessons, oldest first, at most
+    /// `lessons::LESSONS_MAX` of them and `LESSONS_MAX_BYTES` in all.
+    #[serde(default)]
+    pub lessons: Vec<crate::lessons::Lesson>,
+    /// Admitted lessons dropped to keep those bounds.
+    #[serde(default)]
+    pub lessons_dropped: u64,
+    /// The last `lessons::LESSON_REFUSALS_MAX` lessons not admitted.
+    #[serde(default)]
+    pub lessons_refused: Vec<crate::lessons::RefusedLesson>,
+    /// Every lesson call the run made (bounded by `LESSON_CALLS_MAX`).
+    #[serde(default)]
+    pub lesson_calls: u32,
     pub artifacts: Vec<String>,
     pub model_claims: Vec<ModelClaim>,
     pub git_branch: Option<String>,
@@ -207,6 +220,10 @@ impl RunState {
             history_summary: vec![],
             compactions: vec![],
             compaction_attempts: 0,
+            lessons: vec![],
+            lessons_dropped: 0,
+            lessons_refused: vec![],
+            lesson_calls: 0,
             artifacts: vec![],
             model_claims: vec![],
             git_branch: None,
@@ -251,6 +268,26 @@ impl RunState {
         self.compactions.push(c);
     }
 
+    /// Keep an admitted lesson; the oldest go first to hold the count and
+    /// byte bounds.
+    pub fn push_lesson(&mut self, l: crate::lessons::Lesson) {
+        self.lessons.push(l);
+        while self.lessons.len() > crate::lessons::LESSONS_MAX
+            || self.lessons.iter().map(|l| l.bytes()).sum::<usize>()
+                > crate::lessons::LESSONS_MAX_BYTES
+        {
+            self.lessons.remove(0);
+            self.lessons_dropped += 1;
+        }
+    }
+
+    pub fn push_lesson_refusal(&mut self, r: crate::lessons::RefusedLesson) {
+        if self.lessons_refused.len() >= crate::lessons::LESSON_REFUSALS_MAX {
+            self.lessons_refused.remove(0);
+        }
+        self.lessons_refused.push(r);
+    }
+
     /// Asserted right before a checkpoint is written and right after one is
     /// read: a task lives in exactly one place, numbers are sane.
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -290,6 +327,17 @@ impl RunState {
         if self.goal_sha256.len() != 64 || !self.goal_sha256.bytes().all(|b| b.is_ascii_hexdigit())
         {
             return Err("goal_sha256 is not a SHA-256 hex digest".into());
+        }
+        if self.lessons.len() > crate::lessons::LESSONS_MAX
+            || self.lessons.iter().map(|l| l.bytes()).sum::<usize>()
+                > crate::lessons::LESSONS_MAX_BYTES
+        {
+            return Err(format!(
+                "{} lessons are kept, over the {} / {}-byte bounds",
+                self.lessons.len(),
+                crate::lessons::LESSONS_MAX,
+                crate::lessons::LESSONS_MAX_BYTES
+            ));
         }
         if self.finished.is_some() && self.in_progress.is_some() {
             return Err("a finished run still has a task in progress".into());

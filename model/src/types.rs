@@ -19,6 +19,9 @@ pub enum CallRole {
     /// The history summarized down (`compact/<n>`), when the spec's
     /// `[memory]` bound is passed.
     Compact,
+    /// One lesson asked after a failed attempt (`lesson/<task>/a<n>`), when
+    /// the spec's `[memory] lessons` is on.
+    Lesson,
 }
 
 impl CallRole {
@@ -29,6 +32,7 @@ impl CallRole {
             CallRole::Judge => "judge",
             CallRole::Replan => "replan",
             CallRole::Compact => "compact",
+            CallRole::Lesson => "lesson",
         }
     }
 }

@@ -85,8 +85,9 @@ pub fn role_of_key(key: &str) -> Result<&'static str, String> {
         "judge" => Ok("judge"),
         "replan" => Ok("replan"),
         "compact" => Ok("compact"),
+        "lesson" => Ok("lesson"),
         other => Err(format!(
-            "call key {key:?}: role prefix {other:?} is not plan/execute/judge/replan/compact"
+            "call key {key:?}: role prefix {other:?} is not plan/execute/judge/replan/compact/lesson"
         )),
     }
 }

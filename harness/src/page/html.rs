@@ -359,6 +359,34 @@ pub fn page(p: &RunPage) -> Markup {
                 } }
             }
         }
+        // Only a run with `[memory] lessons` learns: a page without one is unchanged.
+        @if !r.lessons.is_empty() || !r.lessons_refused.is_empty() {
+            section aria-labelledby="lessons" {
+                h2 #lessons { "Lessons" }
+                p { (r.lessons.len()) " admitted, " (r.lessons_refused.len()) " refused"
+                    @if r.lessons_dropped > 0 { ", " (r.lessons_dropped) " dropped (oldest first)" }
+                    ". A lesson is admitted only by the harness's checks: specific evidence the attempt observed, about the workspace, not the task restated, not a duplicate." }
+                @if !r.lessons.is_empty() {
+                    div.scroll { table {
+                        caption { "Admitted (placed in later executor prompts of the tasks they bear on)" }
+                        thead { tr { th { "call" } th.num { "step" } th { "constraint" } th { "cause" } th { "workaround" } th { "rests on" } th.num { "cost" } } }
+                        tbody { @for l in &r.lessons {
+                            tr { td { code { (l.call_key) } } td.num { (l.step) } td { (l.constraint) } td { (l.cause) } td { (l.workaround) }
+                                 td { code { (l.anchor) } " (" (l.anchor_in.as_str()) ")" } td.num { (usd4(l.cost_usd)) } }
+                        } }
+                    } }
+                }
+                @if !r.lessons_refused.is_empty() {
+                    div.scroll { table {
+                        caption { "Refused (never shown to the model again)" }
+                        thead { tr { th { "call" } th.num { "step" } th { "reason" } th { "detail" } th.num { "cost" } } }
+                        tbody { @for l in &r.lessons_refused {
+                            tr { td { code { (l.call_key) } } td.num { (l.step) } td { (l.reason.as_str()) } td { (l.detail) } td.num { (usd4(l.cost_usd)) } }
+                        } }
+                    } }
+                }
+            }
+        }
         section aria-labelledby="resumes" {
             h2 #resumes { "Resumes and alerts" }
             p { (r.resumes) " resume(s)"

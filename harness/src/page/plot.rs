@@ -30,6 +30,7 @@ pub fn role_color(role: Option<CallRole>) -> RGBColor {
         Some(CallRole::Judge) => RGBColor(128, 60, 160),
         Some(CallRole::Replan) => RGBColor(200, 100, 20),
         Some(CallRole::Compact) => RGBColor(0, 130, 150),
+        Some(CallRole::Lesson) => RGBColor(170, 140, 0),
         None => MUTED,
     }
 }
@@ -38,12 +39,13 @@ pub fn role_name(role: Option<CallRole>) -> &'static str {
     role.map_or("unknown role", CallRole::as_str)
 }
 
-const ROLES: [Option<CallRole>; 6] = [
+const ROLES: [Option<CallRole>; 7] = [
     Some(CallRole::Plan),
     Some(CallRole::Execute),
     Some(CallRole::Judge),
     Some(CallRole::Replan),
     Some(CallRole::Compact),
+    Some(CallRole::Lesson),
     None,
 ];
 

@@ -229,6 +229,47 @@ fn an_unreadable_event_log_is_said_on_the_page_not_a_refusal() {
 }
 
 #[test]
+fn lessons_have_a_section_only_when_there_were_some() {
+    let without = page_of(report(4), 0.0);
+    assert!(without.select(&sel("#lessons")).next().is_none());
+    let mut r = report(4);
+    r.lessons.push(crate::lessons::Lesson {
+        call_key: "lesson/t1/a0".into(),
+        task_id: "t1".into(),
+        attempt: 0,
+        step: 0,
+        constraint: "Settings are read only from conf/settings.toml.".into(),
+        cause: "The loader ignores settings.py.".into(),
+        workaround: "Write conf/settings.toml.".into(),
+        evidence: "conf/README.md".into(),
+        anchor: "conf/README.md".into(),
+        anchor_in: crate::lessons::AnchorSource::Observation,
+        cost_usd: 0.004,
+    });
+    r.lessons_refused.push(crate::lessons::RefusedLesson {
+        call_key: "lesson/t2/a0".into(),
+        task_id: "t2".into(),
+        attempt: 0,
+        step: 1,
+        reason: crate::lessons::LessonRefusal::Vague,
+        detail: "names nothing concrete".into(),
+        cost_usd: 0.003,
+    });
+    let doc = page_of(r, 0.0);
+    assert!(doc.select(&sel("#lessons")).next().is_some());
+    let text: String = doc.root_element().text().collect();
+    for want in [
+        "1 admitted, 1 refused",
+        "lesson/t1/a0",
+        "conf/settings.toml",
+        "lesson/t2/a0",
+        "vague",
+    ] {
+        assert!(text.contains(want), "{want:?} not on the page: {text}");
+    }
+}
+
+#[test]
 fn compactions_have_a_table_only_when_there_were_some() {
     let without = page_of(report(4), 0.0);
     assert!(without.select(&sel("#compactions")).next().is_none());

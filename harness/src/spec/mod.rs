@@ -112,6 +112,11 @@ pub struct MemorySpec {
     pub compact_max_tokens: u32,
     /// At most one compaction per this many finished tasks.
     pub compact_every_tasks_min: u64,
+    /// Ask for a lesson after each failed attempt (`lesson/<task>/a<n>`),
+    /// admit it by the harness's checks, and place the relevant ones in later
+    /// executor prompts (harness/src/lessons.rs). Off unless the spec says
+    /// so: each lesson is a paid call.
+    pub lessons: bool,
 }
 
 /// `[memory]` defaults and bounds. (A summary that is not smaller than the
@@ -195,7 +200,9 @@ impl RunSpec {
         match role {
             // The compaction summarizes, as the planner reads: the same model.
             Plan | Replan | Compact => &self.model.planner,
-            Execute => &self.model.executor,
+            // A lesson reflects on an executor's attempt (Reflexion): the
+            // executor's model.
+            Execute | Lesson => &self.model.executor,
             Judge => &self.model.judge,
         }
     }

@@ -132,6 +132,7 @@ pub(super) struct RawMemory {
     pub compact_above_tokens: Option<i64>,
     pub compact_max_tokens: Option<i64>,
     pub compact_every_tasks_min: Option<i64>,
+    pub lessons: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -263,6 +264,8 @@ pub(super) const COMPACT_MAX_TOKENS: Field = int(
     super::COMPACT_MAX_TOKENS_MAX,
 );
 pub(super) const COMPACT_EVERY: Field = int("tasks between compactions, at least", 1, 1000);
+pub(super) const LESSONS: Field =
+    text("true or false (ask for a lesson after each failed attempt)");
 
 /// One step of a field path, for matching: a key or an array index.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -318,6 +321,7 @@ fn field_at(path: &[Step]) -> Option<Field> {
         [K("memory"), K("compact_above_tokens")] => COMPACT_ABOVE,
         [K("memory"), K("compact_max_tokens")] => COMPACT_MAX_TOKENS,
         [K("memory"), K("compact_every_tasks_min")] => COMPACT_EVERY,
+        [K("memory"), K("lessons")] => LESSONS,
         [K("checks" | "loop" | "drift" | "tools" | "alerts" | "check_env" | "memory")]
         | [K("checks" | "prices"), K(_)] => TABLE,
         _ => return None,

@@ -507,6 +507,7 @@ impl Checker<'_> {
                         Some(v) => self.int(&COMPACT_EVERY, "memory.compact_every_tasks_min", v)?,
                         None => DEFAULT_COMPACT_EVERY_TASKS_MIN,
                     },
+                    lessons: m.lessons.unwrap_or(false),
                 })
             }
         };

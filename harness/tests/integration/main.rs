@@ -20,6 +20,7 @@ mod endings;
 mod exits;
 mod faults;
 mod ledger_cap;
+mod lessons;
 mod production_build;
 mod replay_roundtrip;
 mod spec_messages;

@@ -539,6 +539,6 @@ fn load_error_messages_are_pinned() {
     let e = parse(&m.replacen("\"plan\"", "\"plan`, expected x\"", 1)).unwrap_err();
     assert_eq!(
         e.message,
-        "unknown role \"plan`, expected x\"; expected one of `plan`, `execute`, `judge`, `replan`, `compact`"
+        "unknown role \"plan`, expected x\"; expected one of `plan`, `execute`, `judge`, `replan`, `compact`, `lesson`"
     );
 }

@@ -26,6 +26,7 @@ fn parse_role(s: &str) -> Option<CallRole> {
         "judge" => Some(CallRole::Judge),
         "replan" => Some(CallRole::Replan),
         "compact" => Some(CallRole::Compact),
+        "lesson" => Some(CallRole::Lesson),
         _ => None,
     }
 }

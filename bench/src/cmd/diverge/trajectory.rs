@@ -244,7 +244,7 @@ pub fn trajectory(protocol: Protocol, run: &RunRecording) -> Trajectory {
                     token: step_token(protocol, it.response.status, &body),
                 });
             }
-            CallRole::Judge | CallRole::Compact => {}
+            CallRole::Judge | CallRole::Compact | CallRole::Lesson => {}
         }
     }
     t
