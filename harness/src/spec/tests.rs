@@ -335,9 +335,19 @@ fn memory_is_off_when_absent_and_range_checked_when_present() {
     assert_eq!(m.compact_every_tasks_min, DEFAULT_COMPACT_EVERY_TASKS_MIN);
     assert!(!m.lessons, "lessons are off unless the spec says so");
     let on = format!("{BASE}[memory]\nlessons = true\n");
-    assert!(RunSpec::parse(&on, "run.toml", d.path()).unwrap().memory.unwrap().lessons);
-    let e = RunSpec::parse(&format!("{BASE}[memory]\nlessons = \"yes\"\n"), "run.toml", d.path())
-        .unwrap_err();
+    assert!(
+        RunSpec::parse(&on, "run.toml", d.path())
+            .unwrap()
+            .memory
+            .unwrap()
+            .lessons
+    );
+    let e = RunSpec::parse(
+        &format!("{BASE}[memory]\nlessons = \"yes\"\n"),
+        "run.toml",
+        d.path(),
+    )
+    .unwrap_err();
     assert_eq!(e.field, "memory.lessons", "{e}");
     assert!(e.expected.contains("true or false"), "{e}");
     for (field, line, expect) in [
