@@ -104,6 +104,12 @@ pub struct Expect {
     pub report: Option<BTreeMap<String, toml::Value>>,
     pub detail_contains: Option<String>,
     pub drift_bands: Option<Vec<String>>,
+    /// `[memory] lessons`: the call keys of the lessons admitted, in order.
+    pub lessons: Option<Vec<String>>,
+    /// ... and of those refused, with each one's reason (`vague`, `steers`, ...).
+    pub lessons_refused: Option<BTreeMap<String, String>>,
+    /// `[memory]` compaction: each attempt's outcome, in order (`ok`, `malformed`, ...).
+    pub compactions: Option<Vec<String>>,
     pub files_contain: Option<BTreeMap<String, String>>,
     pub files_absent: Option<Vec<String>>,
     pub notice_at_end: Option<bool>,
@@ -287,6 +293,28 @@ pub fn load_case_file(
                     &f,
                     &format!("expect.drift_bands[{i}]"),
                     format!("aligned, prune or halt, found {x:?}"),
+                ));
+            }
+        }
+    }
+    if let Some(m) = &file.expect.lessons_refused {
+        for (k, reason) in m {
+            if harness::lessons::LessonRefusal::parse(reason).is_none() {
+                return Err(err(
+                    &f,
+                    &format!("expect.lessons_refused.{k}"),
+                    format!("a refusal reason (malformed, too_long, steers, vague, restates_task, duplicate, call_refused, call_failed, not_asked), found {reason:?}"),
+                ));
+            }
+        }
+    }
+    if let Some(c) = &file.expect.compactions {
+        for (i, x) in c.iter().enumerate() {
+            if harness::state::CompactOutcome::parse(x).is_none() {
+                return Err(err(
+                    &f,
+                    &format!("expect.compactions[{i}]"),
+                    format!("ok, malformed, refused or error, found {x:?}"),
                 ));
             }
         }

@@ -41,6 +41,10 @@ pub enum Event {
         /// done / not_started / partially_applied, as the harness wrote it.
         outcome: Option<String>,
     },
+    /// A compaction attempt (`compact/<n>`), after its outcome was applied.
+    Compaction {
+        call_key: String,
+    },
     Other,
 }
 
@@ -75,6 +79,9 @@ impl Event {
                 outcome: serde_json::to_value(&outcome)
                     .ok()
                     .and_then(|v| v["outcome"].as_str().map(str::to_string)),
+            },
+            H::Compaction(c) => Event::Compaction {
+                call_key: c.call_key,
             },
             _ => Event::Other,
         }
@@ -125,6 +132,8 @@ pub struct Report {
     pub goal: Option<String>,
     pub goal_sha256: Option<String>,
     pub verified: Vec<Verified>,
+    /// `compactions[].call_key`, in the report's order.
+    pub compactions: Vec<CompactionKey>,
     #[serde(skip)]
     pub not_the_contract: Option<String>,
 }
@@ -133,6 +142,14 @@ pub struct Report {
 #[serde(default)]
 pub struct Verified {
     pub id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CompactionKey {
+    pub call_key: Option<String>,
+    pub outcome: Option<String>,
+    pub cost_usd: Option<f64>,
 }
 
 impl Report {
@@ -192,6 +209,15 @@ impl From<harness::report::Report> for Report {
                 .verified
                 .into_iter()
                 .map(|t| Verified { id: Some(t.id) })
+                .collect(),
+            compactions: r
+                .compactions
+                .into_iter()
+                .map(|c| CompactionKey {
+                    call_key: Some(c.call_key),
+                    outcome: Some(c.outcome.as_str().to_string()),
+                    cost_usd: Some(c.cost_usd),
+                })
                 .collect(),
             not_the_contract: None,
         }

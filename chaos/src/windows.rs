@@ -1,12 +1,13 @@
 //! Kill windows: the short stretches of a run where a decision is made in
 //! memory and its checkpoint is still to come. Right after a park, during a
-//! replan, and between the drift gate and its checkpoint are where a skipped
-//! or late checkpoint makes a resume redo what was decided (run a parked task
-//! again, execute a pruned one). A named phase alone does not reach them: the
+//! replan, between the drift gate and its checkpoint, and around a
+//! compaction are where a skipped or late checkpoint makes a resume redo
+//! what was decided (run a parked task again, execute a pruned one, send a
+//! recorded compaction again). A named phase alone does not reach them: the
 //! kill has to land at the right occurrence of the phase, which the clean
 //! calibration run tells. Each window is a list of (phase, occurrence) kill
 //! targets, read from the clean run's events (the order of parks, drift
-//! checks and model calls) and its operation log (the order of atomic writes,
+//! checks, compactions and model calls) and its operation log (the order of atomic writes,
 //! each checkpoint's body decoded to see what it records).
 
 use crate::fsmodel::Op;
@@ -29,19 +30,27 @@ pub enum Window {
     /// way: after the gate, and the checkpoint write itself. Drift checks
     /// that pruned are preferred; a case whose checks never prune offers all.
     DriftCheckpoint,
+    /// A `compact/<n>` call in flight and answered, its outcome applied
+    /// (`after_compact_before_checkpoint`), the checkpoint that records it,
+    /// and the next model call (in flight, and answered): a kill before that
+    /// checkpoint loses the attempt, one after it must never see
+    /// `compact/<n>` sent again.
+    Compaction,
 }
 
 impl Window {
-    pub const ALL: [Window; 3] = [
+    pub const ALL: [Window; 4] = [
         Window::AfterPark,
         Window::DuringReplan,
         Window::DriftCheckpoint,
+        Window::Compaction,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
             Window::AfterPark => "after_park",
             Window::DuringReplan => "during_replan",
             Window::DriftCheckpoint => "drift_checkpoint",
+            Window::Compaction => "compaction",
         }
     }
 }
@@ -137,10 +146,11 @@ pub fn find(events: &[Event], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<
     let t = |p: Phase, n: u64| (p.as_str().to_string(), n);
     let (mut after_park, mut replan) = (vec![], vec![]);
     let (mut drift_all, mut drift_pruning) = (vec![], vec![]);
-    let (mut booked, mut calls, mut judge_calls, mut parks, mut drifts) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
-    // Parks still waiting for the model call that follows them.
-    let mut waiting = 0usize;
+    let mut compaction = vec![];
+    let (mut booked, mut calls, mut judge_calls, mut parks, mut drifts, mut compactions) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    // Parks, and compactions, still waiting for the model call that follows them.
+    let (mut waiting, mut waiting_compact) = (0usize, 0usize);
     for e in events {
         match e {
             Event::ModelCall {
@@ -162,6 +172,16 @@ pub fn find(events: &[Event], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<
                 }
                 for _ in 0..std::mem::take(&mut waiting) {
                     after_park.extend(here.iter().cloned());
+                }
+                for _ in 0..std::mem::take(&mut waiting_compact) {
+                    compaction.extend(here.iter().cloned());
+                }
+                if call_key
+                    .as_deref()
+                    .and_then(crate::compaction::index_of)
+                    .is_some()
+                {
+                    compaction.extend(here.iter().cloned());
                 }
                 if let Some(k) = call_key
                     .as_deref()
@@ -189,6 +209,14 @@ pub fn find(events: &[Event], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<
                 }
                 drift_all.extend(here);
             }
+            Event::Compaction { call_key } => {
+                compactions += 1;
+                waiting_compact += 1;
+                compaction.push(t(Phase::AfterCompactBeforeCheckpoint, compactions));
+                if let Some(n) = crate::compaction::index_of(call_key) {
+                    compaction.extend(first_write(&|s| s.compaction_attempts > n));
+                }
+            }
             _ => {}
         }
     }
@@ -201,6 +229,7 @@ pub fn find(events: &[Event], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<
         (Window::AfterPark, after_park),
         (Window::DuringReplan, replan),
         (Window::DriftCheckpoint, drift),
+        (Window::Compaction, compaction),
     ]
     .into_iter()
     .map(|(w, v)| (w.as_str().to_string(), v))

@@ -26,10 +26,14 @@ pub enum Phase {
     /// `drift::gate` has applied the judge's verdict (maybe pruned the
     /// queue); the checkpoint that records it is next.
     AfterDriftGateBeforeCheckpoint,
+    /// A `compact/<n>` call was booked (or refused) and its outcome applied
+    /// to the state (the history replaced or kept, the attempt recorded);
+    /// the checkpoint that records it is next.
+    AfterCompactBeforeCheckpoint,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 12] = [
+    pub const ALL: [Phase; 13] = [
         Phase::BeforeInProgressCheckpoint,
         Phase::TempWritten,
         Phase::AfterFsyncFile,
@@ -42,6 +46,7 @@ impl Phase {
         Phase::BetweenLedgerRecordAndCheckpoint,
         Phase::AfterParkBeforeCheckpoint,
         Phase::AfterDriftGateBeforeCheckpoint,
+        Phase::AfterCompactBeforeCheckpoint,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -57,6 +62,7 @@ impl Phase {
             Phase::BetweenLedgerRecordAndCheckpoint => "between_ledger_record_and_checkpoint",
             Phase::AfterParkBeforeCheckpoint => "after_park_before_checkpoint",
             Phase::AfterDriftGateBeforeCheckpoint => "after_drift_gate_before_checkpoint",
+            Phase::AfterCompactBeforeCheckpoint => "after_compact_before_checkpoint",
         }
     }
     pub fn parse(s: &str) -> Option<Phase> {

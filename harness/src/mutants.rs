@@ -42,10 +42,16 @@ pub enum Mutant {
     ExitZero,
     /// Every tool is offered to the model, whatever the spec allows.
     AllowlistIgnored,
+    /// Every well-formed lesson is admitted: the harness's checks are
+    /// skipped (the model grades its own lesson).
+    AdmitsEveryLesson,
+    /// A malformed compaction cuts the history to its last line instead of
+    /// keeping it (a silent truncation).
+    CompactionTruncates,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -59,6 +65,8 @@ impl Mutant {
         Mutant::CommitEverything,
         Mutant::ExitZero,
         Mutant::AllowlistIgnored,
+        Mutant::AdmitsEveryLesson,
+        Mutant::CompactionTruncates,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -77,6 +85,8 @@ impl Mutant {
             Mutant::CommitEverything => "commit-everything",
             Mutant::ExitZero => "exit-zero",
             Mutant::AllowlistIgnored => "allowlist-ignored",
+            Mutant::AdmitsEveryLesson => "admits-every-lesson",
+            Mutant::CompactionTruncates => "compaction-truncates",
         }
     }
 
@@ -96,6 +106,10 @@ impl Mutant {
             Mutant::CommitEverything => "one task per commit",
             Mutant::ExitZero => "the exit code is the ending's",
             Mutant::AllowlistIgnored => "only the spec's allowlisted tools are offered",
+            Mutant::AdmitsEveryLesson => "a lesson is admitted only by the harness's checks",
+            Mutant::CompactionTruncates => {
+                "a malformed compaction keeps the history, never truncates it"
+            }
         }
     }
 

@@ -1564,6 +1564,14 @@ impl Runner {
         };
         if let Some(lines) = lines {
             self.state.history_summary = lines;
+        } else if outcome == CompactOutcome::Malformed
+            && crate::mutants::active(crate::mutants::Mutant::CompactionTruncates)
+        {
+            let keep = self
+                .state
+                .history_summary
+                .split_off(self.state.history_summary.len().saturating_sub(1));
+            self.state.history_summary = keep;
         }
         let record = crate::state::Compaction {
             call_key,
@@ -1577,6 +1585,7 @@ impl Runner {
         self.events
             .emit(self.state.step, Event::Compaction(record.clone()));
         self.state.push_compaction(record);
+        point(Phase::AfterCompactBeforeCheckpoint); // a kill here: the resume compacts again later, as compact/<n>
         match fatal {
             Some(e) => Err(e),
             None => Ok(()),
@@ -1643,20 +1652,24 @@ impl Runner {
                             workspace: Some(&self.workspace),
                             admitted: &self.state.lessons,
                         };
-                        crate::lessons::admit(&c, &ctx).map(|(anchor, anchor_in)| {
-                            crate::lessons::Lesson {
-                                call_key: call_key.clone(),
-                                task_id: task.id.clone(),
-                                attempt,
-                                step: self.state.step,
-                                constraint: c.constraint,
-                                cause: c.cause,
-                                workaround: c.workaround,
-                                evidence: c.evidence,
-                                anchor,
-                                anchor_in,
-                                cost_usd,
-                            }
+                        let admitted =
+                            if crate::mutants::active(crate::mutants::Mutant::AdmitsEveryLesson) {
+                                Ok((String::new(), crate::lessons::AnchorSource::Observation))
+                            } else {
+                                crate::lessons::admit(&c, &ctx)
+                            };
+                        admitted.map(|(anchor, anchor_in)| crate::lessons::Lesson {
+                            call_key: call_key.clone(),
+                            task_id: task.id.clone(),
+                            attempt,
+                            step: self.state.step,
+                            constraint: c.constraint,
+                            cause: c.cause,
+                            workaround: c.workaround,
+                            evidence: c.evidence,
+                            anchor,
+                            anchor_in,
+                            cost_usd,
                         })
                     }),
                 Err(LapError::Budget(b)) => Err((LessonRefusal::CallRefused, b.to_string())),

@@ -168,16 +168,16 @@ pub struct RunState {
     pub compaction_attempts: u32,
     /// Episodic memory: the admitted lessons, oldest first, at most
     /// `lessons::LESSONS_MAX` of them and `LESSONS_MAX_BYTES` in all.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lessons: Vec<crate::lessons::Lesson>,
     /// Admitted lessons dropped to keep those bounds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub lessons_dropped: u64,
     /// The last `lessons::LESSON_REFUSALS_MAX` lessons not admitted.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lessons_refused: Vec<crate::lessons::RefusedLesson>,
     /// Every lesson call the run made (bounded by `LESSON_CALLS_MAX`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub lesson_calls: u32,
     pub artifacts: Vec<String>,
     pub model_claims: Vec<ModelClaim>,
@@ -194,6 +194,14 @@ pub struct RunState {
     /// Number of requests that carried the budget notice.
     pub budget_notices: u64,
     pub finished: Option<Finished>,
+}
+
+// A run without `[memory] lessons` writes the checkpoint it always did.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 impl RunState {

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases_adversarial
 import cases_edge
 import cases_happy
+import cases_memory
 import cases_reach
 import cases_regression
 from lib import ROOT
@@ -28,7 +29,7 @@ from lib import ROOT
 
 def all_cases():
     out = []
-    for mod in (cases_happy, cases_edge, cases_adversarial, cases_regression, cases_reach):
+    for mod in (cases_happy, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory):
         out.extend(mod.cases())
     ids = [c.id for c in out]
     dup = {i for i in ids if ids.count(i) > 1}
@@ -42,8 +43,10 @@ def main():
     if only and len(cases) != len(only):
         missing = only - {c.id for c in cases}
         sys.exit(f"no such case(s): {', '.join(sorted(missing))}")
-    subprocess.run(["cargo", "build", "-q", "-p", "bench"], cwd=ROOT, check=True)
-    bench = os.path.join(ROOT, "target", "debug", "bench")
+    # The release build: the one .ci/run and every script use (a debug
+    # build would compile the whole tree a second time).
+    subprocess.run(["cargo", "build", "-q", "--release", "-p", "bench"], cwd=ROOT, check=True)
+    bench = os.path.join(ROOT, "target", "release", "bench")
     dirs = []
     for c in cases:
         d = c.write()

@@ -222,6 +222,7 @@ class Case:
         self.http_attempts = None
         self.loop = {}
         self.drift = {}
+        self.memory = {}           # [memory]: lessons, compact_above_tokens, ...
         self.tools = ["read_file", "write_file", "list_files", "post_message", "apply_migration", "run_check"]
         self.runs = []             # list of list of calls
         self.expect = {}
@@ -256,7 +257,7 @@ class Case:
     # -- models
     def model_for(self, key):
         role = key.split("/")[0]
-        if role in ("plan", "replan"):
+        if role in ("plan", "replan", "compact"):
             return self.planner or self.executor
         if role == "judge":
             return self.judge or self.executor
@@ -284,6 +285,10 @@ class Case:
                     c["usage"] = u(1600 + h % 1400, 280 + h % 520)
                 elif role == "judge":
                     c["usage"] = u(650 + h % 500, 140 + h % 220)
+                elif role in ("lesson", "compact"):
+                    # Small structured calls: the prompt is the attempt's
+                    # observations (or the history), the reply one JSON object.
+                    c["usage"] = u(900 + h % 600, 90 + h % 160)
                 else:
                     turn = int(c["key"].rsplit("/", 1)[1])
                     inp = 420 + turn * 610 + h % 380
@@ -351,6 +356,11 @@ class Case:
             L.append("")
             L.append("[drift]")
             for k, v in self.drift.items():
+                L.append(f"{k} = {toml_value(v)}")
+        if self.memory:
+            L.append("")
+            L.append("[memory]")
+            for k, v in self.memory.items():
                 L.append(f"{k} = {toml_value(v)}")
         L.append("")
         L.append("[tools]")

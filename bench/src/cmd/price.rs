@@ -9,6 +9,15 @@
 //! compaction calls open. The defaults chosen here (documented on each flag)
 //! reproduce its $22.01 night: verification 2,500 in / 300 out; drift 4,000 in
 //! / 950 out; replan 8,000 in / 1,000 out; compaction 45,000 in / 2,860 out.
+//!
+//! That compaction size is the seed's, not the harness's. The row "compaction
+//! at the harness's [memory] settings" prices it from what the harness does:
+//! one request is `agent::compact_request` (COMPACT_SYSTEM, the goal, the
+//! history) with the history just over `compact_above_tokens` (the harness's
+//! bytes / 4 estimate), at most `compact_max_tokens` out; how many a night
+//! makes follows from how big a history line really is, `RunState`'s own
+//! `push_history` (which keeps `HISTORY_SUMMARY_MAX_LINES`) and
+//! `compact_every_tasks_min`.
 
 use clap::Args;
 use serde::Serialize;
@@ -57,6 +66,22 @@ pub struct PriceArgs {
     pub replan_call: String,
     #[arg(long, default_value = "45000,2860")]
     pub compaction_call: String,
+    /// The harness's `[memory]` settings the compaction row is priced at
+    /// (default: the harness's own defaults).
+    #[arg(long, default_value_t = harness::spec::DEFAULT_COMPACT_ABOVE_TOKENS)]
+    pub compact_above_tokens: u64,
+    #[arg(long, default_value_t = harness::spec::DEFAULT_COMPACT_MAX_TOKENS)]
+    pub compact_max_tokens: u32,
+    #[arg(long, default_value_t = harness::spec::DEFAULT_COMPACT_EVERY_TASKS_MIN)]
+    pub compact_every_tasks_min: u64,
+    /// Bytes of one history line as `RunState::history_bytes` counts it (the
+    /// line, its `- ` and newline). Default: the longest in real runs
+    /// (`HISTORY_LINE_BYTES_MEASURED`).
+    #[arg(long, default_value_t = HISTORY_LINE_BYTES_MEASURED)]
+    pub history_line_bytes: u64,
+    /// The goal the compaction request carries (default: the demo's).
+    #[arg(long, default_value = DEMO_GOAL)]
+    pub goal: String,
     /// The loop cap of the "cap the loop" row.
     #[arg(long, default_value_t = 4)]
     pub capped_calls: u64,
@@ -90,6 +115,45 @@ pub struct Night {
     pub headroom_usd: f64,
     pub verified_tasks: f64,
     pub cost_per_verified_usd: f64,
+}
+
+/// The longest history line (bytes as `RunState::history_bytes` counts them)
+/// in the checkpoints of real runs, measured 2026-12-02: `bench run --suite
+/// suites/live --runs-per-case 3` (SmolLM2-135M's recorded traffic: 74 lines,
+/// median 128, longest 198, a parked task with a long id and reason) and the
+/// four scripted categories, one run each (176 lines, median 76, longest
+/// 178). The longest, so the row errs toward more compactions.
+pub const HISTORY_LINE_BYTES_MEASURED: u64 = 198;
+
+/// `suites/demo/p95-index`'s goal: what the compaction request carries
+/// besides the system text and the history (a few dozen bytes of ~32 KB).
+pub const DEMO_GOAL: &str = "Reduce p95 latency on /api/search to under 200ms.";
+
+/// Compaction priced at the harness's real `[memory]` settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionAtSettings {
+    pub tasks: u64,
+    pub compact_above_tokens: u64,
+    pub compact_max_tokens: u32,
+    pub compact_every_tasks_min: u64,
+    pub history_line_bytes: u64,
+    /// The history after the night's last task with no compaction (bytes,
+    /// and tokens by the harness's bytes / 4), `HISTORY_SUMMARY_MAX_LINES`
+    /// lines at most.
+    pub history_bytes_at_end: u64,
+    pub history_tokens_at_end: u64,
+    /// How many tasks until the history first passes the bound; None when
+    /// `HISTORY_SUMMARY_MAX_LINES` lines of this size never do.
+    pub tasks_to_first_compaction: Option<u64>,
+    /// One compaction request with the history just over the bound: its
+    /// prompt's bytes / 4, and its output bound.
+    pub input_tokens_per_call: u64,
+    pub output_tokens_per_call: u64,
+    pub usd_per_call: f64,
+    /// The night's compactions: at most this many (each summary taken as
+    /// large as the harness accepts, so the next comes as soon as it can).
+    pub line: Line,
+    pub note: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -126,6 +190,154 @@ fn pair(s: &str, flag: &str) -> Result<(u64, u64), String> {
 pub struct Priced {
     pub night: Night,
     pub what_ifs: Vec<WhatIf>,
+    pub compaction_at_settings: CompactionAtSettings,
+}
+
+/// Lines of `line_bytes` each (as `RunState::history_bytes` counts a line:
+/// its text + 3) that add up to exactly `total` bytes (`total` >= 4): the
+/// last one shorter, or up to 3 bytes longer when what is left could not be
+/// a line of its own.
+fn history_of(total: u64, line_bytes: u64) -> Vec<String> {
+    let per = line_bytes.max(4);
+    let (n, rest) = (total / per, total % per);
+    let mut lines: Vec<u64> = vec![per; n as usize];
+    match (rest, lines.last_mut()) {
+        (0, _) => {}
+        (4.., _) => lines.push(rest),
+        (_, Some(last)) => *last += rest,
+        (_, None) => {}
+    }
+    lines.iter().map(|b| "x".repeat((b - 3) as usize)).collect()
+}
+
+/// The largest summary the harness keeps in place of a history of
+/// `bytes_before` bytes: smaller than it (the loop's "not smaller" rule),
+/// lines of at most `COMPACT_LINE_MAX_CHARS`, the text at most
+/// `COMPACT_SUMMARY_MAX_BYTES` and `HISTORY_SUMMARY_MAX_LINES` lines
+/// (`agent::parse_compaction`).
+fn largest_summary(bytes_before: u64) -> Vec<String> {
+    use harness::agent::{COMPACT_LINE_MAX_CHARS, COMPACT_SUMMARY_MAX_BYTES};
+    let target = bytes_before.saturating_sub(1);
+    let per = COMPACT_LINE_MAX_CHARS as u64 + 3;
+    let mut lines: Vec<String> = vec!["x".repeat(COMPACT_LINE_MAX_CHARS); (target / per) as usize];
+    if target % per >= 4 {
+        lines.push("x".repeat((target % per - 3) as usize));
+    }
+    lines.truncate(harness::state::HISTORY_SUMMARY_MAX_LINES);
+    // The summary text is the lines joined by newlines.
+    while lines
+        .iter()
+        .map(|l| l.len() + 1)
+        .sum::<usize>()
+        .saturating_sub(1)
+        > COMPACT_SUMMARY_MAX_BYTES
+    {
+        lines.pop();
+    }
+    lines
+}
+
+/// The compaction request's input tokens for `history`: the prompt
+/// `agent::compact_request` builds (system text and user turn), by the
+/// harness's bytes / 4 estimate.
+fn compact_input_tokens(goal: &harness::goal::Goal, history: &[String], max_tokens: u32) -> u64 {
+    let req = harness::agent::compact_request(goal, "m", history, max_tokens, "compact/0".into());
+    let user: usize = req
+        .turns
+        .iter()
+        .map(|t| match t {
+            harness::model::types::Turn::User { text } => text.len(),
+            _ => 0,
+        })
+        .sum();
+    (req.system.len() + user) as u64 / 4
+}
+
+/// Compaction in a night of `a.tasks` tasks at the harness's `[memory]`
+/// settings: the history grows by one line a task (`RunState::push_history`,
+/// which keeps the last `HISTORY_SUMMARY_MAX_LINES`), and a compaction comes
+/// when its bytes / 4 pass `compact_above_tokens` and the last one was at
+/// least `compact_every_tasks_min` tasks ago (`Runner::compaction_due`).
+fn compaction_at_settings(a: &PriceArgs, p: P) -> CompactionAtSettings {
+    let goal = harness::goal::Goal::new(a.goal.clone());
+    let over = |bytes: u64| bytes / 4 > a.compact_above_tokens;
+    let line = "x".repeat(a.history_line_bytes.saturating_sub(3) as usize);
+    let mut s = harness::state::RunState::new(String::new(), String::new(), 0);
+    let (mut calls, mut input, mut last, mut first) = (0u64, 0u64, None::<u64>, None::<u64>);
+    for step in 1..=a.tasks {
+        s.push_history(line.clone());
+        let bytes = s.history_bytes();
+        let spaced = last.is_none_or(|l| step - l >= a.compact_every_tasks_min);
+        if over(bytes) && spaced {
+            calls += 1;
+            input += compact_input_tokens(&goal, &s.history_summary, a.compact_max_tokens);
+            s.history_summary = largest_summary(bytes);
+            last = Some(step);
+            first.get_or_insert(step);
+        }
+    }
+    // With no compaction: the history at the end, and when it would first
+    // pass the bound (never, when the kept lines cannot hold that much).
+    let mut plain = harness::state::RunState::new(String::new(), String::new(), 0);
+    let mut tasks_to_first = None;
+    let mut at_end = 0;
+    for step in 1..=a
+        .tasks
+        .max(harness::state::HISTORY_SUMMARY_MAX_LINES as u64)
+    {
+        plain.push_history(line.clone());
+        if step == a.tasks {
+            at_end = plain.history_bytes();
+        }
+        if tasks_to_first.is_none() && over(plain.history_bytes()) {
+            tasks_to_first = Some(step);
+        }
+    }
+    let bound_bytes = 4 * (a.compact_above_tokens + 1);
+    let input_per_call = compact_input_tokens(
+        &goal,
+        &history_of(bound_bytes, a.history_line_bytes),
+        a.compact_max_tokens,
+    );
+    let out_per_call = a.compact_max_tokens as u64;
+    let output = out_per_call * calls;
+    let night_usd = usd(p, input, output);
+    let per_call_usd = usd(p, input_per_call, out_per_call);
+    let when = match tasks_to_first {
+        Some(t) => format!("the first after {t} tasks"),
+        None => format!(
+            "never: the {} lines the history keeps stay under the bound",
+            harness::state::HISTORY_SUMMARY_MAX_LINES
+        ),
+    };
+    let note = format!(
+        "{calls} in {} tasks ({} of {} tokens{}); one at the bound {input_per_call} in / {out_per_call} out = ${per_call_usd:.4}",
+        a.tasks,
+        at_end / 4,
+        a.compact_above_tokens,
+        if calls == 0 { format!("; {when}") } else { String::new() },
+    );
+    CompactionAtSettings {
+        tasks: a.tasks,
+        compact_above_tokens: a.compact_above_tokens,
+        compact_max_tokens: a.compact_max_tokens,
+        compact_every_tasks_min: a.compact_every_tasks_min,
+        history_line_bytes: a.history_line_bytes,
+        history_bytes_at_end: at_end,
+        history_tokens_at_end: at_end / 4,
+        tasks_to_first_compaction: tasks_to_first,
+        input_tokens_per_call: input_per_call,
+        output_tokens_per_call: out_per_call,
+        usd_per_call: per_call_usd,
+        line: Line {
+            kind: "compaction (harness settings)".into(),
+            calls,
+            input_tokens: input,
+            output_tokens: output,
+            usd: night_usd,
+        },
+        note,
+    }
 }
 
 pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, String> {
@@ -269,7 +481,27 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
         saves_usd: night.total_usd - cheaper.total_usd,
         note: format!("${}/${} per MTok", cheap.input, cheap.output),
     });
-    Ok(Priced { night, what_ifs })
+
+    // The seed's compaction line replaced by the harness's own figure.
+    let comp = compaction_at_settings(a, p);
+    let seed_comp: f64 = night
+        .lines
+        .iter()
+        .filter(|l| l.kind == "compaction")
+        .map(|l| l.usd)
+        .sum();
+    let with_real = night.total_usd - seed_comp + comp.line.usd;
+    what_ifs.push(WhatIf {
+        row: "compaction at the harness's [memory] settings".into(),
+        total_usd: with_real,
+        saves_usd: night.total_usd - with_real,
+        note: comp.note.clone(),
+    });
+    Ok(Priced {
+        night,
+        what_ifs,
+        compaction_at_settings: comp,
+    })
 }
 
 fn load_prices(path: &std::path::Path) -> Result<BTreeMap<String, P>, String> {
@@ -341,9 +573,31 @@ fn table(pr: &Priced) -> String {
     }
     let mut wt = w.build();
     wt.with(Style::sharp());
+    let c = &pr.compaction_at_settings;
+    let seed = pr.night.lines.iter().find(|l| l.kind == "compaction");
+    let first = match c.tasks_to_first_compaction {
+        Some(t) => format!("the first would come after {t} tasks"),
+        None => format!(
+            "it never passes the bound, at any night length: the history keeps {} lines, {} bytes of these",
+            harness::state::HISTORY_SUMMARY_MAX_LINES,
+            harness::state::HISTORY_SUMMARY_MAX_LINES as u64 * c.history_line_bytes
+        ),
+    };
     format!(
-        "{t}\ninput per task {} tokens; headroom ${:.2} under the cap; {:.0} verified tasks; ${:.2} per verified task\n{wt}",
-        pr.night.input_per_task, pr.night.headroom_usd, pr.night.verified_tasks, pr.night.cost_per_verified_usd
+        "{t}\ninput per task {} tokens; headroom ${:.2} under the cap; {:.0} verified tasks; ${:.2} per verified task\n{wt}\n\
+         compaction at the harness's [memory] settings (compact_above_tokens {}, compact_max_tokens {}, compact_every_tasks_min {}) \
+         with {}-byte history lines{}: {} tasks leave a {}-byte history ({} tokens by bytes / 4): \
+         {} compaction(s), {} in / {} out, ${:.2}{}; one at the bound is {} in / {} out, ${:.4}{}.",
+        pr.night.input_per_task, pr.night.headroom_usd, pr.night.verified_tasks, pr.night.cost_per_verified_usd,
+        c.compact_above_tokens, c.compact_max_tokens, c.compact_every_tasks_min,
+        c.history_line_bytes,
+        if c.history_line_bytes == HISTORY_LINE_BYTES_MEASURED { " (the longest in real runs)" } else { "" },
+        c.tasks,
+        c.history_bytes_at_end, c.history_tokens_at_end,
+        c.line.calls, c.line.input_tokens, c.line.output_tokens, c.line.usd,
+        seed.map(|l| format!(" (the seed's night prices {} at {} in / {} out, ${:.2})", l.calls, l.input_tokens / l.calls.max(1), l.output_tokens / l.calls.max(1), l.usd)).unwrap_or_default(),
+        c.input_tokens_per_call, c.output_tokens_per_call, c.usd_per_call,
+        if c.line.calls == 0 { format!("; {first}") } else { String::new() },
     )
 }
 
@@ -368,7 +622,11 @@ pub fn run(args: PriceArgs) -> ExitCode {
     let text = table(&pr);
     println!("{text}");
     if let Some(out) = &args.out {
-        let json = serde_json::json!({"night": pr.night, "what_ifs": pr.what_ifs});
+        let json = serde_json::json!({
+            "night": pr.night,
+            "what_ifs": pr.what_ifs,
+            "compaction_at_harness_settings": pr.compaction_at_settings,
+        });
         let r = std::fs::create_dir_all(out)
             .and_then(|_| {
                 harness::durable::atomic_write(
@@ -453,5 +711,125 @@ mod tests {
             "below the floor nothing caches"
         );
         assert!(p.what_ifs[2].saves_usd > 0.0);
+    }
+
+    #[test]
+    fn compaction_is_priced_from_the_harness_settings_not_the_seed_size() {
+        use harness::spec::{
+            DEFAULT_COMPACT_ABOVE_TOKENS, DEFAULT_COMPACT_EVERY_TASKS_MIN,
+            DEFAULT_COMPACT_MAX_TOKENS,
+        };
+        let p = seed();
+        // The seed's row stays, as the seed sized it.
+        let seed_row = p
+            .night
+            .lines
+            .iter()
+            .find(|l| l.kind == "compaction")
+            .unwrap();
+        assert_eq!(
+            (
+                seed_row.calls,
+                seed_row.input_tokens,
+                seed_row.output_tokens
+            ),
+            (6, 270_000, 17_160)
+        );
+        let c = &p.compaction_at_settings;
+        assert_eq!(
+            (
+                c.compact_above_tokens,
+                c.compact_max_tokens,
+                c.compact_every_tasks_min
+            ),
+            (
+                DEFAULT_COMPACT_ABOVE_TOKENS,
+                DEFAULT_COMPACT_MAX_TOKENS,
+                DEFAULT_COMPACT_EVERY_TASKS_MIN
+            )
+        );
+        // One request at the bound: a history just over compact_above_tokens
+        // (bytes / 4), plus COMPACT_SYSTEM, the goal and the prompt's tags;
+        // at most compact_max_tokens out. Never the seed's 45,000 / 2,860.
+        let around = (harness::agent::COMPACT_SYSTEM.len() + DEMO_GOAL.len() + 64) as u64 / 4;
+        assert!(
+            c.input_tokens_per_call > DEFAULT_COMPACT_ABOVE_TOKENS
+                && c.input_tokens_per_call <= DEFAULT_COMPACT_ABOVE_TOKENS + 1 + around,
+            "{c:?}"
+        );
+        assert_ne!(
+            (c.input_tokens_per_call, c.output_tokens_per_call),
+            (45_000, 2_860)
+        );
+        assert_eq!(c.output_tokens_per_call, DEFAULT_COMPACT_MAX_TOKENS as u64);
+        // 40 tasks of the longest measured line stay far under the bound:
+        // a 40-task night makes no compaction at the defaults.
+        assert_eq!(c.history_bytes_at_end, 40 * HISTORY_LINE_BYTES_MEASURED);
+        assert!(c.history_tokens_at_end <= DEFAULT_COMPACT_ABOVE_TOKENS);
+        assert_eq!(
+            (c.line.calls, c.line.input_tokens, c.line.output_tokens),
+            (0, 0, 0)
+        );
+        assert_eq!(c.line.usd, 0.0);
+        let t = c.tasks_to_first_compaction.unwrap();
+        let est = |t: u64| t * HISTORY_LINE_BYTES_MEASURED / 4;
+        assert!(
+            est(t) > DEFAULT_COMPACT_ABOVE_TOKENS && est(t - 1) <= DEFAULT_COMPACT_ABOVE_TOKENS
+        );
+        // The what-if night is the seed's without its compaction line.
+        let w = p.what_ifs.last().unwrap();
+        assert!(w.row.contains("[memory]"), "{w:?}");
+        assert!((w.saves_usd - seed_row.usd).abs() < 1e-9, "{w:?}");
+        assert!(w.note.starts_with("0 in 40 tasks"), "{w:?}");
+    }
+
+    #[test]
+    fn a_longer_night_or_a_lower_bound_compacts_at_the_harness_spacing() {
+        let opus = default_prices()["claude-opus-5"];
+        let priced = |args: &[&str]| {
+            let a = T::parse_from(std::iter::once("t").chain(args.iter().copied())).a;
+            price(&a, &default_prices()).unwrap().compaction_at_settings
+        };
+        // 400 tasks: the first after 162, then as soon as the largest summary
+        // the harness keeps (16 KiB) has grown past the bound again.
+        let long = priced(&["--tasks", "400"]);
+        assert_eq!(long.line.calls, 3, "{long:?}");
+        let per = long.input_tokens_per_call;
+        assert!(long.line.input_tokens >= 3 * per && long.line.input_tokens < 3 * (per + 50));
+        assert_eq!(long.line.output_tokens, 3 * long.output_tokens_per_call);
+        assert!(
+            (long.line.usd - usd(opus, long.line.input_tokens, long.line.output_tokens)).abs()
+                < 1e-12
+        );
+        // A 500-token bound: over it after 11 tasks, then every 5 (the spacing).
+        let low = priced(&["--compact-above-tokens", "500"]);
+        assert_eq!(low.tasks_to_first_compaction, Some(11));
+        assert_eq!(low.line.calls, 6, "steps 11, 16, 21, 26, 31, 36: {low:?}");
+        // Lines the size of a scripted suite's median never pass the default
+        // bound: the history keeps 200 lines.
+        let short = priced(&["--history-line-bytes", "76"]);
+        assert_eq!(
+            (short.line.calls, short.tasks_to_first_compaction),
+            (0, None)
+        );
+    }
+
+    #[test]
+    fn the_modelled_histories_are_what_the_harness_measures_and_keeps() {
+        for (total, per) in [(32_004, 198), (32_004, 76), (8, 4), (205, 198), (199, 198)] {
+            let lines = history_of(total, per);
+            let mut s = harness::state::RunState::new(String::new(), String::new(), 0);
+            s.history_summary = lines;
+            assert_eq!(s.history_bytes(), total, "{total} in lines of {per}");
+        }
+        // The largest summary parses as a compaction reply and is smaller
+        // than the history it replaces.
+        for before in [32_004, 40_000, 2_178, 500] {
+            let lines = largest_summary(before);
+            let text = serde_json::json!({"summary": lines.join("\n")}).to_string();
+            let parsed = harness::agent::parse_compaction(&text).unwrap();
+            let after: u64 = parsed.iter().map(|l| l.len() as u64 + 3).sum();
+            assert!(after < before, "{after} >= {before}");
+        }
     }
 }

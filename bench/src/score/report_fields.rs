@@ -46,6 +46,7 @@ pub(super) fn checks(e: &Expect, r: &Report, out: &mut Vec<Check>) {
             format!("detail {d:?} should contain {s:?}"),
         ));
     }
+    memory(e, r, out);
     if let Some(w) = &e.drift_bands {
         // A band as case.toml names it: its name in report.json.
         let got: Vec<String> = (r.drift_history.iter())
@@ -57,6 +58,37 @@ pub(super) fn checks(e: &Expect, r: &Report, out: &mut Vec<Check>) {
         out.push(check(
             "drift_bands".into(),
             &got == w,
+            format!("expected {w:?}, got {got:?}"),
+        ));
+    }
+}
+
+/// `[memory]`: which lessons were admitted and refused (and why), and how
+/// each compaction ended. Gates: admission is the harness's own check.
+fn memory(e: &Expect, r: &Report, out: &mut Vec<Check>) {
+    if let Some(w) = &e.lessons {
+        let got: Vec<&str> = r.lessons.iter().map(|l| l.call_key.as_str()).collect();
+        out.push(check(
+            "lessons".into(),
+            got == w.iter().map(String::as_str).collect::<Vec<_>>(),
+            format!("expected {w:?} admitted, got {got:?}"),
+        ));
+    }
+    if let Some(w) = &e.lessons_refused {
+        let got: std::collections::BTreeMap<String, String> = (r.lessons_refused.iter())
+            .map(|l| (l.call_key.clone(), l.reason.as_str().to_string()))
+            .collect();
+        out.push(check(
+            "lessons_refused".into(),
+            &got == w,
+            format!("expected {w:?} refused, got {got:?}"),
+        ));
+    }
+    if let Some(w) = &e.compactions {
+        let got: Vec<&str> = r.compactions.iter().map(|c| c.outcome.as_str()).collect();
+        out.push(check(
+            "compactions".into(),
+            got == w.iter().map(String::as_str).collect::<Vec<_>>(),
             format!("expected {w:?}, got {got:?}"),
         ));
     }

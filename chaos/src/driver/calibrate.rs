@@ -277,5 +277,9 @@ fn phase_counts(events: &[Event], ops: &[Op], ws: &Path) -> BTreeMap<String, u64
         Phase::AfterDriftGateBeforeCheckpoint.as_str().into(),
         ev(&|e| matches!(e, Event::Drift { .. })),
     );
+    phases.insert(
+        Phase::AfterCompactBeforeCheckpoint.as_str().into(),
+        ev(&|e| matches!(e, Event::Compaction { .. })),
+    );
     phases
 }

@@ -86,6 +86,11 @@ pub(super) fn mix(mut x: u64) -> u64 {
 
 /// Phases reached only through their window stratum: on their own they
 /// would duplicate it (every occurrence of them is inside the window).
+/// `after_compact_before_checkpoint` is inside the compaction window too but
+/// keeps a stratum of its own: that window spreads its kills over eight
+/// targets a compaction (the call in flight and answered, the phase, the
+/// checkpoint's three writes, the next call), so alone it would put about
+/// one kill in eight on the phase it exists for.
 fn window_only(p: Phase) -> bool {
     matches!(
         p,
@@ -94,7 +99,7 @@ fn window_only(p: Phase) -> bool {
 }
 
 /// Every kill index gets one of these, in a seed-shuffled cycle: the named
-/// phases, the three kill windows, random timing, bit rot, and (power loss
+/// phases, the four kill windows, random timing, bit rot, and (power loss
 /// only) I/O errors.
 pub fn strata(mode: Mode) -> Vec<Stratum> {
     let mut v: Vec<Stratum> = Phase::ALL

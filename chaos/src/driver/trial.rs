@@ -14,6 +14,7 @@ use super::plan::{mix, JournalDamage, TrialPlan};
 use super::run::Ctx;
 use crate::bitrot::RotKind;
 use crate::cases::Case;
+use crate::compaction;
 use crate::fsmodel::{self, Snapshot};
 use crate::harness_files::{self, Report};
 use crate::invariant::Invariant;
@@ -83,6 +84,7 @@ struct Trial<'a> {
     rot_pending: Option<RotKind>,
     damage_pending: Option<JournalDamage>,
     reruns: rerun::Tracker,
+    compactions: compaction::Tracker,
     /// What the replay server answered, priced: what the provider bills.
     billed: f64,
     previous_killed: bool,
@@ -138,6 +140,7 @@ pub(super) fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> Tr
         let pr = t.run_process(idx, spawn, &target);
         check_process(&mut t.ck, &pr, case, &t.p, &t.spec_bytes, &t.partial_seen);
         t.check_reruns(&pr);
+        t.check_compaction_records(&pr);
         let done = t.settle(&pr);
         t.procs.push(pr);
         if done {
@@ -181,6 +184,7 @@ impl<'a> Trial<'a> {
             final_ending: None,
             final_report: None,
             reruns: rerun::Tracker::default(),
+            compactions: compaction::Tracker::default(),
             billed: 0.0,
             previous_killed: false,
         }
@@ -215,9 +219,13 @@ impl<'a> Trial<'a> {
     fn target_of(&mut self, idx: usize, spawn: &Obs) -> Target {
         if let Some(s) = spawn.ckpt.state() {
             self.reruns.on_disk(s, idx);
+            self.compactions.on_disk(s.compaction_attempts, idx);
             if idx > 0 && !(s.parked.is_empty() && s.pruned.is_empty()) {
                 self.ck.ex(Invariant::SettledTaskNeverRerun);
             }
+        }
+        if idx > 0 && self.compactions.seen() {
+            self.ck.ex(Invariant::CompactionAtMostOnce);
         }
         let rng = &mut self.rng;
         if idx == 0 {
@@ -398,12 +406,32 @@ impl<'a> Trial<'a> {
             .collect();
         self.billed += billed;
         for v in self
+            .compactions
+            .process(pr.idx, &keys, self.previous_killed)
+        {
+            self.ck.fail(Invariant::CompactionAtMostOnce, pr.idx, v);
+        }
+        for v in self
             .reruns
             .process(pr.idx, &keys, &case.prunes, self.previous_killed)
         {
             self.ck.fail(Invariant::SettledTaskNeverRerun, pr.idx, v);
         }
         self.previous_killed = pr.exited().is_none();
+    }
+
+    /// compaction_at_most_once: the checkpoint on disk after the process
+    /// lists each compaction attempt it counts once, in order.
+    fn check_compaction_records(&mut self, pr: &Proc) {
+        let Some(s) = pr.end.ckpt.state() else { return };
+        let keys: Vec<String> = s.compactions.iter().map(|c| c.call_key.clone()).collect();
+        if let Err(e) = compaction::records_in_order(&keys, s.compaction_attempts) {
+            self.ck.fail(
+                Invariant::CompactionAtMostOnce,
+                pr.idx,
+                format!("the checkpoint on disk after process {} {e}", pr.idx),
+            );
+        }
     }
 
     /// Whether the run is over after `pr`: it ended (and no power cut or
@@ -499,6 +527,7 @@ impl<'a> Trial<'a> {
                 inflight_reserves: &self.inflight_reserves,
                 partial_seen: &self.partial_seen,
                 io_fault: self.out.io_fault.is_some(),
+                journal_damaged: self.out.journal_damage.is_some(),
             };
             if let Some(k) =
                 final_checks(ck, last, case, &self.p, &so_far, self.final_report.as_ref())

@@ -5,6 +5,7 @@
 
 use super::{is_refusal, Checks};
 use crate::cases::Case;
+use crate::compaction;
 use crate::driver::observe::{Paths, Proc};
 use crate::harness_files::{self, quoted, Report};
 use crate::invariant::Invariant;
@@ -20,6 +21,8 @@ pub(in crate::driver) struct RunSoFar<'a> {
     pub partial_seen: &'a BTreeSet<String>,
     /// An injected I/O fault was planned (the journal may lack a record).
     pub io_fault: bool,
+    /// The journal-damage stratum damaged `ledger.jsonl`.
+    pub journal_damaged: bool,
 }
 
 /// Every end-of-run check; `last` is the process that ended the run and
@@ -44,7 +47,15 @@ pub(in crate::driver) fn final_checks(
     };
     let refusal = is_refusal(r, &last.spawn);
     if !refusal {
-        money_never_forgotten(ck, idx, p, so_far, r);
+        // A finished run is re-reported from its final checkpoint, never
+        // from the journal: after the bench damaged the journal of a run
+        // that had already finished (a kill while report.json was written,
+        // the last record torn), the report cannot equal the damaged
+        // journal; trial.rs still holds it to what the journal had committed
+        // before the damage.
+        let rereported_after_damage = so_far.journal_damaged && !last.spawn.resumable();
+        money_never_forgotten(ck, idx, p, so_far, r, rereported_after_damage);
+        compactions_agree(ck, last, case, r);
     }
     let verified = r.verified_ids();
     partial_never_verified(ck, idx, case, so_far.partial_seen, &verified);
@@ -55,7 +66,14 @@ pub(in crate::driver) fn final_checks(
 
 /// ledger_never_forgets: the report covers what the provider billed, equals
 /// the journal, and books every call in flight at a kill at its worst case.
-fn money_never_forgotten(ck: &mut Checks, idx: usize, p: &Paths, so_far: &RunSoFar, r: &Report) {
+fn money_never_forgotten(
+    ck: &mut Checks,
+    idx: usize,
+    p: &Paths,
+    so_far: &RunSoFar,
+    r: &Report,
+    rereported_after_damage: bool,
+) {
     let journal = Journal::read(&p.state.join("ledger.jsonl"));
     let spent = r.spend();
     let billed = so_far.billed;
@@ -64,7 +82,7 @@ fn money_never_forgotten(ck: &mut Checks, idx: usize, p: &Paths, so_far: &RunSoF
     }
     // (Not after an injected write error: then the journal could not take
     // what the report must still show.)
-    if !so_far.io_fault && (spent - journal.booked()).abs() > 1e-6 {
+    if !so_far.io_fault && !rereported_after_damage && (spent - journal.booked()).abs() > 1e-6 {
         ck.fail(
             Invariant::LedgerNeverForgets,
             idx,
@@ -82,6 +100,37 @@ fn money_never_forgotten(ck: &mut Checks, idx: usize, p: &Paths, so_far: &RunSoF
     }
     if !so_far.inflight_reserves.is_empty() {
         ck.ex(Invariant::LedgerNeverForgets);
+    }
+}
+
+/// compaction_at_most_once: the report lists the compaction attempts of
+/// the final checkpoint, each once and in order, and an `ok` one at what the
+/// provider billed for its call.
+fn compactions_agree(ck: &mut Checks, last: &Proc, case: &Case, r: &Report) {
+    let idx = last.idx;
+    let keys: Vec<String> = r
+        .compactions
+        .iter()
+        .map(|c| c.call_key.clone().unwrap_or_default())
+        .collect();
+    if let Some(s) = last.end.ckpt.state().filter(|s| s.finished.is_some()) {
+        if let Err(e) = compaction::records_in_order(&keys, s.compaction_attempts) {
+            ck.fail(
+                Invariant::CompactionAtMostOnce,
+                idx,
+                format!("the report {e} (the final checkpoint's count)"),
+            );
+        }
+    }
+    for c in &r.compactions {
+        let (Some(key), Some("ok"), Some(cost)) = (&c.call_key, c.outcome.as_deref(), c.cost_usd)
+        else {
+            continue;
+        };
+        let billed = case.cost_usd.get(key).copied().unwrap_or(0.0);
+        if (cost - billed).abs() > 1e-9 {
+            ck.fail(Invariant::CompactionAtMostOnce, idx, format!("the report books {key} (ok) at ${cost:.6}, but the provider bills ${billed:.6} for it"));
+        }
     }
 }
 
