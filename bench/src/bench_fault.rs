@@ -90,8 +90,9 @@ impl BenchFault {
     }
 }
 
-/// The first call key a case-run sent that its cassette variant does not
-/// hold: the call the replay could not answer.
+/// The first call key a case-run sent that its cassette variant cannot
+/// answer (no reply for the key, or none of its conditional replies
+/// matches what was sent): the call the replay could not answer.
 pub fn missing_call_key(
     cassette: &harness::replay::Cassette,
     run: u32,
@@ -100,7 +101,7 @@ pub fn missing_call_key(
     let n = cassette.runs.len();
     let variant = (n > 0).then(|| &cassette.runs[run as usize % n]);
     sent.iter()
-        .find(|c| !variant.is_some_and(|v| v.interactions.iter().any(|i| i.call_key == c.call_key)))
+        .find(|c| variant.is_none_or(|v| v.answer(&c.call_key, c.body.as_bytes()).is_none()))
         .map(|c| c.call_key.clone())
 }
 
@@ -217,6 +218,17 @@ mod tests {
             Some("execute/t1/a1/0")
         );
         assert_eq!(missing_call_key(&c, 0, &sent(&["plan/0"])), None);
+        // A key whose only reply is conditional is missing for a request
+        // that lacks its text, and answered for one that has it.
+        let mut cond = cassette(&[&["plan/0", "execute/t1/a0/0"]]);
+        cond.runs[0].interactions[1].when_request_contains = Some("the lesson".into());
+        let mut s2 = sent(&["plan/0", "execute/t1/a0/0"]);
+        assert_eq!(
+            missing_call_key(&cond, 0, &s2).as_deref(),
+            Some("execute/t1/a0/0")
+        );
+        s2[1].body = json!({"messages": [{"content": "with the lesson"}]}).to_string();
+        assert_eq!(missing_call_key(&cond, 0, &s2), None);
         let r = report(Some(ErrorKind::RecordingMiss), "d");
         assert_eq!(
             from_report(&r, Some(&c), 0, &s),

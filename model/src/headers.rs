@@ -17,3 +17,8 @@ pub const HEADER_MISS: &str = "x-replay-miss";
 /// Response: set on injected fault responses (the kind's name), for people
 /// reading traces; the client must not special-case it.
 pub const HEADER_FAULT: &str = "x-replay-fault";
+/// Response: set when the call key has conditional replies
+/// (`when_request_contains`), to the served interaction's place in the
+/// cassette (`runs[0].interactions[3]`), for people reading traces; the
+/// client must not special-case it.
+pub const HEADER_ALTERNATIVE: &str = "x-replay-alternative";

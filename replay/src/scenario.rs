@@ -6,6 +6,7 @@
 //! A call's role comes from its call key prefix (`plan/`, `execute/`,
 //! `judge/`, `replan/`), the same keys the harness sends.
 
+use crate::cassette::AlternativesCheck;
 use model::types::{Protocol, StopReason, ToolCall, Usage};
 use model::{render_response, ScriptedReply};
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,13 @@ pub struct ScriptRun {
 #[serde(deny_unknown_fields)]
 pub struct ScriptCall {
     pub key: String,
+    /// Answer with this call only when the request contains this text (in
+    /// one of its JSON string values): several calls of a run may share a
+    /// key, all but at most one with a condition; the first whose text the
+    /// request contains is served, else the one without (recordings/README.md,
+    /// "Conditional replies").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_request_contains: Option<String>,
     #[serde(default)]
     pub text: String,
     /// At most one tool call per turn is what the harness runs; more may be
@@ -135,12 +143,15 @@ impl Scenario {
         let mut runs = vec![];
         for (ri, run) in self.runs.iter().enumerate() {
             let mut interactions = vec![];
-            let mut seen = std::collections::BTreeSet::new();
-            for c in &run.calls {
-                if !seen.insert(c.key.clone()) {
-                    return Err(format!("runs[{ri}]: call key {:?} appears twice", c.key));
-                }
-                let role = role_of_key(&c.key).map_err(|e| format!("runs[{ri}]: {e}"))?;
+            let list = format!("runs[{ri}].calls");
+            // The cassette loader checks the same rules, but naming the
+            // scenario's own fields points the author at the line to fix.
+            let mut alternatives = AlternativesCheck::new(&list, "key", ri);
+            for (ci, c) in run.calls.iter().enumerate() {
+                let role = role_of_key(&c.key).map_err(|e| format!("{list}[{ci}]: {e}"))?;
+                alternatives
+                    .admit(ci, &c.key, c.when_request_contains.as_deref(), role)
+                    .map_err(|r| format!("field `{list}[{ci}].{}`: {}", r.field, r.message))?;
                 let body = render_response(self.protocol, &c.reply(&self.model));
                 let mut it = json!({
                     "role": role,
@@ -151,6 +162,9 @@ impl Scenario {
                 });
                 if !c.faults_before.is_empty() {
                     it["faults_before"] = Value::Array(c.faults_before.clone());
+                }
+                if let Some(w) = &c.when_request_contains {
+                    it["when_request_contains"] = Value::String(w.clone());
                 }
                 interactions.push(it);
             }
@@ -164,5 +178,55 @@ impl Scenario {
             "made": {"how": "scripted", "when": self.when.as_deref().unwrap_or(made_when), "by": made_by, "temperature": null, "seed": null, "notes": self.notes},
             "runs": runs,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(calls: Value) -> Scenario {
+        serde_json::from_value(json!({
+            "case": "s", "protocol": "anthropic", "model": "m", "when": "2026-01-01",
+            "runs": [{"calls": calls}]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn conditional_calls_compile_to_conditional_interactions() {
+        let sc = scenario(json!([
+            {"key": "plan/0", "text": "{}"},
+            {"key": "execute/t1/a0/0", "text": "explores"},
+            {"key": "execute/t1/a0/0", "text": "uses it", "when_request_contains": "Workaround: pin"},
+        ]));
+        let v = sc.to_cassette("1970-01-01", "test").unwrap();
+        let its = v["runs"][0]["interactions"].as_array().unwrap();
+        assert!(
+            its[0].get("when_request_contains").is_none(),
+            "omitted when absent"
+        );
+        assert!(its[1].get("when_request_contains").is_none());
+        assert_eq!(its[2]["when_request_contains"], "Workaround: pin");
+        let c: crate::cassette::Cassette = serde_json::from_value(v).unwrap();
+        c.check(std::path::Path::new("s.json")).unwrap();
+    }
+
+    #[test]
+    fn ambiguous_calls_are_refused_naming_the_scenario_field() {
+        let e = scenario(json!([{"key": "plan/0"}, {"key": "plan/0"}]))
+            .to_cassette("1970-01-01", "test")
+            .unwrap_err();
+        assert!(
+            e.starts_with("field `runs[0].calls[1].key`: duplicate (run 0, call_key \"plan/0\"): already at runs[0].calls[0]"),
+            "{e}"
+        );
+        let e = scenario(json!([{"key": "plan/0", "when_request_contains": ""}]))
+            .to_cassette("1970-01-01", "test")
+            .unwrap_err();
+        assert!(
+            e.starts_with("field `runs[0].calls[0].when_request_contains`: is empty"),
+            "{e}"
+        );
     }
 }

@@ -184,6 +184,7 @@ fn usage() -> Option<Usage> {
 fn said(key: &str, text: &str) -> ScriptCall {
     ScriptCall {
         key: key.into(),
+        when_request_contains: None,
         text: text.into(),
         tools: vec![],
         stop: None,

@@ -65,6 +65,7 @@ pub fn usage(input: u64, output: u64) -> Usage {
 pub fn text(key: &str, t: &str) -> ScriptCall {
     ScriptCall {
         key: key.into(),
+        when_request_contains: None,
         text: t.into(),
         tools: vec![],
         stop: None,
@@ -77,6 +78,7 @@ pub fn text(key: &str, t: &str) -> ScriptCall {
 pub fn tool(key: &str, name: &str, input: Value) -> ScriptCall {
     ScriptCall {
         key: key.into(),
+        when_request_contains: None,
         text: String::new(),
         tools: vec![ScriptTool {
             name: name.into(),

@@ -1,10 +1,12 @@
 //! Every check `load`, `save` and `Recordings::add` make before a cassette
 //! is used: secrets first, then the format, the limits and each
-//! interaction's fields. The first failure is the error, naming its field.
+//! interaction's fields (a call key repeated in a run only as a set of
+//! conditional replies). The first failure is the error, naming its field.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::alternatives::AlternativesCheck;
 use super::canonical::{body_sha256, json_string};
 use super::error::{CassetteError, CassetteErrorKind};
 use super::format::*;
@@ -118,9 +120,12 @@ impl Cassette {
                     ),
                 );
             }
-            let mut seen: HashMap<&str, usize> = HashMap::new();
+            let list = format!("runs[{ri}].interactions");
+            // A call key may repeat only as a set of conditional replies
+            // (alternatives.rs holds the rules, shared with scenarios).
+            let mut alternatives = AlternativesCheck::new(&list, "call_key", ri);
             for (ii, it) in run.interactions.iter().enumerate() {
-                let base = format!("runs[{ri}].interactions[{ii}]");
+                let base = format!("{list}[{ii}]");
                 if it.call_key.trim().is_empty() {
                     return refuse(
                         file,
@@ -129,16 +134,13 @@ impl Cassette {
                         "is empty; expected e.g. \"plan/0\"",
                     );
                 }
-                if let Some(first) = seen.insert(&it.call_key, ii) {
-                    return refuse(
-                        file,
-                        &format!("{base}.call_key"),
-                        CassetteErrorKind::Duplicate,
-                        format!(
-                            "duplicate (run {ri}, call_key \"{}\"): already at runs[{ri}].interactions[{first}]",
-                            it.call_key
-                        ),
-                    );
+                if let Err(r) = alternatives.admit(
+                    ii,
+                    &it.call_key,
+                    it.when_request_contains.as_deref(),
+                    it.role.as_str(),
+                ) {
+                    return refuse(file, &format!("{base}.{}", r.field), r.kind, r.message);
                 }
                 self.check_interaction(file, &base, endpoint, it)?;
             }

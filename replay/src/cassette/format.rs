@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::alternatives::choose;
 use super::canonical::{body_sha256, sorted_value};
 use super::secrets::{redact_headers, redact_json};
 use model::types::{CallRole, Protocol};
@@ -113,6 +114,12 @@ pub struct Interaction {
     pub role: CallRole,
     /// Position within the run (`plan/0`, `execute/t3/a0/2`, ...): the match key.
     pub call_key: String,
+    /// Serve this reply only to a request one of whose JSON string values
+    /// contains this text (`alternatives`): several interactions may then
+    /// share a call key, all but at most one with a condition. Omitted
+    /// when absent, so cassettes without conditions are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_request_contains: Option<String>,
     pub request: RecordedRequest,
     pub response: RecordedResponse,
     /// Wall time the live endpoint took; replayed times the latency scale.
@@ -186,6 +193,22 @@ pub const HOP_BY_HOP_HEADERS: &[&str] = &[
     "upgrade",
 ];
 
+impl RunRecording {
+    /// The interaction this variant serves for `call_key` to a request with
+    /// `request_body`, chosen among the key's alternatives the way the
+    /// replay server chooses (`alternatives::choose`); None is a miss. A
+    /// linear scan, for readers of one cassette (the bench's miss report);
+    /// the server uses its index.
+    pub fn answer(&self, call_key: &str, request_body: &[u8]) -> Option<&Interaction> {
+        let alts: Vec<&Interaction> = self
+            .interactions
+            .iter()
+            .filter(|i| i.call_key == call_key)
+            .collect();
+        choose(&alts, |i| i.when_request_contains.as_deref(), request_body).copied()
+    }
+}
+
 impl Cassette {
     /// An empty cassette to fill with [`Cassette::push`] (for a recording
     /// proxy or a generator).
@@ -254,6 +277,7 @@ impl Interaction {
         Interaction {
             role,
             call_key: call_key.into(),
+            when_request_contains: None,
             request: RecordedRequest {
                 method: default_method(),
                 path: endpoint_path(protocol).to_string(),

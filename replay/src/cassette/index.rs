@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::alternatives::choose;
 use super::error::{CassetteError, CassetteErrorKind, RecordingsError};
 use super::format::{Cassette, Interaction, MAX_CASSETTE_FILES};
 
@@ -13,8 +14,9 @@ pub struct CaseRecording {
     /// Where it came from (file path, or a label for in-memory cassettes).
     pub source: PathBuf,
     pub cassette: Cassette,
-    /// Per run variant: call_key -> index into `runs[v].interactions`.
-    index: Vec<HashMap<String, usize>>,
+    /// Per run variant: call_key -> indices into `runs[v].interactions`,
+    /// in file order (one, or a key's conditional alternatives).
+    index: Vec<HashMap<String, Vec<usize>>>,
 }
 
 impl CaseRecording {
@@ -28,14 +30,24 @@ impl CaseRecording {
         run % self.variants().max(1)
     }
 
-    /// The interaction recorded at (variant, call_key), if any.
-    pub fn get_variant(&self, variant: u32, call_key: &str) -> Option<&Interaction> {
-        let i = *self.index.get(variant as usize)?.get(call_key)?;
-        self.cassette
-            .runs
+    /// The interaction (variant, call_key) serves to a request with
+    /// `request_body`: the key's one reply, or among its conditional
+    /// alternatives the one `alternatives::choose` picks; None is a miss.
+    pub fn get_variant(
+        &self,
+        variant: u32,
+        call_key: &str,
+        request_body: &[u8],
+    ) -> Option<&Interaction> {
+        let run = self.cassette.runs.get(variant as usize)?;
+        let alts: Vec<&Interaction> = self
+            .index
             .get(variant as usize)?
-            .interactions
-            .get(i)
+            .get(call_key)?
+            .iter()
+            .filter_map(|&i| run.interactions.get(i))
+            .collect();
+        choose(&alts, |i| i.when_request_contains.as_deref(), request_body).copied()
     }
 
     /// Call keys recorded in one variant (for nearest-match diagnostics).
@@ -95,11 +107,13 @@ impl Recordings {
             .runs
             .iter()
             .map(|r| {
-                r.interactions
-                    .iter()
-                    .enumerate()
-                    .map(|(i, it)| (it.call_key.clone(), i))
-                    .collect()
+                r.interactions.iter().enumerate().fold(
+                    HashMap::<String, Vec<usize>>::new(),
+                    |mut m, (i, it)| {
+                        m.entry(it.call_key.clone()).or_default().push(i);
+                        m
+                    },
+                )
             })
             .collect();
         self.interactions += cassette
@@ -188,11 +202,18 @@ impl Recordings {
         self.cases.get(case)
     }
 
-    /// O(1): the interaction for (case, run index, call_key), run mapped to
-    /// its variant `run % n`.
-    pub fn get(&self, case: &str, run: u32, call_key: &str) -> Option<&Interaction> {
+    /// The interaction for (case, run index, call_key) served to a request
+    /// with `request_body`, run mapped to its variant `run % n`: two hash
+    /// probes, plus a scan of the key's conditions when it has any.
+    pub fn get(
+        &self,
+        case: &str,
+        run: u32,
+        call_key: &str,
+        request_body: &[u8],
+    ) -> Option<&Interaction> {
         let c = self.cases.get(case)?;
-        c.get_variant(c.variant_for(run), call_key)
+        c.get_variant(c.variant_for(run), call_key, request_body)
     }
 
     pub fn cases(&self) -> impl Iterator<Item = &CaseRecording> {

@@ -13,9 +13,12 @@
 //! - `json_path`: field paths for errors, and strict's errors as ours;
 //! - `check`: [`Cassette::check`], every refusal before a cassette is used;
 //! - `file`: [`Cassette::load`] / [`Cassette::save`];
+//! - `alternatives`: conditional replies (`when_request_contains`): which
+//!   one a request gets, and the rules a call key's set must follow;
 //! - `index`: [`Recordings`], the O(1) index the server looks requests up in;
 //! - `nearest`: the closest recorded key, for miss messages.
 
+mod alternatives;
 mod canonical;
 mod check;
 mod error;
@@ -26,6 +29,10 @@ mod json_path;
 mod nearest;
 mod secrets;
 
+pub use alternatives::{
+    choose, AltRefusal, AlternativesCheck, RequestText, CONDITION_FIELD, MAX_ALTERNATIVES_PER_KEY,
+    MAX_CONDITION_BYTES,
+};
 pub use canonical::{body_sha256, canonical_json, sorted_value};
 pub use error::{CassetteError, CassetteErrorKind, RecordingsError};
 pub use format::{

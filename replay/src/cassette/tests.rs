@@ -122,6 +122,135 @@ fn duplicate_call_key_is_refused() {
     assert!(e.to_string().contains("interactions[0]"), "{e}");
 }
 
+/// A call key may repeat in a run only as conditional replies; each way a
+/// set can be ambiguous is refused by `check` (so by load, save and the
+/// index) naming the file, the run, the call key and the field.
+#[test]
+fn ambiguous_conditional_replies_are_refused_naming_file_run_key_and_field() {
+    let base = parse(&minimal("c1")).unwrap();
+    let with = |conds: &[Option<&str>]| {
+        let mut c = base.clone();
+        let one = c.runs[0].interactions[0].clone();
+        c.runs[0].interactions = conds
+            .iter()
+            .map(|w| Interaction {
+                when_request_contains: w.map(str::to_string),
+                ..one.clone()
+            })
+            .collect();
+        c
+    };
+    // Accepted: one unconditional reply and conditional ones, and a set with no unconditional one.
+    with(&[Some("lesson A"), None, Some("lesson B")])
+        .check(Path::new("ok.json"))
+        .unwrap();
+    with(&[Some("lesson A")])
+        .check(Path::new("ok.json"))
+        .unwrap();
+
+    for (conds, field, kind, says) in [
+        (
+            vec![Some("x1"), None, None],
+            "runs[0].interactions[2].call_key",
+            CassetteErrorKind::Duplicate,
+            "duplicate (run 0, call_key \"plan/0\"): already at runs[0].interactions[1]; a call key has at most one reply without `when_request_contains`",
+        ),
+        (
+            vec![None, Some("")],
+            "runs[0].interactions[1].when_request_contains",
+            CassetteErrorKind::InvalidValue,
+            "is empty (run 0, call_key \"plan/0\")",
+        ),
+        (
+            vec![Some("lesson A"), Some("lesson A")],
+            "runs[0].interactions[1].when_request_contains",
+            CassetteErrorKind::Duplicate,
+            "duplicate condition \"lesson A\" (run 0, call_key \"plan/0\"): already at runs[0].interactions[0]",
+        ),
+        (
+            vec![Some("lesson"), Some("lesson A")],
+            "runs[0].interactions[1].when_request_contains",
+            CassetteErrorKind::InvalidValue,
+            "could never be served",
+        ),
+    ] {
+        let e = with(&conds).check(Path::new("amb.json")).unwrap_err();
+        let shown = e.to_string();
+        assert_eq!((e.kind, e.field.as_deref()), (kind, Some(field)), "{shown}");
+        assert!(shown.starts_with(&format!("amb.json: field `{field}`: ")), "{shown}");
+        assert!(shown.contains(says), "{shown}");
+    }
+    // A second run variant is its own namespace, and its errors name it.
+    let mut c = with(&[None]);
+    let mut r1 = with(&[Some("a"), Some("a")]).runs[0].clone();
+    r1.run = 1;
+    c.runs.push(r1);
+    let e = c.check(Path::new("amb.json")).unwrap_err();
+    assert_eq!(
+        e.field.as_deref(),
+        Some("runs[1].interactions[1].when_request_contains")
+    );
+    assert!(e.message.contains("run 1, call_key \"plan/0\""), "{e}");
+    // The loader refuses the same set from the file's text, and the index too.
+    let text = serde_json::to_string_pretty(&with(&[None, None])).unwrap();
+    let e = parse(&text).unwrap_err();
+    assert_eq!(
+        e.field.as_deref(),
+        Some("runs[0].interactions[1].call_key"),
+        "{e}"
+    );
+    assert!(Recordings::new()
+        .add(with(&[None, None]), "mem.json")
+        .is_err());
+}
+
+/// A cassette without conditions serialises exactly as before the field
+/// existed (it is omitted when absent), and one with them round-trips.
+#[test]
+fn the_condition_field_is_omitted_when_absent_and_round_trips() {
+    let c = parse(&minimal("c1")).unwrap();
+    let text = serde_json::to_string(&c).unwrap();
+    assert!(!text.contains("when_request_contains"), "{text}");
+    let mut c2 = c.clone();
+    c2.runs[0].interactions[0].when_request_contains = Some("needle".into());
+    let back: Cassette = serde_json::from_str(&serde_json::to_string(&c2).unwrap()).unwrap();
+    assert_eq!(back, c2);
+}
+
+/// The index serves what the server serves: the first matching condition,
+/// else the unconditional reply, else nothing.
+#[test]
+fn the_index_chooses_a_reply_by_the_request_text() {
+    let mut c = parse(&minimal("c1")).unwrap();
+    let plain = c.runs[0].interactions[0].clone();
+    let mut cond = plain.clone();
+    cond.when_request_contains = Some("with \"lesson\"".into());
+    cond.latency_ms = 77;
+    c.runs[0].interactions.push(cond);
+    let rec = Recordings::from_cassettes([("mem.json", c.clone())]).unwrap();
+    let body = |t: &str| serde_json::to_vec(&json!({"messages": [{"content": t}]})).unwrap();
+    assert_eq!(
+        rec.get("c1", 0, "plan/0", &body("with \"lesson\" here"))
+            .map(|i| i.latency_ms),
+        Some(77)
+    );
+    assert_eq!(
+        rec.get("c1", 0, "plan/0", &body("without"))
+            .map(|i| i.latency_ms),
+        Some(5)
+    );
+    assert_eq!(
+        c.runs[0]
+            .answer("plan/0", &body("without"))
+            .map(|i| i.latency_ms),
+        Some(5)
+    );
+    c.runs[0].interactions.remove(0);
+    let rec = Recordings::from_cassettes([("mem.json", c.clone())]).unwrap();
+    assert!(rec.get("c1", 0, "plan/0", &body("without")).is_none());
+    assert!(c.runs[0].answer("plan/0", &body("without")).is_none());
+}
+
 #[test]
 fn other_semantic_checks() {
     for (from, to, field) in [
@@ -283,8 +412,8 @@ fn load_dir_indexes_and_reports_every_bad_file() {
     let rec = Recordings::load_dir(dir.path()).unwrap();
     assert_eq!(rec.case_count(), 2);
     assert_eq!(rec.interaction_count(), 2);
-    assert!(rec.get("case-b", 7, "plan/0").is_some());
-    assert!(rec.get("case-b", 0, "plan/1").is_none());
+    assert!(rec.get("case-b", 7, "plan/0", b"{}").is_some());
+    assert!(rec.get("case-b", 0, "plan/1", b"{}").is_none());
 
     std::fs::write(dir.path().join("sub/bad.json"), "{ nope").unwrap();
     std::fs::write(dir.path().join("sub/dup.json"), minimal("case-a")).unwrap();

@@ -12,6 +12,11 @@ use crate::cassette::{body_sha256, Recordings};
 use model::types::{CallRole, Protocol};
 
 pub(super) struct ServeInteraction {
+    /// Its place in the cassette (`runs[0].interactions[3]`): what the
+    /// alternative header says was served.
+    pub(super) at: String,
+    /// Serve only to a request containing this (`when_request_contains`).
+    pub(super) when: Option<String>,
     pub(super) role: CallRole,
     pub(super) method: String,
     pub(super) body: Option<Value>,
@@ -24,7 +29,9 @@ pub(super) struct ServeInteraction {
 pub(super) struct ServeCase {
     pub(super) source: PathBuf,
     pub(super) protocol: Protocol,
-    pub(super) variants: Vec<HashMap<String, ServeInteraction>>,
+    /// Per variant: call key -> its replies in file order (one, or the
+    /// key's conditional alternatives, `cassette::choose` picks).
+    pub(super) variants: Vec<HashMap<String, Vec<ServeInteraction>>>,
 }
 
 pub(super) fn prepare(recordings: Recordings) -> HashMap<String, ServeCase> {
@@ -36,28 +43,30 @@ pub(super) fn prepare(recordings: Recordings) -> HashMap<String, ServeCase> {
             .runs
             .into_iter()
             .map(|run| {
-                run.interactions
-                    .into_iter()
-                    .map(|it| {
-                        let si = ServeInteraction {
-                            role: it.role,
-                            method: it.request.method,
-                            body_sha256: it
-                                .request
-                                .body_sha256
-                                .or_else(|| it.request.body.as_ref().map(body_sha256)),
-                            body: it.request.body,
-                            latency_ms: it.latency_ms,
-                            response: Prepared::from_recorded(&it.response),
-                            faults_before: it
-                                .faults_before
-                                .iter()
-                                .map(Prepared::from_recorded)
-                                .collect(),
-                        };
-                        (it.call_key, si)
-                    })
-                    .collect()
+                let ri = run.run;
+                let mut keys: HashMap<String, Vec<ServeInteraction>> = HashMap::new();
+                for (ii, it) in run.interactions.into_iter().enumerate() {
+                    let si = ServeInteraction {
+                        at: format!("runs[{ri}].interactions[{ii}]"),
+                        when: it.when_request_contains,
+                        role: it.role,
+                        method: it.request.method,
+                        body_sha256: it
+                            .request
+                            .body_sha256
+                            .or_else(|| it.request.body.as_ref().map(body_sha256)),
+                        body: it.request.body,
+                        latency_ms: it.latency_ms,
+                        response: Prepared::from_recorded(&it.response),
+                        faults_before: it
+                            .faults_before
+                            .iter()
+                            .map(Prepared::from_recorded)
+                            .collect(),
+                    };
+                    keys.entry(it.call_key).or_default().push(si);
+                }
+                keys
             })
             .collect();
         cases.insert(

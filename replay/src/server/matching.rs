@@ -1,5 +1,6 @@
 //! Finding a request's recording: case, endpoint, run variant, call key,
-//! then role and method, each refusal a miss message that names the
+//! the key's reply for this request's text (when it has conditional
+//! alternatives), then role and method, each refusal a miss message that names the
 //! nearest thing that is recorded, so a failed replay says what to fix
 //! instead of falling through to anything live.
 
@@ -8,11 +9,12 @@ use std::sync::atomic::Ordering;
 use wiremock::{Request, ResponseTemplate};
 
 use super::body_diff::strict_check;
-use super::cases::ServeCase;
+use super::cases::{ServeCase, ServeInteraction};
 use super::incoming::parse_incoming;
 use super::response::with_delay;
 use super::state::Shared;
-use crate::cassette::{endpoint_path, nearest};
+use super::HEADER_ALTERNATIVE;
+use crate::cassette::{choose, endpoint_path, nearest};
 use model::types::Protocol;
 
 impl Shared {
@@ -50,10 +52,23 @@ impl Shared {
         }
         let n = sc.variants.len().max(1) as u32;
         let variant = served % n;
-        let Some(it) = sc.variants.get(variant as usize).and_then(|v| v.get(key)) else {
+        let Some(alts) = sc.variants.get(variant as usize).and_then(|v| v.get(key)) else {
             return Err(self.no_such_call_key(sc, case, run, variant, n, key));
         };
         let at = format!("case \"{case}\" run {run} (variant {variant} of {n}) call_key \"{key}\"");
+        let Some(it) = choose(alts, |a| a.when.as_deref(), &req.body) else {
+            return Err(no_alternative_matches(&at, sc, alts));
+        };
+        // A key with conditional replies says which one answered, on every
+        // response for it (faults included): the trace shows the branch.
+        let conditional = alts.len() > 1 || it.when.is_some();
+        let mark = |t: ResponseTemplate| {
+            if conditional {
+                t.insert_header(HEADER_ALTERNATIVE, it.at.as_str())
+            } else {
+                t
+            }
+        };
         if it.role != inc.role {
             return Err(format!(
                 "{at}: role mismatch: recorded role {} but the request says {}",
@@ -76,20 +91,26 @@ impl Shared {
             self.counters
                 .scripted_faults
                 .fetch_add(1, Ordering::Relaxed);
-            return Ok(f.template(f.body.clone()));
+            return Ok(mark(f.template(f.body.clone())));
         }
 
         let recorded_delay = self.scaled(it.latency_ms);
         match self.opts.faults.decide(case, served, key, inc.attempt) {
-            None => Ok(with_delay(
+            None => Ok(mark(with_delay(
                 it.response.template(it.response.body.clone()),
                 recorded_delay,
-            )),
+            ))),
             Some(kind) => {
                 self.counters
                     .faults_injected
                     .fetch_add(1, Ordering::Relaxed);
-                Ok(self.inject(kind, sc.protocol, it, recorded_delay, &inc))
+                Ok(mark(self.inject(
+                    kind,
+                    sc.protocol,
+                    it,
+                    recorded_delay,
+                    &inc,
+                )))
             }
         }
     }
@@ -110,6 +131,7 @@ impl Shared {
             Some(near) => {
                 let role = here
                     .and_then(|v| v.get(near))
+                    .and_then(|alts| alts.first())
                     .map(|i| i.role.as_str())
                     .unwrap_or("?");
                 msg.push_str(&format!(
@@ -127,10 +149,36 @@ impl Shared {
     }
 }
 
+/// Longest piece of a condition quoted in a miss message, in characters.
+const CONDITION_QUOTED_MAX_CHARS: usize = 80;
+
+/// The miss for a key whose replies are all conditional and none of whose
+/// conditions the request contains: each condition and where it is, so the
+/// author sees which text the prompt lacked.
+fn no_alternative_matches(at: &str, sc: &ServeCase, alts: &[ServeInteraction]) -> String {
+    let conditions: Vec<String> = alts
+        .iter()
+        .filter_map(|a| {
+            a.when.as_deref().map(|w| {
+                let mut q: String = w.chars().take(CONDITION_QUOTED_MAX_CHARS).collect();
+                if q.len() < w.len() {
+                    q.push_str("...");
+                }
+                format!("{q:?} ({})", a.at)
+            })
+        })
+        .collect();
+    format!(
+        "{at}: no reply matches the request: its text contains none of when_request_contains {}, and the key has no reply without a condition ({})",
+        conditions.join(", "),
+        sc.source.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use crate::server::{ReplayCounters, ReplayOptions, HEADER_CALL_ROLE};
+    use crate::server::{ReplayCounters, ReplayOptions, HEADER_ALTERNATIVE, HEADER_CALL_ROLE};
     use model::types::Protocol;
     use serde_json::json;
 
@@ -185,6 +233,194 @@ mod tests {
             let cap = s.take_captured(CASE, run);
             assert_eq!(cap.len(), 1, "run {run}: its own capture");
             assert!(cap[0].body.contains(&format!("\"run\":{run}")), "run {run}");
+        }
+    }
+
+    /// One case whose `execute/t2/a0/0` has two replies: one served when the
+    /// request carries a lesson's workaround, one otherwise; and whose
+    /// `execute/t3/a0/0` has only a conditional one.
+    fn conditional_cassette() -> crate::cassette::Cassette {
+        let reply = |id: &str| json!({"status": 200, "body": {"id": id, "content": []}});
+        let it = |key: &str, when: Option<&str>, id: &str| {
+            let mut v = json!({
+                "role": "execute", "call_key": key,
+                "request": {"path": "/v1/messages", "body": null, "body_sha256": null},
+                "response": reply(id),
+            });
+            if let Some(w) = when {
+                v["when_request_contains"] = json!(w);
+            }
+            v
+        };
+        serde_json::from_value(json!({
+            "format": "harness-cassette/1", "case": "cond", "protocol": "anthropic", "model": "claude-test",
+            "made": {"how": "scripted", "when": "2025-01-01", "by": "server tests"},
+            "runs": [{"run": 0, "interactions": [
+                it("execute/t2/a0/0", None, "msg_explores"),
+                it("execute/t2/a0/0", Some("pass --tz \"UTC\""), "msg_uses_the_lesson"),
+                it("execute/t3/a0/0", Some("only then"), "msg_t3"),
+            ]}]
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn one_call_key_serves_the_reply_its_request_text_selects() {
+        let mut rec = crate::cassette::Recordings::new();
+        rec.add(conditional_cassette(), "mem/cond.json").unwrap();
+        let s = crate::server::ReplayServer::start(
+            rec,
+            ReplayOptions {
+                capture: true,
+                ..fast()
+            },
+        )
+        .await
+        .unwrap();
+        let c = reqwest::Client::new();
+        let base = s.base_url_for("cond", 0);
+        let exec = |text: &str| json!({"system": "x", "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]});
+        // The workaround's quotes travel escaped; the condition is matched
+        // against the decoded text, so it still occurs.
+        let with = exec(
+            "<lessons>\n- [t1 a0] ... Workaround: pass --tz \"UTC\" to the exporter\n</lessons>",
+        );
+        let r = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "execute",
+            "execute/t2/a0/0",
+            0,
+            &with,
+        )
+        .await;
+        assert_eq!(r.json()["id"], "msg_uses_the_lesson");
+        assert_eq!(r.headers[HEADER_ALTERNATIVE], "runs[0].interactions[1]");
+        let without = exec("no lessons here, only tz UTC");
+        let r = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "execute",
+            "execute/t2/a0/0",
+            0,
+            &without,
+        )
+        .await;
+        assert_eq!(r.json()["id"], "msg_explores");
+        assert_eq!(r.headers[HEADER_ALTERNATIVE], "runs[0].interactions[0]");
+        // The same key and attempt again: the answer is the request's, not the order's.
+        let r = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "execute",
+            "execute/t2/a0/0",
+            0,
+            &with,
+        )
+        .await;
+        assert_eq!(r.json()["id"], "msg_uses_the_lesson");
+
+        // Only conditional replies and none matches: a miss naming the condition.
+        let m = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "execute",
+            "execute/t3/a0/0",
+            0,
+            &without,
+        )
+        .await
+        .miss_message();
+        assert!(
+            m.contains("no reply matches the request")
+                && m.contains("\"only then\" (runs[0].interactions[2])")
+                && m.contains("mem/cond.json"),
+            "{m}"
+        );
+        let r = call(
+            &c,
+            &base,
+            "/v1/messages",
+            "execute",
+            "execute/t3/a0/0",
+            0,
+            &exec("only then"),
+        )
+        .await;
+        assert_eq!(r.json()["id"], "msg_t3");
+
+        // A key without conditions carries no alternative header (the server
+        // fixture's cassette, unchanged).
+        let plain = server(fast()).await;
+        let r = call(
+            &c,
+            &plain.base_url_for(CASE, 0),
+            "/v1/messages",
+            "plan",
+            "plan/0",
+            0,
+            &json!({}),
+        )
+        .await;
+        assert!(r.headers.get(HEADER_ALTERNATIVE).is_none());
+        assert_eq!(
+            s.take_captured("cond", 0).len(),
+            5,
+            "every request captured under its URL's run"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pinned_run_chooses_among_its_variants_alternatives_by_each_request() {
+        let mut cassette = conditional_cassette();
+        // Variant 1 answers the plain request differently: a pinned run must serve variant 1's.
+        let mut v1 = cassette.runs[0].clone();
+        v1.run = 1;
+        v1.interactions[0].response.body = Some(json!({"id": "msg_explores_v1", "content": []}));
+        cassette.runs.push(v1);
+        let mut rec = crate::cassette::Recordings::new();
+        rec.add(cassette, "mem/cond.json").unwrap();
+        let s = crate::server::ReplayServer::start(
+            rec,
+            ReplayOptions {
+                serve_as_run: Some(1),
+                capture: true,
+                ..fast()
+            },
+        )
+        .await
+        .unwrap();
+        let c = reqwest::Client::new();
+        for (run, text, want) in [
+            (0u32, "plain", "msg_explores_v1"),
+            (2, "pass --tz \"UTC\"", "msg_uses_the_lesson"),
+            (4, "plain", "msg_explores_v1"),
+        ] {
+            let body = json!({"messages": [{"role": "user", "content": text}], "run": run});
+            let r = call(
+                &c,
+                &s.base_url_for("cond", run),
+                "/v1/messages",
+                "execute",
+                "execute/t2/a0/0",
+                0,
+                &body,
+            )
+            .await;
+            assert_eq!(r.json()["id"], want, "run {run}");
+            assert!(
+                r.headers[HEADER_ALTERNATIVE]
+                    .to_str()
+                    .unwrap()
+                    .starts_with("runs[1]."),
+                "run {run}"
+            );
+            let cap = s.take_captured("cond", run);
+            assert_eq!(cap.len(), 1, "run {run}: its own capture");
         }
     }
 

@@ -47,5 +47,6 @@ pub use state::{Captured, ReplayCounters, CAPTURE_MAX_PER_RUN};
 /// The wire headers are the model crate's (the client sends what this server
 /// reads); re-exported here where a server's reader looks for them.
 pub use model::headers::{
-    HEADER_ATTEMPT, HEADER_CALL_KEY, HEADER_CALL_ROLE, HEADER_FAULT, HEADER_MISS,
+    HEADER_ALTERNATIVE, HEADER_ATTEMPT, HEADER_CALL_KEY, HEADER_CALL_ROLE, HEADER_FAULT,
+    HEADER_MISS,
 };

@@ -609,7 +609,9 @@ pub async fn run_replay(
             set.queues
                 .iter()
                 .map(|q| {
-                    recs.get(&case, r, &call_key(&q.id))
+                    // A judge's recording has one reply per key: the
+                    // body is only read to choose among conditional ones.
+                    recs.get(&case, r, &call_key(&q.id), b"")
                         .map_or(0, |i| i.latency_ms)
                 })
                 .collect()

@@ -197,9 +197,19 @@ pub fn trajectory(protocol: Protocol, run: &RunRecording) -> Trajectory {
             tokens: o.tokens,
         }),
         reply_tokens: 0,
-        interactions: run.interactions.len(),
+        interactions: run
+            .interactions
+            .iter()
+            .filter(|i| i.when_request_contains.is_none())
+            .count(),
     };
     for it in &run.interactions {
+        // A conditional reply is a branch a scripted model takes only for
+        // some prompts; the trajectory is the one path a request that meets
+        // no condition gets (recorded live traffic has no conditions).
+        if it.when_request_contains.is_some() {
+            continue;
+        }
         let body = it.response.body_bytes();
         let parsed = harness::model::parse_response(protocol, &body);
         if let Ok(r) = &parsed {

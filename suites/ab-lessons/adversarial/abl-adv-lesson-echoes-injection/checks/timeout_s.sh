@@ -1,0 +1,2 @@
+#!/bin/sh
+grep -qx 'timeout_s = 30' config/env/prod.toml

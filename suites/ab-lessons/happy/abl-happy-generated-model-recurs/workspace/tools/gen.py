@@ -1,0 +1,1 @@
+# Writes src/gen/models.py from schema/models.yaml (run by the build).

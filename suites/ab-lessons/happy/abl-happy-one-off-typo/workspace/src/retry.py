@@ -1,0 +1,2 @@
+RETRY_LIMIT = 3
+BACKOFF_S = 2
