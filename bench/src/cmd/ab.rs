@@ -281,16 +281,30 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     let cases = Arc::new(loaded.cases);
     let (target_of, live_arms) = match &live {
         None => {
-            let servers = Servers::start(&cases)
-                .await
-                .map_err(|e| format!("cannot start the replay server: {e}"))?;
+            // One set of servers per arm: captures are kept per (case, URL
+            // run), and the arms run the same run numbers interleaved, so a
+            // shared server let one arm's case-run drain the other's
+            // requests (a recording miss then named no call key).
+            let mut per_arm = Vec::new();
+            for _ in 0..2 {
+                per_arm.push(
+                    Servers::start(&cases)
+                        .await
+                        .map_err(|e| format!("cannot start the replay server: {e}"))?,
+                );
+            }
             let t = cases
                 .iter()
                 .map(|c| {
-                    servers
-                        .for_case(c)
-                        .map(|s| [Target::Replay(s.clone()), Target::Replay(s)])
-                        .ok_or_else(|| format!("no replay server for case {}", c.id()))
+                    let of = |servers: &Servers| {
+                        servers
+                            .for_case(c)
+                            .ok_or_else(|| format!("no replay server for case {}", c.id()))
+                    };
+                    Ok([
+                        Target::Replay(of(&per_arm[0])?),
+                        Target::Replay(of(&per_arm[1])?),
+                    ])
                 })
                 .collect::<Result<Vec<_>, String>>()?;
             (t, None)
