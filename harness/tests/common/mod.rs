@@ -358,3 +358,16 @@ pub fn read_outbox(state_dir: &Path) -> Vec<Value> {
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
 }
+
+/// The body of the run's checkpoint (after its header line), as JSON.
+pub fn checkpoint_body(r: &RunResult) -> Value {
+    let path = harness::checkpoint::path_in(&r.state_dir);
+    let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        let names: Vec<_> = (std::fs::read_dir(&r.state_dir).unwrap())
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        panic!("{}: {e}; the state dir holds {names:?}", path.display())
+    });
+    let (_header, body) = raw.split_once('\n').unwrap();
+    serde_json::from_str(body).unwrap()
+}

@@ -48,18 +48,6 @@ fn compact_case_bounded(name: &str, compact_reply: &str, max_tokens: u32) -> Cas
     c
 }
 
-fn checkpoint_body(r: &RunResult) -> Value {
-    let path = harness::checkpoint::path_in(&r.state_dir);
-    let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        let names: Vec<_> = (std::fs::read_dir(&r.state_dir).unwrap())
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        panic!("{}: {e}; the state dir holds {names:?}", path.display())
-    });
-    let (_header, body) = raw.split_once('\n').unwrap();
-    serde_json::from_str(body).unwrap()
-}
-
 fn reserved_usd(r: &RunResult, call_key: &str) -> f64 {
     std::fs::read_to_string(r.state_dir.join("events.jsonl"))
         .unwrap()

@@ -68,12 +68,6 @@ fn lesson_case(name: &str, lesson: Value, lessons_on: bool) -> Case {
     c
 }
 
-fn checkpoint_body(r: &RunResult) -> Value {
-    let raw = std::fs::read_to_string(harness::checkpoint::path_in(&r.state_dir)).unwrap();
-    let (_header, body) = raw.split_once('\n').unwrap();
-    serde_json::from_str(body).unwrap()
-}
-
 fn lesson_calls(r: &RunResult) -> usize {
     std::fs::read_to_string(r.state_dir.join("events.jsonl"))
         .unwrap()
