@@ -59,46 +59,71 @@ pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
 /// simfs log), its self-test (the `chaos-broken` variants, and the baseline
 /// with none selected), `bench self-test` (the mutants) and the interrupted
 /// half of an `[interrupt]` case. One build serves them all, the
-/// test-variants one (`--features test-variants`), in its own target dir so
-/// the hooks never reach target/release/harness; .ci/run makes it in its
-/// hooked test pass, so CI compiles the harness twice, not once per
-/// variant. `explicit` (--harness) wins. Cargo runs unless `no_build` or the
-/// binary is newer than every harness source (so a copy .ci/run put there
-/// is used as it is, never rebuilt from cold dependencies).
+/// test-variants one: the `harness-test-variants` binary (harness/Cargo.toml),
+/// built in the one target dir with the one dependency feature set, so only
+/// the harness crate compiles again (never every dependency into a second
+/// target dir), then copied to `target/test-variants/release/harness` so the
+/// hooks never reach `target/release/harness`. `explicit` (--harness) wins.
+/// Cargo runs unless `no_build` or the copy is newer than every harness
+/// source (a copy `scripts/test` put there is used as it is).
 pub fn build_harness(explicit: Option<&PathBuf>, no_build: bool) -> Result<PathBuf, String> {
     if let Some(h) = explicit {
         return Ok(h.clone());
     }
     let root = repo_root();
-    let target_dir = root.join(TEST_VARIANTS_TARGET_DIR);
-    let bin = target_dir.join("release/harness");
-    if !no_build && !newer_than_sources(&bin, &root) {
-        eprintln!(
-            "bench: cargo build --release -p harness --features test-variants --target-dir {}",
-            target_dir.display()
-        );
-        let st =
-            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "--release", "--quiet", "-p", "harness"])
-                .args(["--features", "test-variants"])
-                .arg("--target-dir")
-                .arg(&target_dir)
-                .current_dir(&root)
-                .status();
-        match st {
-            Ok(s) if s.success() => {}
-            Ok(s) => return Err(format!("building the harness failed ({s})")),
-            Err(e) if bin.is_file() => {
-                eprintln!("bench: cannot run cargo ({e}); using {}", bin.display())
-            }
-            Err(e) => {
-                return Err(format!(
-                    "cannot run cargo to build the harness: {e}; pass --harness"
-                ))
-            }
+    let bin = root.join(TEST_VARIANTS_BIN);
+    if no_build || newer_than_sources(&bin, &root) {
+        return Ok(bin);
+    }
+    let target = cargo_target_dir(&root);
+    // cargo's own progress bar goes to our stderr: a cold build takes
+    // minutes, and the person waiting sees why.
+    eprintln!("bench: building the test-variants harness (cargo build --release -p harness --features test-variants --bin {VARIANTS_BIN_NAME}); only the harness crate compiles");
+    let st = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "-p", "harness"])
+        .args(["--features", "test-variants", "--bin", VARIANTS_BIN_NAME])
+        .current_dir(&root)
+        .status();
+    match st {
+        Ok(s) if s.success() => {
+            install_copy(&target.join("release").join(VARIANTS_BIN_NAME), &bin)?;
+        }
+        Ok(s) => return Err(format!("building the test-variants harness failed ({s})")),
+        Err(e) if bin.is_file() => {
+            eprintln!("bench: cannot run cargo ({e}); using {}", bin.display())
+        }
+        Err(e) => {
+            return Err(format!(
+                "cannot run cargo to build the harness: {e}; pass --harness"
+            ))
         }
     }
     Ok(bin)
+}
+
+/// The name of the harness binary with every test variant (harness/Cargo.toml).
+const VARIANTS_BIN_NAME: &str = "harness-test-variants";
+
+/// The cargo target dir: `CARGO_TARGET_DIR` when set, else `<root>/target`.
+fn cargo_target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|p| if p.is_absolute() { p } else { root.join(p) })
+        .unwrap_or_else(|| root.join("target"))
+}
+
+/// Copy `from` to `to` through a temp file and a rename, so a command
+/// running the old copy (or a concurrent bench) never sees half a binary.
+fn install_copy(from: &Path, to: &Path) -> Result<(), String> {
+    let dir = to.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = dir.join(format!(".harness.{}.tmp", std::process::id()));
+    std::fs::copy(from, &tmp)
+        .and_then(|_| std::fs::rename(&tmp, to))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot copy {} to {}: {e}", from.display(), to.display())
+        })
 }
 
 /// Whether `bin` exists and is newer than everything the harness is built
@@ -194,9 +219,9 @@ fn case_order(n: usize, first: &[usize]) -> Vec<usize> {
     order
 }
 
-/// Where the harness with every test variant is built (relative to the
-/// repository root).
-pub const TEST_VARIANTS_TARGET_DIR: &str = "target/test-variants";
+/// Where the harness with every test variant is kept (relative to the
+/// repository root): a copy of the `harness-test-variants` binary.
+pub const TEST_VARIANTS_BIN: &str = "target/test-variants/release/harness";
 
 /// The repository root (the bench crate's parent).
 fn repo_root() -> PathBuf {
@@ -272,6 +297,15 @@ impl Batch {
         runs_per_case: u32,
         max_concurrency: usize,
     ) -> Result<Batch, String> {
+        // The killed half of an `[interrupt]` case needs the test-variants
+        // harness: resolved (and built, with cargo's progress, if missing)
+        // here, before the first case-run, never from inside one while the
+        // others wait. `interrupt_harness` caches it for the case-runs.
+        if cases.iter().any(|c| c.file.interrupt.is_some()) {
+            interrupt_harness(&harness_bin).map_err(|e| {
+                format!("the [interrupt] cases need the test-variants harness: {e}")
+            })?;
+        }
         std::fs::create_dir_all(out)
             .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
         let out = std::fs::canonicalize(out).unwrap_or(out.to_path_buf());

@@ -1,7 +1,7 @@
 //! Test machinery: a panic at a named point of the run, to prove that a
 //! panic anywhere is an ending (tests/hooked/panics.rs). Compiled in only with the
 //! `fault-injection` cargo feature, which the production build never enables
-//! (CI builds it into its own target dir, target/test-variants); without it
+//! (the `harness-test-variants` binary, copied to target/test-variants); without it
 //! [`panic_point`] is an empty inline function and nothing reads the
 //! environment.
 //!

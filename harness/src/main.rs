@@ -1,15 +1,15 @@
-//! `harness`: run a goal to exactly one of seven endings, or show where a run
-//! stands. Thin glue over the library; see ARCHITECTURE.md.
-//!
-//! Exit codes: 0 GOAL_MET; 2 BUDGET_EXHAUSTED, TIME_LIMIT; 3 DRIFT_DETECTED,
-//! NO_PROGRESS, QUEUE_EMPTY_GOAL_UNMET; 4 UNRECOVERABLE_ERROR; 64 the spec or
-//! the command line was rejected before anything ran, or another harness
-//! holds the state dir (nothing was written).
-//!
-//! Once the spec is accepted every exit is an ending (ARCHITECTURE.md, "Every
-//! exit is an ending"): a panic inside the run is UNRECOVERABLE_ERROR with a
-//! report (`run_loop::run`); stdout and stderr are written through `console`,
-//! so a closed pipe never changes the exit code.
+// `harness`: run a goal to exactly one of seven endings, or show where a run
+// stands. Thin glue over the library; see ARCHITECTURE.md.
+//
+// Exit codes: 0 GOAL_MET; 2 BUDGET_EXHAUSTED, TIME_LIMIT; 3 DRIFT_DETECTED,
+// NO_PROGRESS, QUEUE_EMPTY_GOAL_UNMET; 4 UNRECOVERABLE_ERROR; 64 the spec or
+// the command line was rejected before anything ran, or another harness
+// holds the state dir (nothing was written).
+//
+// Once the spec is accepted every exit is an ending (ARCHITECTURE.md, "Every
+// exit is an ending"): a panic inside the run is UNRECOVERABLE_ERROR with a
+// report (`run_loop::run`); stdout and stderr are written through `console`,
+// so a closed pipe never changes the exit code.
 
 use clap::{Parser, Subcommand};
 use harness::console;
