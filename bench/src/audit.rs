@@ -200,15 +200,18 @@ pub struct PredicateRerun {
 /// Load the spec at `spec_path` and run its predicate in its workspace, as
 /// the harness does (same `harness::check::run_check`, same timeout).
 pub fn rerun_predicate(spec_path: &Path) -> PredicateRerun {
-    let spec = match harness::spec::RunSpec::load(spec_path) {
-        Ok(s) => s,
-        Err(e) => {
-            return PredicateRerun {
-                passed: Err(format!("spec did not load: {e}")),
-                hard_cap_usd: None,
-            }
-        }
-    };
+    match harness::spec::RunSpec::load(spec_path) {
+        Ok(s) => rerun_predicate_of(&s),
+        Err(e) => PredicateRerun {
+            passed: Err(format!("spec did not load: {e}")),
+            hard_cap_usd: None,
+        },
+    }
+}
+
+/// [`rerun_predicate`] of a spec already loaded (the one `before_run` read:
+/// the spec the run was given, loaded once per case-run).
+pub fn rerun_predicate_of(spec: &harness::spec::RunSpec) -> PredicateRerun {
     let check = match &spec.predicate {
         harness::spec::Predicate::Command(c) => Some(c),
         harness::spec::Predicate::Check(n) => spec.checks.get(n),
@@ -428,6 +431,10 @@ pub struct Gathered {
     pub exit_code: Option<i32>,
     pub predicate: Option<PredicateRerun>,
     pub spec: Option<SpecFacts>,
+    /// The spec `before_run` loaded, for the predicate's re-run after the
+    /// run (loading it twice was a tenth of the bench's instructions per
+    /// case-run).
+    pub loaded_spec: Option<harness::spec::RunSpec>,
     pub events: Option<EventFacts>,
     /// Why `events` is None when events.jsonl was read and refused.
     pub events_error: Option<String>,
@@ -473,6 +480,7 @@ impl Gathered {
         })?;
         self.outside_excluded = outside_exclusions(case_copy, spec.as_ref());
         self.outside_before = Some(snapshot_outside(case_copy, &self.outside_excluded));
+        self.loaded_spec = spec;
         Ok(())
     }
 
@@ -521,13 +529,17 @@ impl Gathered {
             }
         }
         let spec_path = case_copy.join("run.toml");
+        let loaded = self.loaded_spec.clone();
         self.predicate = Some(
-            tokio::task::spawn_blocking(move || rerun_predicate(&spec_path))
-                .await
-                .unwrap_or_else(|e| PredicateRerun {
-                    passed: Err(format!("the predicate run did not finish: {e}")),
-                    hard_cap_usd: None,
-                }),
+            tokio::task::spawn_blocking(move || match loaded {
+                Some(spec) => rerun_predicate_of(&spec),
+                None => rerun_predicate(&spec_path),
+            })
+            .await
+            .unwrap_or_else(|e| PredicateRerun {
+                passed: Err(format!("the predicate run did not finish: {e}")),
+                hard_cap_usd: None,
+            }),
         );
     }
 }

@@ -79,6 +79,9 @@ struct Secret {
     /// event and checkpoint passes through `text`, and building a searcher
     /// per string per secret was a tenth of a run's instructions (callgrind).
     finder: memchr::memmem::Finder<'static>,
+    /// The searcher of the value as JSON writes it inside a string (its
+    /// escaped form): [`to_json_vec`]'s fast path looks for it in the bytes.
+    json_finder: memchr::memmem::Finder<'static>,
 }
 
 /// The known secret values: None until first use, then the provider
@@ -106,9 +109,12 @@ fn with_secrets<R>(f: impl FnOnce(&[Secret]) -> R) -> R {
 fn add(v: &mut Vec<Secret>, var: &str) {
     if let Ok(value) = std::env::var(var) {
         if value.len() >= SECRET_MIN_BYTES && !v.iter().any(|s| s.value == value) {
+            let quoted = serde_json::to_string(&value).unwrap_or_default();
+            let escaped = quoted.trim_start_matches('"').trim_end_matches('"');
             v.push(Secret {
                 var: var.to_string(),
                 finder: memchr::memmem::Finder::new(value.as_bytes()).into_owned(),
+                json_finder: memchr::memmem::Finder::new(escaped.as_bytes()).into_owned(),
                 value,
             });
         }
@@ -199,6 +205,25 @@ pub fn to_json_vec<T: serde::Serialize>(
             serde_json::to_vec(value)
         };
     }
+    // Fast path: JSON escapes a string character by character, so a string
+    // that holds a secret holds its escaped form contiguously in the bytes.
+    // When no secret's escaped form is anywhere in them, the walk below
+    // would change nothing: the bytes are already the answer. (A hit, even
+    // a false one inside a number, takes the walk, which is exact.) The walk
+    // through a `Value` was half of a checkpoint write's instructions.
+    let direct = if pretty {
+        serde_json::to_vec_pretty(value)?
+    } else {
+        serde_json::to_vec(value)?
+    };
+    let clean = with_secrets(|secrets| {
+        secrets
+            .iter()
+            .all(|s| s.json_finder.find(&direct).is_none())
+    });
+    if clean {
+        return Ok(direct);
+    }
     let mut v = serde_json::to_value(value)?;
     walk(&mut v);
     if pretty {
@@ -283,6 +308,21 @@ mod tests {
         let bytes = to_json_vec(&serde_json::json!({"k": secret}), true).unwrap();
         let back: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(back["k"], marker(var));
+        // The fast path (no secret in the bytes) and the walk agree: a secret
+        // that JSON escapes (quote, backslash) inside a longer string, in a
+        // key, and a value with none at all.
+        let hidden = serde_json::json!({"claim": format!("done; key={secret}."), "n": [1, 2]});
+        let bytes = to_json_vec(&hidden, false).unwrap();
+        assert!(memchr::memmem::find(&bytes, b"sk-unit-0123456789").is_none());
+        let back: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back["claim"], format!("done; key={}.", marker(var)));
+        let keyed = to_json_vec(&serde_json::json!({secret: 1}), false).unwrap();
+        assert!(memchr::memmem::find(&keyed, b"sk-unit-0123456789").is_none());
+        let plain = serde_json::json!({"claim": "nothing secret", "n": 12345678});
+        assert_eq!(
+            to_json_vec(&plain, false).unwrap(),
+            serde_json::to_vec(&plain).unwrap()
+        );
         // Short values are not secrets.
         std::env::set_var("HARNESS_REDACT_UNIT_TEST_SHORT", "abc");
         watch_env_var("HARNESS_REDACT_UNIT_TEST_SHORT");
