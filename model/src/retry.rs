@@ -99,35 +99,13 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<u64> {
     Some((at as i128 * 1000 - now_s).max(0).min(u64::MAX as i128) as u64)
 }
 
-/// IMF-fixdate (RFC 9110 §5.6.7), the only format servers may generate:
-/// `Sun, 06 Nov 1994 08:49:37 GMT`. Returns Unix seconds.
+/// An HTTP-date (RFC 9110 §5.6.7: IMF-fixdate, and the two obsolete forms
+/// a recipient must accept) as Unix seconds, through the `httpdate` crate
+/// (hyper's own parser, already in the tree).
 fn parse_http_date(s: &str) -> Option<i64> {
-    let (_, rest) = s.split_once(", ")?;
-    let parts: Vec<&str> = rest.split_ascii_whitespace().collect();
-    if parts.len() != 5 || parts[4] != "GMT" {
-        return None;
-    }
-    let day: i64 = parts[0].parse().ok()?;
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let month = MONTHS.iter().position(|m| *m == parts[1])? as i64 + 1;
-    let year: i64 = parts[2].parse().ok()?;
-    let hms: Vec<i64> = parts[3]
-        .split(':')
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    if hms.len() != 3 || !(1..=31).contains(&day) || hms[0] > 23 || hms[1] > 59 || hms[2] > 60 {
-        return None;
-    }
-    let date = chrono::NaiveDate::from_ymd_opt(
-        i32::try_from(year).ok()?,
-        u32::try_from(month).ok()?,
-        u32::try_from(day).ok()?,
-    )?;
-    // A leap second (:60) is the second after :59.
-    let midnight = date.and_hms_opt(0, 0, 0)?.and_utc().timestamp();
-    Some(midnight + hms[0] * 3600 + hms[1] * 60 + hms[2])
+    let at = httpdate::parse_http_date(s).ok()?;
+    let secs = at.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    i64::try_from(secs).ok()
 }
 
 #[cfg(test)]
@@ -251,6 +229,10 @@ mod tests {
             ),
             Some(2_000)
         );
+        // The obsolete forms RFC 9110 says a recipient must accept.
+        for obsolete in ["Sunday, 06-Nov-94 08:49:47 GMT", "Sun Nov  6 08:49:47 1994"] {
+            assert_eq!(parse_retry_after(obsolete, now), Some(10_000), "{obsolete}");
+        }
         for bad in [
             "",
             "-1",
