@@ -1,22 +1,12 @@
 //! Nearest-match helpers for miss messages: a miss names the recording
 //! closest to what was asked for.
 
-/// Levenshtein distance over chars, inputs capped at 256 chars so a hostile
-/// header cannot make a miss expensive.
+/// Levenshtein distance over chars (the `strsim` crate, already in the
+/// tree through clap), inputs capped at 256 chars so a hostile header
+/// cannot make a miss expensive.
 pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().take(256).collect();
-    let b: Vec<char> = b.chars().take(256).collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
+    let cap = |s: &str| -> String { s.chars().take(256).collect() };
+    strsim::levenshtein(&cap(a), &cap(b))
 }
 
 /// The candidate closest to `target` (ties broken alphabetically, so the
