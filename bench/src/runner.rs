@@ -297,37 +297,18 @@ fn apply_setup(case_copy: &Path, st: &crate::suite::Setup) -> Result<(), String>
     Ok(())
 }
 
-/// The files each commit of `main..branch` changed, oldest first.
+/// The files each commit of `main..branch` changed, oldest first: read
+/// through the harness's own git helper, the one that made the commits.
 fn branch_commit_files(ws: &Path, branch: &str) -> Result<Vec<Vec<String>>, String> {
-    let out = git(ws, &["rev-list", "--reverse", &format!("main..{branch}")])
+    let gw = harness::gitwork::GitWork::detect(ws)
+        .ok_or_else(|| format!("{} is not a git work tree", ws.display()))?;
+    let commits = gw
+        .commits_between("main", branch)
         .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    let mut commits = vec![];
-    for sha in String::from_utf8_lossy(&out.stdout).lines() {
-        let o = git(
-            ws,
-            &[
-                "diff-tree",
-                "--root",
-                "--no-commit-id",
-                "--name-only",
-                "-r",
-                "-z",
-                sha,
-            ],
-        )
-        .map_err(|e| e.to_string())?;
-        commits.push(
-            String::from_utf8_lossy(&o.stdout)
-                .split('\0')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect(),
-        );
-    }
-    Ok(commits)
+    commits
+        .iter()
+        .map(|sha| gw.commit_paths(sha).map_err(|e| e.to_string()))
+        .collect()
 }
 
 #[derive(Debug)]
@@ -686,11 +667,8 @@ pub async fn run_case(
         (Target::Live(_), None) => (vec![], None),
     };
     let commits = report.git_branch.as_deref().and_then(|b| {
-        let o = git(&ws, &["rev-list", "--count", &format!("main..{b}")]).ok()?;
-        String::from_utf8_lossy(&o.stdout)
-            .trim()
-            .parse::<usize>()
-            .ok()
+        let gw = harness::gitwork::GitWork::detect(&ws)?;
+        gw.commits_between("main", b).ok().map(|c| c.len())
     });
     let commit_files = match (&case.file.expect.commit_files, report.git_branch.as_deref()) {
         (Some(_), Some(b)) => Some(branch_commit_files(&ws, b)),

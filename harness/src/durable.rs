@@ -84,6 +84,36 @@ impl Drop for TempGuard<'_> {
     }
 }
 
+/// Append one line (ending in `\n`) to the journal at `path`, durably: a
+/// single `write_all` on an O_APPEND descriptor (a concurrent reader sees
+/// whole lines), `sync_data` before returning, and the directory synced when
+/// this append created the file (a new name is durable only then). A kill
+/// mid-append leaves a torn last line with no newline: this line then starts
+/// on a new one, or it would be glued to the torn one and lost with it. The
+/// outbox and the task-writes journal append through here.
+pub fn append_line(path: &Path, mut line: Vec<u8>) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let existed = path.exists();
+    let mut f = simfs::File::open(path, simfs::Open::Append { read: true })?;
+    let len = f.get_mut().metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        f.get_mut().seek(SeekFrom::Start(len - 1))?;
+        f.get_mut().read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            line.insert(0, b'\n');
+        }
+    }
+    f.write_all(&line)?;
+    f.sync_data()?;
+    if !existed {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fsync_dir(dir)?;
+        }
+    }
+    Ok(())
+}
+
 /// `create_dir_all`, then fsync every directory from `dir`'s parent up to
 /// `root` (inclusive), so the names of `dir` and of every directory between
 /// it and `root` are durable. Not only the ones this call created: a

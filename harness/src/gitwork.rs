@@ -248,8 +248,16 @@ impl GitWork {
             .collect())
     }
 
+    /// The commits on `branch` that are not on `base`, oldest first (the
+    /// bench counts a run's task commits and reads each one's paths).
+    pub fn commits_between(&self, base: &str, branch: &str) -> Result<Vec<String>, GitError> {
+        let range = format!("{base}..{branch}");
+        let out = self.run_ok(&["rev-list", "--reverse", &range])?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
     /// The paths a commit changed against its parent (an empty list for an
-    /// empty commit), for tests and the bench's `commit_files`.
+    /// empty commit): the bench reads a run's commits through it.
     pub fn commit_paths(&self, sha: &str) -> Result<Vec<String>, GitError> {
         let out = self.run_ok(&[
             "diff-tree",

@@ -9,7 +9,7 @@
 //! the harness verifying instead of re-executing, not from this file.
 
 use serde::{Deserialize, Serialize};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// Largest outbox the harness will read back. A run posts a handful of
@@ -84,29 +84,7 @@ impl Outbox {
                 ),
             ));
         }
-        let existed = self.path.exists();
-        let mut f =
-            crate::simfs::File::open(&self.path, crate::simfs::Open::Append { read: true })?;
-        // A crash mid-write can leave a torn last line with no newline. Without
-        // this, our line would be glued onto it and both would be lost.
-        let len = f.get_mut().metadata()?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            f.get_mut().seek(SeekFrom::Start(len - 1))?;
-            f.get_mut().read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                line.insert(0, b'\n');
-            }
-        }
-        f.write_all(&line)?;
-        f.sync_data()?;
-        if !existed {
-            // A new file's name is only durable once its directory is synced.
-            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                let _ = crate::simfs::fsync_dir(dir);
-            }
-        }
-        Ok(())
+        crate::durable::append_line(&self.path, line)
     }
 
     /// All complete, valid entries. A missing file is an empty outbox.

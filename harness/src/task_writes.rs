@@ -53,29 +53,7 @@ impl TaskWrites {
         )
         .map_err(std::io::Error::other)?;
         line.push(b'\n');
-        let existed = self.path.exists();
-        let mut f =
-            crate::simfs::File::open(&self.path, crate::simfs::Open::Append { read: true })?;
-        // A kill mid-append leaves a torn last line: start on a new one, or
-        // this line would be glued to it and lost with it.
-        let len = f.get_mut().metadata()?.len();
-        if len > 0 {
-            use std::io::{Seek, SeekFrom};
-            let mut last = [0u8; 1];
-            f.get_mut().seek(SeekFrom::Start(len - 1))?;
-            f.get_mut().read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                line.insert(0, b'\n');
-            }
-        }
-        f.write_all(&line)?;
-        f.sync_data()?;
-        if !existed {
-            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                crate::simfs::fsync_dir(dir)?;
-            }
-        }
-        Ok(())
+        crate::durable::append_line(&self.path, line)
     }
 
     /// Every path journaled for `task`. A torn or unreadable line is skipped:
