@@ -12,7 +12,6 @@ use crate::suite::Case;
 use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -653,11 +652,13 @@ pub async fn run_case(
             )
         }
     };
-    let outbox: Vec<Value> = std::fs::read_to_string(state.join("outbox.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    // Through the harness's own reader and type (a torn or foreign line is
+    // skipped there, as the harness itself skips it).
+    let outbox: Vec<harness::outbox::OutboxEntry> =
+        harness::outbox::Outbox::new(state.join("outbox.jsonl"))
+            .read_all()
+            .map(|c| c.entries)
+            .unwrap_or_default();
     let (requests, cap_refused): (Vec<Captured>, Option<String>) = match (target, session) {
         (Target::Live(_), Some(s)) => {
             let end = s.end(Some(&report), spawned.code);

@@ -4,7 +4,6 @@
 //! a change of the harness's format is a change here.
 
 use serde::Deserialize;
-use serde_json::Value;
 use std::path::Path;
 
 /// The events the chaos crate reads from events.jsonl; every other kind is
@@ -236,11 +235,12 @@ pub fn report_on_stderr(stderr: &str) -> Option<Result<Report, String>> {
 /// The endings of the alerts delivered to alerts.jsonl, as the harness
 /// spells them.
 pub fn alerted_endings(state: &Path) -> Vec<String> {
-    std::fs::read_to_string(state.join("alerts.jsonl"))
+    use harness::report::{AlertLine, ALERTS_FILE_NAME};
+    std::fs::read_to_string(state.join(ALERTS_FILE_NAME))
         .unwrap_or_default()
         .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|a| a["ending"].as_str().map(str::to_string))
+        .filter_map(|l| serde_json::from_str::<AlertLine>(l).ok())
+        .map(|a| a.ending.as_str().to_string())
         .collect()
 }
 

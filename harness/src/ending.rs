@@ -142,7 +142,7 @@ impl Ending {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Ending::GoalMet => "GOAL_MET",
             Ending::BudgetExhausted => "BUDGET_EXHAUSTED",

@@ -7,7 +7,7 @@ use crate::ledger::SpendPoint;
 use crate::model::types::Usage;
 use crate::state::{CompletedTask, DriftPoint, ModelClaim, PrunedTask, RejectedTask, RunState};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const FILE_NAME: &str = "report.json";
 
@@ -338,6 +338,27 @@ impl Report {
     }
 }
 
+/// The alerts file's name in the state dir (when the spec names no file).
+pub const ALERTS_FILE_NAME: &str = "alerts.jsonl";
+
+/// One line of the alerts file, and the webhook's body: what a person is
+/// told when a run ends with an alert or a page. Readers (chaos) parse it
+/// through this type, never by field names of their own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertLine {
+    pub unix_ms: u64,
+    /// `alert` or `page` (never `none`: no line is written then).
+    pub action: Alert,
+    pub run_id: String,
+    pub ending: Ending,
+    pub class: Class,
+    pub exit_code: i32,
+    pub spend_usd: f64,
+    pub detail: Option<String>,
+    /// The report.json this alert is about.
+    pub report: PathBuf,
+}
+
 /// Deliver the ending's alert action: a line in the alerts file (the spec's,
 /// or `<state-dir>/alerts.jsonl`) and, when configured, a POST to the webhook.
 /// Delivery problems are reported, never turned into a different ending.
@@ -355,22 +376,29 @@ pub async fn deliver_alert(
     } else {
         "alert"
     };
-    let mut line = serde_json::json!({
-        "unix_ms": crate::run_loop::now_unix_ms(),
-        "action": action,
-        "run_id": report.run_id,
-        "ending": report.ending,
-        "class": report.class,
-        "exit_code": report.exit_code,
-        "spend_usd": report.spend_usd,
-        "detail": report.detail,
-        "report": state_dir.join(FILE_NAME),
-    });
-    crate::redact::json(&mut line); // the file line and the webhook body alike
+    let line = AlertLine {
+        unix_ms: crate::run_loop::now_unix_ms(),
+        action: report.alert,
+        run_id: report.run_id.clone(),
+        ending: report.ending,
+        class: report.class,
+        exit_code: report.exit_code,
+        spend_usd: report.spend_usd,
+        detail: report.detail.clone(),
+        report: state_dir.join(FILE_NAME),
+    };
+    // The one redaction filter, for the file line and the webhook body alike.
+    let body = match crate::redact::to_json_vec(&line, false) {
+        Ok(b) => b,
+        Err(e) => {
+            out.push(format!("{action} NOT written: cannot serialize it: {e}"));
+            return out;
+        }
+    };
     let file = spec
         .file
         .clone()
-        .unwrap_or_else(|| state_dir.join("alerts.jsonl"));
+        .unwrap_or_else(|| state_dir.join(ALERTS_FILE_NAME));
     let res = (|| -> std::io::Result<()> {
         use std::io::Write;
         if let Some(p) = file.parent() {
@@ -380,7 +408,9 @@ pub async fn deliver_alert(
             .create(true)
             .append(true)
             .open(&file)?;
-        f.write_all(format!("{line}\n").as_bytes())?;
+        let mut framed = body.clone();
+        framed.push(b'\n');
+        f.write_all(&framed)?;
         f.sync_data()
     })();
     out.push(match res {
@@ -394,7 +424,8 @@ pub async fn deliver_alert(
         let sent = match client {
             Ok(c) => c
                 .post(url)
-                .json(&line)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body)
                 .send()
                 .await
                 .map(|r| r.status().as_u16())

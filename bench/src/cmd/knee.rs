@@ -378,7 +378,7 @@ pub fn table(r: &KneeReport) -> String {
         "pass rate",
         "$/verified",
         "95% CI",
-        "BUDGET_EXHAUSTED",
+        harness::ending::Ending::BudgetExhausted.as_str(),
         "knee in",
         "not comparable",
     ]);

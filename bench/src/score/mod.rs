@@ -36,13 +36,12 @@ pub use verdict::{verdict, Verdict, PASS_SCORE};
 use crate::suite::Expect;
 use harness::replay::Captured;
 use harness::report::Report;
-use serde_json::Value;
 use std::path::Path;
 
 /// What a case-run left behind, as the scorer reads it.
 pub struct Artifacts<'a> {
     pub report: &'a Report,
-    pub outbox: &'a [Value],
+    pub outbox: &'a [harness::outbox::OutboxEntry],
     pub workspace: &'a Path,
     pub requests: &'a [Captured],
     pub commits: Option<usize>,

@@ -2,9 +2,9 @@
 
 use super::check::{check, Check};
 use crate::suite::Expect;
-use serde_json::Value;
+use harness::outbox::OutboxEntry;
 
-pub(super) fn checks(e: &Expect, outbox: &[Value], out: &mut Vec<Check>) {
+pub(super) fn checks(e: &Expect, outbox: &[OutboxEntry], out: &mut Vec<Check>) {
     if let Some(w) = e.outbox_total {
         out.push(check(
             "outbox_total".into(),
@@ -14,7 +14,7 @@ pub(super) fn checks(e: &Expect, outbox: &[Value], out: &mut Vec<Check>) {
     }
     if let Some(m) = &e.outbox_key_count {
         for (k, w) in m {
-            let n = outbox.iter().filter(|x| x["key"] == k.as_str()).count();
+            let n = outbox.iter().filter(|x| x.key == *k).count();
             out.push(check(
                 format!("outbox_key_count.{k}"),
                 n == *w,
@@ -24,9 +24,7 @@ pub(super) fn checks(e: &Expect, outbox: &[Value], out: &mut Vec<Check>) {
     }
     if let Some(v) = &e.outbox_contains {
         for s in v {
-            let hit = outbox
-                .iter()
-                .any(|x| x["text"].as_str().is_some_and(|t| t.contains(s.as_str())));
+            let hit = outbox.iter().any(|x| x.text.contains(s.as_str()));
             out.push(check(
                 format!("outbox_contains.{s}"),
                 hit,

@@ -11,7 +11,9 @@ use crate::stats::{case_bootstrap, percentile_interval};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const BUDGET_EXHAUSTED: &str = "BUDGET_EXHAUSTED";
+/// The ending's wire name, from the harness's own type (a rename there
+/// renames it here, never silently flips the count).
+pub const BUDGET_EXHAUSTED: &str = harness::ending::Ending::BudgetExhausted.as_str();
 pub const CI_LEVEL: f64 = 0.95;
 
 pub const PASS_RATE_DEFINITION: &str = "verified / (verified + parked + queue_left), each summed over the case-runs at a level \
