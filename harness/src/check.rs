@@ -37,6 +37,10 @@ pub struct CheckSpec {
     /// The environment the command runs with.
     #[serde(default)]
     pub env: CheckEnv,
+    /// Whether the check keeps the network (the spec's `network = true` on
+    /// the check); off by default: a confined check has none.
+    #[serde(default)]
+    pub network: bool,
 }
 
 /// The whole environment of a check: [`CHECK_BASE_ENV`], `TMPDIR`, and the
@@ -171,31 +175,60 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
             }
         }
     };
+    // A private TMPDIR when the caller gave none (the bench re-running a
+    // predicate): the check may write there and nowhere else but `cwd`.
+    let own_tmp = match spec.env.tmpdir {
+        Some(_) => None,
+        None => match tempfile::Builder::new()
+            .prefix("harness-check-tmp-")
+            .tempdir()
+        {
+            Ok(t) => Some(t),
+            Err(e) => return not_started(format!("cannot make the check's temp dir: {e}")),
+        },
+    };
+    let mut vars = spec.env.vars();
+    if let Some(t) = &own_tmp {
+        vars.retain(|(n, _)| n != "TMPDIR");
+        vars.push(("TMPDIR".into(), t.path().as_os_str().to_owned()));
+    }
+    let tmp = vars
+        .iter()
+        .find(|(n, _)| n == "TMPDIR")
+        .map(|(_, v)| PathBuf::from(v))
+        .unwrap_or_else(std::env::temp_dir);
+    let path_var = vars
+        .iter()
+        .find(|(n, _)| n == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| CHECK_DEFAULT_PATH.into());
     let mut cmd = Command::new(prog);
     if !crate::mutants::active(crate::mutants::Mutant::CheckEnvInherited) {
         cmd.env_clear();
     }
-    let child = cmd
-        .args(args)
-        .envs(spec.env.vars())
+    cmd.args(args)
+        .envs(vars)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(stdout)
-        .stderr(stderr)
-        .spawn();
-    let child = match child {
+        .stderr(stderr);
+    // The kernel keeps what the check runs (often code the model wrote)
+    // inside the workspace and its temp dir: crate::sandbox.
+    let mut policy = crate::sandbox::Policy::for_check(&spec.command, cwd, &tmp, &path_var);
+    policy.network = spec.network;
+    let confined = match crate::sandbox::confine(&mut cmd, &policy, crate::sandbox::level()) {
         Ok(c) => c,
-        Err(e) => {
-            return CheckResult {
-                passed: false,
-                exit_code: None,
-                timed_out: false,
-                cut_by_run_clock: false,
-                output: format!("cannot start {prog:?}: {e}"),
-            };
-        }
+        Err(e) => return not_started(format!("cannot confine {prog:?}: {e}")),
     };
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return not_started(format!("cannot start {prog:?}: {e}")),
+    };
+    confined.set_leader(child.id());
     let status = wait_with_deadline(child, limit);
+    // Nothing the check started outlives it (its cgroup, its process group).
+    confined.kill_all();
+    drop(confined);
     let raw = capture.read_all();
     let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES {
         &raw[raw.len() - CHECK_OUTPUT_MAX_BYTES..]
@@ -218,6 +251,17 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
             cut_by_run_clock: clock_first,
             output,
         },
+    }
+}
+
+/// A check that could not be started: failed, with why.
+fn not_started(why: String) -> CheckResult {
+    CheckResult {
+        passed: false,
+        exit_code: None,
+        timed_out: false,
+        cut_by_run_clock: false,
+        output: why,
     }
 }
 
@@ -331,6 +375,7 @@ mod tests {
             command: vec!["sh".into(), "-c".into(), script.into()],
             timeout_s,
             env: CheckEnv::default(),
+            network: false,
         }
     }
 
@@ -432,6 +477,7 @@ mod tests {
                 command: vec!["/nonexistent/check-binary".into()],
                 timeout_s: 5,
                 env: CheckEnv::default(),
+                network: false,
             },
             d.path(),
         );
@@ -441,6 +487,7 @@ mod tests {
                 command: vec![],
                 timeout_s: 5,
                 env: CheckEnv::default(),
+                network: false,
             },
             d.path(),
         );

@@ -27,6 +27,7 @@ pub mod confined; // file operations inside the workspace that hold against link
 pub mod gitwork; // one commit per verified task on a run branch
 pub mod migration; // a multi-step operation that can be left partially applied
 pub mod outbox; // the non-idempotent side effect, outside the workspace
+pub mod sandbox; // the kernel's confinement of every process started for the model
 pub mod task_writes; // which paths each task's tools wrote (what its commit holds), journaled for resume
 pub mod text; // the one rule for cutting text to a bound
 pub mod tools; // the allowlisted tools and their dispatch

@@ -109,6 +109,10 @@ enum Cmd {
 const EXIT_STATUS_REFUSED: i32 = 4;
 
 fn main() {
+    // Not dumpable: a process of the same user cannot read this one's
+    // /proc/<pid>/environ or mem (where the API key is), nor ptrace it.
+    // (A confined check is kept out by Landlock as well, even as root.)
+    let _ = nix::sys::prctl::set_dumpable(false);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -229,6 +233,21 @@ async fn run_cmd(
     }
     if let Err(e) = spec.check_state_dir(&state_dir) {
         console::err_line(&format!("harness: spec rejected: {e}"));
+        return EXIT_SPEC_REJECTED;
+    }
+    // Checks run code the model wrote: below the confinement the spec asks
+    // for, nothing starts (harness::sandbox; docs/sandbox.md).
+    let in_force = harness::sandbox::level();
+    if in_force < spec.sandbox_min_level {
+        console::err_line(&format!(
+            "harness: spec rejected: {}: [sandbox] min_level = {:?}, but this kernel confines checks only at level {:?} ({:?}); run on a kernel with Landlock ABI {}+, network namespaces and a writable pids cgroup, or accept the weaker level with min_level = {:?}",
+            spec.path.display(),
+            spec.sandbox_min_level.as_str(),
+            in_force.as_str(),
+            harness::sandbox::probe(),
+            harness::sandbox::LANDLOCK_MIN_ABI,
+            in_force.as_str()
+        ));
         return EXIT_SPEC_REJECTED;
     }
     let mut _server = None;

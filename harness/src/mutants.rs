@@ -33,6 +33,15 @@ pub enum Mutant {
     CacheWritesFree,
     /// Checks inherit the harness's whole environment (the API key included).
     CheckEnvInherited,
+    /// Checks run without their Landlock ruleset (the level still reads
+    /// full): model-written code writes and reads outside the workspace.
+    NoLandlock,
+    /// Checks keep the host's network namespace (Landlock still denies TCP;
+    /// UDP and the loopback are reachable).
+    NoNetNamespace,
+    /// Checks run without their pids cgroup: no process cap, and a `setsid`
+    /// daemon outlives its check.
+    NoCgroup,
     /// A tool write opens the existing file and writes it in place (through
     /// a hard link, outside the workspace).
     WriteInPlace,
@@ -51,7 +60,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 18] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -61,6 +70,9 @@ impl Mutant {
         Mutant::CapNotEnforced,
         Mutant::CacheWritesFree,
         Mutant::CheckEnvInherited,
+        Mutant::NoLandlock,
+        Mutant::NoNetNamespace,
+        Mutant::NoCgroup,
         Mutant::WriteInPlace,
         Mutant::CommitEverything,
         Mutant::ExitZero,
@@ -81,6 +93,9 @@ impl Mutant {
             Mutant::CapNotEnforced => "cap-not-enforced",
             Mutant::CacheWritesFree => "cache-writes-free",
             Mutant::CheckEnvInherited => "check-env-inherited",
+            Mutant::NoLandlock => "no-landlock",
+            Mutant::NoNetNamespace => "no-net-namespace",
+            Mutant::NoCgroup => "no-cgroup",
             Mutant::WriteInPlace => "write-in-place",
             Mutant::CommitEverything => "commit-everything",
             Mutant::ExitZero => "exit-zero",
@@ -102,6 +117,11 @@ impl Mutant {
             Mutant::CapNotEnforced => "spend never passes the hard cap",
             Mutant::CacheWritesFree => "all four usage fields are billed",
             Mutant::CheckEnvInherited => "no key reaches a check, the model or a file",
+            Mutant::NoLandlock => {
+                "code a check runs reads and writes only the workspace (Landlock)"
+            }
+            Mutant::NoNetNamespace => "a check has no network unless allowed (network namespace)",
+            Mutant::NoCgroup => "a check's processes are capped and none outlives it (pids cgroup)",
             Mutant::WriteInPlace => "nothing outside the workspace changes",
             Mutant::CommitEverything => "one task per commit",
             Mutant::ExitZero => "the exit code is the ending's",

@@ -110,6 +110,29 @@ pub struct Report {
     /// Admitted lessons dropped (oldest first) to keep the checkpoint's bounds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lessons_dropped: u64,
+    /// The confinement the run's checks ran under (crate::sandbox): its
+    /// level and what the kernel offered. Absent in a report written before
+    /// the sandbox existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxInForce>,
+}
+
+/// report.json's `sandbox`: the level checks ran at, and the probe behind it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxInForce {
+    pub level: crate::sandbox::Level,
+    pub probe: crate::sandbox::Probe,
+}
+
+impl SandboxInForce {
+    /// What this process runs checks at.
+    pub fn now() -> SandboxInForce {
+        SandboxInForce {
+            level: crate::sandbox::level(),
+            probe: crate::sandbox::probe().clone(),
+        }
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -190,6 +213,7 @@ impl Report {
             lessons: state.lessons.clone(),
             lessons_refused: state.lessons_refused.clone(),
             lessons_dropped: state.lessons_dropped,
+            sandbox: Some(SandboxInForce::now()),
         }
     }
 

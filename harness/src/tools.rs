@@ -593,6 +593,7 @@ mod tests {
                     command: vec!["sh".into(), "-c".into(), "echo fine".into()],
                     timeout_s: 5,
                     env: Default::default(),
+                    network: false,
                 },
             );
             checks.insert(
@@ -601,6 +602,7 @@ mod tests {
                     command: vec!["sh".into(), "-c".into(), "echo nope; exit 3".into()],
                     timeout_s: 5,
                     env: Default::default(),
+                    network: false,
                 },
             );
             Fx {
@@ -851,6 +853,7 @@ mod tests {
                 command: vec!["sleep".into(), "30".into()],
                 timeout_s: 30,
                 env: Default::default(),
+                network: false,
             },
         );
         let mut tb = fx.tb();

@@ -385,6 +385,7 @@ mod tests {
                     command: vec!["true".into()],
                     timeout_s: 5,
                     env: Default::default(),
+                    network: false,
                 },
             );
             checks.insert(
@@ -393,6 +394,7 @@ mod tests {
                     command: vec!["false".into()],
                     timeout_s: 5,
                     env: Default::default(),
+                    network: false,
                 },
             );
             checks.insert(
@@ -401,6 +403,7 @@ mod tests {
                     command: vec!["test".into(), "-f".into(), "marker".into()],
                     timeout_s: 5,
                     env: Default::default(),
+                    network: false,
                 },
             );
             Fx {
@@ -580,6 +583,7 @@ mod tests {
                 command: vec!["sleep".into(), "30".into()],
                 timeout_s: 30,
                 env: Default::default(),
+                network: false,
             },
         );
         let mut c = fx.ctx();

@@ -101,6 +101,9 @@ pub struct RunSpec {
     pub alerts: AlertSpec,
     /// `[memory]`; None (the table absent) = the history is never compacted.
     pub memory: Option<MemorySpec>,
+    /// `[sandbox] min_level`: the weakest confinement of checks this run
+    /// accepts (default full); below it the run refuses to start.
+    pub sandbox_min_level: crate::sandbox::Level,
 }
 
 /// When the run's history is summarized down by a `compact/<n>` call.

@@ -36,6 +36,16 @@ pub(super) struct RawSpec {
     pub check_env: Table<RawCheckEnv>,
     /// Absent: no compaction, the history is kept as before.
     pub memory: Option<Table<RawMemory>>,
+    /// Absent: checks must run at the full confinement level.
+    #[serde(default)]
+    pub sandbox: Table<RawSandbox>,
+}
+
+/// `[sandbox]`: the weakest confinement of checks the run accepts.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSandbox {
+    pub min_level: Option<String>,
 }
 
 /// `command` or `check`, never both: which one is [`super::validate`]'s call,
@@ -53,6 +63,8 @@ pub(super) struct RawPredicate {
 pub(super) struct RawCheck {
     pub command: Vec<String>,
     pub timeout_s: Option<i64>,
+    /// The check keeps the network (off by default: confined, it has none).
+    pub network: Option<bool>,
 }
 
 /// Integers are read as i64 (what TOML has) and range-checked by the
@@ -264,6 +276,8 @@ pub(super) const COMPACT_MAX_TOKENS: Field = int(
     super::COMPACT_MAX_TOKENS_MAX,
 );
 pub(super) const COMPACT_EVERY: Field = int("tasks between compactions, at least", 1, 1000);
+pub(super) const MIN_LEVEL: Field = text("one of \"full\", \"landlock\" or \"none\"");
+pub(super) const NETWORK: Field = text("true or false (the check keeps the network)");
 pub(super) const LESSONS: Field =
     text("true or false (ask for a lesson after each failed attempt)");
 
@@ -322,7 +336,11 @@ fn field_at(path: &[Step]) -> Option<Field> {
         [K("memory"), K("compact_max_tokens")] => COMPACT_MAX_TOKENS,
         [K("memory"), K("compact_every_tasks_min")] => COMPACT_EVERY,
         [K("memory"), K("lessons")] => LESSONS,
-        [K("checks" | "loop" | "drift" | "tools" | "alerts" | "check_env" | "memory")]
+        [K("sandbox"), K("min_level")] => MIN_LEVEL,
+        [K("checks"), K(_), K("network")] => NETWORK,
+        [K(
+            "checks" | "loop" | "drift" | "tools" | "alerts" | "check_env" | "memory" | "sandbox",
+        )]
         | [K("checks" | "prices"), K(_)] => TABLE,
         _ => return None,
     })

@@ -139,6 +139,7 @@ impl Checker<'_> {
             command,
             timeout_s,
             env: crate::check::CheckEnv::default(),
+            network: false,
         })
     }
     /// `[check_env] pass = ["NAME", ...]`: harness-environment variables the
@@ -205,7 +206,8 @@ impl Checker<'_> {
                     "a check name of letters, digits, '_' or '-'",
                 ));
             }
-            let check = self.check(&format!("checks.{name}"), &c.0.command, c.0.timeout_s)?;
+            let mut check = self.check(&format!("checks.{name}"), &c.0.command, c.0.timeout_s)?;
+            check.network = c.0.network.unwrap_or(false);
             checks.insert(name.clone(), check);
         }
 
@@ -512,6 +514,16 @@ impl Checker<'_> {
             }
         };
 
+        let sandbox_min_level = match &raw.sandbox.0.min_level {
+            None => crate::sandbox::Level::Full,
+            Some(l) => crate::sandbox::Level::parse(l).ok_or_else(|| {
+                self.err(
+                    "sandbox.min_level",
+                    format!("one of \"full\", \"landlock\" or \"none\", found {l:?}"),
+                )
+            })?,
+        };
+
         Ok(RunSpec {
             path: self
                 .dir
@@ -551,6 +563,7 @@ impl Checker<'_> {
             checks,
             alerts,
             memory,
+            sandbox_min_level,
         })
     }
 }

@@ -23,4 +23,5 @@ mod ledger_cap;
 mod lessons;
 mod production_build;
 mod replay_roundtrip;
+mod sandbox;
 mod spec_messages;

@@ -1,0 +1,325 @@
+//! The confinement of every process the harness starts on the model's
+//! behalf: the goal predicate and the spec's checks, which in real use run
+//! code the model wrote (a test suite, a build). The file tools keep the
+//! model inside the workspace by construction (`confined.rs`); this module
+//! does the same for processes, with what the kernel offers, probed once per
+//! process and never pretended:
+//!
+//! - **Landlock** ([`landlock`]): writes only to the workspace and the
+//!   check's private temp dir; reads only those, a read-only system
+//!   allowlist (the interpreters and libraries on PATH) and the check's own
+//!   script directory. Not `/proc`, not the state dir (ledger, checkpoints,
+//!   events), not the spec. A Landlock domain also cannot ptrace, signal or
+//!   read `/proc/<pid>/environ` of the harness (scoped to its own domain).
+//! - **A network namespace** of its own (no interface but a down loopback),
+//!   unless the check is allowed the network.
+//! - **A pids cgroup** per check ([`cgroup`]): at most
+//!   [`Limits::max_processes`] processes, and everything the check started,
+//!   `setsid` daemons included, is killed when it ends.
+//! - **Resource limits** ([`Limits`]): CPU seconds, file size, open files.
+//!
+//! [`level`] says which of these this kernel gives; a spec's
+//! `[sandbox] min_level` refuses to start a run on less (exit 64), and
+//! report.json says which level was in force. docs/sandbox.md has the
+//! details, the cost and what happens on an older kernel.
+
+pub mod cgroup;
+pub mod landlock_rules;
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// How strongly a check is confined, weakest first (so `>=` compares).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Nothing but a clean environment and the timeout.
+    None,
+    /// Landlock (files, ptrace and signals) and resource limits; the check
+    /// is killed by process group at its end.
+    Landlock,
+    /// Landlock, a network namespace, a pids cgroup and resource limits.
+    Full,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::None => "none",
+            Level::Landlock => "landlock",
+            Level::Full => "full",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Level> {
+        [Level::None, Level::Landlock, Level::Full]
+            .into_iter()
+            .find(|l| l.as_str() == s)
+    }
+}
+
+/// What the kernel offers this process, probed once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// The Landlock ABI version, when Landlock is enabled.
+    pub landlock_abi: Option<i32>,
+    /// A new network namespace can be made (root, or unprivileged user
+    /// namespaces).
+    pub net_ns: bool,
+    /// A pids cgroup can be made under [`cgroup::ROOT`].
+    pub cgroup: bool,
+}
+
+/// The Landlock ABI every `Landlock` level needs at least: ABI 6 scopes
+/// signals and abstract unix sockets to the domain (below it, a check could
+/// still signal the harness).
+pub const LANDLOCK_MIN_ABI: i32 = 6;
+
+impl Probe {
+    pub fn level(&self) -> Level {
+        let landlock = self.landlock_abi.is_some_and(|a| a >= LANDLOCK_MIN_ABI);
+        match (landlock, self.net_ns && self.cgroup) {
+            (true, true) => Level::Full,
+            (true, false) => Level::Landlock,
+            (false, _) => Level::None,
+        }
+    }
+}
+
+/// The probe of this process (run on first use).
+pub fn probe() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(|| Probe {
+        landlock_abi: landlock_rules::abi(),
+        net_ns: probe_net_ns(),
+        cgroup: cgroup::available(),
+    })
+}
+
+/// The level checks run at in this process: the strongest the kernel gives.
+pub fn level() -> Level {
+    probe().level()
+}
+
+/// Whether a child can enter a network namespace of its own: one `true`
+/// started that way (a fork and an exec, once per process).
+fn probe_net_ns() -> bool {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new("true");
+    c.env_clear()
+        .env("PATH", crate::check::CHECK_DEFAULT_PATH)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: unshare is a single async-signal-safe syscall; nothing is
+    // allocated between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
+        });
+    }
+    c.status().is_ok_and(|s| s.success())
+}
+
+/// Bounds on a confined process, each with its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// CPU time, seconds (RLIMIT_CPU; SIGXCPU, then SIGKILL).
+    pub cpu_seconds: u64,
+    /// Largest file it may write, bytes (RLIMIT_FSIZE).
+    pub file_size_bytes: u64,
+    /// Open file descriptors (RLIMIT_NOFILE).
+    pub open_files: u64,
+    /// Processes and threads in its cgroup at once (pids.max).
+    pub max_processes: u64,
+}
+
+/// Defaults: generous for a test suite or a build, small enough that a
+/// runaway cannot take the machine.
+pub const DEFAULT_LIMITS: Limits = Limits {
+    cpu_seconds: 600,
+    file_size_bytes: 1 << 30,
+    open_files: 1024,
+    max_processes: 256,
+};
+
+/// What one confined process may touch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Read and write (the workspace, the check's temp dir).
+    pub write: Vec<PathBuf>,
+    /// Read and execute only.
+    pub read: Vec<PathBuf>,
+    /// Whether it keeps the host's network.
+    pub network: bool,
+    pub limits: Limits,
+}
+
+impl Policy {
+    /// The policy of a check: `argv` run in `workspace` with `tmpdir`, its
+    /// PATH `path_var`. Reads: the system allowlist, every PATH entry's
+    /// tree, the directory of each absolute file `argv` names (its script
+    /// and the files beside it, read-only).
+    pub fn for_check(
+        argv: &[String],
+        workspace: &Path,
+        tmpdir: &Path,
+        path_var: &std::ffi::OsStr,
+    ) -> Policy {
+        let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        for entry in std::env::split_paths(path_var) {
+            read.push(path_root(&entry));
+        }
+        for a in argv {
+            let p = Path::new(a);
+            if p.is_absolute() && p.is_file() {
+                if let Some(dir) = p.parent() {
+                    read.push(dir.to_path_buf());
+                }
+            }
+        }
+        read.retain(|p| p.exists());
+        read.sort();
+        read.dedup();
+        Policy {
+            write: vec![workspace.to_path_buf(), tmpdir.to_path_buf()],
+            read,
+            network: false,
+            limits: DEFAULT_LIMITS,
+        }
+    }
+}
+
+/// System directories a check may read and execute from: programs,
+/// libraries, configuration. Not /proc, /sys, /home, /root, /tmp or /var.
+pub const SYSTEM_READ: [&str; 8] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt",
+];
+
+/// The tree a PATH entry lives in: an entry under the home dir
+/// (`~/.pyenv/shims`) needs its tool's whole tree (the shim runs
+/// `~/.pyenv/versions/...`), so the first component under HOME; any other
+/// entry, itself.
+fn path_root(entry: &Path) -> PathBuf {
+    let entry = entry.canonicalize().unwrap_or_else(|_| entry.to_path_buf());
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        if let Ok(rest) = entry.strip_prefix(&home) {
+            if let Some(first) = rest.components().next() {
+                return home.join(first);
+            }
+        }
+    }
+    entry
+}
+
+/// Why a confinement could not be set up (the check then does not run).
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("landlock: {0}")]
+    Landlock(String),
+    #[error("cgroup: {0}")]
+    Cgroup(std::io::Error),
+}
+
+/// A confined child's handle: kills everything it started when dropped.
+pub struct Confined {
+    cgroup: Option<cgroup::Group>,
+    /// The child's pid, which is also its process group's id.
+    leader: std::sync::atomic::AtomicI32,
+}
+
+impl Confined {
+    /// Record the spawned child (the leader of its own process group).
+    pub fn set_leader(&self, pid: u32) {
+        self.leader
+            .store(pid as i32, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Kill every process of the check: its cgroup, and its process group
+    /// (what is left of it at the Landlock level, where `setsid` escapes
+    /// the group: a PID namespace or the cgroup is what catches those).
+    pub fn kill_all(&self) {
+        if let Some(g) = &self.cgroup {
+            g.kill_all();
+        }
+        let leader = self.leader.load(std::sync::atomic::Ordering::Relaxed);
+        if leader > 0 {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(leader),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// Set `cmd` up to run confined at `level` under `policy`: everything that
+/// needs memory or paths is prepared here, in the parent; the child, between
+/// fork and exec, only makes syscalls (rlimits, unshare, cgroup join,
+/// landlock_restrict_self). The child is also put in a process group of its
+/// own, so a kill reaches what it forked even at the Landlock level.
+pub fn confine(cmd: &mut Command, policy: &Policy, level: Level) -> Result<Confined, SandboxError> {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    if level == Level::None {
+        return Ok(Confined {
+            cgroup: None,
+            leader: Default::default(),
+        });
+    }
+    use crate::mutants::{active, Mutant};
+    let ruleset = match active(Mutant::NoLandlock) {
+        true => None,
+        false => Some(landlock_rules::prepare(policy).map_err(SandboxError::Landlock)?),
+    };
+    let group = if level == Level::Full && !active(Mutant::NoCgroup) {
+        Some(cgroup::Group::create(policy.limits.max_processes).map_err(SandboxError::Cgroup)?)
+    } else {
+        None
+    };
+    let join = group.as_ref().map(|g| g.procs_path_c());
+    let limits = policy.limits;
+    let new_net = level == Level::Full && !policy.network && !active(Mutant::NoNetNamespace);
+    let ruleset = std::sync::Mutex::new(ruleset);
+    // SAFETY: the closure runs in the forked child before exec. It makes
+    // only syscalls (setrlimit, open/write/close on a path prepared above,
+    // unshare, prctl and landlock_restrict_self through the prepared
+    // ruleset) and takes a mutex no other thread of the child can hold.
+    unsafe {
+        cmd.pre_exec(move || {
+            set_limits(&limits)?;
+            if let Some(path) = &join {
+                cgroup::join_self(path)?;
+            }
+            if new_net {
+                nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+                    .map_err(std::io::Error::from)?;
+            }
+            let taken = ruleset.lock().ok().and_then(|mut r| r.take());
+            if let Some(r) = taken {
+                landlock_rules::restrict_self(r)?;
+            }
+            Ok(())
+        });
+    }
+    Ok(Confined {
+        cgroup: group,
+        leader: Default::default(),
+    })
+}
+
+fn set_limits(l: &Limits) -> std::io::Result<()> {
+    use nix::sys::resource::{setrlimit, Resource};
+    let set = |r, v: u64| setrlimit(r, v, v).map_err(std::io::Error::from);
+    set(Resource::RLIMIT_CPU, l.cpu_seconds)?;
+    set(Resource::RLIMIT_FSIZE, l.file_size_bytes)?;
+    set(Resource::RLIMIT_NOFILE, l.open_files)?;
+    Ok(())
+}

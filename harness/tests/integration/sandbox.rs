@@ -1,0 +1,120 @@
+//! The kernel's confinement of checks (harness::sandbox), tried the way
+//! model-written code a check runs would try to get out: each attempt must
+//! fail, and nothing the check started may outlive it. These need the full
+//! level (Landlock ABI 6+, a network namespace, a pids cgroup: root on a
+//! recent kernel, as CI is); on a machine without it they fail, naming the
+//! probe, rather than pass without having tried.
+
+use harness::check::{run_check, CheckEnv, CheckResult, CheckSpec};
+use harness::sandbox::{self, Level};
+use std::path::Path;
+
+fn full_level() {
+    assert_eq!(
+        sandbox::level(),
+        Level::Full,
+        "this machine's kernel gives {:?}: these tests need the full level",
+        sandbox::probe()
+    );
+}
+
+fn sh(script: &str, ws: &Path) -> CheckResult {
+    let spec = CheckSpec {
+        command: vec!["sh".into(), "-c".into(), script.into()],
+        timeout_s: 20,
+        env: CheckEnv::default(),
+        network: false,
+    };
+    run_check(&spec, ws)
+}
+
+#[test]
+fn a_check_writes_its_workspace_and_nothing_beside_it() {
+    full_level();
+    let d = tempfile::tempdir().unwrap();
+    let ws = d.path().join("workspace");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(d.path().join("ledger.jsonl"), "{}\n").unwrap();
+    let me = std::process::id();
+    let r = sh(
+        &format!("echo ok > inside.txt && echo x >> ../ledger.jsonl; echo y > ../planted.txt; echo z > /tmp/harness-sandbox-escape-{me}; echo h > $HOME/.harness-sandbox-escape-{me}; echo t > $TMPDIR/own.txt && echo tmp-ok"),
+        &ws,
+    );
+    assert!(ws.join("inside.txt").exists(), "{r:?}");
+    assert!(r.output.contains("tmp-ok"), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("ledger.jsonl")).unwrap(),
+        "{}\n"
+    );
+    assert!(!d.path().join("planted.txt").exists());
+    assert!(!Path::new(&format!("/tmp/harness-sandbox-escape-{me}")).exists());
+    if let Some(home) = std::env::var_os("HOME") {
+        assert!(!Path::new(&home)
+            .join(format!(".harness-sandbox-escape-{me}"))
+            .exists());
+    }
+}
+
+#[test]
+fn a_check_cannot_read_the_state_dir_or_the_harness_environment() {
+    full_level();
+    let d = tempfile::tempdir().unwrap();
+    let ws = d.path().join("workspace");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(d.path().join("checkpoint.json"), "secret-state").unwrap();
+    // This test process stands for the harness: its environment holds a key.
+    let me = std::process::id();
+    let r = sh(
+        &format!("cat ../checkpoint.json; cat /proc/{me}/environ | tr '\\0' '\\n' | grep -c PATH; ls /proc | head -3; echo done"),
+        &ws,
+    );
+    assert!(r.output.contains("done"), "{r:?}");
+    assert!(!r.output.contains("secret-state"), "{r:?}");
+    assert!(!r.output.contains("PATH="), "{r:?}");
+}
+
+#[test]
+fn a_check_has_no_network() {
+    full_level();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let d = tempfile::tempdir().unwrap();
+    let r = sh(
+        &format!("python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=2); print(\"CONNECTED\")' 2>&1; echo done"),
+        d.path(),
+    );
+    assert!(r.output.contains("done"), "{r:?}");
+    assert!(!r.output.contains("CONNECTED"), "{r:?}");
+}
+
+#[test]
+fn nothing_a_check_started_outlives_it_and_a_fork_bomb_stops_at_the_cap() {
+    full_level();
+    let d = tempfile::tempdir().unwrap();
+    let marker = format!("harness-sandbox-outlive-{}", std::process::id());
+    // A setsid daemon (out of the check's process group) and 400 sleepers
+    // (over the 256-process cap).
+    let r = sh(
+        &format!("setsid sh -c 'sleep 300; : {marker}' & (i=0; while [ $i -lt 400 ]; do sleep 30 & i=$((i+1)); echo $i > forked; done) 2>/dev/null; echo started"),
+        d.path(),
+    );
+    assert!(r.output.contains("started"), "{r:?}");
+    let forked: u32 = std::fs::read_to_string(d.path().join("forked"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        forked < 400,
+        "all 400 forks succeeded: the process cap did not hold"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let alive: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).into_owned())
+        .filter(|c| c.contains(&marker))
+        .collect();
+    assert!(alive.is_empty(), "still running after the check: {alive:?}");
+}
