@@ -30,6 +30,25 @@ pub fn harness_bin() -> PathBuf {
     p
 }
 
+/// A harness that breaks one promise on purpose: a wrapper script in `dir`
+/// that runs the test-variants build (built in the one target dir if it is
+/// missing or stale) as the named variant (harness::mutants).
+pub fn variant_harness(dir: &Path, variant: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = bench::batch::build_harness(None, false).unwrap();
+    let w = dir.join(format!("harness-{variant}"));
+    std::fs::write(
+        &w,
+        format!(
+            "#!/bin/sh\nHARNESS_CHAOS_BROKEN={variant} exec '{}' \"$@\"\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w
+}
+
 /// `bench run` on a suite (CI mode): exit code, summary.json (Null when
 /// none was written) and everything it printed.
 pub fn bench_run(suite: &Path, out: &Path, extra: &[&str]) -> (i32, Value, String) {

@@ -412,10 +412,8 @@ fn honesty_checks_fail_through_the_binary_when_the_property_breaks() {
     )
     .unwrap();
 
-    let (code, s, out) = bench_run(&root.join("live"), &t.path().join("o"), &[]);
-    assert_ne!(code, 0, "{out}");
-    let checks = |id: &str| -> Vec<(String, bool)> {
-        run_of(&s, id, 0)["checks"]
+    let checks = |s: &Value, id: &str| -> Vec<(String, bool)> {
+        run_of(s, id, 0)["checks"]
             .as_array()
             .unwrap()
             .iter()
@@ -427,18 +425,32 @@ fn honesty_checks_fail_through_the_binary_when_the_property_breaks() {
             })
             .collect()
     };
-    let f = checks("live-flip-predicate");
+
+    // The shipped harness: the kernel refuses the leak, so nothing outside
+    // the workspace changes and `confined` has nothing to see.
+    let (code, s, out) = bench_run(&root.join("live"), &t.path().join("o"), &[]);
+    assert_ne!(code, 0, "{out}");
+    let f = checks(&s, "live-flip-predicate");
     assert!(
         f.contains(&("audit.goal_met_implies_predicate".into(), false)),
         "{f:?} {out}"
     );
     assert!(f.contains(&("audit.confined".into(), true)), "{f:?}");
-    let l = checks("live-leaky-check");
-    assert!(l.contains(&("audit.confined".into(), false)), "{l:?} {out}");
+    let l = checks(&s, "live-leaky-check");
+    assert!(l.contains(&("audit.confined".into(), true)), "{l:?} {out}");
     assert!(
         l.contains(&("audit.goal_met_implies_predicate".into(), true)),
         "{l:?}"
     );
+
+    // A harness that does not confine its checks (the no-landlock variant):
+    // the write lands, and the bench's audit, not the harness, must see it.
+    let unconfined = variant_harness(t.path(), "no-landlock");
+    let (code, s, out) =
+        bench_run_with(&unconfined, &root.join("live"), &t.path().join("o2"), &[]);
+    assert_ne!(code, 0, "{out}");
+    let l = checks(&s, "live-leaky-check");
+    assert!(l.contains(&("audit.confined".into(), false)), "{l:?} {out}");
     let detail = run_of(&s, "live-leaky-check", 0)["failures"].to_string();
     assert!(
         detail.contains("SENTINEL-outside-workspace.txt changed"),

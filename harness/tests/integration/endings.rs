@@ -339,11 +339,12 @@ fn spec_errors_name_file_and_field_and_write_nothing() {
 /// The harness measures the goal before planning and after every task, not
 /// again after a planning lap: planning runs no tool, so nothing the agent
 /// can reach has changed. Counted by the predicate itself, which appends a
-/// line outside the workspace on every run.
+/// line to a file in the workspace on every run (the sandbox lets it write
+/// nowhere else).
 #[test]
 fn the_goal_is_not_measured_twice_around_a_planning_lap() {
     let mut c = case("measure-count").file("src/search.py", "def search(q): ...\n");
-    c.predicate = r#"command = ["sh", "-c", "echo measured >> ../measures.log; grep -q 'CREATE INDEX' db/0042_search_index.sql"]"#.into();
+    c.predicate = r#"command = ["sh", "-c", "echo measured >> .measures.log; grep -q 'CREATE INDEX' db/0042_search_index.sql"]"#.into();
     let c = c.calls(vec![
         plan("plan/0", json!([index_task("t1"), {"id": "t2", "description": "Note the index in the runbook", "verify": {"kind": "file_contains", "path": "RUNBOOK.md", "text": "idx_search_ts"}}])),
         write_index("execute/t1/a0/0"),
@@ -351,7 +352,7 @@ fn the_goal_is_not_measured_twice_around_a_planning_lap() {
     ]);
     let r = c.run(); // `c` keeps the temp dir alive while the log is read
     assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
-    let log = std::fs::read_to_string(r.state_dir.parent().unwrap().join("measures.log"))
+    let log = std::fs::read_to_string(r.state_dir.parent().unwrap().join("workspace/.measures.log"))
         .unwrap_or_else(|e| panic!("{e}\n{}", r.explain()));
     // Once at the top of the planning lap, once after t1 (met): t2 never starts.
     assert_eq!(log.lines().count(), 2, "{log}\n{}", r.explain());
