@@ -254,6 +254,9 @@ pub struct EventFacts {
     /// (newlines as spaces).
     pub descriptions: BTreeMap<String, String>,
     pub tools: Vec<ToolEvent>,
+    /// Why each verify whose check could not run said so, in order
+    /// (`VerifyOutcome::CouldNotRun`): a broken case, not a failed agent.
+    pub checks_not_run: Vec<String>,
 }
 
 /// Parse `events.jsonl` through the harness's own event type. A line that
@@ -263,6 +266,7 @@ pub struct EventFacts {
 /// a tool call that was there).
 pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, String> {
     use harness::events::Event;
+    use harness::verify::VerifyOutcome;
     let lines = harness::events::parse_events(events_jsonl).map_err(|e| e.to_string())?;
     let mut f = EventFacts::default();
     for l in lines {
@@ -279,6 +283,14 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, String> {
                 is_error: t.is_error,
                 side_effect: t.side_effect,
             }),
+            Event::Verify {
+                outcome: VerifyOutcome::CouldNotRun { detail },
+                ..
+            }
+            | Event::ResumeVerify {
+                outcome: VerifyOutcome::CouldNotRun { detail },
+                ..
+            } => f.checks_not_run.push(detail),
             _ => {}
         }
     }
@@ -1107,6 +1119,7 @@ mod tests {
                 .map(|s| (s.to_string(), format!("Task {s}: make the thing")))
                 .collect(),
             tools: vec![],
+            checks_not_run: vec![],
         })
     }
 

@@ -716,6 +716,7 @@ mod tests {
             state_dir: String::new(),
             verified: 1,
             bench_fault: None,
+            cause: None,
         }
     }
 

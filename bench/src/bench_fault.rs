@@ -45,6 +45,15 @@ pub enum BenchFault {
         call_key: Option<String>,
         detail: String,
     },
+    /// The replay refused a call because it was sent under other recording
+    /// conditions than the cassette's (another model, prompt, tool set,
+    /// sampling or length limit; model::conditions): the recording never
+    /// observed the model's answer to it, so nothing about this case-run
+    /// measures model behaviour. `call_key` is the first such call.
+    OtherConditions {
+        call_key: String,
+        difference: harness::model::Difference,
+    },
     /// No replay server serves the case (it failed to start).
     ReplayServerUnavailable { detail: String },
     /// The live proxy's command-wide cap refused a call of this case-run, or
@@ -67,6 +76,10 @@ impl BenchFault {
                 call_key: None,
                 detail,
             } => format!("recording miss: {detail}"),
+            BenchFault::OtherConditions {
+                call_key,
+                difference,
+            } => format!("replayed under other conditions: {difference} (call {call_key})"),
             BenchFault::ReplayServerUnavailable { detail } => {
                 format!("replay server unavailable: {detail}")
             }
@@ -82,6 +95,9 @@ impl BenchFault {
             BenchFault::RecordingMiss { .. } => {
                 format!("record them live with --endpoint, or use a suite recorded for {sides}")
             }
+            BenchFault::OtherConditions { .. } => format!(
+                "the recording holds replies for other conditions than these: record {sides} live (`bench record --endpoint ...`) so each is measured under its own conditions; hybrid replay (replay the matching turns, go live from the first that differs) is not built yet"
+            ),
             BenchFault::ReplayServerUnavailable { .. } | BenchFault::CaseSetup { .. } => {
                 "fix the bench's setup (see each case-run's fault) and rerun".into()
             }
@@ -116,12 +132,34 @@ pub fn from_report(
     sent: &[harness::replay::Captured],
 ) -> Option<BenchFault> {
     match report.error_kind? {
-        harness::ending::ErrorKind::RecordingMiss => Some(BenchFault::RecordingMiss {
-            call_key: cassette.and_then(|c| missing_call_key(c, run, sent)),
-            detail: report.detail.clone().unwrap_or_default(),
-        }),
+        harness::ending::ErrorKind::RecordingMiss => Some(
+            cassette
+                .and_then(|c| other_conditions(c, sent))
+                .unwrap_or_else(|| BenchFault::RecordingMiss {
+                    call_key: cassette.and_then(|c| missing_call_key(c, run, sent)),
+                    detail: report.detail.clone().unwrap_or_default(),
+                }),
+        ),
         _ => None,
     }
+}
+
+/// The first call a case-run sent under other conditions than its
+/// cassette's, compared by type (the same comparison the replay server
+/// refused it by), never read out of the miss message.
+pub fn other_conditions(
+    cassette: &harness::replay::Cassette,
+    sent: &[harness::replay::Captured],
+) -> Option<BenchFault> {
+    sent.iter().find_map(|c| {
+        let role = harness::model::CallRole::of_call_key(&c.call_key)?;
+        cassette
+            .condition_difference(role, c.body.as_bytes())
+            .map(|difference| BenchFault::OtherConditions {
+                call_key: c.call_key.clone(),
+                difference,
+            })
+    })
 }
 
 #[cfg(test)]

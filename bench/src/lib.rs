@@ -25,6 +25,7 @@
 pub mod audit;
 pub mod batch;
 pub mod bench_fault;
+pub mod cause;
 pub mod cli;
 pub mod events;
 pub mod exit;
@@ -34,6 +35,7 @@ pub mod outputs;
 pub mod page;
 pub mod prices;
 pub mod runner;
+pub mod scripted;
 pub mod score;
 pub mod stats;
 pub mod suite;

@@ -202,12 +202,11 @@ pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
     for c in summary.cases.iter().filter(|c| !c.passed) {
         for r in c.runs.iter().filter(|r| !r.passed) {
             println!(
-                "FAIL {}/{} run {}: expected {}, got {} -- {}",
+                "FAIL {}/{} run {}: {} -- {}",
                 c.category,
                 c.id,
                 r.run,
-                r.expected_ending,
-                r.ending,
+                r.headline(),
                 r.failures.join("; ")
             );
         }

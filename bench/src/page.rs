@@ -170,7 +170,8 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                                 td { code { (r.expected_ending) } }
                                 td { code { (r.ending) } " (exit " (r.exit_code) ")" }
                                 td {
-                                    @if let Some(f) = &r.bench_fault { p.warn { "bench fault: " (f.describe()) } }
+                                    // The root cause first; what it caused below.
+                                    @if let Some(cause) = &r.cause { p.warn.cause { strong { "cause: " } (cause) } }
                                     @let checks: Vec<_> = r.checks.iter().filter(|ch| !ch.passed).collect();
                                     ul {
                                         @for ch in &checks { li { "check " code { (ch.name) } ": " (ch.detail) } }
@@ -257,6 +258,7 @@ mod tests {
             state_dir: state_dir.into(),
             verified: 1,
             bench_fault: None,
+            cause: None,
         }
     }
 

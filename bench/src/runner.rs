@@ -62,6 +62,10 @@ pub struct RunRecord {
     /// the harness: a failure of the gate, but no data point of a comparison.
     #[serde(default)]
     pub bench_fault: Option<BenchFault>,
+    /// The root cause a failed case-run leads with (bench::cause), when one
+    /// is known; the failures below it are what it caused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
 }
 
 /// Settings laid over a case's run spec for one arm of a comparison (`bench
@@ -132,6 +136,7 @@ impl RunRecord {
             latency_ms: 0,
             expected_ending: case.expected_ending(run).as_str().into(),
             checks: vec![],
+            cause: Some(msg.clone()),
             failures: vec![msg],
             state_dir,
             verified: 0,
@@ -145,6 +150,15 @@ impl RunRecord {
         RunRecord {
             bench_fault: Some(fault.clone()),
             ..RunRecord::failed(case, run, fault.describe(), state_dir)
+        }
+    }
+
+    /// The first line of a failed case-run: its root cause when known, else
+    /// what ending was expected and which came.
+    pub fn headline(&self) -> String {
+        match &self.cause {
+            Some(c) => format!("{c} (expected {}, got {})", self.expected_ending, self.ending),
+            None => format!("expected {}, got {}", self.expected_ending, self.ending),
         }
     }
 
@@ -717,7 +731,13 @@ pub async fn run_case(
         }
         None => passed,
     };
+    let cause = if passed {
+        None
+    } else {
+        crate::cause::root_cause(bench_fault.as_ref(), &report, gathered.events.as_ref())
+    };
     RunRecord {
+        cause,
         run,
         ending,
         exit_code,

@@ -638,6 +638,11 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
     let (file, cassette_path) = load_case_file(dir, category, report_fields)?;
     let cassette = harness::replay::Cassette::load(&cassette_path)
         .map_err(|e| err(&cassette_path, "(cassette)", e.to_string()))?;
+    // A scripted cassette its scenario (and run spec) no longer compiles to
+    // holds replies for a case that no longer exists: never replayed.
+    if let Some(why) = crate::scripted::stale(dir, &cassette_path) {
+        return Err(err(&cassette_path, "(cassette)", why));
+    }
     if cassette.case != file.id {
         return Err(err(
             &cassette_path,

@@ -339,13 +339,13 @@ impl Summary {
                         .iter()
                         .filter(|r| !r.passed)
                         .map(|r| format!(
-                            "run {} (expected `{}`, got `{}`{})",
+                            "run {}: {}{}",
                             r.run,
-                            r.expected_ending,
-                            r.ending,
+                            r.headline(),
                             r.failures
                                 .first()
-                                .map(|f| format!(": {f}"))
+                                .filter(|f| Some(*f) != r.cause.as_ref())
+                                .map(|f| format!("; {f}"))
                                 .unwrap_or_default()
                         ))
                         .collect::<Vec<_>>()
@@ -388,7 +388,11 @@ impl Summary {
                     c.title
                 ));
                 for r in c.runs.iter().filter(|r| !r.passed) {
-                    s.push_str(&format!("- run {}: expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
+                    if let Some(cause) = &r.cause {
+                        s.push_str(&format!("- run {}: **{cause}**\n  - expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
+                    } else {
+                        s.push_str(&format!("- run {}: expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
+                    }
                     for f in &r.failures {
                         s.push_str(&format!("  - {f}\n"));
                     }
@@ -415,12 +419,7 @@ impl Summary {
         use quick_junit::{
             NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
         };
-        let run_message = |r: &RunRecord| {
-            format!(
-                "run {}: expected {}, got {} (exit {})",
-                r.run, r.expected_ending, r.ending, r.exit_code
-            )
-        };
+        let run_message = |r: &RunRecord| format!("run {}: {} (exit {})", r.run, r.headline(), r.exit_code);
         let rerun = |r: &RunRecord| {
             let mut x = TestRerun::new(NonSuccessKind::Failure);
             x.set_message(run_message(r));
@@ -639,6 +638,7 @@ mod tests {
             state_dir: String::new(),
             verified: 1,
             bench_fault: None,
+            cause: None,
         }
     }
 

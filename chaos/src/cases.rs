@@ -87,8 +87,9 @@ pub fn load(dir: &Path) -> Result<Case, String> {
     let spec = harness::spec::RunSpec::load(&dir.join("run.toml")).map_err(|e| e.to_string())?;
     let sc_path = dir.join("scenario.json");
     let sc = Scenario::load(&sc_path)?;
+    let conditions = harness::recording_conditions::of_spec(&spec, &spec.workspace)?;
     let v = sc
-        .to_cassette("1970-01-01", "bench chaos")
+        .to_cassette("1970-01-01", "bench chaos", &conditions)
         .map_err(|e| format!("{}: {e}", sc_path.display()))?;
     let cassette = Cassette::from_json_str(&v.to_string(), &sc_path).map_err(|e| e.to_string())?;
     if sc.runs.len() != 1 {

@@ -101,7 +101,16 @@ pub struct CheckResult {
     pub cut_by_run_clock: bool,
     /// Tail of stdout+stderr, at most CHECK_OUTPUT_MAX_BYTES.
     pub output: String,
+    /// The check never ran its command: it could not be started (not
+    /// executable, not found: `output` holds the OS error), or the shell
+    /// said so (exit 126: found but not executable; 127: not found). A
+    /// failure of the case's machinery, not a verdict on the work.
+    pub could_not_run: bool,
 }
+
+/// Shell exit statuses that mean the command never ran (POSIX `sh`):
+/// 126 found but not executable, 127 not found.
+const EXIT_COULD_NOT_RUN: [i32; 2] = [126, 127];
 
 /// PATH without empty or relative entries: a check runs in the workspace,
 /// where `.` (or an empty entry) would find a program the agent wrote.
@@ -129,13 +138,7 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
     let own = Duration::from_secs(spec.timeout_s.max(1));
     let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
     let Some((prog, args)) = spec.command.split_first() else {
-        return CheckResult {
-            passed: false,
-            exit_code: None,
-            timed_out: false,
-            cut_by_run_clock: false,
-            output: "empty command".into(),
-        };
+        return not_started("empty command".into());
     };
     if left == Some(Duration::ZERO) {
         return CheckResult {
@@ -144,6 +147,7 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
             timed_out: true,
             cut_by_run_clock: true,
             output: "not run: the run's wall clock had run out".into(),
+            could_not_run: false,
         };
     }
     // Which clock fires first decides what a kill means.
@@ -154,25 +158,13 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
     let capture = match Capture::new() {
         Ok(c) => c,
         Err(e) => {
-            return CheckResult {
-                passed: false,
-                exit_code: None,
-                timed_out: false,
-                cut_by_run_clock: false,
-                output: format!("cannot capture output: {e}"),
-            }
+            return not_started(format!("cannot capture output: {e}"))
         }
     };
     let (stdout, stderr) = match (capture.file.try_clone(), capture.file.try_clone()) {
         (Ok(a), Ok(b)) => (Stdio::from(a), Stdio::from(b)),
         (Err(e), _) | (_, Err(e)) => {
-            return CheckResult {
-                passed: false,
-                exit_code: None,
-                timed_out: false,
-                cut_by_run_clock: false,
-                output: format!("cannot capture output: {e}"),
-            }
+            return not_started(format!("cannot capture output: {e}"))
         }
     };
     // A private TMPDIR when the caller gave none (the bench re-running a
@@ -242,6 +234,7 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
             exit_code: st.code(),
             timed_out: false,
             cut_by_run_clock: false,
+            could_not_run: st.code().is_some_and(|c| EXIT_COULD_NOT_RUN.contains(&c)),
             output,
         },
         None => CheckResult {
@@ -250,6 +243,7 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
             timed_out: true,
             cut_by_run_clock: clock_first,
             output,
+            could_not_run: false,
         },
     }
 }
@@ -262,6 +256,7 @@ fn not_started(why: String) -> CheckResult {
         timed_out: false,
         cut_by_run_clock: false,
         output: why,
+        could_not_run: true,
     }
 }
 

@@ -26,6 +26,7 @@ pub mod verify; // the fixed verification vocabulary (done / not_started / parti
 pub mod confined; // file operations inside the workspace that hold against links, special files and swaps
 pub mod gitwork; // one commit per verified task on a run branch
 pub mod migration; // a multi-step operation that can be left partially applied
+pub mod recording_conditions; // the conditions a spec's requests are sent under, per role, for scripted cassettes
 pub mod outbox; // the non-idempotent side effect, outside the workspace
 pub mod sandbox; // the kernel's confinement of every process started for the model
 pub mod task_writes; // which paths each task's tools wrote (what its commit holds), journaled for resume

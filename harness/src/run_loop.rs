@@ -26,7 +26,7 @@ use crate::ledger::{
     AttemptReserve, BilledAboveReserve, BudgetExceeded, CallBound, Ledger, LedgerError, PriceTable,
     ReserveError,
 };
-use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy, Sampling};
+use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy};
 use crate::model::gate::CallError;
 use crate::model::types::{ModelError, ModelReply, ModelRequest, StopReason, Turn};
 use crate::outbox::Outbox;
@@ -415,13 +415,8 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             ..RetryPolicy::default()
         },
     })
-    .map(|c| {
-        c.with_sampling(Sampling {
-            temperature: spec.model.temperature,
-            seed: spec.model.seed,
-            structured_output: spec.model.structured_output,
-        })
-    }) {
+    .map(|c| c.with_sampling(spec.model.sampling()))
+    {
         Ok(c) => c,
         Err(e) => {
             return fail_early(
@@ -985,7 +980,10 @@ impl Runner {
                         self.complete(task, None, VerifiedHow::OnResume);
                         self.state.step += 1;
                     }
-                    VerifyOutcome::NotStarted => self.state.queue.insert(0, task), // nothing happened: safe to re-run
+                    // Nothing happened: safe to re-run.
+                    VerifyOutcome::NotStarted | VerifyOutcome::CouldNotRun { .. } => {
+                        self.state.queue.insert(0, task)
+                    }
                     VerifyOutcome::PartiallyApplied { detail } => {
                         self.park(
                             task,
@@ -1158,12 +1156,15 @@ impl Runner {
                         during: format!("the verify of task {} ({detail})", task.id),
                     })
                 }
-                VerifyOutcome::NotStarted => {
+                VerifyOutcome::NotStarted | VerifyOutcome::CouldNotRun { .. } => {
                     last = format!(
                         "verification failed ({}) after {}",
                         task.verify.describe(),
                         end.describe()
                     );
+                    if let VerifyOutcome::CouldNotRun { detail } = &outcome {
+                        last.push_str(&format!(": {detail}"));
+                    }
                     if matches!(end, AttemptEnd::Refused { .. }) {
                         break; // a refusal will not change on retry, and teaches nothing
                     }
@@ -1720,10 +1721,7 @@ impl Runner {
         phase: Phase,
     ) -> Result<ModelReply, LapError> {
         self.goal.assert_intact()?;
-        // The spec's `max_tokens` bounds every call, the planner's and the
-        // judge's fixed allowances included: a small local model's context
-        // cannot hold a 4,096-token plan (found recording the live suite).
-        req.max_tokens = req.max_tokens.min(self.spec.model.max_tokens);
+        self.spec.model.bound(&mut req);
         // The bytes that go on the wire bound the tokens the model reads.
         let body_len = self.client.wire_body(&req).to_string().len() as u64;
         let bound = CallBound::for_request(self.spec.model.protocol, body_len, &req);
@@ -1956,6 +1954,7 @@ impl Runner {
                     timed_out: false,
                     cut_by_run_clock: false,
                     output: format!("check {name:?} not defined"),
+                    could_not_run: true,
                 },
             },
         };
@@ -2044,6 +2043,8 @@ impl Runner {
                         match other {
                             VerifyOutcome::PartiallyApplied { detail } =>
                                 format!("partially applied: {detail}"),
+                            VerifyOutcome::CouldNotRun { detail } =>
+                                format!("not started: {detail}"),
                             VerifyOutcome::Done
                             | VerifyOutcome::NotStarted
                             | VerifyOutcome::NotJudged { .. } => "not started".into(),

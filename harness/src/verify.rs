@@ -33,6 +33,8 @@ pub const VERIFY_TEXT_MAX_CHARS: usize = 4096;
 pub const VERIFY_KEY_MAX_CHARS: usize = 200;
 /// Longest piece of a verify quoted in `describe()`.
 pub const DESCRIBE_MAX_CHARS: usize = 120;
+/// Longest tail of a check's output quoted when it could not run, in characters.
+pub const COULD_NOT_RUN_OUTPUT_MAX_CHARS: usize = 400;
 
 /// The kinds a model may use, with their fields, for error messages.
 pub const ALLOWED_KINDS: [&str; 6] = [
@@ -106,6 +108,13 @@ pub enum VerifyOutcome {
     },
     /// The run's wall clock ran out before the verify's check finished.
     NotJudged {
+        detail: String,
+    },
+    /// The verify's check never ran its command (not executable, not
+    /// found, no such check): nothing happened, as NotStarted, and `detail`
+    /// says why (the OS error or the shell's status and output tail), so a
+    /// broken case reads as one instead of as an agent that failed.
+    CouldNotRun {
         detail: String,
     },
 }
@@ -198,6 +207,14 @@ impl Verify {
                     VerifyOutcome::NotJudged {
                         detail: format!(
                             "the run's wall clock ran out before check {name:?} finished"
+                        ),
+                    }
+                } else if r.could_not_run {
+                    let status = r.exit_code.map_or("not started".into(), |c| format!("exit {c}"));
+                    VerifyOutcome::CouldNotRun {
+                        detail: format!(
+                            "check {name:?} could not run ({status}): {}",
+                            clip(r.output.trim(), COULD_NOT_RUN_OUTPUT_MAX_CHARS)
                         ),
                     }
                 } else {

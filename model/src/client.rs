@@ -178,28 +178,7 @@ impl ModelClient {
     /// plus this client's sampling settings. Recorders use it so a recording
     /// holds what went on the wire (strict replay hashes it).
     pub fn wire_body(&self, req: &ModelRequest) -> Value {
-        let mut body = request_body(self.cfg.protocol, req);
-        if let Some(obj) = body.as_object_mut() {
-            if let Some(t) = self.sampling.temperature {
-                obj.insert("temperature".into(), serde_json::json!(t));
-            }
-            if let (Some(seed), Protocol::Openai) = (self.sampling.seed, self.cfg.protocol) {
-                obj.insert("seed".into(), serde_json::json!(seed));
-            }
-            if self.sampling.structured_output == StructuredOutput::JsonObject {
-                if let Some(schema) = obj
-                    .get("response_format")
-                    .and_then(|f| f["json_schema"].get("schema"))
-                    .cloned()
-                {
-                    obj.insert(
-                        "response_format".into(),
-                        serde_json::json!({"type": "json_object", "schema": schema}),
-                    );
-                }
-            }
-        }
-        body
+        wire_body(self.cfg.protocol, &self.sampling, req)
     }
 
     /// Make the call, retrying 429 / 5xx / transport errors / unparseable
@@ -564,6 +543,34 @@ fn redact(s: &str, key: Option<&str>) -> String {
         Some(k) if !k.is_empty() && s.contains(k) => s.replace(k, "[REDACTED]"),
         _ => s.to_string(),
     }
+}
+
+/// The exact JSON body a client with these settings sends for `req`: the
+/// protocol's rendering plus the sampling settings. Also what the bench
+/// derives a scripted cassette's recording conditions from.
+pub fn wire_body(protocol: Protocol, sampling: &Sampling, req: &ModelRequest) -> Value {
+    let mut body = request_body(protocol, req);
+    if let Some(obj) = body.as_object_mut() {
+        if let Some(t) = sampling.temperature {
+            obj.insert("temperature".into(), serde_json::json!(t));
+        }
+        if let (Some(seed), Protocol::Openai) = (sampling.seed, protocol) {
+            obj.insert("seed".into(), serde_json::json!(seed));
+        }
+        if sampling.structured_output == StructuredOutput::JsonObject {
+            if let Some(schema) = obj
+                .get("response_format")
+                .and_then(|f| f["json_schema"].get("schema"))
+                .cloned()
+            {
+                obj.insert(
+                    "response_format".into(),
+                    serde_json::json!({"type": "json_object", "schema": schema}),
+                );
+            }
+        }
+    }
+    body
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 //!   bodies. They are pure so they can be tested against literal JSON and so the
 //!   replay tooling can render cassettes with exactly the code that parses them.
 //! * [`client`]: one POST per attempt, retries, error classification.
+//! * [`conditions`]: what in a request a recorded reply holds for (model,
+//!   sampling, length limit, system prompt, tools, the rest), read from a wire body.
 //!
 //! Base-URL convention (see [`endpoint_path`]): an Anthropic base URL has NO
 //! `/v1` (`https://api.anthropic.com`), an OpenAI-compatible base URL already
@@ -13,7 +15,9 @@
 //! and llama.cpp / vLLM / Ollama documentation use, so users can paste theirs.
 
 pub mod anthropic;
+pub mod canonical;
 pub mod client;
+pub mod conditions;
 pub mod gate;
 pub mod headers;
 pub mod openai;
@@ -23,7 +27,8 @@ pub mod types;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use client::{EndpointConfig, ModelClient, Sampling, StructuredOutput};
+pub use client::{wire_body, EndpointConfig, ModelClient, Sampling, StructuredOutput};
+pub use conditions::{ConditionField, Conditions, Difference};
 pub use retry::{retry_delay_ms, RetryPolicy};
 pub use types::{
     CallRole, ModelError, ModelReply, ModelRequest, Protocol, StopReason, ToolCall, ToolDef, Turn,

@@ -9,7 +9,7 @@ use serde_json::Value;
 /// Which of the harness's five kinds of model call this is. Sent to the
 /// endpoint as the `x-harness-call-role` header so a replay server can match
 /// recordings by role and position instead of by exact prompt wording.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallRole {
     Plan,
@@ -25,6 +25,23 @@ pub enum CallRole {
 }
 
 impl CallRole {
+    /// Every role.
+    pub const ALL: [CallRole; 6] = [
+        CallRole::Plan,
+        CallRole::Execute,
+        CallRole::Judge,
+        CallRole::Replan,
+        CallRole::Compact,
+        CallRole::Lesson,
+    ];
+
+    /// The role a call key's first segment names (`execute/t1/a0/2` is an
+    /// execute call), or None for a key of no role.
+    pub fn of_call_key(key: &str) -> Option<CallRole> {
+        let head = key.split('/').next().unwrap_or("");
+        CallRole::ALL.into_iter().find(|r| r.as_str() == head)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             CallRole::Plan => "plan",

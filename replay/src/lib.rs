@@ -22,7 +22,7 @@ pub mod scenario; // hand-written scripted scenarios compiled to cassettes
 pub mod server;
 
 pub use cassette::{
-    body_sha256, canonical_json, redact_headers, redact_json, CaseRecording, Cassette,
+    body_sha256, canonical_json, redact_headers, redact_json, CaseRecording, Cassette, FORMAT, FORMAT_WITHOUT_CONDITIONS,
     CassetteError, CassetteErrorKind, Interaction, Made, MadeHow, RecordedRequest,
     RecordedResponse, Recordings, RecordingsError, RunOutcome, RunRecording,
 };

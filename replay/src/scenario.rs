@@ -24,6 +24,11 @@ pub struct Scenario {
     /// so regenerating a cassette is byte-for-byte reproducible).
     #[serde(default)]
     pub when: Option<String>,
+    /// Request fields these scripted replies are deliberately indifferent
+    /// to (recordings/README.md, "Recording conditions"): copied to the
+    /// cassette's `indifferent_to`. Absent = indifferent to nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indifferent_to: Vec<model::conditions::ConditionField>,
     pub runs: Vec<ScriptRun>,
 }
 
@@ -79,17 +84,14 @@ pub const DEFAULT_USAGE: Usage = Usage {
 };
 
 pub fn role_of_key(key: &str) -> Result<&'static str, String> {
-    match key.split('/').next().unwrap_or("") {
-        "plan" => Ok("plan"),
-        "execute" => Ok("execute"),
-        "judge" => Ok("judge"),
-        "replan" => Ok("replan"),
-        "compact" => Ok("compact"),
-        "lesson" => Ok("lesson"),
-        other => Err(format!(
-            "call key {key:?}: role prefix {other:?} is not plan/execute/judge/replan/compact/lesson"
-        )),
-    }
+    model::types::CallRole::of_call_key(key)
+        .map(|r| r.as_str())
+        .ok_or_else(|| {
+            format!(
+                "call key {key:?}: role prefix {:?} is not plan/execute/judge/replan/compact/lesson",
+                key.split('/').next().unwrap_or("")
+            )
+        })
 }
 
 impl ScriptCall {
@@ -133,8 +135,15 @@ impl Scenario {
         })
     }
 
-    /// Compile to a cassette (JSON value in the replay format).
-    pub fn to_cassette(&self, made_when: &str, made_by: &str) -> Result<Value, String> {
+    /// Compile to a cassette (JSON value in the replay format) whose replies
+    /// hold under `conditions` (each role's, as the case's run spec sends
+    /// them: harness::recording_conditions).
+    pub fn to_cassette(
+        &self,
+        made_when: &str,
+        made_by: &str,
+        conditions: &std::collections::BTreeMap<model::types::CallRole, model::conditions::Conditions>,
+    ) -> Result<Value, String> {
         let path = model::endpoint_path(self.protocol);
         let path = match self.protocol {
             Protocol::Anthropic => path.to_string(),
@@ -170,14 +179,19 @@ impl Scenario {
             }
             runs.push(json!({"run": ri, "interactions": interactions}));
         }
-        Ok(json!({
-            "format": "harness-cassette/1",
+        let mut c = json!({
+            "format": crate::cassette::FORMAT,
             "case": self.case,
             "protocol": self.protocol,
             "model": self.model,
             "made": {"how": "scripted", "when": self.when.as_deref().unwrap_or(made_when), "by": made_by, "temperature": null, "seed": null, "notes": self.notes},
-            "runs": runs,
-        }))
+            "conditions": conditions,
+        });
+        if !self.indifferent_to.is_empty() {
+            c["indifferent_to"] = json!(self.indifferent_to);
+        }
+        c["runs"] = Value::Array(runs);
+        Ok(c)
     }
 }
 
@@ -200,7 +214,7 @@ mod tests {
             {"key": "execute/t1/a0/0", "text": "explores"},
             {"key": "execute/t1/a0/0", "text": "uses it", "when_request_contains": "Workaround: pin"},
         ]));
-        let v = sc.to_cassette("1970-01-01", "test").unwrap();
+        let v = sc.to_cassette("1970-01-01", "test", &model::conditions::every_role_as(Protocol::Anthropic, &json!({}))).unwrap();
         let its = v["runs"][0]["interactions"].as_array().unwrap();
         assert!(
             its[0].get("when_request_contains").is_none(),
@@ -215,14 +229,14 @@ mod tests {
     #[test]
     fn ambiguous_calls_are_refused_naming_the_scenario_field() {
         let e = scenario(json!([{"key": "plan/0"}, {"key": "plan/0"}]))
-            .to_cassette("1970-01-01", "test")
+            .to_cassette("1970-01-01", "test", &model::conditions::every_role_as(Protocol::Anthropic, &json!({})))
             .unwrap_err();
         assert!(
             e.starts_with("field `runs[0].calls[1].key`: duplicate (run 0, call_key \"plan/0\"): already at runs[0].calls[0]"),
             "{e}"
         );
         let e = scenario(json!([{"key": "plan/0", "when_request_contains": ""}]))
-            .to_cassette("1970-01-01", "test")
+            .to_cassette("1970-01-01", "test", &model::conditions::every_role_as(Protocol::Anthropic, &json!({})))
             .unwrap_err();
         assert!(
             e.starts_with("field `runs[0].calls[0].when_request_contains`: is empty"),

@@ -283,9 +283,11 @@ output_usd_per_mtok = 25.0
         model: MODEL.into(),
         notes: "bench faults".into(),
         when: None,
+        indifferent_to: vec![],
         runs: vec![ScriptRun { calls }],
     };
-    let cas = sc.to_cassette("2026-12-01", "bench faults")?;
+    let conditions = bench::scripted::conditions_of_spec(&root.join("run.toml"))?;
+    let cas = sc.to_cassette("2026-12-01", "bench faults", &conditions)?;
     let text = serde_json::to_string_pretty(&cas).map_err(|e| e.to_string())?;
     std::fs::write(root.join("cassettes").join(format!("{name}.json")), text).map_err(io)?;
     Ok(CaseDir {

@@ -592,6 +592,7 @@ mod tests {
             state_dir: state_dir.display().to_string(),
             verified: 2,
             bench_fault: None,
+            cause: None,
         }
     }
 

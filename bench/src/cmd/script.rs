@@ -1,46 +1,54 @@
 //! `bench script`: compile hand-written scenarios (`scenario.json`) into
-//! cassettes in the replay format, and `--check` that committed cassettes are
-//! what their scenarios compile to (so the two never drift apart).
+//! cassettes in the replay format, stating the recording conditions of the
+//! case's run spec; `--check` that committed cassettes are what their
+//! scenarios compile to (so the two never drift apart); and
+//! `--migrate-recorded`, the one-time rewrite of a recorded cassette from
+//! before recording conditions (bench::scripted holds the work).
 
 use crate::exit::ExitStatus;
+use bench::scripted::{compile, migrate_recorded, targets};
 use clap::Args;
-use harness::scenario::Scenario;
-use std::path::{Path, PathBuf};
+use harness::model::ConditionField;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct ScriptArgs {
-    /// Case directories (holding scenario.json) or scenario files. A case
-    /// directory's cassette is written next to it as cassette.json.
+    /// Case directories (holding scenario.json and run.toml) or scenario
+    /// files. A case directory's cassette is written next to it as
+    /// cassette.json. With --migrate-recorded: cassette files.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Write here instead (only with a single path).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Do not write: fail if any cassette differs from what its scenario compiles to.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "migrate_recorded")]
     pub check: bool,
+    /// Rewrite recorded cassettes of the format before recording conditions
+    /// (harness-cassette/1) in place, reading each role's conditions from
+    /// its recorded request bodies.
+    #[arg(long)]
+    pub migrate_recorded: bool,
+    /// With --migrate-recorded: the run spec the recording was made under,
+    /// for roles recorded without request bodies.
+    #[arg(long, requires = "migrate_recorded")]
+    pub spec: Option<PathBuf>,
+    /// With --migrate-recorded: a request field the recorded replies are
+    /// declared indifferent to (repeatable; e.g. `seed` for a recording
+    /// whose run i used seed S+i, which the run variant already carries).
+    #[arg(long, requires = "migrate_recorded", value_parser = parse_field)]
+    pub indifferent_to: Vec<ConditionField>,
 }
 
-/// Compile one scenario to the pretty JSON text of its cassette, checked by
-/// the same loader the replay server uses (secrets, fields, duplicates).
-pub fn compile(scenario_path: &Path) -> Result<String, String> {
-    let sc = Scenario::load(scenario_path)?;
-    let v = sc
-        .to_cassette("1970-01-01", "bench script")
-        .map_err(|e| format!("{}: {e}", scenario_path.display()))?;
-    let mut text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
-    text.push('\n');
-    harness::replay::Cassette::from_json_str(&text, scenario_path).map_err(|e| e.to_string())?;
-    Ok(text)
-}
-
-fn targets(p: &Path) -> (PathBuf, PathBuf) {
-    if p.is_dir() {
-        (p.join("scenario.json"), p.join("cassette.json"))
-    } else {
-        (p.to_path_buf(), p.with_file_name("cassette.json"))
-    }
+fn parse_field(s: &str) -> Result<ConditionField, String> {
+    ConditionField::ALL
+        .into_iter()
+        .find(|f| f.as_str() == s)
+        .ok_or_else(|| {
+            let names: Vec<&str> = ConditionField::ALL.iter().map(|f| f.as_str()).collect();
+            format!("expected one of {}", names.join(", "))
+        })
 }
 
 pub fn run(args: ScriptArgs) -> ExitCode {
@@ -50,6 +58,16 @@ pub fn run(args: ScriptArgs) -> ExitCode {
     }
     let mut bad = 0;
     for p in &args.paths {
+        if args.migrate_recorded {
+            match migrate_recorded(p, args.spec.as_deref(), &args.indifferent_to) {
+                Ok(said) => println!("{said}"),
+                Err(e) => {
+                    eprintln!("bench script --migrate-recorded: {e}");
+                    bad += 1;
+                }
+            }
+            continue;
+        }
         let (src, default_out) = targets(p);
         let out = args.out.clone().unwrap_or(default_out);
         match compile(&src) {

@@ -270,7 +270,17 @@ impl Recorder {
         };
         let mut c = Cassette::new(case, p.meta.protocol, p.meta.model.clone(), made);
         c.runs = runs;
+        if p.meta.seed_base.is_some() {
+            // Run i was recorded with seed S+i and replay serves run i from
+            // variant i: the variant carries the seed, and a replayed spec
+            // sends none. Said explicitly, as indifference must be.
+            c.indifferent_to = vec![harness::model::ConditionField::Seed];
+        }
         let path = self.dir.join(format!("{case}.json"));
+        if let Err(e) = c.conditions_from_bodies() {
+            w.error = Some(format!("{}: {e}", path.display()));
+            return w;
+        }
         match c.save(&path).and_then(|_| Cassette::load(&path)) {
             Ok(back) if back == c => w.path = Some(path.display().to_string()),
             Ok(_) => {

@@ -349,3 +349,61 @@ fn replay_misses_are_not_comparable_and_never_a_regression() {
         "{svg}"
     );
 }
+
+/// An arm written to `dir` that changes only what `overlay` says.
+fn arm(dir: &Path, name: &str, overlay: &str) -> PathBuf {
+    let p = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &p,
+        format!("[ab]\nname = \"{name}\"\ndescription = \"test arm\"\n\n{overlay}"),
+    )
+    .unwrap();
+    p
+}
+
+/// The first A/B an engineer runs, another model, must not be answered
+/// from the recording of the old one: every case not comparable (exit 3),
+/// each naming the field. The same for any request condition: temperature,
+/// the length limit. The loop cap is not a request condition, so its A/B
+/// still gets a verdict (loop_cap_4_versus_6_...).
+#[test]
+fn an_arm_that_changes_the_request_conditions_is_not_comparable_under_replay() {
+    let t = tempfile::tempdir().unwrap();
+    let model_swap = arm(
+        t.path(),
+        "sonnet-9",
+        "[model]\nexecutor = \"claude-sonnet-9\"\nplanner = \"claude-sonnet-9\"\n\n[prices.\"claude-sonnet-9\"]\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n",
+    );
+    let hot = arm(t.path(), "hot", "[model]\ntemperature = 0.9\n");
+    for (b, says) in [
+        (&model_swap, "model: recorded claude-opus-5, requested claude-sonnet-9"),
+        (&hot, "temperature: recorded (not sent), requested 0.9"),
+    ] {
+        let o = ab(
+            &config("loop-cap-6.toml"),
+            b,
+            &["--suite", "suites/ab", "--category", "happy", "--runs-per-case", "1"],
+        );
+        assert_eq!(o.code, 3, "exit 3 is not comparable: {}", o.text);
+        let verdict = o.json["verdict"].as_str().unwrap_or_default();
+        assert!(verdict.starts_with("not comparable"), "{verdict}");
+        let nc = o.json["not_comparable"].as_array().expect("not_comparable list");
+        assert!(!nc.is_empty());
+        assert_eq!(o.json["n_cases"], 0, "no case is compared: {}", o.text);
+        for c in nc {
+            for r in c["runs"].as_array().unwrap() {
+                assert_eq!(r["arm"], "b", "{c}");
+                assert_eq!(r["fault"]["kind"], "other_conditions", "{c}");
+                let d = &r["fault"]["difference"];
+                let line = format!(
+                    "{}: recorded {}, requested {}",
+                    d["field"].as_str().unwrap(),
+                    d["recorded"].as_str().unwrap(),
+                    d["requested"].as_str().unwrap()
+                );
+                assert_eq!(line, says, "{c}");
+            }
+        }
+        assert!(o.text.contains(says), "{}", o.text);
+    }
+}

@@ -65,3 +65,42 @@ fn a_bad_value_is_that_cases_load_error_and_the_rest_run() {
         assert!(!e["expected"].as_str().unwrap().is_empty(), "{id}: {e}");
     }
 }
+
+/// A case whose check script lost its execute bit reads as a broken case,
+/// not as an agent that failed: the FAIL line, summary.md and the JUnit
+/// message open with the OS's "Permission denied", before the follow-on
+/// failures (the ending, the predicate) it caused.
+#[test]
+fn a_check_that_cannot_run_leads_every_failure_report_with_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suites");
+    let case = suite.join("happy/happy-fix-failing-pricing-test");
+    harness::workspace::copy_tree(&repo().join("suites/happy/happy-fix-failing-pricing-test"), &case)
+        .unwrap();
+    let script = case.join("checks/tests.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = t.path().join("out");
+    let (code, s, log) = bench_run(&suite, &out, &["--category", "happy"]);
+    assert_ne!(code, 0, "{log}");
+    let fail = log.lines().find(|l| l.starts_with("FAIL ")).unwrap_or_else(|| panic!("{log}"));
+    let (head, rest) = fail.split_once(" -- ").unwrap();
+    assert!(
+        head.contains("check \"tests\" could not run") && head.contains("Permission denied"),
+        "the cause leads: {fail}"
+    );
+    assert!(rest.contains("ending: expected GOAL_MET"), "the follow-on failures follow: {fail}");
+    let cause = s["cases"][0]["runs"][0]["cause"].as_str().unwrap_or_default();
+    assert!(cause.contains("Permission denied"), "{}", s["cases"][0]["runs"][0]);
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let run_line = md.lines().find(|l| l.starts_with("- run 0: ")).unwrap_or_else(|| panic!("{md}"));
+    assert!(run_line.contains("Permission denied"), "{run_line}");
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    let msg = junit
+        .split("message=\"")
+        .nth(1)
+        .and_then(|m| m.split('"').next())
+        .unwrap_or_else(|| panic!("{junit}"));
+    assert!(msg.contains("run 0: check &quot;tests&quot; could not run"), "{msg}");
+    assert!(msg.contains("Permission denied"), "{msg}");
+}

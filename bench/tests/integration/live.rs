@@ -82,7 +82,12 @@ pub(crate) async fn upstream(fault_first_plan: bool) -> MockServer {
     std::fs::write(&p, sc.to_string()).unwrap();
     let cassette = harness::scenario::Scenario::load(&p)
         .unwrap()
-        .to_cassette("2026-01-01", "test")
+        // Only its rendered replies are used (as the mock upstream's).
+        .to_cassette(
+            "2026-01-01",
+            "test",
+            &harness::model::conditions::every_role_as(harness::model::Protocol::Openai, &Value::Null),
+        )
         .unwrap();
     let server = MockServer::start().await;
     if fault_first_plan {
@@ -281,24 +286,43 @@ async fn record_then_replay_and_the_key_never_lands_on_disk() {
     let case2 = suite2.join("happy/live-demo");
     harness::workspace::copy_tree(&case, &case2).unwrap();
     std::fs::copy(&path, case2.join("cassette.json")).unwrap();
+    let replay = |out: PathBuf| {
+        bench(
+            vec![
+                "run".into(),
+                "--suite".into(),
+                s(&suite2),
+                "--category".into(),
+                "happy".into(),
+                "--out".into(),
+                s(&out),
+                "--runs-per-case".into(),
+                "2".into(),
+                "--harness".into(),
+                s(&harness_bin()),
+            ],
+            vec![],
+        )
+    };
+    // The case's own spec sends no temperature; the recording was made at
+    // 0.8 (the record overlay): replay refuses, and says so first.
+    let (code, log) = replay(root.join("run-out-other")).await;
+    assert_ne!(code, 0, "{log}");
+    let fail = log.lines().find(|l| l.starts_with("FAIL ")).unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        fail.contains(": replayed under other conditions: temperature: recorded 0.8, requested (not sent)"),
+        "{fail}"
+    );
+    // Under the recorded conditions, the same endings.
+    let spec_path = case2.join("run.toml");
+    let mut spec: toml::Table = std::fs::read_to_string(&spec_path).unwrap().parse().unwrap();
+    spec["model"]
+        .as_table_mut()
+        .unwrap()
+        .insert("temperature".into(), toml::Value::Float(0.8));
+    std::fs::write(&spec_path, toml::to_string(&spec).unwrap()).unwrap();
     let out = root.join("run-out");
-    let (code, log) = bench(
-        vec![
-            "run".into(),
-            "--suite".into(),
-            s(&suite2),
-            "--category".into(),
-            "happy".into(),
-            "--out".into(),
-            s(&out),
-            "--runs-per-case".into(),
-            "2".into(),
-            "--harness".into(),
-            s(&harness_bin()),
-        ],
-        vec![],
-    )
-    .await;
+    let (code, log) = replay(out.clone()).await;
     assert_eq!(code, 0, "{log}");
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();

@@ -65,6 +65,25 @@ pub struct ModelSpec {
     pub structured_output: crate::model::StructuredOutput,
 }
 
+impl ModelSpec {
+    /// What the spec imposes on every request before it is sent: its
+    /// `max_tokens` bounds every call, the planner's and the judge's fixed
+    /// allowances included (a small local model's context cannot hold a
+    /// 4,096-token plan, found recording the live suite).
+    pub fn bound(&self, req: &mut crate::model::ModelRequest) {
+        req.max_tokens = req.max_tokens.min(self.max_tokens);
+    }
+
+    /// The sampling settings every request carries.
+    pub fn sampling(&self) -> crate::model::Sampling {
+        crate::model::Sampling {
+            temperature: self.temperature,
+            seed: self.seed,
+            structured_output: self.structured_output,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertSpec {
     pub file: Option<PathBuf>,

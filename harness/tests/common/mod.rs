@@ -243,11 +243,21 @@ output_usd_per_mtok = {out_price}
             model: MODEL.into(),
             notes: "integration test".into(),
             when: None,
+            indifferent_to: vec![],
             runs: vec![ScriptRun {
                 calls: self.calls.clone(),
             }],
         };
-        let cas = sc.to_cassette("2026-11-30", "harness/tests").unwrap();
+        // The replies hold for what this spec sends, as a committed case's
+        // do. A spec the harness refuses never reaches a model call, so its
+        // cassette's conditions are never compared.
+        let conditions = match harness::spec::RunSpec::load(&self.spec_path()) {
+            Ok(spec) => harness::recording_conditions::of_spec(&spec, &spec.workspace).unwrap(),
+            Err(_) => harness::model::conditions::every_role_as(Protocol::Anthropic, &serde_json::Value::Null),
+        };
+        let cas = sc
+            .to_cassette("2026-11-30", "harness/tests", &conditions)
+            .unwrap();
         std::fs::create_dir_all(self.cassette_dir()).unwrap();
         std::fs::write(
             self.cassette_dir().join(format!("{}.json", self.name)),

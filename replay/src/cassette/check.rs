@@ -107,6 +107,7 @@ impl Cassette {
         self.check_no_secret(file)?;
         self.check_top_level(file)?;
         self.check_limits(file)?;
+        self.check_conditions(file)?;
         let endpoint = endpoint_path(self.protocol);
         for (ri, run) in self.runs.iter().enumerate() {
             if run.run as usize != ri {
@@ -148,6 +149,27 @@ impl Cassette {
         Ok(())
     }
 
+    /// Every role an interaction has states its recording conditions.
+    fn check_conditions(&self, file: &Path) -> Result<(), CassetteError> {
+        for (ri, run) in self.runs.iter().enumerate() {
+            for (ii, it) in run.interactions.iter().enumerate() {
+                if !self.conditions.contains_key(&it.role) {
+                    return refuse(
+                        file,
+                        &format!("conditions.{}", it.role.as_str()),
+                        CassetteErrorKind::InvalidValue,
+                        format!(
+                            "is missing, but runs[{ri}].interactions[{ii}] is a {} call; expected the conditions its replies hold for \
+                             (`bench script` states them for a scripted case, `bench script --migrate-recorded` reads them from recorded bodies)",
+                            it.role.as_str()
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn check_no_secret(&self, file: &Path) -> Result<(), CassetteError> {
         let doc = serde_json::to_value(self).map_err(|e| {
             CassetteError::new(file, None, CassetteErrorKind::InvalidValue, e.to_string())
@@ -166,6 +188,19 @@ impl Cassette {
     /// `format`, `case`, `model` and `made`.
     fn check_top_level(&self, file: &Path) -> Result<(), CassetteError> {
         use CassetteErrorKind::InvalidValue;
+        if self.format == FORMAT_WITHOUT_CONDITIONS {
+            return refuse(
+                file,
+                "format",
+                InvalidValue,
+                format!(
+                    "is \"{FORMAT_WITHOUT_CONDITIONS}\", which states no recording conditions; expected \"{FORMAT}\". \
+                     Migrate it: `bench script <case dir>` for a scripted case (scenario.json beside it), \
+                     `bench script --migrate-recorded {}` for a recorded one",
+                    file.display()
+                ),
+            );
+        }
         if self.format != FORMAT {
             return refuse(
                 file,

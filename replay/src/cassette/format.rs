@@ -1,4 +1,4 @@
-//! The `harness-cassette/1` format (recordings/README.md): the types a
+//! The `harness-cassette/2` format (recordings/README.md): the types a
 //! cassette file deserialises into, its limits, and the constructors a
 //! recording proxy or a generator builds one with.
 
@@ -10,10 +10,13 @@ use serde_json::Value;
 use super::alternatives::choose;
 use super::canonical::{body_sha256, sorted_value};
 use super::secrets::{redact_headers, redact_json};
+use model::conditions::{ConditionField, Conditions, Difference};
 use model::types::{CallRole, Protocol};
 
 /// The value of the `format` field this code reads and writes.
-pub const FORMAT: &str = "harness-cassette/1";
+pub const FORMAT: &str = "harness-cassette/2";
+/// The format before recording conditions: refused with the way to migrate.
+pub const FORMAT_WITHOUT_CONDITIONS: &str = "harness-cassette/1";
 /// Largest cassette file accepted, so a stray multi-GB file in the tree
 /// cannot take the bench down.
 pub const MAX_CASSETTE_BYTES: u64 = 16 * 1024 * 1024;
@@ -49,6 +52,16 @@ pub struct Cassette {
     pub protocol: Protocol,
     pub model: String,
     pub made: Made,
+    /// The conditions each role's replies hold for (model::conditions): a
+    /// request sent under other ones is refused, never answered. Required:
+    /// every role an interaction has must be here.
+    #[serde(default)]
+    pub conditions: BTreeMap<CallRole, Conditions>,
+    /// Fields the replies are declared not to depend on (a scripted
+    /// loop-cap case answers any model alike). Empty = indifferent to
+    /// nothing, the default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indifferent_to: Vec<ConditionField>,
     /// Run variants; `runs[i].run == i`. A request for run r is served from
     /// variant `r % runs.len()`.
     pub runs: Vec<RunRecording>,
@@ -224,8 +237,49 @@ impl Cassette {
             protocol,
             model: model.into(),
             made,
+            conditions: BTreeMap::new(),
+            indifferent_to: Vec::new(),
             runs: Vec::new(),
         }
+    }
+
+    /// The first way a request of `role` with this body was sent under
+    /// other conditions than the recording's (None: the same, or a role the
+    /// cassette has no conditions for, which `check` refuses at load).
+    pub fn condition_difference(&self, role: CallRole, body: &[u8]) -> Option<Difference> {
+        let recorded = self.conditions.get(&role)?;
+        recorded.first_difference(&Conditions::of_bytes(self.protocol, body), &self.indifferent_to)
+    }
+
+    /// Fill `conditions` from the recorded request bodies (a live
+    /// recording: what was really sent). Every body of a role must agree on
+    /// every field the cassette is not declared indifferent to;
+    /// a role whose interactions have no body gets none (and `check`
+    /// refuses the cassette until it is stated another way).
+    pub fn conditions_from_bodies(&mut self) -> Result<(), String> {
+        let mut found: BTreeMap<CallRole, (Conditions, String)> = BTreeMap::new();
+        for (ri, run) in self.runs.iter().enumerate() {
+            for (ii, it) in run.interactions.iter().enumerate() {
+                let Some(body) = &it.request.body else { continue };
+                let c = Conditions::of_body(self.protocol, body);
+                let at = format!("runs[{ri}].interactions[{ii}]");
+                match found.get(&it.role) {
+                    None => {
+                        found.insert(it.role, (c, at));
+                    }
+                    Some((first, first_at)) => {
+                        if let Some(d) = first.first_difference(&c, &self.indifferent_to) {
+                            return Err(format!(
+                                "{at}: a {} request was sent under other conditions than {first_at}'s ({d}); one cassette holds one set of conditions per role",
+                                it.role.as_str()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        self.conditions = found.into_iter().map(|(r, (c, _))| (r, c)).collect();
+        Ok(())
     }
 
     /// Append an interaction to run `run`, creating run variants up to it.

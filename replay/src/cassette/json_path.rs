@@ -83,7 +83,7 @@ pub(super) fn cassette_error(file: &Path, err: &strict::Error) -> CassetteError 
         strict::Kind::Unknown { .. } => (
             CassetteErrorKind::UnknownField,
             Some(field),
-            format!("{msg} (harness-cassette/1 has no such field)"),
+            format!("{msg} (harness-cassette/2 has no such field)"),
         ),
         strict::Kind::UnknownVariant { variant, expected } => {
             // The enums are named after the field that holds them: "unknown

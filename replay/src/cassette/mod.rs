@@ -1,5 +1,5 @@
 //! Cassettes: recorded (or hand-scripted) model traffic for one eval case,
-//! the `harness-cassette/1` JSON format documented in recordings/README.md.
+//! the `harness-cassette/2` JSON format documented in recordings/README.md.
 //!
 //! Loading is strict because a cassette is test input that people edit by
 //! hand: every error names the file, the JSON field path and what was
@@ -37,7 +37,7 @@ pub use canonical::{body_sha256, canonical_json, sorted_value};
 pub use error::{CassetteError, CassetteErrorKind, RecordingsError};
 pub use format::{
     endpoint_path, Cassette, Interaction, Made, MadeHow, RecordedRequest, RecordedResponse,
-    RunOutcome, RunRecording, FORMAT, HOP_BY_HOP_HEADERS, MAX_CASE_ID_LEN, MAX_CASSETTE_BYTES,
+    RunOutcome, RunRecording, FORMAT, FORMAT_WITHOUT_CONDITIONS, HOP_BY_HOP_HEADERS, MAX_CASE_ID_LEN, MAX_CASSETTE_BYTES,
     MAX_CASSETTE_FILES, MAX_FAULTS_BEFORE, MAX_INTERACTIONS, MAX_LATENCY_MS, MAX_RUNS,
 };
 pub use index::{CaseRecording, Recordings};

@@ -7,13 +7,19 @@ use serde_json::json;
 use std::path::Path;
 
 pub(crate) fn minimal(case: &str) -> String {
+    let conditions = serde_json::to_string(&model::conditions::every_role_as(
+        Protocol::Anthropic,
+        &json!({"model": "claude-test"}),
+    ))
+    .unwrap();
     format!(
         r#"{{
-  "format": "harness-cassette/1",
+  "format": "harness-cassette/2",
   "case": "{case}",
   "protocol": "anthropic",
   "model": "claude-test",
   "made": {{"how": "scripted", "when": "2025-01-01", "by": "test"}},
+  "conditions": {conditions},
   "runs": [
     {{
       "run": 0,
@@ -45,7 +51,7 @@ fn minimal_cassette_loads() {
 
 #[test]
 fn bad_json_names_file_line_and_column() {
-    let e = parse("{\n  \"format\": \"harness-cassette/1\",\n  \"case\": oops\n}").unwrap_err();
+    let e = parse("{\n  \"format\": \"harness-cassette/2\",\n  \"case\": oops\n}").unwrap_err();
     assert_eq!(e.kind, CassetteErrorKind::BadJson);
     assert_eq!(e.line, Some(3));
     let s = e.to_string();
@@ -254,7 +260,7 @@ fn the_index_chooses_a_reply_by_the_request_text() {
 #[test]
 fn other_semantic_checks() {
     for (from, to, field) in [
-        ("\"harness-cassette/1\"", "\"harness-cassette/2\"", "format"),
+        ("\"harness-cassette/2\"", "\"harness-cassette/3\"", "format"),
         ("\"case\": \"c1\"", "\"case\": \"a b\"", "case"),
         (
             "\"/v1/messages\"",
@@ -492,7 +498,7 @@ fn load_error_messages_are_pinned() {
             CassetteErrorKind::UnknownField,
             "cases/x.json: field `made.byy` (line 6, column 58): unknown field `byy`, expected \
              one of `how`, `when`, `by`, `temperature`, `seed`, `notes` \
-             (harness-cassette/1 has no such field)",
+             (harness-cassette/2 has no such field)",
         ),
         (
             "\"anthropic\"",
@@ -541,4 +547,43 @@ fn load_error_messages_are_pinned() {
         e.message,
         "unknown role \"plan`, expected x\"; expected one of `plan`, `execute`, `judge`, `replan`, `compact`, `lesson`"
     );
+}
+
+#[test]
+fn a_cassette_without_conditions_is_refused_with_the_way_to_migrate() {
+    let old = minimal("c1").replace("harness-cassette/2", "harness-cassette/1");
+    let e = parse(&old).unwrap_err().to_string();
+    assert!(
+        e.contains("cases/x.json") && e.contains("format") && e.contains("states no recording conditions"),
+        "{e}"
+    );
+    assert!(e.contains("bench script --migrate-recorded cases/x.json"), "{e}");
+
+    // The new format with a role left out: refused naming the role.
+    let mut c = parse(&minimal("c1")).unwrap();
+    c.conditions.remove(&CallRole::Plan);
+    let e = c.check(Path::new("cases/x.json")).unwrap_err().to_string();
+    assert!(e.contains("conditions.plan") && e.contains("is missing"), "{e}");
+}
+
+#[test]
+fn conditions_read_from_recorded_bodies_must_agree_per_role() {
+    let mut c = parse(&minimal("c1")).unwrap();
+    let body = |m: &str| json!({"model": m, "max_tokens": 10, "system": "s", "messages": []});
+    c.runs[0].interactions[0].request.body = Some(body("m1"));
+    c.runs[0].interactions[0].request.body_sha256 = Some(body_sha256(&body("m1")));
+    c.conditions_from_bodies().unwrap();
+    assert_eq!(c.conditions.len(), 1);
+    assert_eq!(c.conditions[&CallRole::Plan].model.as_deref(), Some("m1"));
+    let d = c
+        .condition_difference(CallRole::Plan, body("m2").to_string().as_bytes())
+        .unwrap();
+    assert_eq!(d.to_string(), "model: recorded m1, requested m2");
+
+    let mut second = c.runs[0].interactions[0].clone();
+    second.call_key = "plan/1".into();
+    second.request.body = Some(body("m2"));
+    c.runs[0].interactions.push(second);
+    let e = c.conditions_from_bodies().unwrap_err();
+    assert!(e.contains("runs[0].interactions[1]") && e.contains("model: recorded m1, requested m2"), "{e}");
 }

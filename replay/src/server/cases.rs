@@ -5,6 +5,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use std::collections::BTreeMap;
+
+use model::conditions::{ConditionField, Conditions, Difference};
 use serde_json::Value;
 
 use super::response::Prepared;
@@ -29,6 +32,9 @@ pub(super) struct ServeInteraction {
 pub(super) struct ServeCase {
     pub(super) source: PathBuf,
     pub(super) protocol: Protocol,
+    /// What each role's replies hold for (cassette `conditions`).
+    pub(super) conditions: BTreeMap<CallRole, Conditions>,
+    pub(super) indifferent_to: Vec<ConditionField>,
     /// Per variant: call key -> its replies in file order (one, or the
     /// key's conditional alternatives, `cassette::choose` picks).
     pub(super) variants: Vec<HashMap<String, Vec<ServeInteraction>>>,
@@ -38,6 +44,8 @@ pub(super) fn prepare(recordings: Recordings) -> HashMap<String, ServeCase> {
     let mut cases = HashMap::new();
     for rec in recordings.into_cases() {
         let protocol = rec.cassette.protocol;
+        let conditions = rec.cassette.conditions;
+        let indifferent_to = rec.cassette.indifferent_to;
         let variants = rec
             .cassette
             .runs
@@ -74,9 +82,21 @@ pub(super) fn prepare(recordings: Recordings) -> HashMap<String, ServeCase> {
             ServeCase {
                 source: rec.source,
                 protocol,
+                conditions,
+                indifferent_to,
                 variants,
             },
         );
     }
     cases
+}
+
+impl ServeCase {
+    /// How a request of `role` with this body differs from the conditions
+    /// the replies were recorded under, if it does. A role without
+    /// conditions cannot reach here: the cassette check refuses it at load.
+    pub(super) fn condition_difference(&self, role: CallRole, body: &[u8]) -> Option<Difference> {
+        let recorded = self.conditions.get(&role)?;
+        recorded.first_difference(&Conditions::of_bytes(self.protocol, body), &self.indifferent_to)
+    }
 }

@@ -82,6 +82,15 @@ impl Shared {
                 it.method, req.method
             ));
         }
+        // A reply holds only under the conditions it was recorded under:
+        // another model, prompt, tool set, sampling or length limit is a
+        // request this recording never saw, however its call key matches.
+        if let Some(d) = sc.condition_difference(inc.role, &req.body) {
+            return Err(format!(
+                "{at}: {OTHER_CONDITIONS}: {d} ({})",
+                sc.source.display()
+            ));
+        }
         if self.opts.strict {
             strict_check(it, &req.body).map_err(|why| format!("{at}: {why}"))?;
         }
@@ -149,6 +158,10 @@ impl Shared {
     }
 }
 
+/// How a refusal for other conditions reads (the bench classifies it from
+/// the typed comparison, not from this text).
+pub const OTHER_CONDITIONS: &str = "replayed under other conditions";
+
 /// Longest piece of a condition quoted in a miss message, in characters.
 const CONDITION_QUOTED_MAX_CHARS: usize = 80;
 
@@ -181,6 +194,44 @@ mod tests {
     use crate::server::{ReplayCounters, ReplayOptions, HEADER_ALTERNATIVE, HEADER_CALL_ROLE};
     use model::types::Protocol;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn a_request_under_other_conditions_is_refused_never_answered() {
+        let recorded = json!({"model": "claude-opus-5", "max_tokens": 512, "system": "plan it",
+                              "messages": [{"role": "user", "content": "goal"}]});
+        let mut cassette = test_cassette();
+        cassette.conditions = model::conditions::every_role_as(Protocol::Anthropic, &recorded);
+        cassette.indifferent_to = vec![];
+        let mut rec = crate::cassette::Recordings::new();
+        rec.add(cassette, "mem/srv.json").unwrap();
+        let s = crate::server::ReplayServer::start(rec, fast()).await.unwrap();
+        let c = reqwest::Client::new();
+        let base = s.base_url_for(CASE, 0);
+        let send = |body: serde_json::Value| {
+            let (c, base) = (c.clone(), base.clone());
+            async move { call(&c, &base, "/v1/messages", "plan", "plan/0", 0, &body).await }
+        };
+        // Another conversation under the same conditions: answered.
+        let mut same = recorded.clone();
+        same["messages"] = json!([{"role": "user", "content": "another goal"}]);
+        assert_eq!(send(same).await.json()["id"], "msg_plan_v0");
+        // Another model, prompt, length or sampling: refused, naming the field.
+        for (field, v, says) in [
+            ("model", json!("claude-sonnet-9"), "model: recorded claude-opus-5, requested claude-sonnet-9"),
+            ("system", json!("plan it boldly"), "system: recorded sha256 "),
+            ("max_tokens", json!(4096), "max_tokens: recorded 512, requested 4096"),
+            ("temperature", json!(0.9), "temperature: recorded (not sent), requested 0.9"),
+            ("tools", json!([{"name": "x"}]), "tools: recorded sha256 "),
+        ] {
+            let mut other = recorded.clone();
+            other[field] = v;
+            let miss = send(other).await.miss_message();
+            assert!(
+                miss.contains("replayed under other conditions") && miss.contains(says),
+                "{field}: {miss}"
+            );
+        }
+    }
 
     #[tokio::test]
     async fn run_index_selects_variant_modulo() {
@@ -253,8 +304,10 @@ mod tests {
             v
         };
         serde_json::from_value(json!({
-            "format": "harness-cassette/1", "case": "cond", "protocol": "anthropic", "model": "claude-test",
+            "format": crate::cassette::FORMAT, "case": "cond", "protocol": "anthropic", "model": "claude-test",
             "made": {"how": "scripted", "when": "2025-01-01", "by": "server tests"},
+            "conditions": model::conditions::every_role_as(Protocol::Anthropic, &json!({})),
+            "indifferent_to": model::conditions::ConditionField::ALL,
             "runs": [{"run": 0, "interactions": [
                 it("execute/t2/a0/0", None, "msg_explores"),
                 it("execute/t2/a0/0", Some("pass --tz \"UTC\""), "msg_uses_the_lesson"),

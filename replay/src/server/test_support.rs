@@ -61,11 +61,15 @@ pub(super) fn test_cassette() -> Cassette {
         })
     };
     serde_json::from_value(json!({
-        "format": "harness-cassette/1",
+        "format": crate::cassette::FORMAT,
         "case": CASE,
         "protocol": "anthropic",
         "model": "claude-test",
         "made": {"how": "scripted", "when": "2025-01-01", "by": "server tests", "temperature": null, "seed": null, "notes": ""},
+        // These tests are about matching by key, variant and attempt; the
+        // conditions have tests of their own (matching.rs).
+        "conditions": model::conditions::every_role_as(model::types::Protocol::Anthropic, &json!({})),
+        "indifferent_to": model::conditions::ConditionField::ALL,
         "runs": [variant(0), variant(1)]
     }))
     .unwrap()

@@ -438,6 +438,9 @@ pub async fn run_live(
             .map_err(|e| Unavailable::Config(format!("--record {}: {e}", dir.display())))?;
         let path = dir.join(format!("{case}.json"));
         cassette
+            .conditions_from_bodies()
+            .map_err(|e| Unavailable::Config(format!("--record {}: {e}", path.display())))?;
+        cassette
             .save(&path)
             .map_err(|e| Unavailable::Config(format!("--record: {e}")))?;
         recorded_to = Some(path);
@@ -769,7 +772,7 @@ mod tests {
         assert!(c.made.notes.contains("STAND-IN"), "{}", c.made.notes);
         // And it is what its scenario compiles to.
         let compiled =
-            crate::script::compile(&fixtures().join("stand-in-judge/scenario.json")).unwrap();
+            bench::scripted::compile(&fixtures().join("stand-in-judge/scenario.json")).unwrap();
         assert_eq!(compiled, std::fs::read_to_string(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap(), "run `bench script bench/tests/fixtures/calibrate/stand-in-judge --out bench/tests/fixtures/calibrate/stand-in-judge/recordings/cassette.json`");
     }
 

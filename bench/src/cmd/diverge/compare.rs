@@ -232,7 +232,11 @@ pub fn compare_variant(r: &Trajectory, a: &Trajectory, threshold: f64) -> Varian
     let tasks_jaccard = set_jaccard(&r.tasks_planned, &a.tasks_planned);
     let (rt, at) = (tokens(r), tokens(a));
     let seq = sequence_similarity(&rt, &at);
-    let similarity = calls_jaccard.min(tasks_jaccard).min(seq);
+    // A Jaccard over two empty sets is n/a (None): it takes no part.
+    let similarity = [calls_jaccard, tasks_jaccard]
+        .into_iter()
+        .flatten()
+        .fold(seq, f64::min);
     let first_parting = first_parting(&rt, &at).map(|i| Parting {
         step: i,
         recorded: r.steps.get(i).map(view),
@@ -246,8 +250,9 @@ pub fn compare_variant(r: &Trajectory, a: &Trajectory, threshold: f64) -> Varian
     for (name, v) in [
         ("calls Jaccard", calls_jaccard),
         ("tasks Jaccard", tasks_jaccard),
-        ("sequence similarity", seq),
+        ("sequence similarity", Some(seq)),
     ] {
+        let Some(v) = v else { continue };
         if v < threshold {
             reasons.push(format!("{name} {v:.3} < {threshold}"));
         }
@@ -267,8 +272,8 @@ pub fn compare_variant(r: &Trajectory, a: &Trajectory, threshold: f64) -> Varian
         presence: Presence::Both,
         diverged: !reasons.is_empty(),
         reasons,
-        calls_jaccard: Some(calls_jaccard),
-        tasks_jaccard: Some(tasks_jaccard),
+        calls_jaccard,
+        tasks_jaccard,
         sequence_similarity: Some(seq),
         similarity: Some(similarity),
         ending_changed,

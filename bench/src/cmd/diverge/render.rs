@@ -12,8 +12,10 @@ pub const TASKS_SHOWN_MAX: usize = 12;
 /// Cases given a section of their own in diverge.md (the table lists all).
 pub const CASE_SECTIONS_MAX: usize = 200;
 
+/// A similarity, or "n/a" when there was nothing to compare (two empty
+/// sets, or a variant only one side has).
 fn num(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
+    x.map_or("n/a".into(), |v| format!("{v:.3}"))
 }
 
 fn ratio(x: Option<f64>) -> String {

@@ -23,8 +23,10 @@
 
 use std::collections::BTreeMap;
 
-/// Multiset Jaccard of two token lists (order ignored, counts kept).
-pub fn multiset_jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
+/// Multiset Jaccard of two token lists (order ignored, counts kept); None
+/// ("n/a") for two empty lists: nothing was compared, so they are neither
+/// alike nor different.
+pub fn multiset_jaccard<T: Ord>(a: &[T], b: &[T]) -> Option<f64> {
     let mut counts: BTreeMap<&T, (u64, u64)> = BTreeMap::new();
     for x in a {
         counts.entry(x).or_default().0 += 1;
@@ -36,13 +38,13 @@ pub fn multiset_jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
         (lo + ca.min(cb), hi + ca.max(cb))
     });
     if max_sum == 0 {
-        return 1.0;
+        return None;
     }
-    min_sum as f64 / max_sum as f64
+    Some(min_sum as f64 / max_sum as f64)
 }
 
-/// Plain (set) Jaccard: duplicates collapse first.
-pub fn set_jaccard<T: Ord + Clone>(a: &[T], b: &[T]) -> f64 {
+/// Plain (set) Jaccard: duplicates collapse first; None for two empty sets.
+pub fn set_jaccard<T: Ord + Clone>(a: &[T], b: &[T]) -> Option<f64> {
     let dedup = |v: &[T]| {
         let mut v = v.to_vec();
         v.sort();
@@ -101,11 +103,11 @@ mod tests {
     #[test]
     fn identical_is_one_and_disjoint_is_zero() {
         let a = calls(10);
-        assert_eq!(multiset_jaccard(&a, &a), 1.0);
+        assert_eq!(multiset_jaccard(&a, &a), Some(1.0));
         assert_eq!(sequence_similarity(&a, &a), 1.0);
         assert_eq!(first_parting(&a, &a), None);
         let b: Vec<String> = a.iter().map(|x| format!("x{x}")).collect();
-        assert_eq!(multiset_jaccard(&a, &b), 0.0);
+        assert_eq!(multiset_jaccard(&a, &b), Some(0.0));
         assert_eq!(sequence_similarity(&a, &b), 0.0);
         assert_eq!(first_parting(&a, &b), Some(0));
     }
@@ -113,11 +115,12 @@ mod tests {
     #[test]
     fn two_empty_sides_did_the_same_nothing() {
         let e: Vec<String> = vec![];
-        assert_eq!(multiset_jaccard(&e, &e), 1.0);
+        // Two empty sets: a Jaccard is n/a, never 1.000.
+        assert_eq!(multiset_jaccard(&e, &e), None);
         assert_eq!(sequence_similarity(&e, &e), 1.0);
-        assert_eq!(set_jaccard(&e, &e), 1.0);
+        assert_eq!(set_jaccard(&e, &e), None);
         // One side empty: nothing shared.
-        assert_eq!(multiset_jaccard(&calls(3), &e), 0.0);
+        assert_eq!(multiset_jaccard(&calls(3), &e), Some(0.0));
         assert_eq!(sequence_similarity(&calls(3), &e), 0.0);
         assert_eq!(first_parting(&calls(3), &e), Some(0));
     }
@@ -129,7 +132,7 @@ mod tests {
         b[4] = "write_file({\"path\":\"f4\"})".into();
         // Multiset: 9 shared; the two differing calls count once each on
         // top: 9 / (9 + 1 + 1) = 9/11.
-        assert!((multiset_jaccard(&a, &b) - 9.0 / 11.0).abs() < 1e-12);
+        assert!((multiset_jaccard(&a, &b).unwrap() - 9.0 / 11.0).abs() < 1e-12);
         // LCS keeps the other 9 in order: 9/10.
         assert!((sequence_similarity(&a, &b) - 0.9).abs() < 1e-12);
         assert_eq!(first_parting(&a, &b), Some(4));
@@ -140,11 +143,11 @@ mod tests {
         let a = ["r", "r", "w"];
         let b = ["r", "w", "w"];
         // min: r 1, w 1 = 2; max: r 2, w 2 = 4.
-        assert_eq!(multiset_jaccard(&a, &b), 0.5);
-        assert_eq!(set_jaccard(&a, &b), 1.0);
+        assert_eq!(multiset_jaccard(&a, &b), Some(0.5));
+        assert_eq!(set_jaccard(&a, &b), Some(1.0));
         // Same calls, another order: the multiset cannot see it, the LCS can.
         let c = ["w", "r", "r"];
-        assert_eq!(multiset_jaccard(&a, &c), 1.0);
+        assert_eq!(multiset_jaccard(&a, &c), Some(1.0));
         assert!((sequence_similarity(&a, &c) - 2.0 / 3.0).abs() < 1e-12);
         // A prefix parts where the shorter one ends.
         assert_eq!(first_parting(&a[..2], &a), Some(2));

@@ -473,6 +473,7 @@ mod tests {
             state_dir: String::new(),
             verified: 1,
             bench_fault: None,
+            cause: None,
         };
         // 7 of 10 soft checks: at the margin's edge, exactly.
         assert_eq!(
