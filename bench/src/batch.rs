@@ -36,7 +36,7 @@ pub fn block_on<F: Future<Output = ExitCode>>(
     {
         Ok(rt) => rt.block_on(body),
         Err(e) => {
-            eprintln!("bench {cmd}: cannot start the runtime: {e}");
+            errln!("bench {cmd}: cannot start the runtime: {e}");
             on_error.into()
         }
     }
@@ -78,7 +78,7 @@ pub fn build_harness(explicit: Option<&PathBuf>, no_build: bool) -> Result<PathB
     let target = cargo_target_dir(&root);
     // cargo's own progress bar goes to our stderr: a cold build takes
     // minutes, and the person waiting sees why.
-    eprintln!("bench: building the test-variants harness (cargo build --release -p harness --features test-variants --bin {VARIANTS_BIN_NAME}); only the harness crate compiles");
+    errln!("bench: building the test-variants harness (cargo build --release -p harness --features test-variants --bin {VARIANTS_BIN_NAME}); only the harness crate compiles");
     let st = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["build", "--release", "-p", "harness"])
         .args(["--features", "test-variants", "--bin", VARIANTS_BIN_NAME])
@@ -90,7 +90,7 @@ pub fn build_harness(explicit: Option<&PathBuf>, no_build: bool) -> Result<PathB
         }
         Ok(s) => return Err(format!("building the test-variants harness failed ({s})")),
         Err(e) if bin.is_file() => {
-            eprintln!("bench: cannot run cargo ({e}); using {}", bin.display())
+            errln!("bench: cannot run cargo ({e}); using {}", bin.display())
         }
         Err(e) => {
             return Err(format!(

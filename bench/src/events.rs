@@ -220,7 +220,7 @@ impl Terminal {
                     b.println(l);
                 }
             }
-            (None, Some(l)) => eprintln!("{l}"),
+            (None, Some(l)) => errln!("{l}"),
             (None, None) => {}
         }
     }

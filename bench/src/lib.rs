@@ -22,6 +22,8 @@
 //! - `prices`, `cli`: the price table and the clap value types several
 //!   commands share.
 
+#[macro_use]
+pub mod console;
 pub mod audit;
 pub mod batch;
 pub mod bench_fault;

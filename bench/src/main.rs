@@ -4,6 +4,9 @@
 //! A thin clap dispatcher: each subcommand lives in cmd/ with its own `Args`
 //! struct and `run`, built on the core in lib.rs; no command calls another.
 
+#[macro_use]
+extern crate bench;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

@@ -114,6 +114,44 @@ impl Reporter for SummaryFiles {
 /// events of the batch that would have made it: its cases in order, every
 /// run started and finished, each case finished, the batch finished in its
 /// wall time.
+/// The lock file a command holds in its `--out` dir while it writes there.
+pub const OUT_LOCK_FILE: &str = ".bench.lock";
+
+/// Hold `out` for this process: two commands writing one output dir would
+/// mix their case dirs and summaries silently (a summary that omits half
+/// the case-runs, audits failing on files the other wrote). An advisory
+/// flock on `<out>/.bench.lock` (released when this process exits, however
+/// it exits), which carries the holder's pid for the refusal message.
+pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
+    use std::io::Write;
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create --out {}: {e}", out.display()))?;
+    let path = out.join(OUT_LOCK_FILE);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => {
+            let _ = f.set_len(0);
+            let _ = writeln!(f, "{} {cmd}", std::process::id());
+            Ok(f)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            let holder = holder.trim();
+            Err(format!(
+                "--out {} is in use by another bench command{}; give this one another --out",
+                out.display(),
+                if holder.is_empty() { String::new() } else { format!(" (pid and command: {holder})") }
+            ))
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", path.display())),
+    }
+}
+
 pub fn replay(summary: &Summary, reporter: &mut dyn Reporter) {
     let cases: Vec<CaseMeta> = summary
         .cases
@@ -164,12 +202,12 @@ pub fn live_outputs(t: &crate::live::LiveTarget, out: &Path, cmd: &str) -> Optio
     let not_recorded = written.iter().any(|w| w.path.is_none());
     let report = crate::live::LiveReport::collect(t, written);
     for l in report.lines() {
-        println!("{l}");
+        outln!("{l}");
     }
     match report.write(out) {
-        Ok(p) => println!("live       {}", p.display()),
+        Ok(p) => outln!("live       {}", p.display()),
         Err(e) => {
-            eprintln!("bench {cmd}: cannot write live.json: {e}");
+            errln!("bench {cmd}: cannot write live.json: {e}");
             return Some(ExitCode::from(ExitStatus::Unloadable));
         }
     }
@@ -186,7 +224,7 @@ pub fn finish_outputs(files: SummaryFiles, out: &Path) -> ExitCode {
     match files.into_summary() {
         Ok(summary) => print_outputs(&summary, out),
         Err(e) => {
-            eprintln!("bench run: cannot write outputs: {e}");
+            errln!("bench run: cannot write outputs: {e}");
             ExitCode::from(ExitStatus::Unloadable)
         }
     }
@@ -195,13 +233,13 @@ pub fn finish_outputs(files: SummaryFiles, out: &Path) -> ExitCode {
 /// Print the table and the failures of a written summary, and pick the exit
 /// code.
 pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
-    println!("{}", summary.table());
+    outln!("{}", summary.table());
     for l in summary.flaky_lines() {
-        println!("{l}");
+        outln!("{l}");
     }
     for c in summary.cases.iter().filter(|c| !c.passed) {
         for r in c.runs.iter().filter(|r| !r.passed) {
-            println!(
+            outln!(
                 "FAIL {}/{} run {}: {} -- {}",
                 c.category,
                 c.id,
@@ -212,9 +250,9 @@ pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
         }
     }
     for e in &summary.load_errors {
-        println!("NOT LOADED {e}");
+        outln!("NOT LOADED {e}");
     }
-    println!(
+    outln!(
         "{} cases, {} case-runs in {:.1}s ({:.1} case-runs/s): {}",
         summary.cases.len(),
         summary.case_runs,
@@ -222,7 +260,7 @@ pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
         summary.case_runs_per_s,
         if summary.passed { "PASS" } else { "FAIL" }
     );
-    println!("summary    {}", out.join("summary.md").display());
+    outln!("summary    {}", out.join("summary.md").display());
     if summary.passed {
         ExitCode::SUCCESS
     } else {

@@ -171,10 +171,7 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
     // predicate): the check may write there and nowhere else but `cwd`.
     let own_tmp = match spec.env.tmpdir {
         Some(_) => None,
-        None => match tempfile::Builder::new()
-            .prefix("harness-check-tmp-")
-            .tempdir()
-        {
+        None => match crate::check_tmp::create() {
             Ok(t) => Some(t),
             Err(e) => return not_started(format!("cannot make the check's temp dir: {e}")),
         },

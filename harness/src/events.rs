@@ -236,7 +236,7 @@ impl EventLog {
         }
         let Some(f) = self.file.as_mut() else { return };
         let line = EventLine {
-            unix_ms: crate::run_loop::now_unix_ms(),
+            unix_ms: crate::clock::now_unix_ms(),
             t_ms: self.t0.elapsed().as_millis() as u64,
             step,
             event,

@@ -5,7 +5,8 @@
 //! in exactly one of seven endings. See ARCHITECTURE.md at the repo root.
 
 // --- the loop and its five mechanisms ---
-pub mod checkpoint; // framed, checksummed, atomic checkpoint + refusals on load
+pub mod checkpoint;
+pub mod clock; // the run's elapsed time: monotonic in a process, carried across resumes by the checkpoint // framed, checksummed, atomic checkpoint + refusals on load
 pub mod drift; // drift judge request/parse + the drift gate (only writer of the score)
 pub mod durable; // the atomic write sequence: temp, write, fsync, rename, fsync dir
 pub mod ending; // the seven endings, their class, exit code and alert action
@@ -16,6 +17,7 @@ pub mod run_loop; // should_stop + the one loop; every branch decision lives her
 
 // --- what the loop works on ---
 pub mod agent; // planner, executor (ReAct), replanner prompts and parsing
+pub mod check_tmp; // the checks' private temp dirs, and the sweep of a killed run's
 pub mod check; // spec-defined checks and the goal predicate: commands the harness runs
 pub mod spec; // run.toml: parsing, validation, errors that name file and field
 pub mod state; // the run state that the checkpoint carries

@@ -282,6 +282,16 @@ async fn run_cmd(
             }
         }
     }
+    // One harness per workspace as well as per state dir: two runs of one
+    // spec with different state dirs would both work the same files (and
+    // both send the non-idempotent post). Held until this process exits.
+    let _workspace_lock = match lock_workspace(&spec.workspace) {
+        Ok(l) => l,
+        Err(why) => {
+            console::err_line(&format!("harness: not started: {why}; nothing was written"));
+            return EXIT_SPEC_REJECTED;
+        }
+    };
     // From here on the spec is accepted: every exit is an ending.
     let outcome = match lock_state_dir(&state_dir) {
         Ok(_lock) => {
@@ -360,6 +370,26 @@ fn lock_state_dir(state_dir: &Path) -> Result<std::fs::File, LockError> {
     let _ = lock.set_len(0);
     let _ = writeln!(lock, "{}", std::process::id());
     Ok(lock)
+}
+
+/// An advisory lock (flock) on the workspace directory itself: no file is
+/// added to the workspace, and a killed harness never leaves it held.
+/// A workspace that cannot be opened is not locked here: the run's own
+/// start reports it, as the ending it is.
+fn lock_workspace(workspace: &Path) -> Result<Option<std::fs::File>, String> {
+    let Ok(dir) = std::fs::File::open(workspace) else {
+        return Ok(None);
+    };
+    match dir.try_lock() {
+        Ok(()) => Ok(Some(dir)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "another harness is running on the workspace {} (with another state dir)",
+            workspace.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(format!("cannot lock the workspace {}: {e}", workspace.display()))
+        }
+    }
 }
 
 /// The human summary on stdout. Only names report.json when it is there.

@@ -401,7 +401,7 @@ pub async fn deliver_alert(
         "alert"
     };
     let line = AlertLine {
-        unix_ms: crate::run_loop::now_unix_ms(),
+        unix_ms: crate::clock::now_unix_ms(),
         action: report.alert,
         run_id: report.run_id.clone(),
         ending: report.ending,

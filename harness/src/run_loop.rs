@@ -61,12 +61,7 @@ pub const CLAIM_MAX_CHARS: usize = 500;
 /// webhook, when configured, is sent after that, within its own timeout.
 pub const TIME_LIMIT_MARGIN_MS: u64 = 2000;
 
-pub fn now_unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::clock::now_unix_ms;
 
 /// Everything that can go wrong inside a lap, as values. `classify` is the
 /// only place that maps them to the loop's two responses.
@@ -192,6 +187,8 @@ pub struct Outcome {
 }
 
 pub struct Runner {
+    /// The run's elapsed time, which the wall-clock limit reads.
+    clock: crate::clock::RunClock,
     spec: RunSpec,
     goal: Goal,
     state: RunState,
@@ -433,16 +430,15 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
     };
     let git = GitWork::detect(workspace.root());
     // Checks get a private TMPDIR, removed when the run ends (the Runner
-    // holds it); without one they fall back to the system temp dir.
-    let check_tmp = tempfile::Builder::new()
-        .prefix("harness-check-tmp-")
-        .tempdir()
-        .ok();
+    // holds it; a killed run's is swept by the next: crate::check_tmp);
+    // without one they fall back to the system temp dir.
+    let check_tmp = crate::check_tmp::create().ok();
     if let Some(t) = &check_tmp {
         spec.set_check_tmpdir(t.path());
     }
 
     let mut r = Runner {
+        clock: crate::clock::RunClock::resume_from(state.elapsed_ms),
         spec,
         goal,
         state,
@@ -519,7 +515,7 @@ async fn fail_early(
         Some(detail),
         Some(kind),
         false,
-        now_unix_ms().saturating_sub(state.started_at_unix_ms),
+        state.elapsed_ms,
     );
     let report_written = publish(&mut report, ends, state_dir).await;
     Outcome {
@@ -724,7 +720,7 @@ async fn end_after_panic(after: AfterPanic, message: String) -> Outcome {
         Some(detail),
         Some(kind.clone()),
         false,
-        now_unix_ms().saturating_sub(state.started_at_unix_ms),
+        state.elapsed_ms,
     );
     if let Some(e) = ckpt_err {
         note_final_checkpoint_failed(&mut report, &e);
@@ -1938,6 +1934,7 @@ impl Runner {
     fn checkpoint(&mut self) -> Result<(), LapError> {
         self.goal.assert_intact()?;
         self.state.ledger = self.ledger.snapshot().clone();
+        self.state.elapsed_ms = self.clock.elapsed_ms();
         checkpoint::save(&self.state_dir, &self.state)?;
         Ok(())
     }
@@ -1989,8 +1986,9 @@ impl Runner {
         clip_chars(&tb.dispatch(&call).content, 4000)
     }
 
+    /// How long the run has run (crate::clock): monotonic, across resumes.
     fn elapsed_ms(&self) -> u64 {
-        now_unix_ms().saturating_sub(self.state.started_at_unix_ms)
+        self.clock.elapsed_ms()
     }
 
     /// What is left of the wall-clock limit, which counts from the run's first

@@ -144,6 +144,11 @@ pub struct RunState {
     /// Copied from the spec for `harness status`, which reads only the state dir.
     pub hard_cap_usd: f64,
     pub started_at_unix_ms: u64,
+    /// How long the run had run at this checkpoint, on the monotonic clock
+    /// of each process that ran it (crate::clock): what the wall-clock
+    /// limit counts. Absent in older checkpoints: 0.
+    #[serde(default)]
+    pub elapsed_ms: u64,
     /// Tasks finished (verified or parked); the drift cadence counts these.
     pub step: u64,
     pub planned: bool,
@@ -212,6 +217,7 @@ impl RunState {
             goal_sha256,
             hard_cap_usd: 0.0,
             started_at_unix_ms,
+            elapsed_ms: 0,
             step: 0,
             planned: false,
             queue: vec![],

@@ -209,14 +209,14 @@ pub fn run(args: AbArgs) -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("bench ab: cannot start the runtime: {e}");
+            errln!("bench ab: cannot start the runtime: {e}");
             return ExitCode::from(ExitStatus::Usage);
         }
     };
     match rt.block_on(run_async(args)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bench ab: {e}");
+            errln!("bench ab: {e}");
             ExitCode::from(ExitStatus::Usage)
         }
     }
@@ -273,7 +273,7 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
         ));
     }
     for e in &loaded.errors {
-        eprintln!("bench ab: case not loaded (left out of both arms): {e}");
+        errln!("bench ab: case not loaded (left out of both arms): {e}");
     }
     check_config_against(&a, &loaded.cases)?;
     check_config_against(&b, &loaded.cases)?;
@@ -375,8 +375,8 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
         wall_ms,
     };
     render::write_all(&report, &out)?;
-    println!("{}", render::terminal(&report));
-    println!("report     {}", out.join("ab.md").display());
+    outln!("{}", render::terminal(&report));
+    outln!("report     {}", out.join("ab.md").display());
     let mut capped = false;
     if let Some(arms) = &live_arms {
         for (lane, t) in ["a", "b"].iter().zip(arms) {
@@ -482,7 +482,7 @@ async fn run_arms(
     terminal.into_inner().finish();
     for (root, files) in roots.iter().zip([files_a, files_b]) {
         if let Err(e) = files.into_summary() {
-            eprintln!(
+            errln!(
                 "bench ab: cannot write the summary under {}: {e}",
                 root.display()
             );

@@ -122,7 +122,7 @@ pub struct CalibrateArgs {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("bench calibrate: {msg}");
+    errln!("bench calibrate: {msg}");
     ExitCode::from(ExitStatus::Usage)
 }
 
@@ -234,9 +234,9 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         Ok(s) => s,
         Err(errors) => {
             for e in &errors {
-                eprintln!("bench calibrate: {e}");
+                errln!("bench calibrate: {e}");
             }
-            eprintln!(
+            errln!(
                 "bench calibrate: {} problem(s) in the labeled set; nothing was measured",
                 errors.len()
             );
@@ -268,19 +268,19 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         match measure_judge(&args, &set, &prices, caps) {
             Ok(run) => {
                 if let Some(p) = &run.recorded_to {
-                    eprintln!(
+                    errln!(
                         "bench calibrate: recorded the judge's answers to {}",
                         p.display()
                     );
                 }
                 if !run.priced {
-                    eprintln!("bench calibrate: model {:?} has no price in the table: cost per check is reported as not priced (pass --prices)", run.model);
+                    errln!("bench calibrate: model {:?} has no price in the table: cost per check is reported as not priced (pass --prices)", run.model);
                 }
                 inputs.push(judge_input(&run));
             }
             Err(u) => {
                 let how_to = judge::how_to_record(&args.recordings);
-                eprintln!(
+                errln!(
                     "bench calibrate: judge: NOT MEASURED: {}\n{how_to}",
                     u.message()
                 );
@@ -329,11 +329,11 @@ pub fn run(args: CalibrateArgs) -> ExitCode {
         detectors,
     };
     if let Err(e) = write_outputs(&args.out, &cal, &reports) {
-        eprintln!("bench calibrate: {e}");
+        errln!("bench calibrate: {e}");
         return ExitCode::from(ExitStatus::WriteFailed);
     }
-    print!("{}", render::terminal(&cal));
-    println!(
+    out!("{}", render::terminal(&cal));
+    outln!(
         "wrote {0}/calibration.json, {0}/calibration.md, {0}/roc.svg",
         args.out.display()
     );

@@ -188,7 +188,7 @@ fn progress_for(label: String, total: usize) -> (ProgressFn, Option<indicatif::P
         (
             Box::new(move |done, total| {
                 if done % step == 0 || done == total {
-                    eprintln!("bench chaos: {label}: {done}/{total} kills");
+                    errln!("bench chaos: {label}: {done}/{total} kills");
                 }
             }),
             None,
@@ -214,7 +214,7 @@ fn run_modes(
         if let Some(pb) = pb {
             pb.finish_and_clear();
         }
-        eprintln!(
+        errln!(
             "bench chaos: {prefix}{}: {} kills, {} confirmed SIGKILLs, {} power cuts, {} violation(s) in {:.1} s",
             m.as_str(),
             r.kills,
@@ -246,7 +246,7 @@ pub fn run(args: ChaosArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bench chaos: {e}");
+            errln!("bench chaos: {e}");
             ExitCode::from(ExitStatus::BenchFault)
         }
     }
@@ -295,7 +295,7 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         max_procs: 12,
         replay_extra: replay_extra.join(" "),
     };
-    eprintln!(
+    errln!(
         "bench chaos: seed {seed} (replay any kill with --seed {seed}); trials in {}",
         work_dir.display()
     );
@@ -334,10 +334,10 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     let json = report::to_json(&info, &modes);
     let md = report::to_markdown(&info, &modes);
     write_out(&args.out, "chaos", &json, &md)?;
-    println!("{}", report::summary_tables(&modes));
+    outln!("{}", report::summary_tables(&modes));
     let violations: Vec<&driver::Violation> = modes.iter().flat_map(|m| &m.violations).collect();
     for v in violations.iter().take(20) {
-        println!(
+        outln!(
             "VIOLATION {} kill {} ({}, {}, {}): {}\n  replay: {}",
             v.invariant,
             v.kill,
@@ -349,13 +349,13 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         );
     }
     if violations.len() > 20 {
-        println!(
+        outln!(
             "... and {} more (see {})",
             violations.len() - 20,
             args.out.join("chaos.md").display()
         );
     }
-    println!(
+    outln!(
         "{} violation(s) over {} kill indexes in {:.1} s (+{:.1} s building the harness); report {}",
         violations.len(),
         modes.iter().map(|m| m.kills).sum::<u64>(),
@@ -402,9 +402,9 @@ fn calibration_failed(
         &report::calibration_failure_markdown(&info, failures),
     )?;
     for f in failures {
-        println!("HARNESS FAILED {}", f.describe());
+        outln!("HARNESS FAILED {}", f.describe());
     }
-    println!(
+    outln!(
         "{} clean calibration run(s) failed; no kill was run; report {}",
         failures.len(),
         args.out.join("chaos.md").display()
@@ -455,9 +455,9 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
         Ok(p) => p,
         Err(PrepareError::Calibration(failures)) => {
             for f in &failures {
-                println!("HARNESS FAILED {}", f.describe());
+                outln!("HARNESS FAILED {}", f.describe());
             }
-            println!("self-test FAILED: the production harness fails a clean calibration run");
+            outln!("self-test FAILED: the production harness fails a clean calibration run");
             return Ok(ExitCode::from(ExitStatus::Finding));
         }
         Err(e) => return Err(e.to_string()),
@@ -628,7 +628,7 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
     };
     let json = serde_json::json!({"seed": base.seed, "kills_per_mode": base.kills, "passed": ok, "baseline": report::to_json(&binfo, &baseline), "variants": results, "wall_s": t0.elapsed().as_secs_f64()});
     write_out(&args.out, "self-test", &json, &md)?;
-    println!(
+    outln!(
         "{t}\nself-test {} in {:.1} s; report {}",
         if ok { "passed" } else { "FAILED" },
         t0.elapsed().as_secs_f64(),

@@ -115,7 +115,7 @@ pub struct DivergeArgs {
 }
 
 fn fail(status: ExitStatus, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("bench diverge: {msg}");
+    errln!("bench diverge: {msg}");
     ExitCode::from(status)
 }
 
@@ -151,12 +151,12 @@ pub fn run(args: DivergeArgs) -> ExitCode {
     };
     let mut report = compare::compare(&recorded, &against, args.threshold, mode);
     report.wall_ms = started.elapsed().as_millis().min(u64::MAX as u128) as u64;
-    println!("{}", render::table(&report));
+    outln!("{}", render::table(&report));
     if let Err(e) = write_outputs(&args.out, &report) {
         return fail(ExitStatus::Unloadable, e);
     }
     let t = &report.totals;
-    println!(
+    outln!(
         "bench diverge: {} of {} case(s) diverged ({} of {} variant(s), {} ending(s) changed), worst similarity {}, in {} ms",
         t.cases_diverged,
         t.cases,
@@ -167,8 +167,8 @@ pub fn run(args: DivergeArgs) -> ExitCode {
             .map_or("-".into(), |v| format!("{v:.3}")),
         report.wall_ms
     );
-    println!("json       {}", args.out.join("diverge.json").display());
-    println!("md         {}", args.out.join("diverge.md").display());
+    outln!("json       {}", args.out.join("diverge.json").display());
+    outln!("md         {}", args.out.join("diverge.md").display());
     ExitStatus::gate(!report.diverged, ExitStatus::Diverged).into()
 }
 
@@ -329,7 +329,7 @@ async fn record_live(args: &DivergeArgs, set: &trajectory::Set) -> ExitCode {
         seed,
         settings.api_key_env.clone(),
     );
-    eprintln!(
+    errln!(
         "bench diverge: {} case(s) x {runs} run(s) live against {} ({} {model}, temperature {temperature}), cap {}",
         cases.len(),
         proxy.upstream_host(),
@@ -353,13 +353,13 @@ async fn record_live(args: &DivergeArgs, set: &trajectory::Set) -> ExitCode {
     let written = recorder.finish();
     let report = live::LiveReport::collect(&target, written);
     for l in report.lines() {
-        println!("{l}");
+        outln!("{l}");
     }
     if let Err(e) = std::fs::create_dir_all(&args.out)
         .map_err(|e| e.to_string())
         .and_then(|_| report.write(&args.out))
     {
-        eprintln!("bench diverge: cannot write live.json: {e}");
+        errln!("bench diverge: cannot write live.json: {e}");
     }
     if report.recordings.iter().all(|w| w.path.is_none()) {
         return unloadable("the live run recorded no cassette; nothing to compare".into());

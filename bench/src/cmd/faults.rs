@@ -86,7 +86,7 @@ pub fn run(args: FaultsArgs) -> ExitCode {
     let harness = match crate::batch::harness_bin(args.harness.as_deref()) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("bench faults: {e}");
+            errln!("bench faults: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
@@ -99,7 +99,7 @@ pub fn run(args: FaultsArgs) -> ExitCode {
                 "disk-full: {levels} fill level(s) of a {TMPFS_KIB} KiB tmpfs"
             )),
             Err(Skip(why)) => {
-                eprintln!("bench faults: SKIPPED disk-full: {why}");
+                errln!("bench faults: SKIPPED disk-full: {why}");
                 notes.push(format!("disk-full: SKIPPED: {why}"));
             }
         }
@@ -109,7 +109,7 @@ pub fn run(args: FaultsArgs) -> ExitCode {
     }
     let failed: Vec<&Finding> = f.0.iter().filter(|x| !x.ok).collect();
     for x in &failed {
-        eprintln!(
+        errln!(
             "bench faults: VIOLATION {} / {}: {}",
             x.scenario, x.label, x.detail
         );
@@ -151,10 +151,10 @@ pub fn run(args: FaultsArgs) -> ExitCode {
         ));
     }
     if let Err(e) = write_out(&args.out, &json, &md) {
-        eprintln!("bench faults: cannot write {}: {e}", args.out.display());
+        errln!("bench faults: cannot write {}: {e}", args.out.display());
         return ExitCode::from(ExitStatus::Unloadable);
     }
-    println!("{md}");
+    outln!("{md}");
     if failed.is_empty() {
         ExitCode::SUCCESS
     } else {

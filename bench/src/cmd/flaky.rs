@@ -69,43 +69,43 @@ pub fn run(args: FlakyArgs) -> ExitCode {
 
 async fn run_async(args: FlakyArgs) -> ExitCode {
     if args.reruns == 0 || args.reruns > RERUNS_MAX {
-        eprintln!("bench flaky: --reruns must be 1..={RERUNS_MAX}");
+        errln!("bench flaky: --reruns must be 1..={RERUNS_MAX}");
         return ExitCode::from(ExitStatus::Usage);
     }
     if args.max_concurrency == 0 {
-        eprintln!("bench flaky: --max-concurrency must be at least 1");
+        errln!("bench flaky: --max-concurrency must be at least 1");
         return ExitCode::from(ExitStatus::Usage);
     }
     let baseline = match args.baseline.as_deref().map(read_baseline).transpose() {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("bench flaky: --baseline: {e}");
+            errln!("bench flaky: --baseline: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("bench flaky: {e}");
+            errln!("bench flaky: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let loaded = match suite::load_suite(&args.suite, args.category.as_deref()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("bench flaky: {e}");
+            errln!("bench flaky: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     for e in &loaded.errors {
-        eprintln!("bench flaky: case not loaded: {e}");
+        errln!("bench flaky: case not loaded: {e}");
     }
     let mut cases: Vec<Case> = loaded.cases;
     if let Some(id) = &args.case {
         cases.retain(|c| c.id() == id);
     }
     if cases.is_empty() {
-        eprintln!(
+        errln!(
             "bench flaky: no cases to run under {}",
             args.suite.display()
         );
@@ -114,12 +114,12 @@ async fn run_async(args: FlakyArgs) -> ExitCode {
     let plan = match plan::Plan::new(&cases, args.reruns) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("bench flaky: {e}");
+            errln!("bench flaky: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     if let Err(e) = std::fs::create_dir_all(&args.out) {
-        eprintln!("bench flaky: cannot create {}: {e}", args.out.display());
+        errln!("bench flaky: cannot create {}: {e}", args.out.display());
         return ExitCode::from(ExitStatus::Usage);
     }
     let out = std::fs::canonicalize(&args.out).unwrap_or(args.out.clone());
@@ -141,13 +141,13 @@ async fn run_async(args: FlakyArgs) -> ExitCode {
         serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
     )
     .and_then(|_| std::fs::write(out.join("flaky.md"), report.markdown()));
-    println!("{}", report.table());
+    outln!("{}", report.table());
     for c in report
         .cases
         .iter()
         .filter(|c| c.marker_status == MarkerStatus::BeyondMarker)
     {
-        println!(
+        outln!(
             "FLAKY {}: {} ({}). {}",
             c.id,
             c.cause.map(|x| x.as_str()).unwrap_or("?"),
@@ -160,12 +160,12 @@ async fn run_async(args: FlakyArgs) -> ExitCode {
         .iter()
         .filter(|c| c.marker_status == MarkerStatus::Fixed)
     {
-        println!(
+        outln!(
             "FIXED {}: the marker's cause no longer reproduces: remove the marker ({})",
             c.id, c.evidence
         );
     }
-    println!(
+    outln!(
         "bench flaky: {}: {} flaky ({} known, {} beyond their marker) of {} cases; {} case-runs in {:.1} s; {}",
         if report.passed { "PASS" } else { "FAIL" },
         report.totals.flaky,
@@ -177,7 +177,7 @@ async fn run_async(args: FlakyArgs) -> ExitCode {
         out.join("flaky.md").display()
     );
     if let Err(e) = written {
-        eprintln!(
+        errln!(
             "bench flaky: cannot write the report under {}: {e}",
             out.display()
         );
@@ -289,7 +289,7 @@ impl Reporter for CaseProgress {
             if self.done[i] == self.expected[i] {
                 self.cases_done += 1;
                 if !self.quiet {
-                    eprintln!(
+                    errln!(
                         "[{}/{} cases] {}: {}/{} case-runs passed",
                         self.cases_done,
                         self.expected.len(),

@@ -170,41 +170,41 @@ async fn run_async(args: KneeArgs) -> ExitCode {
     let levels = match parse_levels(&args.levels) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("bench knee: {e}");
+            errln!("bench knee: {e}");
             return ExitCode::from(ExitStatus::Usage);
         }
     };
     if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
-        eprintln!("bench knee: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
+        errln!("bench knee: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
         return ExitCode::from(ExitStatus::Usage);
     }
     if !(args.sensitivity.is_finite() && args.sensitivity >= 0.0) {
-        eprintln!("bench knee: --sensitivity must be a non-negative number");
+        errln!("bench knee: --sensitivity must be a non-negative number");
         return ExitCode::from(ExitStatus::Usage);
     }
     if args.bootstrap_reps == 0 || args.bootstrap_reps > REPS_MAX {
-        eprintln!("bench knee: --bootstrap-reps must be 1..={REPS_MAX}");
+        errln!("bench knee: --bootstrap-reps must be 1..={REPS_MAX}");
         return ExitCode::from(ExitStatus::Usage);
     }
     let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("bench knee: {e}");
+            errln!("bench knee: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let loaded = match suite::load_suite(&args.suite, None) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("bench knee: {e}");
+            errln!("bench knee: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     for e in &loaded.errors {
-        eprintln!("bench knee: case not loaded: {e}");
+        errln!("bench knee: case not loaded: {e}");
     }
     if loaded.cases.is_empty() {
-        eprintln!("bench knee: no cases to run under {}", args.suite.display());
+        errln!("bench knee: no cases to run under {}", args.suite.display());
         return ExitCode::from(ExitStatus::Unloadable);
     }
     let b = match batch::Batch::start(
@@ -218,7 +218,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
     {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("bench knee: {e}");
+            errln!("bench knee: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
@@ -245,14 +245,14 @@ async fn run_async(args: KneeArgs) -> ExitCode {
             for rec in runs {
                 let o = observe(level, c.id(), rec);
                 match (&o.not_comparable, &o.error) {
-                    (Some(f), _) => eprintln!(
+                    (Some(f), _) => errln!(
                         "bench knee: level {level} {} run {}: not comparable, not a data point: {}",
                         c.id(),
                         rec.run,
                         f.describe()
                     ),
                     (None, Some(e)) => {
-                        eprintln!("bench knee: level {level} {} run {}: {e}", c.id(), rec.run)
+                        errln!("bench knee: level {level} {} run {}: {e}", c.id(), rec.run)
                     }
                     (None, None) => {}
                 }
@@ -260,7 +260,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
             }
         }
         if this.len() as u64 != b.total() {
-            eprintln!(
+            errln!(
                 "bench knee: level {level}: {} of {} case-runs came back (a run task panicked)",
                 this.len(),
                 b.total()
@@ -272,7 +272,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
             .iter()
             .filter(|o| o.ending == analysis::BUDGET_EXHAUSTED)
             .count();
-        eprintln!(
+        errln!(
             "[level {}/{}] {:>4} of each cap: {} case-runs, ${spend:.2} spent, {verified} tasks verified, {exhausted} BUDGET_EXHAUSTED, {:.1}s",
             li + 1,
             levels.len(),
@@ -293,27 +293,27 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         args.sensitivity,
     );
     if let Err(e) = write_outputs(&report, &obs, &out) {
-        eprintln!("bench knee: cannot write outputs: {e}");
+        errln!("bench knee: cannot write outputs: {e}");
         return ExitCode::from(ExitStatus::Unloadable);
     }
-    println!("{}", table(&report));
+    outln!("{}", table(&report));
     for line in not_comparable_lines(&report) {
-        println!("{line}");
+        outln!("{line}");
     }
-    println!("{}", verdict(&report));
+    outln!("{}", verdict(&report));
     let errored: u64 = report.levels.iter().map(|l| l.errored_runs).sum();
-    println!(
+    outln!(
         "{} case-runs in {:.1}s; {}",
         obs.len(),
         t_all.elapsed().as_secs_f64(),
         out.join("knee.md").display()
     );
     if errored > 0 || !loaded.errors.is_empty() {
-        eprintln!("bench knee: {errored} case-run(s) without a usable report, {} case(s) not loaded: the figures leave them out", loaded.errors.len());
+        errln!("bench knee: {errored} case-run(s) without a usable report, {} case(s) not loaded: the figures leave them out", loaded.errors.len());
         return ExitCode::from(ExitStatus::Failed);
     }
     if !report.comparable {
-        eprintln!(
+        errln!(
             "bench knee: not comparable: {} (more than {:.0}% of the cases): no knee is claimed",
             report
                 .not_comparable_note

@@ -102,6 +102,22 @@ pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
 }
 
 pub fn run(args: MergeArgs) -> ExitCode {
+    // Writing the merge into one of its own shards would overwrite that
+    // shard's summary with the union: refused, whatever the spelling.
+    if let Ok(out) = std::fs::canonicalize(&args.out) {
+        if let Some(d) = args
+            .dirs
+            .iter()
+            .find(|d| std::fs::canonicalize(d).is_ok_and(|d| d == out))
+        {
+            errln!(
+                "bench merge: --out {} is the shard dir {}: the merge would overwrite it; give another --out",
+                args.out.display(),
+                d.display()
+            );
+            return ExitCode::from(ExitStatus::Usage);
+        }
+    }
     let mut parts = vec![];
     for d in &args.dirs {
         let p = d.join("summary.json");
@@ -111,7 +127,7 @@ pub fn run(args: MergeArgs) -> ExitCode {
         {
             Ok(s) => parts.push(s),
             Err(e) => {
-                eprintln!("bench merge: {}: {e}", p.display());
+                errln!("bench merge: {}: {e}", p.display());
                 return ExitCode::from(ExitStatus::Unloadable);
             }
         }
@@ -130,7 +146,7 @@ pub fn run(args: MergeArgs) -> ExitCode {
             crate::outputs::finish_outputs(files, &args.out)
         }
         Err(e) => {
-            eprintln!("bench merge: {e}");
+            errln!("bench merge: {e}");
             ExitCode::from(ExitStatus::Unloadable)
         }
     }

@@ -606,7 +606,7 @@ pub fn run(args: PriceArgs) -> ExitCode {
         Some(p) => match load_prices(p) {
             Ok(x) => x,
             Err(e) => {
-                eprintln!("bench price: {e}");
+                errln!("bench price: {e}");
                 return ExitCode::from(ExitStatus::Usage);
             }
         },
@@ -615,12 +615,12 @@ pub fn run(args: PriceArgs) -> ExitCode {
     let pr = match price(&args, &prices) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("bench price: {e}");
+            errln!("bench price: {e}");
             return ExitCode::from(ExitStatus::Usage);
         }
     };
     let text = table(&pr);
-    println!("{text}");
+    outln!("{text}");
     if let Some(out) = &args.out {
         let json = serde_json::json!({
             "night": pr.night,
@@ -643,7 +643,7 @@ pub fn run(args: PriceArgs) -> ExitCode {
                 )
             });
         if let Err(e) = r {
-            eprintln!("bench price: cannot write {}: {e}", out.display());
+            errln!("bench price: cannot write {}: {e}", out.display());
             return ExitCode::from(ExitStatus::Failed);
         }
     }

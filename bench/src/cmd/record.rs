@@ -91,12 +91,12 @@ pub struct RecordArgs {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("bench record: {msg}");
+    errln!("bench record: {msg}");
     ExitCode::from(ExitStatus::Usage)
 }
 
 fn unloadable(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("bench record: {msg}");
+    errln!("bench record: {msg}");
     ExitCode::from(ExitStatus::Unloadable)
 }
 
@@ -217,7 +217,7 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         Err(e) => return unloadable(e),
     };
     for e in &load_errors {
-        eprintln!("bench record: case not loaded: {e}");
+        errln!("bench record: case not loaded: {e}");
     }
     if let Err(e) = live::overlay::check_cases(&cases, &ov, args.seed, &args.model, args.max_tokens)
     {
@@ -243,7 +243,7 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         settings.api_key_env.clone(),
     );
     let ids: Vec<String> = cases.iter().map(|c| c.id().to_string()).collect();
-    eprintln!(
+    errln!(
         "bench record: {} case(s) x {} run(s) live against {} ({} {}), cap {}",
         cases.len(),
         args.runs,
@@ -268,14 +268,14 @@ async fn run_async(args: RecordArgs) -> ExitCode {
     let per_case = b.run(&ov, &b.out, &mut terminal).await;
     terminal.finish();
     let written = recorder.finish();
-    println!("{}", table(&ids, &per_case, &written, args.runs));
+    outln!("{}", table(&ids, &per_case, &written, args.runs));
     let report = live::LiveReport::collect(&target, written);
     for l in report.lines() {
-        println!("{l}");
+        outln!("{l}");
     }
     match report.write(&b.out) {
-        Ok(p) => println!("live       {}", p.display()),
-        Err(e) => eprintln!("bench record: cannot write live.json: {e}"),
+        Ok(p) => outln!("live       {}", p.display()),
+        Err(e) => errln!("bench record: cannot write live.json: {e}"),
     }
     let complete = report
         .recordings
@@ -285,7 +285,7 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         if report.cap_reached.is_none() && !complete {
-            println!("bench record: some runs were not recorded (see above)");
+            outln!("bench record: some runs were not recorded (see above)");
         }
         ExitCode::from(ExitStatus::Incomplete)
     }

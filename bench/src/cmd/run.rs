@@ -94,30 +94,30 @@ pub fn run(args: RunArgs) -> ExitCode {
 
 async fn run_async(args: RunArgs) -> ExitCode {
     if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
-        eprintln!("bench run: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
+        errln!("bench run: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
         return ExitCode::from(ExitStatus::Usage);
     }
     if !(0.0..=1.0).contains(&args.pass_rate) {
-        eprintln!("bench run: --pass-rate must be in [0, 1]");
+        errln!("bench run: --pass-rate must be in [0, 1]");
         return ExitCode::from(ExitStatus::Usage);
     }
     let shard = match args.shard.as_deref().map(parse_shard).transpose() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("bench run: {e}");
+            errln!("bench run: {e}");
             return ExitCode::from(ExitStatus::Usage);
         }
     };
     let live = match args.live.settings() {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("bench run: {e}");
+            errln!("bench run: {e}");
             return ExitCode::from(ExitStatus::Usage);
         }
     };
     let max_concurrency = match args.max_concurrency {
         Some(0) => {
-            eprintln!("bench run: --max-concurrency must be at least 1");
+            errln!("bench run: --max-concurrency must be at least 1");
             return ExitCode::from(ExitStatus::Usage);
         }
         Some(k) => k,
@@ -127,7 +127,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
     let harness_bin = match crate::batch::harness_bin(args.harness.as_deref()) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("bench run: {e}");
+            errln!("bench run: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
@@ -135,16 +135,16 @@ async fn run_async(args: RunArgs) -> ExitCode {
     let loaded = match load_categories(&args.suite, &args.category, live.is_some()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("bench run: {e}");
+            errln!("bench run: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     if let Err(e) = check_categories_present(&args.suite, &required, args.category.is_empty()) {
-        eprintln!("bench run: {e}");
+        errln!("bench run: {e}");
         return ExitCode::from(ExitStatus::Unloadable);
     }
     for e in &loaded.errors {
-        eprintln!("bench run: case not loaded: {e}");
+        errln!("bench run: case not loaded: {e}");
     }
     let all_ids: Vec<String> = {
         let mut v: Vec<String> = loaded.cases.iter().map(|c| c.id().to_string()).collect();
@@ -156,7 +156,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
     if let Some(id) = &args.case {
         cases.retain(|c| c.id() == id);
         if cases.is_empty() {
-            eprintln!(
+            errln!(
                 "bench run: --case {id:?}: no such case under {}",
                 args.suite.display()
             );
@@ -167,7 +167,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
         cases.retain(|c| shard_of(c.id(), n) == i - 1);
     }
     if cases.is_empty() && loaded.errors.is_empty() {
-        eprintln!("bench run: no cases to run under {}", args.suite.display());
+        errln!("bench run: no cases to run under {}", args.suite.display());
         return ExitCode::from(ExitStatus::Unloadable);
     }
     let live_target = match &live {
@@ -176,7 +176,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
             let proxy = match crate::live::start_proxy(l, max_concurrency).await {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("bench run: {e}");
+                    errln!("bench run: {e}");
                     return ExitCode::from(ExitStatus::Unloadable);
                 }
             };
@@ -187,7 +187,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
                     match crate::live::recorder::Recorder::new(dir, prov, args.runs_per_case) {
                         Ok(r) => Some(std::sync::Arc::new(r)),
                         Err(e) => {
-                            eprintln!("bench run: {e}");
+                            errln!("bench run: {e}");
                             return ExitCode::from(ExitStatus::Usage);
                         }
                     }
@@ -200,6 +200,13 @@ async fn run_async(args: RunArgs) -> ExitCode {
                 None,
                 l.api_key_env.clone(),
             ))
+        }
+    };
+    let _out_lock = match crate::outputs::lock_out_dir(&args.out, "bench run") {
+        Ok(l) => l,
+        Err(e) => {
+            errln!("bench run: {e}");
+            return ExitCode::from(ExitStatus::Usage);
         }
     };
     let batch = match &live_target {
@@ -225,7 +232,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
     let batch = match batch {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("bench run: {e}");
+            errln!("bench run: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };

@@ -53,16 +53,16 @@ fn parse_field(s: &str) -> Result<ConditionField, String> {
 
 pub fn run(args: ScriptArgs) -> ExitCode {
     if args.out.is_some() && args.paths.len() != 1 {
-        eprintln!("bench script: --out takes exactly one path");
+        errln!("bench script: --out takes exactly one path");
         return ExitCode::from(ExitStatus::Usage);
     }
     let mut bad = 0;
     for p in &args.paths {
         if args.migrate_recorded {
             match migrate_recorded(p, args.spec.as_deref(), &args.indifferent_to) {
-                Ok(said) => println!("{said}"),
+                Ok(said) => outln!("{said}"),
                 Err(e) => {
-                    eprintln!("bench script --migrate-recorded: {e}");
+                    errln!("bench script --migrate-recorded: {e}");
                     bad += 1;
                 }
             }
@@ -72,22 +72,22 @@ pub fn run(args: ScriptArgs) -> ExitCode {
         let out = args.out.clone().unwrap_or(default_out);
         match compile(&src) {
             Err(e) => {
-                eprintln!("bench script: {e}");
+                errln!("bench script: {e}");
                 bad += 1;
             }
             Ok(text) if args.check => {
                 let current = std::fs::read_to_string(&out).unwrap_or_default();
                 if current != text {
-                    eprintln!("bench script --check: {} is not what {} compiles to; run `bench script {}`", out.display(), src.display(), p.display());
+                    errln!("bench script --check: {} is not what {} compiles to; run `bench script {}`", out.display(), src.display(), p.display());
                     bad += 1;
                 }
             }
             Ok(text) => {
                 if let Err(e) = harness::durable::atomic_write(&out, text.as_bytes()) {
-                    eprintln!("bench script: cannot write {}: {e}", out.display());
+                    errln!("bench script: cannot write {}: {e}", out.display());
                     bad += 1;
                 } else {
-                    println!("wrote {}", out.display());
+                    outln!("wrote {}", out.display());
                 }
             }
         }

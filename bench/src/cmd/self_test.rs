@@ -156,32 +156,32 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
     let variants = match chosen(&args.variants) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("bench self-test: {e}");
+            errln!("bench self-test: {e}");
             return ExitCode::from(ExitStatus::Usage);
         }
     };
     if args.max_concurrency == 0 {
-        eprintln!("bench self-test: --max-concurrency must be at least 1");
+        errln!("bench self-test: --max-concurrency must be at least 1");
         return ExitCode::from(ExitStatus::Usage);
     }
     let t_all = Instant::now();
     let bin = match batch::build_harness(args.harness.as_ref(), args.no_build) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("bench self-test: {e}");
+            errln!("bench self-test: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     let suite = match crate::suite::load_suite(&args.suite, None) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("bench self-test: {e}");
+            errln!("bench self-test: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
     if !suite.errors.is_empty() {
         for e in &suite.errors {
-            eprintln!("bench self-test: case not loaded: {e}");
+            errln!("bench self-test: case not loaded: {e}");
         }
         return ExitCode::from(ExitStatus::Unloadable);
     }
@@ -189,7 +189,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
     let b = match Batch::start(suite.cases, bin, &args.out, 1, args.max_concurrency).await {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("bench self-test: {e}");
+            errln!("bench self-test: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
@@ -202,12 +202,12 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         Some(p) if args.first_catch => match prior_catchers(p, &b.cases) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("bench self-test: {e}");
+                errln!("bench self-test: {e}");
                 return ExitCode::from(ExitStatus::Usage);
             }
         },
         Some(_) => {
-            eprintln!("bench self-test: --prior orders a --first-catch run; without --first-catch every case runs anyway");
+            errln!("bench self-test: --prior orders a --first-catch run; without --first-catch every case runs anyway");
             return ExitCode::from(ExitStatus::Usage);
         }
         None => Default::default(),
@@ -225,7 +225,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         .await;
     let control_failures = failures(&b.cases, &control);
     let control_wall_s = t0.elapsed().as_secs_f64();
-    eprintln!(
+    errln!(
         "bench self-test: control (no variant): {} of {n_cases} cases failed, {control_wall_s:.1}s",
         control_failures.len()
     );
@@ -256,7 +256,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
             caught_by,
             wall_s: t0.elapsed().as_secs_f64(),
         };
-        eprintln!(
+        errln!(
             "bench self-test: {:<24} {} ({} cases), {:.1}s",
             r.variant,
             if r.caught { "CAUGHT" } else { "MISSED" },
@@ -277,7 +277,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         wall_s: t_all.elapsed().as_secs_f64(),
     };
     let md = markdown(&report);
-    println!("{}", table(&report));
+    outln!("{}", table(&report));
     for (name, body) in [
         (
             "self-test.json",
@@ -287,11 +287,11 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
     ] {
         let p = b.out.join(name);
         if let Err(e) = std::fs::write(&p, body) {
-            eprintln!("bench self-test: cannot write {}: {e}", p.display());
+            errln!("bench self-test: cannot write {}: {e}", p.display());
         }
     }
-    println!("{}", verdict(&report));
-    println!("report     {}", b.out.join("self-test.md").display());
+    outln!("{}", verdict(&report));
+    outln!("report     {}", b.out.join("self-test.md").display());
     if report.control_failures.is_empty() && caught == report.variants.len() {
         ExitCode::SUCCESS
     } else {

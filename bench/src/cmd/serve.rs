@@ -48,7 +48,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("bench serve: cannot start the async runtime: {e}");
+            errln!("bench serve: cannot start the async runtime: {e}");
             return ExitCode::from(ExitStatus::Failed);
         }
     };
@@ -60,7 +60,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             // Every bad file, each naming its field: fix them all in one go.
-            eprintln!(
+            errln!(
                 "bench serve: cannot load recordings from {}: {e}",
                 args.recordings.display()
             );
@@ -78,7 +78,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let listener = match TcpListener::bind(("127.0.0.1", args.port)) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("bench serve: cannot bind 127.0.0.1:{}: {e}", args.port);
+            errln!("bench serve: cannot bind 127.0.0.1:{}: {e}", args.port);
             return ExitCode::from(ExitStatus::Failed);
         }
     };
@@ -92,29 +92,29 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let server = match ReplayServer::start_on(listener, recordings, opts).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("bench serve: {e}");
+            errln!("bench serve: {e}");
             return ExitCode::from(ExitStatus::Failed);
         }
     };
     let o = server.options();
-    println!("replay server listening on {}", server.uri());
-    println!(
+    outln!("replay server listening on {}", server.uri());
+    outln!(
         "  {cases} cases, {interactions} interactions from {}",
         args.recordings.display()
     );
-    println!(
+    outln!(
         "  strict={} latency_scale={} faults={}",
         o.strict, o.latency_scale, o.faults
     );
-    println!(
+    outln!(
         "  base URL per case and run: {}/replay/<case>/<run>",
         server.uri()
     );
-    println!(
+    outln!(
         "    e.g. {}  (run r uses cassette variant r % variants)",
         server.base_url_for(&example_case, 0)
     );
-    println!("  stop with Ctrl-C or SIGTERM");
+    outln!("  stop with Ctrl-C or SIGTERM");
 
     // Serve until killed. No signal handler is installed (the workspace's
     // tokio has no "signal" feature): the default SIGINT/SIGTERM action ends
@@ -128,7 +128,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             let recent = server.recent_misses();
             let new = ((misses - reported) as usize).min(recent.len());
             for m in &recent[recent.len() - new..] {
-                eprintln!("replay miss: {m}");
+                errln!("replay miss: {m}");
             }
             reported = misses;
         }

@@ -301,3 +301,76 @@ fn a_missing_or_empty_category_fails_the_gate_with_a_clear_error() {
     assert_eq!(s["categories_required"], serde_json::json!(["regression"]));
     assert!(s["categories"].get("regression").is_some() && s["categories"].get("happy").is_none());
 }
+
+/// Two commands on one `--out` would mix their case dirs and summaries:
+/// while another holds it (here the test holds the same flock a running
+/// bench takes), `bench run` refuses, names the holder and writes nothing.
+#[test]
+fn a_second_bench_on_one_out_dir_is_refused_and_names_the_holder() {
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suite");
+    add_case(&suite, "happy", "demo-a", GOOD);
+    let out = t.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut held = std::fs::File::create(out.join(bench::outputs::OUT_LOCK_FILE)).unwrap();
+    held.lock().unwrap();
+    writeln!(held, "4242 bench run").unwrap();
+    let (code, s, log) = bench_run(&suite, &out, &["--category", "happy"]);
+    assert_eq!(code, 2, "{log}");
+    assert!(log.contains("is in use by another bench command") && log.contains("4242 bench run"), "{log}");
+    assert_eq!(s, Value::Null, "nothing written: {log}");
+    drop(held);
+    let (code, _, log) = bench_run(&suite, &out, &["--category", "happy"]);
+    assert_eq!(code, 0, "{log}");
+}
+
+/// `bench merge --out` onto one of its own shards would overwrite it.
+#[test]
+fn a_merge_into_one_of_its_shards_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let shard = t.path().join("shard-1");
+    std::fs::create_dir_all(&shard).unwrap();
+    std::fs::write(shard.join("summary.json"), "the shard's own").unwrap();
+    let spelled = t.path().join("shard-1/../shard-1");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["merge"])
+        .arg(&shard)
+        .arg(t.path().join("shard-2"))
+        .arg("--out")
+        .arg(&spelled)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("would overwrite it"), "{err}");
+    assert_eq!(std::fs::read_to_string(shard.join("summary.json")).unwrap(), "the shard's own");
+}
+
+/// `bench run ... 2>&1 | head -1`: once the reader is gone every write
+/// fails (EPIPE). A closed stream is never a crash: the exit code is the
+/// gate's and every output file is written.
+#[test]
+fn closed_stdout_and_stderr_change_neither_the_exit_code_nor_the_files() {
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suite");
+    add_case(&suite, "happy", "demo-a", GOOD);
+    let out = t.path().join("out");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let st = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["run", "--category", "happy", "--suite"])
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .arg("--harness")
+        .arg(harness_bin())
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0), "the gate passed; the closed pipes are not a crash");
+    for f in ["summary.json", "summary.md", "junit.xml", "report.html"] {
+        assert!(out.join(f).is_file(), "{f} written");
+    }
+}

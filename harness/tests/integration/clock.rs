@@ -98,3 +98,40 @@ fn a_run_check_tool_past_the_clock_ends_the_lap_at_the_limit() {
     assert!(!c.ws().join("db/0042_search_index.sql").exists());
     assert_eq!(r.ids("parked"), vec!["t1"]);
 }
+
+/// The limit counts elapsed time, never dates: a run whose realtime clock
+/// says it started a day ago (a clock stepped forward, or a run resumed the
+/// next morning) but which had run one second when it was checkpointed
+/// resumes and finishes its work, instead of ending TIME_LIMIT at once; and
+/// its report counts the carried second plus this process's time.
+#[test]
+fn a_clock_stepped_forward_a_day_does_not_end_a_ten_second_run() {
+    let mut c = case("clock-stepped")
+        .file("src/search.py", "def search(q): ...\n")
+        .calls(vec![
+            plan("plan/0", json!([index_task("t1")])),
+            write_index("execute/t1/a0/0"),
+            text("execute/t1/a0/1", "Added the index migration."),
+        ]);
+    c.wall_clock_limit_s = 10.0;
+    c.materialize();
+    let goal = harness::goal::Goal::new("Reduce p95 latency on /api/search to under 200ms.");
+    let day_ms = 24 * 3600 * 1000;
+    let mut state = harness::state::RunState::new(
+        "run-stepped".into(),
+        goal.sha256().to_string(),
+        harness::clock::now_unix_ms() - day_ms,
+    );
+    state.hard_cap_usd = c.hard_cap_usd;
+    state.elapsed_ms = 1_000;
+    std::fs::create_dir_all(c.state_dir()).unwrap();
+    harness::checkpoint::save(&c.state_dir(), &state).unwrap();
+    let r = c.run();
+    assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
+    assert_eq!(r.report["resumes"], 1, "{}", r.explain());
+    let elapsed = r.report["elapsed_ms"].as_u64().unwrap();
+    assert!(
+        (1_000..10_000).contains(&elapsed),
+        "elapsed {elapsed} ms: the carried second plus this process, not a day"
+    );
+}

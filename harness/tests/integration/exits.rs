@@ -234,3 +234,26 @@ fn a_held_lock_is_one_clear_line_and_nothing_is_written() {
     let r = c.run();
     assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
 }
+
+/// One harness per workspace: while another holds it (here the test holds
+/// the same flock a running harness takes), a run with its own state dir is
+/// refused before it writes anything; once it is released, the run goes.
+#[test]
+fn a_second_harness_on_one_workspace_is_refused_before_it_writes() {
+    let c = goal_met_case("ws-lock");
+    c.materialize();
+    let held = std::fs::File::open(c.ws()).unwrap();
+    held.lock().unwrap();
+    let out = c.command().output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert!(
+        err.contains("another harness is running on the workspace") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert!(!c.state_dir().join("report.json").exists());
+    assert!(!c.state_dir().join("checkpoint.json").exists());
+    drop(held);
+    let r = c.run();
+    assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
+}

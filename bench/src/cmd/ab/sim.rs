@@ -136,7 +136,7 @@ fn aa_rates(n: usize, k: usize, m: usize, seed: u64) -> Vec<(&'static str, f64)>
 fn aa_false_positive_rate_is_within_3_to_7_percent_on_the_monte_carlo_path() {
     // 30 cases (> EXACT_MAX_CASES: Monte Carlo permutations), 3 runs per case.
     let rates = aa_rates(30, 3, 2000, 11);
-    eprintln!("A/A false-positive rates, 30 cases x 3 runs, 2000 comparisons: {rates:?}");
+    errln!("A/A false-positive rates, 30 cases x 3 runs, 2000 comparisons: {rates:?}");
     for (name, r) in rates {
         assert!(
             (0.03..=0.07).contains(&r),
@@ -149,7 +149,7 @@ fn aa_false_positive_rate_is_within_3_to_7_percent_on_the_monte_carlo_path() {
 fn aa_false_positive_rate_is_within_3_to_7_percent_on_the_exact_path() {
     // 12 cases: every one of 2^12 sign patterns enumerated.
     let rates = aa_rates(12, 3, 2000, 12);
-    eprintln!("A/A false-positive rates, 12 cases x 3 runs, 2000 comparisons: {rates:?}");
+    errln!("A/A false-positive rates, 12 cases x 3 runs, 2000 comparisons: {rates:?}");
     for (name, r) in rates {
         assert!(
             (0.03..=0.07).contains(&r),
@@ -219,7 +219,7 @@ fn simulated_power_matches_the_mde_formula() {
     let sd = (0.010f64.powi(2) + 2.0 * 0.020f64.powi(2) / k as f64).sqrt();
     let true_mde = inference::mde(sd, n);
     let (observed, mean_reported_mde) = power_sim(n, k, true_mde, 2000, 21);
-    eprintln!("power at the MDE ({true_mde:.5} USD, sd {sd:.5}, {n} cases): observed {observed:.3}, predicted {POWER}; mean reported MDE {mean_reported_mde:.5}");
+    errln!("power at the MDE ({true_mde:.5} USD, sd {sd:.5}, {n} cases): observed {observed:.3}, predicted {POWER}; mean reported MDE {mean_reported_mde:.5}");
     assert!(
         (observed - POWER).abs() <= 0.03,
         "observed power {observed} at the MDE, predicted {POWER} +- 0.03"
@@ -232,7 +232,7 @@ fn simulated_power_matches_the_mde_formula() {
     let half = 0.5 * true_mde;
     let predicted = inference::power(half, sd, n);
     let (observed, _) = power_sim(n, k, half, 2000, 22);
-    eprintln!("power at half the MDE: observed {observed:.3}, predicted {predicted:.3}");
+    errln!("power at half the MDE: observed {observed:.3}, predicted {predicted:.3}");
     assert!(
         (observed - predicted).abs() <= 0.03,
         "observed power {observed} at MDE/2, predicted {predicted} +- 0.03"

@@ -325,20 +325,20 @@ pub async fn run_live(
             let q = &set.queues[qi];
             match &res {
                 Ok(reply) => match drift::parse(&reply.text) {
-                    Ok(dc) => eprintln!(
+                    Ok(dc) => errln!(
                         "judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)",
                         run + 1,
                         q.id,
                         dc.drift_score,
                         wall as f64 / 1000.0
                     ),
-                    Err(e) => eprintln!(
+                    Err(e) => errln!(
                         "judge {done}/{n_total}: run {} {}: unreadable reply: {e}",
                         run + 1,
                         q.id
                     ),
                 },
-                Err(e) => eprintln!("judge {done}/{n_total}: run {} {}: {e}", run + 1, q.id),
+                Err(e) => errln!("judge {done}/{n_total}: run {} {}: {e}", run + 1, q.id),
             }
             grid[run as usize][qi] = Some((req, res, wall));
             crate::batch::Flow::Continue
@@ -349,7 +349,7 @@ pub async fn run_live(
         proxy.finish(&lane, run);
     }
     let spend = proxy.budget().spend();
-    eprintln!(
+    errln!(
         "bench calibrate: live judge spent ${:.6} and {} tokens in {} calls under {}",
         spend.booked_usd,
         spend.booked_tokens,
@@ -428,7 +428,7 @@ pub async fn run_live(
         // replies ARE recorded: they are the model's answers, and how often
         // the judge cannot be read is part of its calibration.)
         Some(_) if failed_calls > 0 => {
-            eprintln!("bench calibrate: NOT recording: {failed_calls} judge call(s) failed (listed in the report); fix the endpoint and run again");
+            errln!("bench calibrate: NOT recording: {failed_calls} judge call(s) failed (listed in the report); fix the endpoint and run again");
             None
         }
         other => other.clone(),

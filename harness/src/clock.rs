@@ -1,0 +1,62 @@
+//! The run's clock. The wall-clock limit counts elapsed time, never dates:
+//! within a process the monotonic clock (`Instant`), which no NTP step,
+//! `date -s` or suspended VM moves; across resumes, the elapsed time the
+//! checkpoint carries (`RunState::elapsed_ms`, written with every
+//! checkpoint). Time while no harness process ran (between a kill and its
+//! resume) is not counted, and the time since the last checkpoint of a
+//! killed process is lost (at most one step's worth): the limit errs
+//! toward letting a resumed run finish its work, never toward a clock that
+//! jumped. `now_unix_ms` is for timestamps people read (events, reports),
+//! never for a limit.
+
+use std::time::Instant;
+
+/// Milliseconds since the Unix epoch on the realtime clock: a timestamp to
+/// read, which a clock step moves; never used to measure a duration.
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// How long the run has run: what earlier processes carried plus this
+/// process's monotonic time.
+#[derive(Debug, Clone, Copy)]
+pub struct RunClock {
+    started: Instant,
+    carried_ms: u64,
+}
+
+impl RunClock {
+    /// A clock that goes on from `carried_ms` (0 for a new run; the
+    /// checkpoint's `elapsed_ms` for a resume).
+    pub fn resume_from(carried_ms: u64) -> RunClock {
+        RunClock {
+            started: Instant::now(),
+            carried_ms,
+        }
+    }
+
+    pub fn elapsed_ms(&self) -> u64 {
+        let here = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.carried_ms.saturating_add(here)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_goes_on_from_what_was_carried_and_only_forward() {
+        let c = RunClock::resume_from(5_000);
+        let a = c.elapsed_ms();
+        assert!(a >= 5_000);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = c.elapsed_ms();
+        assert!(b >= a + 20, "{a} -> {b}");
+        // Nothing here reads the realtime clock: a step of it cannot move b.
+        assert!(b < 5_000 + 60_000);
+    }
+}
