@@ -63,7 +63,7 @@ fn owner_pid(name: &str) -> Option<i32> {
 
 /// Does process `pid` exist? (A pid that exists but is another user's
 /// answers EPERM: alive.)
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     use nix::errno::Errno;
     !matches!(
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),

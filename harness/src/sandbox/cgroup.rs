@@ -46,13 +46,26 @@ impl Group {
     /// A new empty group allowing `max_processes` at once.
     pub fn create(max_processes: u64) -> io::Result<Group> {
         static N: AtomicU64 = AtomicU64::new(0);
+        static SWEPT: std::sync::Once = std::sync::Once::new();
         std::fs::create_dir_all(ROOT)?;
+        SWEPT.call_once(|| {
+            sweep_orphans(Path::new(ROOT));
+        });
         let dir = Path::new(ROOT).join(format!(
             "check-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir(&dir)?;
+        if let Err(e) = std::fs::create_dir(&dir) {
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
+            // A group of a killed harness whose pid this process now has:
+            // what is left in it is an orphan of that check. Emptied and
+            // removed (Drop), then made afresh.
+            drop(Group { dir: dir.clone() });
+            std::fs::create_dir(&dir)?;
+        }
         let g = Group { dir };
         std::fs::write(g.dir.join("pids.max"), max_processes.to_string())?;
         Ok(g)
@@ -104,6 +117,41 @@ impl Drop for Group {
             std::thread::sleep(KILL_ROUND_PAUSE);
         }
     }
+}
+
+/// Groups under `root` whose harness is gone (killed before it could
+/// remove them): every process left in one is killed and the group
+/// removed, so nothing a check started outlives a killed harness for longer
+/// than the next harness's first check. Returns how many were removed.
+pub fn sweep_orphans(root: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in rd.flatten().take(SWEEP_GROUPS_MAX) {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(owner_pid) else {
+            continue;
+        };
+        if crate::check_tmp::alive(pid) {
+            continue;
+        }
+        let dir = e.path();
+        drop(Group { dir: dir.clone() });
+        if !dir.exists() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Groups looked at per sweep.
+pub const SWEEP_GROUPS_MAX: usize = 10_000;
+
+/// The harness pid a group's name (`check-<pid>-<n>`) carries.
+fn owner_pid(name: &str) -> Option<i32> {
+    let (pid, _) = name.strip_prefix("check-")?.split_once('-')?;
+    pid.parse().ok().filter(|p| *p > 0)
 }
 
 /// Move the calling process into the group whose `cgroup.procs` is `path`

@@ -118,3 +118,26 @@ fn nothing_a_check_started_outlives_it_and_a_fork_bomb_stops_at_the_cap() {
         .collect();
     assert!(alive.is_empty(), "still running after the check: {alive:?}");
 }
+
+/// A harness killed while a check ran cannot remove the check's group: a
+/// process its check left running there would live on. The next harness
+/// sweeps every group of a gone owner: kills what is in it, removes it.
+#[test]
+fn a_killed_harnesss_check_group_and_what_is_in_it_are_swept() {
+    full_level();
+    use harness::sandbox::cgroup::{sweep_orphans, ROOT};
+    // A pid above the kernel's pid_max (2^22): an owner that is surely gone.
+    let stale = Path::new(ROOT).join("check-5000000-0");
+    let _ = std::fs::create_dir_all(&stale);
+    let mut orphan = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+    std::fs::write(stale.join("cgroup.procs"), orphan.id().to_string()).unwrap();
+    // A live owner's group (this process's) is left alone.
+    let live = Path::new(ROOT).join(format!("check-{}-999999", std::process::id()));
+    std::fs::create_dir_all(&live).unwrap();
+    assert!(sweep_orphans(Path::new(ROOT)) >= 1);
+    assert!(!stale.exists(), "the gone owner's group is removed");
+    let st = orphan.wait().unwrap();
+    assert!(!st.success(), "the orphan was killed: {st:?}");
+    assert!(live.exists(), "a live owner's group is not touched");
+    std::fs::remove_dir(&live).unwrap();
+}
