@@ -50,28 +50,52 @@ mod tests {
 
     fn report(kind: Option<ErrorKind>, detail: Option<&str>) -> Report {
         let s = harness::state::RunState::example(1);
-        Report::build(&s, "g", Ending::UnrecoverableError, detail.map(str::to_string), kind, false, 0)
+        Report::build(
+            &s,
+            "g",
+            Ending::UnrecoverableError,
+            detail.map(str::to_string),
+            kind,
+            false,
+            0,
+        )
     }
 
     #[test]
     fn the_earliest_cause_leads() {
         let events = EventFacts {
-            checks_not_run: vec!["check \"tests\" could not run (not started): Permission denied (os error 13)".into()],
+            checks_not_run: vec![
+                "check \"tests\" could not run (not started): Permission denied (os error 13)"
+                    .into(),
+            ],
             ..EventFacts::default()
         };
         let clean = report(None, None);
-        let billed = report(Some(ErrorKind::BilledAboveReserve), Some("call execute/t1/a0/0 billed $0.02 above its $0.01 reserve"));
+        let billed = report(
+            Some(ErrorKind::BilledAboveReserve),
+            Some("call execute/t1/a0/0 billed $0.02 above its $0.01 reserve"),
+        );
         let c = root_cause(None, &billed, Some(&EventFacts::default())).unwrap();
-        assert!(c.starts_with("harness error billed_above_reserve: call execute/t1/a0/0"), "{c}");
+        assert!(
+            c.starts_with("harness error billed_above_reserve: call execute/t1/a0/0"),
+            "{c}"
+        );
         // The bench's machinery before the error it ended the run with.
-        let fault = BenchFault::LiveCapReached { detail: "cap $1 reached".into() };
-        assert_eq!(root_cause(Some(&fault), &billed, None).unwrap(), "live cap reached: cap $1 reached");
+        let fault = BenchFault::LiveCapReached {
+            detail: "cap $1 reached".into(),
+        };
+        assert_eq!(
+            root_cause(Some(&fault), &billed, None).unwrap(),
+            "live cap reached: cap $1 reached"
+        );
         // A check that could not run came before both (and often caused them).
         for f in [None, Some(&fault)] {
             let c = root_cause(f, &billed, Some(&events)).unwrap();
             assert!(c.contains("Permission denied"), "{c}");
         }
-        assert!(root_cause(None, &clean, Some(&events)).unwrap().contains("Permission denied"));
+        assert!(root_cause(None, &clean, Some(&events))
+            .unwrap()
+            .contains("Permission denied"));
         // Nothing to say: no cause line.
         assert_eq!(root_cause(None, &clean, Some(&EventFacts::default())), None);
     }

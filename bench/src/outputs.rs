@@ -124,7 +124,8 @@ pub const OUT_LOCK_FILE: &str = ".bench.lock";
 /// it exits), which carries the holder's pid for the refusal message.
 pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
     use std::io::Write;
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create --out {}: {e}", out.display()))?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| format!("cannot create --out {}: {e}", out.display()))?;
     let path = out.join(OUT_LOCK_FILE);
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -145,7 +146,11 @@ pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
             Err(format!(
                 "--out {} is in use by another bench command{}; give this one another --out",
                 out.display(),
-                if holder.is_empty() { String::new() } else { format!(" (pid and command: {holder})") }
+                if holder.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid and command: {holder})")
+                }
             ))
         }
         Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", path.display())),

@@ -157,7 +157,10 @@ impl RunRecord {
     /// what ending was expected and which came.
     pub fn headline(&self) -> String {
         match &self.cause {
-            Some(c) => format!("{c} (expected {}, got {})", self.expected_ending, self.ending),
+            Some(c) => format!(
+                "{c} (expected {}, got {})",
+                self.expected_ending, self.ending
+            ),
             None => format!("expected {}, got {}", self.expected_ending, self.ending),
         }
     }

@@ -45,7 +45,9 @@ fn conditions_for(
     if spec_path.is_file() {
         return conditions_of_spec(&spec_path);
     }
-    let all = ConditionField::ALL.iter().all(|f| sc.indifferent_to.contains(f));
+    let all = ConditionField::ALL
+        .iter()
+        .all(|f| sc.indifferent_to.contains(f));
     if all {
         return Ok(every_role_as(sc.protocol, &Value::Null));
     }
@@ -87,7 +89,11 @@ pub fn stale(case_dir: &Path, cassette_path: &Path) -> Option<String> {
         .and_then(|t| Cassette::from_json_str(&t, &scenario).map_err(|e| e.to_string()));
     let compiled = match compiled {
         Ok(c) => c,
-        Err(e) => return Some(format!("its scenario does not compile ({e}); fix it, then {fix}")),
+        Err(e) => {
+            return Some(format!(
+                "its scenario does not compile ({e}); fix it, then {fix}"
+            ))
+        }
     };
     let committed = match Cassette::load(cassette_path) {
         Ok(c) => c,
@@ -124,16 +130,30 @@ pub fn migrate_recorded(
     let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
     let mut v: Value = serde_json::from_str(&text).map_err(|e| at(format!("not JSON: {e}")))?;
     match v.get("format").and_then(Value::as_str) {
-        Some(harness::replay::FORMAT) => return Ok(format!("{} already states its conditions", path.display())),
+        Some(harness::replay::FORMAT) => {
+            return Ok(format!("{} already states its conditions", path.display()))
+        }
         Some(harness::replay::FORMAT_WITHOUT_CONDITIONS) => {}
-        other => return Err(at(format!("field `format` is {other:?}; expected \"{}\"", harness::replay::FORMAT_WITHOUT_CONDITIONS))),
+        other => {
+            return Err(at(format!(
+                "field `format` is {other:?}; expected \"{}\"",
+                harness::replay::FORMAT_WITHOUT_CONDITIONS
+            )))
+        }
     }
     v["format"] = Value::String(harness::replay::FORMAT.into());
     let mut c: Cassette = serde_json::from_value(v).map_err(|e| at(e.to_string()))?;
     c.indifferent_to = indifferent_to.to_vec();
     c.conditions_from_bodies().map_err(at)?;
-    let used: Vec<CallRole> = c.runs.iter().flat_map(|r| r.interactions.iter().map(|i| i.role)).collect();
-    let missing: Vec<CallRole> = used.into_iter().filter(|r| !c.conditions.contains_key(r)).collect();
+    let used: Vec<CallRole> = c
+        .runs
+        .iter()
+        .flat_map(|r| r.interactions.iter().map(|i| i.role))
+        .collect();
+    let missing: Vec<CallRole> = used
+        .into_iter()
+        .filter(|r| !c.conditions.contains_key(r))
+        .collect();
     if !missing.is_empty() {
         let Some(spec) = spec else {
             let names: Vec<&str> = missing.iter().map(|r| r.as_str()).collect();
@@ -148,5 +168,9 @@ pub fn migrate_recorded(
         }
     }
     c.save(path).map_err(|e| e.to_string())?;
-    Ok(format!("migrated {} ({} roles)", path.display(), c.conditions.len()))
+    Ok(format!(
+        "migrated {} ({} roles)",
+        path.display(),
+        c.conditions.len()
+    ))
 }

@@ -419,7 +419,8 @@ impl Summary {
         use quick_junit::{
             NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
         };
-        let run_message = |r: &RunRecord| format!("run {}: {} (exit {})", r.run, r.headline(), r.exit_code);
+        let run_message =
+            |r: &RunRecord| format!("run {}: {} (exit {})", r.run, r.headline(), r.exit_code);
         let rerun = |r: &RunRecord| {
             let mut x = TestRerun::new(NonSuccessKind::Failure);
             x.set_message(run_message(r));

@@ -157,15 +157,11 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
     };
     let capture = match Capture::new() {
         Ok(c) => c,
-        Err(e) => {
-            return not_started(format!("cannot capture output: {e}"))
-        }
+        Err(e) => return not_started(format!("cannot capture output: {e}")),
     };
     let (stdout, stderr) = match (capture.file.try_clone(), capture.file.try_clone()) {
         (Ok(a), Ok(b)) => (Stdio::from(a), Stdio::from(b)),
-        (Err(e), _) | (_, Err(e)) => {
-            return not_started(format!("cannot capture output: {e}"))
-        }
+        (Err(e), _) | (_, Err(e)) => return not_started(format!("cannot capture output: {e}")),
     };
     // A private TMPDIR when the caller gave none (the bench re-running a
     // predicate): the check may write there and nowhere else but `cwd`.

@@ -17,8 +17,8 @@ pub mod run_loop; // should_stop + the one loop; every branch decision lives her
 
 // --- what the loop works on ---
 pub mod agent; // planner, executor (ReAct), replanner prompts and parsing
-pub mod check_tmp; // the checks' private temp dirs, and the sweep of a killed run's
 pub mod check; // spec-defined checks and the goal predicate: commands the harness runs
+pub mod check_tmp; // the checks' private temp dirs, and the sweep of a killed run's
 pub mod spec; // run.toml: parsing, validation, errors that name file and field
 pub mod state; // the run state that the checkpoint carries
 pub mod task; // a task and where it came from
@@ -28,8 +28,8 @@ pub mod verify; // the fixed verification vocabulary (done / not_started / parti
 pub mod confined; // file operations inside the workspace that hold against links, special files and swaps
 pub mod gitwork; // one commit per verified task on a run branch
 pub mod migration; // a multi-step operation that can be left partially applied
-pub mod recording_conditions; // the conditions a spec's requests are sent under, per role, for scripted cassettes
 pub mod outbox; // the non-idempotent side effect, outside the workspace
+pub mod recording_conditions; // the conditions a spec's requests are sent under, per role, for scripted cassettes
 pub mod sandbox; // the kernel's confinement of every process started for the model
 pub mod task_writes; // which paths each task's tools wrote (what its commit holds), journaled for resume
 pub mod text; // the one rule for cutting text to a bound

@@ -386,9 +386,10 @@ fn lock_workspace(workspace: &Path) -> Result<Option<std::fs::File>, String> {
             "another harness is running on the workspace {} (with another state dir)",
             workspace.display()
         )),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(format!("cannot lock the workspace {}: {e}", workspace.display()))
-        }
+        Err(std::fs::TryLockError::Error(e)) => Err(format!(
+            "cannot lock the workspace {}: {e}",
+            workspace.display()
+        )),
     }
 }
 

@@ -60,10 +60,19 @@ fn requests(spec: &RunSpec, ws: &crate::workspace::Workspace) -> Vec<ModelReques
     let compact_max_tokens = spec
         .memory
         .as_ref()
-        .map_or(crate::spec::DEFAULT_COMPACT_MAX_TOKENS, |m| m.compact_max_tokens);
+        .map_or(crate::spec::DEFAULT_COMPACT_MAX_TOKENS, |m| {
+            m.compact_max_tokens
+        });
     let model = |role| spec.model_for(role);
     vec![
-        crate::agent::plan_request(&goal, model(CallRole::Plan), &checks, &migrations, "", "plan/0".into()),
+        crate::agent::plan_request(
+            &goal,
+            model(CallRole::Plan),
+            &checks,
+            &migrations,
+            "",
+            "plan/0".into(),
+        ),
         crate::agent::replan_request(
             &goal,
             model(CallRole::Replan),
@@ -83,7 +92,13 @@ fn requests(spec: &RunSpec, ws: &crate::workspace::Workspace) -> Vec<ModelReques
             None,
         ),
         crate::drift::judge_request(&goal, &[], model(CallRole::Judge), "judge/0".into()),
-        crate::agent::compact_request(&goal, model(CallRole::Compact), &[], compact_max_tokens, "compact/0".into()),
+        crate::agent::compact_request(
+            &goal,
+            model(CallRole::Compact),
+            &[],
+            compact_max_tokens,
+            "compact/0".into(),
+        ),
         crate::lessons::lesson_request(&goal, model(CallRole::Lesson), &task, 0, "", ""),
     ]
 }
@@ -97,7 +112,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir(t.path().join("workspace")).unwrap();
         let text = format!(
-            "[goal]\ntext = \"g\"\n[predicate]\ncommand = [\"true\"]\n[budget]\nhard_cap_usd = 1.0\n[model]\nprotocol = \"anthropic\"\nbase_url = \"http://127.0.0.1:9\"\nplanner = \"p\"\nexecutor = \"e\"\njudge = \"j\"\n{extra}\n[prices.p]\ninput_per_mtok = 1.0\noutput_per_mtok = 1.0\n[prices.e]\ninput_per_mtok = 1.0\noutput_per_mtok = 1.0\n[prices.j]\ninput_per_mtok = 1.0\noutput_per_mtok = 1.0\n[workspace]\nroot = \"workspace\"\n"
+            "goal = \"g\"\nworkspace = \"workspace\"\n\n[predicate]\ncommand = [\"true\"]\n\n[budget]\nhard_cap_usd = 1.0\nwall_clock_limit_s = 60\ntask_budget_tokens = 1000\n\n[model]\nprotocol = \"anthropic\"\nbase_url = \"http://127.0.0.1:9\"\nplanner = \"p\"\nexecutor = \"e\"\njudge = \"j\"\n{extra}\n\n[prices.p]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 1.0\n\n[prices.e]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 1.0\n\n[prices.j]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 1.0\n"
         );
         std::fs::write(t.path().join("run.toml"), text).unwrap();
         let s = RunSpec::load(&t.path().join("run.toml")).unwrap();
@@ -113,7 +128,10 @@ mod tests {
         assert_eq!(ca[&CallRole::Plan].model.as_deref(), Some("p"));
         assert_eq!(ca[&CallRole::Judge].model.as_deref(), Some("j"));
         // The executor's tools are a condition of execute calls only.
-        assert_ne!(ca[&CallRole::Execute].tools_sha256, ca[&CallRole::Plan].tools_sha256);
+        assert_ne!(
+            ca[&CallRole::Execute].tools_sha256,
+            ca[&CallRole::Plan].tools_sha256
+        );
 
         let (t2, b) = spec("temperature = 0.5");
         let cb = of_spec(&b, &t2.path().join("workspace")).unwrap();

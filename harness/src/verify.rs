@@ -210,7 +210,9 @@ impl Verify {
                         ),
                     }
                 } else if r.could_not_run {
-                    let status = r.exit_code.map_or("not started".into(), |c| format!("exit {c}"));
+                    let status = r
+                        .exit_code
+                        .map_or("not started".into(), |c| format!("exit {c}"));
                     VerifyOutcome::CouldNotRun {
                         detail: format!(
                             "check {name:?} could not run ({status}): {}",

@@ -179,10 +179,12 @@ impl Conditions {
             .find_map(|f| {
                 let (r, q) = (self.show(f), requested.show(f));
                 let same = match f {
-                    ConditionField::Temperature => same_temperature(self.temperature, requested.temperature),
+                    ConditionField::Temperature => {
+                        same_temperature(self.temperature, requested.temperature)
+                    }
                     _ => r == q,
                 };
-                (!same).then(|| Difference {
+                (!same).then_some(Difference {
                     field: f,
                     recorded: r,
                     requested: q,
@@ -270,10 +272,15 @@ mod tests {
         let d = a.first_difference(&model, &[]).unwrap();
         assert_eq!(d.to_string(), "model: recorded m1, requested m2");
         let system = Conditions::of_body(Protocol::Anthropic, &anthropic("m1", "be bold"));
-        assert_eq!(a.first_difference(&system, &[]).unwrap().field, ConditionField::System);
+        assert_eq!(
+            a.first_difference(&system, &[]).unwrap().field,
+            ConditionField::System
+        );
         // Indifference is per field, and only what is declared.
         assert_eq!(a.first_difference(&model, &[ConditionField::Model]), None);
-        assert!(a.first_difference(&system, &[ConditionField::Model]).is_some());
+        assert!(a
+            .first_difference(&system, &[ConditionField::Model])
+            .is_some());
 
         for (field, v) in [
             ("temperature", json!(0.2)),
@@ -298,7 +305,10 @@ mod tests {
         let a = Conditions::of_body(Protocol::Openai, &body("s1"));
         assert_eq!((a.seed, a.max_tokens), (Some(7), Some(50)));
         let b = Conditions::of_body(Protocol::Openai, &body("s2"));
-        assert_eq!(a.first_difference(&b, &[]).unwrap().field, ConditionField::System);
+        assert_eq!(
+            a.first_difference(&b, &[]).unwrap().field,
+            ConditionField::System
+        );
         let reordered: Value = serde_json::from_str(
             r#"{"response_format": {"type": "json_object"}, "max_completion_tokens": 50, "seed": 7,
                 "messages": [{"content": "s1", "role": "system"}, {"role": "user", "content": "y"}], "model": "gpt"}"#,
@@ -309,7 +319,10 @@ mod tests {
         let mut fmt = body("s1");
         fmt["response_format"] = json!({"type": "text"});
         let d = Conditions::of_body(Protocol::Openai, &fmt);
-        assert_eq!(a.first_difference(&d, &[]).unwrap().field, ConditionField::Other);
+        assert_eq!(
+            a.first_difference(&d, &[]).unwrap().field,
+            ConditionField::Other
+        );
     }
 
     #[test]

@@ -111,6 +111,8 @@ fn generate() -> (Recordings, Vec<Req>) {
                 });
             }
         }
+        // As a recorder states them: every request is then compared with them.
+        cassette.conditions_from_bodies().unwrap();
         rec.add(cassette, format!("generated/{case}.json")).unwrap();
     }
     // Interleave cases so consecutive requests hit different parts of the index.

@@ -22,9 +22,10 @@ pub mod scenario; // hand-written scripted scenarios compiled to cassettes
 pub mod server;
 
 pub use cassette::{
-    body_sha256, canonical_json, redact_headers, redact_json, CaseRecording, Cassette, FORMAT, FORMAT_WITHOUT_CONDITIONS,
+    body_sha256, canonical_json, redact_headers, redact_json, CaseRecording, Cassette,
     CassetteError, CassetteErrorKind, Interaction, Made, MadeHow, RecordedRequest,
-    RecordedResponse, Recordings, RecordingsError, RunOutcome, RunRecording,
+    RecordedResponse, Recordings, RecordingsError, RunOutcome, RunRecording, FORMAT,
+    FORMAT_WITHOUT_CONDITIONS,
 };
 pub use embed::start_for_run;
 pub use faults::{FaultKind, FaultPlan, FaultSpecError, FAULT_ATTEMPT_CAP};

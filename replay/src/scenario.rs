@@ -142,7 +142,10 @@ impl Scenario {
         &self,
         made_when: &str,
         made_by: &str,
-        conditions: &std::collections::BTreeMap<model::types::CallRole, model::conditions::Conditions>,
+        conditions: &std::collections::BTreeMap<
+            model::types::CallRole,
+            model::conditions::Conditions,
+        >,
     ) -> Result<Value, String> {
         let path = model::endpoint_path(self.protocol);
         let path = match self.protocol {
@@ -214,7 +217,13 @@ mod tests {
             {"key": "execute/t1/a0/0", "text": "explores"},
             {"key": "execute/t1/a0/0", "text": "uses it", "when_request_contains": "Workaround: pin"},
         ]));
-        let v = sc.to_cassette("1970-01-01", "test", &model::conditions::every_role_as(Protocol::Anthropic, &json!({}))).unwrap();
+        let v = sc
+            .to_cassette(
+                "1970-01-01",
+                "test",
+                &model::conditions::every_role_as(Protocol::Anthropic, &json!({})),
+            )
+            .unwrap();
         let its = v["runs"][0]["interactions"].as_array().unwrap();
         assert!(
             its[0].get("when_request_contains").is_none(),
@@ -229,14 +238,22 @@ mod tests {
     #[test]
     fn ambiguous_calls_are_refused_naming_the_scenario_field() {
         let e = scenario(json!([{"key": "plan/0"}, {"key": "plan/0"}]))
-            .to_cassette("1970-01-01", "test", &model::conditions::every_role_as(Protocol::Anthropic, &json!({})))
+            .to_cassette(
+                "1970-01-01",
+                "test",
+                &model::conditions::every_role_as(Protocol::Anthropic, &json!({})),
+            )
             .unwrap_err();
         assert!(
             e.starts_with("field `runs[0].calls[1].key`: duplicate (run 0, call_key \"plan/0\"): already at runs[0].calls[0]"),
             "{e}"
         );
         let e = scenario(json!([{"key": "plan/0", "when_request_contains": ""}]))
-            .to_cassette("1970-01-01", "test", &model::conditions::every_role_as(Protocol::Anthropic, &json!({})))
+            .to_cassette(
+                "1970-01-01",
+                "test",
+                &model::conditions::every_role_as(Protocol::Anthropic, &json!({})),
+            )
             .unwrap_err();
         assert!(
             e.starts_with("field `runs[0].calls[0].when_request_contains`: is empty"),

@@ -111,7 +111,9 @@ pub fn run(args: FaultsArgs) -> ExitCode {
     for x in &failed {
         errln!(
             "bench faults: VIOLATION {} / {}: {}",
-            x.scenario, x.label, x.detail
+            x.scenario,
+            x.label,
+            x.detail
         );
     }
     let json = json!({

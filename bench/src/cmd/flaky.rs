@@ -162,7 +162,8 @@ async fn run_async(args: FlakyArgs) -> ExitCode {
     {
         outln!(
             "FIXED {}: the marker's cause no longer reproduces: remove the marker ({})",
-            c.id, c.evidence
+            c.id,
+            c.evidence
         );
     }
     outln!(

@@ -104,7 +104,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
     );
     outln!(
         "  strict={} latency_scale={} faults={}",
-        o.strict, o.latency_scale, o.faults
+        o.strict,
+        o.latency_scale,
+        o.faults
     );
     outln!(
         "  base URL per case and run: {}/replay/<case>/<run>",

@@ -376,18 +376,30 @@ fn an_arm_that_changes_the_request_conditions_is_not_comparable_under_replay() {
     );
     let hot = arm(t.path(), "hot", "[model]\ntemperature = 0.9\n");
     for (b, says) in [
-        (&model_swap, "model: recorded claude-opus-5, requested claude-sonnet-9"),
+        (
+            &model_swap,
+            "model: recorded claude-opus-5, requested claude-sonnet-9",
+        ),
         (&hot, "temperature: recorded (not sent), requested 0.9"),
     ] {
         let o = ab(
             &config("loop-cap-6.toml"),
             b,
-            &["--suite", "suites/ab", "--category", "happy", "--runs-per-case", "1"],
+            &[
+                "--suite",
+                "suites/ab",
+                "--category",
+                "happy",
+                "--runs-per-case",
+                "1",
+            ],
         );
         assert_eq!(o.code, 3, "exit 3 is not comparable: {}", o.text);
         let verdict = o.json["verdict"].as_str().unwrap_or_default();
         assert!(verdict.starts_with("not comparable"), "{verdict}");
-        let nc = o.json["not_comparable"].as_array().expect("not_comparable list");
+        let nc = o.json["not_comparable"]
+            .as_array()
+            .expect("not_comparable list");
         assert!(!nc.is_empty());
         assert_eq!(o.json["n_cases"], 0, "no case is compared: {}", o.text);
         for c in nc {

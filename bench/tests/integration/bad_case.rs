@@ -76,24 +76,42 @@ fn a_check_that_cannot_run_leads_every_failure_report_with_why() {
     let t = tempfile::tempdir().unwrap();
     let suite = t.path().join("suites");
     let case = suite.join("happy/happy-fix-failing-pricing-test");
-    harness::workspace::copy_tree(&repo().join("suites/happy/happy-fix-failing-pricing-test"), &case)
-        .unwrap();
+    harness::workspace::copy_tree(
+        &repo().join("suites/happy/happy-fix-failing-pricing-test"),
+        &case,
+    )
+    .unwrap();
     let script = case.join("checks/tests.sh");
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
     let out = t.path().join("out");
     let (code, s, log) = bench_run(&suite, &out, &["--category", "happy"]);
     assert_ne!(code, 0, "{log}");
-    let fail = log.lines().find(|l| l.starts_with("FAIL ")).unwrap_or_else(|| panic!("{log}"));
+    let fail = log
+        .lines()
+        .find(|l| l.starts_with("FAIL "))
+        .unwrap_or_else(|| panic!("{log}"));
     let (head, rest) = fail.split_once(" -- ").unwrap();
     assert!(
         head.contains("check \"tests\" could not run") && head.contains("Permission denied"),
         "the cause leads: {fail}"
     );
-    assert!(rest.contains("ending: expected GOAL_MET"), "the follow-on failures follow: {fail}");
-    let cause = s["cases"][0]["runs"][0]["cause"].as_str().unwrap_or_default();
-    assert!(cause.contains("Permission denied"), "{}", s["cases"][0]["runs"][0]);
+    assert!(
+        rest.contains("ending: expected GOAL_MET"),
+        "the follow-on failures follow: {fail}"
+    );
+    let cause = s["cases"][0]["runs"][0]["cause"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        cause.contains("Permission denied"),
+        "{}",
+        s["cases"][0]["runs"][0]
+    );
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    let run_line = md.lines().find(|l| l.starts_with("- run 0: ")).unwrap_or_else(|| panic!("{md}"));
+    let run_line = md
+        .lines()
+        .find(|l| l.starts_with("- run 0: "))
+        .unwrap_or_else(|| panic!("{md}"));
     assert!(run_line.contains("Permission denied"), "{run_line}");
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     let msg = junit
@@ -101,6 +119,9 @@ fn a_check_that_cannot_run_leads_every_failure_report_with_why() {
         .nth(1)
         .and_then(|m| m.split('"').next())
         .unwrap_or_else(|| panic!("{junit}"));
-    assert!(msg.contains("run 0: check &quot;tests&quot; could not run"), "{msg}");
+    assert!(
+        msg.contains("run 0: check &quot;tests&quot; could not run"),
+        "{msg}"
+    );
     assert!(msg.contains("Permission denied"), "{msg}");
 }

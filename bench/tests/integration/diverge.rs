@@ -89,7 +89,11 @@ fn the_live_recordings_against_a_copy_of_themselves_do_not_diverge() {
     for c in j["cases"].as_array().unwrap() {
         assert_eq!(c["similarity"], 1.0, "{}", c["case"]);
         for v in c["runs"].as_array().unwrap() {
-            assert_eq!(v["sequence_similarity"], 1.0, "{} run {}", c["case"], v["run"]);
+            assert_eq!(
+                v["sequence_similarity"], 1.0,
+                "{} run {}",
+                c["case"], v["run"]
+            );
             // A Jaccard over two empty sets (a run with no tool call, or no
             // plan) is n/a, never 1.
             for m in ["calls_jaccard", "tasks_jaccard"] {

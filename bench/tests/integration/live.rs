@@ -86,7 +86,10 @@ pub(crate) async fn upstream(fault_first_plan: bool) -> MockServer {
         .to_cassette(
             "2026-01-01",
             "test",
-            &harness::model::conditions::every_role_as(harness::model::Protocol::Openai, &Value::Null),
+            &harness::model::conditions::every_role_as(
+                harness::model::Protocol::Openai,
+                &Value::Null,
+            ),
         )
         .unwrap();
     let server = MockServer::start().await;
@@ -308,14 +311,22 @@ async fn record_then_replay_and_the_key_never_lands_on_disk() {
     // 0.8 (the record overlay): replay refuses, and says so first.
     let (code, log) = replay(root.join("run-out-other")).await;
     assert_ne!(code, 0, "{log}");
-    let fail = log.lines().find(|l| l.starts_with("FAIL ")).unwrap_or_else(|| panic!("{log}"));
+    let fail = log
+        .lines()
+        .find(|l| l.starts_with("FAIL "))
+        .unwrap_or_else(|| panic!("{log}"));
     assert!(
-        fail.contains(": replayed under other conditions: temperature: recorded 0.8, requested (not sent)"),
+        fail.contains(
+            ": replayed under other conditions: temperature: recorded 0.8, requested (not sent)"
+        ),
         "{fail}"
     );
     // Under the recorded conditions, the same endings.
     let spec_path = case2.join("run.toml");
-    let mut spec: toml::Table = std::fs::read_to_string(&spec_path).unwrap().parse().unwrap();
+    let mut spec: toml::Table = std::fs::read_to_string(&spec_path)
+        .unwrap()
+        .parse()
+        .unwrap();
     spec["model"]
         .as_table_mut()
         .unwrap()

@@ -318,7 +318,10 @@ fn a_second_bench_on_one_out_dir_is_refused_and_names_the_holder() {
     writeln!(held, "4242 bench run").unwrap();
     let (code, s, log) = bench_run(&suite, &out, &["--category", "happy"]);
     assert_eq!(code, 2, "{log}");
-    assert!(log.contains("is in use by another bench command") && log.contains("4242 bench run"), "{log}");
+    assert!(
+        log.contains("is in use by another bench command") && log.contains("4242 bench run"),
+        "{log}"
+    );
     assert_eq!(s, Value::Null, "nothing written: {log}");
     drop(held);
     let (code, _, log) = bench_run(&suite, &out, &["--category", "happy"]);
@@ -344,7 +347,10 @@ fn a_merge_into_one_of_its_shards_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("would overwrite it"), "{err}");
-    assert_eq!(std::fs::read_to_string(shard.join("summary.json")).unwrap(), "the shard's own");
+    assert_eq!(
+        std::fs::read_to_string(shard.join("summary.json")).unwrap(),
+        "the shard's own"
+    );
 }
 
 /// `bench run ... 2>&1 | head -1`: once the reader is gone every write
@@ -369,7 +375,11 @@ fn closed_stdout_and_stderr_change_neither_the_exit_code_nor_the_files() {
         .stderr(writer)
         .status()
         .unwrap();
-    assert_eq!(st.code(), Some(0), "the gate passed; the closed pipes are not a crash");
+    assert_eq!(
+        st.code(),
+        Some(0),
+        "the gate passed; the closed pipes are not a crash"
+    );
     for f in ["summary.json", "summary.md", "junit.xml", "report.html"] {
         assert!(out.join(f).is_file(), "{f} written");
     }

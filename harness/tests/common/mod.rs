@@ -253,7 +253,10 @@ output_usd_per_mtok = {out_price}
         // cassette's conditions are never compared.
         let conditions = match harness::spec::RunSpec::load(&self.spec_path()) {
             Ok(spec) => harness::recording_conditions::of_spec(&spec, &spec.workspace).unwrap(),
-            Err(_) => harness::model::conditions::every_role_as(Protocol::Anthropic, &serde_json::Value::Null),
+            Err(_) => harness::model::conditions::every_role_as(
+                Protocol::Anthropic,
+                &serde_json::Value::Null,
+            ),
         };
         let cas = sc
             .to_cassette("2026-11-30", "harness/tests", &conditions)

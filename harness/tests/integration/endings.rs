@@ -352,8 +352,13 @@ fn the_goal_is_not_measured_twice_around_a_planning_lap() {
     ]);
     let r = c.run(); // `c` keeps the temp dir alive while the log is read
     assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
-    let log = std::fs::read_to_string(r.state_dir.parent().unwrap().join("workspace/.measures.log"))
-        .unwrap_or_else(|e| panic!("{e}\n{}", r.explain()));
+    let log = std::fs::read_to_string(
+        r.state_dir
+            .parent()
+            .unwrap()
+            .join("workspace/.measures.log"),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", r.explain()));
     // Once at the top of the planning lap, once after t1 (met): t2 never starts.
     assert_eq!(log.lines().count(), 2, "{log}\n{}", r.explain());
     assert_eq!(r.ids("verified"), vec!["t1"]);

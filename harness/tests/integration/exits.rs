@@ -248,7 +248,8 @@ fn a_second_harness_on_one_workspace_is_refused_before_it_writes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(64), "{err}");
     assert!(
-        err.contains("another harness is running on the workspace") && err.contains("nothing was written"),
+        err.contains("another harness is running on the workspace")
+            && err.contains("nothing was written"),
         "{err}"
     );
     assert!(!c.state_dir().join("report.json").exists());

@@ -129,7 +129,10 @@ fn a_killed_harnesss_check_group_and_what_is_in_it_are_swept() {
     // A pid above the kernel's pid_max (2^22): an owner that is surely gone.
     let stale = Path::new(ROOT).join("check-5000000-0");
     let _ = std::fs::create_dir_all(&stale);
-    let mut orphan = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+    let mut orphan = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
     std::fs::write(stale.join("cgroup.procs"), orphan.id().to_string()).unwrap();
     // A live owner's group (this process's) is left alone.
     let live = Path::new(ROOT).join(format!("check-{}-999999", std::process::id()));

@@ -206,6 +206,21 @@ pub const HOP_BY_HOP_HEADERS: &[&str] = &[
     "upgrade",
 ];
 
+/// How a request of `role` with this body (in `protocol`) differs from
+/// the recorded `conditions`, skipping the fields declared `indifferent`;
+/// None when it does not, or when the role has none (a cassette's check
+/// refuses that at load). The one comparison the server and the bench make.
+pub fn condition_difference(
+    protocol: Protocol,
+    conditions: &BTreeMap<CallRole, Conditions>,
+    indifferent: &[ConditionField],
+    role: CallRole,
+    body: &[u8],
+) -> Option<Difference> {
+    let recorded = conditions.get(&role)?;
+    recorded.first_difference(&Conditions::of_bytes(protocol, body), indifferent)
+}
+
 impl RunRecording {
     /// The interaction this variant serves for `call_key` to a request with
     /// `request_body`, chosen among the key's alternatives the way the
@@ -247,8 +262,13 @@ impl Cassette {
     /// other conditions than the recording's (None: the same, or a role the
     /// cassette has no conditions for, which `check` refuses at load).
     pub fn condition_difference(&self, role: CallRole, body: &[u8]) -> Option<Difference> {
-        let recorded = self.conditions.get(&role)?;
-        recorded.first_difference(&Conditions::of_bytes(self.protocol, body), &self.indifferent_to)
+        condition_difference(
+            self.protocol,
+            &self.conditions,
+            &self.indifferent_to,
+            role,
+            body,
+        )
     }
 
     /// Fill `conditions` from the recorded request bodies (a live
@@ -260,7 +280,9 @@ impl Cassette {
         let mut found: BTreeMap<CallRole, (Conditions, String)> = BTreeMap::new();
         for (ri, run) in self.runs.iter().enumerate() {
             for (ii, it) in run.interactions.iter().enumerate() {
-                let Some(body) = &it.request.body else { continue };
+                let Some(body) = &it.request.body else {
+                    continue;
+                };
                 let c = Conditions::of_body(self.protocol, body);
                 let at = format!("runs[{ri}].interactions[{ii}]");
                 match found.get(&it.role) {

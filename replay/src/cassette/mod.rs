@@ -36,9 +36,10 @@ pub use alternatives::{
 pub use canonical::{body_sha256, canonical_json, sorted_value};
 pub use error::{CassetteError, CassetteErrorKind, RecordingsError};
 pub use format::{
-    endpoint_path, Cassette, Interaction, Made, MadeHow, RecordedRequest, RecordedResponse,
-    RunOutcome, RunRecording, FORMAT, FORMAT_WITHOUT_CONDITIONS, HOP_BY_HOP_HEADERS, MAX_CASE_ID_LEN, MAX_CASSETTE_BYTES,
-    MAX_CASSETTE_FILES, MAX_FAULTS_BEFORE, MAX_INTERACTIONS, MAX_LATENCY_MS, MAX_RUNS,
+    condition_difference, endpoint_path, Cassette, Interaction, Made, MadeHow, RecordedRequest,
+    RecordedResponse, RunOutcome, RunRecording, FORMAT, FORMAT_WITHOUT_CONDITIONS,
+    HOP_BY_HOP_HEADERS, MAX_CASE_ID_LEN, MAX_CASSETTE_BYTES, MAX_CASSETTE_FILES, MAX_FAULTS_BEFORE,
+    MAX_INTERACTIONS, MAX_LATENCY_MS, MAX_RUNS,
 };
 pub use index::{CaseRecording, Recordings};
 pub use nearest::{edit_distance, nearest};

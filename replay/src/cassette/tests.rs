@@ -389,6 +389,8 @@ fn redaction_helpers_make_a_savable_cassette() {
         },
     );
     c.push(0, it);
+    // What a recorder does before it saves: the conditions from the bodies.
+    c.conditions_from_bodies().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("rec-1.json");
     c.save(&p).unwrap();
@@ -489,7 +491,7 @@ fn load_error_messages_are_pinned() {
             "\"call_key\": \"plan/0\",",
             "",
             CassetteErrorKind::MissingField,
-            "cases/x.json: field `runs[0].interactions[0].call_key` (line 17, column 10): \
+            "cases/x.json: field `runs[0].interactions[0].call_key` (line 18, column 10): \
              required field `call_key` is missing",
         ),
         (
@@ -518,21 +520,21 @@ fn load_error_messages_are_pinned() {
             "\"latency_ms\": 5",
             "\"latency_ms\": \"5\"",
             CassetteErrorKind::InvalidValue,
-            "cases/x.json: field `runs[0].interactions[0].latency_ms` (line 16, column 28): \
+            "cases/x.json: field `runs[0].interactions[0].latency_ms` (line 17, column 28): \
              invalid type: string \"5\", expected u64",
         ),
         (
             "\"run\": 0",
             "\"run\": 0, \"run\": 0",
             CassetteErrorKind::InvalidValue,
-            "cases/x.json: field `runs[0].run` (line 9, column 22): duplicate field `run`",
+            "cases/x.json: field `runs[0].run` (line 10, column 22): duplicate field `run`",
         ),
         (
             "\"headers\": {\"content-type\": \"application/json\"}",
             "\"headers\": {\"x y\": 1}",
             CassetteErrorKind::InvalidValue,
             "cases/x.json: field `runs[0].interactions[0].response.headers[\"x y\"]` \
-             (line 15, column 59): invalid type: integer `1`, expected a string",
+             (line 16, column 59): invalid type: integer `1`, expected a string",
         ),
     ] {
         let text = m.replacen(from, to, 1);
@@ -542,7 +544,8 @@ fn load_error_messages_are_pinned() {
     }
     // A variant is the author's text and may hold anything, the list's
     // marker included; the list is still the enum's.
-    let e = parse(&m.replacen("\"plan\"", "\"plan`, expected x\"", 1)).unwrap_err();
+    let e =
+        parse(&m.replacen("\"role\": \"plan\"", "\"role\": \"plan`, expected x\"", 1)).unwrap_err();
     assert_eq!(
         e.message,
         "unknown role \"plan`, expected x\"; expected one of `plan`, `execute`, `judge`, `replan`, `compact`, `lesson`"
@@ -554,16 +557,24 @@ fn a_cassette_without_conditions_is_refused_with_the_way_to_migrate() {
     let old = minimal("c1").replace("harness-cassette/2", "harness-cassette/1");
     let e = parse(&old).unwrap_err().to_string();
     assert!(
-        e.contains("cases/x.json") && e.contains("format") && e.contains("states no recording conditions"),
+        e.contains("cases/x.json")
+            && e.contains("format")
+            && e.contains("states no recording conditions"),
         "{e}"
     );
-    assert!(e.contains("bench script --migrate-recorded cases/x.json"), "{e}");
+    assert!(
+        e.contains("bench script --migrate-recorded cases/x.json"),
+        "{e}"
+    );
 
     // The new format with a role left out: refused naming the role.
     let mut c = parse(&minimal("c1")).unwrap();
     c.conditions.remove(&CallRole::Plan);
     let e = c.check(Path::new("cases/x.json")).unwrap_err().to_string();
-    assert!(e.contains("conditions.plan") && e.contains("is missing"), "{e}");
+    assert!(
+        e.contains("conditions.plan") && e.contains("is missing"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -585,5 +596,8 @@ fn conditions_read_from_recorded_bodies_must_agree_per_role() {
     second.request.body = Some(body("m2"));
     c.runs[0].interactions.push(second);
     let e = c.conditions_from_bodies().unwrap_err();
-    assert!(e.contains("runs[0].interactions[1]") && e.contains("model: recorded m1, requested m2"), "{e}");
+    assert!(
+        e.contains("runs[0].interactions[1]") && e.contains("model: recorded m1, requested m2"),
+        "{e}"
+    );
 }

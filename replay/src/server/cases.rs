@@ -96,7 +96,12 @@ impl ServeCase {
     /// the replies were recorded under, if it does. A role without
     /// conditions cannot reach here: the cassette check refuses it at load.
     pub(super) fn condition_difference(&self, role: CallRole, body: &[u8]) -> Option<Difference> {
-        let recorded = self.conditions.get(&role)?;
-        recorded.first_difference(&Conditions::of_bytes(self.protocol, body), &self.indifferent_to)
+        crate::cassette::condition_difference(
+            self.protocol,
+            &self.conditions,
+            &self.indifferent_to,
+            role,
+            body,
+        )
     }
 }

@@ -204,7 +204,9 @@ mod tests {
         cassette.indifferent_to = vec![];
         let mut rec = crate::cassette::Recordings::new();
         rec.add(cassette, "mem/srv.json").unwrap();
-        let s = crate::server::ReplayServer::start(rec, fast()).await.unwrap();
+        let s = crate::server::ReplayServer::start(rec, fast())
+            .await
+            .unwrap();
         let c = reqwest::Client::new();
         let base = s.base_url_for(CASE, 0);
         let send = |body: serde_json::Value| {
@@ -217,10 +219,26 @@ mod tests {
         assert_eq!(send(same).await.json()["id"], "msg_plan_v0");
         // Another model, prompt, length or sampling: refused, naming the field.
         for (field, v, says) in [
-            ("model", json!("claude-sonnet-9"), "model: recorded claude-opus-5, requested claude-sonnet-9"),
-            ("system", json!("plan it boldly"), "system: recorded sha256 "),
-            ("max_tokens", json!(4096), "max_tokens: recorded 512, requested 4096"),
-            ("temperature", json!(0.9), "temperature: recorded (not sent), requested 0.9"),
+            (
+                "model",
+                json!("claude-sonnet-9"),
+                "model: recorded claude-opus-5, requested claude-sonnet-9",
+            ),
+            (
+                "system",
+                json!("plan it boldly"),
+                "system: recorded sha256 ",
+            ),
+            (
+                "max_tokens",
+                json!(4096),
+                "max_tokens: recorded 512, requested 4096",
+            ),
+            (
+                "temperature",
+                json!(0.9),
+                "temperature: recorded (not sent), requested 0.9",
+            ),
             ("tools", json!([{"name": "x"}]), "tools: recorded sha256 "),
         ] {
             let mut other = recorded.clone();
@@ -630,7 +648,9 @@ mod tests {
     #[tokio::test]
     async fn embedded_start_for_run_and_openai_base_url_convention() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::copy(example_path(), dir.path().join("example.json")).unwrap();
+        example_any_conditions()
+            .save(&dir.path().join("example.json"))
+            .unwrap();
         use crate::embed::start_for_run;
 
         // One case in the directory: no need to name it.
