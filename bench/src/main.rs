@@ -19,8 +19,8 @@ use bench::{
     stats, suite, summary,
 };
 use cmd::{
-    ab, calibrate, chaos, diverge, faults, flaky, knee, merge, price, record, run, script,
-    self_test, serve,
+    ab, calibrate, chaos, diverge, faults, flaky, knee, merge, new_case, price, record, run,
+    script, self_test, serve, try_case,
 };
 
 #[derive(Parser, Debug)]
@@ -38,6 +38,10 @@ struct Cli {
 enum Command {
     /// Serve recorded model traffic (cassettes) on loopback for offline, deterministic evals.
     Serve(serve::ServeArgs),
+    /// Write a new, runnable case to start from (a commented template, or a copy of another case).
+    NewCase(new_case::NewCaseArgs),
+    /// Run one case once, as `bench run` would, with the transcript in the terminal.
+    TryCase(try_case::TryCaseArgs),
     /// Compile hand-written scenarios (scenario.json) into cassettes.
     Script(script::ScriptArgs),
     /// Run the eval suites through the real harness binary; gate on full-suite pass.
@@ -69,6 +73,8 @@ enum Command {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Serve(args) => serve::run(args),
+        Command::NewCase(args) => new_case::run(args),
+        Command::TryCase(args) => try_case::run(args),
         Command::Script(args) => script::run(args),
         Command::Run(args) => run::run(args),
         Command::Merge(args) => merge::run(args),

@@ -336,6 +336,9 @@ mod tests {
                 tool: ToolRef::Known(ToolName::PostMessage),
                 is_error,
                 side_effect: true,
+                call_key: String::new(),
+                input: String::new(),
+                output: String::new(),
             })
         };
         let first = line(H::TaskStart {

@@ -147,7 +147,24 @@ pub struct ToolEvent {
     pub tool: ToolRef,
     pub is_error: bool,
     pub side_effect: bool,
+    /// The model call that asked for it (`execute/t1/a0/2`); empty in logs
+    /// written before the transcript was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub call_key: String,
+    /// The call's input as the model gave it (JSON), clipped to
+    /// [`TOOL_INPUT_SHOWN_MAX_CHARS`]: the transcript a person reads.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub input: String,
+    /// The start of what the tool answered, clipped to
+    /// [`TOOL_OUTPUT_SHOWN_MAX_CHARS`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
 }
+
+/// Characters of a tool call's input kept in its event (the transcript).
+pub const TOOL_INPUT_SHOWN_MAX_CHARS: usize = 400;
+/// Characters of a tool's answer kept in its event (the transcript).
+pub const TOOL_OUTPUT_SHOWN_MAX_CHARS: usize = 400;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -346,6 +363,9 @@ mod tests {
             tool: ToolRef::of("rm_rf"),
             is_error: true,
             side_effect: false,
+            call_key: "execute/t1/a0/0".into(),
+            input: r#"{"path":"/"}"#.into(),
+            output: "unknown tool rm_rf".into(),
         }));
         let back = parse_events(&serde_json::to_string(&t).unwrap()).unwrap();
         assert_eq!(back, vec![t]);

@@ -1311,6 +1311,12 @@ impl Runner {
                     tool: ToolRef::of(&call.name),
                     is_error: obs.is_error,
                     side_effect: obs.side_effect,
+                    call_key: format!("execute/{}/a{attempt}/{turn}", task.id),
+                    input: clip_chars(
+                        &call.input.to_string(),
+                        crate::events::TOOL_INPUT_SHOWN_MAX_CHARS,
+                    ),
+                    output: clip_chars(&obs.content, crate::events::TOOL_OUTPUT_SHOWN_MAX_CHARS),
                 }),
             );
             // A tool's check cut by the clock, or a clock that ran out while

@@ -51,6 +51,11 @@ pub struct ScriptCall {
     pub when_request_contains: Option<String>,
     #[serde(default)]
     pub text: String,
+    /// A plan (or replan) reply written as the JSON object it is
+    /// (`{"tasks": [...]}`) instead of as an escaped string in `text`: the
+    /// reply's text is this object's JSON. Not together with `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Value>,
     /// At most one tool call per turn is what the harness runs; more may be
     /// scripted to test that the others are ignored.
     #[serde(default)]
@@ -112,7 +117,10 @@ impl ScriptCall {
             StopReason::ToolUse
         });
         ScriptedReply {
-            text: self.text.clone(),
+            text: match &self.plan {
+                Some(p) => p.to_string(),
+                None => self.text.clone(),
+            },
             tool_calls,
             stop_reason: stop,
             usage: self.usage.unwrap_or(DEFAULT_USAGE),
@@ -161,6 +169,11 @@ impl Scenario {
             let mut alternatives = AlternativesCheck::new(&list, "key", ri);
             for (ci, c) in run.calls.iter().enumerate() {
                 let role = role_of_key(&c.key).map_err(|e| format!("{list}[{ci}]: {e}"))?;
+                if c.plan.is_some() && !c.text.is_empty() {
+                    return Err(format!(
+                        "field `{list}[{ci}].plan`: given together with `text`; expected one of them (the plan as an object, or any reply as text)"
+                    ));
+                }
                 alternatives
                     .admit(ci, &c.key, c.when_request_contains.as_deref(), role)
                     .map_err(|r| format!("field `{list}[{ci}].{}`: {}", r.field, r.message))?;

@@ -187,6 +187,7 @@ fn said(key: &str, text: &str) -> ScriptCall {
     ScriptCall {
         key: key.into(),
         when_request_contains: None,
+        plan: None,
         text: text.into(),
         tools: vec![],
         stop: None,

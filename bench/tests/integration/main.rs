@@ -20,4 +20,5 @@ mod flaky;
 mod knee;
 mod live;
 mod live_suite;
+mod new_case;
 mod run;

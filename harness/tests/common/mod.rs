@@ -66,6 +66,7 @@ pub fn text(key: &str, t: &str) -> ScriptCall {
     ScriptCall {
         key: key.into(),
         when_request_contains: None,
+        plan: None,
         text: t.into(),
         tools: vec![],
         stop: None,
@@ -79,6 +80,7 @@ pub fn tool(key: &str, name: &str, input: Value) -> ScriptCall {
     ScriptCall {
         key: key.into(),
         when_request_contains: None,
+        plan: None,
         text: String::new(),
         tools: vec![ScriptTool {
             name: name.into(),

@@ -1,0 +1,268 @@
+//! `bench new-case --category C --id ID [--suite DIR] [--from CASE]`: a
+//! runnable case to start from. Without `--from`, a small template (a
+//! changelog line the agent adds, checked by a script) whose files explain
+//! each field in comments; with `--from`, a copy of another case under the
+//! new id. Either way the cassette is compiled and the case loaded before
+//! anything is shown as done, so it passes `bench run --case ID` as
+//! written. Refused without writing anything: an unknown category, an id
+//! that is not a valid directory name or that the suite already has, a
+//! `--from` that is not a case.
+
+use crate::exit::ExitStatus;
+use bench::scripted;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The gate's four categories: a new case is one of them.
+const CATEGORIES: [&str; 4] = ["happy", "edge", "adversarial", "regression"];
+
+#[derive(Args, Debug)]
+pub struct NewCaseArgs {
+    /// happy, edge, adversarial or regression.
+    #[arg(long)]
+    pub category: String,
+    /// The case id: its directory name and the `<case>` of its replay URL
+    /// (1-128 characters of A-Z a-z 0-9 - _ .).
+    #[arg(long)]
+    pub id: String,
+    /// The suite the case is added to.
+    #[arg(long, default_value = "suites")]
+    pub suite: PathBuf,
+    /// Start from a copy of this case directory instead of the template.
+    #[arg(long, value_name = "CASE_DIR")]
+    pub from: Option<PathBuf>,
+}
+
+pub fn run(args: NewCaseArgs) -> ExitCode {
+    match create(&args) {
+        Ok(dir) => {
+            outln!("wrote {}", dir.display());
+            for f in ["case.toml", "run.toml", "scenario.json", "cassette.json"] {
+                outln!("  {f}");
+            }
+            outln!("next:");
+            outln!("  edit the goal (run.toml), the replies (scenario.json) and the gates (case.toml);");
+            outln!("  bench try-case {}          # one run, with the transcript", dir.display());
+            outln!(
+                "  bench run --suite {} --case {}   # the gate, as CI runs it",
+                args.suite.display(),
+                args.id
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            errln!("bench new-case: {e}; nothing was written");
+            ExitCode::from(ExitStatus::Usage)
+        }
+    }
+}
+
+/// Write the case into a temp dir beside its final place, compile and load
+/// it there, then rename it into place: a refusal at any step leaves
+/// nothing behind.
+fn create(args: &NewCaseArgs) -> Result<PathBuf, String> {
+    if !CATEGORIES.contains(&args.category.as_str()) {
+        return Err(format!(
+            "--category {:?}: expected one of {}",
+            args.category,
+            CATEGORIES.join(", ")
+        ));
+    }
+    if !valid_id(&args.id) {
+        return Err(format!(
+            "--id {:?}: expected 1-128 characters of A-Z a-z 0-9 - _ . (it is a directory name and a URL segment), not starting with '.'",
+            args.id
+        ));
+    }
+    if let Some(existing) = CATEGORIES
+        .iter()
+        .map(|c| args.suite.join(c).join(&args.id))
+        .find(|d| d.exists())
+    {
+        return Err(format!("--id {:?}: {} already exists", args.id, existing.display()));
+    }
+    let parent = args.suite.join(&args.category);
+    std::fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    // `<category>/.new-case-XXXX/<id>`: the loader wants the directory
+    // named as the id; the rename into place is then one step.
+    let tmp = tempfile::Builder::new()
+        .prefix(".new-case-")
+        .tempdir_in(&parent)
+        .map_err(|e| format!("{}: {e}", parent.display()))?;
+    let work = tmp.path().join(&args.id);
+    match &args.from {
+        Some(from) => copy_case(from, &work, &args.id, &args.category)?,
+        None => write_template(&work, &args.id, &args.category)?,
+    }
+    let cassette = scripted::compile(&work.join("scenario.json"))?;
+    harness::durable::atomic_write(&work.join("cassette.json"), cassette.as_bytes())
+        .map_err(|e| format!("cassette.json: {e}"))?;
+    bench::suite::load_case(&work, &args.category, &bench::suite::report_fields())
+        .map_err(|e| format!("the new case does not load: {e}"))?;
+    let dir = parent.join(&args.id);
+    std::fs::rename(&work, &dir)
+        .map_err(|e| format!("cannot move the case into {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+fn valid_id(id: &str) -> bool {
+    (1..=harness::replay::cassette::MAX_CASE_ID_LEN).contains(&id.len())
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// A copy of `from` (without its cassette, which is compiled again) under
+/// the new id: case.toml's `id` and `category`, scenario.json's `case`.
+fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), String> {
+    for f in ["case.toml", "run.toml", "scenario.json"] {
+        if !from.join(f).is_file() {
+            return Err(format!(
+                "--from {}: no {f}; expected a scripted case directory (case.toml, run.toml, scenario.json)",
+                from.display()
+            ));
+        }
+    }
+    harness::workspace::copy_tree(from, to).map_err(|e| format!("--from {}: {e}", from.display()))?;
+    let _ = std::fs::remove_file(to.join("cassette.json"));
+    let case_toml = std::fs::read_to_string(to.join("case.toml")).map_err(|e| e.to_string())?;
+    let case_toml: String = case_toml
+        .lines()
+        .map(|l| {
+            if l.starts_with("id = ") {
+                format!("id = {id:?}")
+            } else if l.starts_with("category = ") {
+                format!("category = {category:?}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    std::fs::write(to.join("case.toml"), case_toml).map_err(|e| e.to_string())?;
+    let sc_path = to.join("scenario.json");
+    let mut sc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&sc_path).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("{}: {e}", sc_path.display()))?;
+    sc["case"] = serde_json::Value::String(id.into());
+    let text = serde_json::to_string_pretty(&sc).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(&sc_path, text).map_err(|e| e.to_string())
+}
+
+/// The template: every file a case has, each field explained where it is.
+fn write_template(dir: &Path, id: &str, category: &str) -> Result<(), String> {
+    let w = |rel: &str, text: &str| -> Result<(), String> {
+        let p = dir.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    w("case.toml", &template_case_toml(id, category))?;
+    w("run.toml", TEMPLATE_RUN_TOML)?;
+    w("scenario.json", &template_scenario(id))?;
+    w("workspace/CHANGELOG.md", "# Changelog\n\n## Unreleased\n")?;
+    w("checks/changelog.sh", TEMPLATE_CHECK)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.join("checks/changelog.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .map_err(|e| format!("checks/changelog.sh: {e}"))
+}
+
+/// The line the template's agent adds, and its check greps.
+const TEMPLATE_LINE: &str = "- Fixed: the CSV export no longer drops the last row";
+
+fn template_case_toml(id: &str, category: &str) -> String {
+    format!(
+        r#"# A suite case (docs: suites/README.md). The bench runs the harness on a
+# fresh copy of this directory against cassette.json (compiled from
+# scenario.json by `bench script`) and judges the run by [expect].
+id = "{id}"                # the directory name; also the cassette's `case`
+category = "{category}"    # happy, edge, adversarial or regression
+title = "TODO: one line a reader of the FAIL line understands"
+covers = ["GOAL_MET"]      # free tags: what this case exercises
+latency_cap_ms = 20000     # a case-run slower than this fails the gate
+cost_cap_usd = 0.5         # a case-run that spends more fails the gate
+
+# The gates. Each one that fails is listed under the case-run's cause.
+[expect]
+ending = "GOAL_MET"        # one of the seven endings
+predicate_met = true       # the harness ran the goal's predicate and it held
+verified = ["t1"]          # the tasks the harness verified, by id
+# Files the workspace must contain after the run (path = text):
+files_contain = {{ "CHANGELOG.md" = "{TEMPLATE_LINE}" }}
+"#
+    )
+}
+
+const TEMPLATE_RUN_TOML: &str = r#"# The harness's run spec (README.md, "The run spec"). Paths are relative
+# to this file.
+goal = "Add the line '- Fixed: the CSV export no longer drops the last row' under '## Unreleased' in CHANGELOG.md."
+workspace = "workspace"   # the only directory the agent's tools and checks may write
+
+# How the harness decides the goal is met: it runs this itself, never the model.
+[predicate]
+check = "changelog"       # a check below (or `command = [...]`)
+
+[budget]
+hard_cap_usd = 5.0        # spend never passes this
+wall_clock_limit_s = 600  # the run ends TIME_LIMIT after this
+task_budget_tokens = 20000
+
+# Which model the harness calls. Under the bench the base URL is replaced by
+# the replay server's; the replies come from cassette.json, no key needed.
+[model]
+protocol = "anthropic"
+base_url = "https://api.anthropic.com"
+api_key_env = "ANTHROPIC_API_KEY"   # the NAME of the variable, never the key
+executor = "claude-opus-5"
+judge = "claude-opus-5"
+max_tokens = 4096
+
+[prices."claude-opus-5"]
+input_usd_per_mtok = 5.0
+output_usd_per_mtok = 25.0
+
+# The tools the model may call (README.md, "Tools").
+[tools]
+allow = ["read_file", "write_file", "list_files", "run_check"]
+
+# A check: a command the harness runs in the workspace (its working
+# directory), confined to it by the kernel, with a timeout. Exit 0 = passed.
+[checks.changelog]
+command = ["./checks/changelog.sh"]
+timeout_s = 30
+"#;
+
+const TEMPLATE_CHECK: &str = "#!/bin/sh\n# Runs in the workspace. Exit 0 when the changelog has the line.\ngrep -qF -- '- Fixed: the CSV export no longer drops the last row' CHANGELOG.md\n";
+
+/// The scripted model: one plan, then one task in two executor calls. Call
+/// keys: `plan/0`, then `execute/<task>/a<attempt>/<turn>` (recordings/README.md).
+fn template_scenario(id: &str) -> String {
+    let v = serde_json::json!({
+        "case": id,
+        "protocol": "anthropic",
+        "model": "claude-opus-5",
+        "when": "2026-12-04",
+        "notes": "bench new-case template: the planner plans one task, the executor writes the line and says so",
+        "runs": [{"calls": [
+            {"key": "plan/0", "plan": {"tasks": [{
+                "id": "t1",
+                "description": "Add the fixed-export line under Unreleased in CHANGELOG.md",
+                "verify": {"kind": "check", "name": "changelog"}
+            }]}},
+            {"key": "execute/t1/a0/0", "tools": [{"name": "write_file", "input": {
+                "path": "CHANGELOG.md",
+                "content": format!("# Changelog\n\n## Unreleased\n\n{TEMPLATE_LINE}\n")
+            }}]},
+            {"key": "execute/t1/a0/1", "text": "Added the line under Unreleased."}
+        ]}]
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
