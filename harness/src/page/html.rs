@@ -318,6 +318,26 @@ pub fn page(p: &RunPage) -> Markup {
                 } }
             }
         }
+        @if !p.trails.is_empty() {
+            section aria-labelledby="trail" {
+                h2 #trail { "What the agent did" }
+                p.muted { "Each task's tool calls in order, as the model asked for them and as the tool answered (the first " (crate::events::TOOL_INPUT_SHOWN_MAX_CHARS) " characters of each)." }
+                @for (id, steps) in trails_in_order(p) {
+                    details.trail {
+                        summary { "task " code { (id) } " " (p.descriptions.get(id).map(String::as_str).unwrap_or("")) " (" (steps.len()) " tool call" @if steps.len() != 1 { "s" } ")" }
+                        ol {
+                            @for s in steps {
+                                li {
+                                    code { (s.call_key) } " " strong { (s.tool) } @if s.is_error { " " span.bad { "error" } }
+                                    pre { (s.input) }
+                                    pre.muted { "-> " (s.output) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
         section aria-labelledby="claims" {
             h2 #claims { "What the model claimed, beside what the harness checked" }
             @if r.model_claims.is_empty() {
@@ -408,6 +428,13 @@ pub fn page(p: &RunPage) -> Markup {
 }
 
 /// The page for a state dir with no report to show (`harness report`).
+/// The tasks with a trail, by task id (t1, t2, ... as the plan numbered them).
+fn trails_in_order(p: &RunPage) -> Vec<(&String, &Vec<super::ToolStep>)> {
+    let mut v: Vec<_> = p.trails.iter().collect();
+    v.sort_by(|a, b| a.0.cmp(b.0));
+    v
+}
+
 pub fn no_report(title: &str, detail: &str) -> Markup {
     document(
         title,

@@ -59,6 +59,20 @@ pub struct CallPoint {
     pub t_s: Option<f64>,
 }
 
+/// One tool call of a task's trail.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolStep {
+    pub call_key: String,
+    pub tool: String,
+    pub input: String,
+    pub output: String,
+    pub is_error: bool,
+}
+
+/// Tool calls kept per task on the page (a task's attempts are bounded by
+/// the loop cap; this bounds a damaged or foreign log).
+pub const TRAIL_STEPS_MAX: usize = 200;
+
 /// Everything the page shows.
 #[derive(Debug, Clone)]
 pub struct RunPage {
@@ -67,8 +81,13 @@ pub struct RunPage {
     /// Worst cases reserved for calls still open in ledger.jsonl (in flight
     /// at a kill, not yet booked), by the resume rules.
     pub in_flight_usd: f64,
-    /// Task id -> description, from the run's `task_start` events.
+    /// Task id -> description, from the run's `task_start` events and, for
+    /// tasks never started (left in the queue), its `admit` events.
     pub descriptions: HashMap<String, String>,
+    /// Task id -> what the agent did for it, in order: each tool call with
+    /// its input and the start of the answer (`tool` events; clipped,
+    /// redacted, escaped on the page).
+    pub trails: HashMap<String, Vec<ToolStep>>,
     /// Seconds since the run's first event of each resume.
     pub resumes_at_s: Vec<f64>,
     /// What the budget refused, in order (`budget_refused` events).
@@ -135,6 +154,7 @@ impl RunPage {
         // key in order (a key's retries are one call).
         let mut call_times: HashMap<&str, Vec<f64>> = HashMap::new();
         let mut descriptions = HashMap::new();
+        let mut trails: HashMap<String, Vec<ToolStep>> = HashMap::new();
         let (mut resumes_at_s, mut budget_refusals) = (vec![], vec![]);
         for e in events {
             match &e.event {
@@ -144,6 +164,25 @@ impl RunPage {
                     .push(secs(e.unix_ms)),
                 Event::TaskStart { task, description } => {
                     descriptions.insert(task.clone(), description.clone());
+                }
+                Event::Admit(a) => {
+                    for t in &a.tasks {
+                        descriptions
+                            .entry(t.id.clone())
+                            .or_insert_with(|| t.description.clone());
+                    }
+                }
+                Event::Tool(t) => {
+                    let trail = trails.entry(t.task.clone()).or_default();
+                    if trail.len() < TRAIL_STEPS_MAX {
+                        trail.push(ToolStep {
+                            call_key: t.call_key.clone(),
+                            tool: t.tool.as_str().to_string(),
+                            input: t.input.clone(),
+                            output: t.output.clone(),
+                            is_error: t.is_error,
+                        });
+                    }
                 }
                 Event::Resume(_) => resumes_at_s.push(secs(e.unix_ms)),
                 Event::BudgetRefused { detail, .. } => budget_refusals.push(detail.clone()),
@@ -186,6 +225,7 @@ impl RunPage {
                 0.0
             },
             descriptions,
+            trails,
             resumes_at_s,
             budget_refusals,
             notes,

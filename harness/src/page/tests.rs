@@ -291,3 +291,49 @@ fn compactions_have_a_table_only_when_there_were_some() {
         "{text}"
     );
 }
+
+/// The morning page shows what the agent did: each task's tool calls with
+/// their input and answer, in a collapsed trail; hostile text there (a tool
+/// input the model wrote, a file's content a tool returned) is text, never
+/// markup; a task left in the queue shows its description (from `admit`).
+#[test]
+fn each_task_has_a_trail_of_its_tool_calls_and_hostile_text_in_it_stays_text() {
+    use crate::events::{Admit, AdmittedTask, ToolEvent, ToolRef};
+    let mut r = report(2);
+    r.queue_left.push("t9".into());
+    let line = |event| EventLine { unix_ms: 1_000, t_ms: 0, step: 0, event };
+    let tool = |key: &str, input: &str, output: &str| {
+        line(Event::Tool(ToolEvent {
+            task: "t1".into(),
+            tool: ToolRef::of("write_file"),
+            is_error: false,
+            side_effect: true,
+            call_key: key.into(),
+            input: input.into(),
+            output: output.into(),
+        }))
+    };
+    let events = vec![
+        line(Event::Admit(Admit {
+            origin: "plan".into(),
+            admitted: vec!["t9".into()],
+            tasks: vec![AdmittedTask { id: "t9".into(), description: "Write the runbook entry".into() }],
+            rejected: vec![],
+        })),
+        tool("execute/t1/a0/0", HOSTILE[0], HOSTILE[1]),
+        tool("execute/t1/a0/1", r#"{"path":"notes.md"}"#, "wrote 12 bytes to notes.md"),
+    ];
+    let doc = Html::parse_document(&RunPage::from_parts(r, &events, 0.0, vec![]).render());
+    assert_eq!(doc.select(&sel("script")).count(), 0, "a script element");
+    assert_eq!(doc.select(&sel("img")).count(), 0, "an img element");
+    let trail: Vec<String> = doc
+        .select(&sel("details.trail"))
+        .map(|d| d.text().collect())
+        .collect();
+    assert_eq!(trail.len(), 1, "{trail:?}");
+    for want in ["execute/t1/a0/0", "execute/t1/a0/1", "2 tool calls", "wrote 12 bytes to notes.md", HOSTILE[0], HOSTILE[1]] {
+        assert!(trail[0].contains(want), "{want:?} not in {:?}", trail[0]);
+    }
+    let tasks: String = doc.select(&sel("#task-table")).flat_map(|t| t.text()).collect();
+    assert!(tasks.contains("Write the runbook entry"), "{tasks}");
+}
