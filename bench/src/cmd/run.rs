@@ -36,7 +36,9 @@ pub struct RunArgs {
     /// Run only this case id.
     #[arg(long)]
     pub case: Option<String>,
-    #[arg(long, default_value_t = 1)]
+    /// Case-runs per case (default 3, as the gate runs it: the 2-of-3 pass
+    /// policy and the flaky detection rest on more than one run).
+    #[arg(long, default_value_t = DEFAULT_RUNS_PER_CASE)]
     pub runs_per_case: u32,
     /// `i/n`: run the cases whose stable id hash falls in shard i of n (1-based).
     #[arg(long)]
@@ -87,6 +89,10 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
     }
     Ok((i, n))
 }
+
+/// `bench run`'s runs per case: the gate's, so a CI job written from
+/// `--help` gates on the same policy as `scripts/suite`.
+pub const DEFAULT_RUNS_PER_CASE: u32 = 3;
 
 pub fn run(args: RunArgs) -> ExitCode {
     crate::batch::block_on("run", ExitStatus::Unloadable, run_async(args))

@@ -62,6 +62,13 @@ pub fn bench_run_with(
     out: &Path,
     extra: &[&str],
 ) -> (i32, Value, String) {
+    // One run per case unless the test asks for more: the tests are about
+    // one case-run's verdict (`bench run`'s own default is the gate's 3).
+    let runs: &[&str] = if extra.contains(&"--runs-per-case") {
+        &[]
+    } else {
+        &["--runs-per-case", "1"]
+    };
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))
         .arg("run")
         .arg("--suite")
@@ -70,6 +77,7 @@ pub fn bench_run_with(
         .arg(out)
         .arg("--harness")
         .arg(harness)
+        .args(runs)
         .args(extra)
         .env("CI", "1")
         .output()

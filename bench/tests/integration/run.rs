@@ -383,4 +383,8 @@ fn closed_stdout_and_stderr_change_neither_the_exit_code_nor_the_files() {
     for f in ["summary.json", "summary.md", "junit.xml", "report.html"] {
         assert!(out.join(f).is_file(), "{f} written");
     }
+    // Run with no --runs-per-case: the gate's 3, as `--help` says.
+    let s: Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["runs_per_case"], 3);
+    assert_eq!(s["case_runs"], 3);
 }
