@@ -388,3 +388,40 @@ fn closed_stdout_and_stderr_change_neither_the_exit_code_nor_the_files() {
     assert_eq!(s["runs_per_case"], 3);
     assert_eq!(s["case_runs"], 3);
 }
+
+/// Nothing left behind: a suite whose cases include a harness killed
+/// mid-run ([interrupt]) and one whose check runs, three times each, leaves
+/// its temp dir as it found it (the checks' private dirs are removed, a
+/// killed run's is swept by its resume), and no process of a case-run
+/// outlives the batch in a state nobody waits for.
+#[test]
+fn a_batch_with_killed_harnesses_leaves_no_temp_dir_behind() {
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suites");
+    for (cat, id) in [
+        ("edge", "edge-resume-post-not-doubled"),
+        ("happy", "happy-fix-failing-pricing-test"),
+    ] {
+        harness::workspace::copy_tree(&repo().join("suites").join(cat).join(id), &suite.join(cat).join(id))
+            .unwrap();
+    }
+    let tmp = t.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["run", "--category", "edge,happy", "--runs-per-case", "3", "--suite"])
+        .arg(&suite)
+        .arg("--out")
+        .arg(t.path().join("out"))
+        .env("TMPDIR", &tmp)
+        .env("CI", "1")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{log}{}", String::from_utf8_lossy(&o.stderr));
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR after 6 case-runs: {left:?}");
+}
