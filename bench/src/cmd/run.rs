@@ -215,6 +215,16 @@ async fn run_async(args: RunArgs) -> ExitCode {
             return ExitCode::from(ExitStatus::Usage);
         }
     };
+    // A reused --out starts empty of case dirs: an earlier run's would sit
+    // beside this run's summary, which does not name them. This process
+    // holds the out dir (the lock above), so no other run is writing there.
+    let old_cases = args.out.join("cases");
+    if old_cases.is_dir() {
+        if let Err(e) = std::fs::remove_dir_all(&old_cases) {
+            errln!("bench run: cannot clear {} of an earlier run: {e}", old_cases.display());
+            return ExitCode::from(ExitStatus::Usage);
+        }
+    }
     let batch = match &live_target {
         Some(t) => crate::batch::Batch::start_live(
             cases,

@@ -425,3 +425,26 @@ fn a_batch_with_killed_harnesses_leaves_no_temp_dir_behind() {
         .collect();
     assert!(left.is_empty(), "left in TMPDIR after 6 case-runs: {left:?}");
 }
+
+/// A reused `--out` holds only this run's case dirs, never an earlier
+/// run's beside a summary that does not name them.
+#[test]
+fn a_reused_out_dir_holds_only_this_runs_case_dirs() {
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suite");
+    add_case(&suite, "happy", "demo-a", GOOD);
+    add_case(&suite, "happy", "demo-b", GOOD);
+    let out = t.path().join("out");
+    let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "demo-a"]);
+    assert_eq!(code, 0, "{log}");
+    assert!(out.join("cases/demo-a").is_dir());
+    let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "demo-b"]);
+    assert_eq!(code, 0, "{log}");
+    let mut left: Vec<String> = std::fs::read_dir(out.join("cases"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["demo-b"]);
+}
