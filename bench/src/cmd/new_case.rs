@@ -43,7 +43,10 @@ pub fn run(args: NewCaseArgs) -> ExitCode {
             }
             outln!("next:");
             outln!("  edit the goal (run.toml), the replies (scenario.json) and the gates (case.toml);");
-            outln!("  bench try-case {}          # one run, with the transcript", dir.display());
+            outln!(
+                "  bench try-case {}          # one run, with the transcript",
+                dir.display()
+            );
             outln!(
                 "  bench run --suite {} --case {}   # the gate, as CI runs it",
                 args.suite.display(),
@@ -80,7 +83,11 @@ fn create(args: &NewCaseArgs) -> Result<PathBuf, String> {
         .map(|c| args.suite.join(c).join(&args.id))
         .find(|d| d.exists())
     {
-        return Err(format!("--id {:?}: {} already exists", args.id, existing.display()));
+        return Err(format!(
+            "--id {:?}: {} already exists",
+            args.id,
+            existing.display()
+        ));
     }
     let parent = args.suite.join(&args.category);
     std::fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
@@ -125,7 +132,8 @@ fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), Str
             ));
         }
     }
-    harness::workspace::copy_tree(from, to).map_err(|e| format!("--from {}: {e}", from.display()))?;
+    harness::workspace::copy_tree(from, to)
+        .map_err(|e| format!("--from {}: {e}", from.display()))?;
     let _ = std::fs::remove_file(to.join("cassette.json"));
     let case_toml = std::fs::read_to_string(to.join("case.toml")).map_err(|e| e.to_string())?;
     let case_toml: String = case_toml
@@ -144,10 +152,9 @@ fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), Str
         + "\n";
     std::fs::write(to.join("case.toml"), case_toml).map_err(|e| e.to_string())?;
     let sc_path = to.join("scenario.json");
-    let mut sc: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&sc_path).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| format!("{}: {e}", sc_path.display()))?;
+    let mut sc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sc_path).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("{}: {e}", sc_path.display()))?;
     sc["case"] = serde_json::Value::String(id.into());
     let text = serde_json::to_string_pretty(&sc).map_err(|e| e.to_string())? + "\n";
     std::fs::write(&sc_path, text).map_err(|e| e.to_string())

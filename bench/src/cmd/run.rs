@@ -221,7 +221,10 @@ async fn run_async(args: RunArgs) -> ExitCode {
     let old_cases = args.out.join("cases");
     if old_cases.is_dir() {
         if let Err(e) = std::fs::remove_dir_all(&old_cases) {
-            errln!("bench run: cannot clear {} of an earlier run: {e}", old_cases.display());
+            errln!(
+                "bench run: cannot clear {} of an earlier run: {e}",
+                old_cases.display()
+            );
             return ExitCode::from(ExitStatus::Usage);
         }
     }

@@ -119,7 +119,10 @@ fn describe(l: &EventLine) -> Option<String> {
                 s.push_str(&format!("\n{:>9}    {}: {}", "", task.id, task.description));
             }
             for rej in &a.rejected {
-                s.push_str(&format!("\n{:>9}    rejected {}: {}", "", rej.id, rej.reason));
+                s.push_str(&format!(
+                    "\n{:>9}    rejected {}: {}",
+                    "", rej.id, rej.reason
+                ));
             }
             s
         }
@@ -145,7 +148,10 @@ fn describe(l: &EventLine) -> Option<String> {
         Event::Ending(e) => format!(
             "{t}  ending {}{}",
             e.ending.as_str(),
-            e.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
+            e.detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
         ),
         _ => return None,
     })
@@ -153,7 +159,12 @@ fn describe(l: &EventLine) -> Option<String> {
 
 fn print_verdict(r: &RunRecord) {
     if r.passed {
-        outln!("PASS ({}, {} ms, ${:.4})", r.ending, r.latency_ms, r.cost_usd);
+        outln!(
+            "PASS ({}, {} ms, ${:.4})",
+            r.ending,
+            r.latency_ms,
+            r.cost_usd
+        );
     } else {
         outln!("FAIL: {}", r.headline());
         for f in &r.failures {

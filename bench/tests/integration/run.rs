@@ -384,7 +384,8 @@ fn closed_stdout_and_stderr_change_neither_the_exit_code_nor_the_files() {
         assert!(out.join(f).is_file(), "{f} written");
     }
     // Run with no --runs-per-case: the gate's 3, as `--help` says.
-    let s: Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["runs_per_case"], 3);
     assert_eq!(s["case_runs"], 3);
 }
@@ -402,13 +403,23 @@ fn a_batch_with_killed_harnesses_leaves_no_temp_dir_behind() {
         ("edge", "edge-resume-post-not-doubled"),
         ("happy", "happy-fix-failing-pricing-test"),
     ] {
-        harness::workspace::copy_tree(&repo().join("suites").join(cat).join(id), &suite.join(cat).join(id))
-            .unwrap();
+        harness::workspace::copy_tree(
+            &repo().join("suites").join(cat).join(id),
+            &suite.join(cat).join(id),
+        )
+        .unwrap();
     }
     let tmp = t.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["run", "--category", "edge,happy", "--runs-per-case", "3", "--suite"])
+        .args([
+            "run",
+            "--category",
+            "edge,happy",
+            "--runs-per-case",
+            "3",
+            "--suite",
+        ])
         .arg(&suite)
         .arg("--out")
         .arg(t.path().join("out"))
@@ -417,13 +428,21 @@ fn a_batch_with_killed_harnesses_leaves_no_temp_dir_behind() {
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{log}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{log}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let left: Vec<String> = std::fs::read_dir(&tmp)
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(left.is_empty(), "left in TMPDIR after 6 case-runs: {left:?}");
+    assert!(
+        left.is_empty(),
+        "left in TMPDIR after 6 case-runs: {left:?}"
+    );
 }
 
 /// A reused `--out` holds only this run's case dirs, never an earlier

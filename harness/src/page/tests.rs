@@ -301,7 +301,12 @@ fn each_task_has_a_trail_of_its_tool_calls_and_hostile_text_in_it_stays_text() {
     use crate::events::{Admit, AdmittedTask, ToolEvent, ToolRef};
     let mut r = report(2);
     r.queue_left.push("t9".into());
-    let line = |event| EventLine { unix_ms: 1_000, t_ms: 0, step: 0, event };
+    let line = |event| EventLine {
+        unix_ms: 1_000,
+        t_ms: 0,
+        step: 0,
+        event,
+    };
     let tool = |key: &str, input: &str, output: &str| {
         line(Event::Tool(ToolEvent {
             task: "t1".into(),
@@ -317,11 +322,18 @@ fn each_task_has_a_trail_of_its_tool_calls_and_hostile_text_in_it_stays_text() {
         line(Event::Admit(Admit {
             origin: "plan".into(),
             admitted: vec!["t9".into()],
-            tasks: vec![AdmittedTask { id: "t9".into(), description: "Write the runbook entry".into() }],
+            tasks: vec![AdmittedTask {
+                id: "t9".into(),
+                description: "Write the runbook entry".into(),
+            }],
             rejected: vec![],
         })),
         tool("execute/t1/a0/0", HOSTILE[0], HOSTILE[1]),
-        tool("execute/t1/a0/1", r#"{"path":"notes.md"}"#, "wrote 12 bytes to notes.md"),
+        tool(
+            "execute/t1/a0/1",
+            r#"{"path":"notes.md"}"#,
+            "wrote 12 bytes to notes.md",
+        ),
     ];
     let doc = Html::parse_document(&RunPage::from_parts(r, &events, 0.0, vec![]).render());
     assert_eq!(doc.select(&sel("script")).count(), 0, "a script element");
@@ -331,9 +343,19 @@ fn each_task_has_a_trail_of_its_tool_calls_and_hostile_text_in_it_stays_text() {
         .map(|d| d.text().collect())
         .collect();
     assert_eq!(trail.len(), 1, "{trail:?}");
-    for want in ["execute/t1/a0/0", "execute/t1/a0/1", "2 tool calls", "wrote 12 bytes to notes.md", HOSTILE[0], HOSTILE[1]] {
+    for want in [
+        "execute/t1/a0/0",
+        "execute/t1/a0/1",
+        "2 tool calls",
+        "wrote 12 bytes to notes.md",
+        HOSTILE[0],
+        HOSTILE[1],
+    ] {
         assert!(trail[0].contains(want), "{want:?} not in {:?}", trail[0]);
     }
-    let tasks: String = doc.select(&sel("#task-table")).flat_map(|t| t.text()).collect();
+    let tasks: String = doc
+        .select(&sel("#task-table"))
+        .flat_map(|t| t.text())
+        .collect();
     assert!(tasks.contains("Write the runbook entry"), "{tasks}");
 }
