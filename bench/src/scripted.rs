@@ -34,6 +34,18 @@ pub fn compile(scenario_path: &Path) -> Result<String, String> {
     Ok(text)
 }
 
+/// Compile `scenario` and write its cassette to `out` (atomically), unless
+/// `out` already holds exactly that; true when it was written.
+pub fn write_compiled(scenario: &Path, out: &Path) -> Result<bool, String> {
+    let text = compile(scenario)?;
+    if std::fs::read_to_string(out).is_ok_and(|current| current == text) {
+        return Ok(false);
+    }
+    harness::durable::atomic_write(out, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    Ok(true)
+}
+
 /// The conditions a scenario's replies hold for: those the run spec beside
 /// it (`run.toml`) sends. A scenario with no spec beside it must declare
 /// itself indifferent to every field; nothing is indifferent by default.

@@ -36,7 +36,7 @@ pub fn sweep_orphans(dir: &Path) -> usize {
     let mut removed = 0;
     for e in rd.flatten().take(SWEEP_ENTRIES_MAX) {
         let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(owner_pid) else {
+        let Some(pid) = name.to_str().and_then(|n| owner_pid(n, PREFIX)) else {
             continue;
         };
         // Not a symlink, a directory, this user's: never follow or touch
@@ -54,10 +54,10 @@ pub fn sweep_orphans(dir: &Path) -> usize {
     removed
 }
 
-/// The owner pid a check temp dir's name carries.
-fn owner_pid(name: &str) -> Option<i32> {
-    let rest = name.strip_prefix(PREFIX)?;
-    let (pid, _) = rest.split_once('-')?;
+/// The owner pid a name of the form `<prefix><pid>-<rest>` carries (a
+/// check temp dir's, a check cgroup's).
+pub(crate) fn owner_pid(name: &str, prefix: &str) -> Option<i32> {
+    let (pid, _) = name.strip_prefix(prefix)?.split_once('-')?;
     pid.parse().ok().filter(|p| *p > 0)
 }
 

@@ -102,9 +102,7 @@ fn create(args: &NewCaseArgs) -> Result<PathBuf, String> {
         Some(from) => copy_case(from, &work, &args.id, &args.category)?,
         None => write_template(&work, &args.id, &args.category)?,
     }
-    let cassette = scripted::compile(&work.join("scenario.json"))?;
-    harness::durable::atomic_write(&work.join("cassette.json"), cassette.as_bytes())
-        .map_err(|e| format!("cassette.json: {e}"))?;
+    scripted::write_compiled(&work.join("scenario.json"), &work.join("cassette.json"))?;
     bench::suite::load_case(&work, &args.category, &bench::suite::report_fields())
         .map_err(|e| format!("the new case does not load: {e}"))?;
     let dir = parent.join(&args.id);

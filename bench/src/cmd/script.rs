@@ -6,7 +6,7 @@
 //! before recording conditions (bench::scripted holds the work).
 
 use crate::exit::ExitStatus;
-use bench::scripted::{compile, migrate_recorded, targets};
+use bench::scripted::{compile, migrate_recorded, targets, write_compiled};
 use clap::Args;
 use harness::model::ConditionField;
 use std::path::PathBuf;
@@ -70,26 +70,27 @@ pub fn run(args: ScriptArgs) -> ExitCode {
         }
         let (src, default_out) = targets(p);
         let out = args.out.clone().unwrap_or(default_out);
-        match compile(&src) {
-            Err(e) => {
-                errln!("bench script: {e}");
-                bad += 1;
-            }
-            Ok(text) if args.check => {
+        let result = if args.check {
+            compile(&src).and_then(|text| {
                 let current = std::fs::read_to_string(&out).unwrap_or_default();
-                if current != text {
-                    errln!("bench script --check: {} is not what {} compiles to; run `bench script {}`", out.display(), src.display(), p.display());
-                    bad += 1;
-                }
-            }
-            Ok(text) => {
-                if let Err(e) = harness::durable::atomic_write(&out, text.as_bytes()) {
-                    errln!("bench script: cannot write {}: {e}", out.display());
-                    bad += 1;
+                if current == text {
+                    Ok(())
                 } else {
-                    outln!("wrote {}", out.display());
+                    Err(format!(
+                        "{} is not what {} compiles to; run `bench script {}`",
+                        out.display(),
+                        src.display(),
+                        p.display()
+                    ))
                 }
-            }
+            })
+        } else {
+            write_compiled(&src, &out).map(|_| outln!("wrote {}", out.display()))
+        };
+        if let Err(e) = result {
+            let mode = if args.check { " --check" } else { "" };
+            errln!("bench script{mode}: {e}");
+            bad += 1;
         }
     }
     if bad > 0 {

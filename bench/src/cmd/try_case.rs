@@ -83,11 +83,7 @@ async fn try_case(args: TryCaseArgs) -> ExitCode {
 /// `bench script DIR`: the cassette from the scenario as it is now.
 fn compile_beside(dir: &Path) -> Result<(), String> {
     let (src, out) = bench::scripted::targets(dir);
-    let text = bench::scripted::compile(&src)?;
-    let current = std::fs::read_to_string(&out).unwrap_or_default();
-    if current != text {
-        harness::durable::atomic_write(&out, text.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    if bench::scripted::write_compiled(&src, &out)? {
         outln!("compiled {} -> {}", src.display(), out.display());
     }
     Ok(())

@@ -130,7 +130,10 @@ pub fn sweep_orphans(root: &Path) -> usize {
     let mut removed = 0;
     for e in rd.flatten().take(SWEEP_GROUPS_MAX) {
         let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(owner_pid) else {
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| crate::check_tmp::owner_pid(n, "check-"))
+        else {
             continue;
         };
         if crate::check_tmp::alive(pid) {
@@ -147,12 +150,6 @@ pub fn sweep_orphans(root: &Path) -> usize {
 
 /// Groups looked at per sweep.
 pub const SWEEP_GROUPS_MAX: usize = 10_000;
-
-/// The harness pid a group's name (`check-<pid>-<n>`) carries.
-fn owner_pid(name: &str) -> Option<i32> {
-    let (pid, _) = name.strip_prefix("check-")?.split_once('-')?;
-    pid.parse().ok().filter(|p| *p > 0)
-}
 
 /// Move the calling process into the group whose `cgroup.procs` is `path`
 /// (writing "0" means "this process"). Only syscalls: called between fork
