@@ -44,6 +44,10 @@ pub enum Event {
     Compaction {
         call_key: String,
     },
+    /// The run ended (an `ending` event).
+    Ended,
+    /// A stop request suspended the run (harness::stop).
+    Stopped,
     Other,
 }
 
@@ -82,6 +86,8 @@ impl Event {
             H::Compaction(c) => Event::Compaction {
                 call_key: c.call_key,
             },
+            H::Ending(_) => Event::Ended,
+            H::Stopped { .. } => Event::Stopped,
             _ => Event::Other,
         }
     }

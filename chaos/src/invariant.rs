@@ -17,11 +17,12 @@ pub enum Invariant {
     ReportAgrees,
     SettledTaskNeverRerun,
     CompactionAtMostOnce,
+    StopHonored,
 }
 
 impl Invariant {
     /// In the order the report numbers them.
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 11] = [
         Invariant::NoTornCheckpoint,
         Invariant::PostAtMostOnce,
         Invariant::InFlightClassified,
@@ -32,6 +33,7 @@ impl Invariant {
         Invariant::ReportAgrees,
         Invariant::SettledTaskNeverRerun,
         Invariant::CompactionAtMostOnce,
+        Invariant::StopHonored,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +48,7 @@ impl Invariant {
             Invariant::ReportAgrees => "report_agrees",
             Invariant::SettledTaskNeverRerun => "settled_task_never_rerun",
             Invariant::CompactionAtMostOnce => "compaction_at_most_once",
+            Invariant::StopHonored => "stop_honored",
         }
     }
 
@@ -66,6 +69,7 @@ impl Invariant {
             Invariant::GoalHashIntact => "every checkpoint and report carries the spec's goal and its SHA-256; the spec file is unchanged.",
             Invariant::ReportAgrees => "every task the final report lists as verified verifies on the final workspace and outbox (posts exactly once); GOAL_MET only when the predicate passes there; the report and the final checkpoint agree.",
             Invariant::SettledTaskNeverRerun => "a task that was parked, verified or pruned is never executed again (no `execute/<task>/...` request reaches the replay server) once that is durable: once a checkpoint on disk at a resume lists it, or once the harness went on from it (the same process sent a later model call: the checkpoint after a task, and after a drift check, comes before the next call).",
+            Invariant::StopHonored => "(sigterm mode) a SIGTERM suspends the run, never ends it: the harness exits 143 (128 + the signal) with report.json saying it was STOPPED by SIGTERM (no ending; the ended-run reader refuses it), a checkpoint on disk to resume from, nothing published as an ending, and no task verified or parked by the cut; unless it was already publishing an ending, which it then finishes (that ending, code and report). A second SIGTERM during the grace exits 143 at once. The resume then goes on under every other invariant: nothing run twice, the money kept, spend never above the cap.",
             Invariant::CompactionAtMostOnce => "a `compact/<n>` call is made again only when the kill came before the checkpoint that records it: once a checkpoint on disk at a resume counts more than n compaction attempts, or the process that made it sent a later model call (the checkpoint after a compaction comes before the next call), no process sends `compact/<n>` again; every checkpoint on disk and the final report list the attempts `compact/0`, `compact/1`, ... each once, in order, as many as the checkpoint counts, the report as the final checkpoint; an `ok` compaction's cost in the report is what the provider billed for its call (that every `compact/<n>` answered is in the final spend, and one in flight at a kill booked at its worst case, is `ledger_never_forgets`).",
         }
     }

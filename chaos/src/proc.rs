@@ -1,6 +1,7 @@
 //! Spawning the real `harness` binary, killing it with SIGKILL through `nix`
-//! (its whole process group: the harness and any check it was running), and
-//! confirming with waitpid how the harness died.
+//! (its whole process group: the harness and any check it was running), or
+//! asking it to stop with SIGTERM (sigterm mode: once, or twice), and
+//! confirming with waitpid how the harness died or exited.
 
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
@@ -47,27 +48,61 @@ pub enum Outcome {
     Exited {
         code: i32,
     },
+    /// Sent SIGTERM (sigterm mode; `twice`: a second one right after) at
+    /// `at` (a phase occurrence or `random_timing`), and exited `code`.
+    Stopped {
+        at: String,
+        code: i32,
+        twice: bool,
+    },
     /// Still running at the timeout: killed, and a violation.
     Hung,
     SpawnFailed(String),
 }
 
 impl Outcome {
+    /// The process did not end the run: killed, or stopped by a signal and
+    /// suspended (exit 128 + the signal: `harness::stop`), to be resumed.
     pub fn killed(&self) -> bool {
-        matches!(
-            self,
-            Outcome::KilledAtPhase { .. } | Outcome::KilledByTimer { .. }
-        )
+        match self {
+            Outcome::KilledAtPhase { .. } | Outcome::KilledByTimer { .. } => true,
+            Outcome::Stopped { code, .. } => is_stop_code(*code),
+            _ => false,
+        }
     }
+    /// The exit code of a process that ended the run (a stop the harness
+    /// took while publishing an ending exits with that ending's code).
     pub fn exit_code(&self) -> Option<i32> {
         match self {
             Outcome::ExitedBeforeSignal { code } | Outcome::Exited { code } => Some(*code),
+            Outcome::Stopped { code, .. } if !is_stop_code(*code) => Some(*code),
             _ => None,
         }
     }
 }
 
+/// The exit code of a harness a stop request suspended: 128 + the signal.
+pub fn is_stop_code(code: i32) -> bool {
+    harness::stop::STOP_SIGNALS
+        .iter()
+        .any(|s| harness::stop::exit_code(*s) == code)
+}
+
+/// What the driver sends at its kill point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kill {
+    /// SIGKILL to the process group (sigkill and power-loss modes).
+    Sigkill,
+    /// SIGTERM to the harness (sigterm mode), and with `twice` a second one
+    /// a moment later, during its grace.
+    Stop { twice: bool },
+}
+
+/// How long after the first SIGTERM the second is sent, in ms.
+const SECOND_SIGNAL_AFTER_MS: u64 = 2;
+
 pub struct Spawn {
+    pub kill: Kill,
     pub harness: PathBuf,
     /// `harness run`'s command line, built by the one builder the bench
     /// uses too (its argv; provider keys removed, the driver's env set).
@@ -157,6 +192,9 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
     };
     let outcome = match target {
         Target::Pause { phase, n } => match rx.recv_timeout(left()) {
+            Ok(Ev::Paused) if s.kill != Kill::Sigkill => {
+                stop(pid, s.kill, format!("{phase}:{n}"), deadline)
+            }
             Ok(Ev::Paused) => {
                 sigkill();
                 match reap(pid) {
@@ -180,6 +218,7 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
             let at = start + Duration::from_micros(*delay_us);
             match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
                 Ok(Ev::Eof) => exited(reap(pid), true),
+                _ if s.kill != Kill::Sigkill => stop(pid, s.kill, "random_timing".into(), deadline),
                 _ => {
                     // Paused lines cannot happen (no pause target); timeout: kill now.
                     sigkill();
@@ -260,6 +299,62 @@ fn group_has_live_member(pgid: i32) -> bool {
             let pgrp = f.next().and_then(|g| g.parse::<i32>().ok());
             pgrp == Some(pgid) && state != "Z" && state != "X"
         })
+}
+
+/// Sigterm mode: SIGTERM (twice if asked), then wait for the exit until
+/// `deadline`; a harness still running then is SIGKILLed and hung.
+fn stop(pid: Pid, how: Kill, at: String, deadline: Instant) -> Outcome {
+    let twice = how == Kill::Stop { twice: true };
+    wait_takes_stop_signals(pid, deadline);
+    let _ = kill(pid, Signal::SIGTERM);
+    if twice {
+        std::thread::sleep(Duration::from_millis(SECOND_SIGNAL_AFTER_MS));
+        let _ = kill(pid, Signal::SIGTERM);
+    }
+    loop {
+        match waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => return Outcome::Stopped { at, code, twice },
+            Ok(WaitStatus::Signaled(_, sig, _)) => {
+                return Outcome::SignalNotConfirmed {
+                    status: format!(
+                        "sent SIGTERM at {at}; the harness died of {sig} instead of exiting"
+                    ),
+                }
+            }
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => {
+                return Outcome::SignalNotConfirmed {
+                    status: format!("sent SIGTERM at {at}; waitpid: {e}"),
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
+            let _ = reap(pid);
+            return Outcome::Hung;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Wait (until `deadline`) until the harness has blocked SIGTERM for its
+/// stop thread (harness::stop::install, its first act). Before that, the
+/// kernel's default action kills it outright: a SIGKILL by another name,
+/// which sigkill mode covers; this mode is about the stop the harness takes.
+fn wait_takes_stop_signals(pid: Pid, deadline: Instant) {
+    let bit = 1u64 << (Signal::SIGTERM as i32 - 1);
+    while Instant::now() < deadline {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let blocked = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .and_then(|h| u64::from_str_radix(h.trim(), 16).ok());
+        match blocked {
+            Some(m) if m & bit != 0 => return,
+            None => return, // gone (or no /proc): nothing to wait for
+            Some(_) => std::thread::sleep(Duration::from_micros(200)),
+        }
+    }
 }
 
 #[derive(Debug)]

@@ -146,7 +146,7 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
         .map(|p| p.as_str().to_string())
         .collect();
     phases.push("random_timing".into());
-    let mut header = vec!["kill point (confirmed SIGKILLs)".to_string()];
+    let mut header = vec!["kill point (confirmed SIGKILLs or SIGTERMs)".to_string()];
     for m in modes {
         header.push(m.mode.clone());
     }
@@ -177,6 +177,21 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
         &|m| m.exited_before_signal,
         "exited before the signal",
     ));
+    if modes.iter().any(|m| m.stops > 0) {
+        rows.push(total(&|m| m.stops, "SIGTERMs sent (stop requests)"));
+        rows.push(total(
+            &|m| m.stops_twice,
+            "  then a second SIGTERM in the grace",
+        ));
+        rows.push(total(
+            &|m| m.stops_suspended,
+            "  suspended: exit 143, resumed after",
+        ));
+        rows.push(total(
+            &|m| m.stops_ended,
+            "  came while an ending was published: that ending",
+        ));
+    }
     rows.push(total(&|m| m.power_cuts, "power cuts simulated"));
     rows.push(total(
         &|m| m.io_faults.values().sum(),

@@ -5,8 +5,8 @@
 //! With the feature, when that variable is `<phase>:<n>`, the n-th time
 //! (1-based, counted within this process) the harness reaches `<phase>`, it
 //! writes `HARNESS_CHAOS_PAUSED <phase> <n>` to stderr and sleeps until it is
-//! killed, so the driver's SIGKILL lands at exactly that step, not by
-//! wall-clock luck.
+//! killed (or asked to stop), so the driver's signal lands at exactly that
+//! step, not by wall-clock luck.
 
 /// The kill points the harness exposes. Names are the wire names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -101,7 +101,7 @@ mod pause {
         })
     }
 
-    /// Sleep until killed if the chaos variable names this phase and this is
+    /// Sleep until killed (or asked to stop) if the chaos variable names this phase and this is
     /// its n-th occurrence; otherwise return at once.
     pub(super) fn at(phase: Phase) {
         let Some((want, n)) = *target() else { return };
@@ -127,8 +127,11 @@ mod pause {
                 n
             );
             let _ = std::io::stderr().flush();
-            loop {
-                std::thread::sleep(std::time::Duration::from_secs(3600));
+            // Until killed, or until a stop request (crate::stop): then
+            // the run goes on to its next safe point, so `bench chaos
+            // --mode sigterm` lands a stop at exactly this step.
+            while crate::stop::requested().is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
         }
     }

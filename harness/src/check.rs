@@ -99,6 +99,9 @@ pub struct CheckResult {
     /// at the run's deadline (not at its own timeout), or not started because
     /// no time was left. Says nothing about the work it checks.
     pub cut_by_run_clock: bool,
+    /// The run was asked to stop (crate::stop) while the check ran: it was
+    /// killed whole. Like a clock cut, no verdict on the work.
+    pub cut_by_stop: bool,
     /// Tail of stdout+stderr, at most CHECK_OUTPUT_MAX_BYTES.
     pub output: String,
     /// The check never ran its command: it could not be started (not
@@ -106,6 +109,14 @@ pub struct CheckResult {
     /// said so (exit 126: found but not executable; 127: not found). A
     /// failure of the case's machinery, not a verdict on the work.
     pub could_not_run: bool,
+}
+
+impl CheckResult {
+    /// Cut short by the run (its wall clock, or a stop request): says
+    /// nothing about the work, and the loop never reads it as a verdict.
+    pub fn cut_short(&self) -> bool {
+        self.cut_by_run_clock || self.cut_by_stop
+    }
 }
 
 /// Shell exit statuses that mean the command never ran (POSIX `sh`):
@@ -140,12 +151,24 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
     let Some((prog, args)) = spec.command.split_first() else {
         return not_started("empty command".into());
     };
+    if crate::stop::requested().is_some() {
+        return CheckResult {
+            passed: false,
+            exit_code: None,
+            timed_out: false,
+            cut_by_run_clock: false,
+            cut_by_stop: true,
+            output: "not run: the run was asked to stop".into(),
+            could_not_run: false,
+        };
+    }
     if left == Some(Duration::ZERO) {
         return CheckResult {
             passed: false,
             exit_code: None,
             timed_out: true,
             cut_by_run_clock: true,
+            cut_by_stop: false,
             output: "not run: the run's wall clock had run out".into(),
             could_not_run: false,
         };
@@ -222,20 +245,31 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
     };
     let output = String::from_utf8_lossy(tail).into_owned();
     match status {
-        Some(st) => CheckResult {
+        Waited::Exited(st) => CheckResult {
             passed: st.success(),
             exit_code: st.code(),
             timed_out: false,
             cut_by_run_clock: false,
+            cut_by_stop: false,
             could_not_run: st.code().is_some_and(|c| EXIT_COULD_NOT_RUN.contains(&c)),
             output,
         },
-        None => CheckResult {
+        Waited::Cut => CheckResult {
             passed: false,
             exit_code: None,
             timed_out: true,
             cut_by_run_clock: clock_first,
+            cut_by_stop: false,
             output,
+            could_not_run: false,
+        },
+        Waited::Stopped => CheckResult {
+            passed: false,
+            exit_code: None,
+            timed_out: false,
+            cut_by_run_clock: false,
+            cut_by_stop: true,
+            output: format!("{output}\n[killed: the run was asked to stop]"),
             could_not_run: false,
         },
     }
@@ -248,19 +282,31 @@ fn not_started(why: String) -> CheckResult {
         exit_code: None,
         timed_out: false,
         cut_by_run_clock: false,
+        cut_by_stop: false,
         output: why,
         could_not_run: true,
     }
 }
 
-/// Wait for the child, killing it at the deadline. A waiter thread blocks in
-/// `wait` and reports over a channel, so a check that ends in 2 ms is seen in
-/// 2 ms (a polling loop added up to its sleep to every check, several per lap).
-/// None: timed out (killed) or could not be waited for.
-fn wait_with_deadline(
-    mut child: std::process::Child,
-    limit: Duration,
-) -> Option<std::process::ExitStatus> {
+/// How long a check's wait sleeps between looks at the stop request: the
+/// longest a stopped run waits for a check in flight to be killed, in ms.
+const STOP_POLL_MS: u64 = 50;
+
+/// How a check's wait ended.
+enum Waited {
+    Exited(std::process::ExitStatus),
+    /// Killed at its limit (or could not be waited for).
+    Cut,
+    /// Killed because the run was asked to stop (crate::stop).
+    Stopped,
+}
+
+/// Wait for the child, killing it at the deadline or on a stop request. A
+/// waiter thread blocks in `wait` and reports over a channel, so a check
+/// that ends in 2 ms is seen in 2 ms (a polling loop added up to its sleep
+/// to every check, several per lap); the channel is read in slices of
+/// [`STOP_POLL_MS`] only to see a stop request.
+fn wait_with_deadline(mut child: std::process::Child, limit: Duration) -> Waited {
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::Builder::new()
@@ -269,23 +315,33 @@ fn wait_with_deadline(
             let _ = tx.send(child.wait());
         });
     if waiter.is_err() {
-        return None; // the Child was dropped with the closure: not waitable
+        return Waited::Cut; // the Child was dropped with the closure: not waitable
     }
-    match rx.recv_timeout(limit) {
-        Ok(Ok(st)) => Some(st),
-        Ok(Err(_)) => None,
-        Err(_) => {
-            // Still running at the deadline: kill it; the waiter then reaps it.
-            // The pid cannot have been reused: it is not reaped until the
-            // waiter's `wait` returns, which is what we wait for next.
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            let _ = rx.recv();
-            None
+    let deadline = Instant::now() + limit;
+    let cut = loop {
+        if crate::stop::requested().is_some() {
+            break Waited::Stopped;
         }
-    }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break Waited::Cut;
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(STOP_POLL_MS))) {
+            Ok(Ok(st)) => return Waited::Exited(st),
+            Ok(Err(_)) => return Waited::Cut,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Waited::Cut,
+        }
+    };
+    // Still running: kill it; the waiter then reaps it. The pid cannot have
+    // been reused: it is not reaped until the waiter's `wait` returns, which
+    // is what we wait for next.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = rx.recv();
+    cut
 }
 
 /// Where a check's stdout and stderr go: one file both write to, read back

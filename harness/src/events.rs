@@ -54,6 +54,13 @@ pub enum Event {
     WallClock {
         detail: String,
     },
+    /// A stop request suspended the run (crate::stop): not an ending.
+    Stopped {
+        signal: String,
+        exit_code: i32,
+        in_flight: Option<String>,
+        cut: Option<String>,
+    },
     GitError(GitError),
     ResumeVerify {
         task: String,

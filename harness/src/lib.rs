@@ -13,7 +13,8 @@ pub mod ending; // the seven endings, their class, exit code and alert action
 pub mod goal; // the immutable, hashed goal
 pub mod ledger; // hard-cap dollar ledger (reserve / record / blocked)
 pub mod lessons; // episodic memory: lessons from failed attempts, admitted only by checks the harness runs
-pub mod run_loop; // should_stop + the one loop; every branch decision lives here
+pub mod run_loop;
+pub mod stop; // a stop request (SIGTERM, SIGINT, SIGHUP): the run is suspended at a safe point, never ended // should_stop + the one loop; every branch decision lives here
 
 // --- what the loop works on ---
 pub mod agent; // planner, executor (ReAct), replanner prompts and parsing

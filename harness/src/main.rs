@@ -14,6 +14,7 @@
 use clap::{Parser, Subcommand};
 use harness::console;
 use harness::ending::{Ending, EXIT_SPEC_REJECTED};
+use harness::run_loop::RunEnd;
 use harness::run_loop::{run, RunOptions};
 use harness::spec::RunSpec;
 use std::path::{Path, PathBuf};
@@ -168,6 +169,12 @@ fn dispatch(cli: Cli) -> i32 {
             base_url,
             max_usd,
         } => {
+            // Before any other thread starts: SIGTERM, SIGINT and SIGHUP are
+            // stop requests from here on (harness::stop).
+            if let Err(e) = harness::stop::install() {
+                console::err_line(&format!("harness: {e}; nothing was run"));
+                return Ending::UnrecoverableError.exit_code();
+            }
             // One thread: the loop is sequential (one model call, one tool, one
             // check at a time), and a case-run per process under `bench run`
             // made the worker threads' start-up and hand-offs a real share of
@@ -292,8 +299,16 @@ async fn run_cmd(
             return EXIT_SPEC_REJECTED;
         }
     };
-    // From here on the spec is accepted: every exit is an ending.
-    let outcome = match lock_state_dir(&state_dir) {
+    if let Some(sig) = harness::stop::requested() {
+        console::err_line(&format!(
+            "harness: stopped by {sig} before the run started: nothing was run and the state dir was not touched (exit {})",
+            harness::stop::exit_code(sig)
+        ));
+        return harness::stop::exit_code(sig);
+    }
+    // From here on the spec is accepted: every exit is an ending, or a stop
+    // request that suspends the run (harness::stop).
+    let end = match lock_state_dir(&state_dir) {
         Ok(_lock) => {
             // `_lock` is held until the ending is published.
             run(
@@ -320,11 +335,24 @@ async fn run_cmd(
             return EXIT_SPEC_REJECTED;
         }
         Err(LockError::Unusable { kind, detail }) => {
-            harness::run_loop::end_before_start(&spec, &state_dir, kind, detail).await
+            harness::run_loop::end_before_start(&spec, &state_dir, kind, detail)
+                .await
+                .into()
         }
     };
-    print_summary(&outcome, &state_dir);
-    outcome.ending.exit_code()
+    match &end {
+        RunEnd::Ended(outcome) => print_summary(outcome, &state_dir),
+        RunEnd::Stopped(s) => {
+            console::out(&s.report.human_summary());
+            if s.report_written {
+                console::out(&format!(
+                    "report     {}\n",
+                    state_dir.join(harness::report::FILE_NAME).display()
+                ));
+            }
+        }
+    }
+    end.exit_code()
 }
 
 enum LockError {
@@ -482,7 +510,14 @@ fn status_text(state_dir: &Path, out: &mut String) -> i32 {
             line!("step       {} (resumes: {})", s.step, s.resumes);
             match &s.finished {
                 Some(f) => line!("ending     {} (exit {})", f.ending, f.ending.exit_code()),
-                None => line!("ending     none yet (running or interrupted)"),
+                None => match harness::report::StoppedReport::load(state_dir) {
+                    Ok(r) => line!(
+                        "ending     none: STOPPED by {} (exit {}), resumable: re-run the same harness run",
+                        r.stopped.signal,
+                        r.stopped.exit_code
+                    ),
+                    Err(_) => line!("ending     none yet (running or interrupted)"),
+                },
             }
             // By the resume rules: in-flight and torn reserves at their worst case.
             let journal = harness::ledger::Ledger::peek_journal(

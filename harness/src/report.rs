@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub const FILE_NAME: &str = "report.json";
+/// Where a resumed run moves its last stop report (crate::stop).
+pub const STOPPED_FILE_NAME: &str = "report.stopped.json";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParkedEntry {
@@ -223,9 +225,14 @@ impl Report {
         crate::durable::atomic_write(&state_dir.join(FILE_NAME), &bytes)
     }
 
+    /// The ended run's report. A stopped run's report.json (a
+    /// [`StoppedReport`]) is refused by name: it is not an ending.
     pub fn load(state_dir: &Path) -> Result<Report, String> {
         let p = state_dir.join(FILE_NAME);
         let b = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if let Ok(s) = serde_json::from_slice::<StoppedReport>(&b) {
+            return Err(format!("{}: {}", p.display(), s.not_ended()));
+        }
         serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display()))
     }
 
@@ -362,6 +369,151 @@ impl Report {
     }
 }
 
+/// report.json of a run suspended by a stop request (crate::stop). Not an
+/// ending, and shaped so nothing can read it as one: it has no `ending`,
+/// `class` or `exit_code` of an ending, and [`Report::load`] refuses it by
+/// name. The next `harness run` on the state dir resumes the run and, when
+/// it ends, replaces this with the ending's report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoppedReport {
+    pub stopped: StopDetail,
+    pub run_id: String,
+    pub goal: String,
+    pub goal_sha256: String,
+    pub spend_usd: f64,
+    pub hard_cap_usd: f64,
+    pub steps: u64,
+    pub elapsed_ms: u64,
+    pub resumes: u32,
+    /// Ids of the tasks verified so far (kept on resume).
+    pub verified: Vec<String>,
+    pub parked: Vec<String>,
+    pub queue_left: Vec<String>,
+    /// The task in flight at the stop: a resume verifies it (done, not
+    /// started, partly applied) before anything runs; it is never re-run
+    /// blindly.
+    pub in_flight_task: Option<String>,
+}
+
+/// What stopped the run, when, and how to go on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopDetail {
+    /// `SIGTERM`, `SIGINT` or `SIGHUP`.
+    pub signal: String,
+    /// 128 + the signal's number: never one of the endings' codes.
+    pub exit_code: i32,
+    pub at_unix_ms: u64,
+    /// The grace the run had to reach its safe point (crate::stop::STOP_GRACE_S).
+    pub grace_s: u64,
+    /// How long it took from the request to this report, in ms.
+    pub took_ms: u64,
+    /// What was in flight and was cut (a model call abandoned, its
+    /// reservation booked as spent; a check killed), if anything.
+    pub cut: Option<String>,
+    /// Whether a checkpoint is on disk to resume from.
+    pub resumable: bool,
+    /// Why the stop's own checkpoint was not written (the previous one, if
+    /// any, is what a resume continues from).
+    pub checkpoint_error: Option<String>,
+    pub resume: String,
+}
+
+impl StoppedReport {
+    pub fn load(state_dir: &Path) -> Result<StoppedReport, String> {
+        let p = state_dir.join(FILE_NAME);
+        let b = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display()))
+    }
+
+    pub fn write(&self, state_dir: &Path) -> std::io::Result<()> {
+        let bytes = crate::redact::to_json_vec(self, true).map_err(std::io::Error::other)?;
+        crate::durable::atomic_write(&state_dir.join(FILE_NAME), &bytes)
+    }
+
+    /// One sentence for any reader that wanted an ending.
+    pub fn not_ended(&self) -> String {
+        format!(
+            "the run was STOPPED by {} at step {} and has not ended (a stop is not one of the seven endings); {}",
+            self.stopped.signal, self.steps, self.stopped.resume
+        )
+    }
+
+    /// The summary for stdout, through the redaction filter.
+    pub fn human_summary(&self) -> String {
+        let d = &self.stopped;
+        let mut s = format!(
+            "stopped    by {} (exit {}): NOT an ending; {}\n",
+            d.signal,
+            d.exit_code,
+            if d.resumable {
+                "resumable"
+            } else {
+                "NOT resumable: no checkpoint"
+            }
+        );
+        s.push_str(&format!(
+            "spend      ${:.4} of ${:.2} cap\n",
+            self.spend_usd, self.hard_cap_usd
+        ));
+        s.push_str(&format!(
+            "done       {} verified, {} parked, {} queued\n",
+            self.verified.len(),
+            self.parked.len(),
+            self.queue_left.len()
+        ));
+        if let Some(t) = &self.in_flight_task {
+            s.push_str(&format!(
+                "in flight  {t} (verified on resume, never re-run blindly)\n"
+            ));
+        }
+        if let Some(c) = &d.cut {
+            s.push_str(&format!("cut        {c}\n"));
+        }
+        if let Some(e) = &d.checkpoint_error {
+            s.push_str(&format!("checkpoint NOT written: {e}\n"));
+        }
+        s.push_str(&format!("resume     {}\n", d.resume));
+        crate::redact::string(s)
+    }
+}
+
+/// The line the alerts file (and webhook) gets when a run is stopped: not
+/// an [`AlertLine`] (it names no ending), so a reader of endings skips it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StopNotice {
+    pub unix_ms: u64,
+    /// Always `stopped`.
+    pub action: String,
+    pub run_id: String,
+    pub signal: String,
+    pub exit_code: i32,
+    pub spend_usd: f64,
+    pub resumable: bool,
+    pub report: PathBuf,
+}
+
+/// Tell a person the run was stopped: the alerts file and the webhook, as
+/// an ending's alert is delivered.
+pub async fn deliver_stop_notice(
+    spec: &crate::spec::AlertSpec,
+    state_dir: &Path,
+    report: &StoppedReport,
+) -> Vec<String> {
+    let notice = StopNotice {
+        unix_ms: crate::clock::now_unix_ms(),
+        action: "stopped".into(),
+        run_id: report.run_id.clone(),
+        signal: report.stopped.signal.clone(),
+        exit_code: report.stopped.exit_code,
+        spend_usd: report.spend_usd,
+        resumable: report.stopped.resumable,
+        report: state_dir.join(FILE_NAME),
+    };
+    deliver_line(spec, state_dir, "stop notice", &notice).await
+}
+
 /// The alerts file's name in the state dir (when the spec names no file).
 pub const ALERTS_FILE_NAME: &str = "alerts.jsonl";
 
@@ -411,8 +563,22 @@ pub async fn deliver_alert(
         detail: report.detail.clone(),
         report: state_dir.join(FILE_NAME),
     };
+    out.extend(deliver_line(spec, state_dir, action, &line).await);
+    out
+}
+
+/// One line to the alerts file (the spec's, or `<state-dir>/alerts.jsonl`)
+/// and, when configured, the same body POSTed to the webhook; what happened
+/// to each, said in a sentence. Never fails.
+async fn deliver_line(
+    spec: &crate::spec::AlertSpec,
+    state_dir: &Path,
+    action: &str,
+    line: &impl Serialize,
+) -> Vec<String> {
+    let mut out = vec![];
     // The one redaction filter, for the file line and the webhook body alike.
-    let body = match crate::redact::to_json_vec(&line, false) {
+    let body = match crate::redact::to_json_vec(line, false) {
         Ok(b) => b,
         Err(e) => {
             out.push(format!("{action} NOT written: cannot serialize it: {e}"));

@@ -41,6 +41,7 @@ use crate::text::clip_chars;
 use crate::tools::ToolBox;
 use crate::verify::{VerifyContext, VerifyOutcome};
 use crate::workspace::Workspace;
+use nix::sys::signal::Signal;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -86,6 +87,10 @@ pub enum LapError {
     /// top of the loop turns it into TIME_LIMIT (or an ending above it).
     #[error("the run's wall clock ran out during {during}")]
     WallClock { during: String },
+    /// The run was asked to stop (crate::stop) and this is a safe point:
+    /// not an error and not an ending; the run is suspended.
+    #[error("the run was asked to stop ({signal}) during {during}")]
+    Stopped { signal: Signal, during: String },
 }
 
 impl From<ReserveError> for LapError {
@@ -111,6 +116,8 @@ pub enum Classified {
     WallClock {
         detail: String,
     },
+    /// A stop request: no ending; the run is suspended (crate::stop).
+    Stopped(Signal),
 }
 
 impl LapError {
@@ -131,6 +138,7 @@ impl LapError {
             LapError::BilledAboveReserve(e) => Classified::Unrecoverable { kind: ErrorKind::BilledAboveReserve, detail: e.to_string() },
             LapError::Internal(d) => Classified::Unrecoverable { kind: ErrorKind::Internal, detail: d },
             e @ LapError::WallClock { .. } => Classified::WallClock { detail: e.to_string() },
+            LapError::Stopped { signal, .. } => Classified::Stopped(signal),
         }
     }
 }
@@ -160,6 +168,24 @@ enum TaskResult {
     Park { reason: String },
 }
 
+/// A check cut short with no verdict (crate::check's `cut_short`): the
+/// stop request's doing if one is pending, else the wall clock's.
+fn cut_short(during: String) -> LapError {
+    match crate::stop::requested() {
+        Some(signal) => LapError::Stopped { signal, during },
+        None => LapError::WallClock { during },
+    }
+}
+
+/// How `drive` came back.
+enum Exit {
+    /// One of the seven endings, its detail and (UNRECOVERABLE_ERROR) kind.
+    Ended(Ending, Option<String>, Option<ErrorKind>),
+    /// A stop request, seen at a safe point: the run is suspended. `cut`:
+    /// what was in flight and was cut for it.
+    Stopped { signal: Signal, cut: Option<String> },
+}
+
 /// Why a task in flight at an ending is parked without a verdict.
 const NOT_JUDGED_PREFIX: &str = "not judged";
 
@@ -176,7 +202,37 @@ pub struct RunOptions {
     pub tamper_goal_before_lap: Option<u64>,
 }
 
-/// What `run` hands back to main: the ending and its report.
+/// How a `run` came back: ended (one of the seven endings), or stopped by a
+/// stop request and suspended, to be resumed (crate::stop: not an ending).
+pub enum RunEnd {
+    Ended(Outcome),
+    Stopped(Suspended),
+}
+
+impl From<Outcome> for RunEnd {
+    fn from(o: Outcome) -> RunEnd {
+        RunEnd::Ended(o)
+    }
+}
+
+impl RunEnd {
+    /// The process's exit code: the ending's, or 128 + the stop's signal.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunEnd::Ended(o) => o.ending.exit_code(),
+            RunEnd::Stopped(s) => s.report.stopped.exit_code,
+        }
+    }
+}
+
+/// A run suspended by a stop request: its report (report.json, which says
+/// it was stopped and names no ending) and whether that file was written.
+pub struct Suspended {
+    pub report: crate::report::StoppedReport,
+    pub report_written: bool,
+}
+
+/// What `run` hands back to main when the run ended: the ending and its report.
 pub struct Outcome {
     pub ending: Ending,
     pub report: Report,
@@ -221,7 +277,7 @@ pub struct Runner {
 /// Never panics and never returns a bare error: every failure, a panic
 /// included, is an ending with a report. The caller holds the state dir's
 /// lock (main's `run.lock`).
-pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
+pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> RunEnd {
     crate::panics::install_hook();
     // Before anything is written: the key's value joins the redaction filter.
     if let Some(v) = &spec.model.api_key_env {
@@ -246,12 +302,12 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> Outcome {
             } else {
                 format!("the run's task did not finish: {e}")
             };
-            end_after_panic(after, message).await
+            end_after_panic(after, message).await.into()
         }
     }
 }
 
-async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> Outcome {
+async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> RunEnd {
     let state_dir = state_dir.as_path();
     let goal = Goal::new(spec.goal.clone());
     // main creates it too; the library must not depend on that.
@@ -272,7 +328,8 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             state_dir,
             &mut events,
         )
-        .await;
+        .await
+        .into();
     }
     // Load or start. Every refusal is UNRECOVERABLE_ERROR with the refusal
     // named; the refused file is left untouched for a human to inspect.
@@ -300,7 +357,8 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
                 state_dir,
                 &mut events,
             )
-            .await;
+            .await
+            .into();
         }
     };
     state.hard_cap_usd = hard_cap;
@@ -338,9 +396,18 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             ending: f.ending,
             report,
             report_written,
-        };
+        }
+        .into();
     }
 
+    // A stopped run resumes: its stop report no longer says where it stands
+    // (kept beside, for the record, until the run ends or stops again).
+    if crate::report::StoppedReport::load(state_dir).is_ok() {
+        let _ = std::fs::rename(
+            state_dir.join(crate::report::FILE_NAME),
+            state_dir.join(crate::report::STOPPED_FILE_NAME),
+        );
+    }
     let mut ledger =
         Ledger::new(spec.hard_cap_usd, spec.prices.clone()).for_protocol(spec.model.protocol);
     if let Err(e) = ledger.open_journal(&state_dir.join("ledger.jsonl")) {
@@ -353,7 +420,8 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             state_dir,
             &mut events,
         )
-        .await;
+        .await
+        .into();
     }
     // Money the checkpoint knows about must still be in the journal: a journal
     // that lost money is refused, never silently trusted.
@@ -372,7 +440,8 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             state_dir,
             &mut events,
         )
-        .await;
+        .await
+        .into();
     }
     ledger.set_blocked(state.ledger.blocked);
     state.ledger = ledger.snapshot().clone();
@@ -390,6 +459,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
                 &mut events,
             )
             .await
+            .into()
         }
     };
     let outbox = Outbox::new(
@@ -426,6 +496,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
                 &mut events,
             )
             .await
+            .into()
         }
     };
     let git = GitWork::detect(workspace.root());
@@ -472,8 +543,10 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         },
     );
 
-    let (ending, detail, kind) = r.drive(resumed).await;
-    r.finish(ending, detail, kind).await
+    match r.drive(resumed).await {
+        Exit::Ended(ending, detail, kind) => r.finish(ending, detail, kind).await.into(),
+        Exit::Stopped { signal, cut } => RunEnd::Stopped(r.suspend(signal, cut).await),
+    }
 }
 
 /// End a run that could not start (a refused checkpoint, an unusable state
@@ -813,20 +886,31 @@ impl Runner {
         None
     }
 
-    /// The one loop. Returns (ending, detail, error kind).
-    async fn drive(&mut self, resumed: bool) -> (Ending, Option<String>, Option<ErrorKind>) {
+    /// The one loop. Returns the ending (with its detail and error kind), or
+    /// the stop request that suspends the run.
+    async fn drive(&mut self, resumed: bool) -> Exit {
         if let Err(e) = self.prepare(resumed).await {
             return self.classify_fatal(e);
         }
         let mut laps = 0u64;
         loop {
-            if let Some(ending) = self.should_stop() {
+            // Before the ending checks, and again after them: a check the
+            // stop request cut (the predicate) is no measurement, so no
+            // ending decided while a stop is pending is trusted.
+            if let Some(signal) = crate::stop::requested() {
+                return Exit::Stopped { signal, cut: None };
+            }
+            let decided = self.should_stop();
+            if let Some(signal) = crate::stop::requested() {
+                return Exit::Stopped { signal, cut: None };
+            }
+            if let Some(ending) = decided {
                 // GOAL_MET means durable: the predicate measured the page
                 // cache, and a write whose rename landed but whose directory
                 // fsync failed may not survive a power cut (found by bench
                 // chaos, power-loss mode, EIO on that fsync).
                 if ending == Ending::GoalMet && !self.state.writes_in_doubt.is_empty() {
-                    return (
+                    return Exit::Ended(
                         Ending::UnrecoverableError,
                         Some(format!(
                             "the goal predicate passed, but these writes failed with an I/O error after they landed and were not redone, so what it measured may not survive a power cut: {}",
@@ -840,7 +924,7 @@ impl Runner {
                         Some(ErrorKind::WriteNotDurable),
                     );
                 }
-                return (ending, self.plan_note.clone(), None);
+                return Exit::Ended(ending, self.plan_note.clone(), None);
             }
             laps += 1;
             crate::fault_injection::panic_point("lap");
@@ -850,7 +934,7 @@ impl Runner {
                     .corrupt_for_test("Improve observability of the search subsystem.");
             }
             if laps > LAPS_MAX {
-                return (
+                return Exit::Ended(
                     Ending::UnrecoverableError,
                     Some(format!("the loop ran {LAPS_MAX} laps without ending")),
                     Some(ErrorKind::LapsExhausted),
@@ -859,6 +943,23 @@ impl Runner {
             if let Err(e) = self.lap().await {
                 let said = e.to_string();
                 match e.classify() {
+                    Classified::Unrecoverable { kind, detail } => {
+                        return Exit::Ended(Ending::UnrecoverableError, Some(detail), Some(kind))
+                    }
+                    Classified::Stopped(signal) => {
+                        return Exit::Stopped {
+                            signal,
+                            cut: Some(said),
+                        }
+                    }
+                    // A cut the stop request made (a check killed, so a
+                    // verify with no verdict) is the stop's, not the clock's.
+                    _ if crate::stop::requested().is_some() => {
+                        return Exit::Stopped {
+                            signal: crate::stop::requested().unwrap_or(Signal::SIGTERM),
+                            cut: Some(said),
+                        }
+                    }
                     // Do not end here: the top of the loop reports it, after
                     // the goal predicate has had its say.
                     Classified::Blocked => {
@@ -884,9 +985,6 @@ impl Runner {
                         );
                         continue;
                     }
-                    Classified::Unrecoverable { kind, detail } => {
-                        return (Ending::UnrecoverableError, Some(detail), Some(kind))
-                    }
                     Classified::WallClock { detail } => return self.clock_ran_out(detail),
                 }
             }
@@ -897,7 +995,7 @@ impl Runner {
     /// (a blocked ledger outranks the clock); the predicate, with no time
     /// left, is not run, so this is never GOAL_MET. A clock that stepped back
     /// cannot send the loop on with a task still in flight: TIME_LIMIT.
-    fn clock_ran_out(&mut self, detail: String) -> (Ending, Option<String>, Option<ErrorKind>) {
+    fn clock_ran_out(&mut self, detail: String) -> Exit {
         self.events.emit(
             self.state.step,
             Event::WallClock {
@@ -909,16 +1007,31 @@ impl Runner {
             Some(e) if e != Ending::GoalMet => e,
             _ => Ending::TimeLimit,
         };
-        (ending, self.plan_note.clone(), None)
+        if let Some(signal) = crate::stop::requested() {
+            return Exit::Stopped {
+                signal,
+                cut: self.plan_note.clone(),
+            };
+        }
+        Exit::Ended(ending, self.plan_note.clone(), None)
     }
 
-    fn classify_fatal(&mut self, e: LapError) -> (Ending, Option<String>, Option<ErrorKind>) {
+    fn classify_fatal(&mut self, e: LapError) -> Exit {
+        let said = e.to_string();
         match e.classify() {
-            Classified::Blocked => (Ending::BudgetExhausted, None, None),
-            Classified::TimeUp => (Ending::TimeLimit, None, None),
             Classified::Unrecoverable { kind, detail } => {
-                (Ending::UnrecoverableError, Some(detail), Some(kind))
+                Exit::Ended(Ending::UnrecoverableError, Some(detail), Some(kind))
             }
+            Classified::Stopped(signal) => Exit::Stopped {
+                signal,
+                cut: Some(said),
+            },
+            _ if crate::stop::requested().is_some() => Exit::Stopped {
+                signal: crate::stop::requested().unwrap_or(Signal::SIGTERM),
+                cut: Some(said),
+            },
+            Classified::Blocked => Exit::Ended(Ending::BudgetExhausted, None, None),
+            Classified::TimeUp => Exit::Ended(Ending::TimeLimit, None, None),
             Classified::WallClock { detail } => self.clock_ran_out(detail),
         }
     }
@@ -990,9 +1103,7 @@ impl Runner {
                     // Still in flight: `finish` settles it (TIME_LIMIT).
                     VerifyOutcome::NotJudged { detail } => {
                         self.state.in_progress = Some(task);
-                        return Err(LapError::WallClock {
-                            during: format!("the resume's verify ({detail})"),
-                        });
+                        return Err(cut_short(format!("the resume's verify ({detail})")));
                     }
                 }
             }
@@ -1079,10 +1190,8 @@ impl Runner {
             let pred = self.predicate();
             if pred.passed {
                 self.fresh_predicate = Some(pred); // nothing runs between here and should_stop
-            } else if pred.cut_by_run_clock {
-                return Err(LapError::WallClock {
-                    during: "the goal predicate".into(),
-                });
+            } else if pred.cut_short() {
+                return Err(cut_short("the goal predicate".into()));
             } else {
                 self.replan(&pred.output).await?;
                 self.checkpoint()?;
@@ -1148,9 +1257,10 @@ impl Runner {
                 }
                 // No verdict: the task stays in flight and `finish` settles it.
                 VerifyOutcome::NotJudged { detail } => {
-                    return Err(LapError::WallClock {
-                        during: format!("the verify of task {} ({detail})", task.id),
-                    })
+                    return Err(cut_short(format!(
+                        "the verify of task {} ({detail})",
+                        task.id
+                    )))
                 }
                 VerifyOutcome::NotStarted | VerifyOutcome::CouldNotRun { .. } => {
                     last = format!(
@@ -1723,6 +1833,7 @@ impl Runner {
         phase: Phase,
     ) -> Result<ModelReply, LapError> {
         self.goal.assert_intact()?;
+        self.clock_left(|| format!("before model call {}", req.call_key))?;
         self.spec.model.bound(&mut req);
         // The bytes that go on the wire bound the tokens the model reads.
         let body_len = self.client.wire_body(&req).to_string().len() as u64;
@@ -1741,7 +1852,14 @@ impl Runner {
         point(phase); // a kill here leaves a journaled reserve: booked at worst case on resume
         let deadline = self.clock_deadline();
         let mut gate = AttemptReserve::new(&mut self.ledger, req.role, res, bound, deadline);
-        let result = self.client.call_gated(&req, &mut gate).await;
+        // A stop request abandons the call in flight (crate::stop).
+        let result = tokio::select! {
+            r = self.client.call_gated(&req, &mut gate) => r,
+            signal = crate::stop::requested_wait() => {
+                let open = gate.into_open();
+                return Err(self.abandon_call(&req, open, signal));
+            }
+        };
         let open = gate.into_open();
         match result {
             Ok(reply) => {
@@ -1805,6 +1923,41 @@ impl Runner {
                 Err(e)
             }
         }
+    }
+
+    /// A model call abandoned for a stop request: its open reservation (the
+    /// attempt on the wire, which may bill) stays booked, at its worst case,
+    /// as spent; the journal says so before the run is suspended.
+    fn abandon_call(
+        &mut self,
+        req: &ModelRequest,
+        open: Option<crate::ledger::Reservation>,
+        signal: Signal,
+    ) -> LapError {
+        let booked = match open {
+            Some(res) => match self.ledger.book_worst(res) {
+                Ok(usd) => usd,
+                Err(e) => return LapError::Ledger(e),
+            },
+            None => 0.0,
+        };
+        self.state.ledger = self.ledger.snapshot().clone();
+        let e = LapError::Stopped {
+            signal,
+            during: format!(
+                "model call {} (abandoned; ${booked:.6} booked as spent, its worst case)",
+                req.call_key
+            ),
+        };
+        self.events.emit(
+            self.state.step,
+            Event::ModelError {
+                role: req.role,
+                call_key: req.call_key.clone(),
+                error: e.to_string(),
+            },
+        );
+        e
     }
 
     /// When the run's wall clock runs out, as an `Instant` for the client
@@ -1956,6 +2109,7 @@ impl Runner {
                     exit_code: None,
                     timed_out: false,
                     cut_by_run_clock: false,
+                    cut_by_stop: false,
                     output: format!("check {name:?} not defined"),
                     could_not_run: true,
                 },
@@ -2014,13 +2168,100 @@ impl Runner {
         self.time_left().is_zero()
     }
 
-    /// Err(WallClock) when the clock has run out: a lap stops at the next
-    /// step instead of starting work it has no time for.
+    /// Err(WallClock) when the clock has run out, Err(Stopped) when the run
+    /// was asked to stop: a lap stops at the next step instead of starting
+    /// work it has no time for.
     fn clock_left(&self, during: impl FnOnce() -> String) -> Result<(), LapError> {
+        if let Some(signal) = crate::stop::requested() {
+            return Err(LapError::Stopped {
+                signal,
+                during: during(),
+            });
+        }
         if self.clock_out() {
             return Err(LapError::WallClock { during: during() });
         }
         Ok(())
+    }
+
+    /// Suspend the run for a stop request (crate::stop). Not an ending:
+    /// `finished` stays unset and the task in flight stays in flight, so the
+    /// next `harness run` verifies it before anything runs (the resume rule a
+    /// SIGKILL relies on). The checkpoint is written, then the report that
+    /// says the run was stopped, its page, and the stop notice.
+    async fn suspend(mut self, signal: Signal, cut: Option<String>) -> Suspended {
+        let asked_at = crate::stop::requested_at();
+        let checkpoint_error = self.checkpoint().err().map(|e| e.to_string());
+        let resumable = matches!(checkpoint::load(&self.state_dir, None), Ok(Some(_)));
+        let exit_code = crate::stop::exit_code(signal);
+        self.events.emit(
+            self.state.step,
+            Event::Stopped {
+                signal: signal.as_str().into(),
+                exit_code,
+                in_flight: self.state.in_progress.as_ref().map(|t| t.id.clone()),
+                cut: cut.clone(),
+            },
+        );
+        let s = &self.state;
+        let ids = |v: &mut dyn Iterator<Item = &String>| v.cloned().collect::<Vec<_>>();
+        let report = crate::report::StoppedReport {
+            stopped: crate::report::StopDetail {
+                signal: signal.as_str().into(),
+                exit_code,
+                at_unix_ms: now_unix_ms(),
+                grace_s: crate::stop::STOP_GRACE_S,
+                took_ms: asked_at.map_or(0, |t| t.elapsed().as_millis() as u64),
+                cut,
+                resumable,
+                checkpoint_error,
+                resume: format!(
+                    "re-run the same `harness run` on {} to resume: the run goes on from its checkpoint, the task in flight verified first",
+                    self.state_dir.display()
+                ),
+            },
+            run_id: s.run_id.clone(),
+            goal: self.goal.text().to_string(),
+            goal_sha256: s.goal_sha256.clone(),
+            spend_usd: self.ledger.spent_usd(),
+            hard_cap_usd: self.ledger.hard_cap_usd(),
+            steps: s.step,
+            elapsed_ms: self.clock.elapsed_ms(),
+            resumes: s.resumes,
+            verified: ids(&mut s.completed.iter().map(|c| &c.id)),
+            parked: ids(&mut s.parked.iter().map(|p| &p.id)),
+            queue_left: ids(&mut s.queue.iter().map(|t| &t.id)),
+            in_flight_task: s.in_progress.as_ref().map(|t| t.id.clone()),
+        };
+        let delivery = crate::report::deliver_stop_notice(
+            &Ends::of(&self.spec).alerts,
+            &self.state_dir,
+            &report,
+        )
+        .await;
+        let report_written = match report.write(&self.state_dir) {
+            Ok(()) => {
+                if let Err(e) = crate::page::write_stopped(&report, &self.state_dir) {
+                    crate::console::err_line(&format!("harness: the page was not written: {e}"));
+                }
+                true
+            }
+            Err(e) => {
+                crate::console::err_line(&format!(
+                    "harness: the stop report was NOT written to {}: {e}; it follows as one line of JSON",
+                    self.state_dir.join(crate::report::FILE_NAME).display()
+                ));
+                crate::console::err_line(&serde_json::to_string(&report).unwrap_or_default());
+                false
+            }
+        };
+        for d in delivery {
+            crate::console::err_line(&format!("harness: {d}"));
+        }
+        Suspended {
+            report,
+            report_written,
+        }
     }
 
     /// End the run: settle an in-flight task by verifying it, write the final

@@ -522,6 +522,8 @@ impl ToolBox<'_> {
         let r = crate::check::run_check_by(spec, self.workspace.root(), self.deadline);
         let status = if r.passed {
             "passed".to_string()
+        } else if r.cut_by_stop {
+            "NOT FINISHED (the run was asked to stop)".to_string()
         } else if r.cut_by_run_clock {
             "NOT FINISHED (the run's wall clock ran out)".to_string()
         } else if r.timed_out {

@@ -203,11 +203,14 @@ impl Verify {
                 let r = crate::check::run_check_by(spec, ctx.workspace.root(), ctx.deadline);
                 if r.passed {
                     VerifyOutcome::Done
-                } else if r.cut_by_run_clock {
+                } else if r.cut_short() {
+                    let why = if r.cut_by_stop {
+                        "the run was asked to stop"
+                    } else {
+                        "the run's wall clock ran out"
+                    };
                     VerifyOutcome::NotJudged {
-                        detail: format!(
-                            "the run's wall clock ran out before check {name:?} finished"
-                        ),
+                        detail: format!("{why} before check {name:?} finished"),
                     }
                 } else if r.could_not_run {
                     let status = r

@@ -22,7 +22,10 @@ use std::time::{Duration, Instant};
 pub enum ModeArg {
     Sigkill,
     PowerLoss,
+    /// SIGKILL and power loss.
     Both,
+    /// SIGTERM (and a second one during the grace): the graceful stop.
+    Sigterm,
 }
 
 #[derive(Args, Debug)]
@@ -153,6 +156,7 @@ fn modes_of(m: ModeArg) -> Vec<Mode> {
         ModeArg::Sigkill => vec![Mode::Sigkill],
         ModeArg::PowerLoss => vec![Mode::PowerLoss],
         ModeArg::Both => vec![Mode::Sigkill, Mode::PowerLoss],
+        ModeArg::Sigterm => vec![Mode::Sigterm],
     }
 }
 
@@ -161,6 +165,7 @@ fn mode_label(m: ModeArg) -> &'static str {
         ModeArg::Sigkill => "sigkill",
         ModeArg::PowerLoss => "power-loss",
         ModeArg::Both => "both",
+        ModeArg::Sigterm => "sigterm",
     }
 }
 
@@ -214,11 +219,19 @@ fn run_modes(
         if let Some(pb) = pb {
             pb.finish_and_clear();
         }
+        let signals = match m {
+            Mode::Sigterm => format!(
+                "{} SIGTERMs ({} then a second; {} suspended, {} ending already under way)",
+                r.stops, r.stops_twice, r.stops_suspended, r.stops_ended
+            ),
+            Mode::Sigkill | Mode::PowerLoss => {
+                format!("{} confirmed SIGKILLs", r.confirmed_kills)
+            }
+        };
         errln!(
-            "bench chaos: {prefix}{}: {} kills, {} confirmed SIGKILLs, {} power cuts, {} violation(s) in {:.1} s",
+            "bench chaos: {prefix}{}: {} kills, {signals}, {} power cuts, {} violation(s) in {:.1} s",
             m.as_str(),
             r.kills,
-            r.confirmed_kills,
             r.power_cuts,
             r.violations.len(),
             r.wall_s

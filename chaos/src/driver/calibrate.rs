@@ -148,6 +148,7 @@ fn calibrate_case(
         invocation = invocation.env(k, v);
     }
     let s = Spawn {
+        kill: proc::Kill::Sigkill,
         harness: cfg.harness_bin.clone(),
         invocation,
         stdout: dir.join("stdout"),

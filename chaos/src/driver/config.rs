@@ -11,6 +11,10 @@ pub enum Mode {
     Sigkill,
     #[serde(rename = "power-loss")]
     PowerLoss,
+    /// SIGTERM instead of SIGKILL (sometimes a second one during the
+    /// grace): the harness suspends at a safe point (harness::stop).
+    #[serde(rename = "sigterm")]
+    Sigterm,
 }
 
 impl Mode {
@@ -18,12 +22,14 @@ impl Mode {
         match self {
             Mode::Sigkill => "sigkill",
             Mode::PowerLoss => "power-loss",
+            Mode::Sigterm => "sigterm",
         }
     }
     pub(super) fn tag(self) -> u64 {
         match self {
             Mode::Sigkill => 1,
             Mode::PowerLoss => 2,
+            Mode::Sigterm => 3,
         }
     }
 }

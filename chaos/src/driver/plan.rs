@@ -73,8 +73,14 @@ pub struct TrialPlan {
     /// For the journal-damage stratum: the ledger journal is damaged this
     /// way before the first resume whose journal has a complete line.
     pub journal_damage: Option<JournalDamage>,
+    /// Sigterm mode: the first process gets a second SIGTERM during its grace.
+    pub stop_twice: bool,
     pub rng_seed: u64,
 }
+
+/// Sigterm mode: the share of trials whose first process gets a second
+/// SIGTERM during its grace (the exit-at-once path).
+const STOP_TWICE_SHARE: f64 = 0.3;
 
 pub(super) fn mix(mut x: u64) -> u64 {
     // splitmix64
@@ -315,6 +321,7 @@ pub fn plan(
     if let Some(o) = only {
         case = o;
     }
+    let stop_twice = mode == Mode::Sigterm && rng.gen_bool(STOP_TWICE_SHARE);
     TrialPlan {
         k,
         mode,
@@ -324,6 +331,7 @@ pub fn plan(
         resume_target,
         rot,
         journal_damage,
+        stop_twice,
         rng_seed,
     }
 }
@@ -358,7 +366,7 @@ mod tests {
                     .collect(),
             })
             .collect();
-        for mode in [Mode::Sigkill, Mode::PowerLoss] {
+        for mode in [Mode::Sigkill, Mode::PowerLoss, Mode::Sigterm] {
             let n = strata(mode).len();
             let mut seen = BTreeMap::new();
             for k in 0..n * 3 {

@@ -62,7 +62,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, PrepareError> {
         None => None,
     };
     if let Some(st) = &cfg.stratum {
-        let all: Vec<String> = [Mode::Sigkill, Mode::PowerLoss]
+        let all: Vec<String> = [Mode::Sigkill, Mode::PowerLoss, Mode::Sigterm]
             .iter()
             .flat_map(|m| strata(*m))
             .map(|s| s.label())

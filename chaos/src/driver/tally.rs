@@ -40,6 +40,13 @@ pub struct ModeReport {
     pub power_cuts: u64,
     pub resumes: u64,
     pub kills_during_resume: u64,
+    /// Sigterm mode: SIGTERMs sent, those followed by a second one, those
+    /// the harness took as a stop (exit 128 + signal) and those that came
+    /// while it was publishing an ending (which it finished).
+    pub stops: u64,
+    pub stops_twice: u64,
+    pub stops_suspended: u64,
+    pub stops_ended: u64,
     pub by_phase: BTreeMap<String, u64>,
     /// Kill indexes per stratum (label).
     pub by_stratum: BTreeMap<String, u64>,
@@ -81,6 +88,15 @@ impl ModeReport {
         r.power_cuts += t.power_cuts;
         r.resumes += t.resumes;
         r.kills_during_resume += t.kills_during_resume;
+        for (twice, code) in &t.stops {
+            r.stops += 1;
+            r.stops_twice += *twice as u64;
+            if crate::proc::is_stop_code(*code) {
+                r.stops_suspended += 1;
+            } else {
+                r.stops_ended += 1;
+            }
+        }
         for ph in &t.confirmed {
             *r.by_phase.entry(ph.clone()).or_insert(0) += 1;
         }

@@ -6,6 +6,7 @@
 
 use super::check::process::check_process;
 use super::check::run_end::{final_checks, RunSoFar};
+use super::check::stop::check_stop;
 use super::check::{Checks, EPS};
 use super::config::Mode;
 use super::damage;
@@ -36,6 +37,8 @@ pub struct TrialOutcome {
     pub signals_sent: u64,
     pub confirmed: Vec<String>,
     pub exited_before_signal: u64,
+    /// Sigterm mode: each stop (a second signal sent?, the exit code).
+    pub stops: Vec<(bool, i32)>,
     pub power_cuts: u64,
     pub resumes: u64,
     pub kills_during_resume: u64,
@@ -103,6 +106,7 @@ pub(super) fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> Tr
         signals_sent: 0,
         confirmed: vec![],
         exited_before_signal: 0,
+        stops: vec![],
         power_cuts: 0,
         resumes: 0,
         kills_during_resume: 0,
@@ -139,6 +143,7 @@ pub(super) fn run_trial(ctx: &Ctx, server: &ReplayServer, plan: TrialPlan) -> Tr
         t.note_spawn(idx, &spawn);
         let pr = t.run_process(idx, spawn, &target);
         check_process(&mut t.ck, &pr, case, &t.p, &t.spec_bytes, &t.partial_seen);
+        check_stop(&mut t.ck, &pr, &t.p);
         t.check_reruns(&pr);
         t.check_compaction_records(&pr);
         let done = t.settle(&pr);
@@ -299,7 +304,14 @@ impl<'a> Trial<'a> {
         for (k, v) in env {
             invocation = invocation.env(k, v);
         }
+        let kill = match self.plan.mode {
+            Mode::Sigterm => proc::Kill::Stop {
+                twice: idx == 0 && self.plan.stop_twice,
+            },
+            Mode::Sigkill | Mode::PowerLoss => proc::Kill::Sigkill,
+        };
         let s = Spawn {
+            kill,
             harness: cfg.harness_bin.clone(),
             invocation,
             stdout: p.logs.join(format!("p{idx}.stdout")),
@@ -375,6 +387,12 @@ impl<'a> Trial<'a> {
                 out.kills_during_resume += (idx > 0) as u64;
             }
             Outcome::ExitedBeforeSignal { .. } => out.exited_before_signal += 1,
+            Outcome::Stopped { at, code, twice } => {
+                out.confirmed
+                    .push(at.split(':').next().unwrap_or(at).to_string());
+                out.stops.push((*twice, *code));
+                out.kills_during_resume += (idx > 0) as u64;
+            }
             _ => {}
         }
         if let Target::Fault { spec } = target {

@@ -447,6 +447,38 @@ pub fn no_report(title: &str, detail: &str) -> Markup {
     )
 }
 
+/// The page of a run a stop request suspended: not an ending, said first.
+pub fn stopped(r: &crate::report::StoppedReport) -> Markup {
+    let d = &r.stopped;
+    let title = format!("STOPPED by {}: not finished", d.signal);
+    document(
+        &title,
+        html! {
+            div.verdict.partial role="status" {
+                div.name { (title) }
+                p { "Not one of the seven endings: the run was asked to stop and was suspended at a safe point (exit " (d.exit_code) "). " (d.resume) "." }
+            }
+            dl {
+                dt { "Goal" } dd { (r.goal) }
+                dt { "Spend" } dd { (format!("${:.4} of ${:.2} cap", r.spend_usd, r.hard_cap_usd)) }
+                dt { "Verified" } dd { (r.verified.len()) " task(s): " (r.verified.join(", ")) }
+                dt { "Parked" } dd { (r.parked.len()) }
+                dt { "Queued" } dd { (r.queue_left.len()) " task(s): " (r.queue_left.join(", ")) }
+                @if let Some(t) = &r.in_flight_task {
+                    dt { "In flight" } dd { (t) " (verified on resume, never re-run blindly)" }
+                }
+                @if let Some(c) = &d.cut {
+                    dt { "Cut" } dd { (c) }
+                }
+                @if let Some(e) = &d.checkpoint_error {
+                    dt { "Checkpoint" } dd { "NOT written: " (e) }
+                }
+                dt { "Resumable" } dd { (if d.resumable { "yes" } else { "no: there is no checkpoint" }) }
+            }
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::task_of;

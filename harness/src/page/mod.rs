@@ -254,6 +254,15 @@ pub fn write(report: &Report, state_dir: &Path) -> std::io::Result<()> {
     crate::durable::atomic_write(&state_dir.join(FILE_NAME), html.as_bytes())
 }
 
+/// Write `state_dir/report.html` for a stopped run (not an ending).
+pub fn write_stopped(
+    report: &crate::report::StoppedReport,
+    state_dir: &Path,
+) -> std::io::Result<()> {
+    let html = crate::redact::string(html::stopped(report).into_string());
+    crate::durable::atomic_write(&state_dir.join(FILE_NAME), html.as_bytes())
+}
+
 /// The page `harness report` renders from a state dir alone: its
 /// report.json, or when there is none, a page that says why (a refused
 /// checkpoint names the refusal; a run not ended yet says so). Err only
@@ -266,6 +275,12 @@ pub fn render_state_dir(state_dir: &Path) -> Result<Rendered, String> {
         Err(r) => Some(r.to_string()),
         Ok(_) => None,
     };
+    if let Ok(stopped) = crate::report::StoppedReport::load(state_dir) {
+        return Ok(Rendered {
+            html: crate::redact::string(html::stopped(&stopped).into_string()),
+            refusal,
+        });
+    }
     match Report::load(state_dir) {
         Ok(report) => Ok(Rendered {
             html: RunPage::gather(&report, state_dir).render(),

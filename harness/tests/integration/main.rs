@@ -25,3 +25,4 @@ mod production_build;
 mod replay_roundtrip;
 mod sandbox;
 mod spec_messages;
+mod stop;

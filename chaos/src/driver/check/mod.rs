@@ -6,6 +6,7 @@ pub(super) mod ckpt_writes;
 pub(super) mod ending;
 pub(super) mod process;
 pub(super) mod run_end;
+pub(super) mod stop;
 
 use super::observe::Obs;
 use crate::harness_files::Report;
