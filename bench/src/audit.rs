@@ -19,6 +19,7 @@
 //! | `audit.allowlist` | every request offered only allowlisted tools; a tool call off the list did nothing |
 //! | `audit.judge_requests` | every `judge/*` request is one user turn holding the original goal and the queue (tasks the run really had), no agent message, tool output, history or claim |
 //! | `audit.secret_canary` | no canary key value appears in any file of the case-run, any request body, or the harness's stdout/stderr |
+//! | `audit.page_safe` | the run's report.html exists and, parsed as a browser parses it, holds no script, embedded content, handler, `javascript:` URL, second style sheet or control byte: nothing the model or the workspace wrote became markup |
 
 use crate::score::{Check, CheckKind};
 use harness::ending::Ending;
@@ -465,6 +466,8 @@ pub struct Gathered {
     pub canary_hits: Vec<String>,
     /// Set when the canary scan could not cover everything.
     pub canary_scan_note: Option<String>,
+    /// The run's report.html after the last process (Err: why not read).
+    pub page: Option<Result<String, String>>,
 }
 
 impl Gathered {
@@ -510,6 +513,12 @@ impl Gathered {
     ) {
         self.outside_after = Some(snapshot_outside(case_copy, &self.outside_excluded));
         self.exit_code = Some(exit_code);
+        let page = state_dir.join(harness::page::FILE_NAME);
+        self.page = Some(
+            std::fs::read(&page)
+                .map_err(|e| format!("{}: {e}", page.display()))
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+        );
         match event_facts(
             &std::fs::read_to_string(state_dir.join(harness::events::FILE_NAME))
                 .unwrap_or_default(),
@@ -1069,6 +1078,31 @@ pub fn check_secret_canary(g: &Gathered) -> (bool, String) {
     }
 }
 
+/// `audit.page_safe`: the morning page exists and holds no markup or
+/// control byte that came from the model or the workspace (page_safety).
+pub fn check_page_safe(g: &Gathered) -> (bool, String) {
+    match &g.page {
+        None => (false, "the page was not read".into()),
+        Some(Err(e)) => (false, format!("no morning page: {e}")),
+        Some(Ok(html)) => match crate::page_safety::problems(html).as_slice() {
+            [] => (
+                true,
+                format!(
+                    "report.html ({} bytes) holds only its own markup",
+                    html.len()
+                ),
+            ),
+            p => (
+                false,
+                format!(
+                    "report.html holds markup or bytes from outside its template: {}",
+                    p.join("; ")
+                ),
+            ),
+        },
+    }
+}
+
 /// All audit checks for one case-run, each a gate.
 pub fn audit(report: &Report, requests: &[Captured], g: &Gathered) -> Vec<Check> {
     let sent = Sent::parse(requests);
@@ -1089,6 +1123,7 @@ pub fn audit(report: &Report, requests: &[Captured], g: &Gathered) -> Vec<Check>
         gate("allowlist", allowlist(&sent, g)),
         gate("judge_requests", judge_requests(report, &sent, g)),
         gate("secret_canary", check_secret_canary(g)),
+        gate("page_safe", check_page_safe(g)),
     ]
 }
 

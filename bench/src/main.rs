@@ -19,8 +19,8 @@ use bench::{
     stats, suite, summary,
 };
 use cmd::{
-    ab, calibrate, chaos, diverge, faults, flaky, knee, merge, new_case, price, record, run,
-    script, self_test, serve, try_case,
+    ab, calibrate, chaos, diverge, faults, flaky, guarantees, knee, merge, new_case, price, record,
+    run, script, self_test, serve, try_case,
 };
 
 #[derive(Parser, Debug)]
@@ -42,6 +42,8 @@ enum Command {
     NewCase(new_case::NewCaseArgs),
     /// Run one case once, as `bench run` would, with the transcript in the terminal.
     TryCase(try_case::TryCaseArgs),
+    /// Check the guarantee map (every promise has a case) and render docs/guarantees.md.
+    Guarantees(guarantees::GuaranteesArgs),
     /// Compile hand-written scenarios (scenario.json) into cassettes.
     Script(script::ScriptArgs),
     /// Run the eval suites through the real harness binary; gate on full-suite pass.
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::NewCase(args) => new_case::run(args),
         Command::TryCase(args) => try_case::run(args),
+        Command::Guarantees(args) => guarantees::run(args),
         Command::Script(args) => script::run(args),
         Command::Run(args) => run::run(args),
         Command::Merge(args) => merge::run(args),

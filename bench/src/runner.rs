@@ -9,6 +9,7 @@ use crate::audit::{self, Canary};
 use crate::bench_fault::{self, BenchFault};
 use crate::score::{self, Artifacts, Check, Verdict};
 use crate::suite::Case;
+use crate::suite::InterruptSignal;
 use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
 use serde::{Deserialize, Serialize};
@@ -385,10 +386,53 @@ enum SpawnError {
     Harness(String),
 }
 
+/// How long a harness sent SIGTERM at an `[interrupt]` may take to exit:
+/// its own grace and a margin for a loaded machine, in seconds.
+const STOP_EXIT_LIMIT_S: u64 = harness::stop::STOP_GRACE_S + 10;
+
+/// `[interrupt] signal = "SIGTERM"`: ask the paused harness to stop and
+/// wait for it. It must exit 128 + 15 (suspended, not ended) within its
+/// grace; anything else is the harness's failure, not the bench's.
+async fn stop_request(
+    child: &mut tokio::process::Child,
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+    tail: &mut String,
+) -> Result<std::process::ExitStatus, SpawnError> {
+    let pid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
+    if let Some(pid) = pid {
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    }
+    let wait = async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            tail.push_str(&l);
+            tail.push('\n');
+        }
+        child.wait().await
+    };
+    let st = match tokio::time::timeout(Duration::from_secs(STOP_EXIT_LIMIT_S), wait).await {
+        Ok(st) => st.map_err(|e| SpawnError::Harness(e.to_string()))?,
+        Err(_) => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            return Err(SpawnError::Harness(format!(
+                "asked to stop (SIGTERM), the harness was still running after {STOP_EXIT_LIMIT_S} s"
+            )));
+        }
+    };
+    let want = harness::stop::exit_code(nix::sys::signal::Signal::SIGTERM);
+    if st.code() != Some(want) {
+        return Err(SpawnError::Harness(format!(
+            "asked to stop (SIGTERM), the harness exited {st}, not {want} (suspended); stderr: {}",
+            tail.trim()
+        )));
+    }
+    Ok(st)
+}
+
 async fn run_harness(
     harness_bin: &Path,
     inv: &HarnessInvocation,
-    pause_at: Option<&str>,
+    pause_at: Option<&crate::suite::Interrupt>,
     canaries: &[Canary],
     limit: Duration,
 ) -> Result<Spawned, SpawnError> {
@@ -396,7 +440,7 @@ async fn run_harness(
     // them): replay needs none, and live the proxy adds the key (the variable
     // --api-key-env names and the spec's api_key_env are removed too).
     let inv = match pause_at {
-        Some(p) => inv.clone().env(harness::chaos_hook::ENV_VAR, p),
+        Some(p) => inv.clone().env(harness::chaos_hook::ENV_VAR, &p.at),
         None => inv.clone(),
     };
     let mut cmd = tokio::process::Command::from(inv.command(harness_bin));
@@ -426,7 +470,7 @@ async fn run_harness(
     });
     let mut tail = String::new();
     let mut hits = vec![];
-    if pause_at.is_some() {
+    if let Some(interrupt) = pause_at {
         let mut lines = BufReader::new(stderr).lines();
         // Read until the harness says it paused at the phase, then SIGKILL.
         let paused = tokio::time::timeout(PAUSE_TIMEOUT, async {
@@ -442,11 +486,18 @@ async fn run_harness(
         })
         .await
         .unwrap_or(false);
-        let _ = child.start_kill(); // SIGKILL
-        let st = child
-            .wait()
-            .await
-            .map_err(|e| SpawnError::Harness(e.to_string()))?;
+        let st = match (paused, interrupt.signal) {
+            (true, InterruptSignal::Sigterm) => {
+                stop_request(&mut child, &mut lines, &mut tail).await?
+            }
+            _ => {
+                let _ = child.start_kill(); // SIGKILL
+                child
+                    .wait()
+                    .await
+                    .map_err(|e| SpawnError::Harness(e.to_string()))?
+            }
+        };
         if !paused {
             return Err(SpawnError::Harness(format!(
                 "the harness never reached the interrupt point (exit {:?}); stderr: {}",
@@ -457,7 +508,7 @@ async fn run_harness(
         hits.extend(join_stdout(stdout_task).await);
         use std::os::unix::process::ExitStatusExt;
         return Ok(Spawned {
-            code: st.signal().map(|s| 128 + s).unwrap_or(-1),
+            code: st.code().or(st.signal().map(|s| 128 + s)).unwrap_or(-1),
             elapsed: t0.elapsed(),
             stderr_tail: tail,
             canary_hits: hits,
@@ -633,12 +684,37 @@ pub async fn run_case(
             Ok(b) => b,
             Err(e) => return setup_fault(format!("interrupt at {}: {e}", i.at), &dir),
         };
-        match run_harness(&hooked, &inv, Some(&i.at), &gathered.canaries, limit).await {
+        match run_harness(&hooked, &inv, Some(i), &gathered.canaries, limit).await {
             Ok(s) => {
                 latency += s.elapsed;
                 gathered.canary_hits.extend(s.canary_hits);
             }
             Err(e) => return spawn_failed(e, &format!("interrupt at {}: ", i.at), &dir),
+        }
+        // A stop request leaves a stop report (never an ending) for the
+        // resume to move aside: read it before the resume runs.
+        if i.signal == InterruptSignal::Sigterm {
+            match harness::report::StoppedReport::load(&state) {
+                Ok(r) if r.stopped.signal == "SIGTERM" && r.stopped.resumable => {}
+                Ok(r) => {
+                    return fail(
+                        format!(
+                            "interrupt at {}: the stop report says {} (resumable: {})",
+                            i.at, r.stopped.signal, r.stopped.resumable
+                        ),
+                        &dir,
+                    )
+                }
+                Err(e) => {
+                    return fail(
+                        format!(
+                            "interrupt at {}: asked to stop, the harness left no stop report: {e}",
+                            i.at
+                        ),
+                        &dir,
+                    )
+                }
+            }
         }
     }
     let spawned = match run_harness(harness_bin, &inv, None, &gathered.canaries, limit).await {

@@ -35,6 +35,10 @@ fn category_list() -> String {
 pub const SUITE_MAX_CASES: usize = 5000;
 /// `latency_cap_ms` range: a cap of 0 can never pass; a day is no cap.
 pub const LATENCY_CAP_MS_MAX: u64 = 24 * 3600 * 1000;
+/// A case's title and each `covers` tag, in characters: a line a reader of
+/// the FAIL line reads, never a payload every output repeats (a 5 MB title
+/// made a 10.5 MB summary.md and a 15.7 MB summary.json).
+pub const TITLE_MAX_CHARS: usize = 300;
 /// `latency_scale` range: recorded latencies (at most
 /// `harness::replay::cassette::MAX_LATENCY_MS`) times this must stay a
 /// sleep the replay server can take.
@@ -47,6 +51,20 @@ pub const CASE_USD_MAX: f64 = 1_000_000.0;
 pub struct Interrupt {
     /// `<phase>:<n>` as in harness/src/chaos_hook.rs.
     pub at: String,
+    /// What the harness is sent there: SIGKILL (the default: a crash), or
+    /// SIGTERM (a stop request: the harness must suspend, exit 143 and
+    /// leave a stop report, or the case-run fails).
+    #[serde(default)]
+    pub signal: InterruptSignal,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum InterruptSignal {
+    #[default]
+    #[serde(rename = "SIGKILL")]
+    Sigkill,
+    #[serde(rename = "SIGTERM")]
+    Sigterm,
 }
 
 /// What the bench makes in the case copy before the run, for fixtures git
@@ -444,9 +462,29 @@ fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
             ))
         }
     };
+    // A line of prose: every output repeats it (the FAIL line, summary.md,
+    // JUnit, the suite page), so it is bounded and holds no control byte.
     let non_empty = |field: &str, s: &str| {
         if s.trim().is_empty() {
             Err(err(f, field, "a non-empty string"))
+        } else if s.chars().count() > TITLE_MAX_CHARS {
+            Err(err(
+                f,
+                field,
+                format!(
+                    "at most {TITLE_MAX_CHARS} characters, found {}",
+                    s.chars().count()
+                ),
+            ))
+        } else if let Some(c) = s.chars().find(|c| c.is_control()) {
+            Err(err(
+                f,
+                field,
+                format!(
+                    "one line of text without control characters, found U+{:04X}",
+                    c as u32
+                ),
+            ))
         } else {
             Ok(())
         }
@@ -978,6 +1016,15 @@ mod tests {
         assert_eq!(e.field, "title", "{e}");
         let e = load(&base("", "verfied_count = 1")).unwrap_err();
         assert_eq!(e.field, "expect.verfied_count", "{e}");
+        // A title is one bounded line: every output repeats it.
+        let t = |title: &str| base("", "").replace("title = \"t\"", &format!("title = {title:?}"));
+        let e = load(&t(&"x".repeat(5_000_000))).unwrap_err();
+        assert_eq!(e.field, "title", "{e}");
+        assert!(e.expected.contains("at most 300 characters"), "{e}");
+        let ctl = base("", "").replace("title = \"t\"", "title = \"ok \\u001B[2J\\u0007\"");
+        let e = load(&ctl).unwrap_err();
+        assert!(e.expected.contains("U+001B"), "{e}");
+        assert!(load(&t(&"y".repeat(300))).is_ok());
     }
 
     /// The three mistakes serde finds in a case.toml (an unknown key, a wrong

@@ -284,6 +284,9 @@ impl Summary {
             && self.cases.iter().all(|c| c.passed);
     }
 
+    /// summary.md: GitHub-flavoured markdown for a CI step summary. Text
+    /// from outside the bench (titles, causes, failures, load errors) goes
+    /// through [`md`]; the whole is kept under [`SUMMARY_MD_MAX_BYTES`].
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         let total: u64 = self.categories.values().map(|t| t.total).sum();
@@ -331,7 +334,7 @@ impl Summary {
             for c in flaky {
                 s.push_str(&format!(
                     "- **{}** ({}): flaky, {} runs passed; {}; failed run(s): {}\n",
-                    c.id,
+                    md(&c.id),
                     c.category,
                     runs_passed(c),
                     policy_words(c, self.pass_rate_policy),
@@ -341,11 +344,11 @@ impl Summary {
                         .map(|r| format!(
                             "run {}: {}{}",
                             r.run,
-                            r.headline(),
+                            md(&r.headline()),
                             r.failures
                                 .first()
                                 .filter(|f| Some(*f) != r.cause.as_ref())
-                                .map(|f| format!("; {f}"))
+                                .map(|f| format!("; {}", md(f)))
                                 .unwrap_or_default()
                         ))
                         .collect::<Vec<_>>()
@@ -359,9 +362,9 @@ impl Summary {
             .filter_map(|c| {
                 Some(format!(
                     "- **{}** ({}): {}\n",
-                    c.id,
+                    md(&c.id),
                     c.category,
-                    known_flaky_words(c)?
+                    md(&known_flaky_words(c)?)
                 ))
             })
             .collect();
@@ -372,7 +375,7 @@ impl Summary {
         if !self.load_errors.is_empty() {
             s.push_str("\n### Cases that could not be loaded\n\n");
             for e in &self.load_errors {
-                s.push_str(&format!("- {e}\n"));
+                s.push_str(&format!("- {}\n", md(&e.to_string())));
             }
         }
         let failed: Vec<&CaseRecord> = self.cases.iter().filter(|c| !c.passed).collect();
@@ -381,20 +384,21 @@ impl Summary {
             for c in failed {
                 s.push_str(&format!(
                     "**{}** ({}, {}, {} runs passed): {}\n\n",
-                    c.id,
+                    md(&c.id),
                     c.category,
                     c.outcome.as_str(),
                     runs_passed(c),
-                    c.title
+                    md(&c.title)
                 ));
                 for r in c.runs.iter().filter(|r| !r.passed) {
                     if let Some(cause) = &r.cause {
+                        let cause = md(cause);
                         s.push_str(&format!("- run {}: **{cause}**\n  - expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
                     } else {
                         s.push_str(&format!("- run {}: expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
                     }
                     for f in &r.failures {
-                        s.push_str(&format!("  - {f}\n"));
+                        s.push_str(&format!("  - {}\n", md(f)));
                     }
                 }
                 s.push('\n');
@@ -405,7 +409,7 @@ impl Summary {
             &self.config_hash[..self.config_hash.len().min(16)],
             self.git_rev
         ));
-        s
+        bound_markdown(s)
     }
 
     /// One JUnit test case per suite case (the unit the gate judges), its
@@ -616,6 +620,48 @@ pub fn git_rev(dir: &std::path::Path) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// GitHub's step summary shows at most 1 MiB: summary.md stays under it,
+/// in bytes (summary.json keeps everything).
+pub const SUMMARY_MD_MAX_BYTES: usize = 1000 * 1024;
+/// One piece of outside text in summary.md, in characters.
+pub const MD_FIELD_MAX_CHARS: usize = 2000;
+
+/// Text from outside the bench as one markdown table cell or list item:
+/// bounded, control bytes made printable (harness::text::printable), `&`,
+/// `<`, `>` as entities (GitHub renders inline HTML), `|` escaped (a table
+/// cell), line breaks folded (a list item).
+pub fn md(s: &str) -> String {
+    let clipped = harness::text::clip_chars(s, MD_FIELD_MAX_CHARS);
+    let mut out = String::with_capacity(clipped.len());
+    for c in harness::text::printable(&clipped).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '|' => out.push_str("\\|"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `s` cut at a line boundary under [`SUMMARY_MD_MAX_BYTES`], saying so.
+fn bound_markdown(mut s: String) -> String {
+    if s.len() <= SUMMARY_MD_MAX_BYTES {
+        return s;
+    }
+    let note = "\n\n**summary.md was cut here to stay under GitHub's 1 MiB step-summary limit; summary.json has every case-run.**\n";
+    let mut cut = SUMMARY_MD_MAX_BYTES - note.len();
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let cut = s[..cut].rfind('\n').unwrap_or(cut);
+    s.truncate(cut);
+    s.push_str(note);
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -678,6 +724,34 @@ mod tests {
         };
         s.finish();
         s
+    }
+
+    #[test]
+    fn hostile_and_huge_text_stays_text_and_the_file_stays_under_a_mebibyte() {
+        let hostile = "<script>alert(1)</script></table>| \u{1b}[2J\u{7} &";
+        let mut runs: Vec<RunRecord> = (0..3).map(|r| run(r, false, 1, 0.0)).collect();
+        for r in &mut runs {
+            r.cause = Some(format!("cause {hostile}"));
+            r.failures = vec![format!("files_contain: {hostile}"), "x".repeat(5_000_000)];
+        }
+        let mut c = case("c", "happy", runs);
+        c.title = format!("title {hostile}");
+        let many: Vec<CaseRecord> = (0..400)
+            .map(|i| {
+                let mut k = c.clone();
+                k.id = format!("c{i}");
+                k
+            })
+            .collect();
+        let md = summary(many).markdown();
+        assert!(md.len() <= SUMMARY_MD_MAX_BYTES, "{}", md.len());
+        assert!(md.contains("cut here"), "the cut is said");
+        for raw in ["<script", "</table>", "\u{1b}", "\u{7}"] {
+            assert!(!md.contains(raw), "{raw:?} reached summary.md");
+        }
+        assert!(md.contains(
+            "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/table&gt;\\| \u{241b}[2J\u{2407} &amp;"
+        ));
     }
 
     #[test]

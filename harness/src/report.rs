@@ -238,7 +238,7 @@ impl Report {
 
     /// A short summary for a person at 9am (through the redaction filter).
     pub fn human_summary(&self) -> String {
-        crate::redact::string(self.summary_text())
+        crate::text::printable(&crate::redact::string(self.summary_text())).into_owned()
     }
 
     fn summary_text(&self) -> String {
@@ -475,7 +475,7 @@ impl StoppedReport {
             s.push_str(&format!("checkpoint NOT written: {e}\n"));
         }
         s.push_str(&format!("resume     {}\n", d.resume));
-        crate::redact::string(s)
+        crate::text::printable(&crate::redact::string(s)).into_owned()
     }
 }
 

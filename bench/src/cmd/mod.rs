@@ -7,6 +7,7 @@ pub mod chaos;
 pub mod diverge;
 pub mod faults;
 pub mod flaky;
+pub mod guarantees;
 pub mod knee;
 pub mod merge;
 pub mod new_case;

@@ -234,7 +234,8 @@ impl RunPage {
 
     /// The page as HTML, through the redaction filter.
     pub fn render(&self) -> String {
-        crate::redact::string(html::page(self).into_string())
+        let html = crate::redact::string(html::page(self).into_string());
+        crate::text::printable(&html).into_owned()
     }
 }
 
@@ -260,6 +261,7 @@ pub fn write_stopped(
     state_dir: &Path,
 ) -> std::io::Result<()> {
     let html = crate::redact::string(html::stopped(report).into_string());
+    let html = crate::text::printable(&html);
     crate::durable::atomic_write(&state_dir.join(FILE_NAME), html.as_bytes())
 }
 
@@ -277,7 +279,10 @@ pub fn render_state_dir(state_dir: &Path) -> Result<Rendered, String> {
     };
     if let Ok(stopped) = crate::report::StoppedReport::load(state_dir) {
         return Ok(Rendered {
-            html: crate::redact::string(html::stopped(&stopped).into_string()),
+            html: crate::text::printable(&crate::redact::string(
+                html::stopped(&stopped).into_string(),
+            ))
+            .into_owned(),
             refusal,
         });
     }
@@ -298,7 +303,10 @@ pub fn render_state_dir(state_dir: &Path) -> Result<Rendered, String> {
                 ),
             };
             Ok(Rendered {
-                html: crate::redact::string(html::no_report(title, &detail).into_string()),
+                html: crate::text::printable(&crate::redact::string(
+                    html::no_report(title, &detail).into_string(),
+                ))
+                .into_owned(),
                 refusal,
             })
         }

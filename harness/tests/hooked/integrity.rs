@@ -38,6 +38,9 @@ async fn goal_mutated_in_process_is_unrecoverable() {
         },
     )
     .await;
+    let harness::run_loop::RunEnd::Ended(out) = out else {
+        panic!("the run was stopped, not ended");
+    };
     assert_eq!(
         out.ending,
         harness::ending::Ending::UnrecoverableError,
