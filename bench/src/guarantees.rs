@@ -251,6 +251,18 @@ pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, String> {
             ));
         }
     }
+    // The other direction: every broken variant the self-tests run breaks
+    // a promise the map names, so the map and the self-tests agree.
+    let named: BTreeSet<&str> = map
+        .promises
+        .iter()
+        .flat_map(|p| p.variants.iter().map(String::as_str))
+        .collect();
+    for v in &variants {
+        if !named.contains(v) {
+            out.push(format!("broken variant {v:?} breaks no promise of the map: name it in the promise it breaks"));
+        }
+    }
     for w in &map.waived {
         if !doc(&w.doc)?.contains(&fold(&w.text)) {
             out.push(format!("not_a_promise: {:?} is not in {}", w.text, w.doc));

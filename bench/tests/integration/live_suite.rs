@@ -16,7 +16,7 @@ use crate::common::*;
 const MODEL: &str = "smollm2-135m-instruct-q4_1";
 
 /// The audit's checks, in the order every case-run carries them.
-const AUDIT: [&str; 7] = [
+const AUDIT: [&str; 8] = [
     "audit.goal_met_implies_predicate",
     "audit.confined",
     "audit.report_consistent",
@@ -24,6 +24,7 @@ const AUDIT: [&str; 7] = [
     "audit.allowlist",
     "audit.judge_requests",
     "audit.secret_canary",
+    "audit.page_safe",
 ];
 
 fn live_case_dirs() -> Vec<PathBuf> {
