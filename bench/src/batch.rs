@@ -383,6 +383,12 @@ impl Batch {
             );
             async move {
                 let c = &cases[ci];
+                if let Some(sig) = crate::interrupt::requested() {
+                    let fault = BenchFault::Interrupted {
+                        signal: sig.to_string(),
+                    };
+                    return (ci, RunRecord::faulted(c, r, fault, String::new()));
+                }
                 let target = match &*source {
                     Source::Replay(servers) => servers
                         .server_for(c)

@@ -59,6 +59,10 @@ pub enum BenchFault {
     /// The live proxy's command-wide cap refused a call of this case-run, or
     /// the case-run was never started because the cap had been reached.
     LiveCapReached { detail: String },
+    /// The command was interrupted (SIGINT, SIGTERM, SIGHUP) before this
+    /// case-run finished: it was never started, or its harness was asked
+    /// to stop and suspended. Not a verdict on anything.
+    Interrupted { signal: String },
     /// The bench could not prepare or start the case-run: copying the case,
     /// laying the overlay over run.toml, `git init`, the honesty snapshot,
     /// spawning the harness process.
@@ -85,6 +89,9 @@ impl BenchFault {
             }
             BenchFault::LiveCapReached { detail } => format!("live cap reached: {detail}"),
             BenchFault::CaseSetup { detail } => format!("case-run setup failed: {detail}"),
+            BenchFault::Interrupted { signal } => {
+                format!("interrupted by {signal} before it finished: not judged")
+            }
         }
     }
 
@@ -102,6 +109,7 @@ impl BenchFault {
                 "fix the bench's setup (see each case-run's fault) and rerun".into()
             }
             BenchFault::LiveCapReached { .. } => "raise --max-usd / --max-tokens and rerun".into(),
+            BenchFault::Interrupted { .. } => "rerun the command to the end".into(),
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod cli;
 pub mod events;
 pub mod exit;
 pub mod guarantees;
+pub mod interrupt;
 pub mod known_flaky;
 pub mod live;
 pub mod outputs;

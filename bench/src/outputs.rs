@@ -61,12 +61,29 @@ impl SummaryFiles {
 
     fn summary(&mut self, wall_ms: u64) -> Summary {
         let pass_rate = self.head.pass_rate_policy;
-        let cases = std::mem::take(&mut self.records)
+        let cases: Vec<CaseRecord> = std::mem::take(&mut self.records)
             .into_iter()
             .zip(&self.cases)
             .map(|(r, c)| r.unwrap_or_else(|| case_record(c, vec![], pass_rate)))
             .collect();
+        let finished: usize = cases
+            .iter()
+            .map(|c| {
+                c.runs
+                    .iter()
+                    .filter(|r| {
+                        !matches!(
+                            r.bench_fault,
+                            Some(crate::bench_fault::BenchFault::Interrupted { .. })
+                        )
+                    })
+                    .count()
+            })
+            .sum();
         let mut s = Summary {
+            interrupted: crate::interrupt::requested().map(|sig| {
+                format!("{sig}: {finished} of {} case-runs finished; the rest were not started or were stopped, and are not judged", self.total)
+            }),
             cases,
             wall_ms,
             case_runs_per_s: if wall_ms == 0 {
@@ -242,8 +259,16 @@ pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
     for l in summary.flaky_lines() {
         outln!("{l}");
     }
+    let cut = |r: &&crate::runner::RunRecord| {
+        matches!(
+            r.bench_fault,
+            Some(crate::bench_fault::BenchFault::Interrupted { .. })
+        )
+    };
     for c in summary.cases.iter().filter(|c| !c.passed) {
-        for r in c.runs.iter().filter(|r| !r.passed) {
+        // An interrupted command's unfinished case-runs are counted in its
+        // `interrupted` line, not listed as failures.
+        for r in c.runs.iter().filter(|r| !r.passed && !cut(r)) {
             outln!(
                 "FAIL {}/{} run {}: {} -- {}",
                 c.category,
@@ -263,8 +288,15 @@ pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
         summary.case_runs,
         summary.wall_ms as f64 / 1000.0,
         summary.case_runs_per_s,
-        if summary.passed { "PASS" } else { "FAIL" }
+        match (&summary.interrupted, summary.passed) {
+            (Some(_), _) => "INTERRUPTED",
+            (None, true) => "PASS",
+            (None, false) => "FAIL",
+        }
     );
+    if let Some(i) = &summary.interrupted {
+        outln!("interrupted {i}");
+    }
     outln!("summary    {}", out.join("summary.md").display());
     if summary.passed {
         ExitCode::SUCCESS

@@ -309,6 +309,7 @@ mod tests {
             case_runs: 4,
             wall_ms: 1000,
             case_runs_per_s: 4.0,
+            interrupted: None,
         };
         s.finish();
         s

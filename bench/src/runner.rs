@@ -452,6 +452,9 @@ async fn run_harness(
     let mut child = cmd.spawn().map_err(|e| {
         SpawnError::NotStarted(format!("cannot start {}: {e}", harness_bin.display()))
     })?;
+    // Killed by a second signal to the bench (crate::interrupt) until reaped.
+    let pid = child.id();
+    let _running = pid.map(crate::interrupt::Child::register);
     let stderr = child
         .stderr
         .take()
@@ -518,7 +521,26 @@ async fn run_harness(
         drain(stderr, canaries, "stderr", &mut tail, &mut hits).await;
         child.wait().await
     };
-    let st = match tokio::time::timeout(limit, collect).await {
+    // The bench interrupted: the harness is asked to stop too (it suspends
+    // at a safe point and exits 128 + 15), and is waited for as before.
+    let forward = async {
+        crate::interrupt::wait().await;
+        if let Some(p) = pid {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        // Never resolves: the harness's own exit ends the wait.
+        std::future::pending::<std::io::Result<std::process::ExitStatus>>().await
+    };
+    let waited = async {
+        tokio::select! {
+            r = collect => r,
+            r = forward => r,
+        }
+    };
+    let st = match tokio::time::timeout(limit, waited).await {
         Ok(r) => r.map_err(|e| SpawnError::Harness(e.to_string()))?,
         Err(_) => {
             return Err(SpawnError::Harness(format!(
@@ -724,6 +746,22 @@ pub async fn run_case(
     gathered.canary_hits.extend(spawned.canary_hits.clone());
     latency += spawned.elapsed;
     let latency_ms = latency.as_millis() as u64;
+    // The bench was interrupted and the harness suspended (its stop report
+    // says so): no verdict on a run that did not finish.
+    if let Some(sig) = crate::interrupt::requested() {
+        if harness::report::StoppedReport::load(&state).is_ok()
+            || harness::report::Report::load(&state).is_err()
+        {
+            return RunRecord::faulted(
+                case,
+                run,
+                BenchFault::Interrupted {
+                    signal: sig.to_string(),
+                },
+                state.display().to_string(),
+            );
+        }
+    }
     // Parsed once, into the harness's own type: a report it would not have
     // written is no report.
     let parsed = std::fs::read(state.join("report.json"))

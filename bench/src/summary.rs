@@ -149,6 +149,11 @@ pub struct Summary {
     pub case_runs: u64,
     pub wall_ms: u64,
     pub case_runs_per_s: f64,
+    /// Set when the command was interrupted (SIGINT, SIGTERM, SIGHUP): the
+    /// signal, and what finished. An interrupted run never passes; its
+    /// unfinished case-runs are bench faults (`interrupted`), not verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// Per-category policy: adversarial cases must pass every run; the others
@@ -280,6 +285,7 @@ impl Summary {
         self.p95_definition = P95_DEFINITION.into();
         self.case_runs = self.cases.iter().map(|c| c.runs.len() as u64).sum();
         self.passed = self.load_errors.is_empty()
+            && self.interrupted.is_none()
             && !self.cases.is_empty()
             && self.cases.iter().all(|c| c.passed);
     }
@@ -293,7 +299,11 @@ impl Summary {
         let passed: u64 = self.categories.values().map(|t| t.passed).sum();
         s.push_str(&format!(
             "## bench run: {}\n\n{passed}/{total} cases passed ({} case-runs, {} per case){}.\n\n",
-            if self.passed { "PASS" } else { "FAIL" },
+            match (&self.interrupted, self.passed) {
+                (Some(i), _) => format!("INTERRUPTED ({})", md(i)),
+                (None, true) => "PASS".into(),
+                (None, false) => "FAIL".into(),
+            },
             self.case_runs,
             self.runs_per_case,
             self.shard
@@ -437,7 +447,24 @@ impl Summary {
             let mut suite = TestSuite::new(cat.as_str());
             for c in self.cases.iter().filter(|c| &c.category == cat) {
                 let failed: Vec<&RunRecord> = c.runs.iter().filter(|r| !r.passed).collect();
-                let status = if c.passed {
+                let cut = |r: &&RunRecord| {
+                    matches!(
+                        r.bench_fault,
+                        Some(crate::bench_fault::BenchFault::Interrupted { .. })
+                    )
+                };
+                let status = if !failed.is_empty() && failed.iter().all(cut) {
+                    // Not finished because the command was interrupted: no
+                    // verdict, said as skipped with the reason.
+                    let mut st = TestCaseStatus::skipped();
+                    st.set_message(format!(
+                        "not finished: {} of {} run(s) interrupted ({})",
+                        failed.len(),
+                        c.runs.len(),
+                        self.interrupted.as_deref().unwrap_or("interrupted")
+                    ));
+                    st
+                } else if c.passed {
                     // A flaky case the policy passes: flakyFailure per failed run.
                     let mut st = TestCaseStatus::success();
                     st.add_reruns(failed.iter().map(|r| rerun(r)));
@@ -721,6 +748,7 @@ mod tests {
             case_runs: 0,
             wall_ms: 0,
             case_runs_per_s: 0.0,
+            interrupted: None,
         };
         s.finish();
         s

@@ -527,6 +527,7 @@ fn arm_summary_head(cases: &[Case], args: &AbArgs) -> crate::summary::Summary {
         case_runs: 0,
         wall_ms: 0,
         case_runs_per_s: 0.0,
+        interrupted: None,
     }
 }
 

@@ -205,6 +205,7 @@ mod tests {
             case_runs: 0,
             wall_ms: 1,
             case_runs_per_s: 0.0,
+            interrupted: None,
         };
         s.finish();
         s

@@ -95,7 +95,16 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
 pub const DEFAULT_RUNS_PER_CASE: u32 = 3;
 
 pub fn run(args: RunArgs) -> ExitCode {
-    crate::batch::block_on("run", ExitStatus::Unloadable, run_async(args))
+    // Before the runtime's threads start: they inherit the blocked signals.
+    if let Err(e) = bench::interrupt::install("run") {
+        errln!("bench run: {e}");
+        return ExitCode::from(ExitStatus::Unloadable);
+    }
+    let code = crate::batch::block_on("run", ExitStatus::Unloadable, run_async(args));
+    match bench::interrupt::requested() {
+        Some(sig) => ExitCode::from(bench::interrupt::exit_code(sig)),
+        None => code,
+    }
 }
 
 async fn run_async(args: RunArgs) -> ExitCode {
@@ -272,6 +281,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
         case_runs: 0,
         wall_ms: 0,
         case_runs_per_s: 0.0,
+        interrupted: None,
     };
     let mut terminal = Terminal::new(batch.total(), "case-runs", Lines::Gate);
     let mut files = SummaryFiles::new(head, &args.out, args.junit.as_deref());

@@ -467,3 +467,108 @@ fn a_reused_out_dir_holds_only_this_runs_case_dirs() {
     left.sort();
     assert_eq!(left, ["demo-b"]);
 }
+
+/// Ctrl-C on `bench run` (SIGINT to the bench alone, as a supervisor's
+/// SIGTERM would be): no new case-run starts, the harnesses in flight are
+/// asked to stop and suspend, the summary says interrupted with what
+/// finished (JUnit: the unfinished as skipped), the exit is 130, and no
+/// harness process of the run is left.
+#[test]
+fn an_interrupted_run_stops_its_harnesses_and_writes_an_interrupted_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite");
+    // The slow-drip case holds each harness mid-call for seconds.
+    harness::workspace::copy_tree(
+        &repo().join("suites/adversarial/adv-slow-drip-server"),
+        &suite.join("adversarial/adv-slow-drip-server"),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("run")
+        .arg("--suite")
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .arg("--harness")
+        .arg(harness_bin())
+        .args([
+            "--category",
+            "adversarial",
+            "--runs-per-case",
+            "6",
+            "--max-concurrency",
+            "2",
+        ])
+        .env("CI", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until harnesses run (their state dirs appear), then Ctrl-C.
+    let state_of = |r: u32| {
+        out.join(format!(
+            "cases/adv-slow-drip-server/run-{r}/state/events.jsonl"
+        ))
+    };
+    let t0 = std::time::Instant::now();
+    while !(state_of(0).exists() || state_of(1).exists()) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "no case-run started"
+        );
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("bench exited ({st}) before a case-run started");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(130), "{said}");
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["passed"], false);
+    let why = summary["interrupted"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("SIGINT: ") && why.contains("of 6 case-runs finished"),
+        "{why}"
+    );
+    let runs = summary["cases"][0]["runs"].as_array().unwrap();
+    let cut = runs
+        .iter()
+        .filter(|r| r["bench_fault"]["kind"] == "interrupted")
+        .count();
+    assert!(cut >= 4, "at most 2 ran before the signal: {summary}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.starts_with("## bench run: INTERRUPTED (SIGINT"), "{md}");
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap_or_default();
+    assert!(
+        junit.contains("<skipped") && junit.contains("interrupted"),
+        "{junit}"
+    );
+    // The harnesses it had running were asked to stop and suspended.
+    let stopped: Vec<_> = (0..6)
+        .filter(|r| harness::report::StoppedReport::load(state_of(*r).parent().unwrap()).is_ok())
+        .collect();
+    assert!(!stopped.is_empty(), "no harness left a stop report: {said}");
+    // None of this run's harnesses is still running.
+    let out_s = out.display().to_string();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&out_s) && c.contains("harness"))
+        .collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+}

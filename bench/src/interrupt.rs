@@ -1,0 +1,116 @@
+//! The bench asked to stop: SIGINT (Ctrl-C), SIGTERM (a CI step's timeout,
+//! a supervisor) or SIGHUP. The first signal stops new case-runs from
+//! starting and asks every harness in flight to stop (SIGTERM: each
+//! suspends at a safe point, harness::stop); the command then writes its
+//! summary marked interrupted, with what finished, and exits 128 + the
+//! signal. A second signal kills every harness in flight (SIGKILL) and
+//! exits at once: nothing is left running.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+
+static REQUESTED: AtomicI32 = AtomicI32::new(0);
+static WAKE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+/// The harness processes the bench has running.
+static CHILDREN: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// The signal that interrupted the command, if one did.
+pub fn requested() -> Option<nix::sys::signal::Signal> {
+    match REQUESTED.load(Ordering::SeqCst) {
+        0 => None,
+        n => nix::sys::signal::Signal::try_from(n).ok(),
+    }
+}
+
+/// Resolves once the command is interrupted (at once if it already was).
+pub async fn wait() -> nix::sys::signal::Signal {
+    loop {
+        let woken = WAKE.notified();
+        if let Some(s) = requested() {
+            return s;
+        }
+        woken.await;
+    }
+}
+
+/// A harness process started by this command (its pid): killed by a
+/// second signal. Drop the guard when it has been reaped.
+pub struct Child(i32);
+
+impl Child {
+    pub fn register(pid: u32) -> Child {
+        let pid = pid as i32;
+        CHILDREN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pid);
+        Child(pid)
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        CHILDREN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.0);
+    }
+}
+
+/// Take SIGINT, SIGTERM and SIGHUP for this command: blocked in this
+/// thread (call it before the runtime starts, so every thread inherits the
+/// mask; `Command` resets it in the harness children) and taken by one
+/// `sigwait` thread, as the harness takes its own (harness::stop).
+pub fn install(cmd: &'static str) -> Result<(), String> {
+    use nix::sys::signal::{SigSet, SigmaskHow};
+    let mut set = SigSet::empty();
+    for s in harness::stop::STOP_SIGNALS {
+        set.add(s);
+    }
+    nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None)
+        .map_err(|e| format!("cannot block the stop signals: {e}"))?;
+    std::thread::Builder::new()
+        .name("bench-signals".into())
+        .spawn(move || {
+            while let Ok(sig) = set.wait() {
+                on_signal(cmd, sig);
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot start the signal thread: {e}"))
+}
+
+fn on_signal(cmd: &str, sig: nix::sys::signal::Signal) {
+    let first = REQUESTED
+        .compare_exchange(0, sig as i32, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    if first {
+        WAKE.notify_waiters();
+        errln!(
+            "bench {cmd}: {sig}: no new case-run starts; the {} running are asked to stop (a second signal kills them and exits at once)",
+            CHILDREN.lock().map(|c| c.len()).unwrap_or(0)
+        );
+        return;
+    }
+    let pids: Vec<i32> = CHILDREN
+        .lock()
+        .map(|c| c.iter().copied().collect())
+        .unwrap_or_default();
+    for pid in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    errln!(
+        "bench {cmd}: a second signal ({sig}): killed {} harness process(es); exiting at once without a summary",
+        pids.len()
+    );
+    std::process::exit(128 + sig as i32);
+}
+
+/// The exit code of an interrupted command: 128 + the signal.
+pub fn exit_code(sig: nix::sys::signal::Signal) -> u8 {
+    (128 + sig as i32) as u8
+}
