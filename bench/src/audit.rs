@@ -738,7 +738,7 @@ pub fn overbilled_usd(journal: &[u8]) -> f64 {
                     over += (cost_usd - w).max(0.0);
                 }
             }
-            JournalEntry::Release { .. } => {}
+            JournalEntry::Release { .. } | JournalEntry::Limit { .. } => {}
         }
     }
     over

@@ -85,6 +85,7 @@ impl Journal {
                     j.records.insert(seq, (cost_usd, basis));
                 }
                 JournalEntry::Release { seq } => j.released.push(seq),
+                JournalEntry::Limit { .. } => {}
             }
         }
         j.bad_line = text.corrupt.first().map(|c| c.number);

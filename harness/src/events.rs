@@ -54,6 +54,8 @@ pub enum Event {
     WallClock {
         detail: String,
     },
+    /// An operator raised a limit the run had ended on; it goes on.
+    LimitRaised(crate::ledger::LimitRaise),
     /// A stop request suspended the run (crate::stop): not an ending.
     Stopped {
         signal: String,

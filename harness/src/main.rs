@@ -87,6 +87,14 @@ enum Cmd {
         /// the spec's own cap always applies; this only tightens it.
         #[arg(long, value_name = "USD")]
         max_usd: Option<f64>,
+        /// After BUDGET_EXHAUSTED: raise the run's hard cap to USD and go on
+        /// from its checkpoint (journaled in ledger.jsonl: when, old, new).
+        #[arg(long, value_name = "USD", conflicts_with = "raise_wall_clock_s")]
+        raise_cap_usd: Option<f64>,
+        /// After TIME_LIMIT: raise the run's wall-clock limit to SECONDS (of
+        /// run time, counted across resumes) and go on from its checkpoint.
+        #[arg(long, value_name = "SECONDS")]
+        raise_wall_clock_s: Option<f64>,
     },
     /// Print where a run stands, without disturbing it.
     Status {
@@ -168,6 +176,8 @@ fn dispatch(cli: Cli) -> i32 {
             faults,
             base_url,
             max_usd,
+            raise_cap_usd,
+            raise_wall_clock_s,
         } => {
             // Before any other thread starts: SIGTERM, SIGINT and SIGHUP are
             // stop requests from here on (harness::stop).
@@ -203,6 +213,7 @@ fn dispatch(cli: Cli) -> i32 {
                 faults,
                 base_url,
                 max_usd,
+                raise_of(raise_cap_usd, raise_wall_clock_s),
             ))
         }
     }
@@ -220,6 +231,7 @@ async fn run_cmd(
     faults: Option<String>,
     base_url: Option<String>,
     max_usd: Option<f64>,
+    raise: Option<harness::run_loop::Raise>,
 ) -> i32 {
     // Everything is validated before the state dir is touched.
     let mut spec = match RunSpec::load(&spec_path) {
@@ -317,6 +329,7 @@ async fn run_cmd(
                 RunOptions {
                     base_url_override,
                     jitter_seed: run_index as u64,
+                    raise,
                     #[cfg(feature = "test-hooks")]
                     tamper_goal_before_lap: None,
                 },
@@ -342,6 +355,9 @@ async fn run_cmd(
     };
     match &end {
         RunEnd::Ended(outcome) => print_summary(outcome, &state_dir),
+        RunEnd::Refused(why) => {
+            console::err_line(&format!("harness: not raised: {why}"));
+        }
         RunEnd::Stopped(s) => {
             console::out(&s.report.human_summary());
             if s.report_written {
@@ -418,6 +434,22 @@ fn lock_workspace(workspace: &Path) -> Result<Option<std::fs::File>, String> {
             "cannot lock the workspace {}: {e}",
             workspace.display()
         )),
+    }
+}
+
+/// The limit `harness run` was asked to raise (clap keeps the two apart).
+fn raise_of(cap_usd: Option<f64>, wall_clock_s: Option<f64>) -> Option<harness::run_loop::Raise> {
+    use harness::ledger::LimitKind;
+    match (cap_usd, wall_clock_s) {
+        (Some(to), _) => Some(harness::run_loop::Raise {
+            limit: LimitKind::HardCapUsd,
+            to,
+        }),
+        (None, Some(to)) => Some(harness::run_loop::Raise {
+            limit: LimitKind::WallClockLimitS,
+            to,
+        }),
+        (None, None) => None,
     }
 }
 

@@ -112,6 +112,10 @@ pub struct Report {
     /// Admitted lessons dropped (oldest first) to keep the checkpoint's bounds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lessons_dropped: u64,
+    /// Limits an operator raised after the run ended on them (`harness run
+    /// --raise-cap-usd` / `--raise-wall-clock-s`): when, which, old, new.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limit_raises: Vec<crate::ledger::LimitRaise>,
     /// The confinement the run's checks ran under (crate::sandbox): its
     /// level and what the kernel offered. Absent in a report written before
     /// the sandbox existed.
@@ -215,6 +219,7 @@ impl Report {
             lessons: state.lessons.clone(),
             lessons_refused: state.lessons_refused.clone(),
             lessons_dropped: state.lessons_dropped,
+            limit_raises: state.limit_raises.clone(),
             sandbox: Some(SandboxInForce::now()),
         }
     }

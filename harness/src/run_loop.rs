@@ -193,6 +193,9 @@ pub struct RunOptions {
     /// Overrides the spec's base URL (the embedded replay server).
     pub base_url_override: Option<String>,
     pub jitter_seed: u64,
+    /// Raise a limit the run ended on, then go on (`--raise-cap-usd`,
+    /// `--raise-wall-clock-s`).
+    pub raise: Option<Raise>,
     /// Library-only test hook (no CLI flag reaches it): corrupt the goal text
     /// in memory before lap N, to prove the hash check turns an in-process
     /// mutation into UNRECOVERABLE_ERROR. Exists only with the `test-hooks`
@@ -202,11 +205,22 @@ pub struct RunOptions {
     pub tamper_goal_before_lap: Option<u64>,
 }
 
-/// How a `run` came back: ended (one of the seven endings), or stopped by a
-/// stop request and suspended, to be resumed (crate::stop: not an ending).
+/// How a `run` came back: ended (one of the seven endings), stopped by a
+/// stop request and suspended, to be resumed (crate::stop: not an ending),
+/// or a raise of a limit refused before anything was changed.
 pub enum RunEnd {
     Ended(Outcome),
     Stopped(Suspended),
+    Refused(String),
+}
+
+/// A limit to raise before the run goes on: only the one it ended on
+/// (BUDGET_EXHAUSTED: the cap; TIME_LIMIT: the wall clock), only upward.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Raise {
+    pub limit: crate::ledger::LimitKind,
+    /// Dollars for the cap, seconds for the wall clock.
+    pub to: f64,
 }
 
 impl From<Outcome> for RunEnd {
@@ -221,6 +235,7 @@ impl RunEnd {
         match self {
             RunEnd::Ended(o) => o.ending.exit_code(),
             RunEnd::Stopped(s) => s.report.stopped.exit_code,
+            RunEnd::Refused(_) => crate::ending::EXIT_SPEC_REJECTED,
         }
     }
 }
@@ -362,6 +377,11 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         }
     };
     state.hard_cap_usd = hard_cap;
+    if let Some(raise) = opts.raise {
+        if let Err(why) = raise_limit(&mut state, raise, &spec, state_dir, &goal, &mut events) {
+            return RunEnd::Refused(why);
+        }
+    }
 
     if let Some(f) = &state.finished {
         // Already ended: re-report, never run again.
@@ -445,6 +465,11 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
     }
     ledger.set_blocked(state.ledger.blocked);
     state.ledger = ledger.snapshot().clone();
+    // A raised limit is the journal's from the raise on, whatever the spec says.
+    state.hard_cap_usd = ledger.hard_cap_usd();
+    if let Some(s) = ledger.raised(crate::ledger::LimitKind::WallClockLimitS) {
+        spec.wall_clock_limit_s = s;
+    }
 
     let workspace = match Workspace::open(&spec.workspace) {
         Ok(w) => w,
@@ -547,6 +572,68 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
         Exit::Ended(ending, detail, kind) => r.finish(ending, detail, kind).await.into(),
         Exit::Stopped { signal, cut } => RunEnd::Stopped(r.suspend(signal, cut).await),
     }
+}
+
+/// Raise the limit a finished run ended on, so it goes on from its
+/// checkpoint: refused (Err, nothing changed) unless the run ended on that
+/// very limit and the new value is above the old one (and, for the cap,
+/// above what is spent; for the clock, above the time run). The raise is a
+/// ledger journal line (when, old, new), then `finished` is cleared and the
+/// checkpoint written; the goal, queue and verified tasks are untouched.
+fn raise_limit(
+    state: &mut RunState,
+    raise: Raise,
+    spec: &RunSpec,
+    state_dir: &Path,
+    goal: &Goal,
+    events: &mut EventLog,
+) -> Result<(), String> {
+    use crate::ledger::LimitKind;
+    let (flag, needs) = match raise.limit {
+        LimitKind::HardCapUsd => ("--raise-cap-usd", Ending::BudgetExhausted),
+        LimitKind::WallClockLimitS => ("--raise-wall-clock-s", Ending::TimeLimit),
+    };
+    match &state.finished {
+        Some(f) if f.ending == needs => {}
+        Some(f) => return Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one")), 
+        None => return Err(format!("{flag}: the run has not ended (its checkpoint holds no ending): a limit is raised only after the run ended {needs}; to resume it, run the same command without {flag}")),
+    }
+    let mut ledger =
+        Ledger::new(spec.hard_cap_usd, spec.prices.clone()).for_protocol(spec.model.protocol);
+    ledger
+        .open_journal(&state_dir.join("ledger.jsonl"))
+        .map_err(|e| format!("{flag}: {e}"))?;
+    let spent = ledger.spent_usd();
+    let elapsed_s = state.elapsed_ms as f64 / 1000.0;
+    let (old, floor, unit) = match raise.limit {
+        LimitKind::HardCapUsd => (ledger.hard_cap_usd(), spent, "spent"),
+        LimitKind::WallClockLimitS => (
+            ledger.raised(LimitKind::WallClockLimitS).unwrap_or(spec.wall_clock_limit_s),
+            elapsed_s,
+            "run so far",
+        ),
+    };
+    if !(raise.to.is_finite() && raise.to > old && raise.to > floor) {
+        return Err(format!(
+            "{flag} {}: expected a number above the current limit {old} and above the {floor:.4} {unit}: a limit is only ever raised",
+            raise.to
+        ));
+    }
+    let r = ledger
+        .raise(raise.limit, old, raise.to)
+        .map_err(|e| format!("{flag}: the raise could not be journaled: {e}"))?;
+    state.finished = None;
+    state.ledger = ledger.snapshot().clone();
+    state.ledger.blocked = false;
+    if raise.limit == LimitKind::HardCapUsd {
+        state.hard_cap_usd = raise.to;
+    }
+    state.limit_raises.push(r);
+    events.emit(state.step, Event::LimitRaised(r));
+    goal.assert_intact().map_err(|e| e.to_string())?;
+    checkpoint::save(state_dir, state).map_err(|e| {
+        format!("{flag}: the raise is journaled but the checkpoint could not be written ({e}); run the same command again")
+    })
 }
 
 /// End a run that could not start (a refused checkpoint, an unusable state

@@ -178,6 +178,10 @@ pub struct RunState {
     /// Admitted lessons dropped to keep those bounds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lessons_dropped: u64,
+    /// Limits an operator raised after the run ended on them (the ledger
+    /// journal holds each too), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limit_raises: Vec<crate::ledger::LimitRaise>,
     /// The last `lessons::LESSON_REFUSALS_MAX` lessons not admitted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lessons_refused: Vec<crate::lessons::RefusedLesson>,
@@ -236,6 +240,7 @@ impl RunState {
             compaction_attempts: 0,
             lessons: vec![],
             lessons_dropped: 0,
+            limit_raises: vec![],
             lessons_refused: vec![],
             lesson_calls: 0,
             artifacts: vec![],

@@ -51,6 +51,35 @@ pub enum JournalEntry {
     Release {
         seq: u64,
     },
+    /// An operator raised a limit of a run that had ended on it (`harness
+    /// run --raise-cap-usd` / `--raise-wall-clock-s`): when, which, from
+    /// what, to what. Books no money; the last raise of the cap is the
+    /// ledger's cap from here on.
+    Limit {
+        unix_ms: u64,
+        limit: LimitKind,
+        old: f64,
+        new: f64,
+    },
+}
+
+/// A limit an operator can raise after the run ended on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// The hard cap, in US dollars (after BUDGET_EXHAUSTED).
+    HardCapUsd,
+    /// The wall-clock limit, in seconds (after TIME_LIMIT).
+    WallClockLimitS,
+}
+
+impl LimitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::HardCapUsd => "hard_cap_usd",
+            LimitKind::WallClockLimitS => "wall_clock_limit_s",
+        }
+    }
 }
 
 /// A complete line that parsed.
@@ -145,6 +174,7 @@ pub fn frame(entry: &JournalEntry) -> Result<String, serde_json::Error> {
 const RESERVE_OPEN: &[u8] = br#"{"op":"reserve","#;
 const RECORD_OPEN: &[u8] = br#"{"op":"record","#;
 const RELEASE_OPEN: &[u8] = br#"{"op":"release","#;
+const LIMIT_OPEN: &[u8] = br#"{"op":"limit","#;
 
 fn parse_torn(tail: &[u8]) -> TornTail {
     // Whole but for its newline.
@@ -176,7 +206,9 @@ fn parse_torn(tail: &[u8]) -> TornTail {
             None => TornReserve::default(),
         });
     }
-    if could_be(RECORD_OPEN) || could_be(RELEASE_OPEN) {
+    // A torn raise of a limit books nothing: the raise did not happen (the
+    // run is still ended; the operator's command is run again).
+    if could_be(RECORD_OPEN) || could_be(RELEASE_OPEN) || could_be(LIMIT_OPEN) {
         return TornTail::Closing;
     }
     TornTail::Unknown

@@ -30,7 +30,7 @@ pub mod journal;
 
 pub use bound::{worst_case_usd, CallBound};
 pub use gate::AttemptReserve;
-pub use journal::JournalEntry;
+pub use journal::{JournalEntry, LimitKind};
 
 use crate::model::types::{CallRole, Protocol, Usage};
 use journal::{JournalText, TornTail};
@@ -203,6 +203,17 @@ pub struct Ledger {
     /// Reservations granted in this process and not yet settled: what a
     /// new reserve must leave room for.
     open: BTreeMap<u64, f64>,
+    /// The limits raised by an operator, in journal order.
+    raises: Vec<LimitRaise>,
+}
+
+/// A raised limit, as the journal holds it (report.json's `limit_raises`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LimitRaise {
+    pub unix_ms: u64,
+    pub limit: journal::LimitKind,
+    pub old: f64,
+    pub new: f64,
 }
 
 impl Ledger {
@@ -225,6 +236,7 @@ impl Ledger {
             journal: None,
             input_rate_max: bound::input_rate_max_any(),
             open: BTreeMap::new(),
+            raises: vec![],
         }
     }
 
@@ -294,6 +306,17 @@ impl Ledger {
                 JournalEntry::Release { seq } => {
                     open.remove(seq);
                 }
+                JournalEntry::Limit {
+                    unix_ms,
+                    limit,
+                    old,
+                    new,
+                } => self.note_raise(LimitRaise {
+                    unix_ms: *unix_ms,
+                    limit: *limit,
+                    old: *old,
+                    new: *new,
+                }),
             }
         }
         let torn_reserve = match &text.torn {
@@ -633,6 +656,55 @@ impl Ledger {
 
     /// Restore `blocked` from a checkpoint (the journal carries the money; the
     /// flag is the loop's decision and lives in the checkpoint).
+    /// Apply a raise: the cap's becomes the ledger's cap.
+    fn note_raise(&mut self, r: LimitRaise) {
+        if r.limit == journal::LimitKind::HardCapUsd {
+            self.hard_cap_usd = r.new;
+        }
+        self.raises.push(r);
+    }
+
+    /// Raise `limit` to `new` (the caller checked it is a raise the run may
+    /// take): journaled first, then in memory; the cap unblocks the ledger.
+    pub fn raise(
+        &mut self,
+        limit: journal::LimitKind,
+        old: f64,
+        new: f64,
+    ) -> Result<LimitRaise, LedgerError> {
+        let r = LimitRaise {
+            unix_ms: crate::clock::now_unix_ms(),
+            limit,
+            old,
+            new,
+        };
+        self.append(&JournalEntry::Limit {
+            unix_ms: r.unix_ms,
+            limit,
+            old,
+            new,
+        })?;
+        self.note_raise(r);
+        if limit == journal::LimitKind::HardCapUsd {
+            self.set_blocked(false);
+        }
+        Ok(r)
+    }
+
+    /// Every raise so far, in order.
+    pub fn raises(&self) -> &[LimitRaise] {
+        &self.raises
+    }
+
+    /// The last raise of `limit`, if any.
+    pub fn raised(&self, limit: journal::LimitKind) -> Option<f64> {
+        self.raises
+            .iter()
+            .rev()
+            .find(|r| r.limit == limit)
+            .map(|r| r.new)
+    }
+
     pub fn set_blocked(&mut self, b: bool) {
         self.snap.blocked = b;
     }

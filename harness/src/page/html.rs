@@ -223,6 +223,15 @@ pub fn page(p: &RunPage) -> Markup {
                     @match r.cost_per_verified_task_usd { Some(c) => { (usd(c)) }, None => { span.muted { "no task verified" } } }
                 }
                 dt { "Budget notices" } dd { (r.budget_notices) " request(s) carried the budget notice" }
+                @for x in &r.limit_raises {
+                    dt { "Limit raised" } dd {
+                        @match x.limit {
+                            crate::ledger::LimitKind::HardCapUsd => { "cap " (usd(x.old)) " to " (usd(x.new)) }
+                            crate::ledger::LimitKind::WallClockLimitS => { "wall clock " (x.old) " s to " (x.new) " s" }
+                        }
+                        " by the operator after the run had ended on it (ledger.jsonl)"
+                    }
+                }
             }
             div.scroll { table {
                 caption { "Tokens (the four usage fields the ledger books)" }

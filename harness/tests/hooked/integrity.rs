@@ -34,6 +34,7 @@ async fn goal_mutated_in_process_is_unrecoverable() {
         RunOptions {
             base_url_override: Some(url),
             jitter_seed: 0,
+            raise: None,
             tamper_goal_before_lap: Some(2),
         },
     )

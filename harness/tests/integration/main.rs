@@ -23,6 +23,7 @@ mod ledger_cap;
 mod lessons;
 mod production_build;
 mod replay_roundtrip;
+mod raise;
 mod sandbox;
 mod spec_messages;
 mod stop;
