@@ -595,7 +595,7 @@ fn raise_limit(
     };
     match &state.finished {
         Some(f) if f.ending == needs => {}
-        Some(f) => return Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one")), 
+        Some(f) => return Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one", f.ending)),
         None => return Err(format!("{flag}: the run has not ended (its checkpoint holds no ending): a limit is raised only after the run ended {needs}; to resume it, run the same command without {flag}")),
     }
     let mut ledger =
@@ -608,7 +608,9 @@ fn raise_limit(
     let (old, floor, unit) = match raise.limit {
         LimitKind::HardCapUsd => (ledger.hard_cap_usd(), spent, "spent"),
         LimitKind::WallClockLimitS => (
-            ledger.raised(LimitKind::WallClockLimitS).unwrap_or(spec.wall_clock_limit_s),
+            ledger
+                .raised(LimitKind::WallClockLimitS)
+                .unwrap_or(spec.wall_clock_limit_s),
             elapsed_s,
             "run so far",
         ),

@@ -89,7 +89,10 @@ fn a_raised_cap_lets_a_budget_exhausted_run_go_on_to_its_goal() {
     assert!(r.report["spend_usd"].as_f64().unwrap() > spent);
     let raises = &r.report["limit_raises"];
     assert_eq!(raises[0]["limit"], "hard_cap_usd", "{raises}");
-    assert_eq!((raises[0]["old"].as_f64(), raises[0]["new"].as_f64()), (Some(28.0), Some(100.0)));
+    assert_eq!(
+        (raises[0]["old"].as_f64(), raises[0]["new"].as_f64()),
+        (Some(28.0), Some(100.0))
+    );
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(c.state_dir().join("ledger.jsonl"))
         .unwrap()
         .lines()
@@ -97,7 +100,10 @@ fn a_raised_cap_lets_a_budget_exhausted_run_go_on_to_its_goal() {
         .collect();
     let raised: Vec<_> = lines.iter().filter(|l| l["op"] == "limit").collect();
     assert_eq!(raised.len(), 1, "{lines:?}");
-    assert_eq!((raised[0]["old"].as_f64(), raised[0]["new"].as_f64()), (Some(28.0), Some(100.0)));
+    assert_eq!(
+        (raised[0]["old"].as_f64(), raised[0]["new"].as_f64()),
+        (Some(28.0), Some(100.0))
+    );
     let page = std::fs::read_to_string(c.state_dir().join("report.html")).unwrap();
     assert!(page.contains("Limit raised"), "the page shows the raise");
 
@@ -107,7 +113,11 @@ fn a_raised_cap_lets_a_budget_exhausted_run_go_on_to_its_goal() {
     assert_eq!((again.code, again.ending()), (0, "GOAL_MET"));
     let r = run_with(&c, &["--raise-cap-usd", "200"]);
     assert_eq!(r.code, 64, "{}", r.explain());
-    assert!(r.stderr.contains("ended GOAL_MET, not BUDGET_EXHAUSTED"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("ended GOAL_MET, not BUDGET_EXHAUSTED"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -122,10 +132,19 @@ fn a_raised_wall_clock_lets_a_time_limit_run_go_on() {
     c.latency_scale = 1.0;
     c.calls[2].latency_ms = Some(5_000);
     let first = c.run();
-    assert_eq!((first.code, first.ending()), (2, "TIME_LIMIT"), "{}", first.explain());
+    assert_eq!(
+        (first.code, first.ending()),
+        (2, "TIME_LIMIT"),
+        "{}",
+        first.explain()
+    );
     let r = run_with(&c, &["--raise-cap-usd", "100"]);
     assert_eq!(r.code, 64, "{}", r.explain());
-    assert!(r.stderr.contains("ended TIME_LIMIT, not BUDGET_EXHAUSTED"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("ended TIME_LIMIT, not BUDGET_EXHAUSTED"),
+        "{}",
+        r.stderr
+    );
 
     c.latency_scale = 0.0;
     let r = run_with(&c, &["--raise-wall-clock-s", "600"]);
