@@ -269,13 +269,22 @@ pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
         // An interrupted command's unfinished case-runs are counted in its
         // `interrupted` line, not listed as failures.
         for r in c.runs.iter().filter(|r| !r.passed && !cut(r)) {
+            // The cause and failures can quote what the model or a check
+            // wrote: printable and bounded on a terminal too.
+            let said = |s: &str| {
+                harness::text::printable(&harness::text::clip_chars(
+                    s,
+                    crate::summary::MD_FIELD_MAX_CHARS,
+                ))
+                .into_owned()
+            };
             outln!(
                 "FAIL {}/{} run {}: {} -- {}",
                 c.category,
                 c.id,
                 r.run,
-                r.headline(),
-                r.failures.join("; ")
+                said(&r.headline()),
+                said(&r.failures.join("; "))
             );
         }
     }

@@ -433,12 +433,23 @@ impl Summary {
         use quick_junit::{
             NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
         };
-        let run_message =
-            |r: &RunRecord| format!("run {}: {} (exit {})", r.run, r.headline(), r.exit_code);
+        // What the model or a check wrote, as XML 1.0 can carry it (no
+        // control byte) and bounded.
+        let said = |s: &str| {
+            harness::text::printable(&harness::text::clip_chars(s, MD_FIELD_MAX_CHARS)).into_owned()
+        };
+        let run_message = |r: &RunRecord| {
+            said(&format!(
+                "run {}: {} (exit {})",
+                r.run,
+                r.headline(),
+                r.exit_code
+            ))
+        };
         let rerun = |r: &RunRecord| {
             let mut x = TestRerun::new(NonSuccessKind::Failure);
             x.set_message(run_message(r));
-            x.set_description(r.failures.join("\n"));
+            x.set_description(said(&r.failures.join("\n")));
             x.set_time(std::time::Duration::from_millis(r.latency_ms));
             x
         };
@@ -472,7 +483,7 @@ impl Summary {
                 } else {
                     let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
                     let head = match failed.first() {
-                        Some(r) => format!("{}; {}", run_message(r), r.failures.join("; ")),
+                        Some(r) => said(&format!("{}; {}", run_message(r), r.failures.join("; "))),
                         None => "no run".into(),
                     };
                     st.set_message(format!(
@@ -482,7 +493,7 @@ impl Summary {
                         policy_words(c, self.pass_rate_policy)
                     ));
                     if let Some((r, rest)) = failed.split_first() {
-                        st.set_description(r.failures.join("\n"));
+                        st.set_description(said(&r.failures.join("\n")));
                         st.add_reruns(rest.iter().map(|r| rerun(r)));
                     }
                     st
@@ -780,6 +791,18 @@ mod tests {
         assert!(md.contains(
             "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/table&gt;\\| \u{241b}[2J\u{2407} &amp;"
         ));
+        // JUnit: no control byte (XML 1.0 cannot carry ESC or BEL), bounded.
+        let one = summary(vec![c.clone()]);
+        let x = one.junit().unwrap();
+        assert!(
+            !x.contains('\u{1b}') && !x.contains('\u{7}'),
+            "a control byte in JUnit"
+        );
+        assert!(
+            x.len() < 4 * MD_FIELD_MAX_CHARS * 6,
+            "JUnit holds {} bytes",
+            x.len()
+        );
     }
 
     #[test]

@@ -35,7 +35,7 @@ fn journal_money(path: &Path) -> (f64, f64, usize) {
         match serde_json::from_slice::<JournalEntry>(line.strip_suffix(b"\n").unwrap()).unwrap() {
             JournalEntry::Record { cost_usd, .. } => booked += cost_usd,
             JournalEntry::Reserve { worst_usd, .. } => last_reserve = (worst_usd, offset),
-            JournalEntry::Release { .. } => {}
+            JournalEntry::Release { .. } | JournalEntry::Limit { .. } => {}
         }
         offset += line.len();
     }
