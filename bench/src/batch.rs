@@ -24,13 +24,21 @@ pub const RUNS_PER_CASE_MAX: u32 = 100;
 pub const CONCURRENCY_MAX: usize = 64;
 
 /// Run a subcommand's async body on a multi-threaded runtime; a runtime that
-/// cannot start is exit `on_error` with the reason on stderr.
+/// cannot start is exit `on_error` with the reason on stderr. SIGINT,
+/// SIGTERM and SIGHUP stop the command cleanly (crate::interrupt: no new
+/// case-run, the harnesses in flight asked to stop, what finished written);
+/// an interrupted command exits 128 + the signal.
 pub fn block_on<F: Future<Output = ExitCode>>(
-    cmd: &str,
+    cmd: &'static str,
     on_error: crate::exit::ExitStatus,
     body: F,
 ) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread()
+    // Before the runtime's threads start: they inherit the blocked signals.
+    if let Err(e) = crate::interrupt::install(cmd) {
+        errln!("bench {cmd}: {e}");
+        return on_error.into();
+    }
+    let code = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
@@ -39,6 +47,10 @@ pub fn block_on<F: Future<Output = ExitCode>>(
             errln!("bench {cmd}: cannot start the runtime: {e}");
             on_error.into()
         }
+    };
+    match crate::interrupt::requested() {
+        Some(sig) => ExitCode::from(crate::interrupt::exit_code(sig)),
+        None => code,
     }
 }
 

@@ -63,6 +63,11 @@ impl Drop for Child {
 /// mask; `Command` resets it in the harness children) and taken by one
 /// `sigwait` thread, as the harness takes its own (harness::stop).
 pub fn install(cmd: &'static str) -> Result<(), String> {
+    static ONCE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| start(cmd)).clone()
+}
+
+fn start(cmd: &'static str) -> Result<(), String> {
     use nix::sys::signal::{SigSet, SigmaskHow};
     let mut set = SigSet::empty();
     for s in harness::stop::STOP_SIGNALS {

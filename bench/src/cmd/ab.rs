@@ -203,6 +203,12 @@ pub fn check_config_against(cfg: &ArmConfig, cases: &[Case]) -> Result<(), Strin
 }
 
 pub fn run(args: AbArgs) -> ExitCode {
+    // Interrupted, the arms' unfinished case-runs are bench faults (not
+    // comparable), and the exit is 128 + the signal (crate::batch::block_on).
+    if let Err(e) = bench::interrupt::install("ab") {
+        errln!("bench ab: {e}");
+        return ExitCode::from(ExitStatus::Usage);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -213,12 +219,16 @@ pub fn run(args: AbArgs) -> ExitCode {
             return ExitCode::from(ExitStatus::Usage);
         }
     };
-    match rt.block_on(run_async(args)) {
+    let code = match rt.block_on(run_async(args)) {
         Ok(code) => code,
         Err(e) => {
             errln!("bench ab: {e}");
             ExitCode::from(ExitStatus::Usage)
         }
+    };
+    match bench::interrupt::requested() {
+        Some(sig) => ExitCode::from(bench::interrupt::exit_code(sig)),
+        None => code,
     }
 }
 

@@ -256,12 +256,25 @@ fn write_out(out: &Path, name: &str, json: &serde_json::Value, md: &str) -> Resu
 const SELF_TEST_KILLS: usize = 60;
 
 pub fn run(args: ChaosArgs) -> ExitCode {
-    match run_inner(args) {
+    // SIGINT/SIGTERM: the trials in flight finish (milliseconds each), no
+    // new one starts, the report covers what ran, exit 128 + the signal.
+    if let Err(e) = bench::interrupt::install("chaos") {
+        errln!("bench chaos: {e}");
+        return ExitCode::from(ExitStatus::BenchFault);
+    }
+    let code = match run_inner(args) {
         Ok(code) => code,
         Err(e) => {
             errln!("bench chaos: {e}");
             ExitCode::from(ExitStatus::BenchFault)
         }
+    };
+    match bench::interrupt::requested() {
+        Some(sig) => {
+            errln!("bench chaos: interrupted by {sig}: the report covers the kill indexes that ran");
+            ExitCode::from(bench::interrupt::exit_code(sig))
+        }
+        None => code,
     }
 }
 
@@ -307,6 +320,7 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         proc_timeout: Duration::from_secs(args.timeout_s.max(1)),
         max_procs: 12,
         replay_extra: replay_extra.join(" "),
+        interrupted: || bench::interrupt::requested().is_some(),
     };
     errln!(
         "bench chaos: seed {seed} (replay any kill with --seed {seed}); trials in {}",

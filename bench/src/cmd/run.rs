@@ -95,16 +95,7 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
 pub const DEFAULT_RUNS_PER_CASE: u32 = 3;
 
 pub fn run(args: RunArgs) -> ExitCode {
-    // Before the runtime's threads start: they inherit the blocked signals.
-    if let Err(e) = bench::interrupt::install("run") {
-        errln!("bench run: {e}");
-        return ExitCode::from(ExitStatus::Unloadable);
-    }
-    let code = crate::batch::block_on("run", ExitStatus::Unloadable, run_async(args));
-    match bench::interrupt::requested() {
-        Some(sig) => ExitCode::from(bench::interrupt::exit_code(sig)),
-        None => code,
-    }
+    crate::batch::block_on("run", ExitStatus::Unloadable, run_async(args))
 }
 
 async fn run_async(args: RunArgs) -> ExitCode {

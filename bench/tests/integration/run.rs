@@ -572,3 +572,47 @@ fn an_interrupted_run_stops_its_harnesses_and_writes_an_interrupted_summary() {
         .collect();
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// Ctrl-C on `bench chaos`: the trials in flight finish, no new one starts,
+/// chaos.json covers the kill indexes that ran, and the exit is 130.
+#[test]
+fn an_interrupted_chaos_run_reports_what_ran() {
+    let bin = bench::batch::build_harness(None, false).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let asked = 100_000;
+    let child = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["chaos", "--mode", "sigkill", "--seed", "3", "--no-build", "--jobs", "2"])
+        .args(["--kills", &asked.to_string()])
+        .arg("--harness")
+        .arg(&bin)
+        .arg("--work-dir")
+        .arg(tmp.path().join("work"))
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Trials run once the work dir holds one.
+    let work = tmp.path().join("work");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_dir(&work).map_or(true, |d| d.count() < 2) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(120), "no trial started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(130), "{said}");
+    assert!(said.contains("interrupted by SIGINT"), "{said}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(out.join("chaos.json")).unwrap()).unwrap();
+    let ran = report["kills"].as_u64().unwrap();
+    assert!(ran < asked, "all {asked} ran: the interrupt was not seen");
+    assert_eq!(report["violations"].as_array().map(Vec::len), Some(0), "{report}");
+}

@@ -59,4 +59,7 @@ pub struct Config {
     pub max_procs: usize,
     /// Extra flags the replay command must carry (e.g. the harness path).
     pub replay_extra: String,
+    /// Asked by every worker before it takes the next kill index: true
+    /// once the command was interrupted (the bench's SIGINT/SIGTERM).
+    pub interrupted: fn() -> bool,
 }

@@ -52,6 +52,9 @@ fn worker(
         }
     };
     loop {
+        if (ctx.cfg.interrupted)() {
+            break; // the trial in flight finished; no new one starts
+        }
         let i = next.fetch_add(1, Ordering::SeqCst);
         if i >= todo.len() {
             break;

@@ -62,5 +62,6 @@ pub fn config(bin: PathBuf, work: &Path, seed: u64) -> Config {
         proc_timeout: Duration::from_secs(60),
         max_procs: 12,
         replay_extra: String::new(),
+        interrupted: || false,
     }
 }

@@ -55,6 +55,7 @@ fn config(bin: PathBuf, cases: PathBuf, work: &Path) -> Config {
         proc_timeout: Duration::from_secs(20),
         max_procs: 12,
         replay_extra: String::new(),
+        interrupted: || false,
     }
 }
 
