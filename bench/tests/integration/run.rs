@@ -582,7 +582,16 @@ fn an_interrupted_chaos_run_reports_what_ran() {
     let out = tmp.path().join("out");
     let asked = 100_000;
     let child = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["chaos", "--mode", "sigkill", "--seed", "3", "--no-build", "--jobs", "2"])
+        .args([
+            "chaos",
+            "--mode",
+            "sigkill",
+            "--seed",
+            "3",
+            "--no-build",
+            "--jobs",
+            "2",
+        ])
         .args(["--kills", &asked.to_string()])
         .arg("--harness")
         .arg(&bin)
@@ -598,7 +607,10 @@ fn an_interrupted_chaos_run_reports_what_ran() {
     let work = tmp.path().join("work");
     let t0 = std::time::Instant::now();
     while std::fs::read_dir(&work).map_or(true, |d| d.count() < 2) {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(120), "no trial started");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(120),
+            "no trial started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     nix::sys::signal::kill(
@@ -614,5 +626,9 @@ fn an_interrupted_chaos_run_reports_what_ran() {
         serde_json::from_slice(&std::fs::read(out.join("chaos.json")).unwrap()).unwrap();
     let ran = report["kills"].as_u64().unwrap();
     assert!(ran < asked, "all {asked} ran: the interrupt was not seen");
-    assert_eq!(report["violations"].as_array().map(Vec::len), Some(0), "{report}");
+    assert_eq!(
+        report["violations"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
 }
