@@ -6,6 +6,7 @@
 //! exact).
 
 use crate::runner::RunRecord;
+use std::path::Path;
 use crate::stats::{wilson, Z95};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -288,6 +289,25 @@ impl Summary {
             && self.interrupted.is_none()
             && !self.cases.is_empty()
             && self.cases.iter().all(|c| c.passed);
+    }
+
+    /// The summary.json a `bench run --out DIR` wrote.
+    pub fn read(dir: &Path) -> Result<Summary, String> {
+        let p = dir.join("summary.json");
+        std::fs::read(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<Summary>(&b).map_err(|e| e.to_string()))
+            .map_err(|e| format!("{}: {e}", p.display()))
+    }
+
+    /// The ids of the cases that did not pass (failed, flaky under the
+    /// policy, faulted or interrupted), in the summary's order.
+    pub fn not_passed(&self) -> Vec<String> {
+        self.cases
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.id.clone())
+            .collect()
     }
 
     /// summary.md: GitHub-flavoured markdown for a CI step summary. Text

@@ -120,14 +120,10 @@ pub fn run(args: MergeArgs) -> ExitCode {
     }
     let mut parts = vec![];
     for d in &args.dirs {
-        let p = d.join("summary.json");
-        match std::fs::read(&p)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice::<Summary>(&b).map_err(|e| e.to_string()))
-        {
+        match Summary::read(d) {
             Ok(s) => parts.push(s),
             Err(e) => {
-                errln!("bench merge: {}: {e}", p.display());
+                errln!("bench merge: {e}");
                 return ExitCode::from(ExitStatus::Unloadable);
             }
         }

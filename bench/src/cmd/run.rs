@@ -33,9 +33,16 @@ pub struct RunArgs {
     /// or empty one is exit 3.
     #[arg(long, value_delimiter = ',')]
     pub category: Vec<String>,
-    /// Run only this case id.
-    #[arg(long)]
-    pub case: Option<String>,
+    /// Run only these cases: ids or patterns where `*` is any run of
+    /// characters and `?` one (`happy-*`, `edge-drift-*`); repeat the flag or
+    /// separate by commas. Each must match a case.
+    #[arg(long, value_delimiter = ',')]
+    pub case: Vec<String>,
+    /// Run only the cases that did not pass in an earlier run's output
+    /// directory (its summary.json): failed, flaky under the policy,
+    /// faulted or interrupted.
+    #[arg(long, value_name = "OUT_DIR")]
+    pub rerun_failed: Option<PathBuf>,
     /// Case-runs per case (default 3, as the gate runs it: the 2-of-3 pass
     /// policy and the flaky detection rest on more than one run).
     #[arg(long, default_value_t = DEFAULT_RUNS_PER_CASE)]
@@ -61,6 +68,33 @@ pub struct RunArgs {
     pub harness: Option<PathBuf>,
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
+}
+
+/// Does case `id` match `pattern` (`*` any run of characters, `?` one)?
+/// Written here rather than a glob crate: case ids are `[A-Za-z0-9._-]`
+/// (suite.rs), so there are no classes, escapes or separators to handle,
+/// and no glob crate is in the tree.
+pub fn id_matches(pattern: &str, id: &str) -> bool {
+    let (p, s): (Vec<char>, Vec<char>) = (pattern.chars().collect(), id.chars().collect());
+    // The classic two-pointer wildcard match, backtracking to the last `*`.
+    let (mut i, mut j, mut star, mut from) = (0, 0, None, 0);
+    while j < s.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == s[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            from = j;
+            i += 1;
+        } else if let Some(k) = star {
+            i = k + 1;
+            from += 1;
+            j = from;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
 }
 
 /// Stable shard of a case id: the first 8 bytes of its SHA-256, mod n.
@@ -159,15 +193,32 @@ async fn run_async(args: RunArgs) -> ExitCode {
     };
     let hash = config_hash(&loaded.cases, args.runs_per_case, args.pass_rate);
     let mut cases: Vec<Case> = loaded.cases;
-    if let Some(id) = &args.case {
-        cases.retain(|c| c.id() == id);
-        if cases.is_empty() {
+    let mut wanted = args.case.clone();
+    if let Some(dir) = &args.rerun_failed {
+        match crate::summary::Summary::read(dir) {
+            Ok(s) if s.not_passed().is_empty() => {
+                outln!("bench run: every case passed in {}: nothing to rerun", dir.display());
+                return ExitCode::SUCCESS;
+            }
+            Ok(s) => wanted.extend(s.not_passed()),
+            Err(e) => {
+                errln!("bench run: --rerun-failed: {e}");
+                return ExitCode::from(ExitStatus::Usage);
+            }
+        }
+    }
+    if !wanted.is_empty() {
+        if let Some(p) = wanted
+            .iter()
+            .find(|p| !cases.iter().any(|c| id_matches(p, c.id())))
+        {
             errln!(
-                "bench run: --case {id:?}: no such case under {}",
+                "bench run: --case {p:?}: no case under {} matches",
                 args.suite.display()
             );
             return ExitCode::from(ExitStatus::Unloadable);
         }
+        cases.retain(|c| wanted.iter().any(|p| id_matches(p, c.id())));
     }
     if let Some((i, n)) = shard {
         cases.retain(|c| shard_of(c.id(), n) == i - 1);
@@ -382,4 +433,28 @@ pub fn check_categories_present(
             .join(", "),
         if empty.len() == 1 { "is" } else { "are" },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_matches;
+
+    #[test]
+    fn ids_and_patterns_match_as_written() {
+        for (p, id, want) in [
+            ("happy-a", "happy-a", true),
+            ("happy-a", "happy-ab", false),
+            ("happy-*", "happy-a", true),
+            ("happy-*", "happy-", true),
+            ("*-a", "edge-x-a", true),
+            ("h?ppy-*", "happy-z", true),
+            ("h?ppy-*", "hppy-z", false),
+            ("*drift*0-5*", "edge-drift-exactly-0-5-prunes", true),
+            ("*", "", true),
+            ("a*b*c", "aXbYc", true),
+            ("a*b*c", "aXbY", false),
+        ] {
+            assert_eq!(id_matches(p, id), want, "{p} vs {id}");
+        }
+    }
 }
