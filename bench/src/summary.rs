@@ -6,10 +6,10 @@
 //! exact).
 
 use crate::runner::RunRecord;
-use std::path::Path;
 use crate::stats::{wilson, Z95};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// What a case's runs did, whatever the pass policy makes of them: a case
 /// that passes some runs but not all is flaky, shown as such in every

@@ -271,7 +271,9 @@ pub fn run(args: ChaosArgs) -> ExitCode {
     };
     match bench::interrupt::requested() {
         Some(sig) => {
-            errln!("bench chaos: interrupted by {sig}: the report covers the kill indexes that ran");
+            errln!(
+                "bench chaos: interrupted by {sig}: the report covers the kill indexes that ran"
+            );
             ExitCode::from(bench::interrupt::exit_code(sig))
         }
         None => code,

@@ -197,7 +197,10 @@ async fn run_async(args: RunArgs) -> ExitCode {
     if let Some(dir) = &args.rerun_failed {
         match crate::summary::Summary::read(dir) {
             Ok(s) if s.not_passed().is_empty() => {
-                outln!("bench run: every case passed in {}: nothing to rerun", dir.display());
+                outln!(
+                    "bench run: every case passed in {}: nothing to rerun",
+                    dir.display()
+                );
                 return ExitCode::SUCCESS;
             }
             Ok(s) => wanted.extend(s.not_passed()),

@@ -653,7 +653,11 @@ fn several_cases_patterns_and_rerun_failed() {
             .collect()
     };
     let out = t.path().join("o1");
-    let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "demo-*,other-c"]);
+    let (code, _, log) = bench_run(
+        &suite,
+        &out,
+        &["--category", "happy", "--case", "demo-*,other-c"],
+    );
     assert_eq!(code, 0, "{log}");
     assert_eq!(ran(&out), ["demo-a", "demo-b", "other-c"]);
     let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "demo-?"]);
@@ -666,20 +670,40 @@ fn several_cases_patterns_and_rerun_failed() {
     // demo-b fails once its expected ending is changed; the rerun runs it alone.
     let toml = suite.join("happy/demo-b/case.toml");
     let text = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(&toml, text.replacen("ending = \"GOAL_MET\"", "ending = \"NO_PROGRESS\"", 1)).unwrap();
+    std::fs::write(
+        &toml,
+        text.replacen("ending = \"GOAL_MET\"", "ending = \"NO_PROGRESS\"", 1),
+    )
+    .unwrap();
     let first = t.path().join("o2");
     let (code, _, log) = bench_run(&suite, &first, &["--category", "happy"]);
     assert_eq!(code, 1, "{log}");
     let again = t.path().join("o3");
     let rerun = first.display().to_string();
-    let (code, _, log) = bench_run(&suite, &again, &["--category", "happy", "--rerun-failed", &rerun]);
+    let (code, _, log) = bench_run(
+        &suite,
+        &again,
+        &["--category", "happy", "--rerun-failed", &rerun],
+    );
     assert_eq!(code, 1, "{log}");
     assert_eq!(ran(&again), ["demo-b"]);
     std::fs::write(&toml, text).unwrap();
-    let (code, _, log) = bench_run(&suite, &again, &["--category", "happy", "--rerun-failed", &rerun]);
-    assert_eq!((code, ran(&again)), (0, vec!["demo-b".to_string()]), "{log}");
+    let (code, _, log) = bench_run(
+        &suite,
+        &again,
+        &["--category", "happy", "--rerun-failed", &rerun],
+    );
+    assert_eq!(
+        (code, ran(&again)),
+        (0, vec!["demo-b".to_string()]),
+        "{log}"
+    );
     let passed = again.display().to_string();
-    let (code, _, log) = bench_run(&suite, &t.path().join("o4"), &["--category", "happy", "--rerun-failed", &passed]);
+    let (code, _, log) = bench_run(
+        &suite,
+        &t.path().join("o4"),
+        &["--category", "happy", "--rerun-failed", &passed],
+    );
     assert_eq!(code, 0, "{log}");
     assert!(log.contains("nothing to rerun"), "{log}");
 }
