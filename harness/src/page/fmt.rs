@@ -70,6 +70,16 @@ pub fn score(x: f64) -> String {
 }
 
 /// Thousands grouped: `1,234,567` (token counts).
+/// A Unix time in ms as the date and clock time in UTC, to the second
+/// (`2026-12-04 03:41:12 UTC`); the local offset is not known to the
+/// harness (chrono without its time-zone database), so none is guessed.
+pub fn utc(unix_ms: u64) -> String {
+    match chrono::DateTime::from_timestamp_millis(unix_ms as i64) {
+        Some(t) => t.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        None => format!("unix ms {unix_ms}"),
+    }
+}
+
 pub fn count(n: u64) -> String {
     let d = n.to_string();
     let mut out = String::with_capacity(d.len() + d.len() / 3);

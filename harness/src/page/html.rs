@@ -4,7 +4,7 @@
 //! Policy with no script source is the second wall: a page that somehow
 //! held a `<script>` still would not run it.
 
-use super::fmt::{count, duration_ms, pct, score, usd, usd4};
+use super::fmt::{count, duration_ms, pct, score, usd, usd4, utc};
 use super::plot::{self, SpendAxis};
 use super::RunPage;
 use crate::ending::{Alert, Class};
@@ -202,6 +202,9 @@ pub fn page(p: &RunPage) -> Markup {
                 dt { "Spend" } dd { (usd(r.spend_usd)) " of the " (usd(r.hard_cap_usd)) " hard cap (" (pct(r.spend_usd, r.hard_cap_usd)) ")" }
                 dt { "Tasks" } dd { (r.verified.len()) " verified, " (r.parked.len()) " parked, " (r.pruned.len()) " pruned, " (r.queue_left.len()) " left in the queue" }
                 dt { "Ran" } dd { (duration_ms(r.elapsed_ms)) ", " (r.steps) " steps, " (r.model_calls) " model calls, " (r.resumes) " resume(s)" }
+                @if let (Some(a), Some(b)) = (p.first_event_unix_ms, p.last_event_unix_ms) {
+                    dt { "When" } dd { "from " (utc(a)) " to " (utc(b)) }
+                }
                 dt { "Branch" } dd {
                     @match (&r.git_branch, &r.git_disabled) {
                         (_, Some(why)) => { span.bad { "no commits: " } (why) }
@@ -244,8 +247,10 @@ pub fn page(p: &RunPage) -> Markup {
                 }
             } }
             @let spend_words = spend_desc(p);
-            (figure("spend-call", "Spend against model call", &spend_words, plot::SIZE, plot::spend(p, SpendAxis::Call), "No model call was booked."))
-            (figure("spend-time", "Spend over time", &spend_words, plot::SIZE, plot::spend(p, SpendAxis::Time), "No call times: events.jsonl holds no model call."))
+            @let by_call = format!("Call by call: {spend_words}");
+            @let by_time = format!("Over the run's time (seconds since its first event, resumes marked): {spend_words}");
+            (figure("spend-call", "Spend against model call", &by_call, plot::SIZE, plot::spend(p, SpendAxis::Call), "No model call was booked."))
+            (figure("spend-time", "Spend over time", &by_time, plot::SIZE, plot::spend(p, SpendAxis::Time), "No call times: events.jsonl holds no model call."))
             div.scroll { table {
                 caption { "Spend by call role" }
                 thead { tr { th { "role" } th.num { "calls" } th.num { "spend" } th.num { "share" } } }

@@ -98,6 +98,10 @@ pub struct RunPage {
     /// What the page could not read (a missing or damaged events.jsonl or
     /// ledger.jsonl), said on the page instead of refusing it.
     pub notes: Vec<String>,
+    /// When the run's first and last events were written (Unix ms), for
+    /// the clock time the page shows.
+    pub first_event_unix_ms: Option<u64>,
+    pub last_event_unix_ms: Option<u64>,
 }
 
 impl RunPage {
@@ -229,6 +233,8 @@ impl RunPage {
             resumes_at_s,
             budget_refusals,
             notes,
+            first_event_unix_ms: t0,
+            last_event_unix_ms: events.last().map(|e| e.unix_ms),
         }
     }
 

@@ -359,3 +359,49 @@ fn each_task_has_a_trail_of_its_tool_calls_and_hostile_text_in_it_stays_text() {
         .collect();
     assert!(tasks.contains("Write the runbook entry"), "{tasks}");
 }
+
+#[test]
+fn the_page_says_when_the_run_ran_and_each_plot_has_its_own_caption() {
+    let r = report(2);
+    let at = |unix_ms| EventLine {
+        unix_ms,
+        t_ms: 0,
+        step: 0,
+        event: Event::WallClock {
+            detail: "x".into(),
+        },
+    };
+    // 2026-12-04 03:41:12 UTC and 27 s later; the plan call in between,
+    // so both plots (by call and by time) are drawn.
+    let plan = EventLine {
+        unix_ms: 1_796_355_680_000,
+        t_ms: 0,
+        step: 0,
+        event: Event::ModelCall(crate::events::ModelCall {
+            role: CallRole::Plan,
+            call_key: "plan/1".into(),
+            usage: Default::default(),
+            cost_usd: 0.0123,
+            reserved_usd: 0.05,
+            input_tokens_max: 1000,
+            latency_ms: 10,
+            attempts: 1,
+            billed_unknown_attempts: 0,
+            stop: crate::model::types::StopReason::EndTurn,
+            notice: false,
+        }),
+    };
+    let events = vec![at(1_796_355_672_000), plan, at(1_796_355_699_000)];
+    let doc = Html::parse_document(&RunPage::from_parts(r, &events, 0.0, vec![]).render());
+    let facts: String = doc.select(&sel("dl.facts")).flat_map(|d| d.text()).collect();
+    assert!(
+        facts.contains("from 2026-12-04 03:41:12 UTC to 2026-12-04 03:41:39 UTC"),
+        "{facts}"
+    );
+    let captions: Vec<String> = doc
+        .select(&sel("figcaption"))
+        .map(|c| c.text().collect())
+        .collect();
+    assert_eq!(captions.len(), 2, "{captions:?}");
+    assert_ne!(captions[0], captions[1]);
+}
