@@ -219,11 +219,14 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
         }
         footer { "Written by bench beside summary.json and summary.md (the same summary). " (s.case_runs) " case-runs in " (format!("{:.1}", s.wall_ms as f64 / 1000.0)) " s." }
     };
-    document(
+    let html = document(
         &format!("bench run: {verdict}, {passed}/{total} cases"),
         body,
     )
-    .into_string()
+    .into_string();
+    // A failure's detail can quote what the model or a check wrote: no
+    // control byte reaches the page (maud escapes markup, not ESC or BEL).
+    harness::text::printable(&html).into_owned()
 }
 
 #[cfg(test)]
@@ -252,7 +255,9 @@ mod tests {
                 name: "ending".into(),
                 kind: CheckKind::Gate,
                 passed,
-                detail: format!("expected GOAL_MET, got NO_PROGRESS; the model said {HOSTILE}"),
+                detail: format!(
+                    "expected GOAL_MET, got NO_PROGRESS; the model said {HOSTILE}\u{1b}[2J\u{7}"
+                ),
             }],
             failures: vec![],
             state_dir: state_dir.into(),
@@ -319,7 +324,12 @@ mod tests {
     fn the_suite_page_holds_the_categories_each_failure_and_a_link_to_each_run_and_escapes_what_it_shows(
     ) {
         let out = Path::new("/srv/bench/run");
-        let doc = Html::parse_document(&suite_page(&summary(out), out));
+        let page = suite_page(&summary(out), out);
+        assert!(
+            !page.contains('\u{1b}') && !page.contains('\u{7}'),
+            "a control byte on the page"
+        );
+        let doc = Html::parse_document(&page);
         let sel = |s: &str| Selector::parse(s).unwrap();
         let text = |s: &str| {
             doc.select(&sel(s))
