@@ -64,26 +64,10 @@ impl Drop for Child {
 /// `sigwait` thread, as the harness takes its own (harness::stop).
 pub fn install(cmd: &'static str) -> Result<(), String> {
     static ONCE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    ONCE.get_or_init(|| start(cmd)).clone()
-}
-
-fn start(cmd: &'static str) -> Result<(), String> {
-    use nix::sys::signal::{SigSet, SigmaskHow};
-    let mut set = SigSet::empty();
-    for s in harness::stop::STOP_SIGNALS {
-        set.add(s);
-    }
-    nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None)
-        .map_err(|e| format!("cannot block the stop signals: {e}"))?;
-    std::thread::Builder::new()
-        .name("bench-signals".into())
-        .spawn(move || {
-            while let Ok(sig) = set.wait() {
-                on_signal(cmd, sig);
-            }
-        })
-        .map(|_| ())
-        .map_err(|e| format!("cannot start the signal thread: {e}"))
+    ONCE.get_or_init(|| {
+        harness::stop::take_in_thread("bench-signals", move |sig| on_signal(cmd, sig))
+    })
+    .clone()
 }
 
 fn on_signal(cmd: &str, sig: nix::sys::signal::Signal) {

@@ -2001,14 +2001,7 @@ impl Runner {
                     CallError::Model(m) => LapError::Model(m),
                     CallError::Stopped(r) => LapError::from(r),
                 };
-                self.events.emit(
-                    self.state.step,
-                    Event::ModelError {
-                        role: req.role,
-                        call_key: req.call_key.clone(),
-                        error: e.to_string(),
-                    },
-                );
+                self.note_model_error(&req, &e);
                 Err(e)
             }
         }
@@ -2038,6 +2031,12 @@ impl Runner {
                 req.call_key
             ),
         };
+        self.note_model_error(req, &e);
+        e
+    }
+
+    /// A model call that ended without a reply, in events.jsonl.
+    fn note_model_error(&mut self, req: &ModelRequest, e: &LapError) {
         self.events.emit(
             self.state.step,
             Event::ModelError {
@@ -2046,7 +2045,6 @@ impl Runner {
                 error: e.to_string(),
             },
         );
-        e
     }
 
     /// When the run's wall clock runs out, as an `Instant` for the client

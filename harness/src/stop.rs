@@ -82,6 +82,33 @@ pub fn request(sig: Signal) -> bool {
 /// Take SIGTERM, SIGINT and SIGHUP as stop requests for the rest of the
 /// process. Call from the first thread, before any other thread starts.
 pub fn install() -> Result<(), String> {
+    take_in_thread("stop-signals", |sig| {
+        if !request(sig) {
+            exit_now(exit_code(sig), &format!("a second signal ({sig})"));
+        }
+        crate::console::err_line(&format!(
+            "harness: {sig}: stopping at the next safe point (within {STOP_GRACE_S} s; a second signal exits at once)"
+        ));
+        let _ = std::thread::Builder::new()
+            .name("stop-grace".into())
+            .spawn(move || {
+                std::thread::sleep(Duration::from_secs(STOP_GRACE_S));
+                exit_now(
+                    exit_code(sig),
+                    &format!("the stop's grace of {STOP_GRACE_S} s ran out"),
+                );
+            });
+    })
+}
+
+/// Block the stop signals in this thread (so in every thread started after
+/// it; `Command` resets the mask in children) and hand each one, in order,
+/// to `on_signal` on a thread of its own that takes them with `sigwait`.
+/// The one way the harness and the bench (bench::interrupt) take them.
+pub fn take_in_thread(
+    name: &str,
+    mut on_signal: impl FnMut(Signal) + Send + 'static,
+) -> Result<(), String> {
     let mut set = SigSet::empty();
     for s in STOP_SIGNALS {
         set.add(s);
@@ -89,51 +116,22 @@ pub fn install() -> Result<(), String> {
     nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None)
         .map_err(|e| format!("cannot block the stop signals: {e}"))?;
     std::thread::Builder::new()
-        .name("stop-signals".into())
-        .spawn(move || take_signals(set))
+        .name(name.into())
+        .spawn(move || {
+            while let Ok(sig) = set.wait() {
+                on_signal(sig);
+            }
+        })
         .map(|_| ())
         .map_err(|e| format!("cannot start the stop-signal thread: {e}"))
 }
 
-fn take_signals(set: SigSet) {
-    let Ok(first) = set.wait() else { return };
-    request(first);
-    crate::console::err_line(&format!(
-        "harness: {first}: stopping at the next safe point (within {STOP_GRACE_S} s; a second signal exits at once)"
-    ));
-    let (code, why) = match wait_timeout(&set, Duration::from_secs(STOP_GRACE_S)) {
-        Some(second) => (exit_code(second), format!("a second signal ({second})")),
-        None => (
-            exit_code(first),
-            format!("the stop's grace of {STOP_GRACE_S} s ran out"),
-        ),
-    };
+/// Exit at once, saying why. Not `process::exit`: no destructor or at-exit
+/// work may run on a half-written path; what is on disk is what a SIGKILL
+/// would leave, which `bench chaos` proves safe.
+fn exit_now(code: i32, why: &str) -> ! {
     crate::console::err_line(&format!(
         "harness: {why}: exiting at once (exit {code}); the checkpoint on disk is what a resume continues from"
     ));
-    // Not `process::exit`: no destructor or at-exit work may run on a
-    // half-written path; what is on disk is what a SIGKILL would leave.
     unsafe { libc::_exit(code) }
-}
-
-/// `sigtimedwait`: the next of `set` within `limit`, or None. (nix has no
-/// wrapper for it; libc's is the whole of it.)
-fn wait_timeout(set: &SigSet, limit: Duration) -> Option<Signal> {
-    let deadline = std::time::Instant::now() + limit;
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return None;
-        }
-        let ts = libc::timespec {
-            tv_sec: left.as_secs() as libc::time_t,
-            tv_nsec: left.subsec_nanos() as libc::c_long,
-        };
-        let raw: &libc::sigset_t = set.as_ref();
-        let n = unsafe { libc::sigtimedwait(raw, std::ptr::null_mut(), &ts) };
-        if n > 0 {
-            return Signal::try_from(n).ok();
-        }
-        // EAGAIN: the time ran out (the loop's check says so); EINTR: again.
-    }
 }
