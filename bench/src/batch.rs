@@ -721,6 +721,7 @@ mod tests {
 
     fn record(run: u32, passed: bool) -> RunRecord {
         RunRecord {
+            live_calls: None,
             run,
             ending: "GOAL_MET".into(),
             exit_code: 0,

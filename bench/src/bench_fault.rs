@@ -59,6 +59,11 @@ pub enum BenchFault {
     /// The live proxy's command-wide cap refused a call of this case-run, or
     /// the case-run was never started because the cap had been reached.
     LiveCapReached { detail: String },
+    /// A live call of this case-run got no model answer: the endpoint
+    /// failed (no connection, a timeout, an unreadable body), or the proxy
+    /// refused to send it (no price, another model than `--model`). What the
+    /// harness did next answered the failure, not the model.
+    LiveNotMeasured { detail: String },
     /// The command was interrupted (SIGINT, SIGTERM, SIGHUP) before this
     /// case-run finished: it was never started, or its harness was asked
     /// to stop and suspended. Not a verdict on anything.
@@ -88,6 +93,9 @@ impl BenchFault {
                 format!("replay server unavailable: {detail}")
             }
             BenchFault::LiveCapReached { detail } => format!("live cap reached: {detail}"),
+            BenchFault::LiveNotMeasured { detail } => {
+                format!("live call not answered by the model: {detail}")
+            }
             BenchFault::CaseSetup { detail } => format!("case-run setup failed: {detail}"),
             BenchFault::Interrupted { signal } => {
                 format!("interrupted by {signal} before it finished: not judged")
@@ -103,12 +111,15 @@ impl BenchFault {
                 format!("record them live with --endpoint, or use a suite recorded for {sides}")
             }
             BenchFault::OtherConditions { .. } => format!(
-                "the recording holds replies for other conditions than these: record {sides} live (`bench record --endpoint ...`) so each is measured under its own conditions; hybrid replay (replay the matching turns, go live from the first that differs) is not built yet"
+                "the recording holds replies for other conditions than these: measure them with hybrid replay (`--hybrid --endpoint URL --protocol P --max-usd X`: the matching turns replay, the rest goes live), or record {sides} live (`bench record --endpoint ...`), so each is measured under its own conditions"
             ),
             BenchFault::ReplayServerUnavailable { .. } | BenchFault::CaseSetup { .. } => {
                 "fix the bench's setup (see each case-run's fault) and rerun".into()
             }
             BenchFault::LiveCapReached { .. } => "raise --max-usd / --max-tokens and rerun".into(),
+            BenchFault::LiveNotMeasured { .. } => {
+                "check the endpoint (and --model, the run specs' prices) and rerun".into()
+            }
             BenchFault::Interrupted { .. } => "rerun the command to the end".into(),
         }
     }

@@ -240,6 +240,30 @@ pub fn live_outputs(t: &crate::live::LiveTarget, out: &Path, cmd: &str) -> Optio
     }
 }
 
+/// After a hybrid command, for one target (an arm of `bench ab`, or `bench
+/// run`'s): what it observed as a suite that replays offline, under
+/// `dir/suite` beside the cassettes in `dir/cassettes` (`live::replay_suite`).
+pub fn hybrid_outputs(
+    t: &crate::live::LiveTarget,
+    cases: &[crate::suite::Case],
+    dir: &Path,
+    cmd: &str,
+) -> Result<(), String> {
+    let written = t.recorder().map(|r| r.finish()).unwrap_or_default();
+    let suite = dir.join("suite");
+    let (n, left_out) = crate::live::replay_suite::write(cases, &written, &suite)
+        .map_err(|e| format!("bench {cmd}: cannot write the hybrid suite: {e}"))?;
+    outln!(
+        "hybrid     {n} of {} cases observed whole: {} (replays offline)",
+        cases.len(),
+        suite.display()
+    );
+    for l in left_out {
+        outln!("hybrid     left out: {l}");
+    }
+    Ok(())
+}
+
 /// After the `SummaryFiles` reporter: print the table and the failures and
 /// pick the exit code (exit 3 when the files could not be written).
 pub fn finish_outputs(files: SummaryFiles, out: &Path) -> ExitCode {
@@ -257,6 +281,9 @@ pub fn finish_outputs(files: SummaryFiles, out: &Path) -> ExitCode {
 pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
     outln!("{}", summary.table());
     for l in summary.flaky_lines() {
+        outln!("{l}");
+    }
+    if let Some(l) = summary.traffic_line() {
         outln!("{l}");
     }
     let cut = |r: &&crate::runner::RunRecord| {

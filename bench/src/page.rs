@@ -243,6 +243,7 @@ mod tests {
 
     fn run(run: u32, passed: bool, state_dir: &str) -> RunRecord {
         RunRecord {
+            live_calls: None,
             run,
             ending: if passed { "GOAL_MET" } else { "NO_PROGRESS" }.into(),
             exit_code: if passed { 0 } else { 3 },

@@ -11,7 +11,7 @@ use crate::score::{self, Artifacts, Check, Verdict};
 use crate::suite::Case;
 use crate::suite::InterruptSignal;
 use harness::invocation::{HarnessInvocation, ModelSource};
-use harness::replay::{Captured, FaultPlan, Recordings, ReplayOptions, ReplayServer};
+use harness::replay::{FaultPlan, Recordings, ReplayOptions, ReplayServer};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -67,6 +67,10 @@ pub struct RunRecord {
     /// is known; the failures below it are what it caused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
+    /// A live or hybrid case-run: how its model calls were answered
+    /// (replayed, live, live dollars). None when it was replayed whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_calls: Option<crate::live::LiveCalls>,
 }
 
 /// Settings laid over a case's run spec for one arm of a comparison (`bench
@@ -142,6 +146,7 @@ impl RunRecord {
             state_dir,
             verified: 0,
             bench_fault: None,
+            live_calls: None,
         }
     }
 
@@ -660,7 +665,7 @@ pub async fn run_case(
             }
             (base, vec![], None)
         }
-        Target::Live(live) => match live.begin(case.id(), run, &case_copy.join("run.toml")) {
+        Target::Live(live) => match live.begin(case, run, &case_copy.join("run.toml")) {
             Ok(s) => (s.base_url.clone(), s.env_remove.clone(), Some(s)),
             Err(e) => return setup_fault(format!("live: {e}"), &dir),
         },
@@ -790,10 +795,10 @@ pub async fn run_case(
             .read_all()
             .map(|c| c.entries)
             .unwrap_or_default();
-    let (requests, cap_refused): (Vec<Captured>, Option<String>) = match (target, session) {
+    let (requests, live_end) = match (target, session) {
         (Target::Live(_), Some(s)) => {
-            let end = s.end(Some(&report), spawned.code);
-            (end.captured, end.refused)
+            let mut end = s.end(Some(&report), spawned.code);
+            (std::mem::take(&mut end.captured), Some(end))
         }
         (Target::Replay(server), _) => (server.take_captured(case.id(), run), None),
         (Target::Live(_), None) => (vec![], None),
@@ -839,14 +844,24 @@ pub async fn run_case(
         Target::Live(_) => None,
     };
     let mut bench_fault = bench_fault::from_report(&report, replayed, served, &requests);
-    // A case-run the command-wide cap cut short is incomplete, never a pass.
-    let passed = match cap_refused {
-        Some(msg) => {
+    // A case-run the command-wide cap cut short is incomplete, never a
+    // pass; one whose live call the model never answered measured nothing.
+    let passed = match live_end.as_ref().map(|e| (&e.refused, &e.not_measured)) {
+        Some((Some(msg), _)) => {
             failures.push(msg.clone());
-            bench_fault = Some(BenchFault::LiveCapReached { detail: msg });
+            bench_fault = Some(BenchFault::LiveCapReached {
+                detail: msg.clone(),
+            });
             false
         }
-        None => passed,
+        Some((None, Some(msg))) => {
+            failures.push(msg.clone());
+            bench_fault = Some(BenchFault::LiveNotMeasured {
+                detail: msg.clone(),
+            });
+            false
+        }
+        _ => passed,
     };
     let cause = if passed {
         None
@@ -868,6 +883,7 @@ pub async fn run_case(
         state_dir: state.display().to_string(),
         verified: report.verified.len() as u64,
         bench_fault,
+        live_calls: live_end.map(|e| e.calls),
     }
 }
 

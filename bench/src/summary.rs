@@ -313,6 +313,30 @@ impl Summary {
     /// summary.md: GitHub-flavoured markdown for a CI step summary. Text
     /// from outside the bench (titles, causes, failures, load errors) goes
     /// through [`md`]; the whole is kept under [`SUMMARY_MD_MAX_BYTES`].
+    /// Live or hybrid: how the case-runs' model calls were answered. None
+    /// when every case-run was replayed whole.
+    pub fn traffic_line(&self) -> Option<String> {
+        let runs: Vec<&RunRecord> = self.cases.iter().flat_map(|c| &c.runs).collect();
+        let calls: Vec<&crate::live::LiveCalls> =
+            runs.iter().filter_map(|r| r.live_calls.as_ref()).collect();
+        if calls.is_empty() {
+            return None;
+        }
+        let replayed: u64 = calls.iter().map(|c| c.replayed).sum();
+        let live: u64 = calls.iter().map(|c| c.live).sum();
+        let usd: f64 = calls.iter().map(|c| c.live_usd).sum();
+        let went_live = calls.iter().filter(|c| c.live > 0).count();
+        let measured = runs
+            .iter()
+            .filter(|r| r.live_calls.is_some() && r.bench_fault.is_none())
+            .count();
+        Some(format!(
+            "Model traffic: {replayed} calls replayed, {live} live (${usd:.4}); {went_live} of {} case-runs went live; {measured} of {} measured under their own conditions.",
+            runs.len(),
+            runs.len()
+        ))
+    }
+
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         let total: u64 = self.categories.values().map(|t| t.total).sum();
@@ -354,6 +378,9 @@ impl Summary {
         s.push_str(&format!(
             "\nLatency and cost over the case-runs whose harness wrote a report; p95 by {P95_DEFINITION}.\n"
         ));
+        if let Some(line) = self.traffic_line() {
+            s.push_str(&format!("\n{line}\n"));
+        }
         let flaky: Vec<&CaseRecord> = self
             .cases
             .iter()
@@ -726,6 +753,7 @@ mod tests {
 
     fn run(r: u32, passed: bool, latency_ms: u64, cost_usd: f64) -> RunRecord {
         RunRecord {
+            live_calls: None,
             run: r,
             ending: if passed { "GOAL_MET" } else { "NO_PROGRESS" }.into(),
             exit_code: if passed { 0 } else { 3 },

@@ -27,6 +27,14 @@
 //! a call no new case-run starts; those case-runs are not comparable (the
 //! cap, not the config, ended them), and a capped comparison exits 1.
 //!
+//! With `--hybrid` (and `--endpoint`, `--protocol`, `--max-usd`) each
+//! case-run replays its recording while its requests match it and goes live
+//! from the first call that does not (`live::proxy::hybrid`): an arm that
+//! changes the model or a prompt is measured live where it differs, never
+//! answered with replies recorded for other conditions. Each arm's traffic is
+//! written under OUT/<arm>/hybrid/ (cassettes/ for `bench diverge`, suite/ to
+//! replay offline: `--suite-b OUT/b/hybrid/suite` on the next comparison).
+//!
 //! Exit codes: 0 B is not worse anywhere; 1 B regresses (the guard, or a
 //! gated metric significantly worse), or the live cap was reached; 2 usage
 //! error or the comparison could not be made (bad flag, unreadable or
@@ -71,6 +79,11 @@ pub struct AbArgs {
     /// the A/B suite, recorded for the retries a config change asks for).
     #[arg(long, default_value = DEFAULT_SUITE)]
     pub suite: PathBuf,
+    /// Arm B's own suite: the same case ids, recorded for B's conditions
+    /// (e.g. what a `--hybrid` comparison wrote to OUT/b/hybrid/suite). A
+    /// case in only one of the two suites is left out, and said so.
+    #[arg(long, value_name = "SUITE")]
+    pub suite_b: Option<PathBuf>,
     #[arg(long)]
     pub category: Option<String>,
     #[arg(long, default_value_t = 3)]
@@ -246,6 +259,10 @@ pub struct AbRun {
     pub load_errors: Vec<String>,
     pub case_runs: u64,
     pub wall_ms: u64,
+    /// Live or hybrid: each arm's model traffic (replayed, live, dollars,
+    /// measured case-runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<[analysis::ArmTraffic; 2]>,
 }
 
 async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
@@ -271,65 +288,97 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     if !harness_bin.is_file() {
         return Err(format!("harness binary {} not found; build it with `cargo build --release --workspace` or pass --harness", harness_bin.display()));
     }
+    let hybrid = live.as_ref().and_then(|l| l.hybrid);
     let loaded = match &live {
-        Some(_) => crate::live::load_suite_live(&args.suite, args.category.as_deref()),
-        None => suite::load_suite(&args.suite, args.category.as_deref()),
+        // A hybrid run replays first: every case needs its recording.
+        Some(_) if hybrid.is_none() => {
+            crate::live::load_suite_live(&args.suite, args.category.as_deref())
+        }
+        _ => suite::load_suite(&args.suite, args.category.as_deref()),
     }
     .map_err(|e| e.to_string())?;
-    if loaded.cases.is_empty() {
+    let mut load_errors: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
+    let [cases_a, cases_b] = match &args.suite_b {
+        None => [loaded.cases.clone(), loaded.cases],
+        Some(dir) => {
+            let b = suite::load_suite(dir, args.category.as_deref()).map_err(|e| e.to_string())?;
+            load_errors.extend(b.errors.iter().map(|e| e.to_string()));
+            let (pa, pb, unpaired) = pair_suites(loaded.cases, b.cases);
+            load_errors.extend(unpaired);
+            [pa, pb]
+        }
+    };
+    if cases_a.is_empty() {
         return Err(format!(
             "no cases to compare under {}",
             args.suite.display()
         ));
     }
-    for e in &loaded.errors {
+    for e in &load_errors {
         errln!("bench ab: case not loaded (left out of both arms): {e}");
     }
-    check_config_against(&a, &loaded.cases)?;
-    check_config_against(&b, &loaded.cases)?;
-    let suite_hash = crate::summary::config_hash(&loaded.cases, args.runs_per_case, 0.0);
-    let cases = Arc::new(loaded.cases);
+    check_config_against(&a, &cases_a)?;
+    check_config_against(&b, &cases_b)?;
+    let suite_hash = crate::summary::config_hash(&cases_a, args.runs_per_case, 0.0);
+    let cases = Arc::new([cases_a, cases_b]);
+    // One set of servers per arm: captures are kept per (case, URL run),
+    // and the arms run the same run numbers interleaved, so a shared server
+    // let one arm's case-run drain the other's requests (a recording miss
+    // then named no call key).
+    let mut per_arm = Vec::new();
+    if live.is_none() || hybrid.is_some() {
+        for arm_cases in cases.iter() {
+            per_arm.push(Arc::new(
+                Servers::start(arm_cases)
+                    .await
+                    .map_err(|e| format!("cannot start the replay server: {e}"))?,
+            ));
+        }
+    }
     let (target_of, live_arms) = match &live {
         None => {
-            // One set of servers per arm: captures are kept per (case, URL
-            // run), and the arms run the same run numbers interleaved, so a
-            // shared server let one arm's case-run drain the other's
-            // requests (a recording miss then named no call key).
-            let mut per_arm = Vec::new();
-            for _ in 0..2 {
-                per_arm.push(
-                    Servers::start(&cases)
-                        .await
-                        .map_err(|e| format!("cannot start the replay server: {e}"))?,
-                );
-            }
-            let t = cases
-                .iter()
-                .map(|c| {
-                    let of = |servers: &Servers| {
-                        servers
-                            .for_case(c)
-                            .ok_or_else(|| format!("no replay server for case {}", c.id()))
+            let t = (0..cases[0].len())
+                .map(|ci| {
+                    let of = |arm: usize| {
+                        per_arm[arm].for_case(&cases[arm][ci]).ok_or_else(|| {
+                            format!("no replay server for case {}", cases[arm][ci].id())
+                        })
                     };
-                    Ok([
-                        Target::Replay(of(&per_arm[0])?),
-                        Target::Replay(of(&per_arm[1])?),
-                    ])
+                    Ok([Target::Replay(of(0)?), Target::Replay(of(1)?)])
                 })
                 .collect::<Result<Vec<_>, String>>()?;
             (t, None)
         }
         Some(l) => {
             let proxy = crate::live::start_proxy(l, max_concurrency).await?;
-            let arm = |lane: &str| -> Result<Arc<crate::live::LiveTarget>, String> {
+            let arm = |i: usize, lane: &str| -> Result<Arc<crate::live::LiveTarget>, String> {
+                let by = |what: &str| {
+                    crate::live::provenance(
+                        &format!("bench ab {what} (arm {lane})"),
+                        proxy.upstream_host(),
+                    )
+                };
+                if let Some(protocol) = hybrid {
+                    let recorder = crate::live::recorder::Recorder::new(
+                        &hybrid_dir(&args.out, lane).join("cassettes"),
+                        by("--hybrid"),
+                        args.runs_per_case,
+                    )?
+                    .hybrid();
+                    return Ok(crate::live::LiveTarget::hybrid(
+                        proxy.clone(),
+                        Some(lane),
+                        Arc::new(recorder),
+                        per_arm[i].clone(),
+                        protocol,
+                        l.api_key_env.clone(),
+                    ));
+                }
                 let recorder = match &args.live.record {
                     None => None,
                     Some(dir) => Some(Arc::new(crate::live::recorder::Recorder::new(
                         &dir.join(lane),
-                        crate::live::provenance(
-                            &format!("bench ab --record (arm {lane})"),
-                            proxy.upstream_host(),
-                        ),
+                        by("--record"),
                         args.runs_per_case,
                     )?)),
                 };
@@ -341,8 +390,8 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
                     l.api_key_env.clone(),
                 ))
             };
-            let arms = [arm("a")?, arm("b")?];
-            let t = cases
+            let arms = [arm(0, "a")?, arm(1, "b")?];
+            let t = cases[0]
                 .iter()
                 .map(|_| [Target::Live(arms[0].clone()), Target::Live(arms[1].clone())])
                 .collect();
@@ -371,6 +420,7 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
         ..Settings::default()
     };
     let analysis = analysis::analyze(&pairs, &settings);
+    let traffic = analysis::traffic(&pairs);
     let case_runs = pairs.iter().map(|p| (p.a.len() + p.b.len()) as u64).sum();
     let report = AbRun {
         analysis,
@@ -380,18 +430,22 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
         category: args.category.clone(),
         git_rev: crate::summary::git_rev(&args.suite),
         suite_hash,
-        load_errors: loaded.errors.iter().map(|e| e.to_string()).collect(),
+        load_errors,
         case_runs,
         wall_ms,
+        traffic,
     };
     render::write_all(&report, &out)?;
     outln!("{}", render::terminal(&report));
     outln!("report     {}", out.join("ab.md").display());
     let mut capped = false;
     if let Some(arms) = &live_arms {
-        for (lane, t) in ["a", "b"].iter().zip(arms) {
+        for ((lane, t), arm_cases) in ["a", "b"].iter().zip(arms).zip(cases.iter()) {
             if let Some(code) = crate::outputs::live_outputs(t, &out.join(lane), "ab") {
                 capped |= code != ExitCode::SUCCESS;
+            }
+            if hybrid.is_some() {
+                crate::outputs::hybrid_outputs(t, arm_cases, &hybrid_dir(&out, lane), "ab")?;
             }
         }
     }
@@ -412,7 +466,7 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
 async fn run_arms(
     args: &AbArgs,
     max_concurrency: usize,
-    cases: &Arc<Vec<Case>>,
+    cases: &Arc<[Vec<Case>; 2]>,
     target_of: &Arc<Vec<[Target; 2]>>,
     harness_bin: &Path,
     out: &Path,
@@ -421,7 +475,7 @@ async fn run_arms(
     use crate::events::{Arm, CaseMeta, Fanout, Lines, Terminal};
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
-    let mut jobs: Vec<crate::batch::LaneJob> = (0..cases.len())
+    let mut jobs: Vec<crate::batch::LaneJob> = (0..cases[0].len())
         .flat_map(|ci| (0..args.runs_per_case).flat_map(move |r| [(0, ci, r), (1, ci, r)]))
         .collect();
     jobs.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(args.seed));
@@ -440,7 +494,7 @@ async fn run_arms(
             hb.clone(),
         );
         async move {
-            let case = &cases[ci];
+            let case = &cases[arm][ci];
             let target = &target_of[ci][arm];
             // Live: once the command-wide cap refused a call, start nothing new.
             let stopped = match target {
@@ -459,10 +513,10 @@ async fn run_arms(
             (arm, ci, rec)
         }
     };
-    let metas: Vec<CaseMeta> = cases.iter().map(CaseMeta::of).collect();
+    let metas: Vec<CaseMeta> = cases[0].iter().map(CaseMeta::of).collect();
     let terminal = std::cell::RefCell::new(Terminal::new(total, "case-runs", Lines::Paired));
     let [mut files_a, mut files_b] = [&roots[0], &roots[1]]
-        .map(|root| SummaryFiles::new(arm_summary_head(cases, args), root, None).drill_down());
+        .map(|root| SummaryFiles::new(arm_summary_head(&cases[0], args), root, None).drill_down());
     let (mut shown_a, mut shown_b) = (
         Arm {
             name: "A",
@@ -498,7 +552,7 @@ async fn run_arms(
             );
         }
     }
-    cases
+    cases[0]
         .iter()
         .enumerate()
         .map(|(ci, c)| CasePair {
@@ -508,6 +562,28 @@ async fn run_arms(
             b: per_arm[1][ci].iter().map(Obs::from).collect(),
         })
         .collect()
+}
+
+/// Where a hybrid comparison writes arm `lane`'s traffic.
+fn hybrid_dir(out: &Path, lane: &str) -> PathBuf {
+    out.join(lane).join("hybrid")
+}
+
+/// The cases both suites hold, in A's order, each arm's own; and a line for
+/// each case only one of them holds.
+fn pair_suites(a: Vec<Case>, mut b: Vec<Case>) -> (Vec<Case>, Vec<Case>, Vec<String>) {
+    let (mut pa, mut pb, mut unpaired) = (vec![], vec![], vec![]);
+    for c in a {
+        match b.iter().position(|x| x.id() == c.id()) {
+            Some(i) => {
+                pb.push(b.remove(i));
+                pa.push(c);
+            }
+            None => unpaired.push(format!("{}: not in --suite-b", c.id())),
+        }
+    }
+    unpaired.extend(b.iter().map(|c| format!("{}: only in --suite-b", c.id())));
+    (pa, pb, unpaired)
 }
 
 /// What an arm's summary says besides its case-runs: `bench run`'s format

@@ -579,6 +579,7 @@ mod tests {
 
     fn record(state_dir: &Path, ending: &str) -> RunRecord {
         RunRecord {
+            live_calls: None,
             run: 0,
             ending: ending.into(),
             exit_code: 0,

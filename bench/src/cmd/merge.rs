@@ -165,6 +165,7 @@ mod tests {
             score: 1.0,
             known_flaky: None,
             runs: vec![RunRecord {
+                live_calls: None,
                 run: 0,
                 ending: "GOAL_MET".into(),
                 exit_code: 0,

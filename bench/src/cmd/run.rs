@@ -172,7 +172,10 @@ async fn run_async(args: RunArgs) -> ExitCode {
         }
     };
     let required = categories_required(&args.suite, &args.category);
-    let loaded = match load_categories(&args.suite, &args.category, live.is_some()) {
+    let hybrid = live.as_ref().and_then(|l| l.hybrid);
+    // A hybrid run replays first: every case needs its recording.
+    let live_load = live.is_some() && hybrid.is_none();
+    let loaded = match load_categories(&args.suite, &args.category, live_load) {
         Ok(s) => s,
         Err(e) => {
             errln!("bench run: {e}");
@@ -240,27 +243,60 @@ async fn run_async(args: RunArgs) -> ExitCode {
                     return ExitCode::from(ExitStatus::Unloadable);
                 }
             };
-            let recorder = match &args.live.record {
-                None => None,
-                Some(dir) => {
-                    let prov = crate::live::provenance("bench run --record", proxy.upstream_host());
-                    match crate::live::recorder::Recorder::new(dir, prov, args.runs_per_case) {
-                        Ok(r) => Some(std::sync::Arc::new(r)),
+            if let Some(protocol) = hybrid {
+                let servers = match runner::Servers::start(&cases).await {
+                    Ok(s) => std::sync::Arc::new(s),
+                    Err(e) => {
+                        errln!("bench run: cannot start the replay server: {e}");
+                        return ExitCode::from(ExitStatus::Unloadable);
+                    }
+                };
+                let prov = crate::live::provenance("bench run --hybrid", proxy.upstream_host());
+                let dir = args.out.join("hybrid").join("cassettes");
+                let recorder =
+                    match crate::live::recorder::Recorder::new(&dir, prov, args.runs_per_case) {
+                        Ok(r) => r.hybrid(),
                         Err(e) => {
                             errln!("bench run: {e}");
                             return ExitCode::from(ExitStatus::Usage);
                         }
+                    };
+                Some(crate::live::LiveTarget::hybrid(
+                    proxy,
+                    None,
+                    std::sync::Arc::new(recorder),
+                    servers,
+                    protocol,
+                    l.api_key_env.clone(),
+                ))
+            } else {
+                let recorder = match &args.live.record {
+                    None => None,
+                    Some(dir) => {
+                        let prov =
+                            crate::live::provenance("bench run --record", proxy.upstream_host());
+                        match crate::live::recorder::Recorder::new(dir, prov, args.runs_per_case) {
+                            Ok(r) => Some(std::sync::Arc::new(r)),
+                            Err(e) => {
+                                errln!("bench run: {e}");
+                                return ExitCode::from(ExitStatus::Usage);
+                            }
+                        }
                     }
-                }
-            };
-            Some(crate::live::LiveTarget::new(
-                proxy,
-                None,
-                recorder,
-                None,
-                l.api_key_env.clone(),
-            ))
+                };
+                Some(crate::live::LiveTarget::new(
+                    proxy,
+                    None,
+                    recorder,
+                    None,
+                    l.api_key_env.clone(),
+                ))
+            }
         }
+    };
+    let hybrid_cases = match hybrid {
+        Some(_) => cases.clone(),
+        None => vec![],
     };
     let _out_lock = match crate::outputs::lock_out_dir(&args.out, "bench run") {
         Ok(l) => l,
@@ -340,7 +376,20 @@ async fn run_async(args: RunArgs) -> ExitCode {
     terminal.finish();
     let code = finish_outputs(files, &args.out);
     match &live_target {
-        Some(t) => live_outputs(t, &args.out, "run").unwrap_or(code),
+        Some(t) => {
+            let code = live_outputs(t, &args.out, "run").unwrap_or(code);
+            if hybrid.is_none() {
+                return code;
+            }
+            let dir = args.out.join("hybrid");
+            match crate::outputs::hybrid_outputs(t, &hybrid_cases, &dir, "run") {
+                Ok(()) => code,
+                Err(e) => {
+                    errln!("{e}");
+                    ExitCode::from(ExitStatus::Unloadable)
+                }
+            }
+        }
         None => code,
     }
 }

@@ -233,17 +233,21 @@ impl Hold {
         }
     }
 
-    /// Book the call's real usage, priced at `price`.
-    pub fn book(mut self, price: &Price, usage: &Usage) {
-        self.settle(Some((cost_usd(price, usage), usage.total())));
+    /// Book the call's real usage, priced at `price`; returns the dollars booked.
+    pub fn book(mut self, price: &Price, usage: &Usage) -> f64 {
+        let usd = cost_usd(price, usage);
+        self.settle(Some((usd, usage.total())));
+        usd
     }
 
     /// Book the worst case: the call may have been billed for an amount we
     /// cannot know (a 200 whose body does not parse).
-    pub fn book_worst(mut self) {
+    /// Returns the dollars booked.
+    pub fn book_worst(mut self) -> f64 {
         let w = (self.usd, self.tokens);
         self.budget.lock().booked_at_worst += 1;
         self.settle(Some(w));
+        w.0
     }
 
     /// The call was not billed (refused upstream: 4xx, 429, 5xx, no connection).
@@ -369,8 +373,12 @@ mod tests {
                                 std::thread::yield_now();
                                 match i % 3 {
                                     0 => h.release(),
-                                    1 => h.book(&P, &u(w.input_tokens / 2, 5_000)),
-                                    _ => h.book_worst(),
+                                    1 => {
+                                        h.book(&P, &u(w.input_tokens / 2, 5_000));
+                                    }
+                                    _ => {
+                                        h.book_worst();
+                                    }
                                 }
                             }
                             Err(_) => std::thread::yield_now(),

@@ -18,6 +18,7 @@ pub mod budget;
 pub mod overlay;
 pub mod proxy;
 pub mod recorder;
+pub mod replay_suite;
 
 use crate::suite::{self, Case, ExpectedEnding, LoadError, Suite};
 use budget::Caps;
@@ -56,6 +57,23 @@ pub struct LiveArgs {
     /// With --endpoint: write each case's live traffic as a cassette, DIR/<case>.json.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
+    /// Hybrid replay (with --endpoint, --protocol and --max-usd): each
+    /// case-run is answered from its recording while its requests match it
+    /// (call key and recording conditions); from the first call that does
+    /// not, the rest of that case-run goes live to --endpoint. The traffic
+    /// of every case that went live is written under --out as cassettes and
+    /// as a suite that replays it offline.
+    #[arg(long)]
+    pub hybrid: bool,
+    /// With --hybrid: the protocol --endpoint speaks; every case-run must
+    /// speak it.
+    #[arg(long, value_enum)]
+    pub protocol: Option<crate::cli::ProtocolArg>,
+    /// With --endpoint: the only model a live call may ask for; a call for
+    /// another is refused before anything is sent (and its case-run is not
+    /// measured).
+    #[arg(long)]
+    pub model: Option<String>,
 }
 
 /// Validated live settings.
@@ -64,6 +82,11 @@ pub struct LiveSettings {
     pub endpoint: String,
     pub api_key_env: Option<String>,
     pub caps: Caps,
+    /// `--hybrid --protocol P`: replay first, live from the first call the
+    /// recording did not see; the endpoint speaks P.
+    pub hybrid: Option<Protocol>,
+    /// `--model`: the only model a live call may ask for.
+    pub model: Option<String>,
 }
 
 /// Check the endpoint, the key variable's name and the caps. Errors are
@@ -90,34 +113,67 @@ pub fn settings(
         endpoint: endpoint.to_string(),
         api_key_env: api_key_env.map(str::to_string),
         caps: Caps::new(max_usd, max_tokens)?,
+        hybrid: None,
+        model: None,
     })
 }
 
 impl LiveArgs {
     /// `None` for a replay run; errors are usage errors.
     pub fn settings(&self) -> Result<Option<LiveSettings>, String> {
-        match &self.endpoint {
-            None => {
-                if self.api_key_env.is_some()
-                    || self.max_usd.is_some()
-                    || self.max_tokens.is_some()
-                    || self.record.is_some()
-                {
-                    return Err(
-                        "--api-key-env, --max-usd, --max-tokens and --record go with --endpoint"
-                            .into(),
-                    );
-                }
-                Ok(None)
+        let Some(e) = &self.endpoint else {
+            if self.hybrid {
+                return Err("--hybrid needs --endpoint URL, --protocol P and --max-usd X: the calls the recording did not see go live there, under that cap".into());
             }
-            Some(e) => settings(
-                e,
-                self.api_key_env.as_deref(),
-                self.max_usd,
-                self.max_tokens,
-            )
-            .map(Some),
+            if self.api_key_env.is_some()
+                || self.max_usd.is_some()
+                || self.max_tokens.is_some()
+                || self.record.is_some()
+                || self.protocol.is_some()
+                || self.model.is_some()
+            {
+                return Err(
+                    "--api-key-env, --max-usd, --max-tokens, --record, --protocol and --model go with --endpoint"
+                        .into(),
+                );
+            }
+            return Ok(None);
+        };
+        let mut s = settings(
+            e,
+            self.api_key_env.as_deref(),
+            self.max_usd,
+            self.max_tokens,
+        )?;
+        if let Some(m) = &self.model {
+            if m.trim().is_empty() {
+                return Err("--model: expected the model name".into());
+            }
+            s.model = Some(m.clone());
         }
+        match (self.hybrid, self.protocol) {
+            (true, Some(p)) => s.hybrid = Some(overlay::protocol(p)),
+            (true, None) => {
+                return Err(
+                    "--hybrid needs --protocol openai|anthropic: the protocol --endpoint speaks"
+                        .into(),
+                )
+            }
+            (false, Some(_)) => {
+                return Err(
+                    "--protocol goes with --hybrid (a live run speaks each case's own protocol)"
+                        .into(),
+                )
+            }
+            (false, None) => {}
+        }
+        if s.hybrid.is_some() && self.record.is_some() {
+            return Err(
+                "--record does not go with --hybrid: hybrid writes what went live under --out"
+                    .into(),
+            );
+        }
+        Ok(Some(s))
     }
 }
 
@@ -128,6 +184,7 @@ pub async fn start_proxy(s: &LiveSettings, max_in_flight: usize) -> Result<Arc<L
         api_key_env: s.api_key_env.clone(),
         caps: s.caps,
         max_in_flight,
+        live_model: s.model.clone(),
     })
     .await
     .map(Arc::new)
@@ -145,6 +202,24 @@ pub struct LiveTarget {
     key_env: Option<String>,
     cut_short: AtomicU64,
     not_started: AtomicU64,
+    /// Hybrid: the replay servers whose recordings answer first, and the
+    /// protocol the endpoint speaks.
+    hybrid: Option<(Arc<crate::runner::Servers>, Protocol)>,
+}
+
+/// How a live or hybrid case-run's model calls were answered: what a
+/// verdict on it rests on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct LiveCalls {
+    /// Calls its recording answered (hybrid).
+    pub replayed: u64,
+    /// Calls sent to the endpoint, and what the command-wide cap booked them at.
+    pub live: u64,
+    pub live_usd: f64,
+    /// Hybrid: why the recording stopped answering (the replay's miss for
+    /// the first call it did not see); every later call went live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diverged: Option<String>,
 }
 
 /// One registered case-run. Dropped without `end` (the case-run failed
@@ -158,6 +233,8 @@ pub struct Session {
     pub env_remove: Vec<String>,
     meta: CaseMeta,
     ended: bool,
+    /// Hybrid: the server whose captures of this case-run are dropped at its end.
+    replay_server: Option<Arc<harness::replay::ReplayServer>>,
 }
 
 /// What a finished live case-run leaves for the scorer.
@@ -165,7 +242,11 @@ pub struct RunEnd {
     /// Set when the command-wide cap refused one of its calls: the case-run
     /// is incomplete and must count as failed.
     pub refused: Option<String>,
+    /// Set when a live call got no model answer (the endpoint failed, or the
+    /// proxy refused to send it): the case-run measured no model behaviour.
+    pub not_measured: Option<String>,
     pub captured: Vec<Captured>,
+    pub calls: LiveCalls,
 }
 
 impl LiveTarget {
@@ -184,7 +265,24 @@ impl LiveTarget {
             key_env,
             cut_short: AtomicU64::new(0),
             not_started: AtomicU64::new(0),
+            hybrid: None,
         })
+    }
+
+    /// The same target, hybrid: each case-run asks `servers` (its recording)
+    /// first and goes live from the first call it did not see.
+    pub fn hybrid(
+        proxy: Arc<LiveProxy>,
+        lane: Option<&str>,
+        recorder: Arc<Recorder>,
+        servers: Arc<crate::runner::Servers>,
+        protocol: Protocol,
+        key_env: Option<String>,
+    ) -> Arc<LiveTarget> {
+        let mut t = Arc::into_inner(LiveTarget::new(proxy, lane, Some(recorder), None, key_env))
+            .expect("a target just made has one owner");
+        t.hybrid = Some((servers, protocol));
+        Arc::new(t)
     }
 
     pub fn recorder(&self) -> Option<&Arc<Recorder>> {
@@ -233,10 +331,11 @@ impl LiveTarget {
     /// `spec_path`. With a seed base, the spec's `model.seed` is set first.
     pub fn begin(
         self: &Arc<Self>,
-        case_id: &str,
+        case: &Case,
         run: u32,
         spec_path: &Path,
     ) -> Result<Session, String> {
+        let case_id = case.id();
         let shown = spec_path.display().to_string();
         let mut text = std::fs::read_to_string(spec_path).map_err(|e| format!("{shown}: {e}"))?;
         if let Some(s) = self.seed_base {
@@ -267,6 +366,20 @@ impl LiveTarget {
             Some(l) => format!("{l}~{case_id}"),
             None => case_id.to_string(),
         };
+        let (replay, replay_server) = match &self.hybrid {
+            None => (None, None),
+            Some((servers, protocol)) => {
+                if spec.model.protocol != *protocol {
+                    return Err(format!(
+                        "{shown}: field `model.protocol`: expected {} (--hybrid --protocol: what --endpoint speaks), found {}",
+                        protocol.as_str(),
+                        spec.model.protocol.as_str()
+                    ));
+                }
+                let server = servers.server_for(case)?;
+                (Some(server.base_url_for(case_id, run)), Some(server))
+            }
+        };
         // Answer 504 a second before the harness's own timeout would fire,
         // so the harness sees the timeout as a retryable 5xx and no second
         // upstream call starts while the first is still running.
@@ -283,6 +396,7 @@ impl LiveTarget {
                 prices: spec.prices.clone(),
                 timeout,
                 record: self.recorder.is_some(),
+                replay,
             },
         );
         // On top of every provider key variable, which `runner::run_harness`
@@ -307,6 +421,7 @@ impl LiveTarget {
                 seed_base: self.seed_base,
             },
             ended: false,
+            replay_server,
         })
     }
 }
@@ -328,6 +443,21 @@ impl Session {
         let t = &self.target;
         let traffic = t.proxy.finish(&self.key, self.run);
         t.proxy.case_run_done();
+        if let Some(s) = &self.replay_server {
+            // Its copy of what the proxy already captured.
+            drop(s.take_captured(&self.case, self.run));
+        }
+        let not_measured = traffic
+            .upstream_failed
+            .first()
+            .or(traffic.rejected.first())
+            .map(|m| {
+                format!(
+                    "{m} ({} of its live calls failed, {} refused)",
+                    traffic.upstream_failed.len(),
+                    traffic.rejected.len()
+                )
+            });
         let refused = traffic.refused.first().map(|m| {
             format!("incomplete: the command-wide cap refused a call of this case-run ({m})")
         });
@@ -339,6 +469,8 @@ impl Session {
                 Err(r.clone())
             } else if let Some(f) = failed {
                 Err(f.to_string())
+            } else if let Some(n) = &not_measured {
+                Err(n.clone())
             } else if traffic.dropped > 0 {
                 Err(format!(
                     "{} exchange(s) over the per-run limits ({} calls, {} bytes) were not kept",
@@ -363,7 +495,14 @@ impl Session {
         }
         RunEnd {
             refused,
+            not_measured,
             captured: traffic.captured,
+            calls: LiveCalls {
+                replayed: traffic.replayed,
+                live: traffic.live,
+                live_usd: traffic.live_usd,
+                diverged: traffic.diverged,
+            },
         }
     }
 }

@@ -44,6 +44,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
+mod hybrid;
+
 /// Request bodies the proxy accepts (a harness request is tens of KiB).
 pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 /// Upstream bodies are read up to the harness client's own cap.
@@ -76,6 +78,9 @@ pub struct ProxyConfig {
     pub caps: Caps,
     /// Upstream requests in flight at once.
     pub max_in_flight: usize,
+    /// `--model`: the only model a live call may ask for (a call for another
+    /// is refused before anything is sent); None: any priced model.
+    pub live_model: Option<String>,
 }
 
 /// What the proxy needs to know about one registered case-run.
@@ -88,6 +93,11 @@ pub struct RunReg {
     pub timeout: Duration,
     /// Keep the exchanges (for a cassette).
     pub record: bool,
+    /// Hybrid: this case-run's replay base URL
+    /// (`http://127.0.0.1:P/replay/<case>/<run>`). Its recording answers
+    /// every call until the first one it did not see; from that call on, the
+    /// case-run goes live (`hybrid`).
+    pub replay: Option<String>,
 }
 
 /// One request and the response it got, as forwarded.
@@ -118,6 +128,16 @@ pub struct RunTraffic {
     /// Exchanges beyond `EXCHANGES_MAX_PER_RUN` / `EXCHANGE_BYTES_MAX_PER_RUN`
     /// that could not be kept.
     pub dropped: u64,
+    /// Calls answered by the recording (hybrid) and calls sent upstream.
+    pub replayed: u64,
+    pub live: u64,
+    /// What this case-run's live calls were booked at.
+    pub live_usd: f64,
+    /// Hybrid: why the recording stopped answering (the replay server's miss
+    /// for the first request it did not see); every later call went live.
+    pub diverged: Option<String>,
+    /// Live calls the upstream failed (the proxy answered for it).
+    pub upstream_failed: Vec<String>,
     kept_bytes: usize,
     captured_bytes: usize,
 }
@@ -146,6 +166,10 @@ struct Shared {
     runs: Mutex<HashMap<String, Slot>>,
     case_runs_done: AtomicU64,
     cap_after: Mutex<Option<u64>>,
+    /// `--model`: the only model a live call may ask the endpoint for.
+    live_model: Option<String>,
+    /// Hybrid: the client that asks the (loopback) replay server first.
+    local: reqwest::Client,
 }
 
 /// The running proxy. Dropping it stops accepting connections.
@@ -308,6 +332,12 @@ impl LiveProxy {
             runs: Mutex::new(HashMap::new()),
             case_runs_done: AtomicU64::new(0),
             cap_after: Mutex::new(None),
+            live_model: cfg.live_model.clone(),
+            local: reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| format!("cannot build the replay HTTP client: {e}"))?,
         });
         let sh = shared.clone();
         let accept = tokio::spawn(async move {
@@ -408,6 +438,43 @@ impl Shared {
         }
     }
 
+    /// A request refused before anything was sent, noted on its case-run.
+    fn reject(&self, slot: &str, status: u16, msg: String) -> Response<Full<Bytes>> {
+        self.with_slot(slot, |t| t.rejected.push(msg.clone()));
+        error_response(status, "live_proxy", &msg)
+    }
+
+    /// Keep an exchange for the case-run's cassette, within its limits.
+    fn keep(
+        &self,
+        slot: &str,
+        call: &Call,
+        request: &Value,
+        request_len: usize,
+        answer: &Forwarded,
+    ) {
+        let size = request_len + answer.body.len();
+        self.with_slot(slot, |t| {
+            if t.exchanges.len() < EXCHANGES_MAX_PER_RUN
+                && t.kept_bytes + size <= EXCHANGE_BYTES_MAX_PER_RUN
+            {
+                t.kept_bytes += size;
+                t.exchanges.push(Exchange {
+                    role: call.role.clone(),
+                    call_key: call.key.clone(),
+                    attempt: call.attempt,
+                    request: request.clone(),
+                    status: answer.status,
+                    content_type: answer.content_type.clone(),
+                    body: answer.body.clone(),
+                    latency_ms: answer.latency_ms,
+                });
+            } else {
+                t.dropped += 1;
+            }
+        });
+    }
+
     fn note_refusal(&self, slot: &str, r: &Refusal) {
         let mut after = self.cap_after.lock().unwrap_or_else(|p| p.into_inner());
         after.get_or_insert(self.case_runs_done.load(Ordering::SeqCst));
@@ -471,9 +538,11 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
         sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
         return error_response(404, "live_proxy", &msg);
     }
-    let role = header_str(&req, HEADER_CALL_ROLE);
-    let call_key = header_str(&req, HEADER_CALL_KEY);
-    let attempt: u32 = header_str(&req, HEADER_ATTEMPT).parse().unwrap_or(0);
+    let call = Call {
+        role: header_str(&req, HEADER_CALL_ROLE),
+        key: header_str(&req, HEADER_CALL_KEY),
+        attempt: header_str(&req, HEADER_ATTEMPT).parse().unwrap_or(0),
+    };
     // Only the body goes on: whatever auth the harness might send is dropped
     // with the rest of its headers.
     let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
@@ -492,40 +561,10 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
             return error_response(if too_big { 413 } else { 400 }, "live_proxy", &msg);
         }
     };
-    let reject = |status: u16, msg: String| {
-        sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
-        error_response(status, "live_proxy", &msg)
-    };
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v @ Value::Object(_)) => v,
-        Ok(_) => return reject(400, "request body: expected a JSON object".into()),
-        Err(e) => return reject(400, format!("request body: not JSON: {e}")),
-    };
-    let Some(model) = request
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
-        return reject(
-            400,
-            "request body: field `model`: expected the model name (a string)".into(),
-        );
-    };
-    let Some(max_tokens) = request
-        .get("max_tokens")
-        .or_else(|| request.get("max_completion_tokens"))
-        .and_then(Value::as_u64)
-    else {
-        return reject(
-            400,
-            "request body: field `max_tokens`: expected a number; without it the worst case of the call cannot be bounded".into(),
-        );
-    };
-    let Some(price) = reg.prices.get(&model).copied() else {
-        return reject(
-            400,
-            format!("model {model:?} has no price in the case-run's run spec ([prices.\"{model}\"]); the budget cannot price it"),
-        );
+        Ok(_) => return sh.reject(&slot, 400, "request body: expected a JSON object".into()),
+        Err(e) => return sh.reject(&slot, 400, format!("request body: not JSON: {e}")),
     };
     sh.with_slot(&slot, |t| {
         if t.captured.len() < CAPTURE_MAX_PER_RUN
@@ -533,12 +572,91 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
         {
             t.captured_bytes += body.len();
             t.captured.push(Captured {
-                call_key: call_key.clone(),
-                attempt,
+                call_key: call.key.clone(),
+                attempt: call.attempt,
                 body: String::from_utf8_lossy(&body).into_owned(),
             });
         }
     });
+    // Hybrid: the recording answers while it saw this request.
+    if let Some(replay) = &reg.replay {
+        if let Some(answer) =
+            hybrid::from_recording(&sh, &slot, &reg, replay, tail, &call, &body).await
+        {
+            if reg.record {
+                sh.keep(&slot, &call, &request, body.len(), &answer);
+            }
+            return respond(answer);
+        }
+    }
+    go_live(sh, slot, reg, call, body, request).await
+}
+
+/// The call's position, as the harness sent it in its headers.
+pub(super) struct Call {
+    role: String,
+    key: String,
+    attempt: u32,
+}
+
+impl Call {
+    fn headers(&self) -> [(&'static str, String); 3] {
+        [
+            (HEADER_CALL_ROLE, self.role.clone()),
+            (HEADER_CALL_KEY, self.key.clone()),
+            (HEADER_ATTEMPT, self.attempt.to_string()),
+        ]
+    }
+}
+
+/// Price the call, reserve its worst case under the command-wide cap, send
+/// it upstream with the key, book what it cost, keep it and answer it.
+async fn go_live(
+    sh: Arc<Shared>,
+    slot: String,
+    reg: RunReg,
+    call: Call,
+    body: Bytes,
+    request: Value,
+) -> Response<Full<Bytes>> {
+    let Some(model) = request
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return sh.reject(
+            &slot,
+            400,
+            "request body: field `model`: expected the model name (a string)".into(),
+        );
+    };
+    if let Some(only) = &sh.live_model {
+        if *only != model {
+            return sh.reject(
+                &slot,
+                400,
+                format!("request body: field `model`: the live endpoint is used for --model {only:?} only, and this call asks for {model:?}; nothing was sent"),
+            );
+        }
+    }
+    let Some(max_tokens) = request
+        .get("max_tokens")
+        .or_else(|| request.get("max_completion_tokens"))
+        .and_then(Value::as_u64)
+    else {
+        return sh.reject(
+            &slot,
+            400,
+            "request body: field `max_tokens`: expected a number; without it the worst case of the call cannot be bounded".into(),
+        );
+    };
+    let Some(price) = reg.prices.get(&model).copied() else {
+        return sh.reject(
+            &slot,
+            400,
+            format!("model {model:?} has no price in the case-run's run spec ([prices.\"{model}\"]); the budget cannot price it"),
+        );
+    };
     let Ok(permit) = sh.upstream_slots.clone().acquire_owned().await else {
         return error_response(503, "live_proxy", "the proxy is shutting down");
     };
@@ -552,18 +670,13 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
             return error_response(402, "command_cap_reached", &r.message);
         }
     };
+    let request_len = body.len();
     // In its own task, so a harness that hangs up mid-call cannot cut the
     // upstream call off unbooked: it runs to the end and books what it cost.
-    let call = [
-        (HEADER_CALL_ROLE, role.clone()),
-        (HEADER_CALL_KEY, call_key.clone()),
-        (HEADER_ATTEMPT, attempt.to_string()),
-    ];
-    let request_len = body.len();
     let task = tokio::spawn(forward(
         sh.clone(),
         reg.clone(),
-        call,
+        call.headers(),
         body,
         price,
         hold,
@@ -575,28 +688,22 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
             return error_response(502, "live_proxy", &format!("forwarding failed: {e}"));
         }
     };
+    sh.with_slot(&slot, |t| {
+        t.live += 1;
+        t.live_usd += fwd.booked_usd;
+        if let Some(why) = &fwd.failed {
+            t.upstream_failed.push(why.clone());
+        }
+    });
     if reg.record {
-        let size = request_len + fwd.body.len();
-        sh.with_slot(&slot, |t| {
-            if t.exchanges.len() < EXCHANGES_MAX_PER_RUN
-                && t.kept_bytes + size <= EXCHANGE_BYTES_MAX_PER_RUN
-            {
-                t.kept_bytes += size;
-                t.exchanges.push(Exchange {
-                    role: role.clone(),
-                    call_key: call_key.clone(),
-                    attempt,
-                    request: request.clone(),
-                    status: fwd.status,
-                    content_type: fwd.content_type.clone(),
-                    body: fwd.body.clone(),
-                    latency_ms: fwd.latency_ms,
-                });
-            } else {
-                t.dropped += 1;
-            }
-        });
+        sh.keep(&slot, &call, &request, request_len, &fwd);
     }
+    respond(fwd)
+}
+
+/// The answer as the harness gets it: status, body, content type and
+/// Retry-After; nothing else of the upstream's headers.
+fn respond(fwd: Forwarded) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(fwd.body)));
     *r.status_mut() = StatusCode::from_u16(fwd.status).unwrap_or(StatusCode::BAD_GATEWAY);
     for (name, v) in [
@@ -610,12 +717,32 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
     r
 }
 
+/// An answer to one call: from upstream, made up by the proxy when the
+/// upstream failed, or (hybrid) from the recording.
 struct Forwarded {
     status: u16,
     content_type: Option<String>,
     retry_after: Option<String>,
     body: Vec<u8>,
     latency_ms: u64,
+    /// What the call was booked at under the command-wide cap ($0 replayed).
+    booked_usd: f64,
+    /// Set when the proxy made the answer up because the upstream failed
+    /// (no connection, a timeout, an unreadable body): no model answered.
+    failed: Option<String>,
+}
+
+/// The answer the proxy makes up when the upstream failed.
+fn made_up(status: u16, msg: String, t0: Instant, booked_usd: f64) -> Forwarded {
+    Forwarded {
+        status,
+        content_type: Some("application/json".into()),
+        retry_after: None,
+        body: error_body("live_proxy_upstream", &msg),
+        latency_ms: t0.elapsed().as_millis().min(u64::MAX as u128) as u64,
+        booked_usd,
+        failed: Some(msg),
+    }
 }
 
 async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>, String> {
@@ -697,13 +824,6 @@ async fn forward(
     }
     let t0 = Instant::now();
     let ms = |t0: Instant| t0.elapsed().as_millis().min(u64::MAX as u128) as u64;
-    let made_up = |status: u16, msg: String, t0: Instant| Forwarded {
-        status,
-        content_type: Some("application/json".into()),
-        retry_after: None,
-        body: error_body("live_proxy_upstream", &msg),
-        latency_ms: ms(t0),
-    };
     let resp = match rb.send().await {
         Ok(r) => r,
         Err(e) => {
@@ -719,7 +839,7 @@ async fn forward(
                 (502, "upstream request failed".to_string())
             };
             // reqwest's message names the URL, which holds no key.
-            return made_up(status, format!("{what}: {e}"), t0);
+            return made_up(status, format!("{what}: {e}"), t0, 0.0);
         }
     };
     let status = resp.status().as_u16();
@@ -735,28 +855,32 @@ async fn forward(
     let body = match read_capped(resp, MAX_RESPONSE_BYTES).await {
         Ok(b) => scrub(b, sh.key.as_ref()),
         Err(e) => {
-            if ok {
-                hold.book_worst(); // accepted, maybe billed, unknown usage
+            let booked = if ok {
+                hold.book_worst() // accepted, maybe billed, unknown usage
             } else {
                 hold.release();
-            }
-            return made_up(502, e, t0);
+                0.0
+            };
+            return made_up(502, e, t0, booked);
         }
     };
-    if ok {
+    let booked_usd = if ok {
         match parse_response(reg.protocol, &body) {
             Ok(p) => hold.book(&price, &p.usage),
             Err(_) => hold.book_worst(),
         }
     } else {
         hold.release();
-    }
+        0.0
+    };
     Forwarded {
         status,
         content_type,
         retry_after,
         body,
         latency_ms: ms(t0),
+        booked_usd,
+        failed: None,
     }
 }
 
@@ -798,6 +922,7 @@ mod tests {
             api_key_env: Some(VAR.into()),
             caps: Caps::new(0.003, None).unwrap(),
             max_in_flight: 2,
+            live_model: None,
         })
         .await
         .unwrap();
@@ -817,6 +942,7 @@ mod tests {
                 prices,
                 timeout: Duration::from_secs(10),
                 record: true,
+                replay: None,
             },
         );
         assert!(base.ends_with("/live/c/0"), "{base}");

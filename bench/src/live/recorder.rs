@@ -157,6 +157,8 @@ pub struct Recorder {
     runs_per_case: u32,
     pending: Mutex<BTreeMap<String, Pending>>,
     written: Mutex<Vec<CaseWritten>>,
+    /// The runs were hybrid: replayed up to their first unseen call, live after.
+    hybrid: bool,
 }
 
 impl Recorder {
@@ -169,7 +171,15 @@ impl Recorder {
             runs_per_case,
             pending: Mutex::new(BTreeMap::new()),
             written: Mutex::new(Vec::new()),
+            hybrid: false,
         })
+    }
+
+    /// The same recorder, saying in each cassette's notes that its runs
+    /// were hybrid (replayed, then live).
+    pub fn hybrid(mut self) -> Recorder {
+        self.hybrid = true;
+        self
     }
 
     /// One case-run is over: `Ok` with its variant, or why it cannot be recorded.
@@ -252,8 +262,13 @@ impl Recorder {
             w.error = Some("no complete run to record; no cassette written".into());
             return w;
         }
+        let how = if self.hybrid {
+            "Recorded by hybrid replay through the bench's proxy (each run's calls answered by the case's recording up to the first call it had not seen, by the live endpoint from there)"
+        } else {
+            "Recorded live through the bench's proxy"
+        };
         let mut notes = format!(
-            "Recorded live through the bench's proxy: {} run variant(s) of {} case-run(s) asked; run i is the harness's live case-run i.",
+            "{how}: {} run variant(s) of {} case-run(s) asked; run i is the harness's live case-run i.",
             runs.len(),
             self.runs_per_case
         );

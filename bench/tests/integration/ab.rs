@@ -236,6 +236,40 @@ fn usage_errors_exit_2_and_name_the_file_and_field() {
         &["--suite", "suites/ab", "--runs-per-case", "0"],
     );
     assert_eq!(o.code, 2, "{}", o.text);
+    // Hybrid replay names what it lacks: the endpoint (and its cap), the
+    // protocol the endpoint speaks.
+    for (extra, says) in [
+        (&["--hybrid"][..], "--hybrid needs --endpoint URL"),
+        (
+            &[
+                "--hybrid",
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--max-usd",
+                "1",
+            ][..],
+            "--hybrid needs --protocol",
+        ),
+        (
+            &[
+                "--hybrid",
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--protocol",
+                "anthropic",
+            ][..],
+            "--endpoint needs --max-usd",
+        ),
+        (&["--protocol", "openai"][..], "go with --endpoint"),
+    ] {
+        let args: Vec<&str> = ["--suite", "suites/ab"]
+            .into_iter()
+            .chain(extra.iter().copied())
+            .collect();
+        let o = ab(&cap6, &cap6, &args);
+        assert_eq!(o.code, 2, "{extra:?}: {}", o.text);
+        assert!(o.text.contains(says), "{extra:?}: {}", o.text);
+    }
     // clap's own usage errors (a missing --b) are exit 2 too
     let st = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args(["ab", "--a", "x.toml"])
@@ -417,5 +451,145 @@ fn an_arm_that_changes_the_request_conditions_is_not_comparable_under_replay() {
             }
         }
         assert!(o.text.contains(says), "{}", o.text);
+    }
+}
+
+/// A stand-in endpoint that answers by model name: the swapped executor
+/// declines every task (so B's behaviour differs from the recording's), and
+/// any other model is refused, so a call that should have replayed cannot
+/// pass unnoticed.
+struct ByModel;
+
+impl wiremock::Respond for ByModel {
+    fn respond(&self, req: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let v: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        match v["model"].as_str() {
+            Some("claude-sonnet-9") => wiremock::ResponseTemplate::new(200).set_body_json(
+                serde_json::json!({"id": "msg_standin", "type": "message", "role": "assistant",
+                    "model": "claude-sonnet-9",
+                    "content": [{"type": "text", "text": "I decline to change the code."}],
+                    "stop_reason": "end_turn", "stop_sequence": null,
+                    "usage": {"input_tokens": 1000, "output_tokens": 20}}),
+            ),
+            m => wiremock::ResponseTemplate::new(400).set_body_json(serde_json::json!(
+                {"type": "error", "error": {"type": "invalid_request_error",
+                 "message": format!("stand-in: no model {m:?} here")}})),
+        }
+    }
+}
+
+/// The reproduction, measured instead of refused: an arm that swaps
+/// only the executor model, under `--hybrid` against a stand-in endpoint.
+/// Each B case-run replays its plan call (same planner, same conditions) and
+/// goes live from its first execute call; A replays whole. The verdict rests
+/// on that traffic, and B's recorded tail replays offline next time
+/// (`--suite-b`) to the same verdict, with no endpoint.
+#[test]
+fn hybrid_measures_a_model_swap_live_and_its_tail_replays_offline() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let up = rt.block_on(async {
+        let s = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(ByModel)
+            .mount(&s)
+            .await;
+        s
+    });
+    let t = tempfile::tempdir().unwrap();
+    let b = arm(
+        t.path(),
+        "sonnet-9-executor",
+        "[model]\nexecutor = \"claude-sonnet-9\"\nplanner = \"claude-opus-5\"\n\n[prices.\"claude-sonnet-9\"]\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n",
+    );
+    let a = config("loop-cap-6.toml");
+    let base = [
+        "--suite",
+        "suites/ab",
+        "--category",
+        "happy",
+        "--runs-per-case",
+        "1",
+    ];
+    let endpoint = up.uri();
+    let hybrid: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain([
+            "--hybrid",
+            "--endpoint",
+            &endpoint,
+            "--protocol",
+            "anthropic",
+            "--max-usd",
+            "5",
+        ])
+        .collect();
+    let o = ab(&a, &b, &hybrid);
+    assert_eq!(o.code, 1, "B declines every task: a regression: {}", o.text);
+    let verdict = o.json["verdict"].as_str().unwrap_or_default();
+    assert!(verdict.starts_with("B regresses"), "{verdict}");
+    assert_eq!(
+        o.json["not_comparable"],
+        serde_json::json!([]),
+        "{}",
+        o.text
+    );
+    let n = o.json["n_cases"].as_u64().unwrap();
+    assert!(n >= 5, "{}", o.text);
+    let (ta, tb) = (&o.json["traffic"][0], &o.json["traffic"][1]);
+    assert_eq!(
+        ta["calls_live"], 0,
+        "A is the recording's own conditions: {ta}"
+    );
+    assert!(ta["calls_replayed"].as_u64().unwrap() >= n, "{ta}");
+    assert_eq!(ta["measured"], n, "{ta}");
+    assert_eq!(tb["case_runs_live"], n, "every B case-run went live: {tb}");
+    assert_eq!(tb["measured"], n, "{tb}");
+    assert!(
+        tb["calls_replayed"].as_u64().unwrap() >= n,
+        "each plan call replayed: {tb}"
+    );
+    assert!(tb["live_usd"].as_f64().unwrap() > 0.0, "{tb}");
+    for l in ["arm A: ", "arm B: ", " live ($"] {
+        assert!(o.text.contains(l), "{l}: {}", o.text);
+    }
+    let md = std::fs::read_to_string(o.dir.path().join("ab.md")).unwrap();
+    assert!(md.contains("### Model traffic"), "{md}");
+    // Only the swapped model reached the endpoint, and never a plan call.
+    let got = rt.block_on(up.received_requests()).unwrap();
+    assert_eq!(got.len() as u64, tb["calls_live"].as_u64().unwrap());
+    for r in &got {
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["model"], "claude-sonnet-9");
+        assert_ne!(
+            r.headers
+                .get("x-harness-call-role")
+                .map(|h| h.to_str().unwrap()),
+            Some("plan")
+        );
+    }
+    // Next time, offline: B replays what it was observed doing.
+    let suite_b = o.dir.path().join("b/hybrid/suite");
+    let offline: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain(["--suite-b", suite_b.to_str().unwrap()])
+        .collect();
+    drop(up);
+    let again = ab(&a, &b, &offline);
+    assert_eq!(again.code, 1, "{}", again.text);
+    assert_eq!(again.json["verdict"], o.json["verdict"], "{}", again.text);
+    assert_eq!(again.json["n_cases"], n);
+    assert!(again.json.get("traffic").is_none(), "nothing went live");
+    for (x, y) in o.json["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(again.json["cases"].as_array().unwrap())
+    {
+        assert_eq!(
+            (&x["id"], &x["a_passed"], &x["b_passed"]),
+            (&y["id"], &y["a_passed"], &y["b_passed"])
+        );
     }
 }

@@ -24,6 +24,9 @@ pub struct Obs {
     /// is not comparable and leaves every statistic.
     #[serde(default)]
     pub fault: Option<BenchFault>,
+    /// Live or hybrid: how its model calls were answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_calls: Option<crate::live::LiveCalls>,
 }
 
 impl From<&RunRecord> for Obs {
@@ -36,8 +39,69 @@ impl From<&RunRecord> for Obs {
             verified: r.verified,
             failure: r.failures.first().cloned(),
             fault: r.bench_fault.clone(),
+            live_calls: r.live_calls.clone(),
         }
     }
+}
+
+/// One arm's model traffic in a live or hybrid comparison: what its verdict
+/// rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmTraffic {
+    pub arm: Arm,
+    pub case_runs: u64,
+    /// Case-runs measured under their own conditions: every call answered
+    /// by a recording that saw it or by the live model (no bench fault).
+    pub measured: u64,
+    pub calls_replayed: u64,
+    pub calls_live: u64,
+    pub live_usd: f64,
+    /// Case-runs with at least one live call.
+    pub case_runs_live: u64,
+    /// `case run N: why` for each case-run that was not measured.
+    pub not_measured: Vec<String>,
+}
+
+/// Per arm, its traffic; None when no case-run went through the live proxy.
+pub fn traffic(pairs: &[CasePair]) -> Option<[ArmTraffic; 2]> {
+    let any = pairs
+        .iter()
+        .flat_map(|p| p.a.iter().chain(&p.b))
+        .any(|o| o.live_calls.is_some());
+    if !any {
+        return None;
+    }
+    let of = |arm: Arm| {
+        let mut t = ArmTraffic {
+            arm,
+            case_runs: 0,
+            measured: 0,
+            calls_replayed: 0,
+            calls_live: 0,
+            live_usd: 0.0,
+            case_runs_live: 0,
+            not_measured: vec![],
+        };
+        for p in pairs {
+            let obs = if arm == Arm::A { &p.a } else { &p.b };
+            for (run, o) in obs.iter().enumerate() {
+                t.case_runs += 1;
+                let calls = o.live_calls.clone().unwrap_or_default();
+                t.calls_replayed += calls.replayed;
+                t.calls_live += calls.live;
+                t.live_usd += calls.live_usd;
+                t.case_runs_live += u64::from(calls.live > 0);
+                match &o.fault {
+                    None => t.measured += 1,
+                    Some(f) => t
+                        .not_measured
+                        .push(format!("{} run {run}: {}", p.id, f.describe())),
+                }
+            }
+        }
+        t
+    };
+    Some([of(Arm::A), of(Arm::B)])
 }
 
 pub use crate::bench_fault::NOT_COMPARABLE_SHARE_MAX;
@@ -917,6 +981,7 @@ mod tests {
 
     fn obs(passed: bool, cost: f64, verified: u64) -> Obs {
         Obs {
+            live_calls: None,
             passed,
             score: if passed { 1.0 } else { 0.4 },
             cost_usd: cost,

@@ -209,8 +209,34 @@ pub fn terminal(r: &AbRun) -> String {
             g.kind, g.subject, g.detail
         ));
     }
+    for l in traffic_lines(r) {
+        s.push_str(&l);
+        s.push('\n');
+    }
     s.push_str(&format!("verdict: {}", r.analysis.verdict));
     s
+}
+
+/// Per arm, how its model calls were answered (live and hybrid runs).
+fn traffic_lines(r: &AbRun) -> Vec<String> {
+    let Some(t) = &r.traffic else {
+        return vec![];
+    };
+    t.iter()
+        .map(|t| {
+            format!(
+                "arm {}: {} calls replayed, {} live (${:.4}); {} of {} case-runs went live; {} of {} measured under their own conditions",
+                t.arm.label(),
+                t.calls_replayed,
+                t.calls_live,
+                t.live_usd,
+                t.case_runs_live,
+                t.case_runs,
+                t.measured,
+                t.case_runs
+            )
+        })
+        .collect()
 }
 
 fn md_table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) -> String {
@@ -251,6 +277,33 @@ pub fn markdown(r: &AbRun) -> String {
         if let Some(f) = c.budget_scale {
             s.push_str(&format!("  budget scaled x{f}\n"));
         }
+    }
+    if let Some(t) = &r.traffic {
+        s.push_str("\n### Model traffic\n\nEach arm's calls: answered by a recording that saw the request (replayed), or sent to the endpoint (live). Only case-runs measured under their own conditions enter the verdict; the rest are listed under Not comparable.\n\n");
+        let rows: Vec<[String; 6]> = t
+            .iter()
+            .map(|t| {
+                [
+                    t.arm.label().to_string(),
+                    t.calls_replayed.to_string(),
+                    t.calls_live.to_string(),
+                    format!("${:.4}", t.live_usd),
+                    format!("{} of {}", t.case_runs_live, t.case_runs),
+                    format!("{} of {}", t.measured, t.case_runs),
+                ]
+            })
+            .collect();
+        s.push_str(&md_table(
+            &[
+                "arm",
+                "calls replayed",
+                "calls live",
+                "live $",
+                "case-runs that went live",
+                "measured",
+            ],
+            &rows,
+        ));
     }
     s.push_str("\n### Metrics (B - A, paired by case)\n\n");
     s.push_str(&md_table(&METRIC_HEAD, &metric_rows(r)));

@@ -68,6 +68,7 @@ fn draw_run(rng: &mut ChaCha8Rng, t: &CaseTruth, cost_shift: f64) -> Obs {
     let passed = bernoulli(rng, t.pass);
     let verified = (0..t.tasks).filter(|_| bernoulli(rng, t.pass)).count() as u64;
     Obs {
+        live_calls: None,
         passed,
         score: if passed { 1.0 } else { rng.gen_range(0.0..0.8) },
         cost_usd: t.cost * (0.3 * normal(rng)).exp() + cost_shift,
@@ -176,6 +177,7 @@ fn power_sim(n: usize, k: usize, delta: f64, m: usize, seed: u64) -> (f64, f64) 
                 let level = 0.10 + 0.03 * normal(&mut rng);
                 let effect = delta + tau * normal(&mut rng);
                 let run = |rng: &mut ChaCha8Rng, shift: f64| Obs {
+                    live_calls: None,
                     passed: true,
                     score: 1.0,
                     cost_usd: level + shift + sigma * normal(rng),

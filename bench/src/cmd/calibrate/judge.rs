@@ -258,6 +258,7 @@ pub async fn run_live(
                     src.timeout_ms.saturating_sub(1000).max(1000),
                 ),
                 record: false,
+                replay: None,
             },
         );
         let cfg = EndpointConfig {

@@ -460,6 +460,7 @@ mod tests {
         )
         .expect("the committed case loads");
         let rec = |ending: &str, score: f64, latency_ms: u64| RunRecord {
+            live_calls: None,
             run: 0,
             ending: ending.into(),
             exit_code: 0,
