@@ -228,6 +228,9 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot confine {prog:?}: {e}")),
     };
+    // Should the kernel let it through, a write to the run's state dir is
+    // still seen (crate::state_seal).
+    let seal = crate::state_seal::watch();
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot start {prog:?}: {e}")),
@@ -237,6 +240,7 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
     // Nothing the check started outlives it (its cgroup, its process group).
     confined.kill_all();
     drop(confined);
+    seal.end(&format!("the command {:?}", spec.command));
     let raw = capture.read_all();
     let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES {
         &raw[raw.len() - CHECK_OUTPUT_MAX_BYTES..]

@@ -46,6 +46,7 @@ crate::wire::wire_names! {
         ModelUnavailable = "model_unavailable",
         EndpointConfig = "endpoint_config",
         GoalTampered = "goal_tampered",
+        StateTampered = "state_tampered",
         CheckpointWrite = "checkpoint_write",
         LedgerJournal = "ledger_journal",
         BilledAboveReserve = "billed_above_reserve",

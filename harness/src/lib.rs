@@ -32,6 +32,7 @@ pub mod migration; // a multi-step operation that can be left partially applied
 pub mod outbox; // the non-idempotent side effect, outside the workspace
 pub mod recording_conditions; // the conditions a spec's requests are sent under, per role, for scripted cassettes
 pub mod sandbox; // the kernel's confinement of every process started for the model
+pub mod state_seal; // the state dir's identity around each confined process: what the kernel should have stopped, seen
 pub mod task_writes; // which paths each task's tools wrote (what its commit holds), journaled for resume
 pub mod text; // the one rule for cutting text to a bound
 pub mod tools; // the allowlisted tools and their dispatch

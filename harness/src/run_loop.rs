@@ -75,6 +75,8 @@ pub enum LapError {
     #[error("{0}")]
     Goal(#[from] GoalTampered),
     #[error("{0}")]
+    State(#[from] crate::state_seal::StateTampered),
+    #[error("{0}")]
     Checkpoint(#[from] SaveError),
     #[error("{0}")]
     Ledger(#[from] LedgerError),
@@ -133,6 +135,7 @@ impl LapError {
             LapError::Model(e @ ModelError::RetriesExhausted { .. }) => Classified::Unrecoverable { kind: ErrorKind::ModelUnavailable, detail: e.to_string() },
             LapError::Model(e @ ModelError::Config(_)) => Classified::Unrecoverable { kind: ErrorKind::EndpointConfig, detail: e.to_string() },
             LapError::Goal(e) => Classified::Unrecoverable { kind: ErrorKind::GoalTampered, detail: e.to_string() },
+            LapError::State(e) => Classified::Unrecoverable { kind: ErrorKind::StateTampered, detail: e.to_string() },
             LapError::Checkpoint(e) => Classified::Unrecoverable { kind: ErrorKind::CheckpointWrite, detail: e.to_string() },
             LapError::Ledger(e) => Classified::Unrecoverable { kind: ErrorKind::LedgerJournal, detail: e.to_string() },
             LapError::BilledAboveReserve(e) => Classified::Unrecoverable { kind: ErrorKind::BilledAboveReserve, detail: e.to_string() },
@@ -327,6 +330,7 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
     let goal = Goal::new(spec.goal.clone());
     // main creates it too; the library must not depend on that.
     let dir_err = std::fs::create_dir_all(state_dir).err();
+    crate::state_seal::seal(state_dir);
     let mut events = EventLog::open(state_dir);
     let hard_cap = spec.hard_cap_usd;
     let ends = Ends::of(&spec);
@@ -2179,6 +2183,8 @@ impl Runner {
 
     fn checkpoint(&mut self) -> Result<(), LapError> {
         self.goal.assert_intact()?;
+        // Never checkpoint over a state dir a confined process changed.
+        crate::state_seal::intact()?;
         self.state.ledger = self.ledger.snapshot().clone();
         self.state.elapsed_ms = self.clock.elapsed_ms();
         checkpoint::save(&self.state_dir, &self.state)?;
@@ -2389,6 +2395,17 @@ impl Runner {
         let predicate_met = match &self.last_predicate {
             Some(p) if ending != Ending::UnrecoverableError => p.passed,
             _ => self.predicate().passed,
+        };
+        // A confined process changed the state dir (the kernel let it
+        // through): whatever the run reached, its ledger and checkpoint
+        // cannot be trusted, and that is how it ends.
+        let (ending, detail, kind) = match crate::state_seal::intact() {
+            Err(e) if kind != Some(ErrorKind::StateTampered) => (
+                Ending::UnrecoverableError,
+                Some(e.to_string()),
+                Some(ErrorKind::StateTampered),
+            ),
+            _ => (ending, detail, kind),
         };
         // GOAL_MET only ever comes from the predicate; assert what must not happen.
         debug_assert!(ending != Ending::GoalMet || predicate_met);

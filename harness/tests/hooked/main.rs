@@ -20,3 +20,4 @@ mod ledger_journal;
 mod panics;
 mod reach;
 mod resume;
+mod state_seal;
