@@ -39,6 +39,7 @@ pub mod outputs;
 pub mod page;
 pub mod page_safety;
 pub mod prices;
+pub mod private_dirs;
 pub mod runner;
 pub mod score;
 pub mod scripted;

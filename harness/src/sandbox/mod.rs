@@ -198,13 +198,20 @@ pub const SYSTEM_READ: [&str; 8] = [
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt",
 ];
 
-/// The tree a PATH entry lives in: an entry under the home dir
+/// The tree a PATH entry lives in: an entry under the account's home dir
 /// (`~/.pyenv/shims`) needs its tool's whole tree (the shim runs
-/// `~/.pyenv/versions/...`), so the first component under HOME; any other
-/// entry, itself.
+/// `~/.pyenv/versions/...`), so the first component under that home; any
+/// other entry, itself. The home is the account's (the password database),
+/// not `$HOME`: a supervisor or the bench may point `$HOME` elsewhere (the
+/// bench gives each case-run its own, with canaries planted), and the
+/// tools installed under the account's home must still be found.
 fn path_root(entry: &Path) -> PathBuf {
     let entry = entry.canonicalize().unwrap_or_else(|_| entry.to_path_buf());
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+    let account_home = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir);
+    if let Some(home) = account_home.or_else(|| std::env::var_os("HOME").map(PathBuf::from)) {
         if let Ok(rest) = entry.strip_prefix(&home) {
             if let Some(first) = rest.components().next() {
                 return home.join(first);
