@@ -108,6 +108,8 @@ pub const SEARCH_FILE_MAX_BYTES: u64 = 1024 * 1024;
 pub const SEARCH_MAX_FILES: usize = 5000;
 /// Deepest directory nesting search descends into (below the path given).
 pub const SEARCH_MAX_DEPTH: usize = 32;
+/// Most file bytes one search call reads, summed over its files.
+pub const SEARCH_MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 /// Most arguments a run_command argv may have, and their total size in bytes.
 pub const RUN_COMMAND_MAX_ARGS: usize = 256;
 pub const RUN_COMMAND_MAX_ARGV_BYTES: usize = 32 * 1024;
@@ -905,6 +907,8 @@ impl ToolBox<'_> {
             skipped_other: 0,
             files_cut: false,
             depth_cut: false,
+            bytes_read: 0,
+            bytes_cut: false,
         };
         // The path itself: a file is searched alone, a directory walked.
         match crate::confined::list_dir(self.workspace, path) {
@@ -927,6 +931,11 @@ impl ToolBox<'_> {
         if w.files_cut {
             out.push_str(&format!(
                 "\n[cut: stopped after {SEARCH_MAX_FILES} files; narrow the path]"
+            ));
+        }
+        if w.bytes_cut {
+            out.push_str(&format!(
+                "\n[cut: stopped after reading {SEARCH_MAX_TOTAL_BYTES} bytes of files; narrow the path]"
             ));
         }
         if w.depth_cut {
@@ -1069,11 +1078,14 @@ struct SearchWalk<'a> {
     skipped_other: usize,
     files_cut: bool,
     depth_cut: bool,
+    /// File bytes read so far, and whether [`SEARCH_MAX_TOTAL_BYTES`] stopped the walk.
+    bytes_read: u64,
+    bytes_cut: bool,
 }
 
 impl SearchWalk<'_> {
     fn done(&self) -> bool {
-        self.more_matches || self.files_cut
+        self.more_matches || self.files_cut || self.bytes_cut
     }
 
     fn dir(&mut self, rel: &str, depth: usize) {
@@ -1131,6 +1143,10 @@ impl SearchWalk<'_> {
             self.skipped_large += 1;
             return;
         }
+        if self.bytes_read + rf.len > SEARCH_MAX_TOTAL_BYTES {
+            self.bytes_cut = true;
+            return;
+        }
         let mut buf = Vec::new();
         if rf
             .file
@@ -1145,6 +1161,7 @@ impl SearchWalk<'_> {
             self.skipped_large += 1;
             return;
         }
+        self.bytes_read += buf.len() as u64;
         self.files += 1;
         if buf.contains(&0) {
             self.skipped_binary += 1;
@@ -1996,6 +2013,47 @@ mod tests {
                 "wide.txt:1: hit{}...",
                 "w".repeat(SEARCH_LINE_MAX_CHARS - 3)
             )
+        );
+    }
+
+    #[test]
+    fn search_stops_at_its_file_depth_and_byte_bounds_and_says_so() {
+        let fx = Fx::new(&ALL_TOOL_NAMES);
+        for i in 0..(SEARCH_MAX_FILES + 3) {
+            fx.put(&format!("many/f{i:05}.txt"), b"nothing here\n");
+        }
+        let o = fx.call("search", json!({"pattern": "zzz", "path": "many"}));
+        assert!(
+            o.content.starts_with(&format!(
+                "no matches for \"zzz\" in many ({SEARCH_MAX_FILES} file(s) searched)"
+            )),
+            "{}",
+            o.content
+        );
+        assert!(
+            o.content.ends_with(&format!(
+                "[cut: stopped after {SEARCH_MAX_FILES} files; narrow the path]"
+            )),
+            "{}",
+            o.content
+        );
+        let deep: String = (0..=SEARCH_MAX_DEPTH).map(|i| format!("d{i}/")).collect();
+        fx.put(&format!("deep/{deep}x.txt"), b"hit\n");
+        fx.put("deep/d0/y.txt", b"hit\n");
+        let o = fx.call("search", json!({"pattern": "hit", "path": "deep"}));
+        assert_eq!(
+            o.content,
+            format!("deep/d0/y.txt:1: hit\n[cut: directories deeper than {SEARCH_MAX_DEPTH} levels were not searched]")
+        );
+        let mb = vec![b'a'; SEARCH_FILE_MAX_BYTES as usize - 1];
+        for i in 0..=(SEARCH_MAX_TOTAL_BYTES / SEARCH_FILE_MAX_BYTES) {
+            fx.put(&format!("bulk/b{i:03}"), &mb);
+        }
+        let o = fx.call("search", json!({"pattern": "zzz", "path": "bulk"}));
+        assert!(
+            o.content.ends_with(&format!("[cut: stopped after reading {SEARCH_MAX_TOTAL_BYTES} bytes of files; narrow the path]")),
+            "{}",
+            o.content
         );
     }
 
