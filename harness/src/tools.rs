@@ -911,9 +911,18 @@ impl ToolBox<'_> {
             bytes_cut: false,
         };
         // The path itself: a file is searched alone, a directory walked.
+        // Results name files by their workspace-relative spelling (as
+        // list_files does), whatever spelling the call used.
+        let start = || {
+            self.workspace
+                .resolve(path)
+                .ok()
+                .and_then(|abs| crate::confined::rel_string(self.workspace, &abs))
+                .unwrap_or_else(|| ".".into())
+        };
         match crate::confined::list_dir(self.workspace, path) {
-            Ok(_) => w.dir(path, 0),
-            Err(crate::confined::FileError::NotADirectory { .. }) => w.file(path),
+            Ok(_) => w.dir(&start(), 0),
+            Err(crate::confined::FileError::NotADirectory { .. }) => w.file(&start()),
             Err(e) => return Observation::err(format!("search: {e}")),
         }
         let mut out = if w.matches.is_empty() {
@@ -1098,8 +1107,8 @@ impl SearchWalk<'_> {
         };
         let mut entries = listing.entries;
         entries.sort_by(|a, b| a.name.cmp(&b.name));
-        let prefix = match rel.trim_start_matches("./").trim_end_matches('/') {
-            "" | "." => String::new(),
+        let prefix = match rel {
+            "." => String::new(),
             p => format!("{p}/"),
         };
         for e in entries {
@@ -1906,11 +1915,15 @@ mod tests {
             json!({"pattern": "def \\w+\\(", "path": "src/b.py"}),
         );
         assert_eq!(o.content, "src/b.py:1: def price():");
-        let o = fx.call("search", json!({"pattern": "def", "path": "./src/"}));
+        let o = fx.call("search", json!({"pattern": "def", "path": "./src//"}));
         assert_eq!(
             o.content,
             "src/a.py:2: def total():\nsrc/b.py:1: def price():"
         );
+        // Through a symlink to a directory inside: named by the real path.
+        std::os::unix::fs::symlink("src", fx.ws.root().join("code")).unwrap();
+        let o = fx.call("search", json!({"pattern": "price", "path": "code"}));
+        assert_eq!(o.content, "src/b.py:1: def price():");
         let o = fx.call("search", json!({"pattern": "zzz"}));
         assert!(
             !o.is_error
