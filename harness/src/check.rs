@@ -146,6 +146,40 @@ pub fn run_check(spec: &CheckSpec, cwd: &Path) -> CheckResult {
 /// clock runs out. The check gets min(its own timeout, the time left); with no
 /// time left it is not started.
 pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> CheckResult {
+    run_confined(spec, cwd, deadline, Origin::Spec)
+}
+
+/// A command the model wrote (the `run_command` tool), run exactly as a
+/// check is ([`run_confined`]: the same sandbox, environment, clocks, stop
+/// requests and output bound), except that its arguments grant no reads:
+/// a spec's check may read the directory of a script it names, a model's
+/// command may not (it would name `/home/me/.ssh/id_rsa`).
+pub fn run_model_command_by(
+    spec: &CheckSpec,
+    cwd: &Path,
+    deadline: Option<Instant>,
+) -> CheckResult {
+    run_confined(spec, cwd, deadline, Origin::Model)
+}
+
+/// Who wrote a confined command's argv.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// The spec (a check, the predicate): absolute files its argv names are
+    /// readable (the check's script and the files beside it).
+    Spec,
+    /// The model (run_command): nothing beyond the sandbox's fixed reads.
+    Model,
+}
+
+/// The one way the harness starts a process on the model's behalf: checks,
+/// the predicate and `run_command` all come here.
+fn run_confined(
+    spec: &CheckSpec,
+    cwd: &Path,
+    deadline: Option<Instant>,
+    origin: Origin,
+) -> CheckResult {
     let own = Duration::from_secs(spec.timeout_s.max(1));
     let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
     let Some((prog, args)) = spec.command.split_first() else {
@@ -222,7 +256,11 @@ pub fn run_check_by(spec: &CheckSpec, cwd: &Path, deadline: Option<Instant>) -> 
         .stderr(stderr);
     // The kernel keeps what the check runs (often code the model wrote)
     // inside the workspace and its temp dir: crate::sandbox.
-    let mut policy = crate::sandbox::Policy::for_check(&spec.command, cwd, &tmp, &path_var);
+    let granting: &[String] = match origin {
+        Origin::Spec => &spec.command,
+        Origin::Model => &[],
+    };
+    let mut policy = crate::sandbox::Policy::for_check(granting, cwd, &tmp, &path_var);
     policy.network = spec.network;
     let confined = match crate::sandbox::confine(&mut cmd, &policy, crate::sandbox::level()) {
         Ok(c) => c,

@@ -346,6 +346,12 @@ pub fn open_read(ws: &Workspace, rel: &str) -> Result<ReadFile, FileError> {
 pub struct DirEntry {
     pub name: String,
     pub is_dir: bool,
+    /// The entry itself is a symlink (`is_dir` may still be true: one that
+    /// resolves to a directory inside the workspace). A walk that must not
+    /// follow links (search) skips these.
+    pub is_symlink: bool,
+    /// The entry is a regular file (not a symlink, FIFO, socket or device).
+    pub is_file: bool,
 }
 
 /// A listed directory: up to [`DIR_SCAN_MAX_ENTRIES`] entries (`.` and `..`
@@ -396,15 +402,36 @@ pub fn list_dir(ws: &Workspace, rel: &str) -> Result<Listing, FileError> {
             truncated = true;
             break;
         }
-        let is_dir = match e.file_type() {
+        let ty = match e.file_type() {
+            Some(t) => Some(t),
+            None => std::fs::symlink_metadata(leaf_path.join(&name))
+                .ok()
+                .map(|m| {
+                    let ft = m.file_type();
+                    if ft.is_symlink() {
+                        nix::dir::Type::Symlink
+                    } else if ft.is_dir() {
+                        nix::dir::Type::Directory
+                    } else if ft.is_file() {
+                        nix::dir::Type::File
+                    } else {
+                        nix::dir::Type::Fifo // some special file: neither
+                    }
+                }),
+        };
+        let is_symlink = ty == Some(nix::dir::Type::Symlink);
+        let is_dir = match ty {
             Some(nix::dir::Type::Directory) => true,
             Some(nix::dir::Type::Symlink) => symlink_is_inner_dir(ws, &leaf_path.join(&name)),
-            Some(_) => false,
-            None => std::fs::symlink_metadata(leaf_path.join(&name))
-                .map(|m| m.is_dir())
-                .unwrap_or(false),
+            _ => false,
         };
-        entries.push(DirEntry { name, is_dir });
+        let is_file = ty == Some(nix::dir::Type::File);
+        entries.push(DirEntry {
+            name,
+            is_dir,
+            is_symlink,
+            is_file,
+        });
     }
     Ok(Listing { entries, truncated })
 }

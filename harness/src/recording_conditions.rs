@@ -55,6 +55,7 @@ fn requests(spec: &RunSpec, ws: &crate::workspace::Workspace) -> Vec<ModelReques
         checks: &spec.checks,
         allowlist: &spec.tools_allowed,
         deadline: None,
+        command: spec.run_command.as_ref(),
     }
     .defs();
     let compact_max_tokens = spec

@@ -1412,6 +1412,7 @@ impl Runner {
             checks: &checks,
             allowlist: &allow,
             deadline: None,
+            command: self.spec.run_command.as_ref(),
         }
         .defs();
         // Lessons learned so far that bear on this task (empty unless
@@ -1473,6 +1474,7 @@ impl Runner {
                 checks: &checks,
                 allowlist: &allow,
                 deadline: Some(self.deadline()),
+                command: self.spec.run_command.as_ref(),
             }
             .dispatch(&call);
             if obs.posted_key.is_some() {
@@ -2230,6 +2232,7 @@ impl Runner {
             checks: &checks,
             allowlist: &allow,
             deadline: None,
+            command: None,
         };
         let call = crate::model::types::ToolCall {
             id: "listing".into(),

@@ -116,6 +116,9 @@ pub struct RunSpec {
     /// Where post_message appends; outside the workspace. None = state dir.
     pub outbox: Option<PathBuf>,
     pub tools_allowed: Vec<String>,
+    /// `[tools.run_command]`: Some exactly when `run_command` is allowed
+    /// (the spec must then list its programs).
+    pub run_command: Option<crate::tools::CommandPolicy>,
     pub checks: BTreeMap<String, CheckSpec>,
     pub alerts: AlertSpec,
     /// `[memory]`; None (the table absent) = the history is never compacted.
@@ -166,6 +169,9 @@ pub const HTTP_ATTEMPTS_MAX: u32 = 10;
 pub const CHECK_TIMEOUT_MAX_S: u64 = 3600;
 /// Most names `[check_env] pass` may list.
 pub const CHECK_ENV_PASS_MAX: usize = 64;
+/// Most programs `[tools.run_command] programs` may list, and the longest name.
+pub const RUN_COMMAND_PROGRAMS_MAX: usize = 64;
+pub const PROGRAM_NAME_MAX_CHARS: usize = 64;
 
 impl RunSpec {
     pub fn load(path: &Path) -> Result<RunSpec, SpecError> {
@@ -213,6 +219,9 @@ impl RunSpec {
             c.env.tmpdir = Some(dir.to_path_buf());
         }
         for c in self.checks.values_mut() {
+            c.env.tmpdir = Some(dir.to_path_buf());
+        }
+        if let Some(c) = &mut self.run_command {
             c.env.tmpdir = Some(dir.to_path_buf());
         }
     }

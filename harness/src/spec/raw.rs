@@ -128,6 +128,17 @@ pub(super) struct RawDrift {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTools {
     pub allow: Option<Vec<String>>,
+    /// `[tools.run_command]`: what the run_command tool may run.
+    pub run_command: Option<Table<RawRunCommand>>,
+}
+
+/// `[tools.run_command]`: the programs run_command may start (deny by
+/// default) and its timeout.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRunCommand {
+    pub programs: Option<Vec<String>>,
+    pub timeout_s: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -262,6 +273,10 @@ pub(super) const PATH: Field = text("a path (relative paths are relative to the 
 pub(super) const WORKSPACE: Field = required(PATH, "the workspace directory the tools act in");
 pub(super) const TOOLS_ALLOW: Field = bare("an array of tool names");
 pub(super) const TOOL_NAME: Field = text("a tool name");
+pub(super) const PROGRAMS: Field =
+    bare("an array of program names run_command may run, e.g. [\"python3\"]");
+pub(super) const PROGRAM: Field =
+    text("a program name looked up on PATH (letters, digits, '.', '_', '+', '-'; no '/')");
 pub(super) const WEBHOOK_URL: Field = text("an http(s) URL");
 pub(super) const CHECK_ENV_PASS: Field = text("an array of environment variable names");
 pub(super) const ENV_NAME: Field = text("an environment variable name");
@@ -329,6 +344,10 @@ fn field_at(path: &[Step]) -> Option<Field> {
         [K("drift"), K("prune_above" | "halt_above")] => FRACTION,
         [K("tools"), K("allow")] => TOOLS_ALLOW,
         [K("tools"), K("allow"), I] => TOOL_NAME,
+        [K("tools"), K("run_command")] => TABLE,
+        [K("tools"), K("run_command"), K("programs")] => PROGRAMS,
+        [K("tools"), K("run_command"), K("programs"), I] => PROGRAM,
+        [K("tools"), K("run_command"), K("timeout_s")] => TIMEOUT,
         [K("alerts"), K("webhook_url")] => WEBHOOK_URL,
         [K("check_env"), K("pass")] => CHECK_ENV_PASS,
         [K("check_env"), K("pass"), I] => ENV_NAME,

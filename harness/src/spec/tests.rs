@@ -387,3 +387,97 @@ fn memory_is_off_when_absent_and_range_checked_when_present() {
     .unwrap_err();
     assert!(e.expected.contains("found string"), "{e}");
 }
+
+#[test]
+fn run_command_is_off_by_default_and_needs_its_programs() {
+    let d = dir();
+    // No [tools] allow: the six tools of before, no coding tools.
+    let s = RunSpec::parse(BASE, "run.toml", d.path()).unwrap();
+    assert_eq!(s.tools_allowed, crate::tools::DEFAULT_TOOL_NAMES.to_vec());
+    assert_eq!(s.run_command, None);
+    let with = |tools: &str| format!("{BASE}\n{tools}\n");
+    // Allowed with its programs: a policy with the default timeout and the
+    // checks' environment names.
+    let s = RunSpec::parse(
+        &with("[tools]\nallow = [\"read_file\", \"run_command\"]\n[tools.run_command]\nprograms = [\"python3\", \"make\", \"python3\"]\n\n[check_env]\npass = [\"PGHOST\"]"),
+        "run.toml",
+        d.path(),
+    )
+    .unwrap();
+    let p = s.run_command.unwrap();
+    assert_eq!(p.programs, vec!["python3", "make"]);
+    assert_eq!(p.timeout_s, crate::tools::RUN_COMMAND_DEFAULT_TIMEOUT_S);
+    assert_eq!(p.env.pass, vec!["PGHOST"]);
+    for (tools, field, says) in [
+        (
+            "[tools]\nallow = [\"run_command\"]",
+            "tools.run_command",
+            "the table is missing",
+        ),
+        (
+            "[tools]\nallow = [\"run_command\"]\n[tools.run_command]\nprograms = []",
+            "tools.run_command.programs",
+            "at least one program",
+        ),
+        (
+            "[tools]\nallow = [\"run_command\"]\n[tools.run_command]\ntimeout_s = 5",
+            "tools.run_command.programs",
+            "at least one program",
+        ),
+        (
+            "[tools]\nallow = [\"read_file\"]\n[tools.run_command]\nprograms = [\"sh\"]",
+            "tools.run_command",
+            "unless tools.allow lists",
+        ),
+        (
+            "[tools.run_command]\nprograms = [\"sh\"]",
+            "tools.run_command",
+            "unless tools.allow lists",
+        ),
+        (
+            "[tools]\nallow = [\"run_command\"]\n[tools.run_command]\nprograms = [\"/bin/sh\"]",
+            "tools.run_command.programs[0]",
+            "no '/'",
+        ),
+        (
+            "[tools]\nallow = [\"run_command\"]\n[tools.run_command]\nprograms = [\"sh\", \"..\"]",
+            "tools.run_command.programs[1]",
+            "no '/'",
+        ),
+        (
+            "[tools]\nallow = [\"run_command\"]\n[tools.run_command]\nprograms = [\"sh\"]\ntimeout_s = 0",
+            "tools.run_command.timeout_s",
+            "between 1 and 3600",
+        ),
+        (
+            "[tools]\nallow = [\"run_command\"]\n[tools.run_command]\nprograms = [3]",
+            "tools.run_command.programs[0]",
+            "a program name",
+        ),
+        (
+            "[tools]\nallow = [\"run_command\"]\n[tools.run_command]\nprograms = [\"sh\"]\nshell = true",
+            "tools.run_command.shell",
+            "known fields here: programs, timeout_s",
+        ),
+        (
+            "[tools]\nallow = [\"run_shell\"]",
+            "tools.allow",
+            "valid tools are",
+        ),
+    ] {
+        let e = RunSpec::parse(&with(tools), "run.toml", d.path()).unwrap_err();
+        assert_eq!(e.field, field, "{tools}: {e}");
+        assert!(e.expected.contains(says), "{tools}: {e}");
+        assert_eq!(e.file, "run.toml");
+    }
+    // The timeout stays under the run's wall clock.
+    let short = BASE.replace("wall_clock_limit_s = 28800", "wall_clock_limit_s = 60");
+    let e = RunSpec::parse(
+        &format!("{short}\n[tools]\nallow = [\"run_command\"]\n[tools.run_command]\nprograms = [\"sh\"]\ntimeout_s = 60\n"),
+        "run.toml",
+        d.path(),
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "tools.run_command.timeout_s");
+    assert!(e.expected.contains("below the run's wall clock"), "{e}");
+}

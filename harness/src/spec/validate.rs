@@ -188,6 +188,87 @@ impl Checker<'_> {
         Ok(out)
     }
 
+    /// `[tools.run_command]`: present exactly when `tools.allow` lists
+    /// run_command; its programs bare names (deny by default: nothing else
+    /// runs), its timeout under the run's wall clock.
+    fn run_command(
+        &self,
+        tools: &RawTools,
+        allowed: &[String],
+        wall_clock_limit_s: f64,
+        check_env_pass: &[String],
+    ) -> Result<Option<crate::tools::CommandPolicy>, SpecError> {
+        let listed = allowed.iter().any(|t| t == "run_command");
+        let table = tools.run_command.as_ref().map(|t| &t.0);
+        let Some(t) = table else {
+            if listed {
+                return Err(self.err(
+                    "tools.run_command",
+                    "a [tools.run_command] table with `programs`, the programs run_command may run (deny by default), e.g. programs = [\"python3\"]: tools.allow lists run_command (the table is missing)",
+                ));
+            }
+            return Ok(None);
+        };
+        if !listed {
+            return Err(self.err(
+                "tools.run_command",
+                "no [tools.run_command] table unless tools.allow lists \"run_command\" (it configures a tool the run does not allow)",
+            ));
+        }
+        let programs = t.programs.as_deref().unwrap_or(&[]);
+        if programs.is_empty() {
+            return Err(self.err(
+                "tools.run_command.programs",
+                "at least one program run_command may run (deny by default), e.g. programs = [\"python3\"]",
+            ));
+        }
+        if programs.len() > super::RUN_COMMAND_PROGRAMS_MAX {
+            return Err(self.err(
+                "tools.run_command.programs",
+                format!(
+                    "at most {} programs, found {}",
+                    super::RUN_COMMAND_PROGRAMS_MAX,
+                    programs.len()
+                ),
+            ));
+        }
+        let mut out: Vec<String> = vec![];
+        for (i, p) in programs.iter().enumerate() {
+            let field = format!("tools.run_command.programs[{i}]");
+            let name = self.text(&PROGRAM, &field, p)?;
+            let ok = name.chars().count() <= super::PROGRAM_NAME_MAX_CHARS
+                && name != "."
+                && name != ".."
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+            if !ok {
+                return Err(self.err(&field, format!("{}, found {name:?}", PROGRAM.what)));
+            }
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        let timeout_s = match t.timeout_s {
+            Some(v) => self.int(&TIMEOUT, "tools.run_command.timeout_s", v)?,
+            None => crate::tools::RUN_COMMAND_DEFAULT_TIMEOUT_S,
+        };
+        if timeout_s as f64 >= wall_clock_limit_s {
+            return Err(self.err(
+                "tools.run_command.timeout_s",
+                format!("a timeout below the run's wall clock (budget.wall_clock_limit_s = {wall_clock_limit_s}), found {timeout_s}"),
+            ));
+        }
+        Ok(Some(crate::tools::CommandPolicy {
+            programs: out,
+            timeout_s,
+            env: crate::check::CheckEnv {
+                pass: check_env_pass.to_vec(),
+                tmpdir: None,
+            },
+        }))
+    }
+
     /// The whole spec, in the order of its concepts: goal, checks (the
     /// predicate may name one), predicate, budget, model, prices, loop,
     /// drift, workspace, tools, alerts.
@@ -464,11 +545,17 @@ impl Checker<'_> {
                 crate::tools::validate_allowlist(&out).map_err(|e| self.err("tools.allow", e))?;
                 out
             }
-            None => crate::tools::ALL_TOOL_NAMES
+            None => crate::tools::DEFAULT_TOOL_NAMES
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
         };
+        let run_command = self.run_command(
+            &raw.tools.0,
+            &tools_allowed,
+            wall_clock_limit_s,
+            &check_env_pass,
+        )?;
 
         let alerts = AlertSpec {
             file: match &raw.alerts.0.file {
@@ -560,6 +647,7 @@ impl Checker<'_> {
             workspace,
             outbox,
             tools_allowed,
+            run_command,
             checks,
             alerts,
             memory,
