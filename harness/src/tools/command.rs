@@ -73,11 +73,22 @@ impl ToolBox<'_> {
             env: policy.env.clone(),
             network: false,
         };
+        // What it writes is the task's work too (its commit holds it): the
+        // workspace's files before and after, as the file tools see them.
+        let before = workspace_files(self.workspace.root());
         let r = crate::check::run_model_command_by(&spec, self.workspace.root(), self.deadline);
+        let after = workspace_files(self.workspace.root());
         let (status, code) = check_status(&r);
         let shown = clip(&argv.join(" "));
+        let changed = changed_paths(&before, &after);
+        let cut = if before.cut || after.cut {
+            format!("\n(the workspace has over {WORKSPACE_SCAN_MAX_FILES} files: what this command changed is listed up to there only)")
+        } else {
+            String::new()
+        };
         let text = format!(
-            "command `{shown}`: {status}; exit code: {code}\n--- output (tail) ---\n{}",
+            "command `{shown}`: {status}; exit code: {code}; files changed in the workspace: {}{cut}\n--- output (tail) ---\n{}",
+            changed.len(),
             r.output
         );
         // It may have written in the workspace whatever its exit: a side
@@ -87,9 +98,88 @@ impl ToolBox<'_> {
         } else {
             Observation::ok(text)
         };
-        o.side_effect = !(r.could_not_run && r.exit_code.is_none());
+        o.side_effect = !(r.could_not_run && r.exit_code.is_none()) || !changed.is_empty();
+        o.wrote = changed;
         o
     }
+}
+
+/// Files of the workspace compared around one run_command.
+pub const WORKSPACE_SCAN_MAX_FILES: usize = 20_000;
+
+/// Each file and symlink of the workspace by its relative path, with what a
+/// write, a rename or a new link changes (inode, size, mtime, ctime); no
+/// symlink followed, `.git` left out, at most WORKSPACE_SCAN_MAX_FILES.
+struct WorkspaceFiles {
+    files: BTreeMap<String, (u64, u64, i128, i128)>,
+    cut: bool,
+}
+
+fn workspace_files(root: &std::path::Path) -> WorkspaceFiles {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = WorkspaceFiles {
+        files: BTreeMap::new(),
+        cut: false,
+    };
+    let mut stack = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.eq_ignore_ascii_case(".git") {
+                continue;
+            }
+            let r = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.push((e.path(), r));
+                continue;
+            }
+            if out.files.len() >= WORKSPACE_SCAN_MAX_FILES {
+                out.cut = true;
+                return out;
+            }
+            let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+            out.files.insert(
+                r,
+                (
+                    m.ino(),
+                    m.len(),
+                    ns(m.mtime(), m.mtime_nsec()),
+                    ns(m.ctime(), m.ctime_nsec()),
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// Paths added, changed or removed between two walks, sorted.
+fn changed_paths(before: &WorkspaceFiles, after: &WorkspaceFiles) -> Vec<String> {
+    let mut out: Vec<String> = after
+        .files
+        .iter()
+        .filter(|(p, id)| before.files.get(*p) != Some(id))
+        .map(|(p, _)| p.clone())
+        .chain(
+            before
+                .files
+                .keys()
+                .filter(|p| !after.files.contains_key(*p))
+                .cloned(),
+        )
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// How a confined command ended, in words, and its exit code: run_check's

@@ -1033,3 +1033,25 @@ fn run_command_cannot_write_or_read_outside_the_workspace() {
         o.content
     );
 }
+
+/// What a command writes is the task's work: every file it added, changed
+/// or removed is in `wrote` (so the task's commit holds it), `.git` never,
+/// and what it left alone never.
+#[test]
+fn run_command_reports_every_file_it_wrote() {
+    let fx = Fx::with_programs(&["sh"], 10);
+    fx.put("keep.txt", b"same\n");
+    fx.put("src/edit.py", b"x = 1\n");
+    fx.put("old.txt", b"bye\n");
+    fx.put(".git/HEAD", b"ref: refs/heads/main\n");
+    let o = fx.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo 'x = 2' > src/edit.py; mkdir -p gen; echo new > gen/new.txt; rm old.txt; echo junk > .git/HEAD"]}),
+    );
+    assert!(!o.is_error && o.side_effect, "{o:?}");
+    assert_eq!(o.wrote, vec!["gen/new.txt", "old.txt", "src/edit.py"], "{o:?}");
+    assert!(o.content.contains("files changed in the workspace: 3"), "{}", o.content);
+    // A command that writes nothing reports nothing written.
+    let o = fx.call("run_command", json!({"argv": ["sh", "-c", "cat keep.txt"]}));
+    assert!(o.wrote.is_empty(), "{o:?}");
+}
