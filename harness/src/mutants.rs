@@ -42,6 +42,9 @@ pub enum Mutant {
     /// Checks run without their pids cgroup: no process cap, and a `setsid`
     /// daemon outlives its check.
     NoCgroup,
+    /// Checks share the harness's PID namespace: they see (and count) every
+    /// process of the host, the harness's pid included.
+    NoPidNamespace,
     /// A tool write opens the existing file and writes it in place (through
     /// a hard link, outside the workspace).
     WriteInPlace,
@@ -60,7 +63,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 18] = [
+    pub const ALL: [Mutant; 19] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -73,6 +76,7 @@ impl Mutant {
         Mutant::NoLandlock,
         Mutant::NoNetNamespace,
         Mutant::NoCgroup,
+        Mutant::NoPidNamespace,
         Mutant::WriteInPlace,
         Mutant::CommitEverything,
         Mutant::ExitZero,
@@ -96,6 +100,7 @@ impl Mutant {
             Mutant::NoLandlock => "no-landlock",
             Mutant::NoNetNamespace => "no-net-namespace",
             Mutant::NoCgroup => "no-cgroup",
+            Mutant::NoPidNamespace => "no-pid-namespace",
             Mutant::WriteInPlace => "write-in-place",
             Mutant::CommitEverything => "commit-everything",
             Mutant::ExitZero => "exit-zero",
@@ -122,6 +127,9 @@ impl Mutant {
             }
             Mutant::NoNetNamespace => "a check has no network unless allowed (network namespace)",
             Mutant::NoCgroup => "a check's processes are capped and none outlives it (pids cgroup)",
+            Mutant::NoPidNamespace => {
+                "a check sees no process outside its own, the harness included (PID namespace)"
+            }
             Mutant::WriteInPlace => "nothing outside the workspace changes",
             Mutant::CommitEverything => "one task per commit",
             Mutant::ExitZero => "the exit code is the ending's",

@@ -13,6 +13,9 @@
 //!   read `/proc/<pid>/environ` of the harness (scoped to its own domain).
 //! - **A network namespace** of its own (no interface but a down loopback),
 //!   unless the check is allowed the network.
+//! - **A PID namespace** of its own: the check is its namespace's init, sees
+//!   no process outside it (the harness included: not even its pid), and
+//!   when it exits, the kernel kills everything left in it.
 //! - **A pids cgroup** per check ([`cgroup`]): at most
 //!   [`Limits::max_processes`] processes, and everything the check started,
 //!   `setsid` daemons included, is killed when it ends.
@@ -40,7 +43,8 @@ pub enum Level {
     /// Landlock (files, ptrace and signals) and resource limits; the check
     /// is killed by process group at its end.
     Landlock,
-    /// Landlock, a network namespace, a pids cgroup and resource limits.
+    /// Landlock, network and PID namespaces, a pids cgroup and resource
+    /// limits.
     Full,
 }
 
@@ -70,6 +74,10 @@ pub struct Probe {
     pub net_ns: bool,
     /// A pids cgroup can be made under [`cgroup::ROOT`].
     pub cgroup: bool,
+    /// A new PID namespace can be made (root, or unprivileged user
+    /// namespaces). Absent in reports written before it was probed.
+    #[serde(default)]
+    pub pid_ns: bool,
 }
 
 /// The Landlock ABI every `Landlock` level needs at least: ABI 6 scopes
@@ -80,7 +88,7 @@ pub const LANDLOCK_MIN_ABI: i32 = 6;
 impl Probe {
     pub fn level(&self) -> Level {
         let landlock = self.landlock_abi.is_some_and(|a| a >= LANDLOCK_MIN_ABI);
-        match (landlock, self.net_ns && self.cgroup) {
+        match (landlock, self.net_ns && self.cgroup && self.pid_ns) {
             (true, true) => Level::Full,
             (true, false) => Level::Landlock,
             (false, _) => Level::None,
@@ -93,8 +101,9 @@ pub fn probe() -> &'static Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
     PROBE.get_or_init(|| Probe {
         landlock_abi: landlock_rules::abi(),
-        net_ns: probe_net_ns(),
+        net_ns: probe_unshare(nix::sched::CloneFlags::CLONE_NEWNET),
         cgroup: cgroup::available(),
+        pid_ns: probe_unshare(nix::sched::CloneFlags::CLONE_NEWPID),
     })
 }
 
@@ -103,9 +112,9 @@ pub fn level() -> Level {
     probe().level()
 }
 
-/// Whether a child can enter a network namespace of its own: one `true`
-/// started that way (a fork and an exec, once per process).
-fn probe_net_ns() -> bool {
+/// Whether a child can make namespaces of these kinds: one `true` started
+/// after that unshare (a fork and an exec, once per kind per process).
+fn probe_unshare(flags: nix::sched::CloneFlags) -> bool {
     use std::os::unix::process::CommandExt;
     let mut c = Command::new("true");
     c.env_clear()
@@ -116,9 +125,7 @@ fn probe_net_ns() -> bool {
     // SAFETY: unshare is a single async-signal-safe syscall; nothing is
     // allocated between fork and exec.
     unsafe {
-        c.pre_exec(|| {
-            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
-        });
+        c.pre_exec(move || nix::sched::unshare(flags).map_err(std::io::Error::from));
     }
     c.status().is_ok_and(|s| s.success())
 }
@@ -294,6 +301,7 @@ pub fn confine(cmd: &mut Command, policy: &Policy, level: Level) -> Result<Confi
     let join = group.as_ref().map(|g| g.procs_path_c());
     let limits = policy.limits;
     let new_net = level == Level::Full && !policy.network && !active(Mutant::NoNetNamespace);
+    let new_pid = level == Level::Full && !active(Mutant::NoPidNamespace);
     let ruleset = std::sync::Mutex::new(ruleset);
     // SAFETY: the closure runs in the forked child before exec. It makes
     // only syscalls (setrlimit, open/write/close on a path prepared above,
@@ -309,6 +317,9 @@ pub fn confine(cmd: &mut Command, policy: &Policy, level: Level) -> Result<Confi
                 nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
                     .map_err(std::io::Error::from)?;
             }
+            if new_pid {
+                enter_pid_namespace()?;
+            }
             let taken = ruleset.lock().ok().and_then(|mut r| r.take());
             if let Some(r) = taken {
                 landlock_rules::restrict_self(r)?;
@@ -320,6 +331,50 @@ pub fn confine(cmd: &mut Command, policy: &Policy, level: Level) -> Result<Confi
         cgroup: group,
         leader: Default::default(),
     })
+}
+
+/// Between fork and exec: make a PID namespace and continue as its init.
+/// `unshare(CLONE_NEWPID)` puts only the caller's next child in it, so the
+/// caller forks once more: the new child (pid 1 there) returns and goes on
+/// to exec the check; the caller stays behind as a relay that closes every
+/// descriptor but stdio (so the spawner's exec-error pipe closes at the
+/// exec, not at the check's end), waits for it and exits as it did (its
+/// code, or its signal). The relay is in the check's cgroup and process
+/// group, so a kill reaches it with the rest. Only async-signal-safe calls.
+fn enter_pid_namespace() -> std::io::Result<()> {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    use nix::unistd::{fork, ForkResult};
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWPID).map_err(std::io::Error::from)?;
+    // SAFETY: the child of this fork only returns to exec (the spawner's
+    // own post-fork path); the parent only closes, waits and exits.
+    match unsafe { fork() }.map_err(std::io::Error::from)? {
+        ForkResult::Child => Ok(()),
+        ForkResult::Parent { child } => {
+            // SAFETY: close_range is a single syscall.
+            unsafe {
+                libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            }
+            let code = loop {
+                match waitpid(child, None) {
+                    Ok(WaitStatus::Exited(_, c)) => break c,
+                    Ok(WaitStatus::Signaled(_, sig, _)) => {
+                        // SAFETY: restore the default action, then die of
+                        // the same signal, so the spawner sees what the
+                        // check saw.
+                        unsafe {
+                            libc::signal(sig as i32, libc::SIG_DFL);
+                            libc::kill(libc::getpid(), sig as i32);
+                        }
+                        break 128 + sig as i32;
+                    }
+                    Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
+                    Err(_) => break 127,
+                }
+            };
+            // SAFETY: _exit never returns and runs no destructor.
+            unsafe { libc::_exit(code) }
+        }
+    }
 }
 
 fn set_limits(l: &Limits) -> std::io::Result<()> {

@@ -144,3 +144,30 @@ fn a_killed_harnesss_check_group_and_what_is_in_it_are_swept() {
     assert!(live.exists(), "a live owner's group is not touched");
     std::fs::remove_dir(&live).unwrap();
 }
+
+/// A check is its own PID namespace's init: it sees no process outside it
+/// (the harness's pid names nothing there), and its exit code comes back
+/// through the relay as it was.
+#[test]
+fn a_check_sees_no_process_but_its_own() {
+    full_level();
+    let d = tempfile::tempdir().unwrap();
+    let me = std::process::id();
+    let r = sh(
+        &format!("echo pid=$$; if kill -0 {me} 2>/dev/null; then echo harness-visible; else echo harness-hidden; fi; n=0; for p in $(seq 1 512); do kill -0 $p 2>/dev/null && n=$((n+1)); done; echo seen=$n; exit 7"),
+        d.path(),
+    );
+    assert!(r.output.contains("pid=1\n"), "{r:?}");
+    assert!(r.output.contains("harness-hidden"), "{r:?}");
+    let seen: u32 = r
+        .output
+        .split("seen=")
+        .nth(1)
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(u32::MAX);
+    assert!(
+        seen <= 4,
+        "a check sees only its own processes, saw {seen}: {r:?}"
+    );
+    assert_eq!(r.exit_code, Some(7), "its exit code comes back: {r:?}");
+}
