@@ -312,6 +312,7 @@ pub fn budget_line(budget_tokens: u64) -> String {
 /// turns), with only the 70% notice after it. The adapters put a user turn
 /// after tool results into the same user message (Anthropic) or a message
 /// of its own (OpenAI): either way nothing before it changes.
+#[allow(clippy::too_many_arguments)]
 pub fn execute_request(
     model: &str,
     max_tokens: u32,
@@ -320,6 +321,7 @@ pub fn execute_request(
     tools: Vec<ToolDef>,
     budget_tokens: u64,
     notice: Option<String>,
+    system_extra: Option<&str>,
 ) -> ModelRequest {
     turns.push(Turn::User {
         text: budget_line(budget_tokens),
@@ -328,7 +330,10 @@ pub fn execute_request(
         role: CallRole::Execute,
         call_key,
         model: model.into(),
-        system: EXECUTE_SYSTEM.into(),
+        system: match system_extra {
+            None => EXECUTE_SYSTEM.into(),
+            Some(extra) => format!("{EXECUTE_SYSTEM}\n\n{extra}"),
+        },
         turns,
         tools,
         max_tokens,
@@ -628,6 +633,7 @@ mod tests {
             vec![],
             900,
             None,
+            None,
         );
         let b = execute_request(
             "m",
@@ -637,6 +643,7 @@ mod tests {
             vec![],
             700,
             Some("NOTICE-LAST".into()),
+            None,
         );
         assert_eq!(a.turns.len(), 2);
         assert_eq!(a.turns[0], b.turns[0], "the cached prefix is identical");

@@ -91,6 +91,7 @@ fn requests(spec: &RunSpec, ws: &crate::workspace::Workspace) -> Vec<ModelReques
             tools,
             0,
             None,
+            spec.executor_prompt_extra.as_deref(),
         ),
         crate::drift::judge_request(&goal, &[], model(CallRole::Judge), "judge/0".into()),
         crate::agent::compact_request(

@@ -1453,6 +1453,7 @@ impl Runner {
                 tool_defs.clone(),
                 budget_tokens,
                 notice,
+                self.spec.executor_prompt_extra.as_deref(),
             );
             let reply = self.call_model(req, Phase::DuringModelCall).await?;
             if reply.stop_reason == StopReason::Refusal {

@@ -452,6 +452,34 @@ fn an_arm_that_changes_the_request_conditions_is_not_comparable_under_replay() {
         }
         assert!(o.text.contains(says), "{}", o.text);
     }
+    // A prompt A/B: only the executor's system prompt differs.
+    let terse = arm(
+        t.path(),
+        "terse",
+        "[prompts]\nexecutor_extra = \"Be terse.\"\n",
+    );
+    let o = ab(
+        &config("loop-cap-6.toml"),
+        &terse,
+        &[
+            "--suite",
+            "suites/ab",
+            "--category",
+            "happy",
+            "--runs-per-case",
+            "1",
+        ],
+    );
+    assert_eq!(o.code, 3, "exit 3 is not comparable: {}", o.text);
+    for c in o.json["not_comparable"]
+        .as_array()
+        .expect("not_comparable list")
+    {
+        for r in c["runs"].as_array().unwrap() {
+            assert_eq!(r["arm"], "b", "{c}");
+            assert_eq!(r["fault"]["difference"]["field"], "system", "{c}");
+        }
+    }
 }
 
 /// A stand-in endpoint that answers by model name: the swapped executor

@@ -126,7 +126,13 @@ pub struct RunSpec {
     /// `[sandbox] min_level`: the weakest confinement of checks this run
     /// accepts (default full); below it the run refuses to start.
     pub sandbox_min_level: crate::sandbox::Level,
+    /// `[prompts] executor_extra`: appended to the executor's system prompt
+    /// (a paragraph of its own after the harness's).
+    pub executor_prompt_extra: Option<String>,
 }
+
+/// Longest `[prompts]` text, in characters.
+pub const PROMPT_EXTRA_MAX_CHARS: usize = 4000;
 
 /// When the run's history is summarized down by a `compact/<n>` call.
 #[derive(Debug, Clone, PartialEq)]

@@ -39,6 +39,18 @@ pub(super) struct RawSpec {
     /// Absent: checks must run at the full confinement level.
     #[serde(default)]
     pub sandbox: Table<RawSandbox>,
+    /// Absent: the harness's own prompts, unchanged.
+    #[serde(default)]
+    pub prompts: Table<RawPrompts>,
+}
+
+/// `[prompts]`: text the spec adds to the harness's own system prompts (the
+/// knob a prompt A/B turns; the harness's prompts stay, so its contract
+/// with the model does).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPrompts {
+    pub executor_extra: Option<String>,
 }
 
 /// `[sandbox]`: the weakest confinement of checks the run accepts.

@@ -481,3 +481,55 @@ fn run_command_is_off_by_default_and_needs_its_programs() {
     assert_eq!(e.field, "tools.run_command.timeout_s");
     assert!(e.expected.contains("below the run's wall clock"), "{e}");
 }
+
+/// `[prompts] executor_extra` reaches the executor's system prompt after the
+/// harness's own; empty, oversized or control-laden text is refused by field.
+#[test]
+fn an_executor_prompt_extra_is_appended_and_bounded() {
+    let d = dir();
+    let s = RunSpec::parse(BASE, "run.toml", d.path()).unwrap();
+    assert_eq!(s.executor_prompt_extra, None);
+    let with =
+        format!("{BASE}[prompts]\nexecutor_extra = \"Be terse.\\nName every file you change.\"\n");
+    let s = RunSpec::parse(&with, "run.toml", d.path()).unwrap();
+    let extra = s.executor_prompt_extra.as_deref();
+    assert_eq!(extra, Some("Be terse.\nName every file you change."));
+    let req = crate::agent::execute_request(
+        "opus",
+        100,
+        "execute/t1/a0/0".into(),
+        vec![],
+        vec![],
+        10,
+        None,
+        extra,
+    );
+    assert!(
+        req.system.starts_with(crate::agent::EXECUTE_SYSTEM),
+        "{}",
+        req.system
+    );
+    assert!(
+        req.system
+            .ends_with("\n\nBe terse.\nName every file you change."),
+        "{}",
+        req.system
+    );
+    let long = "x".repeat(PROMPT_EXTRA_MAX_CHARS + 1);
+    for bad in ["\"\"", "\"  \"", "\"a\\u0007b\"", &format!("\"{long}\"")] {
+        let e = RunSpec::parse(
+            &format!("{BASE}[prompts]\nexecutor_extra = {bad}\n"),
+            "run.toml",
+            d.path(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "prompts.executor_extra", "{bad}: {e}");
+    }
+    let e = RunSpec::parse(
+        &format!("{BASE}[prompts]\nplanner_extra = \"x\"\n"),
+        "run.toml",
+        d.path(),
+    )
+    .unwrap_err();
+    assert!(e.field.contains("planner_extra"), "{e}");
+}

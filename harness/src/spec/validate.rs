@@ -611,6 +611,25 @@ impl Checker<'_> {
             })?,
         };
 
+        let executor_prompt_extra = match &raw.prompts.0.executor_extra {
+            None => None,
+            Some(t)
+                if t.trim().is_empty()
+                    || t.chars().count() > super::PROMPT_EXTRA_MAX_CHARS
+                    || t.chars().any(|c| c.is_control() && c != '\n') =>
+            {
+                return Err(self.err(
+                    "prompts.executor_extra",
+                    format!(
+                        "text of 1 to {} characters (newlines allowed, no other control character), found {} characters",
+                        super::PROMPT_EXTRA_MAX_CHARS,
+                        t.chars().count()
+                    ),
+                ))
+            }
+            Some(t) => Some(t.clone()),
+        };
+
         Ok(RunSpec {
             path: self
                 .dir
@@ -652,6 +671,7 @@ impl Checker<'_> {
             alerts,
             memory,
             sandbox_min_level,
+            executor_prompt_extra,
         })
     }
 }
