@@ -707,3 +707,103 @@ fn several_cases_patterns_and_rerun_failed() {
     assert_eq!(code, 0, "{log}");
     assert!(log.contains("nothing to rerun"), "{log}");
 }
+
+/// `bench run --hybrid`: a case whose requests match its recording replays
+/// whole (no live call); a case whose run spec changed the executor's prompt
+/// replays its plan call and goes live from its first execute call. Per
+/// case-run traffic is in summary.json and the summary's traffic line, and
+/// what was observed replays offline from OUT/hybrid/suite to the same
+/// per-case verdicts.
+#[test]
+fn hybrid_replays_what_matches_and_measures_the_rest_live() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let up = rt.block_on(async {
+        let s = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(serde_json::json!({
+                "id": "msg_standin", "type": "message", "role": "assistant", "model": "claude-opus-5",
+                "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+                "stop_sequence": null, "usage": {"input_tokens": 500, "output_tokens": 5}})))
+            .mount(&s)
+            .await;
+        s
+    });
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suites");
+    add_case(&suite, "happy", "as-recorded", GOOD);
+    add_case(&suite, "happy", "new-prompt", GOOD);
+    // A recorded case (no scenario it is compiled from) whose harness now
+    // sends another executor prompt.
+    std::fs::remove_file(suite.join("happy/new-prompt/scenario.json")).unwrap();
+    let spec = suite.join("happy/new-prompt/run.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!("{text}\n[prompts]\nexecutor_extra = \"Be terse.\"\n"),
+    )
+    .unwrap();
+    let out = t.path().join("out");
+    let endpoint = up.uri();
+    let (code, s, log) = bench_run(
+        &suite,
+        &out,
+        &[
+            "--category",
+            "happy",
+            "--hybrid",
+            "--endpoint",
+            &endpoint,
+            "--protocol",
+            "anthropic",
+            "--max-usd",
+            "1",
+        ],
+    );
+    assert_eq!(
+        code, 1,
+        "the changed prompt's live run does not reach the goal: {log}"
+    );
+    let calls = |id: &str| {
+        let c = s["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {log}"));
+        c["runs"][0]["live_calls"].clone()
+    };
+    let same = calls("as-recorded");
+    assert_eq!(same["live"], 0, "{same}");
+    assert!(same["replayed"].as_u64().unwrap() >= 4, "{same}");
+    let changed = calls("new-prompt");
+    assert!(changed["live"].as_u64().unwrap() >= 1, "{changed}");
+    assert_eq!(changed["replayed"], 1, "the plan call replays: {changed}");
+    assert!(
+        changed["diverged"].as_str().unwrap().contains("system"),
+        "{changed}"
+    );
+    assert!(log.contains("Model traffic: "), "{log}");
+    let got = rt.block_on(up.received_requests()).unwrap();
+    assert_eq!(got.len() as u64, changed["live"].as_u64().unwrap());
+    // Next time, offline: the same verdicts from what was observed.
+    drop(up);
+    let (code2, s2, log2) = bench_run(
+        &out.join("hybrid/suite"),
+        &t.path().join("out2"),
+        &["--category", "happy"],
+    );
+    assert_eq!(code2, code, "{log2}");
+    for id in ["as-recorded", "new-prompt"] {
+        let passed = |s: &Value| {
+            s["cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["id"] == id)
+                .unwrap()["passed"]
+                .clone()
+        };
+        assert_eq!(passed(&s), passed(&s2), "{id}: {log2}");
+    }
+    assert!(!log2.contains("Model traffic"), "{log2}");
+}
