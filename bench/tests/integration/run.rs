@@ -806,4 +806,42 @@ fn hybrid_replays_what_matches_and_measures_the_rest_live() {
         assert_eq!(passed(&s), passed(&s2), "{id}: {log2}");
     }
     assert!(!log2.contains("Model traffic"), "{log2}");
+    // An endpoint that fails mid-case: that case-run measured nothing, and
+    // says why first; its live call is counted.
+    let (code3, s3, log3) = bench_run(
+        &suite,
+        &t.path().join("out3"),
+        &[
+            "--category",
+            "happy",
+            "--hybrid",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--protocol",
+            "anthropic",
+            "--max-usd",
+            "1",
+        ],
+    );
+    assert_eq!(code3, 1, "{log3}");
+    let run = s3["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "new-prompt")
+        .unwrap()["runs"][0]
+        .clone();
+    assert_eq!(run["bench_fault"]["kind"], "live_not_measured", "{run}");
+    assert!(
+        run["cause"]
+            .as_str()
+            .unwrap()
+            .starts_with("live call not answered by the model: cannot connect"),
+        "{run}"
+    );
+    assert!(run["live_calls"]["live"].as_u64().unwrap() >= 1, "{run}");
+    assert!(
+        log3.contains("FAIL happy/new-prompt run 0: live call not answered by the model"),
+        "{log3}"
+    );
 }
