@@ -40,6 +40,7 @@ pub mod page;
 pub mod page_safety;
 pub mod prices;
 pub mod private_dirs;
+pub mod run_index;
 pub mod runner;
 pub mod score;
 pub mod scripted;

@@ -19,8 +19,8 @@ use bench::{
     stats, suite, summary,
 };
 use cmd::{
-    ab, calibrate, chaos, diverge, faults, flaky, guarantees, knee, merge, new_case, price, record,
-    run, script, self_test, serve, try_case,
+    ab, calibrate, chaos, diverge, faults, flaky, guarantees, index, knee, merge, new_case, price,
+    record, run, script, self_test, serve, try_case,
 };
 
 #[derive(Parser, Debug)]
@@ -50,6 +50,8 @@ enum Command {
     Run(run::RunArgs),
     /// Merge sharded `bench run` outputs into one (checks disjoint, complete, same config).
     Merge(merge::MergeArgs),
+    /// One page over many `bench run` outputs: each run, every case's history, filters, rerun commands.
+    Index(index::IndexArgs),
     /// Kill the harness at every step and phase (SIGKILL and simulated power loss) and check the invariants.
     Chaos(chaos::ChaosArgs),
     /// The machine's faults against the real harness: a real full disk (tmpfs) and checks slower than the wall clock.
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
         Command::Script(args) => script::run(args),
         Command::Run(args) => run::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Index(args) => index::run(args),
         Command::Chaos(args) => chaos::run(args),
         Command::Faults(args) => faults::run(args),
         Command::SelfTest(args) => self_test::run(args),

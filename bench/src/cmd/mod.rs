@@ -8,6 +8,7 @@ pub mod diverge;
 pub mod faults;
 pub mod flaky;
 pub mod guarantees;
+pub mod index;
 pub mod knee;
 pub mod merge;
 pub mod new_case;

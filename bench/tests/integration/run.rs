@@ -845,3 +845,94 @@ fn hybrid_replays_what_matches_and_measures_the_rest_live() {
         "{log3}"
     );
 }
+
+/// `bench index` over two runs of a suite, the second with one case broken
+/// and one case new: one row per run, one mark per run per case (`·` where
+/// a case was not run), the failed case marked for the "failed last" filter
+/// with the command that reruns it, and a directory without a summary named.
+#[test]
+fn the_index_shows_each_run_and_every_case_s_history() {
+    let t = tempfile::tempdir().unwrap();
+    let suite = t.path().join("suites");
+    add_case(&suite, "happy", "demo-ok", GOOD);
+    add_case(&suite, "edge", "demo-flips", GOOD);
+    let first = t.path().join("first");
+    let (code, _, log) = bench_run(&suite, &first, &["--category", "happy,edge"]);
+    assert_eq!(code, 0, "{log}");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let flips = suite.join("edge/demo-flips/case.toml");
+    let text = std::fs::read_to_string(&flips).unwrap();
+    std::fs::write(
+        &flips,
+        text.replace("ending = \"GOAL_MET\"", "ending = \"NO_PROGRESS\""),
+    )
+    .unwrap();
+    add_case(&suite, "happy", "demo-new", GOOD);
+    let second = t.path().join("second");
+    let (code, _, log) = bench_run(&suite, &second, &["--category", "happy,edge"]);
+    assert_eq!(code, 1, "{log}");
+    let page = t.path().join("index.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "index",
+            second.to_str().unwrap(),
+            first.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = scraper::Html::parse_document(&std::fs::read_to_string(&page).unwrap());
+    let sel = |s: &str| scraper::Selector::parse(s).unwrap();
+    let runs: Vec<String> = html
+        .select(&sel("table:not(.history) tr td:nth-child(4)"))
+        .map(|td| td.text().collect())
+        .collect();
+    assert_eq!(
+        runs,
+        vec!["PASS", "FAIL"],
+        "oldest first, whatever the order given"
+    );
+    let row = |id: &str| {
+        html.select(&sel("tr.row"))
+            .find(|r| r.text().next() == Some(id))
+            .unwrap_or_else(|| panic!("no row for {id}"))
+    };
+    let marks = |id: &str| -> String {
+        row(id)
+            .select(&sel("td.marks"))
+            .next()
+            .unwrap()
+            .text()
+            .collect()
+    };
+    assert_eq!(marks("demo-ok"), "✓✓");
+    assert_eq!(marks("demo-flips"), "✓✗");
+    assert_eq!(marks("demo-new"), "·✓");
+    let flipped = row("demo-flips");
+    assert!(
+        flipped.value().classes().any(|c| c == "last-failed"),
+        "{:?}",
+        flipped.value()
+    );
+    let rerun: String = flipped
+        .select(&sel("code"))
+        .next()
+        .unwrap()
+        .text()
+        .collect();
+    assert_eq!(rerun, "bench run --case demo-flips");
+    assert!(row("demo-ok").select(&sel("code")).next().is_none());
+    let o = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "index",
+            t.path().join("nowhere").to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nowhere/summary.json"));
+}

@@ -1,0 +1,194 @@
+//! `bench index`: one static page over many `bench run` outputs, oldest
+//! first: when each ran, at which commit, its pass rate and cost, and per
+//! case a row of marks across the runs (its history), with filters for the
+//! cases whose latest run failed or was flaky and per category (CSS only:
+//! the page carries no script, like every page the bench writes), and for
+//! each case that failed last the command that reruns it.
+
+use crate::summary::{Outcome, Summary};
+use harness::page::html::document;
+use maud::{html, Markup};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Runs one page shows at most (the oldest are left out, and it says so).
+pub const INDEX_RUNS_MAX: usize = 200;
+
+/// One `bench run` output as the index reads it.
+pub struct IndexedRun {
+    pub dir: PathBuf,
+    /// When summary.json was written (its mtime), UTC.
+    pub written: chrono::DateTime<chrono::Utc>,
+    pub summary: Summary,
+}
+
+/// Read each directory's summary.json; an unreadable one is an error that
+/// names it. Sorted oldest first.
+pub fn read_runs(dirs: &[PathBuf]) -> Result<Vec<IndexedRun>, String> {
+    let mut runs = dirs
+        .iter()
+        .map(|d| {
+            let summary = Summary::read(d)?;
+            let written = std::fs::metadata(d.join("summary.json"))
+                .and_then(|m| m.modified())
+                .map_err(|e| format!("{}: {e}", d.join("summary.json").display()))?;
+            Ok(IndexedRun {
+                dir: d.clone(),
+                written: written.into(),
+                summary,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    runs.sort_by_key(|r| r.written);
+    Ok(runs)
+}
+
+/// A case's mark in one run.
+fn mark(o: Option<Outcome>) -> (&'static str, &'static str) {
+    match o {
+        Some(Outcome::Passed) => ("passed", "✓"),
+        Some(Outcome::Flaky) => ("flaky", "~"),
+        Some(Outcome::Failed) => ("failed", "✗"),
+        None => ("absent", "·"),
+    }
+}
+
+/// The page. `base` is where it is written: links to each run's summary
+/// are relative to it when they can be.
+pub fn render(runs: &[IndexedRun], base: &Path) -> Markup {
+    let left_out = runs.len().saturating_sub(INDEX_RUNS_MAX);
+    let runs = &runs[left_out..];
+    // Every case any run holds, by category then id.
+    let mut cases: BTreeMap<(String, String), String> = BTreeMap::new();
+    for r in runs {
+        for c in &r.summary.cases {
+            cases.insert((c.category.clone(), c.id.clone()), c.title.clone());
+        }
+    }
+    // Filters for the categories whose names are safe in a CSS selector
+    // (the suite's four are); any other still shows under "all".
+    let categories: BTreeSet<&str> = cases
+        .keys()
+        .map(|(c, _)| c.as_str())
+        .filter(|c| {
+            c.chars()
+                .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-')
+        })
+        .collect();
+    let outcome = |r: &IndexedRun, id: &str| {
+        r.summary
+            .cases
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.outcome)
+    };
+    let latest = runs.last();
+    let link = |r: &IndexedRun| {
+        let p = r.dir.join("summary.md");
+        pathdiff(&p, base).unwrap_or(p).display().to_string()
+    };
+    let body = html! {
+        h1 { "bench runs: " (runs.len()) " run(s), " (cases.len()) " case(s)" }
+        @if left_out > 0 {
+            p { "The " (left_out) " oldest run(s) are left out (at most " (INDEX_RUNS_MAX) " on a page)." }
+        }
+        h2 { "Runs" }
+        table {
+            tr { th { "#" } th { "written (UTC)" } th { "commit" } th { "verdict" } th { "cases passed" } th { "case-runs" } th { "mean cost per case-run" } th { "wall" } th { "output" } }
+            @for (i, r) in runs.iter().enumerate() {
+                @let s = &r.summary;
+                tr {
+                    td { (i + 1) }
+                    td { (r.written.format("%Y-%m-%d %H:%M:%S")) }
+                    td { code { (s.git_rev.chars().take(12).collect::<String>()) } }
+                    td class=(if s.passed { "passed" } else { "failed" }) {
+                        @if s.interrupted.is_some() { "INTERRUPTED" } @else if s.passed { "PASS" } @else { "FAIL" }
+                    }
+                    td { (s.overall.passed) " of " (s.overall.total) " (" (harness::page::fmt::pct(s.overall.passed as f64, s.overall.total as f64)) ")" }
+                    td { (s.case_runs) }
+                    td { (s.overall.stats.cost_usd_mean_per_case_run.map_or("n/a".to_string(), |c| format!("${c:.4}"))) }
+                    td { (format!("{:.1} s", s.wall_ms as f64 / 1000.0)) }
+                    td { a href=(link(r)) { (r.dir.display()) } }
+                }
+            }
+        }
+        h2 { "Cases" }
+        p { "One mark per run, oldest first: ✓ passed, ~ flaky (some runs passed), ✗ failed, · not in that run. Show:" }
+        // CSS-only filters: each radio shows the rows whose class it names.
+        input type="radio" name="show" id="show-all" checked;
+        label for="show-all" { " all " }
+        input type="radio" name="show" id="show-failed";
+        label for="show-failed" { " failed last " }
+        input type="radio" name="show" id="show-flaky";
+        label for="show-flaky" { " flaky last " }
+        @for c in &categories {
+            input type="radio" name="show" id=(format!("show-cat-{c}"));
+            label for=(format!("show-cat-{c}")) { " " (c) " " }
+        }
+        table class="history" {
+            tr { th { "case" } th { "category" } th { "history" } th { "rerun" } }
+            @for ((category, id), title) in &cases {
+                @let last = latest.and_then(|r| outcome(r, id));
+                tr class=(format!("row last-{} cat-{category}", mark(last).0)) {
+                    td title=(title) { (id) }
+                    td { (category) }
+                    td class="marks" {
+                        @for r in runs {
+                            @let (class, symbol) = mark(outcome(r, id));
+                            span class=(class) title=(format!("{}: {class}", r.written.format("%Y-%m-%d %H:%M"))) { (symbol) }
+                        }
+                    }
+                    td {
+                        @if matches!(last, Some(Outcome::Failed | Outcome::Flaky)) {
+                            code { "bench run --case " (id) }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(r) = latest {
+            @if !r.summary.passed {
+                p { "Every case that did not pass in the latest run: " code { "bench run --rerun-failed " (r.dir.display()) } }
+            }
+        }
+        style { (maud::PreEscaped(filter_css(&categories))) }
+    };
+    document("bench runs", body)
+}
+
+/// The filters: the radio checked decides which rows show.
+fn filter_css(categories: &BTreeSet<&str>) -> String {
+    let mut css = String::from(
+        ".marks span{font-family:monospace;padding:0 1px}.marks .passed{color:#1a7f37}.marks .failed{color:#cf222e}.marks .flaky{color:#9a6700}.marks .absent{color:#999}\n\
+         #show-failed:checked~table.history tr.row:not(.last-failed){display:none}\n\
+         #show-flaky:checked~table.history tr.row:not(.last-flaky){display:none}\n",
+    );
+    for c in categories {
+        css.push_str(&format!(
+            "#show-cat-{c}:checked~table.history tr.row:not(.cat-{c}){{display:none}}\n"
+        ));
+    }
+    css
+}
+
+/// `path` relative to the directory `base`, when both are absolute or both
+/// relative (written by hand: a two-line walk, no crate needed).
+fn pathdiff(path: &Path, base: &Path) -> Option<PathBuf> {
+    let (p, b) = (
+        std::fs::canonicalize(path).ok()?,
+        std::fs::canonicalize(base).ok()?,
+    );
+    let common = p
+        .components()
+        .zip(b.components())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let mut out = PathBuf::new();
+    for _ in b.components().skip(common) {
+        out.push("..");
+    }
+    for c in p.components().skip(common) {
+        out.push(c);
+    }
+    Some(out)
+}
