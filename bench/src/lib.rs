@@ -47,3 +47,7 @@ pub mod scripted;
 pub mod stats;
 pub mod suite;
 pub mod summary;
+
+/// docs/cases.md names every case, scenario and verify field the types have.
+#[cfg(test)]
+mod cases_doc;
