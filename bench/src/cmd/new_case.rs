@@ -185,7 +185,7 @@ const TEMPLATE_LINE: &str = "- Fixed: the CSV export no longer drops the last ro
 
 fn template_case_toml(id: &str, category: &str) -> String {
     format!(
-        r#"# A suite case (docs: suites/README.md). The bench runs the harness on a
+        r#"# A suite case (docs: docs/cases.md). The bench runs the harness on a
 # fresh copy of this directory against cassette.json (compiled from
 # scenario.json by `bench script`) and judges the run by [expect].
 id = "{id}"                # the directory name; also the cassette's `case`
