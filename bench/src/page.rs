@@ -129,6 +129,7 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                 @if !s.passed { p { "The gate fails: every required category must be present and every case must pass (an adversarial case every run; any other at least " (pct(s.pass_rate_policy, 1.0)) " of its runs)." } }
             }
             dl.facts {
+                dt { "Written" } dd { (chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC")) }
                 dt { "Suite revision" } dd { code { (s.git_rev) } }
                 dt { "Config" } dd { code { (&s.config_hash[..s.config_hash.len().min(16)]) } }
                 dt { "Categories required" } dd { (s.categories_required.join(", ")) }
@@ -163,12 +164,16 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                     p { (c.title) } p { (outcome_cell(c)) ", " (runs_passed(c)) " runs passed: " (policy_words(c, s.pass_rate_policy)) "." }
                     div.scroll { table.runs {
                         caption { "The failed runs of " (c.id) }
-                        thead { tr { th.num scope="col" { "run" } th scope="col" { "expected ending" } th scope="col" { "actual ending" } th scope="col" { "what failed" } th scope="col" { "the run's page" } } }
+                        thead { tr { th.num scope="col" { "run" } th scope="col" { "expected ending" } th scope="col" { "actual ending" } th.num scope="col" { "score (passes at " (format!("{:.2}", crate::score::PASS_SCORE)) ")" } th scope="col" { "what failed" } th scope="col" { "the run's page" } } }
                         tbody { @for r in c.runs.iter().filter(|r| !r.passed) {
                             tr {
                                 td.num { (r.run) }
                                 td { code { (r.expected_ending) } }
                                 td { code { (r.ending) } " (exit " (r.exit_code) ")" }
+                                td.num {
+                                    (format!("{:.2}", r.score))
+                                    @if r.score < crate::score::PASS_SCORE { " " span.warn { "below the line" } }
+                                }
                                 td {
                                     // The root cause first; what it caused below.
                                     @if let Some(cause) = &r.cause { p.warn.cause { strong { "cause: " } (cause) } }
@@ -352,6 +357,15 @@ mod tests {
         assert!(
             failure.contains("check ending: expected GOAL_MET"),
             "{failure}"
+        );
+        // Its score beside the line a case-run must reach.
+        assert!(
+            failure.contains("score (passes at 0.80)") && failure.contains("0.00 below the line"),
+            "{failure}"
+        );
+        assert!(
+            text("dl.facts").concat().contains(" UTC"),
+            "the page says when it was written"
         );
         let links: Vec<&str> = doc
             .select(&sel("article.failure a"))
