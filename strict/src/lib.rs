@@ -104,7 +104,9 @@ impl Error {
     pub fn field(&self) -> Option<String> {
         let path = render(&self.path);
         match (&self.kind, path.as_str()) {
-            (Kind::Syntax, _) => None,
+            // A syntax error in a value names the key it is the value of
+            // (`toml_key_at`); any other names none.
+            (Kind::Syntax, ".") => None,
             (Kind::Missing { field }, ".") => Some(field.clone()),
             (Kind::Missing { field }, p) => Some(format!("{p}.{field}")),
             (_, ".") => None,
@@ -216,7 +218,13 @@ fn from_toml<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
             (kind, found)
         }
     };
-    let mut path = if kind == Kind::Syntax { vec![] } else { path };
+    let mut path = match (&kind, &at) {
+        // The parser knows no field; the text does, when the error is in a
+        // `key = value` line's value (a number too large, an unclosed string).
+        (Kind::Syntax, Some(p)) => toml_key_at(text, p.byte).unwrap_or_default(),
+        (Kind::Syntax, None) => vec![],
+        _ => path,
+    };
     // toml hands a datetime to a table's visitor as a one-key table under a
     // private key; a path through that key is a datetime where a table was
     // expected, not a field of the user's.
@@ -408,6 +416,52 @@ fn line_start(text: &str, line: usize) -> usize {
         }
     }
     start
+}
+
+/// The dotted key whose value holds byte `byte` of `text`: the line's
+/// `key =` (a bare or dotted key; quoted keys are not resolved) under the
+/// nearest `[table]` header above it. None when the byte is not in a value
+/// of such a line. Written by hand: the toml crate reports no key for a
+/// value it could not parse.
+fn toml_key_at(text: &str, byte: usize) -> Option<Vec<Segment>> {
+    let byte = byte.min(text.len());
+    let start = text[..byte].rfind('\n').map_or(0, |i| i + 1);
+    let line = &text[start..];
+    let line = &line[..line.find('\n').unwrap_or(line.len())];
+    let eq = line.find('=')?;
+    if start + eq >= byte {
+        return None;
+    }
+    let bare = |k: &str| {
+        !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    let key: Vec<&str> = line[..eq].trim().split('.').map(str::trim).collect();
+    if !key.iter().all(|k| bare(k)) {
+        return None;
+    }
+    let header = text[..start].lines().rev().find_map(|l| {
+        let l = l.trim();
+        let inner = l
+            .strip_prefix("[[")
+            .and_then(|r| r.strip_suffix("]]"))
+            .or_else(|| l.strip_prefix('[').and_then(|r| r.strip_suffix(']')))?;
+        Some(
+            inner
+                .split('.')
+                .map(|k| k.trim().to_string())
+                .collect::<Vec<_>>(),
+        )
+    });
+    let mut path: Vec<Segment> = header
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|k| bare(k))
+        .map(|key| Segment::Map { key })
+        .collect();
+    path.extend(key.iter().map(|k| Segment::Map { key: k.to_string() }));
+    Some(path)
 }
 
 fn position(text: &str, byte: usize) -> Position {
@@ -660,5 +714,27 @@ mod tests {
         assert_eq!(one_of(&n(&["a", "b"])), "`a` or `b`");
         assert_eq!(one_of(&n(&["a", "b", "c"])), "one of `a`, `b`, `c`");
         assert_eq!(names(&one_of(&n(&["a", "b", "c"]))), n(&["a", "b", "c"]));
+    }
+
+    /// A value the parser cannot read (a number past i64, an unclosed
+    /// string) is named by its key, under its table; an error that is not
+    /// in a value names no field.
+    #[test]
+    fn a_syntax_error_in_a_value_names_its_key() {
+        let e = |t: &str| from_str::<toml::Table>(Format::Toml, t).unwrap_err();
+        let big = e("a = 1\nlatency_cap_ms = 18446744073709551616\n");
+        assert_eq!(big.kind, Kind::Syntax);
+        assert_eq!(big.field().as_deref(), Some("latency_cap_ms"), "{big}");
+        let nested = e("[expect]\nending = \"GOAL_MET\"\nspend.usd_max = 99999999999999999999\n");
+        assert_eq!(
+            nested.field().as_deref(),
+            Some("expect.spend.usd_max"),
+            "{nested}"
+        );
+        let open = e("[model]\nexecutor = \"claude\n");
+        assert_eq!(open.field().as_deref(), Some("model.executor"), "{open}");
+        for no_key in ["[model\nx = 1\n", "= 3\n", "a b = 1\n"] {
+            assert_eq!(e(no_key).field(), None, "{no_key:?}: {}", e(no_key));
+        }
     }
 }
