@@ -155,7 +155,7 @@ fn a_check_in_flight_is_killed_whole_and_the_task_verified_on_resume() {
     let mut c = case("stop-check")
         .check(
             "slow",
-            "[ -f db/0042_search_index.sql ] || exit 1; if [ -f .slow-done ]; then exit 0; fi; sleep 300 & echo $! > grandchild.pid; touch .slow-done; wait",
+            "[ -f db/0042_search_index.sql ] || exit 1; if [ -f .slow-done ]; then exit 0; fi; sleep 3007 & echo started > grandchild.pid; touch .slow-done; wait",
         )
         .calls(vec![
             plan(
@@ -182,23 +182,28 @@ fn a_check_in_flight_is_killed_whole_and_the_task_verified_on_resume() {
     assert_eq!(r.code, 130, "{}", r.explain());
     assert_eq!(r.report["stopped"]["signal"], "SIGINT");
     assert_eq!(r.report["in_flight_task"], "t1", "{}", r.explain());
-    let pid: i32 = std::fs::read_to_string(c.ws().join("grandchild.pid"))
+    // The check runs in a PID namespace of its own, so a pid it could
+    // write names nothing here: the grandchild is found by its unique
+    // argv. Gone, or a zombie waiting to be reaped: not running.
+    let running: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    // Gone, or a zombie waiting for init to reap it: not running.
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state_char = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .trim_start()
-        .chars()
-        .next();
+        .flatten()
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\03007\0"))
+        .map(|e| std::fs::read_to_string(e.path().join("stat")).unwrap_or_default())
+        .filter(|stat| {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .chars()
+                .next();
+            !matches!(state, None | Some('Z') | Some('X'))
+        })
+        .collect();
     assert!(
-        matches!(state_char, None | Some('Z') | Some('X')),
-        "the check's grandchild {pid} outlived the stop: {stat}"
+        running.is_empty(),
+        "the check's grandchild outlived the stop: {running:?}"
     );
     // Nothing judged the cut check: t1 is neither verified nor parked.
     assert_eq!(r.report["verified"], json!([]));
