@@ -1049,8 +1049,16 @@ fn run_command_reports_every_file_it_wrote() {
         json!({"argv": ["sh", "-c", "echo 'x = 2' > src/edit.py; mkdir -p gen; echo new > gen/new.txt; rm old.txt; echo junk > .git/HEAD"]}),
     );
     assert!(!o.is_error && o.side_effect, "{o:?}");
-    assert_eq!(o.wrote, vec!["gen/new.txt", "old.txt", "src/edit.py"], "{o:?}");
-    assert!(o.content.contains("files changed in the workspace: 3"), "{}", o.content);
+    assert_eq!(
+        o.wrote,
+        vec!["gen/new.txt", "old.txt", "src/edit.py"],
+        "{o:?}"
+    );
+    assert!(
+        o.content.contains("files changed in the workspace: 3"),
+        "{}",
+        o.content
+    );
     // A command that writes nothing reports nothing written.
     let o = fx.call("run_command", json!({"argv": ["sh", "-c", "cat keep.txt"]}));
     assert!(o.wrote.is_empty(), "{o:?}");
