@@ -36,6 +36,8 @@ pub struct Case {
     pub prunes: BTreeMap<String, Vec<String>>,
     /// What a clean run (no fault injected) ends with (`chaos.toml`).
     pub expected_ending: Ending,
+    /// The spec's `budget.hard_cap_usd`.
+    pub hard_cap_usd: f64,
 }
 
 /// `chaos/cases/<id>/chaos.toml`.
@@ -195,6 +197,7 @@ pub fn load(dir: &Path) -> Result<Case, String> {
         cost_usd,
         prunes,
         expected_ending: meta.expected_ending,
+        hard_cap_usd: spec.hard_cap_usd,
     })
 }
 

@@ -30,10 +30,14 @@ pub enum Phase {
     /// to the state (the history replaced or kept, the attempt recorded);
     /// the checkpoint that records it is next.
     AfterCompactBeforeCheckpoint,
+    /// `--raise-cap-usd` / `--raise-wall-clock-s`: the raise is journaled in
+    /// ledger.jsonl and applied to the state; the checkpoint that records
+    /// it (the run no longer ended) is next.
+    AfterRaiseBeforeCheckpoint,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 13] = [
+    pub const ALL: [Phase; 14] = [
         Phase::BeforeInProgressCheckpoint,
         Phase::TempWritten,
         Phase::AfterFsyncFile,
@@ -47,6 +51,7 @@ impl Phase {
         Phase::AfterParkBeforeCheckpoint,
         Phase::AfterDriftGateBeforeCheckpoint,
         Phase::AfterCompactBeforeCheckpoint,
+        Phase::AfterRaiseBeforeCheckpoint,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -63,6 +68,7 @@ impl Phase {
             Phase::AfterParkBeforeCheckpoint => "after_park_before_checkpoint",
             Phase::AfterDriftGateBeforeCheckpoint => "after_drift_gate_before_checkpoint",
             Phase::AfterCompactBeforeCheckpoint => "after_compact_before_checkpoint",
+            Phase::AfterRaiseBeforeCheckpoint => "after_raise_before_checkpoint",
         }
     }
     pub fn parse(s: &str) -> Option<Phase> {

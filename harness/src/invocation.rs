@@ -27,6 +27,7 @@ pub struct HarnessInvocation {
     state_dir: PathBuf,
     model: ModelSource,
     run_index: Option<u32>,
+    raise_cap_usd: Option<f64>,
     env_remove: Vec<String>,
     env_set: Vec<(String, String)>,
 }
@@ -42,6 +43,7 @@ impl HarnessInvocation {
             state_dir: state_dir.into(),
             model,
             run_index: None,
+            raise_cap_usd: None,
             env_remove: vec![],
             env_set: vec![],
         }
@@ -50,6 +52,12 @@ impl HarnessInvocation {
     /// `--run-index N` (picks the cassette variant run % variants).
     pub fn run_index(mut self, n: u32) -> Self {
         self.run_index = Some(n);
+        self
+    }
+
+    /// `--raise-cap-usd USD` (after BUDGET_EXHAUSTED: raise the cap and go on).
+    pub fn raise_cap_usd(mut self, usd: f64) -> Self {
+        self.raise_cap_usd = Some(usd);
         self
     }
 
@@ -99,6 +107,10 @@ impl HarnessInvocation {
         if let Some(n) = self.run_index {
             a.push("--run-index".into());
             a.push(n.to_string().into());
+        }
+        if let Some(usd) = self.raise_cap_usd {
+            a.push("--raise-cap-usd".into());
+            a.push(usd.to_string().into());
         }
         a
     }

@@ -83,9 +83,11 @@ enum Cmd {
         #[arg(long, conflicts_with = "replay")]
         base_url: Option<String>,
         /// Lower the run's dollar cap for this command: the ledger's hard cap
-        /// becomes min(spec's budget.hard_cap_usd, this). For a live endpoint
-        /// the spec's own cap always applies; this only tightens it.
-        #[arg(long, value_name = "USD")]
+        /// becomes min(the run's cap, this), where the run's cap is the
+        /// spec's budget.hard_cap_usd, or the last --raise-cap-usd once the
+        /// cap was raised. It only ever tightens, and never undoes a raise
+        /// (the raise stays in ledger.jsonl for the next command).
+        #[arg(long, value_name = "USD", conflicts_with = "raise_cap_usd")]
         max_usd: Option<f64>,
         /// After BUDGET_EXHAUSTED: raise the run's hard cap to USD and go on
         /// from its checkpoint (journaled in ledger.jsonl: when, old, new).
@@ -330,6 +332,7 @@ async fn run_cmd(
                     base_url_override,
                     jitter_seed: run_index as u64,
                     raise,
+                    max_usd,
                     #[cfg(feature = "test-hooks")]
                     tamper_goal_before_lap: None,
                 },

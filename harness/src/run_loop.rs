@@ -199,6 +199,10 @@ pub struct RunOptions {
     /// Raise a limit the run ended on, then go on (`--raise-cap-usd`,
     /// `--raise-wall-clock-s`).
     pub raise: Option<Raise>,
+    /// `--max-usd`: this command's cap is min(the run's cap, this). The
+    /// run's cap is the spec's, or the journal's last raise once raised:
+    /// the flag only ever tightens, and a raise stays the run's cap.
+    pub max_usd: Option<f64>,
     /// Library-only test hook (no CLI flag reaches it): corrupt the goal text
     /// in memory before lap N, to prove the hash check turns an in-process
     /// mutation into UNRECOVERABLE_ERROR. Exists only with the `test-hooks`
@@ -380,9 +384,20 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
             .into();
         }
     };
+    // The cap the run was under when it was last checkpointed (the one a
+    // BUDGET_EXHAUSTED run ended on: the spec's, a raise, or a --max-usd).
+    let ended_cap = state.hard_cap_usd;
     state.hard_cap_usd = hard_cap;
     if let Some(raise) = opts.raise {
-        if let Err(why) = raise_limit(&mut state, raise, &spec, state_dir, &goal, &mut events) {
+        if let Err(why) = raise_limit(
+            &mut state,
+            raise,
+            &spec,
+            ended_cap,
+            state_dir,
+            &goal,
+            &mut events,
+        ) {
             return RunEnd::Refused(why);
         }
     }
@@ -469,7 +484,19 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
     }
     ledger.set_blocked(state.ledger.blocked);
     state.ledger = ledger.snapshot().clone();
-    // A raised limit is the journal's from the raise on, whatever the spec says.
+    // A raised limit is the journal's from the raise on, whatever the spec
+    // says; `--max-usd` tightens it for this command only, said on stderr
+    // when it is below a raise (the raise stays in the journal).
+    if let Some(x) = opts.max_usd {
+        if x < ledger.hard_cap_usd() {
+            if let Some(raised) = ledger.raised(crate::ledger::LimitKind::HardCapUsd) {
+                crate::console::err_line(&format!(
+                    "harness: --max-usd {x} is below the run's raised cap ${raised}: this command runs under ${x}; the raise stays in ledger.jsonl and a command without --max-usd runs under it again"
+                ));
+            }
+            ledger.tighten_cap(x);
+        }
+    }
     state.hard_cap_usd = ledger.hard_cap_usd();
     if let Some(s) = ledger.raised(crate::ledger::LimitKind::WallClockLimitS) {
         spec.wall_clock_limit_s = s;
@@ -580,14 +607,18 @@ async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) 
 
 /// Raise the limit a finished run ended on, so it goes on from its
 /// checkpoint: refused (Err, nothing changed) unless the run ended on that
-/// very limit and the new value is above the old one (and, for the cap,
-/// above what is spent; for the clock, above the time run). The raise is a
+/// very limit and the new value is above the old one (for the cap, the one
+/// the run ended on, and above what is spent; for the clock, above the time
+/// run). The same raise again (the journal's last raise of that limit is
+/// this value) never journals twice: it completes a raise killed before its
+/// checkpoint, else it is a plain resume or re-report. The raise is a
 /// ledger journal line (when, old, new), then `finished` is cleared and the
 /// checkpoint written; the goal, queue and verified tasks are untouched.
 fn raise_limit(
     state: &mut RunState,
     raise: Raise,
     spec: &RunSpec,
+    ended_cap: f64,
     state_dir: &Path,
     goal: &Goal,
     events: &mut EventLog,
@@ -597,20 +628,60 @@ fn raise_limit(
         LimitKind::HardCapUsd => ("--raise-cap-usd", Ending::BudgetExhausted),
         LimitKind::WallClockLimitS => ("--raise-wall-clock-s", Ending::TimeLimit),
     };
-    match &state.finished {
-        Some(f) if f.ending == needs => {}
-        Some(f) => return Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one", f.ending)),
-        None => return Err(format!("{flag}: the run has not ended (its checkpoint holds no ending): a limit is raised only after the run ended {needs}; to resume it, run the same command without {flag}")),
-    }
     let mut ledger =
         Ledger::new(spec.hard_cap_usd, spec.prices.clone()).for_protocol(spec.model.protocol);
     ledger
         .open_journal(&state_dir.join("ledger.jsonl"))
         .map_err(|e| format!("{flag}: {e}"))?;
+    // The same raise again, after a process that journaled it was killed:
+    // before its checkpoint (the journal holds more raises than the
+    // checkpoint) the raise is completed, never journaled twice; after it
+    // (the run no longer ended) the command is a resume.
+    let of_limit =
+        |v: &[crate::ledger::LimitRaise]| v.iter().filter(|r| r.limit == raise.limit).count();
+    if ledger.raised(raise.limit) == Some(raise.to) {
+        let unrecorded = of_limit(ledger.raises()) > of_limit(&state.limit_raises);
+        match &state.finished {
+            Some(f) if unrecorded && f.ending == needs => {
+                state.finished = None;
+                state.ledger = ledger.snapshot().clone();
+                state.ledger.blocked = false;
+                if raise.limit == LimitKind::HardCapUsd {
+                    state.hard_cap_usd = raise.to;
+                }
+                state.limit_raises = ledger.raises().to_vec();
+                goal.assert_intact().map_err(|e| e.to_string())?;
+                return checkpoint::save(state_dir, state).map_err(|e| {
+                    format!("{flag}: the raise is journaled but the checkpoint could not be written ({e}); run the same command again")
+                });
+            }
+            // Taken and recorded: the run goes on, or is re-reported.
+            _ if !unrecorded => return Ok(()),
+            Some(_) | None => {}
+        }
+    }
+    // Refused unless the run ended on this very limit (a run not ended, or
+    // ended otherwise, may still be this very raise again: above).
+    if let Some(f) = state.finished.as_ref().filter(|f| f.ending != needs) {
+        return Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one", f.ending));
+    }
+    if state.finished.is_none() {
+        return Err(format!("{flag}: the run has not ended (its checkpoint holds no ending): a limit is raised only after the run ended {needs}; to resume it, run the same command without {flag}"));
+    }
     let spent = ledger.spent_usd();
     let elapsed_s = state.elapsed_ms as f64 / 1000.0;
     let (old, floor, unit) = match raise.limit {
-        LimitKind::HardCapUsd => (ledger.hard_cap_usd(), spent, "spent"),
+        // The cap the run ended on: the spec's or the last raise, or lower
+        // when the command that ended it had --max-usd.
+        LimitKind::HardCapUsd => (
+            if ended_cap.is_finite() && ended_cap > 0.0 {
+                ended_cap
+            } else {
+                ledger.hard_cap_usd()
+            },
+            spent,
+            "spent",
+        ),
         LimitKind::WallClockLimitS => (
             ledger
                 .raised(LimitKind::WallClockLimitS)
@@ -637,6 +708,7 @@ fn raise_limit(
     state.limit_raises.push(r);
     events.emit(state.step, Event::LimitRaised(r));
     goal.assert_intact().map_err(|e| e.to_string())?;
+    crate::chaos_hook::point(crate::chaos_hook::Phase::AfterRaiseBeforeCheckpoint);
     checkpoint::save(state_dir, state).map_err(|e| {
         format!("{flag}: the raise is journaled but the checkpoint could not be written ({e}); run the same command again")
     })

@@ -75,6 +75,11 @@ pub struct TrialPlan {
     pub journal_damage: Option<JournalDamage>,
     /// Sigterm mode: the first process gets a second SIGTERM during its grace.
     pub stop_twice: bool,
+    /// The raise stratum: the first process runs to BUDGET_EXHAUSTED, the
+    /// resumes raise the cap to this (`--raise-cap-usd`, the operator's
+    /// same command again), and the first of them is killed right after
+    /// the raise is journaled (`resume_target`).
+    pub raise_cap_usd: Option<f64>,
     pub rng_seed: u64,
 }
 
@@ -122,6 +127,23 @@ pub fn strata(mode: Mode) -> Vec<Stratum> {
     }
     v
 }
+
+/// The raise stratum's kill in the raising process: right after the raise
+/// is journaled (before its checkpoint), in the checkpoint that records it
+/// (its temp file written, fsynced, renamed), or at the run's next
+/// checkpoint after it. The first two get most kills.
+const RAISE_KILLS: [(Phase, u64); 6] = [
+    (Phase::AfterRaiseBeforeCheckpoint, 1),
+    (Phase::AfterRaiseBeforeCheckpoint, 1),
+    (Phase::TempWritten, 1),
+    (Phase::AfterFsyncFile, 1),
+    (Phase::AfterRenameBeforeFsyncDir, 1),
+    (Phase::BeforeInProgressCheckpoint, 1),
+];
+
+/// The raise stratum raises the case's cap this many times over: enough for
+/// its whole cassette.
+pub const RAISE_FACTOR: f64 = 10.0;
 
 /// Phases at which a task is in flight, usable to set up a resume kill.
 const SETUP_PHASES: [Phase; 4] = [
@@ -171,7 +193,34 @@ pub fn plan(
     let mut resume_target = None;
     let mut rot = None;
     let mut journal_damage = None;
+    let mut raise_cap_usd = None;
     let first = match &stratum {
+        Stratum::Phase(Phase::AfterRaiseBeforeCheckpoint) => {
+            // A case whose clean run ends BUDGET_EXHAUSTED (else a clean run:
+            // there is nothing to raise).
+            if let Some(o) = only {
+                case = o;
+            } else {
+                let r: Vec<usize> = (0..cases.len())
+                    .filter(|c| {
+                        cases[*c].expected_ending == harness::ending::Ending::BudgetExhausted
+                    })
+                    .collect();
+                if !r.is_empty() && !r.contains(&case) {
+                    case = r[rng.gen_range(0..r.len())];
+                }
+            }
+            if cases[case].expected_ending == harness::ending::Ending::BudgetExhausted {
+                let usd = cases[case].hard_cap_usd * RAISE_FACTOR;
+                raise_cap_usd = Some((usd * 1e6).round() / 1e6);
+                let (phase, n) = RAISE_KILLS[rng.gen_range(0..RAISE_KILLS.len())];
+                resume_target = Some(Target::Pause {
+                    phase: phase.as_str().into(),
+                    n,
+                });
+            }
+            Target::None
+        }
         Stratum::Phase(Phase::DuringResumeVerify) => {
             let setup = SETUP_PHASES[rng.gen_range(0..SETUP_PHASES.len())];
             case = pick_case_for(setup, &mut rng);
@@ -332,6 +381,7 @@ pub fn plan(
         rot,
         journal_damage,
         stop_twice,
+        raise_cap_usd,
         rng_seed,
     }
 }

@@ -129,11 +129,18 @@ impl ModeReport {
                 case: t.case_id.clone(),
                 invariant: inv.as_str().into(),
                 process: *process,
-                stratum: format!(
-                    "{} ({})",
-                    t.plan.stratum.label(),
-                    describe_target(&t.plan.first)
-                ),
+                stratum: match (t.plan.raise_cap_usd, &t.plan.resume_target) {
+                    (Some(usd), Some(at)) => format!(
+                        "{} (run to BUDGET_EXHAUSTED, then --raise-cap-usd {usd} killed at {})",
+                        t.plan.stratum.label(),
+                        describe_target(at)
+                    ),
+                    _ => format!(
+                        "{} ({})",
+                        t.plan.stratum.label(),
+                        describe_target(&t.plan.first)
+                    ),
+                },
                 detail: detail.clone(),
                 replay: replay_command(cfg, mode, t.plan.k),
                 trial_dir: t.dir.display().to_string(),

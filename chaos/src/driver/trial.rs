@@ -301,6 +301,19 @@ impl<'a> Trial<'a> {
         }
         let mut invocation =
             HarnessInvocation::run(&p.spec, &p.state, ModelSource::BaseUrl(self.url.clone()));
+        // The raise stratum: as an operator would, once the run ended
+        // BUDGET_EXHAUSTED, and from then on the same command again.
+        if let Some(usd) = self.plan.raise_cap_usd {
+            let exhausted = spawn
+                .ckpt
+                .state()
+                .and_then(|s| s.finished.as_ref())
+                .map(|f| f.ending)
+                == Some(harness::ending::Ending::BudgetExhausted);
+            if idx > 0 && (exhausted || journal_limits(&p.state) > 0) {
+                invocation = invocation.raise_cap_usd(usd);
+            }
+        }
         for (k, v) in env {
             invocation = invocation.env(k, v);
         }
@@ -484,9 +497,14 @@ impl<'a> Trial<'a> {
                     .and_then(|r| r.as_ref().ok())
                     .and_then(|r| r.ending.clone());
                 self.final_report = pr.end.report.clone();
+                // The raise stratum goes on after the first ending.
+                let to_raise = self.plan.raise_cap_usd.is_some()
+                    && journal_limits(&self.p.state) == 0
+                    && self.final_ending.as_deref() == Some("BUDGET_EXHAUSTED");
                 // Done unless a power cut still has to be survived, or the
                 // bit rot has yet to hit a committed checkpoint.
-                !(self.plan.mode == Mode::PowerLoss && pr.crashed)
+                !to_raise
+                    && !(self.plan.mode == Mode::PowerLoss && pr.crashed)
                     && self.rot_pending.is_none()
                     && self.damage_pending.is_none()
             }
@@ -538,6 +556,9 @@ impl<'a> Trial<'a> {
             }
             ck.ex(Invariant::LedgerNeverForgets);
         }
+        if let (Some(usd), true) = (self.plan.raise_cap_usd, finished) {
+            check_raise(ck, &self.p.state, usd, n);
+        }
         if let (true, Some(last)) = (finished, self.procs.last()) {
             self.out.ending = self.final_ending.clone();
             let so_far = RunSoFar {
@@ -560,5 +581,41 @@ impl<'a> Trial<'a> {
         self.out.exercised = self.ck.exercised;
         self.out.violations = self.ck.found;
         self.out
+    }
+}
+
+/// The `limit` lines in the trial's ledger journal (the cap raises).
+fn journal_limits(state: &std::path::Path) -> usize {
+    std::fs::read_to_string(state.join("ledger.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["op"] == "limit")
+        .count()
+}
+
+/// The raise stratum, at the end of the run (ledger_never_forgets): the cap
+/// was raised exactly once, however often the raising command was killed
+/// and run again; the final report's cap is the raised one, its spend is
+/// never above it, and it lists the one raise.
+fn check_raise(ck: &mut Checks, state: &std::path::Path, usd: f64, n: usize) {
+    let inv = Invariant::LedgerNeverForgets;
+    ck.ex(inv);
+    let limits = journal_limits(state);
+    if limits != 1 {
+        ck.fail(inv, n, format!("the raise stratum raised the cap to ${usd} once, but ledger.jsonl holds {limits} limit lines"));
+    }
+    let report: Option<serde_json::Value> = std::fs::read(state.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(r) = report else { return };
+    if r["ending"] == "UNRECOVERABLE_ERROR" {
+        return; // a refused resume (a fault the stratum did not plan) reports the checkpoint's figures
+    }
+    let cap = r["hard_cap_usd"].as_f64().unwrap_or(f64::NAN);
+    let spent = r["spend_usd"].as_f64().unwrap_or(f64::NAN);
+    let raises = r["limit_raises"].as_array().map_or(0, Vec::len);
+    if (cap - usd).abs() > EPS || !(spent <= cap + EPS) || raises != 1 {
+        ck.fail(inv, n, format!("after the cap was raised to ${usd}, the final report says hard_cap_usd {cap}, spend_usd {spent}, {raises} limit raise(s)"));
     }
 }

@@ -177,3 +177,46 @@ fn kills_at_a_compaction_reach_its_phase_and_never_send_a_recorded_one_again() {
         reports.iter().flat_map(|r| r.by_phase.keys()).collect();
     assert!(phases.len() >= 3, "{phases:?}");
 }
+
+#[test]
+fn kills_right_after_a_raise_never_raise_twice_and_keep_the_raised_cap() {
+    // The raise stratum: the first process ends BUDGET_EXHAUSTED, the next
+    // raises the cap (--raise-cap-usd) and is killed right after the raise
+    // is journaled, in the checkpoint that records it, or at the next one;
+    // the same command again goes on. trial.rs checks the journal holds the
+    // one raise and the final report's spend is under the raised cap.
+    let Some(reports) = run(
+        "after_raise_before_checkpoint",
+        8,
+        17,
+        Some("budget-wind-down"),
+    ) else {
+        return;
+    };
+    for r in &reports {
+        assert!(r.confirmed_kills >= 8, "{r:?}");
+        assert!(
+            r.invariants["ledger_never_forgets"].exercised >= 8,
+            "{:?}",
+            r.invariants
+        );
+        assert!(
+            !r.endings.contains_key("BUDGET_EXHAUSTED"),
+            "raised, every run went on past its first cap: {:?}",
+            r.endings
+        );
+    }
+    let at: u64 = (reports.iter())
+        .map(|r| {
+            r.by_phase
+                .get("after_raise_before_checkpoint")
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(
+        at >= 4,
+        "{:?}",
+        reports.iter().map(|r| &r.by_phase).collect::<Vec<_>>()
+    );
+}

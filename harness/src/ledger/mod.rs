@@ -214,6 +214,11 @@ pub struct LimitRaise {
     pub limit: journal::LimitKind,
     pub old: f64,
     pub new: f64,
+    /// How many bookings the spend curve held when the limit was raised
+    /// (where the page's spend plot marks the raise). Not journaled: the
+    /// journal's order gives it on every replay.
+    #[serde(default)]
+    pub after_calls: u64,
 }
 
 impl Ledger {
@@ -316,6 +321,7 @@ impl Ledger {
                     limit: *limit,
                     old: *old,
                     new: *new,
+                    after_calls: self.snap.spend_curve.len() as u64,
                 }),
             }
         }
@@ -677,6 +683,7 @@ impl Ledger {
             limit,
             old,
             new,
+            after_calls: self.snap.spend_curve.len() as u64,
         };
         self.append(&JournalEntry::Limit {
             unix_ms: r.unix_ms,
@@ -689,6 +696,15 @@ impl Ledger {
             self.set_blocked(false);
         }
         Ok(r)
+    }
+
+    /// Lower the cap for this process only (`--max-usd`), never raise it;
+    /// nothing is journaled: the run's cap (the spec's, or the last raise)
+    /// is unchanged for the next process.
+    pub fn tighten_cap(&mut self, cap: f64) {
+        if cap.is_finite() && cap > 0.0 && cap < self.hard_cap_usd {
+            self.hard_cap_usd = cap;
+        }
     }
 
     /// Every raise so far, in order.

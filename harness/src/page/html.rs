@@ -147,6 +147,14 @@ fn spend_desc(p: &RunPage) -> String {
             usd(0.9 * r.hard_cap_usd)
         ));
     }
+    for x in plot::cap_raises(p, plot::SpendAxis::Call) {
+        s.push_str(&format!(
+            " The operator raised the cap after call {:.0}, at {} spent: {} (the marked point; the cap line steps there).",
+            x.x - 0.5,
+            usd(x.spent),
+            plot::raise_label(x.old, x.new)
+        ));
+    }
     if worst > 0 {
         s.push_str(&format!(
             " {worst} call(s) booked at their worst case (usage unknown)."

@@ -21,6 +21,7 @@ const P90: RGBColor = RGBColor(214, 110, 0);
 const P70: RGBColor = RGBColor(190, 150, 0);
 const LINE: RGBColor = RGBColor(60, 64, 67);
 const MUTED: RGBColor = RGBColor(120, 120, 120);
+const RAISE: RGBColor = RGBColor(20, 60, 200);
 
 /// One colour per call role (and grey for a booking torn before its role).
 pub fn role_color(role: Option<CallRole>) -> RGBColor {
@@ -126,6 +127,9 @@ fn draw_spend(
             .label_style((FONT, 14))
             .light_line_style(WHITE.mix(0.0))
             .draw()?;
+        // The cap and its 70% and 90% lines step up at each raise: the old
+        // cap before it, the new one after.
+        let steps = cap_steps(page, axis, x_max);
         for (share, color, name) in [
             (1.0, CAP, "hard cap"),
             (0.9, P90, "90% of the cap"),
@@ -137,15 +141,41 @@ fn draw_spend(
             }
             let label = format!("{name} {}", fmt::usd(y));
             let style = color.stroke_width(if share == 1.0 { 2 } else { 1 });
+            let path: Vec<(f64, f64)> = (steps.iter()).map(|(x, c)| (*x, c * share)).collect();
             chart
                 .draw_series(DashedLineSeries::new(
-                    vec![(0.0, y), (x_max, y)],
+                    path,
                     if share == 1.0 { 2000 } else { 8 },
                     5,
                     style,
                 ))?
                 .label(label)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+        }
+        // Each raise of the cap: a marked point on the spend curve where it
+        // was raised, a vertical marker up to the new cap, and its label.
+        for m in cap_raises(page, axis) {
+            let top = m.new.min(y_max);
+            chart.draw_series(DashedLineSeries::new(
+                vec![(m.x, 0.0), (m.x, top)],
+                6,
+                4,
+                RAISE.stroke_width(2),
+            ))?;
+            let label = raise_label(m.old, m.new);
+            chart
+                .draw_series(std::iter::once(TriangleMarker::new(
+                    (m.x, m.spent),
+                    9,
+                    RAISE.filled(),
+                )))?
+                .label(label.clone())
+                .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, RAISE.filled()));
+            chart.draw_series(std::iter::once(Text::new(
+                label,
+                (m.x, top),
+                (FONT, 13).into_font().color(&RAISE),
+            )))?;
         }
         // The running total, a step at each booking.
         let mut line = vec![(0.0, 0.0)];
@@ -206,6 +236,69 @@ fn draw_spend(
         root.present()?;
     }
     Ok(svg)
+}
+
+/// A raise of the hard cap where the spend plot draws it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CapRaise {
+    /// On the plot's axis: between the last call booked before the raise
+    /// and the next (by call), or when it was journaled (by time).
+    pub x: f64,
+    /// The spend when the cap was raised (the marked point's height).
+    pub spent: f64,
+    pub old: f64,
+    pub new: f64,
+}
+
+/// The words a raise is labelled with, on the plot and in its description.
+pub fn raise_label(old: f64, new: f64) -> String {
+    format!("cap raised {} \u{2192} {}", fmt::usd(old), fmt::usd(new))
+}
+
+/// The report's raises of the hard cap, placed on `axis` (a raise the time
+/// axis cannot place, with no event log, is left off that plot only).
+pub fn cap_raises(page: &RunPage, axis: SpendAxis) -> Vec<CapRaise> {
+    (page.report.limit_raises.iter())
+        .filter(|r| r.limit == crate::ledger::LimitKind::HardCapUsd)
+        .filter(|r| r.old.is_finite() && r.new.is_finite())
+        .filter_map(|r| {
+            let before = (page.calls.iter())
+                .take_while(|c| c.n <= r.after_calls)
+                .last();
+            let spent = before.map_or(0.0, |c| finite_or(c.spent_usd, 0.0));
+            let x = match axis {
+                SpendAxis::Call => r.after_calls as f64 + 0.5,
+                SpendAxis::Time => match page.first_event_unix_ms {
+                    Some(t0) => r.unix_ms.saturating_sub(t0) as f64 / 1000.0,
+                    None => before.and_then(|c| c.t_s)?,
+                },
+            };
+            Some(CapRaise {
+                x,
+                spent,
+                old: r.old,
+                new: r.new,
+            })
+        })
+        .collect()
+}
+
+/// The hard cap as a path over the plot's width: the cap before the first
+/// raise from 0, stepping to each raise's new cap at its x, the run's cap
+/// to `x_max`. A run never raised: the report's cap, one flat line.
+pub fn cap_steps(page: &RunPage, axis: SpendAxis, x_max: f64) -> Vec<(f64, f64)> {
+    let cap = finite_or(page.report.hard_cap_usd, 0.0).max(0.0);
+    let raises = cap_raises(page, axis);
+    let mut path = vec![(0.0, raises.first().map_or(cap, |r| r.old))];
+    for r in &raises {
+        let x = r.x.clamp(0.0, x_max);
+        let before = path.last().map_or(r.old, |p| p.1);
+        path.push((x, before));
+        path.push((x, r.new));
+    }
+    let last = path.last().map_or(cap, |p| p.1);
+    path.push((x_max, last));
+    path
 }
 
 /// Both plots' legend: upper left, over a light box.

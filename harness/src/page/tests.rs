@@ -410,3 +410,48 @@ fn the_page_says_when_the_run_ran_and_each_plot_has_its_own_caption() {
     assert_eq!(spend.len(), 2, "{captions:?}");
     assert_ne!(spend[0], spend[1]);
 }
+
+/// A raise of the cap is a marked point on the spend plot with its label,
+/// and the cap line steps there: the old cap before it, the new one after.
+#[test]
+fn a_raised_cap_is_a_marked_point_and_the_cap_line_steps_there() {
+    let mut r = report(4);
+    r.hard_cap_usd = 3.0;
+    r.limit_raises.push(crate::ledger::LimitRaise {
+        unix_ms: 1_000,
+        limit: crate::ledger::LimitKind::HardCapUsd,
+        old: 1.0,
+        new: 3.0,
+        after_calls: 5,
+    });
+    let page = RunPage::from_parts(r, &[], 0.0, vec![]);
+    let steps = plot::cap_steps(&page, plot::SpendAxis::Call, 9.0);
+    assert_eq!(
+        steps,
+        vec![(0.0, 1.0), (5.5, 1.0), (5.5, 3.0), (9.0, 3.0)],
+        "the old cap up to the raise, the new one after"
+    );
+    let marks = plot::cap_raises(&page, plot::SpendAxis::Call);
+    assert_eq!(marks.len(), 1);
+    assert_eq!(marks[0].spent, page.calls[4].spent_usd, "on the curve");
+    let svg = plot::spend(&page, plot::SpendAxis::Call).unwrap().unwrap();
+    let label = "cap raised $1.00 \u{2192} $3.00";
+    assert_eq!(svg.matches(label).count(), 2, "legend and marker: {svg}");
+    let doc = Html::parse_document(&page.render());
+    let caption: String = doc
+        .select(&sel("figcaption"))
+        .flat_map(|c| c.text())
+        .collect();
+    assert!(
+        caption.contains(&format!("after call 5, at ")) && caption.contains(label),
+        "{caption}"
+    );
+    // Never raised: one flat cap line, no marker.
+    let plain = RunPage::from_parts(report(4), &[], 0.0, vec![]);
+    assert_eq!(
+        plot::cap_steps(&plain, plot::SpendAxis::Call, 9.0),
+        vec![(0.0, 1.0), (9.0, 1.0)]
+    );
+    let svg = plot::spend(&plain, plot::SpendAxis::Call).unwrap().unwrap();
+    assert!(!svg.contains("cap raised"));
+}

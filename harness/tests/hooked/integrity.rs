@@ -35,6 +35,7 @@ async fn goal_mutated_in_process_is_unrecoverable() {
             base_url_override: Some(url),
             jitter_seed: 0,
             raise: None,
+            max_usd: None,
             tamper_goal_before_lap: Some(2),
         },
     )
