@@ -124,6 +124,9 @@ fn main() {
     // /proc/<pid>/environ or mem (where the API key is), nor ptrace it.
     // (A confined check is kept out by Landlock as well, even as root.)
     let _ = nix::sys::prctl::set_dumpable(false);
+    // This process runs one run's checks: they share one (empty) network
+    // namespace instead of each making its own (harness::sandbox).
+    harness::sandbox::set_net_namespaces(harness::sandbox::NetNamespaces::OnePerProcess);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -98,12 +98,22 @@ impl Probe {
 
 /// The probe of this process (run on first use).
 pub fn probe() -> &'static Probe {
-    static PROBE: OnceLock<Probe> = OnceLock::new();
-    PROBE.get_or_init(|| Probe {
-        landlock_abi: landlock_rules::abi(),
-        net_ns: probe_unshare(nix::sched::CloneFlags::CLONE_NEWNET),
-        cgroup: cgroup::available(),
-        pid_ns: probe_unshare(nix::sched::CloneFlags::CLONE_NEWPID),
+    &probed().0
+}
+
+/// The probe, and the empty network namespace it made (kept open: checks
+/// may join it instead of making their own, [`NetNamespaces`]).
+fn probed() -> &'static (Probe, Option<std::os::fd::OwnedFd>) {
+    static PROBED: OnceLock<(Probe, Option<std::os::fd::OwnedFd>)> = OnceLock::new();
+    PROBED.get_or_init(|| {
+        let (net_ns, pid_ns, net_fd) = probe_namespaces();
+        let probe = Probe {
+            landlock_abi: landlock_rules::abi(),
+            net_ns,
+            cgroup: cgroup::available(),
+            pid_ns,
+        };
+        (probe, net_fd)
     })
 }
 
@@ -112,22 +122,71 @@ pub fn level() -> Level {
     probe().level()
 }
 
-/// Whether a child can make namespaces of these kinds: one `true` started
-/// after that unshare (a fork and an exec, once per kind per process).
-fn probe_unshare(flags: nix::sched::CloneFlags) -> bool {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new("true");
-    c.env_clear()
-        .env("PATH", crate::check::CHECK_DEFAULT_PATH)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // SAFETY: unshare is a single async-signal-safe syscall; nothing is
-    // allocated between fork and exec.
-    unsafe {
-        c.pre_exec(move || nix::sched::unshare(flags).map_err(std::io::Error::from));
+/// Whether this process can make network and PID namespaces, tried in a
+/// thread of its own that exits afterwards (`unshare` of these kinds
+/// changes only the calling thread): no process is started, which on a
+/// virtual machine is most of a probe's cost (two fork-execs of `true`
+/// measured 1.5 ms of CPU per harness process). The network namespace made
+/// is kept open, so one can serve every check of a run.
+fn probe_namespaces() -> (bool, bool, Option<std::os::fd::OwnedFd>) {
+    use nix::sched::{unshare, CloneFlags};
+    let tried = std::thread::Builder::new()
+        .name("sandbox-probe".into())
+        .spawn(|| {
+            let net = unshare(CloneFlags::CLONE_NEWNET).is_ok();
+            let net_fd = net
+                .then(|| std::fs::File::open("/proc/thread-self/ns/net").ok())
+                .flatten()
+                .map(std::os::fd::OwnedFd::from);
+            let pid = unshare(CloneFlags::CLONE_NEWPID).is_ok();
+            (net, pid, net_fd)
+        })
+        .and_then(|t| {
+            t.join()
+                .map_err(|_| std::io::Error::other("the probe thread panicked"))
+        });
+    tried.unwrap_or((false, false, None))
+}
+
+/// Where a check without the network gets its (empty) network namespace.
+/// Chosen once per process, at start-up, by [`set_net_namespaces`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetNamespaces {
+    /// A new one per check (the default): checks of different runs, which
+    /// a bench may run at once in one process, never share one.
+    OnePerCheck,
+    /// One for the whole process, made by the probe, joined by every
+    /// check (`setns`). For a process that runs one run's checks (the
+    /// harness): they already share that run's workspace, and each check's
+    /// PID namespace ends every process it started, so nothing listens
+    /// from one check to the next. Making and tearing down a namespace per
+    /// check was the largest kernel cost of a check (`setup_net`, and the
+    /// teardown in a kernel worker).
+    OnePerProcess,
+}
+
+static NET_NAMESPACES: OnceLock<NetNamespaces> = OnceLock::new();
+
+/// Choose, once, where this process's checks get their network namespace
+/// (a later call changes nothing).
+pub fn set_net_namespaces(choice: NetNamespaces) {
+    let _ = NET_NAMESPACES.set(choice);
+}
+
+/// How a confined child enters its network namespace.
+enum NetEntry {
+    /// `unshare(CLONE_NEWNET)`: a new one of its own.
+    New,
+    /// `setns` into the process's shared one.
+    Join(std::os::fd::BorrowedFd<'static>),
+}
+
+fn net_entry() -> NetEntry {
+    use std::os::fd::AsFd;
+    match (NET_NAMESPACES.get(), &probed().1) {
+        (Some(NetNamespaces::OnePerProcess), Some(fd)) => NetEntry::Join(fd.as_fd()),
+        _ => NetEntry::New,
     }
-    c.status().is_ok_and(|s| s.success())
 }
 
 /// Bounds on a confined process, each with its unit.
@@ -214,11 +273,7 @@ pub const SYSTEM_READ: [&str; 8] = [
 /// tools installed under the account's home must still be found.
 fn path_root(entry: &Path) -> PathBuf {
     let entry = entry.canonicalize().unwrap_or_else(|_| entry.to_path_buf());
-    let account_home = nix::unistd::User::from_uid(nix::unistd::geteuid())
-        .ok()
-        .flatten()
-        .map(|u| u.dir);
-    if let Some(home) = account_home.or_else(|| std::env::var_os("HOME").map(PathBuf::from)) {
+    if let Some(home) = account_home().or_else(|| std::env::var_os("HOME").map(PathBuf::from)) {
         if let Ok(rest) = entry.strip_prefix(&home) {
             if let Some(first) = rest.components().next() {
                 return home.join(first);
@@ -226,6 +281,19 @@ fn path_root(entry: &Path) -> PathBuf {
         }
     }
     entry
+}
+
+/// The account's home dir from the password database, read once per
+/// process (it was read again for every PATH entry of every check).
+fn account_home() -> Option<PathBuf> {
+    static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
+    HOME.get_or_init(|| {
+        nix::unistd::User::from_uid(nix::unistd::geteuid())
+            .ok()
+            .flatten()
+            .map(|u| u.dir)
+    })
+    .clone()
 }
 
 /// Why a confinement could not be set up (the check then does not run).
@@ -300,12 +368,13 @@ pub fn confine(cmd: &mut Command, policy: &Policy, level: Level) -> Result<Confi
     };
     let join = group.as_ref().map(|g| g.procs_path_c());
     let limits = policy.limits;
-    let new_net = level == Level::Full && !policy.network && !active(Mutant::NoNetNamespace);
+    let net = (level == Level::Full && !policy.network && !active(Mutant::NoNetNamespace))
+        .then(net_entry);
     let new_pid = level == Level::Full && !active(Mutant::NoPidNamespace);
     let ruleset = std::sync::Mutex::new(ruleset);
     // SAFETY: the closure runs in the forked child before exec. It makes
     // only syscalls (setrlimit, open/write/close on a path prepared above,
-    // unshare, prctl and landlock_restrict_self through the prepared
+    // unshare or setns, prctl and landlock_restrict_self through the prepared
     // ruleset) and takes a mutex no other thread of the child can hold.
     unsafe {
         cmd.pre_exec(move || {
@@ -313,9 +382,14 @@ pub fn confine(cmd: &mut Command, policy: &Policy, level: Level) -> Result<Confi
             if let Some(path) = &join {
                 cgroup::join_self(path)?;
             }
-            if new_net {
-                nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
-                    .map_err(std::io::Error::from)?;
+            match &net {
+                Some(NetEntry::New) => nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+                    .map_err(std::io::Error::from)?,
+                Some(NetEntry::Join(fd)) => {
+                    nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET)
+                        .map_err(std::io::Error::from)?
+                }
+                None => {}
             }
             if new_pid {
                 enter_pid_namespace()?;
