@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases_adversarial
 import cases_edge
 import cases_happy
+import cases_happy_a
 import cases_memory
 import cases_reach
 import cases_regression
@@ -29,7 +30,7 @@ from lib import ROOT
 
 def all_cases():
     out = []
-    for mod in (cases_happy, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory):
+    for mod in (cases_happy, cases_happy_a, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory):
         out.extend(mod.cases())
     ids = [c.id for c in out]
     dup = {i for i in ids if ids.count(i) > 1}
