@@ -206,7 +206,7 @@ files_contain = {{ "CHANGELOG.md" = "{TEMPLATE_LINE}" }}
     )
 }
 
-const TEMPLATE_RUN_TOML: &str = r#"# The harness's run spec (README.md, "The run spec"). Paths are relative
+const TEMPLATE_RUN_TOML: &str = r#"# The harness's run spec (docs/harness.md, "Run spec"). Paths are relative
 # to this file.
 goal = "Add the line '- Fixed: the CSV export no longer drops the last row' under '## Unreleased' in CHANGELOG.md."
 workspace = "workspace"   # the only directory the agent's tools and checks may write
@@ -234,7 +234,7 @@ max_tokens = 4096
 input_usd_per_mtok = 5.0
 output_usd_per_mtok = 25.0
 
-# The tools the model may call (README.md, "Tools").
+# The tools the model may call (docs/tools.md).
 [tools]
 allow = ["read_file", "write_file", "list_files", "run_check"]
 

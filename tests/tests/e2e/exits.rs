@@ -1,4 +1,5 @@
-//! Each command's documented exit statuses (README): `bench run` 0 pass,
+//! Each command's documented exit statuses (README.md, "Gate a deploy";
+//! docs/bench.md; docs/harness.md): `bench run` 0 pass,
 //! 1 a case failed, 2 usage, 3 the suite cannot load; the harness's exit is
 //! its ending's, 64 for a rejected command line; `harness status` 64 on a
 //! path that is not a state dir, 0 on one with no checkpoint yet.

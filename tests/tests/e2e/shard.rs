@@ -1,4 +1,4 @@
-//! The README's CI matrix: `bench run --shard i/n` per job, then
+//! The CI matrix of docs/bench.md, "Sharding in CI": `bench run --shard i/n` per job, then
 //! `bench merge` gates on the union.
 
 use e2e::*;
