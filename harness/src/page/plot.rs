@@ -401,14 +401,21 @@ fn draw_drift(page: &RunPage) -> Result<String, Box<dyn std::error::Error>> {
     Ok(svg)
 }
 
-/// An axis tick: whole numbers on a wide axis, tenths on a narrow one (a
-/// replayed run lasts a fraction of a second).
+/// Labels the mesh puts on an axis (plotters' default), which the decimals
+/// are chosen for.
+const AXIS_LABELS: usize = 10;
+
+/// An axis tick with as many decimals as the ticks' step needs, so no two
+/// ticks read the same (a replayed run lasts a fraction of a second: with
+/// tenths, a 0.1 s axis read "0.0, 0.0, 0.0, 0.1, ...").
 fn axis_number(x: f64, span: f64) -> String {
-    if span < 10.0 {
-        format!("{x:.1}")
+    let step = span / AXIS_LABELS as f64;
+    let decimals = if step.is_finite() && step > 0.0 && step < 1.0 {
+        ((-step.log10()).ceil() as usize).min(6)
     } else {
-        format!("{x:.0}")
-    }
+        0
+    };
+    format!("{x:.decimals$}")
 }
 
 fn finite_or(x: f64, or: f64) -> f64 {
@@ -416,5 +423,29 @@ fn finite_or(x: f64, or: f64) -> f64 {
         x
     } else {
         or
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plotters::coord::ranged1d::Ranged;
+    use plotters::coord::types::RangedCoordf64;
+
+    /// The ticks plotters draws on a 0..span axis, labelled as the page
+    /// labels them, never repeat, from a replay's fraction of a second to
+    /// a night's hours.
+    #[test]
+    fn time_axis_ticks_never_read_the_same() {
+        for span in [
+            0.013, 0.05, 0.1, 0.108, 0.35, 1.0, 2.0, 7.3, 10.8, 37.0, 500.0, 28_800.0,
+        ] {
+            let ticks = RangedCoordf64::from(0.0..span).key_points(AXIS_LABELS);
+            let labels: Vec<String> = ticks.iter().map(|t| axis_number(*t, span)).collect();
+            let mut distinct = labels.clone();
+            distinct.dedup();
+            assert_eq!(distinct, labels, "span {span}: {labels:?}");
+            assert!(labels.len() >= 2, "span {span}: {labels:?}");
+        }
     }
 }
