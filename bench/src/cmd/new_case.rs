@@ -98,12 +98,10 @@ fn create(args: &NewCaseArgs) -> Result<PathBuf, String> {
         .tempdir_in(&parent)
         .map_err(|e| format!("{}: {e}", parent.display()))?;
     let work = tmp.path().join(&args.id);
+    let schemas = schemas_from_case(&args.suite);
     match &args.from {
-        Some(from) => copy_case(from, &work, &args.id, &args.category)?,
-        None => {
-            let schemas = schemas_from_case(&args.suite);
-            write_template(&work, &args.id, &args.category, schemas.as_deref())?
-        }
+        Some(from) => copy_case(from, &work, &args.id, &args.category, schemas.as_deref())?,
+        None => write_template(&work, &args.id, &args.category, schemas.as_deref())?,
     }
     scripted::write_compiled(&work.join("scenario.json"), &work.join("cassette.json"))?;
     bench::suite::load_case(&work, &args.category, &bench::suite::report_fields())
@@ -123,8 +121,16 @@ fn valid_id(id: &str) -> bool {
 }
 
 /// A copy of `from` (without its cassette, which is compiled again) under
-/// the new id: case.toml's `id` and `category`, scenario.json's `case`.
-fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), String> {
+/// the new id: case.toml's `id` and `category`, scenario.json's `case`, and
+/// a schema the original names (`#:schema`, `$schema`) as the new place
+/// reaches it.
+fn copy_case(
+    from: &Path,
+    to: &Path,
+    id: &str,
+    category: &str,
+    schemas: Option<&str>,
+) -> Result<(), String> {
     for f in ["case.toml", "run.toml", "scenario.json"] {
         if !from.join(f).is_file() {
             return Err(format!(
@@ -144,6 +150,8 @@ fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), Str
                 format!("id = {id:?}")
             } else if l.starts_with("category = ") {
                 format!("category = {category:?}")
+            } else if l.starts_with("#:schema ") {
+                schema_line(schemas, "case").trim_end().to_string()
             } else {
                 l.to_string()
             }
@@ -157,6 +165,11 @@ fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), Str
         serde_json::from_str(&std::fs::read_to_string(&sc_path).map_err(|e| e.to_string())?)
             .map_err(|e| format!("{}: {e}", sc_path.display()))?;
     sc["case"] = serde_json::Value::String(id.into());
+    if let (Some(obj), Some(d)) = (sc.as_object_mut(), schemas) {
+        if obj.contains_key("$schema") {
+            obj.insert("$schema".into(), format!("{d}/scenario.schema.json").into());
+        }
+    }
     let text = serde_json::to_string_pretty(&sc).map_err(|e| e.to_string())? + "\n";
     std::fs::write(&sc_path, text).map_err(|e| e.to_string())
 }
@@ -359,6 +372,21 @@ mod tests {
             .join(schema)
             .with_file_name("case.schema.json")
             .is_file());
+        // A copy names the schema as its own place reaches it.
+        let copy = create(&NewCaseArgs {
+            category: "edge".into(),
+            id: "edge-schemas".into(),
+            suite: t.path().join("suites/nested"),
+            from: Some(dir.clone()),
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(copy.join("case.toml")).unwrap();
+        assert_eq!(
+            text.lines().next(),
+            Some("#:schema ../../../../docs/schemas/case.schema.json")
+        );
+        let sc = std::fs::read_to_string(copy.join("scenario.json")).unwrap();
+        assert!(sc.contains(r#""$schema": "../../../../docs/schemas/scenario.schema.json""#));
         // Outside a checkout: no schema named.
         assert_eq!(schemas_from_case(Path::new("/")), None);
     }
