@@ -304,6 +304,7 @@ mod tests {
             ),
         ];
         let mut s = Summary {
+            schema_version: crate::summary::SCHEMA_VERSION,
             passed: false,
             cases,
             categories: Default::default(),

@@ -43,7 +43,7 @@ pub fn process_limit(wall_clock_limit_s: Option<f64>) -> Duration {
 /// How long to wait for an interrupted harness to reach its pause point.
 pub const PAUSE_TIMEOUT: Duration = Duration::from_secs(120);
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     pub run: u32,
     pub ending: String,

@@ -46,7 +46,7 @@ pub const LATENCY_SCALE_MAX: f64 = 100.0;
 /// `cost_cap_usd`, `spend_usd_min` and `spend_usd_max` range.
 pub const CASE_USD_MAX: f64 = 1_000_000.0;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Interrupt {
     /// `<phase>:<n>` as in harness/src/chaos_hook.rs.
@@ -58,7 +58,7 @@ pub struct Interrupt {
     pub signal: InterruptSignal,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub enum InterruptSignal {
     #[default]
     #[serde(rename = "SIGKILL")]
@@ -70,7 +70,7 @@ pub enum InterruptSignal {
 /// What the bench makes in the case copy before the run, for fixtures git
 /// cannot hold (suites/README.md, `[setup]`). Paths are relative to the case
 /// copy (e.g. `workspace/pipe`, `SENTINEL-outside-workspace.txt`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Setup {
     /// Named pipes (FIFOs) to create.
@@ -81,21 +81,21 @@ pub struct Setup {
     pub hard_links: Vec<HardLink>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HardLink {
     pub link: String,
     pub target: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestOrder {
     pub call_key: String,
     pub strings: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestExcludes {
     /// A call key, or a prefix ending in `*`.
@@ -103,7 +103,7 @@ pub struct RequestExcludes {
     pub strings: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     pub ending: String,
@@ -119,6 +119,8 @@ pub struct Expect {
     pub outbox_contains: Option<Vec<String>>,
     pub spend_usd_min: Option<f64>,
     pub spend_usd_max: Option<f64>,
+    /// Any TOML value: its schema is any JSON value's.
+    #[schemars(with = "Option<BTreeMap<String, serde_json::Value>>")]
     pub report: Option<BTreeMap<String, toml::Value>>,
     pub detail_contains: Option<String>,
     pub drift_bands: Option<Vec<String>>,
@@ -142,7 +144,7 @@ pub struct Expect {
     pub request_excludes: Option<Vec<RequestExcludes>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaseFile {
     pub id: String,
@@ -209,7 +211,7 @@ impl Case {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct LoadError {
     pub file: String,
     pub field: String,

@@ -15,7 +15,7 @@ use std::path::Path;
 /// that passes some runs but not all is flaky, shown as such in every
 /// output even when the 2-of-3 policy passes it (adversarial cases, which
 /// must pass every run, fail when flaky).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Every run passed.
@@ -44,7 +44,7 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseRecord {
     pub id: String,
     pub category: String,
@@ -80,7 +80,7 @@ pub fn p95_nearest_rank(values: &[u64]) -> Option<u64> {
 
 /// Latency and cost over the case-runs whose harness wrote a report (a
 /// case-run the bench could not start has no latency or cost to count).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunStats {
     /// Case-runs the figures are over.
     pub case_runs: u64,
@@ -114,7 +114,7 @@ impl RunStats {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CategoryTotals {
     pub passed: u64,
     pub total: u64,
@@ -127,8 +127,16 @@ pub struct CategoryTotals {
     pub stats: RunStats,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// summary.json's `schema_version`: the format of docs/schemas/summary.schema.json.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
+    /// This file's format version (`SCHEMA_VERSION`): raised when a
+    /// field changes meaning or goes away. A file written before the field
+    /// existed reads as 0.
+    #[serde(default)]
+    pub schema_version: u32,
     pub passed: bool,
     pub cases: Vec<CaseRecord>,
     pub categories: BTreeMap<String, CategoryTotals>,
@@ -791,6 +799,7 @@ mod tests {
 
     fn summary(cases: Vec<CaseRecord>) -> Summary {
         let mut s = Summary {
+            schema_version: crate::summary::SCHEMA_VERSION,
             passed: false,
             cases,
             categories: Default::default(),

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 pub const JUDGE_MAX_TOKENS: u32 = 2048;
 pub const REASONING_MAX_CHARS: usize = 4000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Band {
     Aligned,

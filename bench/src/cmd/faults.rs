@@ -281,6 +281,7 @@ output_usd_per_mtok = 25.0
     );
     std::fs::write(root.join("run.toml"), spec).map_err(io)?;
     let sc = Scenario {
+        schema: None,
         case: name.into(),
         protocol: Protocol::Anthropic,
         model: MODEL.into(),

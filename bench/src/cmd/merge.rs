@@ -27,6 +27,7 @@ pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
     let first = parts.first().ok_or("no shards given")?;
     let mut seen = BTreeSet::new();
     let mut merged = Summary {
+        schema_version: crate::summary::SCHEMA_VERSION,
         cases: vec![],
         load_errors: vec![],
         shard: None,
@@ -133,6 +134,7 @@ pub fn run(args: MergeArgs) -> ExitCode {
             // The same reporter as an unsharded run's, fed the merged
             // records as that run's events.
             let head = Summary {
+                schema_version: crate::summary::SCHEMA_VERSION,
                 cases: vec![],
                 ..m.clone()
             };
@@ -186,6 +188,7 @@ mod tests {
 
     fn shard(cases: Vec<CaseRecord>, ids: &[&str], required: &[&str]) -> Summary {
         let mut s = Summary {
+            schema_version: crate::summary::SCHEMA_VERSION,
             passed: false,
             cases,
             categories: Default::default(),

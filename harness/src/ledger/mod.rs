@@ -130,7 +130,7 @@ impl Booked {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpendPoint {
     pub call: u64,
     /// `None` only for a journal line torn before its role.
@@ -208,7 +208,9 @@ pub struct Ledger {
 }
 
 /// A raised limit, as the journal holds it (report.json's `limit_raises`).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct LimitRaise {
     pub unix_ms: u64,
     pub limit: journal::LimitKind,

@@ -28,7 +28,19 @@ use crate::suite::Case;
 use serde::{Deserialize, Serialize};
 
 /// What a lane varies against the identical reruns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Lane {
     /// The case as written: run r replays variant r % n with run r's fault
@@ -123,7 +135,7 @@ pub fn failure_of(case: &Case, rec: &RunRecord) -> Option<Failure> {
 }
 
 /// Whether the case's runs agree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stability {
     /// Every run passed.
