@@ -28,6 +28,7 @@ use crate::runner::{Overlay, RunRecord};
 use crate::suite;
 use analysis::{KneeReport, RunObs};
 use clap::Args;
+use harness::ending::Ending;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -99,7 +100,7 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         level,
         case: case.to_string(),
         run: rec.run,
-        ending: rec.ending.clone(),
+        ending: rec.ending,
         spend_usd: rec.cost_usd,
         hard_cap_usd: 0.0,
         verified: rec.verified,
@@ -139,7 +140,7 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         o.not_comparable = Some(f.clone());
         return o;
     }
-    if rec.ending == "<none>" {
+    if rec.ending.is_none() {
         o.error = Some(rec.failures.join("; "));
         return o;
     }
@@ -153,7 +154,7 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         Err(e) => o.error = Some(e),
     }
     // A run that died on an error measures the bench, not the budget.
-    if o.error.is_none() && rec.ending == harness::ending::Ending::UnrecoverableError.as_str() {
+    if o.error.is_none() && rec.ending == Some(harness::ending::Ending::UnrecoverableError) {
         o.error = Some(format!(
             "ended UNRECOVERABLE_ERROR: {}",
             rec.failures.join("; ")
@@ -270,7 +271,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         let verified: u64 = this.iter().map(|o| o.verified).sum();
         let exhausted = this
             .iter()
-            .filter(|o| o.ending == analysis::BUDGET_EXHAUSTED)
+            .filter(|o| o.ending == Some(Ending::BudgetExhausted))
             .count();
         errln!(
             "[level {}/{}] {:>4} of each cap: {} case-runs, ${spend:.2} spent, {verified} tasks verified, {exhausted} BUDGET_EXHAUSTED, {:.1}s",
@@ -581,13 +582,13 @@ mod tests {
         RunRecord {
             live_calls: None,
             run: 0,
-            ending: ending.into(),
+            ending: crate::runner::ending_or_none::parse(ending).unwrap(),
             exit_code: 0,
             passed: true,
             score: 1.0,
             cost_usd: 0.5,
             latency_ms: 1,
-            expected_ending: "GOAL_MET".into(),
+            expected_ending: harness::ending::Ending::GoalMet,
             checks: vec![],
             failures: vec![],
             state_dir: state_dir.display().to_string(),

@@ -319,7 +319,7 @@ fn table(
             row.push(
                 recs.iter()
                     .find(|x| x.run == r)
-                    .map(|x| x.ending.clone())
+                    .map(|x| x.ending_name().to_string())
                     .unwrap_or_else(|| "-".into()),
             );
         }
