@@ -139,6 +139,9 @@ pub struct Report {
     pub verified: Vec<Verified>,
     /// `compactions[].call_key`, in the report's order.
     pub compactions: Vec<CompactionKey>,
+    pub hard_cap_usd: Option<f64>,
+    /// `limit_raises`, counted: what each raise says is the ledger's to check.
+    pub limit_raises: Vec<serde::de::IgnoredAny>,
     #[serde(skip)]
     pub not_the_contract: Option<String>,
 }
@@ -224,6 +227,8 @@ impl From<harness::report::Report> for Report {
                     cost_usd: Some(c.cost_usd),
                 })
                 .collect(),
+            hard_cap_usd: Some(r.hard_cap_usd),
+            limit_raises: vec![serde::de::IgnoredAny; r.limit_raises.len()],
             not_the_contract: None,
         }
     }
