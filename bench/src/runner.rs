@@ -768,7 +768,7 @@ pub async fn run_case(
         let hooked = match tokio::task::spawn_blocking(move || crate::batch::interrupt_harness(&hb))
             .await
             .map_err(|e| e.to_string())
-            .and_then(|r| r)
+            .and_then(|r| r.map_err(|e| e.to_string()))
         {
             Ok(b) => b,
             Err(e) => return setup_fault(format!("interrupt at {}: {e}", i.at), &dir),
