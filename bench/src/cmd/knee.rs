@@ -113,25 +113,20 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         state_dir: rec.state_dir.clone(),
     };
     let path = Path::new(&rec.state_dir).join(harness::report::FILE_NAME);
+    // Read as the harness's own type, through the strict loader: an error
+    // names the file and the field.
     let read = || -> Result<(u64, u64, u64, f64), String> {
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        let count = |field: &str| {
-            v[field]
-                .as_array()
-                .map(|a| a.len() as u64)
-                .ok_or_else(|| format!("{}: field `{field}`: expected a list", path.display()))
-        };
-        let (verified, parked, queue_left) =
-            (count("verified")?, count("parked")?, count("queue_left")?);
-        let cap = v["hard_cap_usd"].as_f64().ok_or_else(|| {
-            format!(
-                "{}: field `hard_cap_usd`: expected a number",
-                path.display()
-            )
-        })?;
-        Ok((verified, parked, queue_left, cap))
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let r: harness::report::Report = strict::from_str(strict::Format::Json, &text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let n = |v: usize| v as u64;
+        Ok((
+            n(r.verified.len()),
+            n(r.parked.len()),
+            n(r.queue_left.len()),
+            r.hard_cap_usd,
+        ))
     };
     // A case-run the bench's machinery ended (the level changed the traffic
     // and the cassette missed, ...) is not a data point of the budget curve.
@@ -601,7 +596,24 @@ mod tests {
     #[test]
     fn observe_reads_the_report_and_names_what_is_wrong() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("report.json"), r#"{"verified": [{}, {}], "parked": [{}], "queue_left": ["t4", "t5"], "hard_cap_usd": 1.5}"#).unwrap();
+        let mut report = harness::report::Report::build(
+            &harness::state::RunState::example(8),
+            "g",
+            Ending::BudgetExhausted,
+            None,
+            None,
+            false,
+            0,
+        );
+        report.hard_cap_usd = 1.5;
+        let counts = (
+            report.verified.len() as u64,
+            report.parked.len() as u64,
+            report.queue_left.len() as u64,
+        );
+        assert!(counts.0 > 0 && counts.1 > 0 && counts.2 > 0, "{counts:?}");
+        let mut v = serde_json::to_value(&report).unwrap();
+        std::fs::write(d.path().join("report.json"), v.to_string()).unwrap();
         let o = observe(0.5, "c", &record(d.path(), "BUDGET_EXHAUSTED"));
         assert_eq!(
             (
@@ -611,13 +623,10 @@ mod tests {
                 o.hard_cap_usd,
                 o.error.clone()
             ),
-            (2, 1, 2, 1.5, None)
+            (counts.0, counts.1, counts.2, 1.5, None)
         );
-        std::fs::write(
-            d.path().join("report.json"),
-            r#"{"verified": [], "parked": 3, "queue_left": []}"#,
-        )
-        .unwrap();
+        v["parked"] = 3.into();
+        std::fs::write(d.path().join("report.json"), v.to_string()).unwrap();
         let o = observe(0.5, "c", &record(d.path(), "BUDGET_EXHAUSTED"));
         let e = o.error.unwrap();
         assert!(e.contains("report.json") && e.contains("`parked`"), "{e}");
