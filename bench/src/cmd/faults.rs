@@ -512,7 +512,7 @@ fn check_ending(f: &mut Findings, label: &str, state_dir: &Path, s: &Seen, hook:
         s.temps.is_empty(),
         format!("{:?}", s.temps),
     );
-    if s.report.as_ref().map_or(true, |r| r.alert != Alert::None) {
+    if s.report.as_ref().is_none_or(|r| r.alert != Alert::None) {
         if let Some(posts) = hook {
             let ending = s.report.as_ref().map(|r| r.ending);
             f.check(
