@@ -10,6 +10,7 @@ use crate::bench_fault::{self, BenchFault};
 use crate::score::{self, Artifacts, Check, Verdict};
 use crate::suite::Case;
 use crate::suite::InterruptSignal;
+use harness::ending::Ending;
 use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::{FaultPlan, Recordings, ReplayOptions, ReplayServer};
 use serde::{Deserialize, Serialize};
@@ -46,13 +47,15 @@ pub const PAUSE_TIMEOUT: Duration = Duration::from_secs(120);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     pub run: u32,
-    pub ending: String,
+    /// None when the harness reported no ending (written `<none>`).
+    #[serde(with = "ending_or_none")]
+    pub ending: Option<Ending>,
     pub exit_code: i32,
     pub passed: bool,
     pub score: f64,
     pub cost_usd: f64,
     pub latency_ms: u64,
-    pub expected_ending: String,
+    pub expected_ending: Ending,
     pub checks: Vec<Check>,
     pub failures: Vec<String>,
     pub state_dir: String,
@@ -71,6 +74,40 @@ pub struct RunRecord {
     /// (replayed, live, live dollars). None when it was replayed whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_calls: Option<crate::live::LiveCalls>,
+}
+
+/// An ending as summary.json and the knee's case_runs.json spell it: its
+/// name, or `<none>` for a case-run that never reached one (the harness did
+/// not run or wrote no report). Read back strictly: any other name is an
+/// error, never a silent `<none>`.
+pub mod ending_or_none {
+    use harness::ending::Ending;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub const NONE: &str = "<none>";
+
+    /// `name` read back: an ending, `<none>`, or an error naming it.
+    pub fn parse(name: &str) -> Result<Option<Ending>, String> {
+        if name == NONE {
+            return Ok(None);
+        }
+        Ending::parse(name)
+            .map(Some)
+            .ok_or_else(|| format!("unknown ending {name:?}"))
+    }
+
+    /// The name written for `e`.
+    pub fn name(e: Option<Ending>) -> &'static str {
+        e.map_or(NONE, Ending::as_str)
+    }
+
+    pub fn serialize<S: Serializer>(e: &Option<Ending>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(name(*e))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Ending>, D::Error> {
+        parse(&String::deserialize(d)?).map_err(D::Error::custom)
+    }
 }
 
 /// Settings laid over a case's run spec for one arm of a comparison (`bench
@@ -133,13 +170,13 @@ impl RunRecord {
     pub fn failed(case: &Case, run: u32, msg: String, state_dir: String) -> RunRecord {
         RunRecord {
             run,
-            ending: "<none>".into(),
+            ending: None,
             exit_code: -1,
             passed: false,
             score: 0.0,
             cost_usd: 0.0,
             latency_ms: 0,
-            expected_ending: case.expected_ending(run).as_str().into(),
+            expected_ending: case.expected_ending(run),
             checks: vec![],
             cause: Some(msg.clone()),
             failures: vec![msg],
@@ -165,16 +202,26 @@ impl RunRecord {
         match &self.cause {
             Some(c) => format!(
                 "{c} (expected {}, got {})",
-                self.expected_ending, self.ending
+                self.expected_ending,
+                self.ending_name()
             ),
-            None => format!("expected {}, got {}", self.expected_ending, self.ending),
+            None => format!(
+                "expected {}, got {}",
+                self.expected_ending,
+                self.ending_name()
+            ),
         }
+    }
+
+    /// The ending's name, `<none>` when there was none.
+    pub fn ending_name(&self) -> &'static str {
+        ending_or_none::name(self.ending)
     }
 
     /// The harness ran and wrote a report (the ending is one of the seven):
     /// the case-runs whose latency and cost the summary's statistics use.
     pub fn reported(&self) -> bool {
-        harness::ending::Ending::parse(&self.ending).is_some()
+        self.ending.is_some()
     }
 }
 
@@ -721,7 +768,7 @@ pub async fn run_case(
         let hooked = match tokio::task::spawn_blocking(move || crate::batch::interrupt_harness(&hb))
             .await
             .map_err(|e| e.to_string())
-            .and_then(|r| r)
+            .and_then(|r| r.map_err(|e| e.to_string()))
         {
             Ok(b) => b,
             Err(e) => return setup_fault(format!("interrupt at {}: {e}", i.at), &dir),
@@ -849,7 +896,7 @@ pub async fn run_case(
         ..
     } = score::verdict(case, served, &report, &checks, latency_ms);
     let exit_code = spawned.code;
-    let ending = report.ending.as_str().to_string();
+    let ending = Some(report.ending);
     // The exit code is part of what is tested: audit.report_consistent gates
     // it against the ending and the report.
     // A recording miss is the replay running out of answers (report.json's
@@ -892,7 +939,7 @@ pub async fn run_case(
         score,
         cost_usd: report.spend_usd,
         latency_ms,
-        expected_ending: case.expected_ending(served).as_str().into(),
+        expected_ending: case.expected_ending(served),
         checks,
         failures,
         state_dir: state.display().to_string(),
@@ -912,6 +959,27 @@ pub fn default_harness_bin() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ending_is_written_by_name_or_as_none_and_read_back_strictly() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct R {
+            #[serde(with = "ending_or_none")]
+            ending: Option<Ending>,
+        }
+        let written = |e| serde_json::to_string(&R { ending: e }).unwrap();
+        // The spellings summary.json and case_runs.json always had.
+        assert_eq!(written(None), r#"{"ending":"<none>"}"#);
+        assert_eq!(
+            written(Some(Ending::BudgetExhausted)),
+            r#"{"ending":"BUDGET_EXHAUSTED"}"#
+        );
+        for e in Ending::ALL.map(Some).into_iter().chain([None]) {
+            assert_eq!(serde_json::from_str::<R>(&written(e)).unwrap().ending, e);
+        }
+        let e = serde_json::from_str::<R>(r#"{"ending":"BUDGET_EXHAUSTD"}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown ending"), "{e}");
+    }
 
     #[test]
     fn a_harness_process_is_bounded_by_its_wall_clock_plus_the_grace() {

@@ -458,9 +458,9 @@ impl Summary {
                 for r in c.runs.iter().filter(|r| !r.passed) {
                     if let Some(cause) = &r.cause {
                         let cause = md(cause);
-                        s.push_str(&format!("- run {}: **{cause}**\n  - expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
+                        s.push_str(&format!("- run {}: **{cause}**\n  - expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending_name(), r.exit_code, r.score, r.state_dir));
                     } else {
-                        s.push_str(&format!("- run {}: expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
+                        s.push_str(&format!("- run {}: expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending_name(), r.exit_code, r.score, r.state_dir));
                     }
                     for f in &r.failures {
                         s.push_str(&format!("  - {}\n", md(f)));
@@ -763,13 +763,17 @@ mod tests {
         RunRecord {
             live_calls: None,
             run: r,
-            ending: if passed { "GOAL_MET" } else { "NO_PROGRESS" }.into(),
+            ending: Some(if passed {
+                harness::ending::Ending::GoalMet
+            } else {
+                harness::ending::Ending::NoProgress
+            }),
             exit_code: if passed { 0 } else { 3 },
             passed,
             score: if passed { 1.0 } else { 0.5 },
             cost_usd,
             latency_ms,
-            expected_ending: "GOAL_MET".into(),
+            expected_ending: harness::ending::Ending::GoalMet,
             checks: vec![],
             failures: if passed {
                 vec![]
@@ -936,7 +940,7 @@ mod tests {
     #[test]
     fn latency_and_cost_per_category_and_overall_are_over_reported_case_runs() {
         let mut never_started = run(2, false, 0, 0.0);
-        never_started.ending = "<none>".into();
+        never_started.ending = None;
         never_started.exit_code = -1;
         let s = summary(vec![
             case(

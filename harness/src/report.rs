@@ -10,6 +10,19 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub const FILE_NAME: &str = "report.json";
+
+/// What starts the stderr line that carries the report as JSON when
+/// report.json could not be written. Readers find the line by this prefix
+/// ([`json_on_stderr`]), never by the human sentence before it, which may
+/// be reworded.
+pub const STDERR_JSON_PREFIX: &str = "harness-report-json: ";
+
+/// The report's JSON text on a harness's stderr, when it put one there.
+pub fn json_on_stderr(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(STDERR_JSON_PREFIX))
+}
 /// Where a resumed run moves its last stop report (crate::stop).
 pub const STOPPED_FILE_NAME: &str = "report.stopped.json";
 /// report.json's `schema_version`: the format of docs/schemas/report.schema.json.
