@@ -49,6 +49,7 @@ pub struct RunRecord {
     pub run: u32,
     /// None when the harness reported no ending (written `<none>`).
     #[serde(with = "ending_or_none")]
+    #[schemars(with = "String")]
     pub ending: Option<Ending>,
     pub exit_code: i32,
     pub passed: bool,
