@@ -1,7 +1,7 @@
 //! `bench faults`: the faults of the machine the harness runs on, against the
 //! real binary, as a gate. Not a mode of `bench chaos`: chaos kills a run and
 //! checks the durable state through its oracle; these scenarios let the run
-//! go on and check how it ENDS (ARCHITECTURE.md, "Every exit is an ending").
+//! go on and check how it ENDS (ARCHITECTURE.md, "Every exit is one of seven endings").
 //!
 //! - `disk-full`: the state dir on a real tiny tmpfs, filled to every level a
 //!   run passes through (0, 1, 2, ... free pages, up to the level where the
