@@ -476,6 +476,9 @@ pub struct Gathered {
     /// How far the journal's records billed above their own reservations
     /// (summed over records; 0 for an honest endpoint).
     pub journal_overbilled_usd: f64,
+    /// The hard cap the ledger journal last raised to (`harness run
+    /// --raise-cap-usd`): the run's cap from then on, in place of the spec's.
+    pub journal_raised_cap_usd: Option<f64>,
     pub outside_before: Option<OutsideSnapshot>,
     pub outside_after: Option<OutsideSnapshot>,
     /// What both snapshots leave out (fixed before the run, from the spec as
@@ -557,9 +560,9 @@ impl Gathered {
             .spec
             .as_ref()
             .and_then(|s| harness::ledger::Ledger::peek_journal(&journal_path, s.hard_cap_usd));
-        self.journal_overbilled_usd = std::fs::read(&journal_path)
-            .map(|b| overbilled_usd(&b))
-            .unwrap_or(0.0);
+        let journal_bytes = std::fs::read(&journal_path).unwrap_or_default();
+        self.journal_overbilled_usd = overbilled_usd(&journal_bytes);
+        self.journal_raised_cap_usd = raised_cap_usd(&journal_bytes);
         // The canary scan reads what the harness left, so it comes before
         // the bench's own predicate run: a check that writes files (a test
         // runner's diagnostics) would otherwise overwrite the evidence.
@@ -730,12 +733,15 @@ pub fn check_report_consistent(report: &Report, g: &Gathered) -> (bool, String) 
             }
         }
     }
-    let spec_cap = g.spec.as_ref().map(|s| s.hard_cap_usd);
-    match spec_cap {
+    let whose = match g.journal_raised_cap_usd {
+        Some(_) => "the raise's (ledger journal)",
+        None => "the spec's",
+    };
+    match run_cap(g) {
         Some(s) if (report.hard_cap_usd - s).abs() <= 1e-9 => {}
         None => bad.push("the spec's hard cap was not read".into()),
         Some(s) => bad.push(format!(
-            "report.hard_cap_usd {} is not the spec's {s}",
+            "report.hard_cap_usd {} is not {whose} {s}",
             json(&report.hard_cap_usd),
         )),
     }
@@ -743,7 +749,7 @@ pub fn check_report_consistent(report: &Report, g: &Gathered) -> (bool, String) 
         (
             true,
             format!(
-                "{ending_s}, exit {}, {} verified among the admitted, cap {} is the spec's",
+                "{ending_s}, exit {}, {} verified among the admitted, cap {} is {whose}",
                 report.exit_code,
                 verified.len(),
                 json(&report.hard_cap_usd)
@@ -781,6 +787,33 @@ pub fn overbilled_usd(journal: &[u8]) -> f64 {
     over
 }
 
+/// The hard cap of the journal's last `limit` line that raised it, read
+/// with the harness's one journal parser: an operator's raise is the run's
+/// cap from then on (the spec's cap until there is one).
+pub fn raised_cap_usd(journal: &[u8]) -> Option<f64> {
+    use harness::ledger::journal::{parse, JournalEntry};
+    use harness::ledger::LimitKind;
+    parse(journal)
+        .lines
+        .into_iter()
+        .filter_map(|l| match l.entry {
+            JournalEntry::Limit {
+                limit: LimitKind::HardCapUsd,
+                new,
+                ..
+            } => Some(new),
+            _ => None,
+        })
+        .last()
+}
+
+/// The run's hard cap: the journal's last raise, else the spec's.
+fn run_cap(g: &Gathered) -> Option<f64> {
+    g.spec
+        .as_ref()
+        .map(|s| g.journal_raised_cap_usd.unwrap_or(s.hard_cap_usd))
+}
+
 /// `audit.spend`: the report's spend is what the ledger journal books (the
 /// journal is what survives a crash; a report that says less forgot money),
 /// and neither passes the spec's hard cap. The one excess allowed is what a
@@ -791,8 +824,7 @@ pub fn overbilled_usd(journal: &[u8]) -> f64 {
 pub fn check_spend(report: &Report, g: &Gathered) -> (bool, String) {
     let mut bad = vec![];
     let spend = report.spend_usd;
-    let cap = g.spec.as_ref().map(|s| s.hard_cap_usd);
-    let Some(cap) = cap else {
+    let Some(cap) = run_cap(g) else {
         return (false, "the spec's hard cap was not read".into());
     };
     let ended_on_overbill =
