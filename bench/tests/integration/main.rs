@@ -22,3 +22,4 @@ mod live;
 mod live_suite;
 mod new_case;
 mod run;
+mod serve;
