@@ -1026,6 +1026,22 @@ fn judge_request_ok(
     agent: &BTreeSet<String>,
 ) -> Result<usize, String> {
     let v = (sent.body.as_ref()).map_err(|e| format!("body is not JSON: {e}"))?;
+    judge_body_ok(v, goal, tasks, agent)
+}
+
+/// A drift judge request's wire body (either protocol): no tool, the
+/// judge's own instruction as its system prompt and nothing of the agent's
+/// (`agent`), and one user turn that is exactly the original goal and the
+/// queue (`tasks`: id to description). The rule `audit.judge_requests`
+/// holds every run's judge calls to, for a caller that builds judge
+/// requests itself (`bench calibrate --endpoint`). Returns the queue's
+/// length.
+pub fn judge_body_ok(
+    v: &Value,
+    goal: &str,
+    tasks: &BTreeMap<String, String>,
+    agent: &BTreeSet<String>,
+) -> Result<usize, String> {
     if !offered_tools(v).is_empty() {
         return Err("the judge was offered tools".into());
     }
