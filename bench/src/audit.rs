@@ -477,8 +477,13 @@ pub struct Gathered {
     /// (summed over records; 0 for an honest endpoint).
     pub journal_overbilled_usd: f64,
     /// The hard cap the ledger journal last raised to (`harness run
-    /// --raise-cap-usd`): the run's cap from then on, in place of the spec's.
+    /// --raise-cap-usd`).
     pub journal_raised_cap_usd: Option<f64>,
+    /// The cap the bench itself asked the harness to raise to (a `[raise]
+    /// cap_usd` case): only a journaled raise to exactly this replaces the
+    /// spec's cap. A harness that journals a raise nobody asked for is
+    /// still held to the spec's.
+    pub raise_asked_usd: Option<f64>,
     pub outside_before: Option<OutsideSnapshot>,
     pub outside_after: Option<OutsideSnapshot>,
     /// What both snapshots leave out (fixed before the run, from the spec as
@@ -733,7 +738,7 @@ pub fn check_report_consistent(report: &Report, g: &Gathered) -> (bool, String) 
             }
         }
     }
-    let whose = match g.journal_raised_cap_usd {
+    let whose = match raise_taken(g) {
         Some(_) => "the raise's (ledger journal)",
         None => "the spec's",
     };
@@ -807,11 +812,21 @@ pub fn raised_cap_usd(journal: &[u8]) -> Option<f64> {
         .last()
 }
 
-/// The run's hard cap: the journal's last raise, else the spec's.
+/// The run's hard cap: the journal's last raise when it is the one the
+/// bench asked for, else the spec's.
 fn run_cap(g: &Gathered) -> Option<f64> {
-    g.spec
-        .as_ref()
-        .map(|s| g.journal_raised_cap_usd.unwrap_or(s.hard_cap_usd))
+    g.spec.as_ref().map(|s| match raise_taken(g) {
+        Some(c) => c,
+        None => s.hard_cap_usd,
+    })
+}
+
+/// The journal's raise of the cap, when the bench asked for exactly it.
+fn raise_taken(g: &Gathered) -> Option<f64> {
+    match (g.journal_raised_cap_usd, g.raise_asked_usd) {
+        (Some(j), Some(a)) if j == a => Some(j),
+        _ => None,
+    }
 }
 
 /// `audit.spend`: the report's spend is what the ledger journal books (the
@@ -1288,6 +1303,37 @@ mod tests {
         // Endings that claim no goal pass whatever the predicate says.
         let q = report(Ending::QueueEmptyGoalUnmet, false);
         assert!(check_goal_met_implies_predicate(&q, &honest(Ending::QueueEmptyGoalUnmet, true)).0);
+    }
+
+    /// A raised cap is the run's cap only when the bench asked for that
+    /// raise: a journaled raise nobody asked for (or to another value)
+    /// leaves the harness held to the spec's cap.
+    #[test]
+    fn the_cap_is_the_raise_the_bench_asked_for_and_no_other() {
+        let e = Ending::GoalMet;
+        let mut r = report(e, true);
+        r.hard_cap_usd = 100.0;
+        let held = |asked: Option<f64>, journal: Option<f64>| {
+            let mut h = honest(e, true);
+            h.raise_asked_usd = asked;
+            h.journal_raised_cap_usd = journal;
+            check_report_consistent(&r, &h)
+        };
+        let (ok, d) = held(Some(100.0), Some(100.0));
+        assert!(ok && d.contains("the raise's"), "{d}");
+        for (asked, journal) in [
+            (None, Some(100.0)),
+            (Some(50.0), Some(100.0)),
+            (Some(100.0), None),
+        ] {
+            let (ok, d) = held(asked, journal);
+            assert!(
+                !ok && d.contains("the spec's 28"),
+                "{asked:?} {journal:?}: {d}"
+            );
+        }
+        assert_eq!(raised_cap_usd(b"{\"op\":\"limit\",\"unix_ms\":1,\"limit\":\"hard_cap_usd\",\"old\":28.0,\"new\":100.0}\n"), Some(100.0));
+        assert_eq!(raised_cap_usd(b""), None);
     }
 
     #[test]

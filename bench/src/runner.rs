@@ -894,6 +894,7 @@ pub async fn run_case(
             );
         }
         (inv, limit) = (raised, raised_limit);
+        gathered.raise_asked_usd = r.cap_usd;
         first = Some((*r, ended));
     }
     let spawned = match run_harness(harness_bin, &inv, None, &watched, limit).await {
