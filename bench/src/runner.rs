@@ -1084,6 +1084,45 @@ mod tests {
         )
     }
 
+    #[test]
+    fn a_raise_is_the_same_command_with_the_raise_flag_and_its_clock() {
+        use harness::ending::Ending;
+        let argv = |inv: &HarnessInvocation| -> Vec<String> {
+            inv.args()
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect()
+        };
+        let base = invocation();
+        let limit = Duration::from_secs(7);
+        let cap = crate::suite::Raise {
+            cap_usd: Some(2.0),
+            wall_clock_s: None,
+        };
+        let (inv, l, want) = raise_invocation(&base, &cap, limit).unwrap();
+        assert_eq!(want, Ending::BudgetExhausted);
+        assert_eq!(l, limit, "a raised cap keeps the process's clock");
+        assert_eq!(argv(&inv)[..argv(&base).len()], argv(&base)[..]);
+        assert!(argv(&inv).ends_with(&["--raise-cap-usd".into(), "2".into()]));
+        let clock = crate::suite::Raise {
+            cap_usd: None,
+            wall_clock_s: Some(600.0),
+        };
+        let (inv, l, want) = raise_invocation(&base, &clock, limit).unwrap();
+        assert_eq!(want, Ending::TimeLimit);
+        assert_eq!(
+            l,
+            process_limit(Some(600.0)),
+            "the raised clock bounds the process"
+        );
+        assert!(argv(&inv).ends_with(&["--raise-wall-clock-s".into(), "600".into()]));
+        let neither = crate::suite::Raise {
+            cap_usd: None,
+            wall_clock_s: None,
+        };
+        assert!(raise_invocation(&base, &neither, limit).is_none());
+    }
+
     #[tokio::test]
     async fn a_harness_that_hangs_is_killed_at_its_limit() {
         let tmp = tempfile::tempdir().unwrap();
