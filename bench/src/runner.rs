@@ -612,6 +612,113 @@ async fn run_harness(
     })
 }
 
+/// What the first run of a `[raise]` case ended on (its report.json).
+#[derive(Debug, Clone, Copy)]
+struct FirstEnding {
+    ending: harness::ending::Ending,
+    spend_usd: f64,
+}
+
+/// A `[raise]` case's first run: the plain command, to its first ending.
+async fn run_to_first_ending(
+    harness_bin: &Path,
+    inv: &HarnessInvocation,
+    watched: &[Canary],
+    limit: Duration,
+    state: &Path,
+) -> Result<(Spawned, FirstEnding), SpawnError> {
+    let s = run_harness(harness_bin, inv, None, watched, limit).await?;
+    match harness::report::Report::load(state) {
+        Ok(r) => Ok((
+            s,
+            FirstEnding {
+                ending: r.ending,
+                spend_usd: r.spend_usd,
+            },
+        )),
+        Err(e) => Err(SpawnError::Harness(format!(
+            "no report.json after it (exit {}): {e}; stderr: {}",
+            s.code,
+            s.stderr_tail.trim()
+        ))),
+    }
+}
+
+/// The raising command (`--raise-cap-usd` or `--raise-wall-clock-s`), its
+/// process limit (a raised clock is its wall clock) and the ending the
+/// first run must have reached for the raise to be taken.
+fn raise_invocation(
+    inv: &HarnessInvocation,
+    r: &crate::suite::Raise,
+    limit: Duration,
+) -> Option<(HarnessInvocation, Duration, harness::ending::Ending)> {
+    use harness::ledger::LimitKind;
+    let (kind, to, _) = r.limit()?;
+    let raised = match kind {
+        LimitKind::HardCapUsd => (inv.clone().raise_cap_usd(to), limit),
+        LimitKind::WallClockLimitS => (inv.clone().raise_wall_clock_s(to), process_limit(Some(to))),
+    };
+    Some((raised.0, raised.1, r.first_ending()?))
+}
+
+/// The `raise` gate: the first ending, and exactly one raise of the limit
+/// to the case's value in the ledger journal (what the harness journals
+/// before it goes on) and in the final report.
+fn raise_check(
+    r: &crate::suite::Raise,
+    first: &FirstEnding,
+    report: &harness::report::Report,
+    state: &Path,
+) -> Check {
+    use harness::ledger::journal::{parse, JournalEntry};
+    let (kind, to, _) = match r.limit() {
+        Some(x) => x,
+        None => return raise_gate(false, "no limit to raise".into()),
+    };
+    let journal = std::fs::read(state.join("ledger.jsonl")).unwrap_or_default();
+    let journaled: Vec<(f64, f64)> = parse(&journal)
+        .lines
+        .into_iter()
+        .filter_map(|l| match l.entry {
+            JournalEntry::Limit {
+                limit, old, new, ..
+            } if limit == kind => Some((old, new)),
+            _ => None,
+        })
+        .collect();
+    let reported: Vec<f64> = (report.limit_raises.iter())
+        .filter(|x| x.limit == kind)
+        .map(|x| x.new)
+        .collect();
+    let name = match kind {
+        harness::ledger::LimitKind::HardCapUsd => "hard_cap_usd",
+        harness::ledger::LimitKind::WallClockLimitS => "wall_clock_limit_s",
+    };
+    let what = format!(
+        "first run ended {} at ${:.6}; {name} raised to {to}: ledger journal {journaled:?} (old, new), report {reported:?}",
+        first.ending.as_str(),
+        first.spend_usd
+    );
+    let ok = matches!(journaled.as_slice(), [(_, n)] if *n == to) && reported == [to];
+    raise_gate(
+        ok,
+        if ok {
+            what
+        } else {
+            format!("not exactly one raise to {to}: {what}")
+        },
+    )
+}
+
+fn raise_gate(passed: bool, detail: String) -> Check {
+    Check {
+        name: "raise".into(),
+        kind: score::CheckKind::Gate,
+        passed,
+        detail,
+    }
+}
+
 /// Run one case once and score it. Never panics: an infrastructure failure
 /// is a failed run whose failure says what went wrong.
 pub async fn run_case(
@@ -807,6 +914,37 @@ pub async fn run_case(
             }
         }
     }
+    // `[raise]`: the first run must end on the limit; the scored run is the
+    // same command raising it, on the same state dir.
+    let mut first = None;
+    let (mut inv, mut limit) = (inv, limit);
+    if let Some(r) = &case.file.raise {
+        let (s, ended) = match run_to_first_ending(harness_bin, &inv, &watched, limit, &state).await
+        {
+            Ok(x) => x,
+            Err(e) => return spawn_failed(e, "[raise] first run: ", &dir),
+        };
+        latency += s.elapsed;
+        gathered.canary_hits.extend(s.canary_hits);
+        let Some((raised, raised_limit, want)) = raise_invocation(&inv, r, limit) else {
+            return setup_fault("[raise]: no limit to raise".into(), &dir);
+        };
+        if ended.ending != want {
+            return fail(
+                format!(
+                    "[raise]: the first run ended {} (exit {}, ${:.6} spent), not {}: nothing to raise",
+                    ended.ending.as_str(),
+                    s.code,
+                    ended.spend_usd,
+                    want.as_str()
+                ),
+                &dir,
+            );
+        }
+        (inv, limit) = (raised, raised_limit);
+        gathered.raise_asked_usd = r.cap_usd;
+        first = Some((*r, ended));
+    }
     let spawned = match run_harness(harness_bin, &inv, None, &watched, limit).await {
         Ok(s) => s,
         Err(e) => return spawn_failed(e, "", &dir),
@@ -889,6 +1027,9 @@ pub async fn run_case(
             commit_files: commit_files.as_ref(),
         },
     );
+    if let Some((r, ended)) = &first {
+        checks.push(raise_check(r, ended, &report, &state));
+    }
     checks.extend(audit::audit(&report, &requests, &gathered));
     let Verdict {
         score,
@@ -1010,6 +1151,45 @@ mod tests {
             "state",
             ModelSource::BaseUrl("http://127.0.0.1:1".into()),
         )
+    }
+
+    #[test]
+    fn a_raise_is_the_same_command_with_the_raise_flag_and_its_clock() {
+        use harness::ending::Ending;
+        let argv = |inv: &HarnessInvocation| -> Vec<String> {
+            inv.args()
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect()
+        };
+        let base = invocation();
+        let limit = Duration::from_secs(7);
+        let cap = crate::suite::Raise {
+            cap_usd: Some(2.0),
+            wall_clock_s: None,
+        };
+        let (inv, l, want) = raise_invocation(&base, &cap, limit).unwrap();
+        assert_eq!(want, Ending::BudgetExhausted);
+        assert_eq!(l, limit, "a raised cap keeps the process's clock");
+        assert_eq!(argv(&inv)[..argv(&base).len()], argv(&base)[..]);
+        assert!(argv(&inv).ends_with(&["--raise-cap-usd".into(), "2".into()]));
+        let clock = crate::suite::Raise {
+            cap_usd: None,
+            wall_clock_s: Some(600.0),
+        };
+        let (inv, l, want) = raise_invocation(&base, &clock, limit).unwrap();
+        assert_eq!(want, Ending::TimeLimit);
+        assert_eq!(
+            l,
+            process_limit(Some(600.0)),
+            "the raised clock bounds the process"
+        );
+        assert!(argv(&inv).ends_with(&["--raise-wall-clock-s".into(), "600".into()]));
+        let neither = crate::suite::Raise {
+            cap_usd: None,
+            wall_clock_s: None,
+        };
+        assert!(raise_invocation(&base, &neither, limit).is_none());
     }
 
     #[tokio::test]

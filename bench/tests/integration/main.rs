@@ -23,3 +23,4 @@ mod live_suite;
 mod new_case;
 mod run;
 mod schemas;
+mod serve;
