@@ -125,6 +125,11 @@ pub fn encode(state: &RunState) -> Result<Vec<u8>, SaveError> {
 
 pub fn save(state_dir: &Path, state: &RunState) -> Result<(), SaveError> {
     let bytes = encode(state)?;
+    #[cfg(feature = "chaos-broken")]
+    if crate::simfs::broken() == Some(crate::simfs::Broken::InPlaceCheckpoint) {
+        crate::durable::write_in_place(&path_in(state_dir), &bytes)?;
+        return Ok(());
+    }
     crate::durable::atomic_write(&path_in(state_dir), &bytes)?;
     Ok(())
 }

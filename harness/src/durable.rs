@@ -22,12 +22,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().ok_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name")
     })?;
-    #[cfg(feature = "chaos-broken")]
-    if simfs::broken() == Some(simfs::Broken::InPlaceCheckpoint)
-        && name == crate::checkpoint::FILE_NAME
-    {
-        return broken_in_place(path, dir, bytes);
-    }
+    let durability = simfs::durability();
     let tmp = dir.join(format!(
         ".{}{}{}-{}",
         name.to_string_lossy(),
@@ -48,11 +43,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let mut f = simfs::File::open(&tmp, simfs::Open::CreateNew)?;
         f.write_all(bytes)?;
         point(Phase::TempWritten);
-        #[cfg(feature = "chaos-broken")]
-        let skip_file_fsync = simfs::broken() == Some(simfs::Broken::NoFileFsync);
-        #[cfg(not(feature = "chaos-broken"))]
-        let skip_file_fsync = false;
-        if !skip_file_fsync {
+        if durability.file_fsync {
             f.sync_all()?; // bytes on the device, not just in the page cache
         }
         drop(f);
@@ -60,8 +51,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         simfs::rename(&tmp, path)?; // the step that buys atomicity
         guard.armed = false;
         point(Phase::AfterRenameBeforeFsyncDir);
-        #[cfg(feature = "chaos-broken")]
-        if simfs::broken() == Some(simfs::Broken::NoDirFsync) {
+        if !durability.dir_fsync {
             return Ok(());
         }
         fsync_dir(dir) // the rename itself is durable
@@ -144,12 +134,18 @@ pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
     simfs::fsync_dir(dir)
 }
 
-/// The `in-place-checkpoint` broken variant (chaos self-test only): truncate
-/// the real file and rewrite it. The write goes out in two halves with the
-/// temp-written phase between them, as a large write_all can be split by
-/// the kernel; a kill or power cut in between leaves a torn checkpoint.
+/// What the `in-place-checkpoint` broken variant does instead of
+/// [`atomic_write`] (chaos self-test only; its caller, `checkpoint::save`,
+/// chooses it): truncate the real file and rewrite it. The write goes out
+/// in two halves with the temp-written phase between them, as a large
+/// write_all can be split by the kernel; a kill or power cut in between
+/// leaves a torn checkpoint.
 #[cfg(feature = "chaos-broken")]
-fn broken_in_place(path: &Path, dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut f = simfs::File::open(path, simfs::Open::Truncate)?;
     let half = bytes.len() / 2;
     f.write_all(&bytes[..half])?;

@@ -150,6 +150,40 @@ pub fn broken() -> Option<Broken> {
     None
 }
 
+/// Which syncs an atomic write makes: both, always, in the product. The
+/// one seam through which the fsync-dropping broken variants enter
+/// `durable::atomic_write`, decided once per process from [`broken`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Durability {
+    /// fsync the temp file before the rename.
+    pub file_fsync: bool,
+    /// fsync the directory after the rename.
+    pub dir_fsync: bool,
+}
+
+impl Durability {
+    pub const FULL: Durability = Durability {
+        file_fsync: true,
+        dir_fsync: true,
+    };
+}
+
+/// This process's [`Durability`].
+#[inline(always)]
+pub fn durability() -> Durability {
+    match broken() {
+        Some(Broken::NoFileFsync) => Durability {
+            file_fsync: false,
+            ..Durability::FULL
+        },
+        Some(Broken::NoDirFsync) => Durability {
+            dir_fsync: false,
+            ..Durability::FULL
+        },
+        _ => Durability::FULL,
+    }
+}
+
 #[cfg(feature = "test-hooks")]
 use hooks::{gate, logging, next_id, record};
 
