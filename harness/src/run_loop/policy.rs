@@ -21,6 +21,14 @@ pub(super) enum Exit {
     Stopped { signal: Signal, cut: Option<String> },
 }
 
+/// Where an error came from, for `respond`: before the first lap (the
+/// resume's verify, its checkpoint, its replan) or out of a lap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Prepare,
+    Lap,
+}
+
 impl Runner {
     /// The priority order of the endings is the literal order of these checks.
     /// UNRECOVERABLE_ERROR is not here: nothing returns it from a check; it is
@@ -85,7 +93,10 @@ impl Runner {
     /// the stop request that suspends the run.
     pub(super) async fn drive(&mut self, resumed: bool) -> Exit {
         if let Err(e) = self.prepare(resumed).await {
-            return self.classify_fatal(e);
+            // Out of `prepare` every class is an exit (`respond`).
+            if let Some(exit) = self.respond(e, Stage::Prepare) {
+                return exit;
+            }
         }
         let mut laps = 0u64;
         loop {
@@ -100,26 +111,7 @@ impl Runner {
                 return Exit::Stopped { signal, cut: None };
             }
             if let Some(ending) = decided {
-                // GOAL_MET means durable: the predicate measured the page
-                // cache, and a write whose rename landed but whose directory
-                // fsync failed may not survive a power cut (found by bench
-                // chaos, power-loss mode, EIO on that fsync).
-                if ending == Ending::GoalMet && !self.state.writes_in_doubt.is_empty() {
-                    return Exit::Ended(
-                        Ending::UnrecoverableError,
-                        Some(format!(
-                            "the goal predicate passed, but these writes failed with an I/O error after they landed and were not redone, so what it measured may not survive a power cut: {}",
-                            self.state
-                                .writes_in_doubt
-                                .iter()
-                                .map(|d| format!("{} ({})", d.path, d.error))
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        )),
-                        Some(ErrorKind::WriteNotDurable),
-                    );
-                }
-                return Exit::Ended(ending, self.plan_note.clone(), None);
+                return self.ended(ending);
             }
             laps += 1;
             crate::fault_injection::panic_point("lap");
@@ -136,54 +128,91 @@ impl Runner {
                 );
             }
             if let Err(e) = self.lap().await {
-                let said = e.to_string();
-                match e.classify() {
-                    Classified::Unrecoverable { kind, detail } => {
-                        return Exit::Ended(Ending::UnrecoverableError, Some(detail), Some(kind))
-                    }
-                    Classified::Stopped(signal) => {
-                        return Exit::Stopped {
-                            signal,
-                            cut: Some(said),
-                        }
-                    }
-                    // A cut the stop request made (a check killed, so a
-                    // verify with no verdict) is the stop's, not the clock's.
-                    _ if crate::stop::requested().is_some() => {
-                        return Exit::Stopped {
-                            signal: crate::stop::requested().unwrap_or(Signal::SIGTERM),
-                            cut: Some(said),
-                        }
-                    }
-                    // Do not end here: the top of the loop reports it, after
-                    // the goal predicate has had its say.
-                    Classified::Blocked => {
-                        self.ledger.set_blocked(true);
-                        self.events.emit(
-                            self.state.step,
-                            Event::BudgetRefused {
-                                spent_usd: self.ledger.spent_usd(),
-                                detail: said,
-                            },
-                        );
-                        continue;
-                    }
-                    Classified::TimeUp => {
-                        self.clock_ran_out = true;
-                        self.events.emit(
-                            self.state.step,
-                            Event::ClockRanOut {
-                                elapsed_ms: self.elapsed_ms(),
-                                spent_usd: self.ledger.spent_usd(),
-                                detail: said,
-                            },
-                        );
-                        continue;
-                    }
-                    Classified::WallClock { detail } => return self.clock_ran_out(detail),
+                if let Some(exit) = self.respond(e, Stage::Lap) {
+                    return exit;
                 }
             }
         }
+    }
+
+    /// The one place an error's class becomes the loop's response: an exit
+    /// (an ending, or the stop that suspends the run), or None when the loop
+    /// goes on and the top of the next lap reports it. A budget refusal or a
+    /// model call cut by the clock out of a lap goes on, so the goal
+    /// predicate has its say first; out of `prepare` (before any lap) it ends
+    /// the run there.
+    fn respond(&mut self, e: LapError, stage: Stage) -> Option<Exit> {
+        let said = e.to_string();
+        Some(match e.classify() {
+            Classified::Unrecoverable { kind, detail } => {
+                Exit::Ended(Ending::UnrecoverableError, Some(detail), Some(kind))
+            }
+            Classified::Stopped(signal) => Exit::Stopped {
+                signal,
+                cut: Some(said),
+            },
+            // A cut the stop request made (a check killed, so a verify with
+            // no verdict) is the stop's, not the clock's.
+            _ if crate::stop::requested().is_some() => Exit::Stopped {
+                signal: crate::stop::requested().unwrap_or(Signal::SIGTERM),
+                cut: Some(said),
+            },
+            Classified::Blocked if stage == Stage::Prepare => {
+                Exit::Ended(Ending::BudgetExhausted, None, None)
+            }
+            Classified::TimeUp if stage == Stage::Prepare => {
+                Exit::Ended(Ending::TimeLimit, None, None)
+            }
+            // Do not end here: the top of the loop reports it, after the
+            // goal predicate has had its say.
+            Classified::Blocked => {
+                self.ledger.set_blocked(true);
+                self.events.emit(
+                    self.state.step,
+                    Event::BudgetRefused {
+                        spent_usd: self.ledger.spent_usd(),
+                        detail: said,
+                    },
+                );
+                return None;
+            }
+            Classified::TimeUp => {
+                self.clock_ran_out = true;
+                self.events.emit(
+                    self.state.step,
+                    Event::ClockRanOut {
+                        elapsed_ms: self.elapsed_ms(),
+                        spent_usd: self.ledger.spent_usd(),
+                        detail: said,
+                    },
+                );
+                return None;
+            }
+            Classified::WallClock { detail } => self.clock_ran_out(detail),
+        })
+    }
+
+    /// The exit for an ending `should_stop` decided. GOAL_MET means durable:
+    /// the predicate measured the page cache, and a write whose rename
+    /// landed but whose directory fsync failed may not survive a power cut
+    /// (found by bench chaos, power-loss mode, EIO on that fsync).
+    fn ended(&self, ending: Ending) -> Exit {
+        if ending == Ending::GoalMet && !self.state.writes_in_doubt.is_empty() {
+            return Exit::Ended(
+                Ending::UnrecoverableError,
+                Some(format!(
+                    "the goal predicate passed, but these writes failed with an I/O error after they landed and were not redone, so what it measured may not survive a power cut: {}",
+                    self.state
+                        .writes_in_doubt
+                        .iter()
+                        .map(|d| format!("{} ({})", d.path, d.error))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )),
+                Some(ErrorKind::WriteNotDurable),
+            );
+        }
+        Exit::Ended(ending, self.plan_note.clone(), None)
     }
 
     /// The wall clock ran out inside a lap. The priority order still decides
@@ -209,26 +238,6 @@ impl Runner {
             };
         }
         Exit::Ended(ending, self.plan_note.clone(), None)
-    }
-
-    fn classify_fatal(&mut self, e: LapError) -> Exit {
-        let said = e.to_string();
-        match e.classify() {
-            Classified::Unrecoverable { kind, detail } => {
-                Exit::Ended(Ending::UnrecoverableError, Some(detail), Some(kind))
-            }
-            Classified::Stopped(signal) => Exit::Stopped {
-                signal,
-                cut: Some(said),
-            },
-            _ if crate::stop::requested().is_some() => Exit::Stopped {
-                signal: crate::stop::requested().unwrap_or(Signal::SIGTERM),
-                cut: Some(said),
-            },
-            Classified::Blocked => Exit::Ended(Ending::BudgetExhausted, None, None),
-            Classified::TimeUp => Exit::Ended(Ending::TimeLimit, None, None),
-            Classified::WallClock { detail } => self.clock_ran_out(detail),
-        }
     }
 
     /// One lap: plan if not planned yet, else run the next task, verify it,
