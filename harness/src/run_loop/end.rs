@@ -71,6 +71,50 @@ pub(super) async fn fail_early(
     }
 }
 
+/// A run that had already ended: re-reported, never run again.
+pub(super) async fn rereport(
+    state: &RunState,
+    f: &Finished,
+    goal: &Goal,
+    ends: &Ends,
+    events: &mut EventLog,
+    state_dir: &Path,
+) -> Outcome {
+    // Already ended: re-report, never run again.
+    crate::fault_injection::panic_point("rereport");
+    events.emit(state.step, Event::Rereport { ending: f.ending });
+    let (report, report_written) = match Report::load(state_dir) {
+        Ok(r) => {
+            // The page again, from the report as it stands.
+            write_page(&r, state_dir);
+            (r, true)
+        }
+        Err(_) => {
+            // Killed between the final checkpoint and report.json: the
+            // report and the alert were never delivered. finish() sends
+            // the alert before writing the report, so a missing report
+            // means a possibly missing alert: deliver it now (alerts are
+            // at-least-once, never at-most-once).
+            let mut r = Report::build(
+                state,
+                goal.text(),
+                f.ending,
+                f.detail.clone(),
+                f.error_kind.clone(),
+                f.ending == Ending::GoalMet,
+                0,
+            );
+            let written = publish(&mut r, ends, state_dir).await;
+            (r, written)
+        }
+    };
+    Outcome {
+        ending: f.ending,
+        report,
+        report_written,
+    }
+}
+
 /// End a run that main could not start (its state dir cannot be made, the
 /// lock file cannot be opened): UNRECOVERABLE_ERROR with a report where the
 /// state dir allows one, else the report on stderr; the alert is tried

@@ -26,21 +26,20 @@ pub use error::{Classified, LapError};
 
 use crate::check::CheckResult;
 use crate::checkpoint::{self, Refusal};
-use crate::clock::now_unix_ms;
+
 use crate::ending::{Ending, ErrorKind};
-use crate::events::{Event, EventLog, RunOpened};
+use crate::events::EventLog;
 use crate::gitwork::GitWork;
 use crate::goal::Goal;
 use crate::ledger::Ledger;
-use crate::model::client::{EndpointConfig, ModelClient, RetryPolicy};
+use crate::model::client::ModelClient;
 use crate::outbox::Outbox;
 use crate::report::Report;
 use crate::spec::RunSpec;
 use crate::state::RunState;
 use crate::task_writes::TaskWrites;
 use crate::workspace::Workspace;
-use end::{end_after_panic, fail_early, publish, write_page, AfterPanic, Ends};
-use open::raise_limit;
+use end::{end_after_panic, AfterPanic};
 use policy::Exit;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -195,276 +194,11 @@ pub async fn run(spec: RunSpec, state_dir: &Path, opts: RunOptions) -> RunEnd {
     }
 }
 
-async fn run_to_ending(mut spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> RunEnd {
-    let state_dir = state_dir.as_path();
-    let goal = Goal::new(spec.goal.clone());
-    // main creates it too; the library must not depend on that.
-    let dir_err = std::fs::create_dir_all(state_dir).err();
-    crate::state_seal::seal(state_dir);
-    let mut events = EventLog::open(state_dir);
-    let hard_cap = spec.hard_cap_usd;
-    let ends = Ends::of(&spec);
-
-    if let Some(e) = dir_err {
-        let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
-        s.hard_cap_usd = hard_cap;
-        return fail_early(
-            s,
-            ErrorKind::StateDir,
-            format!("cannot create state dir {}: {e}", state_dir.display()),
-            &goal,
-            &ends,
-            state_dir,
-            &mut events,
-        )
-        .await
-        .into();
-    }
-    // Load or start. Every refusal is UNRECOVERABLE_ERROR with the refusal
-    // named; the refused file is left untouched for a human to inspect.
-    let loaded = checkpoint::load(state_dir, Some(goal.sha256()));
-    let (mut state, resumed) = match loaded {
-        Ok(Some(s)) => (s, true),
-        Ok(None) => {
-            let mut s = RunState::new(
-                format!("run-{}-{}", now_unix_ms(), std::process::id()),
-                goal.sha256().to_string(),
-                now_unix_ms(),
-            );
-            s.hard_cap_usd = hard_cap;
-            (s, false)
-        }
-        Err(refusal) => {
-            let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
-            s.hard_cap_usd = hard_cap;
-            return fail_early(
-                s,
-                refusal.refusal_kind().error_kind(),
-                format!("refused to resume: {refusal}"),
-                &goal,
-                &ends,
-                state_dir,
-                &mut events,
-            )
-            .await
-            .into();
-        }
+async fn run_to_ending(spec: RunSpec, state_dir: PathBuf, opts: RunOptions) -> RunEnd {
+    let (mut r, resumed) = match open::open(spec, &state_dir, opts).await {
+        Ok(opened) => opened,
+        Err(early) => return early.end(&state_dir).await,
     };
-    // The cap the run was under when it was last checkpointed (the one a
-    // BUDGET_EXHAUSTED run ended on: the spec's, a raise, or a --max-usd).
-    let ended_cap = state.hard_cap_usd;
-    state.hard_cap_usd = hard_cap;
-    if let Some(raise) = opts.raise {
-        if let Err(why) = raise_limit(
-            &mut state,
-            raise,
-            &spec,
-            ended_cap,
-            state_dir,
-            &goal,
-            &mut events,
-        ) {
-            return RunEnd::Refused(why);
-        }
-    }
-
-    if let Some(f) = &state.finished {
-        // Already ended: re-report, never run again.
-        crate::fault_injection::panic_point("rereport");
-        events.emit(state.step, Event::Rereport { ending: f.ending });
-        let (report, report_written) = match Report::load(state_dir) {
-            Ok(r) => {
-                // The page again, from the report as it stands.
-                write_page(&r, state_dir);
-                (r, true)
-            }
-            Err(_) => {
-                // Killed between the final checkpoint and report.json: the
-                // report and the alert were never delivered. finish() sends
-                // the alert before writing the report, so a missing report
-                // means a possibly missing alert: deliver it now (alerts are
-                // at-least-once, never at-most-once).
-                let mut r = Report::build(
-                    &state,
-                    goal.text(),
-                    f.ending,
-                    f.detail.clone(),
-                    f.error_kind.clone(),
-                    f.ending == Ending::GoalMet,
-                    0,
-                );
-                let written = publish(&mut r, &ends, state_dir).await;
-                (r, written)
-            }
-        };
-        return Outcome {
-            ending: f.ending,
-            report,
-            report_written,
-        }
-        .into();
-    }
-
-    // A stopped run resumes: its stop report no longer says where it stands
-    // (kept beside, for the record, until the run ends or stops again).
-    if crate::report::StoppedReport::load(state_dir).is_ok() {
-        let _ = std::fs::rename(
-            state_dir.join(crate::report::FILE_NAME),
-            state_dir.join(crate::report::STOPPED_FILE_NAME),
-        );
-    }
-    let mut ledger =
-        Ledger::new(spec.hard_cap_usd, spec.prices.clone()).for_protocol(spec.model.protocol);
-    if let Err(e) = ledger.open_journal(&state_dir.join("ledger.jsonl")) {
-        return fail_early(
-            state,
-            ErrorKind::LedgerJournal,
-            e.to_string(),
-            &goal,
-            &ends,
-            state_dir,
-            &mut events,
-        )
-        .await
-        .into();
-    }
-    // Money the checkpoint knows about must still be in the journal: a journal
-    // that lost money is refused, never silently trusted.
-    if ledger.spent_usd() + 1e-9 < state.ledger.spent_usd {
-        let d = format!(
-            "ledger journal books ${:.6} but the checkpoint recorded ${:.6}",
-            ledger.spent_usd(),
-            state.ledger.spent_usd
-        );
-        return fail_early(
-            state,
-            ErrorKind::LedgerJournal,
-            d,
-            &goal,
-            &ends,
-            state_dir,
-            &mut events,
-        )
-        .await
-        .into();
-    }
-    ledger.set_blocked(state.ledger.blocked);
-    state.ledger = ledger.snapshot().clone();
-    // A raised limit is the journal's from the raise on, whatever the spec
-    // says; `--max-usd` tightens it for this command only, said on stderr
-    // when it is below a raise (the raise stays in the journal).
-    if let Some(x) = opts.max_usd {
-        if x < ledger.hard_cap_usd() {
-            if let Some(raised) = ledger.raised(crate::ledger::LimitKind::HardCapUsd) {
-                crate::console::err_line(&format!(
-                    "harness: --max-usd {x} is below the run's raised cap ${raised}: this command runs under ${x}; the raise stays in ledger.jsonl and a command without --max-usd runs under it again"
-                ));
-            }
-            ledger.tighten_cap(x);
-        }
-    }
-    state.hard_cap_usd = ledger.hard_cap_usd();
-    if let Some(s) = ledger.raised(crate::ledger::LimitKind::WallClockLimitS) {
-        spec.wall_clock_limit_s = s;
-    }
-
-    let workspace = match Workspace::open(&spec.workspace) {
-        Ok(w) => w,
-        Err(e) => {
-            return fail_early(
-                state,
-                ErrorKind::Workspace,
-                format!("workspace {}: {e}", spec.workspace.display()),
-                &goal,
-                &ends,
-                state_dir,
-                &mut events,
-            )
-            .await
-            .into()
-        }
-    };
-    let outbox = Outbox::new(
-        spec.outbox
-            .clone()
-            .unwrap_or_else(|| state_dir.join("outbox.jsonl")),
-    );
-    let base_url = opts
-        .base_url_override
-        .clone()
-        .unwrap_or_else(|| spec.model.base_url.clone());
-    let client = match ModelClient::new(EndpointConfig {
-        base_url,
-        protocol: spec.model.protocol,
-        api_key_env: spec.model.api_key_env.clone(),
-        request_timeout_ms: spec.model.request_timeout_s * 1000,
-        retry: RetryPolicy {
-            max_attempts: spec.model.http_attempts,
-            jitter_seed: opts.jitter_seed,
-            ..RetryPolicy::default()
-        },
-    })
-    .map(|c| c.with_sampling(spec.model.sampling()))
-    {
-        Ok(c) => c,
-        Err(e) => {
-            return fail_early(
-                state,
-                ErrorKind::EndpointConfig,
-                e.to_string(),
-                &goal,
-                &ends,
-                state_dir,
-                &mut events,
-            )
-            .await
-            .into()
-        }
-    };
-    let git = GitWork::detect(workspace.root());
-    // Checks get a private TMPDIR, removed when the run ends (the Runner
-    // holds it; a killed run's is swept by the next: crate::check_tmp);
-    // without one they fall back to the system temp dir.
-    let check_tmp = crate::check_tmp::create().ok();
-    if let Some(t) = &check_tmp {
-        spec.set_check_tmpdir(t.path());
-    }
-
-    let mut r = Runner {
-        clock: crate::clock::RunClock::resume_from(state.elapsed_ms),
-        spec,
-        goal,
-        state,
-        ledger,
-        client,
-        workspace,
-        outbox,
-        git,
-        state_dir: state_dir.to_path_buf(),
-        events,
-        last_predicate: None,
-        plan_note: None,
-        #[cfg(feature = "test-hooks")]
-        tamper_goal_before_lap: opts.tamper_goal_before_lap,
-        fresh_predicate: None,
-        clock_ran_out: false,
-        writes: TaskWrites::new(state_dir),
-        task_paths: BTreeSet::new(),
-        _check_tmp: check_tmp,
-    };
-    let opened = RunOpened {
-        run_id: r.state.run_id.clone(),
-        spent_usd: r.ledger.spent_usd(),
-    };
-    r.events.emit(
-        r.state.step,
-        if resumed {
-            Event::Resume(opened)
-        } else {
-            Event::Start(opened)
-        },
-    );
-
     match r.drive(resumed).await {
         Exit::Ended(ending, detail, kind) => r.finish(ending, detail, kind).await.into(),
         Exit::Stopped { signal, cut } => RunEnd::Stopped(r.suspend(signal, cut).await),
