@@ -7,11 +7,12 @@ use super::{Runner, CLAIM_MAX_CHARS};
 use crate::chaos_hook::{point, Phase};
 use crate::check::{run_check_by, CheckResult};
 use crate::events::{Event, GitError, ToolEvent, ToolRef};
-use crate::model::types::{StopReason, Turn};
+use crate::model::types::{ModelRequest, StopReason, ToolCall, ToolDef, Turn};
 use crate::spec::Predicate;
 use crate::state::{CompletedTask, ModelClaim, ParkedTask, VerifiedHow};
 use crate::task::Task;
 use crate::text::clip_chars;
+use crate::tools::Observation;
 use crate::tools::ToolBox;
 use crate::verify::{VerifyContext, VerifyOutcome};
 
@@ -264,29 +265,7 @@ impl Runner {
             .to_string();
         let mut previous: Option<(String, serde_json::Value)> = None;
         for turn in 0..self.spec.loop_cap {
-            let notice = if self.ledger.notice_due() {
-                Some(crate::agent::budget_notice(self.ledger.fraction_spent()))
-            } else {
-                None
-            };
-            // The visible budget, in tokens, never dollars: what the dollars
-            // left would buy of this call's model's output, at most the
-            // spec's per-task figure. It changes every call, so it goes after
-            // everything cacheable (agent::execute_request).
-            let budget_tokens = self
-                .ledger
-                .remaining_output_tokens(&executor)
-                .min(self.spec.task_budget_tokens);
-            let req = crate::agent::execute_request(
-                &executor,
-                self.spec.model.max_tokens,
-                format!("execute/{}/a{attempt}/{turn}", task.id),
-                turns.clone(),
-                tool_defs.clone(),
-                budget_tokens,
-                notice,
-                self.spec.executor_prompt_extra.as_deref(),
-            );
+            let req = self.execute_req(task, attempt, turn, &executor, &turns, &tool_defs);
             let reply = self.call_model(req, Phase::DuringModelCall).await?;
             if reply.stop_reason == StopReason::Refusal {
                 return Ok(AttemptEnd::Refused { text: reply.text });
@@ -310,52 +289,13 @@ impl Runner {
                 command: self.spec.run_command.as_ref(),
             }
             .dispatch(&call);
-            if obs.posted_key.is_some() {
-                point(Phase::AfterPostBeforeCheckpoint);
-            }
-            if !obs.wrote.is_empty() {
-                self.note_writes(&task.id, &obs.wrote);
-            }
-            self.note_doubt(&obs);
-            crate::lessons::push_observation(
+            self.note_tool(
+                task,
+                &format!("execute/{}/a{attempt}/{turn}", task.id),
+                &call,
+                &obs,
+                io_failed,
                 observations,
-                &crate::lessons::observation_line(
-                    &call.name,
-                    &call.input,
-                    &obs.content,
-                    obs.is_error,
-                ),
-            );
-            if obs.is_error && obs.side_effect {
-                *io_failed = Some((call.name.clone(), call.input.clone()));
-            } else if !obs.is_error
-                && io_failed.as_ref() == Some(&(call.name.clone(), call.input.clone()))
-            {
-                *io_failed = None; // the same call redone successfully: durable again
-            }
-            if obs.side_effect {
-                if let Some(p) = call.input.get("path").and_then(|p| p.as_str()) {
-                    if !self.state.artifacts.iter().any(|a| a == p)
-                        && self.state.artifacts.len() < 1000
-                    {
-                        self.state.artifacts.push(p.to_string());
-                    }
-                }
-            }
-            self.events.emit(
-                self.state.step,
-                Event::Tool(ToolEvent {
-                    task: task.id.clone(),
-                    tool: ToolRef::of(&call.name),
-                    is_error: obs.is_error,
-                    side_effect: obs.side_effect,
-                    call_key: format!("execute/{}/a{attempt}/{turn}", task.id),
-                    input: clip_chars(
-                        &call.input.to_string(),
-                        crate::events::TOOL_INPUT_SHOWN_MAX_CHARS,
-                    ),
-                    output: clip_chars(&obs.content, crate::events::TOOL_OUTPUT_SHOWN_MAX_CHARS),
-                }),
             );
             // A tool's check cut by the clock, or a clock that ran out while
             // the tool ran: the lap ends here, the task stays in flight.
@@ -376,6 +316,96 @@ impl Runner {
             });
         }
         Ok(AttemptEnd::LoopCap)
+    }
+
+    /// What a tool call of an attempt leaves behind: its writes noted and
+    /// journaled, its doubt, its observation line, whether a side effect is
+    /// in doubt (`io_failed`), the artifact, and its event.
+    fn note_tool(
+        &mut self,
+        task: &Task,
+        call_key: &str,
+        call: &ToolCall,
+        obs: &Observation,
+        io_failed: &mut Option<(String, serde_json::Value)>,
+        observations: &mut String,
+    ) {
+        if obs.posted_key.is_some() {
+            point(Phase::AfterPostBeforeCheckpoint);
+        }
+        if !obs.wrote.is_empty() {
+            self.note_writes(&task.id, &obs.wrote);
+        }
+        self.note_doubt(obs);
+        crate::lessons::push_observation(
+            observations,
+            &crate::lessons::observation_line(&call.name, &call.input, &obs.content, obs.is_error),
+        );
+        if obs.is_error && obs.side_effect {
+            *io_failed = Some((call.name.clone(), call.input.clone()));
+        } else if !obs.is_error
+            && io_failed.as_ref() == Some(&(call.name.clone(), call.input.clone()))
+        {
+            *io_failed = None; // the same call redone successfully: durable again
+        }
+        if obs.side_effect {
+            if let Some(p) = call.input.get("path").and_then(|p| p.as_str()) {
+                if !self.state.artifacts.iter().any(|a| a == p) && self.state.artifacts.len() < 1000
+                {
+                    self.state.artifacts.push(p.to_string());
+                }
+            }
+        }
+        self.events.emit(
+            self.state.step,
+            Event::Tool(ToolEvent {
+                task: task.id.clone(),
+                tool: ToolRef::of(&call.name),
+                is_error: obs.is_error,
+                side_effect: obs.side_effect,
+                call_key: call_key.to_string(),
+                input: clip_chars(
+                    &call.input.to_string(),
+                    crate::events::TOOL_INPUT_SHOWN_MAX_CHARS,
+                ),
+                output: clip_chars(&obs.content, crate::events::TOOL_OUTPUT_SHOWN_MAX_CHARS),
+            }),
+        );
+    }
+
+    /// The executor's request for one turn of an attempt.
+    fn execute_req(
+        &self,
+        task: &Task,
+        attempt: u32,
+        turn: u32,
+        executor: &str,
+        turns: &[Turn],
+        tool_defs: &[ToolDef],
+    ) -> ModelRequest {
+        let notice = if self.ledger.notice_due() {
+            Some(crate::agent::budget_notice(self.ledger.fraction_spent()))
+        } else {
+            None
+        };
+        // The visible budget, in tokens, never dollars: what the dollars
+        // left would buy of this call's model's output, at most the
+        // spec's per-task figure. It changes every call, so it goes after
+        // everything cacheable (agent::execute_request).
+        let budget_tokens = self
+            .ledger
+            .remaining_output_tokens(executor)
+            .min(self.spec.task_budget_tokens);
+        crate::agent::execute_request(
+            executor,
+            self.spec.model.max_tokens,
+            format!("execute/{}/a{attempt}/{turn}", task.id),
+            turns.to_vec(),
+            tool_defs.to_vec(),
+            budget_tokens,
+            notice,
+            self.spec.executor_prompt_extra.as_deref(),
+        )
     }
 
     pub(super) fn complete(&mut self, task: Task, claim: Option<String>, how: VerifiedHow) {
