@@ -175,35 +175,14 @@ impl Runner {
             let result = self.call_model(req, Phase::DuringModelCall).await;
             cost_usd = (self.ledger.spent_usd() - spent_before).max(0.0);
             match result {
-                Ok(reply) => crate::lessons::parse(&reply.text)
-                    .map_err(|e| (LessonRefusal::Malformed, e))
-                    .and_then(|c| {
-                        let ctx = crate::lessons::AdmitContext {
-                            task_text: crate::lessons::task_text(task),
-                            observations,
-                            workspace: Some(&self.workspace),
-                            admitted: &self.state.lessons,
-                        };
-                        let admitted =
-                            if crate::mutants::active(crate::mutants::Mutant::AdmitsEveryLesson) {
-                                Ok((String::new(), crate::lessons::AnchorSource::Observation))
-                            } else {
-                                crate::lessons::admit(&c, &ctx)
-                            };
-                        admitted.map(|(anchor, anchor_in)| crate::lessons::Lesson {
-                            call_key: call_key.clone(),
-                            task_id: task.id.clone(),
-                            attempt,
-                            step: self.state.step,
-                            constraint: c.constraint,
-                            cause: c.cause,
-                            workaround: c.workaround,
-                            evidence: c.evidence,
-                            anchor,
-                            anchor_in,
-                            cost_usd,
-                        })
-                    }),
+                Ok(reply) => self.lesson_of(
+                    &reply.text,
+                    task,
+                    attempt,
+                    &call_key,
+                    observations,
+                    cost_usd,
+                ),
                 Err(LapError::Budget(b)) => Err((LessonRefusal::CallRefused, b.to_string())),
                 Err(LapError::Model(
                     e @ (ModelError::Rejected { .. } | ModelError::RetriesExhausted { .. }),
@@ -240,5 +219,48 @@ impl Runner {
             return Err(e);
         }
         self.checkpoint() // the lesson (or its refusal) survives a crash in the retry
+    }
+
+    /// A lesson call's reply, admitted only by the harness's own checks
+    /// (`lessons::admit`), or why it is refused.
+    fn lesson_of(
+        &self,
+        reply_text: &str,
+        task: &Task,
+        attempt: u32,
+        call_key: &str,
+        observations: &str,
+        cost_usd: f64,
+    ) -> Result<crate::lessons::Lesson, (crate::lessons::LessonRefusal, String)> {
+        use crate::lessons::LessonRefusal;
+        crate::lessons::parse(reply_text)
+            .map_err(|e| (LessonRefusal::Malformed, e))
+            .and_then(|c| {
+                let ctx = crate::lessons::AdmitContext {
+                    task_text: crate::lessons::task_text(task),
+                    observations,
+                    workspace: Some(&self.workspace),
+                    admitted: &self.state.lessons,
+                };
+                let admitted = if crate::mutants::active(crate::mutants::Mutant::AdmitsEveryLesson)
+                {
+                    Ok((String::new(), crate::lessons::AnchorSource::Observation))
+                } else {
+                    crate::lessons::admit(&c, &ctx)
+                };
+                admitted.map(|(anchor, anchor_in)| crate::lessons::Lesson {
+                    call_key: call_key.to_string(),
+                    task_id: task.id.clone(),
+                    attempt,
+                    step: self.state.step,
+                    constraint: c.constraint,
+                    cause: c.cause,
+                    workaround: c.workaround,
+                    evidence: c.evidence,
+                    anchor,
+                    anchor_in,
+                    cost_usd,
+                })
+            })
     }
 }
