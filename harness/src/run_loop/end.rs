@@ -265,34 +265,14 @@ pub(super) async fn end_after_panic(after: AfterPanic, message: String) -> Outco
     };
     state.hard_cap_usd = after.hard_cap_usd;
     let prior = state.finished.take();
-    let mut ledger = Ledger::new(after.hard_cap_usd, after.prices);
-    match ledger.open_journal(&state_dir.join("ledger.jsonl")) {
-        Ok(()) if ledger.spent_usd() + 1e-9 >= state.ledger.spent_usd => {
-            ledger.set_blocked(state.ledger.blocked);
-            state.ledger = ledger.snapshot().clone();
-        }
-        Ok(()) => notes.push(format!(
-            "the ledger journal books ${:.6}, less than the checkpoint's ${:.6}: the checkpoint's spend is reported",
-            ledger.spent_usd(),
-            state.ledger.spent_usd
-        )),
-        Err(e) => notes.push(format!("{e}; the checkpoint's spend is reported")),
-    }
-    if let Some(task) = state.in_progress.take() {
-        // What its tools wrote, from the journal (the panicked task's memory
-        // is gone): left uncommitted in the work tree for the human.
-        let uncommitted_paths = TaskWrites::new(&after.state_dir)
-            .paths_for(&task.id)
-            .into_iter()
-            .collect();
-        state.parked.push(ParkedTask {
-            id: task.id,
-            description: task.description,
-            reason: "the harness panicked while this task was in progress; it was not verified after the panic, so it may be partly done: a human decides".into(),
-            step: state.step,
-            uncommitted_paths,
-        });
-    }
+    book_from_journal(
+        &mut state,
+        after.hard_cap_usd,
+        after.prices,
+        state_dir,
+        &mut notes,
+    );
+    park_in_flight(&mut state, state_dir);
     let mut detail = format!("the harness panicked: {message}");
     if let Some(f) = &prior {
         detail.push_str(&format!(
@@ -341,6 +321,51 @@ pub(super) async fn end_after_panic(after: AfterPanic, message: String) -> Outco
         ending: Ending::UnrecoverableError,
         report,
         report_written,
+    }
+}
+
+/// The spend of a panicked run: the ledger journal's (a call in flight at
+/// its worst case), unless the journal cannot be read or books less than
+/// the checkpoint, which is then said in `notes`.
+fn book_from_journal(
+    state: &mut RunState,
+    hard_cap_usd: f64,
+    prices: PriceTable,
+    state_dir: &Path,
+    notes: &mut Vec<String>,
+) {
+    let mut ledger = Ledger::new(hard_cap_usd, prices);
+    match ledger.open_journal(&state_dir.join("ledger.jsonl")) {
+        Ok(()) if ledger.spent_usd() + 1e-9 >= state.ledger.spent_usd => {
+            ledger.set_blocked(state.ledger.blocked);
+            state.ledger = ledger.snapshot().clone();
+        }
+        Ok(()) => notes.push(format!(
+            "the ledger journal books ${:.6}, less than the checkpoint's ${:.6}: the checkpoint's spend is reported",
+            ledger.spent_usd(),
+            state.ledger.spent_usd
+        )),
+        Err(e) => notes.push(format!("{e}; the checkpoint's spend is reported")),
+    }
+}
+
+/// The task in flight at a panic, parked unverified: nothing of the run's
+/// own code runs again.
+fn park_in_flight(state: &mut RunState, state_dir: &Path) {
+    if let Some(task) = state.in_progress.take() {
+        // What its tools wrote, from the journal (the panicked task's memory
+        // is gone): left uncommitted in the work tree for the human.
+        let uncommitted_paths = TaskWrites::new(state_dir)
+            .paths_for(&task.id)
+            .into_iter()
+            .collect();
+        state.parked.push(ParkedTask {
+            id: task.id,
+            description: task.description,
+            reason: "the harness panicked while this task was in progress; it was not verified after the panic, so it may be partly done: a human decides".into(),
+            step: state.step,
+            uncommitted_paths,
+        });
     }
 }
 

@@ -33,7 +33,7 @@ impl Runner {
     /// The priority order of the endings is the literal order of these checks.
     /// UNRECOVERABLE_ERROR is not here: nothing returns it from a check; it is
     /// the classification of an error out of the lap body.
-    fn should_stop(&mut self) -> Option<Ending> {
+    pub(super) fn should_stop(&mut self) -> Option<Ending> {
         // The HARNESS runs it, never the agent. A result the lap computed as
         // its very last act (nothing has run since) is used instead of
         // running the same command twice in a row.
