@@ -1,15 +1,21 @@
-//! The loop. `should_stop` is the priority order of the seven endings, read
-//! top to bottom; `run` is the one loop that calls it at the top of every lap
-//! and classifies every error out of the lap body (a budget refusal sets
-//! `blocked` and continues so the top of the loop reports BUDGET_EXHAUSTED;
-//! anything else is UNRECOVERABLE_ERROR). Every branch decision of a run lives
-//! in this file; the modules it calls compute values.
+//! The loop, in rooms of its own. `policy` holds every branch decision of a
+//! run: `should_stop`, the priority order of the seven endings read top to
+//! bottom; `drive`, the one loop that calls it at the top of every lap; and
+//! `respond`, the one place an error's class (`error`) becomes the loop's
+//! response (a budget refusal sets `blocked` and the loop goes on so the top
+//! of the loop reports BUDGET_EXHAUSTED; anything else unrecoverable is
+//! UNRECOVERABLE_ERROR). The other rooms compute and do: `open` (start-up,
+//! and the one early end of a run that never reaches a lap), `task` (a
+//! task's attempts, verify, commit or park), `plan` (plan, replan, admission,
+//! the drift gate), `memory` (compaction, lessons), `call` (the model call
+//! and the ledger gate), `end` (finish, suspend, publish, the panic ending).
 //!
 //! Every exit is an ending: `run` runs the loop as a task of its own, so a
 //! panic anywhere in it comes back as a value and becomes UNRECOVERABLE_ERROR
 //! (kind `panic`) built from what is on disk (`end_after_panic`); every
 //! ending is published the same way (`publish`: the alert, then report.json,
 //! or the report on stderr when it cannot be written).
+
 mod call;
 mod end;
 mod error;
@@ -26,7 +32,6 @@ pub use error::{Classified, LapError};
 
 use crate::check::CheckResult;
 use crate::checkpoint::{self, Refusal};
-
 use crate::ending::{Ending, ErrorKind};
 use crate::events::EventLog;
 use crate::gitwork::GitWork;
