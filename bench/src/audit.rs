@@ -476,6 +476,14 @@ pub struct Gathered {
     /// How far the journal's records billed above their own reservations
     /// (summed over records; 0 for an honest endpoint).
     pub journal_overbilled_usd: f64,
+    /// The hard cap the ledger journal last raised to (`harness run
+    /// --raise-cap-usd`).
+    pub journal_raised_cap_usd: Option<f64>,
+    /// The cap the bench itself asked the harness to raise to (a `[raise]
+    /// cap_usd` case): only a journaled raise to exactly this replaces the
+    /// spec's cap. A harness that journals a raise nobody asked for is
+    /// still held to the spec's.
+    pub raise_asked_usd: Option<f64>,
     pub outside_before: Option<OutsideSnapshot>,
     pub outside_after: Option<OutsideSnapshot>,
     /// What both snapshots leave out (fixed before the run, from the spec as
@@ -557,9 +565,9 @@ impl Gathered {
             .spec
             .as_ref()
             .and_then(|s| harness::ledger::Ledger::peek_journal(&journal_path, s.hard_cap_usd));
-        self.journal_overbilled_usd = std::fs::read(&journal_path)
-            .map(|b| overbilled_usd(&b))
-            .unwrap_or(0.0);
+        let journal_bytes = std::fs::read(&journal_path).unwrap_or_default();
+        self.journal_overbilled_usd = overbilled_usd(&journal_bytes);
+        self.journal_raised_cap_usd = raised_cap_usd(&journal_bytes);
         // The canary scan reads what the harness left, so it comes before
         // the bench's own predicate run: a check that writes files (a test
         // runner's diagnostics) would otherwise overwrite the evidence.
@@ -730,12 +738,15 @@ pub fn check_report_consistent(report: &Report, g: &Gathered) -> (bool, String) 
             }
         }
     }
-    let spec_cap = g.spec.as_ref().map(|s| s.hard_cap_usd);
-    match spec_cap {
+    let whose = match raise_taken(g) {
+        Some(_) => "the raise's (ledger journal)",
+        None => "the spec's",
+    };
+    match run_cap(g) {
         Some(s) if (report.hard_cap_usd - s).abs() <= 1e-9 => {}
         None => bad.push("the spec's hard cap was not read".into()),
         Some(s) => bad.push(format!(
-            "report.hard_cap_usd {} is not the spec's {s}",
+            "report.hard_cap_usd {} is not {whose} {s}",
             json(&report.hard_cap_usd),
         )),
     }
@@ -743,7 +754,7 @@ pub fn check_report_consistent(report: &Report, g: &Gathered) -> (bool, String) 
         (
             true,
             format!(
-                "{ending_s}, exit {}, {} verified among the admitted, cap {} is the spec's",
+                "{ending_s}, exit {}, {} verified among the admitted, cap {} is {whose}",
                 report.exit_code,
                 verified.len(),
                 json(&report.hard_cap_usd)
@@ -781,6 +792,43 @@ pub fn overbilled_usd(journal: &[u8]) -> f64 {
     over
 }
 
+/// The hard cap of the journal's last `limit` line that raised it, read
+/// with the harness's one journal parser: an operator's raise is the run's
+/// cap from then on (the spec's cap until there is one).
+pub fn raised_cap_usd(journal: &[u8]) -> Option<f64> {
+    use harness::ledger::journal::{parse, JournalEntry};
+    use harness::ledger::LimitKind;
+    parse(journal)
+        .lines
+        .into_iter()
+        .filter_map(|l| match l.entry {
+            JournalEntry::Limit {
+                limit: LimitKind::HardCapUsd,
+                new,
+                ..
+            } => Some(new),
+            _ => None,
+        })
+        .last()
+}
+
+/// The run's hard cap: the journal's last raise when it is the one the
+/// bench asked for, else the spec's.
+fn run_cap(g: &Gathered) -> Option<f64> {
+    g.spec.as_ref().map(|s| match raise_taken(g) {
+        Some(c) => c,
+        None => s.hard_cap_usd,
+    })
+}
+
+/// The journal's raise of the cap, when the bench asked for exactly it.
+fn raise_taken(g: &Gathered) -> Option<f64> {
+    match (g.journal_raised_cap_usd, g.raise_asked_usd) {
+        (Some(j), Some(a)) if j == a => Some(j),
+        _ => None,
+    }
+}
+
 /// `audit.spend`: the report's spend is what the ledger journal books (the
 /// journal is what survives a crash; a report that says less forgot money),
 /// and neither passes the spec's hard cap. The one excess allowed is what a
@@ -791,8 +839,7 @@ pub fn overbilled_usd(journal: &[u8]) -> f64 {
 pub fn check_spend(report: &Report, g: &Gathered) -> (bool, String) {
     let mut bad = vec![];
     let spend = report.spend_usd;
-    let cap = g.spec.as_ref().map(|s| s.hard_cap_usd);
-    let Some(cap) = cap else {
+    let Some(cap) = run_cap(g) else {
         return (false, "the spec's hard cap was not read".into());
     };
     let ended_on_overbill =
@@ -994,6 +1041,22 @@ fn judge_request_ok(
     agent: &BTreeSet<String>,
 ) -> Result<usize, String> {
     let v = (sent.body.as_ref()).map_err(|e| format!("body is not JSON: {e}"))?;
+    judge_body_ok(v, goal, tasks, agent)
+}
+
+/// A drift judge request's wire body (either protocol): no tool, the
+/// judge's own instruction as its system prompt and nothing of the agent's
+/// (`agent`), and one user turn that is exactly the original goal and the
+/// queue (`tasks`: id to description). The rule `audit.judge_requests`
+/// holds every run's judge calls to, for a caller that builds judge
+/// requests itself (`bench calibrate --endpoint`). Returns the queue's
+/// length.
+pub fn judge_body_ok(
+    v: &Value,
+    goal: &str,
+    tasks: &BTreeMap<String, String>,
+    agent: &BTreeSet<String>,
+) -> Result<usize, String> {
     if !offered_tools(v).is_empty() {
         return Err("the judge was offered tools".into());
     }
@@ -1240,6 +1303,37 @@ mod tests {
         // Endings that claim no goal pass whatever the predicate says.
         let q = report(Ending::QueueEmptyGoalUnmet, false);
         assert!(check_goal_met_implies_predicate(&q, &honest(Ending::QueueEmptyGoalUnmet, true)).0);
+    }
+
+    /// A raised cap is the run's cap only when the bench asked for that
+    /// raise: a journaled raise nobody asked for (or to another value)
+    /// leaves the harness held to the spec's cap.
+    #[test]
+    fn the_cap_is_the_raise_the_bench_asked_for_and_no_other() {
+        let e = Ending::GoalMet;
+        let mut r = report(e, true);
+        r.hard_cap_usd = 100.0;
+        let held = |asked: Option<f64>, journal: Option<f64>| {
+            let mut h = honest(e, true);
+            h.raise_asked_usd = asked;
+            h.journal_raised_cap_usd = journal;
+            check_report_consistent(&r, &h)
+        };
+        let (ok, d) = held(Some(100.0), Some(100.0));
+        assert!(ok && d.contains("the raise's"), "{d}");
+        for (asked, journal) in [
+            (None, Some(100.0)),
+            (Some(50.0), Some(100.0)),
+            (Some(100.0), None),
+        ] {
+            let (ok, d) = held(asked, journal);
+            assert!(
+                !ok && d.contains("the spec's 28"),
+                "{asked:?} {journal:?}: {d}"
+            );
+        }
+        assert_eq!(raised_cap_usd(b"{\"op\":\"limit\",\"unix_ms\":1,\"limit\":\"hard_cap_usd\",\"old\":28.0,\"new\":100.0}\n"), Some(100.0));
+        assert_eq!(raised_cap_usd(b""), None);
     }
 
     #[test]

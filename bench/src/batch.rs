@@ -54,15 +54,40 @@ pub fn block_on<F: Future<Output = ExitCode>>(
     }
 }
 
+/// Why the harness binary a command needs is not there. Cloned out of the
+/// per-process cache of [`interrupt_harness`], hence the `Arc`s.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HarnessBinError {
+    #[error("harness binary {} not found; build it with `cargo build --release --workspace` or pass --harness", .0.display())]
+    NotFound(PathBuf),
+    #[error("building the test-variants harness failed ({0})")]
+    BuildFailed(std::process::ExitStatus),
+    #[error("cannot run cargo to build the harness: {0}; pass --harness")]
+    NoCargo(Arc<std::io::Error>),
+    #[error("cannot create {}: {source}", .dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    #[error("cannot copy {} to {}: {source}", .from.display(), .to.display())]
+    Copy {
+        from: PathBuf,
+        to: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    #[error("{} has no pause points (not a --features test-variants build)", .0.display())]
+    NoPausePoints(PathBuf),
+}
+
 /// The harness binary: `--harness`, or the one next to this bench binary.
-pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
+pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, HarnessBinError> {
     let p = arg
         .map(Path::to_path_buf)
         .unwrap_or_else(runner::default_harness_bin);
     if p.is_file() {
         Ok(p)
     } else {
-        Err(format!("harness binary {} not found; build it with `cargo build --release --workspace` or pass --harness", p.display()))
+        Err(HarnessBinError::NotFound(p))
     }
 }
 
@@ -78,7 +103,10 @@ pub fn harness_bin(arg: Option<&Path>) -> Result<PathBuf, String> {
 /// hooks never reach `target/release/harness`. `explicit` (--harness) wins.
 /// Cargo runs unless `no_build` or the copy is newer than every harness
 /// source (a copy `scripts/test` put there is used as it is).
-pub fn build_harness(explicit: Option<&PathBuf>, no_build: bool) -> Result<PathBuf, String> {
+pub fn build_harness(
+    explicit: Option<&PathBuf>,
+    no_build: bool,
+) -> Result<PathBuf, HarnessBinError> {
     if let Some(h) = explicit {
         return Ok(h.clone());
     }
@@ -100,15 +128,11 @@ pub fn build_harness(explicit: Option<&PathBuf>, no_build: bool) -> Result<PathB
         Ok(s) if s.success() => {
             install_copy(&target.join("release").join(VARIANTS_BIN_NAME), &bin)?;
         }
-        Ok(s) => return Err(format!("building the test-variants harness failed ({s})")),
+        Ok(s) => return Err(HarnessBinError::BuildFailed(s)),
         Err(e) if bin.is_file() => {
             errln!("bench: cannot run cargo ({e}); using {}", bin.display())
         }
-        Err(e) => {
-            return Err(format!(
-                "cannot run cargo to build the harness: {e}; pass --harness"
-            ))
-        }
+        Err(e) => return Err(HarnessBinError::NoCargo(Arc::new(e))),
     }
     Ok(bin)
 }
@@ -126,15 +150,22 @@ fn cargo_target_dir(root: &Path) -> PathBuf {
 
 /// Copy `from` to `to` through a temp file and a rename, so a command
 /// running the old copy (or a concurrent bench) never sees half a binary.
-fn install_copy(from: &Path, to: &Path) -> Result<(), String> {
+fn install_copy(from: &Path, to: &Path) -> Result<(), HarnessBinError> {
     let dir = to.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| HarnessBinError::CreateDir {
+        dir: dir.to_path_buf(),
+        source: Arc::new(e),
+    })?;
     let tmp = dir.join(format!(".harness.{}.tmp", std::process::id()));
     std::fs::copy(from, &tmp)
         .and_then(|_| std::fs::rename(&tmp, to))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            format!("cannot copy {} to {}: {e}", from.display(), to.display())
+            HarnessBinError::Copy {
+                from: from.to_path_buf(),
+                to: to.to_path_buf(),
+                source: Arc::new(e),
+            }
         })
 }
 
@@ -196,22 +227,19 @@ pub fn has_test_hooks(bin: &Path) -> bool {
 /// points, else the test-variants build (built once per process when
 /// missing or stale). The resumed run, which the case scores, stays on
 /// `harness_bin`: a production harness resumes what the hooked one left.
-pub fn interrupt_harness(harness_bin: &Path) -> Result<PathBuf, String> {
+pub fn interrupt_harness(harness_bin: &Path) -> Result<PathBuf, HarnessBinError> {
     use std::sync::OnceLock;
     if has_test_hooks(harness_bin) {
         return Ok(harness_bin.to_path_buf());
     }
-    static HOOKED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    static HOOKED: OnceLock<Result<PathBuf, HarnessBinError>> = OnceLock::new();
     HOOKED
         .get_or_init(|| {
             let bin = build_harness(None, false)?;
             if has_test_hooks(&bin) {
                 Ok(bin)
             } else {
-                Err(format!(
-                    "{} has no pause points (not a --features test-variants build)",
-                    bin.display()
-                ))
+                Err(HarnessBinError::NoPausePoints(bin))
             }
         })
         .clone()
@@ -671,6 +699,21 @@ pub async fn pool_observed<J, T, W, Fut, D>(
 #[cfg(test)]
 mod tests {
     use super::{case_order, run_lanes, run_reported, LaneJob, Reported};
+
+    #[test]
+    fn a_missing_harness_binary_is_a_typed_error_that_says_what_to_do() {
+        use super::{harness_bin, HarnessBinError};
+        let p = std::path::Path::new("/nonexistent/harness");
+        let e = harness_bin(Some(p)).unwrap_err();
+        assert!(
+            matches!(&e, HarnessBinError::NotFound(q) if q == p),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "harness binary /nonexistent/harness not found; build it with `cargo build --release --workspace` or pass --harness"
+        );
+    }
     use crate::events::{CaseMeta, Event, Reporter};
     use crate::runner::RunRecord;
     use crate::summary::Outcome;
@@ -723,13 +766,13 @@ mod tests {
         RunRecord {
             live_calls: None,
             run,
-            ending: "GOAL_MET".into(),
+            ending: Some(harness::ending::Ending::GoalMet),
             exit_code: 0,
             passed,
             score: if passed { 1.0 } else { 0.0 },
             cost_usd: 0.0,
             latency_ms: 1,
-            expected_ending: "GOAL_MET".into(),
+            expected_ending: harness::ending::Ending::GoalMet,
             checks: vec![],
             failures: vec![],
             state_dir: String::new(),

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 /// loop-cap example leaves out 4 of 58 (6.9%): not comparable.
 pub const NOT_COMPARABLE_SHARE_MAX: f64 = 0.05;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum BenchFault {
     /// The replay server had no recording for a call the harness made (the

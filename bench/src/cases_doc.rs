@@ -60,7 +60,7 @@ fn missing(doc: &str, what: &str, names: impl IntoIterator<Item = String>) -> Ve
 #[test]
 fn every_case_field_verify_kind_call_role_and_tool_is_in_docs_cases_md() {
     use crate::suite::{
-        CaseFile, Expect, HardLink, Interrupt, RequestExcludes, RequestOrder, Setup,
+        CaseFile, Expect, HardLink, Interrupt, Raise, RequestExcludes, RequestOrder, Setup,
     };
     use harness::scenario::{Scenario, ScriptCall, ScriptRun, ScriptTool};
     let doc = doc();
@@ -76,6 +76,11 @@ fn every_case_field_verify_kind_call_role_and_tool_is_in_docs_cases_md() {
         &doc,
         "case.toml [interrupt]",
         names(fields_of::<Interrupt>()),
+    ));
+    gaps.extend(missing(
+        &doc,
+        "case.toml [raise]",
+        names(fields_of::<Raise>()),
     ));
     gaps.extend(missing(
         &doc,

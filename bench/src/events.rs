@@ -162,7 +162,7 @@ impl Terminal {
                     (None, true) => "PASS".into(),
                     (None, false) => "FAIL".into(),
                 },
-                rec.ending,
+                rec.ending_name(),
                 rec.cost_usd
             )),
             Lines::Gate => Some(format!(
@@ -171,7 +171,7 @@ impl Terminal {
                 case.id,
                 rec.run,
                 if rec.passed { "PASS" } else { "FAIL" },
-                rec.ending,
+                rec.ending_name(),
                 rec.latency_ms,
                 rec.cost_usd
             )),
@@ -179,10 +179,10 @@ impl Terminal {
                 "[{done}/{total}] {} run {}: {} (exit {}, {:.1} s){}",
                 case.id,
                 rec.run,
-                rec.ending,
+                rec.ending_name(),
                 rec.exit_code,
                 rec.latency_ms as f64 / 1000.0,
-                if rec.ending == "<none>" {
+                if rec.ending.is_none() {
                     format!(" -- {}", rec.failures.join("; "))
                 } else {
                     String::new()

@@ -12,6 +12,8 @@ use std::sync::Mutex;
 
 static REQUESTED: AtomicI32 = AtomicI32::new(0);
 static WAKE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+/// Whether this command runs harness processes (all but `bench serve`).
+static HARNESS_COMMANDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 /// The harness processes the bench has running.
 static CHILDREN: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
@@ -76,10 +78,15 @@ fn on_signal(cmd: &str, sig: nix::sys::signal::Signal) {
         .is_ok();
     if first {
         WAKE.notify_waiters();
-        errln!(
-            "bench {cmd}: {sig}: no new case-run starts; the {} running are asked to stop (a second signal kills them and exits at once)",
-            CHILDREN.lock().map(|c| c.len()).unwrap_or(0)
-        );
+        // A command with no harness to stop (`bench serve`) says only that.
+        if HARNESS_COMMANDS.load(Ordering::SeqCst) {
+            errln!(
+                "bench {cmd}: {sig}: no new case-run starts; the {} running are asked to stop (a second signal kills them and exits at once)",
+                CHILDREN.lock().map(|c| c.len()).unwrap_or(0)
+            );
+        } else {
+            errln!("bench {cmd}: {sig}: stopping (a second signal exits at once)");
+        }
         return;
     }
     let pids: Vec<i32> = CHILDREN
@@ -97,6 +104,12 @@ fn on_signal(cmd: &str, sig: nix::sys::signal::Signal) {
         pids.len()
     );
     std::process::exit(128 + sig as i32);
+}
+
+/// This command runs no harness (`bench serve`): a stop request says
+/// only that it stops.
+pub fn runs_no_harness() {
+    HARNESS_COMMANDS.store(false, Ordering::SeqCst);
 }
 
 /// The exit code of an interrupted command: 128 + the signal.

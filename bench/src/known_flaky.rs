@@ -8,7 +8,19 @@
 use serde::{Deserialize, Serialize};
 
 /// The cause of a case's flakiness, from the evidence of its reruns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
     /// Passes on some recorded variants and not others: model sampling.
@@ -84,7 +96,7 @@ impl std::fmt::Display for Cause {
 pub const SCORER_MARGIN: f64 = 0.1;
 
 /// `known_flaky = { cause = "...", since = "YYYY-MM-DD", note = "..." }`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KnownFlaky {
     pub cause: Cause,

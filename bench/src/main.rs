@@ -15,12 +15,12 @@ mod cmd;
 
 // The core, under the names the commands use (`crate::batch`, ...).
 use bench::{
-    batch, bench_fault, cli, events, exit, known_flaky, live, outputs, prices, runner, score,
-    stats, suite, summary,
+    batch, bench_fault, cli, events, exit, interrupt, known_flaky, live, outputs, prices, runner,
+    score, stats, suite, summary,
 };
 use cmd::{
     ab, calibrate, chaos, diverge, faults, flaky, guarantees, index, knee, merge, new_case, price,
-    record, run, script, self_test, serve, try_case,
+    record, run, schemas, script, self_test, serve, try_case,
 };
 
 #[derive(Parser, Debug)]
@@ -72,6 +72,8 @@ enum Command {
     Record(record::RecordArgs),
     /// Compare the trajectories of two sets of recordings (or a set against a fresh live run): where they part.
     Diverge(diverge::DivergeArgs),
+    /// Write the JSON Schemas of the case files and the outputs (docs/schemas/), or check them.
+    Schemas(schemas::SchemasArgs),
 }
 
 fn main() -> ExitCode {
@@ -94,5 +96,6 @@ fn main() -> ExitCode {
         Command::Price(args) => price::run(args),
         Command::Record(args) => record::run(args),
         Command::Diverge(args) => diverge::run(args),
+        Command::Schemas(args) => schemas::run(args),
     }
 }

@@ -81,6 +81,7 @@ impl SummaryFiles {
             })
             .sum();
         let mut s = Summary {
+            schema_version: crate::summary::SCHEMA_VERSION,
             interrupted: crate::interrupt::requested().map(|sig| {
                 format!("{sig}: {finished} of {} case-runs finished; the rest were not started or were stopped, and are not judged", self.total)
             }),

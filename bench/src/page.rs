@@ -169,7 +169,7 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                             tr {
                                 td.num { (r.run) }
                                 td { code { (r.expected_ending) } }
-                                td { code { (r.ending) } " (exit " (r.exit_code) ")" }
+                                td { code { (r.ending_name()) } " (exit " (r.exit_code) ")" }
                                 td.num {
                                     (format!("{:.2}", r.score))
                                     @if r.score < crate::score::PASS_SCORE { " " span.warn { "below the line" } }
@@ -215,7 +215,7 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                         td { code { (c.id) } } td { (c.category) } td { (outcome_cell(c)) } td.num { (runs_passed(c)) }
                         td { @for r in &c.runs {
                             @if r.state_dir.is_empty() { span.muted { "run " (r.run) } }
-                            @else { a href=(link(&r.state_dir)) title={ "run " (r.run) ": " (r.ending) ", " (usd4(r.cost_usd)) } { "run " (r.run) (if r.passed { "" } else { " ✗" }) } }
+                            @else { a href=(link(&r.state_dir)) title={ "run " (r.run) ": " (r.ending_name()) ", " (usd4(r.cost_usd)) } { "run " (r.run) (if r.passed { "" } else { " ✗" }) } }
                             " "
                         } }
                     }
@@ -250,13 +250,17 @@ mod tests {
         RunRecord {
             live_calls: None,
             run,
-            ending: if passed { "GOAL_MET" } else { "NO_PROGRESS" }.into(),
+            ending: Some(if passed {
+                harness::ending::Ending::GoalMet
+            } else {
+                harness::ending::Ending::NoProgress
+            }),
             exit_code: if passed { 0 } else { 3 },
             passed,
             score: if passed { 1.0 } else { 0.0 },
             cost_usd: 0.1013,
             latency_ms: 12,
-            expected_ending: "GOAL_MET".into(),
+            expected_ending: harness::ending::Ending::GoalMet,
             checks: vec![Check {
                 name: "ending".into(),
                 kind: CheckKind::Gate,
@@ -304,6 +308,7 @@ mod tests {
             ),
         ];
         let mut s = Summary {
+            schema_version: crate::summary::SCHEMA_VERSION,
             passed: false,
             cases,
             categories: Default::default(),

@@ -10,6 +10,7 @@ use crate::bench_fault::{self, BenchFault};
 use crate::score::{self, Artifacts, Check, Verdict};
 use crate::suite::Case;
 use crate::suite::InterruptSignal;
+use harness::ending::Ending;
 use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::{FaultPlan, Recordings, ReplayOptions, ReplayServer};
 use serde::{Deserialize, Serialize};
@@ -43,16 +44,19 @@ pub fn process_limit(wall_clock_limit_s: Option<f64>) -> Duration {
 /// How long to wait for an interrupted harness to reach its pause point.
 pub const PAUSE_TIMEOUT: Duration = Duration::from_secs(120);
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     pub run: u32,
-    pub ending: String,
+    /// None when the harness reported no ending (written `<none>`).
+    #[serde(with = "ending_or_none")]
+    #[schemars(with = "String")]
+    pub ending: Option<Ending>,
     pub exit_code: i32,
     pub passed: bool,
     pub score: f64,
     pub cost_usd: f64,
     pub latency_ms: u64,
-    pub expected_ending: String,
+    pub expected_ending: Ending,
     pub checks: Vec<Check>,
     pub failures: Vec<String>,
     pub state_dir: String,
@@ -71,6 +75,40 @@ pub struct RunRecord {
     /// (replayed, live, live dollars). None when it was replayed whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_calls: Option<crate::live::LiveCalls>,
+}
+
+/// An ending as summary.json and the knee's case_runs.json spell it: its
+/// name, or `<none>` for a case-run that never reached one (the harness did
+/// not run or wrote no report). Read back strictly: any other name is an
+/// error, never a silent `<none>`.
+pub mod ending_or_none {
+    use harness::ending::Ending;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub const NONE: &str = "<none>";
+
+    /// `name` read back: an ending, `<none>`, or an error naming it.
+    pub fn parse(name: &str) -> Result<Option<Ending>, String> {
+        if name == NONE {
+            return Ok(None);
+        }
+        Ending::parse(name)
+            .map(Some)
+            .ok_or_else(|| format!("unknown ending {name:?}"))
+    }
+
+    /// The name written for `e`.
+    pub fn name(e: Option<Ending>) -> &'static str {
+        e.map_or(NONE, Ending::as_str)
+    }
+
+    pub fn serialize<S: Serializer>(e: &Option<Ending>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(name(*e))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Ending>, D::Error> {
+        parse(&String::deserialize(d)?).map_err(D::Error::custom)
+    }
 }
 
 /// Settings laid over a case's run spec for one arm of a comparison (`bench
@@ -133,13 +171,13 @@ impl RunRecord {
     pub fn failed(case: &Case, run: u32, msg: String, state_dir: String) -> RunRecord {
         RunRecord {
             run,
-            ending: "<none>".into(),
+            ending: None,
             exit_code: -1,
             passed: false,
             score: 0.0,
             cost_usd: 0.0,
             latency_ms: 0,
-            expected_ending: case.expected_ending(run).as_str().into(),
+            expected_ending: case.expected_ending(run),
             checks: vec![],
             cause: Some(msg.clone()),
             failures: vec![msg],
@@ -165,16 +203,26 @@ impl RunRecord {
         match &self.cause {
             Some(c) => format!(
                 "{c} (expected {}, got {})",
-                self.expected_ending, self.ending
+                self.expected_ending,
+                self.ending_name()
             ),
-            None => format!("expected {}, got {}", self.expected_ending, self.ending),
+            None => format!(
+                "expected {}, got {}",
+                self.expected_ending,
+                self.ending_name()
+            ),
         }
+    }
+
+    /// The ending's name, `<none>` when there was none.
+    pub fn ending_name(&self) -> &'static str {
+        ending_or_none::name(self.ending)
     }
 
     /// The harness ran and wrote a report (the ending is one of the seven):
     /// the case-runs whose latency and cost the summary's statistics use.
     pub fn reported(&self) -> bool {
-        harness::ending::Ending::parse(&self.ending).is_some()
+        self.ending.is_some()
     }
 }
 
@@ -564,6 +612,113 @@ async fn run_harness(
     })
 }
 
+/// What the first run of a `[raise]` case ended on (its report.json).
+#[derive(Debug, Clone, Copy)]
+struct FirstEnding {
+    ending: harness::ending::Ending,
+    spend_usd: f64,
+}
+
+/// A `[raise]` case's first run: the plain command, to its first ending.
+async fn run_to_first_ending(
+    harness_bin: &Path,
+    inv: &HarnessInvocation,
+    watched: &[Canary],
+    limit: Duration,
+    state: &Path,
+) -> Result<(Spawned, FirstEnding), SpawnError> {
+    let s = run_harness(harness_bin, inv, None, watched, limit).await?;
+    match harness::report::Report::load(state) {
+        Ok(r) => Ok((
+            s,
+            FirstEnding {
+                ending: r.ending,
+                spend_usd: r.spend_usd,
+            },
+        )),
+        Err(e) => Err(SpawnError::Harness(format!(
+            "no report.json after it (exit {}): {e}; stderr: {}",
+            s.code,
+            s.stderr_tail.trim()
+        ))),
+    }
+}
+
+/// The raising command (`--raise-cap-usd` or `--raise-wall-clock-s`), its
+/// process limit (a raised clock is its wall clock) and the ending the
+/// first run must have reached for the raise to be taken.
+fn raise_invocation(
+    inv: &HarnessInvocation,
+    r: &crate::suite::Raise,
+    limit: Duration,
+) -> Option<(HarnessInvocation, Duration, harness::ending::Ending)> {
+    use harness::ledger::LimitKind;
+    let (kind, to, _) = r.limit()?;
+    let raised = match kind {
+        LimitKind::HardCapUsd => (inv.clone().raise_cap_usd(to), limit),
+        LimitKind::WallClockLimitS => (inv.clone().raise_wall_clock_s(to), process_limit(Some(to))),
+    };
+    Some((raised.0, raised.1, r.first_ending()?))
+}
+
+/// The `raise` gate: the first ending, and exactly one raise of the limit
+/// to the case's value in the ledger journal (what the harness journals
+/// before it goes on) and in the final report.
+fn raise_check(
+    r: &crate::suite::Raise,
+    first: &FirstEnding,
+    report: &harness::report::Report,
+    state: &Path,
+) -> Check {
+    use harness::ledger::journal::{parse, JournalEntry};
+    let (kind, to, _) = match r.limit() {
+        Some(x) => x,
+        None => return raise_gate(false, "no limit to raise".into()),
+    };
+    let journal = std::fs::read(state.join("ledger.jsonl")).unwrap_or_default();
+    let journaled: Vec<(f64, f64)> = parse(&journal)
+        .lines
+        .into_iter()
+        .filter_map(|l| match l.entry {
+            JournalEntry::Limit {
+                limit, old, new, ..
+            } if limit == kind => Some((old, new)),
+            _ => None,
+        })
+        .collect();
+    let reported: Vec<f64> = (report.limit_raises.iter())
+        .filter(|x| x.limit == kind)
+        .map(|x| x.new)
+        .collect();
+    let name = match kind {
+        harness::ledger::LimitKind::HardCapUsd => "hard_cap_usd",
+        harness::ledger::LimitKind::WallClockLimitS => "wall_clock_limit_s",
+    };
+    let what = format!(
+        "first run ended {} at ${:.6}; {name} raised to {to}: ledger journal {journaled:?} (old, new), report {reported:?}",
+        first.ending.as_str(),
+        first.spend_usd
+    );
+    let ok = matches!(journaled.as_slice(), [(_, n)] if *n == to) && reported == [to];
+    raise_gate(
+        ok,
+        if ok {
+            what
+        } else {
+            format!("not exactly one raise to {to}: {what}")
+        },
+    )
+}
+
+fn raise_gate(passed: bool, detail: String) -> Check {
+    Check {
+        name: "raise".into(),
+        kind: score::CheckKind::Gate,
+        passed,
+        detail,
+    }
+}
+
 /// Run one case once and score it. Never panics: an infrastructure failure
 /// is a failed run whose failure says what went wrong.
 pub async fn run_case(
@@ -721,7 +876,7 @@ pub async fn run_case(
         let hooked = match tokio::task::spawn_blocking(move || crate::batch::interrupt_harness(&hb))
             .await
             .map_err(|e| e.to_string())
-            .and_then(|r| r)
+            .and_then(|r| r.map_err(|e| e.to_string()))
         {
             Ok(b) => b,
             Err(e) => return setup_fault(format!("interrupt at {}: {e}", i.at), &dir),
@@ -758,6 +913,37 @@ pub async fn run_case(
                 }
             }
         }
+    }
+    // `[raise]`: the first run must end on the limit; the scored run is the
+    // same command raising it, on the same state dir.
+    let mut first = None;
+    let (mut inv, mut limit) = (inv, limit);
+    if let Some(r) = &case.file.raise {
+        let (s, ended) = match run_to_first_ending(harness_bin, &inv, &watched, limit, &state).await
+        {
+            Ok(x) => x,
+            Err(e) => return spawn_failed(e, "[raise] first run: ", &dir),
+        };
+        latency += s.elapsed;
+        gathered.canary_hits.extend(s.canary_hits);
+        let Some((raised, raised_limit, want)) = raise_invocation(&inv, r, limit) else {
+            return setup_fault("[raise]: no limit to raise".into(), &dir);
+        };
+        if ended.ending != want {
+            return fail(
+                format!(
+                    "[raise]: the first run ended {} (exit {}, ${:.6} spent), not {}: nothing to raise",
+                    ended.ending.as_str(),
+                    s.code,
+                    ended.spend_usd,
+                    want.as_str()
+                ),
+                &dir,
+            );
+        }
+        (inv, limit) = (raised, raised_limit);
+        gathered.raise_asked_usd = r.cap_usd;
+        first = Some((*r, ended));
     }
     let spawned = match run_harness(harness_bin, &inv, None, &watched, limit).await {
         Ok(s) => s,
@@ -841,6 +1027,9 @@ pub async fn run_case(
             commit_files: commit_files.as_ref(),
         },
     );
+    if let Some((r, ended)) = &first {
+        checks.push(raise_check(r, ended, &report, &state));
+    }
     checks.extend(audit::audit(&report, &requests, &gathered));
     let Verdict {
         score,
@@ -849,7 +1038,7 @@ pub async fn run_case(
         ..
     } = score::verdict(case, served, &report, &checks, latency_ms);
     let exit_code = spawned.code;
-    let ending = report.ending.as_str().to_string();
+    let ending = Some(report.ending);
     // The exit code is part of what is tested: audit.report_consistent gates
     // it against the ending and the report.
     // A recording miss is the replay running out of answers (report.json's
@@ -892,7 +1081,7 @@ pub async fn run_case(
         score,
         cost_usd: report.spend_usd,
         latency_ms,
-        expected_ending: case.expected_ending(served).as_str().into(),
+        expected_ending: case.expected_ending(served),
         checks,
         failures,
         state_dir: state.display().to_string(),
@@ -912,6 +1101,27 @@ pub fn default_harness_bin() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ending_is_written_by_name_or_as_none_and_read_back_strictly() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct R {
+            #[serde(with = "ending_or_none")]
+            ending: Option<Ending>,
+        }
+        let written = |e| serde_json::to_string(&R { ending: e }).unwrap();
+        // The spellings summary.json and case_runs.json always had.
+        assert_eq!(written(None), r#"{"ending":"<none>"}"#);
+        assert_eq!(
+            written(Some(Ending::BudgetExhausted)),
+            r#"{"ending":"BUDGET_EXHAUSTED"}"#
+        );
+        for e in Ending::ALL.map(Some).into_iter().chain([None]) {
+            assert_eq!(serde_json::from_str::<R>(&written(e)).unwrap().ending, e);
+        }
+        let e = serde_json::from_str::<R>(r#"{"ending":"BUDGET_EXHAUSTD"}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown ending"), "{e}");
+    }
 
     #[test]
     fn a_harness_process_is_bounded_by_its_wall_clock_plus_the_grace() {
@@ -941,6 +1151,45 @@ mod tests {
             "state",
             ModelSource::BaseUrl("http://127.0.0.1:1".into()),
         )
+    }
+
+    #[test]
+    fn a_raise_is_the_same_command_with_the_raise_flag_and_its_clock() {
+        use harness::ending::Ending;
+        let argv = |inv: &HarnessInvocation| -> Vec<String> {
+            inv.args()
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect()
+        };
+        let base = invocation();
+        let limit = Duration::from_secs(7);
+        let cap = crate::suite::Raise {
+            cap_usd: Some(2.0),
+            wall_clock_s: None,
+        };
+        let (inv, l, want) = raise_invocation(&base, &cap, limit).unwrap();
+        assert_eq!(want, Ending::BudgetExhausted);
+        assert_eq!(l, limit, "a raised cap keeps the process's clock");
+        assert_eq!(argv(&inv)[..argv(&base).len()], argv(&base)[..]);
+        assert!(argv(&inv).ends_with(&["--raise-cap-usd".into(), "2".into()]));
+        let clock = crate::suite::Raise {
+            cap_usd: None,
+            wall_clock_s: Some(600.0),
+        };
+        let (inv, l, want) = raise_invocation(&base, &clock, limit).unwrap();
+        assert_eq!(want, Ending::TimeLimit);
+        assert_eq!(
+            l,
+            process_limit(Some(600.0)),
+            "the raised clock bounds the process"
+        );
+        assert!(argv(&inv).ends_with(&["--raise-wall-clock-s".into(), "600".into()]));
+        let neither = crate::suite::Raise {
+            cap_usd: None,
+            wall_clock_s: None,
+        };
+        assert!(raise_invocation(&base, &neither, limit).is_none());
     }
 
     #[tokio::test]

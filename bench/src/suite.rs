@@ -46,7 +46,7 @@ pub const LATENCY_SCALE_MAX: f64 = 100.0;
 /// `cost_cap_usd`, `spend_usd_min` and `spend_usd_max` range.
 pub const CASE_USD_MAX: f64 = 1_000_000.0;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Interrupt {
     /// `<phase>:<n>` as in harness/src/chaos_hook.rs.
@@ -58,7 +58,7 @@ pub struct Interrupt {
     pub signal: InterruptSignal,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub enum InterruptSignal {
     #[default]
     #[serde(rename = "SIGKILL")]
@@ -67,10 +67,42 @@ pub enum InterruptSignal {
     Sigterm,
 }
 
+/// `[raise]`: run the case to its first ending, which must be the one the
+/// limit stops (BUDGET_EXHAUSTED for `cap_usd`, TIME_LIMIT for
+/// `wall_clock_s`), then run the same command on the same state dir with
+/// `--raise-cap-usd` (resp. `--raise-wall-clock-s`); `[expect]` judges the
+/// final report. Exactly one of the two, above the spec's own limit.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Raise {
+    pub cap_usd: Option<f64>,
+    pub wall_clock_s: Option<f64>,
+}
+
+impl Raise {
+    /// The limit raised, its new value and the field that names it.
+    pub fn limit(&self) -> Option<(harness::ledger::LimitKind, f64, &'static str)> {
+        use harness::ledger::LimitKind;
+        match (self.cap_usd, self.wall_clock_s) {
+            (Some(x), None) => Some((LimitKind::HardCapUsd, x, "raise.cap_usd")),
+            (None, Some(x)) => Some((LimitKind::WallClockLimitS, x, "raise.wall_clock_s")),
+            _ => None,
+        }
+    }
+
+    /// The ending the first run must reach for the raise to be taken.
+    pub fn first_ending(&self) -> Option<Ending> {
+        self.limit().map(|(k, _, _)| match k {
+            harness::ledger::LimitKind::HardCapUsd => Ending::BudgetExhausted,
+            harness::ledger::LimitKind::WallClockLimitS => Ending::TimeLimit,
+        })
+    }
+}
+
 /// What the bench makes in the case copy before the run, for fixtures git
 /// cannot hold (suites/README.md, `[setup]`). Paths are relative to the case
 /// copy (e.g. `workspace/pipe`, `SENTINEL-outside-workspace.txt`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Setup {
     /// Named pipes (FIFOs) to create.
@@ -81,21 +113,21 @@ pub struct Setup {
     pub hard_links: Vec<HardLink>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HardLink {
     pub link: String,
     pub target: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestOrder {
     pub call_key: String,
     pub strings: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestExcludes {
     /// A call key, or a prefix ending in `*`.
@@ -103,7 +135,7 @@ pub struct RequestExcludes {
     pub strings: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     pub ending: String,
@@ -119,6 +151,8 @@ pub struct Expect {
     pub outbox_contains: Option<Vec<String>>,
     pub spend_usd_min: Option<f64>,
     pub spend_usd_max: Option<f64>,
+    /// Any TOML value: its schema is any JSON value's.
+    #[schemars(with = "Option<BTreeMap<String, serde_json::Value>>")]
     pub report: Option<BTreeMap<String, toml::Value>>,
     pub detail_contains: Option<String>,
     pub drift_bands: Option<Vec<String>>,
@@ -142,7 +176,7 @@ pub struct Expect {
     pub request_excludes: Option<Vec<RequestExcludes>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaseFile {
     pub id: String,
@@ -157,6 +191,7 @@ pub struct CaseFile {
     pub workspace_git: Option<bool>,
     pub cassette: Option<String>,
     pub interrupt: Option<Interrupt>,
+    pub raise: Option<Raise>,
     /// Environment variables set on the harness process (after the bench has
     /// removed every provider key variable from it), e.g. a canary key.
     #[serde(default)]
@@ -209,7 +244,7 @@ impl Case {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct LoadError {
     pub file: String,
     pub field: String,
@@ -363,6 +398,9 @@ pub fn load_case_file(
             ));
         }
     }
+    if let Some(r) = &file.raise {
+        check_raise(&f, dir, r, file.interrupt.is_some())?;
+    }
     for name in file.harness_env.keys() {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(err(
@@ -420,6 +458,51 @@ pub fn load_case_file(
     }
     let cassette_path = dir.join(file.cassette.as_deref().unwrap_or("cassette.json"));
     Ok((file, cassette_path))
+}
+
+/// `[raise]`: one limit, a number above the spec's own (the first run
+/// spends at most the spec's cap and runs at most its clock, so a raise to
+/// less is one the harness refuses), and not with `[interrupt]`.
+fn check_raise(f: &Path, dir: &Path, r: &Raise, interrupted: bool) -> Result<(), LoadError> {
+    use harness::ledger::LimitKind;
+    if interrupted {
+        return Err(err(
+            f,
+            "raise",
+            "no [interrupt] in the same case (one second run per case)",
+        ));
+    }
+    let Some((kind, to, field)) = r.limit() else {
+        return Err(err(
+            f,
+            "raise",
+            "exactly one of `cap_usd` or `wall_clock_s`",
+        ));
+    };
+    let spec_path = dir.join("run.toml");
+    let spec = harness::spec::RunSpec::load(&spec_path).map_err(|e| {
+        err(
+            &spec_path,
+            "(file)",
+            format!("a run spec the raise can be read against: {e}"),
+        )
+    })?;
+    let (spec_limit, spec_field, max) = match kind {
+        LimitKind::HardCapUsd => (spec.hard_cap_usd, "budget.hard_cap_usd", CASE_USD_MAX),
+        LimitKind::WallClockLimitS => (
+            spec.wall_clock_limit_s,
+            "budget.wall_clock_limit_s",
+            LATENCY_CAP_MS_MAX as f64 / 1000.0,
+        ),
+    };
+    if !(to.is_finite() && to > spec_limit && to <= max) {
+        return Err(err(
+            f,
+            field,
+            format!("a number above run.toml's {spec_field} ({spec_limit}: the first run can reach it) and at most {max}, found {to}"),
+        ));
+    }
+    Ok(())
 }
 
 /// case.toml to a [`CaseFile`] through the workspace's strict loader. A type
@@ -930,6 +1013,62 @@ mod tests {
         t.push_str(expect);
         t.push('\n');
         t
+    }
+
+    /// `[raise]` against a real run spec (hard cap $0.37, clock 28800 s):
+    /// one limit, above the spec's, not with `[interrupt]`; each bad input
+    /// names case.toml and the field.
+    #[test]
+    fn a_raise_is_one_limit_above_the_specs_and_bad_input_names_the_field() {
+        let spec = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../suites/edge/edge-raise-cap-then-goal-met/run.toml"),
+        )
+        .unwrap();
+        let load_with = |top: &str| {
+            let (_t, dir) = case_dir(&base(top, ""));
+            std::fs::write(dir.join("run.toml"), &spec).unwrap();
+            load_case_file(&dir, "happy", &report_fields()).map(|(f, _)| f)
+        };
+        let r = load_with("[raise]\ncap_usd = 2.0").unwrap().raise.unwrap();
+        assert_eq!(r.first_ending(), Some(Ending::BudgetExhausted));
+        let r = load_with("[raise]\nwall_clock_s = 30000")
+            .unwrap()
+            .raise
+            .unwrap();
+        assert_eq!(r.first_ending(), Some(Ending::TimeLimit));
+        for (top, field, said) in [
+            (
+                "[raise]\ncap_usd = 0.2",
+                "raise.cap_usd",
+                "above run.toml's budget.hard_cap_usd (0.37",
+            ),
+            ("[raise]\ncap_usd = 0.37", "raise.cap_usd", "found 0.37"),
+            (
+                "[raise]\nwall_clock_s = 60",
+                "raise.wall_clock_s",
+                "budget.wall_clock_limit_s (28800",
+            ),
+            ("[raise]\ncap_usd = nan", "raise.cap_usd", "found NaN"),
+            (
+                "[raise]\ncap_usd = 2.0\nwall_clock_s = 30000",
+                "raise",
+                "exactly one of",
+            ),
+            ("[raise]", "raise", "exactly one of"),
+            ("[raise]\ncap = 2.0", "raise", "cap"),
+            ("[raise]\ncap_usd = \"2\"", "raise.cap_usd", ""),
+            (
+                "[interrupt]\nat = \"during_model_call:1\"\n[raise]\ncap_usd = 2.0",
+                "raise",
+                "[interrupt]",
+            ),
+        ] {
+            let e = load_with(top).expect_err(top);
+            assert!(e.file.ends_with("case.toml"), "{top}: {e}");
+            assert!(e.field.starts_with(field), "{top}: {e}");
+            assert!(e.expected.contains(said), "{top}: {e}");
+        }
     }
 
     #[test]

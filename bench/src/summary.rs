@@ -15,7 +15,7 @@ use std::path::Path;
 /// that passes some runs but not all is flaky, shown as such in every
 /// output even when the 2-of-3 policy passes it (adversarial cases, which
 /// must pass every run, fail when flaky).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Every run passed.
@@ -44,7 +44,7 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseRecord {
     pub id: String,
     pub category: String,
@@ -80,7 +80,7 @@ pub fn p95_nearest_rank(values: &[u64]) -> Option<u64> {
 
 /// Latency and cost over the case-runs whose harness wrote a report (a
 /// case-run the bench could not start has no latency or cost to count).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunStats {
     /// Case-runs the figures are over.
     pub case_runs: u64,
@@ -114,7 +114,7 @@ impl RunStats {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CategoryTotals {
     pub passed: u64,
     pub total: u64,
@@ -127,8 +127,16 @@ pub struct CategoryTotals {
     pub stats: RunStats,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// summary.json's `schema_version`: the format of docs/schemas/summary.schema.json.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
+    /// This file's format version (`SCHEMA_VERSION`): raised when a
+    /// field changes meaning or goes away. A file written before the field
+    /// existed reads as 0.
+    #[serde(default)]
+    pub schema_version: u32,
     pub passed: bool,
     pub cases: Vec<CaseRecord>,
     pub categories: BTreeMap<String, CategoryTotals>,
@@ -450,9 +458,9 @@ impl Summary {
                 for r in c.runs.iter().filter(|r| !r.passed) {
                     if let Some(cause) = &r.cause {
                         let cause = md(cause);
-                        s.push_str(&format!("- run {}: **{cause}**\n  - expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
+                        s.push_str(&format!("- run {}: **{cause}**\n  - expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending_name(), r.exit_code, r.score, r.state_dir));
                     } else {
-                        s.push_str(&format!("- run {}: expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending, r.exit_code, r.score, r.state_dir));
+                        s.push_str(&format!("- run {}: expected `{}`, got `{}` (exit {}), score {:.2}; state dir `{}`\n", r.run, r.expected_ending, r.ending_name(), r.exit_code, r.score, r.state_dir));
                     }
                     for f in &r.failures {
                         s.push_str(&format!("  - {}\n", md(f)));
@@ -755,13 +763,17 @@ mod tests {
         RunRecord {
             live_calls: None,
             run: r,
-            ending: if passed { "GOAL_MET" } else { "NO_PROGRESS" }.into(),
+            ending: Some(if passed {
+                harness::ending::Ending::GoalMet
+            } else {
+                harness::ending::Ending::NoProgress
+            }),
             exit_code: if passed { 0 } else { 3 },
             passed,
             score: if passed { 1.0 } else { 0.5 },
             cost_usd,
             latency_ms,
-            expected_ending: "GOAL_MET".into(),
+            expected_ending: harness::ending::Ending::GoalMet,
             checks: vec![],
             failures: if passed {
                 vec![]
@@ -791,6 +803,7 @@ mod tests {
 
     fn summary(cases: Vec<CaseRecord>) -> Summary {
         let mut s = Summary {
+            schema_version: crate::summary::SCHEMA_VERSION,
             passed: false,
             cases,
             categories: Default::default(),
@@ -927,7 +940,7 @@ mod tests {
     #[test]
     fn latency_and_cost_per_category_and_overall_are_over_reported_case_runs() {
         let mut never_started = run(2, false, 0, 0.0);
-        never_started.ending = "<none>".into();
+        never_started.ending = None;
         never_started.exit_code = -1;
         let s = summary(vec![
             case(

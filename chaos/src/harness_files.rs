@@ -139,6 +139,9 @@ pub struct Report {
     pub verified: Vec<Verified>,
     /// `compactions[].call_key`, in the report's order.
     pub compactions: Vec<CompactionKey>,
+    pub hard_cap_usd: Option<f64>,
+    /// `limit_raises`, counted: what each raise says is the ledger's to check.
+    pub limit_raises: Vec<serde::de::IgnoredAny>,
     #[serde(skip)]
     pub not_the_contract: Option<String>,
 }
@@ -224,17 +227,17 @@ impl From<harness::report::Report> for Report {
                     cost_usd: Some(c.cost_usd),
                 })
                 .collect(),
+            hard_cap_usd: Some(r.hard_cap_usd),
+            limit_raises: vec![serde::de::IgnoredAny; r.limit_raises.len()],
             not_the_contract: None,
         }
     }
 }
 
-/// The report a harness that could not write report.json put on stderr (one
-/// line of JSON after its notice), if it says so.
+/// The report a harness that could not write report.json put on stderr (the
+/// line under `harness::report::STDERR_JSON_PREFIX`), if it did.
 pub fn report_on_stderr(stderr: &str) -> Option<Result<Report, String>> {
-    let mut lines = stderr.lines();
-    lines.find(|l| l.contains("its report follows as one line of JSON"))?;
-    let line = lines.next()?;
+    let line = harness::report::json_on_stderr(stderr)?;
     Some(parse_report(line.as_bytes()))
 }
 
@@ -307,16 +310,21 @@ mod tests {
     }
 
     #[test]
-    fn the_report_on_stderr_is_the_line_after_the_notice() {
-        let stderr = "harness: the report was NOT written to /s/report.json: No space left on device (os error 28)\n\
+    fn the_report_on_stderr_is_the_line_under_the_prefix() {
+        let prefix = harness::report::STDERR_JSON_PREFIX;
+        let stderr = format!(
+            "harness: the report was NOT written to /s/report.json: No space left on device (os error 28)\n\
             harness: the run ended UNRECOVERABLE_ERROR (exit 4); its report follows as one line of JSON\n\
-            {\"ending\":\"UNRECOVERABLE_ERROR\",\"exit_code\":4}\n";
-        let r = report_on_stderr(stderr).unwrap().unwrap();
+            {prefix}{{\"ending\":\"UNRECOVERABLE_ERROR\",\"exit_code\":4}}\n"
+        );
+        let r = report_on_stderr(&stderr).unwrap().unwrap();
         assert_eq!(
             (r.ending.as_deref(), r.exit_code),
             (Some("UNRECOVERABLE_ERROR"), Some(4))
         );
         assert!(report_on_stderr("harness: something else\n").is_none());
+        // A JSON line without the prefix is not the report.
+        assert!(report_on_stderr("{\"ending\":\"GOAL_MET\",\"exit_code\":0}\n").is_none());
     }
 
     #[test]

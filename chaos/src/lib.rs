@@ -1,7 +1,7 @@
 //! The chaos bench's kill driver (`bench chaos`): kill the real harness at
 //! every step-synchronized phase, inside the kill windows and at random
 //! times, with SIGKILL and with a simulated power cut, rot committed
-//! checkpoints, resume it, and check ten invariants against an oracle that
+//! checkpoints, resume it, and check eleven invariants against an oracle that
 //! knows what really happened. See chaos/README.md.
 
 pub mod bitrot; // bit rot after commit: same-length flips inside a checkpoint body

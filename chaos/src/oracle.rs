@@ -27,21 +27,17 @@ impl Effect {
     }
 }
 
-/// Complete outbox lines per idempotency key. A final line without its
-/// newline never completed (its fsync never returned): not a post.
+/// Complete outbox lines per idempotency key, read through the harness's
+/// own reader (`OutboxEntry`): a final line without its newline never
+/// completed (its fsync never returned) and is not a post; an unreadable
+/// outbox holds none.
 pub fn outbox_counts(path: &Path) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
-    let Ok(b) = std::fs::read(path) else { return m };
-    let complete = match b.iter().rposition(|&c| c == b'\n') {
-        Some(i) => &b[..=i],
-        None => &b[..0],
-    };
-    for line in complete.split(|&c| c == b'\n') {
-        if let Ok(v) = serde_json::from_slice::<Value>(line) {
-            if let Some(k) = v.get("key").and_then(Value::as_str) {
-                *m.entry(k.to_string()).or_insert(0) += 1;
-            }
-        }
+    let entries = harness::outbox::Outbox::new(path)
+        .entries()
+        .unwrap_or_default();
+    for e in entries {
+        *m.entry(e.key).or_insert(0) += 1;
     }
     m
 }
@@ -220,9 +216,25 @@ mod tests {
     fn outbox_and_journal_readers() {
         let d = tempfile::tempdir().unwrap();
         let o = d.path().join("o");
+        // Lines as the harness writes them; the last one torn.
+        let line = |key: &str| {
+            serde_json::to_string(&harness::outbox::OutboxEntry {
+                key: key.into(),
+                channel: "#eng".into(),
+                text: "t".into(),
+            })
+            .unwrap()
+        };
+        let torn = line("c");
         std::fs::write(
             &o,
-            "{\"key\":\"a\"}\n{\"key\":\"a\"}\n{\"key\":\"b\"}\n{\"key\":\"c\"",
+            format!(
+                "{}\n{}\n{}\n{}",
+                line("a"),
+                line("a"),
+                line("b"),
+                &torn[..torn.len() - 1]
+            ),
         )
         .unwrap();
         let c = outbox_counts(&o);

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 pub const JUDGE_MAX_TOKENS: u32 = 2048;
 pub const REASONING_MAX_CHARS: usize = 4000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Band {
     Aligned,
@@ -89,8 +89,19 @@ pub fn judge_request(goal: &Goal, queue: &[Task], model: &str, call_key: String)
 pub fn parse(text: &str) -> Result<DriftCheck, String> {
     let v = crate::agent::extract_json_object(text)
         .ok_or_else(|| "judge reply holds no JSON object".to_string())?;
-    let mut dc: DriftCheck = serde_json::from_value(v)
-        .map_err(|e| format!("judge reply does not match the schema: {e}"))?;
+    // Through the workspace's strict loader, so a wrong value names its
+    // field (`drift_score`), not only the type serde expected.
+    let mut dc: DriftCheck = strict::from_str(strict::Format::Json, &v.to_string()).map_err(
+        |e: strict::Error| match e.field() {
+            Some(f) if !e.message.contains(&format!("`{f}`")) => {
+                format!(
+                    "judge reply does not match the schema: field `{f}`: {}",
+                    e.message
+                )
+            }
+            _ => format!("judge reply does not match the schema: {}", e.message),
+        },
+    )?;
     if !(dc.drift_score.is_finite() && (0.0..=1.0).contains(&dc.drift_score)) {
         return Err(format!("drift_score {} outside [0, 1]", dc.drift_score));
     }

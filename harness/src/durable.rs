@@ -90,7 +90,8 @@ impl Drop for TempGuard<'_> {
 /// this append created the file (a new name is durable only then). A kill
 /// mid-append leaves a torn last line with no newline: this line then starts
 /// on a new one, or it would be glued to the torn one and lost with it. The
-/// outbox and the task-writes journal append through here.
+/// outbox, the task-writes journal and the ledger journal append through
+/// here. A failed directory fsync says which directory.
 pub fn append_line(path: &Path, mut line: Vec<u8>) -> std::io::Result<()> {
     use std::io::{Read, Seek, SeekFrom};
     let existed = path.exists();
@@ -107,9 +108,13 @@ pub fn append_line(path: &Path, mut line: Vec<u8>) -> std::io::Result<()> {
     f.write_all(&line)?;
     f.sync_data()?;
     if !existed {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fsync_dir(dir)?;
-        }
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        fsync_dir(dir).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("fsync of {}: {e}", dir.display()))
+        })?;
     }
     Ok(())
 }

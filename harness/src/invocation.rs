@@ -28,6 +28,7 @@ pub struct HarnessInvocation {
     model: ModelSource,
     run_index: Option<u32>,
     raise_cap_usd: Option<f64>,
+    raise_wall_clock_s: Option<f64>,
     env_remove: Vec<String>,
     env_set: Vec<(String, String)>,
 }
@@ -44,6 +45,7 @@ impl HarnessInvocation {
             model,
             run_index: None,
             raise_cap_usd: None,
+            raise_wall_clock_s: None,
             env_remove: vec![],
             env_set: vec![],
         }
@@ -58,6 +60,12 @@ impl HarnessInvocation {
     /// `--raise-cap-usd USD` (after BUDGET_EXHAUSTED: raise the cap and go on).
     pub fn raise_cap_usd(mut self, usd: f64) -> Self {
         self.raise_cap_usd = Some(usd);
+        self
+    }
+
+    /// `--raise-wall-clock-s S` (after TIME_LIMIT: raise the clock and go on).
+    pub fn raise_wall_clock_s(mut self, s: f64) -> Self {
+        self.raise_wall_clock_s = Some(s);
         self
     }
 
@@ -111,6 +119,10 @@ impl HarnessInvocation {
         if let Some(usd) = self.raise_cap_usd {
             a.push("--raise-cap-usd".into());
             a.push(usd.to_string().into());
+        }
+        if let Some(s) = self.raise_wall_clock_s {
+            a.push("--raise-wall-clock-s".into());
+            a.push(s.to_string().into());
         }
         a
     }

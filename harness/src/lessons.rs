@@ -133,7 +133,7 @@ crate::wire::wire_names! {
 }
 
 /// An admitted lesson, as the checkpoint and the report keep it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Lesson {
     pub call_key: String,
     pub task_id: String,
@@ -159,7 +159,7 @@ impl Lesson {
 }
 
 /// A lesson not admitted, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RefusedLesson {
     pub call_key: String,
     pub task_id: String,

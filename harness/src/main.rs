@@ -7,7 +7,7 @@
 // holds the state dir (nothing was written).
 //
 // Once the spec is accepted every exit is an ending (ARCHITECTURE.md, "Every
-// exit is an ending"): a panic inside the run is UNRECOVERABLE_ERROR with a
+// exit is one of seven endings"): a panic inside the run is UNRECOVERABLE_ERROR with a
 // report (`run_loop::run`); stdout and stderr are written through `console`,
 // so a closed pipe never changes the exit code.
 

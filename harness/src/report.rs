@@ -10,10 +10,25 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub const FILE_NAME: &str = "report.json";
+
+/// What starts the stderr line that carries the report as JSON when
+/// report.json could not be written. Readers find the line by this prefix
+/// ([`json_on_stderr`]), never by the human sentence before it, which may
+/// be reworded.
+pub const STDERR_JSON_PREFIX: &str = "harness-report-json: ";
+
+/// The report's JSON text on a harness's stderr, when it put one there.
+pub fn json_on_stderr(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(STDERR_JSON_PREFIX))
+}
 /// Where a resumed run moves its last stop report (crate::stop).
 pub const STOPPED_FILE_NAME: &str = "report.stopped.json";
+/// report.json's `schema_version`: the format of docs/schemas/report.schema.json.
+pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParkedEntry {
     pub id: String,
     pub reason: String,
@@ -22,7 +37,7 @@ pub struct ParkedEntry {
     pub uncommitted_paths: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriftEntry {
     pub step: u64,
     pub score: f64,
@@ -31,7 +46,7 @@ pub struct DriftEntry {
 
 /// The drift bands a run judged against (`[drift] prune_above`,
 /// `halt_above`), kept in the report so its page draws the run's own bands.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DriftBands {
     pub prune_above: f64,
@@ -50,9 +65,14 @@ impl Default for DriftBands {
 /// report.json. Readers (the bench, chaos) parse it into this type: a field
 /// renamed here is unknown to them and fails the parse, it is never read as
 /// absent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
+    /// This file's format version (`SCHEMA_VERSION`): raised when a
+    /// field changes meaning or goes away. A file written before the field
+    /// existed reads as 0.
+    #[serde(default)]
+    pub schema_version: u32,
     pub ending: Ending,
     pub class: Class,
     pub exit_code: i32,
@@ -124,7 +144,7 @@ pub struct Report {
 }
 
 /// report.json's `sandbox`: the level checks ran at, and the probe behind it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxInForce {
     pub level: crate::sandbox::Level,
@@ -158,6 +178,7 @@ impl Report {
     ) -> Report {
         let n = state.completed.len();
         Report {
+            schema_version: SCHEMA_VERSION,
             ending,
             class: ending.class(),
             exit_code: ending.exit_code(),

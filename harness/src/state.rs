@@ -31,7 +31,7 @@ crate::wire::wire_names! {
 }
 
 /// One `compact/<n>` attempt, kept for the report and for resume.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Compaction {
     pub call_key: String,
     /// Tasks finished when it was made.
@@ -60,7 +60,7 @@ crate::wire::wire_names! {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompletedTask {
     pub id: String,
     pub description: String,
@@ -95,7 +95,7 @@ pub struct WriteInDoubt {
     pub error: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrunedTask {
     pub id: String,
     pub description: String,
@@ -103,14 +103,14 @@ pub struct PrunedTask {
     pub drift_score: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RejectedTask {
     pub id: String,
     pub origin: String,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriftPoint {
     pub step: u64,
     pub score: f64,
@@ -119,7 +119,7 @@ pub struct DriftPoint {
     pub reasoning: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModelClaim {
     pub task_id: String,
     pub text: String,

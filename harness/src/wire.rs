@@ -14,7 +14,7 @@ macro_rules! wire_names {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         pub enum $name {
             $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
         }

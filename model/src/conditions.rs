@@ -64,7 +64,19 @@ pub struct Conditions {
 
 /// One field of [`Conditions`]: what a cassette may declare itself
 /// indifferent to, and what a difference names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ConditionField {
     Model,
@@ -109,7 +121,7 @@ impl std::fmt::Display for ConditionField {
 
 /// The first field on which a request's conditions differ from the
 /// recording's, with both values as a person reads them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Difference {
     pub field: ConditionField,
     pub recorded: String,

@@ -9,7 +9,19 @@ use serde_json::Value;
 /// Which of the harness's five kinds of model call this is. Sent to the
 /// endpoint as the `x-harness-call-role` header so a replay server can match
 /// recordings by role and position instead of by exact prompt wording.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CallRole {
     Plan,
@@ -55,7 +67,7 @@ impl CallRole {
 }
 
 /// The wire protocol an endpoint speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     Anthropic,
@@ -137,7 +149,9 @@ pub struct ModelRequest {
 
 /// Token usage, all four fields. Cache reads bill at 0.1x input and cache
 /// writes at 1.25x input: a ledger that counts only input_tokens is wrong.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -174,7 +188,7 @@ impl Usage {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     EndTurn,

@@ -12,9 +12,13 @@ use model::{render_response, ScriptedReply};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Where an editor finds this file's JSON Schema (docs/schemas/, by a
+    /// path relative to the file); read by nothing else.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
     pub case: String,
     pub protocol: Protocol,
     pub model: String,
@@ -32,13 +36,13 @@ pub struct Scenario {
     pub runs: Vec<ScriptRun>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptRun {
     pub calls: Vec<ScriptCall>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptCall {
     pub key: String,
@@ -72,7 +76,7 @@ pub struct ScriptCall {
     pub faults_before: Vec<Value>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptTool {
     pub name: String,

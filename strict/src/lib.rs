@@ -187,6 +187,23 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Table<T> {
     }
 }
 
+/// A `Table<T>`'s schema is `T`'s: the object `T` derives (its array form,
+/// which `Table` refuses, is not in a derived schema anyway).
+impl<T: schemars::JsonSchema> schemars::JsonSchema for Table<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        T::schema_id()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(g)
+    }
+}
+
 /// Deserialize `text` as `format` into `T`, every failure an [`Error`].
 pub fn from_str<T: DeserializeOwned>(format: Format, text: &str) -> Result<T, Error> {
     match format {

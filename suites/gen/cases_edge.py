@@ -751,7 +751,57 @@ the call, three of them here: about $0.35 on this $0.30 cap; a $0.12 cap ended a
     return c
 
 
+def raise_cap_then_goal_met():
+    c = Case("edge-raise-cap-then-goal-met", "edge", "BUDGET_EXHAUSTED with t2 queued, the operator raises the cap: the same command goes on to GOAL_MET, one raise journaled",
+             ["BUDGET_EXHAUSTED", "GOAL_MET", "hard-cap", "raise-cap", "resume", "ledger-never-forgets"],
+             "Ship the search index: the migration and its rollout notes.")
+    c.ws("db/README.md", "Migrations are numbered SQL files under db/, applied in order by the deploy job.\n")
+    c.check_cmd("shipped", ["sh", "-c", "grep -q 'CREATE INDEX' db/0042_search_index.sql && grep -q rollout docs/notes.md"])
+    c.predicate = ("check", "shipped")
+    tasks = [
+        task("t1", "Write db/0042_search_index.sql creating the search index", V.contains("db/0042_search_index.sql", "CREATE INDEX")),
+        task("t2", "Write docs/notes.md with the rollout notes", V.contains("docs/notes.md", "rollout")),
+    ]
+    c.run([
+        plan_call(tasks, usage=u(2400, 420)),
+        call("execute/t1/a0/0", tools=[{"name": "write_file", "input": {"path": "db/0042_search_index.sql",
+             "content": "CREATE INDEX CONCURRENTLY idx_search_ts ON documents USING gin (search_ts);\n"}}], usage=u(700, 160, cw=2850)),
+        # A long closing summary: its output moves spend far enough that t2's first call cannot be reserved.
+        call("execute/t1/a0/1", text="Index migration written: db/0042_search_index.sql (CONCURRENTLY, no table lock).", usage=u(1300, 4000, cr=2850)),
+        # Refused at its reservation (never on the wire): t2 is parked with the ending named.
+        call("execute/t2/a0/0", text="never requested: the cap refuses its reservation", usage=u(800, 190, cr=2850), unused=True),
+        # After the raise: the queue is empty and the goal unmet, so the harness replans the notes as t3.
+        plan_call([task("t3", "Write docs/notes.md with the rollout notes", V.contains("docs/notes.md", "rollout"))], key="replan/0", usage=u(2100, 260)),
+        call("execute/t3/a0/0", tools=[{"name": "write_file", "input": {"path": "docs/notes.md",
+             "content": "# Search index rollout\n\nApply 0042 off-peak; the rollout builds idx_search_ts concurrently.\n"}}], usage=u(800, 190, cw=2850)),
+        call("execute/t3/a0/1", text="Rollout notes written.", usage=u(1100, 120, cr=2850)),
+    ])
+    c.fill_usage()
+    tr = spend_trace(c)
+    before = {k: b for k, b, _ in tr}
+    before["execute/t2/a0/0"] = before["replan/0"]
+    hi = lambda k: before[k] + worst_usd("claude-opus-5", EXEC_BODY_FLOOR_BYTES + EXEC_BODY_SLACK_BYTES, 8192)
+    lo = lambda k: before[k] + worst_usd("claude-opus-5", EXEC_BODY_FLOOR_BYTES, 8192, allowance=0)
+    c.cap = 0.37
+    for k in ("execute/t1/a0/0", "execute/t1/a0/1"):
+        assert hi(k) <= c.cap, ("t1's calls are reserved under the first cap", k, hi(k))
+    assert lo("execute/t2/a0/0") > c.cap, ("t2's first call is refused under the first cap", lo("execute/t2/a0/0"))
+    assert before["execute/t2/a0/0"] < 0.7 * c.cap, "no budget notice, no wind-down: the cap alone stops the run"
+    c.raise_ = {"cap_usd": 2.0}
+    c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": ["t1", "t3"], "queue_left": [], "parked": ["t2"],
+                "parked_reason_contains": {"t2": "BUDGET_EXHAUSTED"},
+                "report": {"hard_cap_usd": 2.0, "exit_code": 0}}
+    c.comment = f"""The run's cap is ${c.cap:.2f}. t1's closing summary bills 4000 output tokens, so spend is ${before["execute/t2/a0/0"]:.4f} when
+t2's first call asks to be reserved: its worst case (8192 output tokens at $25/MTok plus its request) crosses the cap, and
+the run ends BUDGET_EXHAUSTED with t1 verified and t2 parked (the ending named). `[raise] cap_usd = 2.0`: the bench then runs the same
+command with `--raise-cap-usd 2.0` on the same state dir. The harness journals one `limit` line ({c.cap} -> 2.0), goes on
+from its checkpoint, replans the notes as t3 (the queue is empty, the goal unmet), runs it and meets the goal. The `raise` gate checks the first ending and exactly one raise in the
+ledger journal and the report; audit.spend holds the spend under the raised cap. t2's refused call never reached
+the wire: it is not in the spend."""
+    return c
+
+
 def cases():
-    return [no_progress_default_k(), pass_rate_default_guard_fires(), pass_rate_default_guard_holds(), garbled_near_cap(), goal_met_last_dollar(), budget_refused_queue_empties(), budget_stall(), notice_at_70(), drift_exactly_half(),
+    return [raise_cap_then_goal_met(), no_progress_default_k(), pass_rate_default_guard_fires(), pass_rate_default_guard_holds(), garbled_near_cap(), goal_met_last_dollar(), budget_refused_queue_empties(), budget_stall(), notice_at_70(), drift_exactly_half(),
             drift_exactly_030(), time_limit(), malformed_plan_then_valid(), plan_malformed_twice(), resume_partial_migration(),
             resume_post_once(), no_progress_repeated(), wind_down_90(), refusal(), empty_queue_trap()]

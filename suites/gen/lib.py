@@ -228,6 +228,7 @@ class Case:
         self.expect = {}
         self.case_extra = {}       # faults, latency_scale, workspace_git
         self.interrupt = None
+        self.raise_ = {}           # [raise]: cap_usd or wall_clock_s
         self.latency_cap_ms = 20000
         self.cost_cap_usd = None
         self.notes = ""
@@ -392,6 +393,11 @@ class Case:
             L.append("")
             L.append("[interrupt]")
             L.append(f"at = {toml_value(self.interrupt)}")
+        if self.raise_:
+            L.append("")
+            L.append("[raise]")
+            for k, v in self.raise_.items():
+                L.append(f"{k} = {toml_value(v)}")
         L.append("")
         L.append("[expect]")
         for k, v in self.expect.items():

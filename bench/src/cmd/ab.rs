@@ -104,7 +104,7 @@ pub struct AbArgs {
 }
 
 /// One arm's configuration, as loaded from its file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ArmConfig {
     pub path: String,
     pub name: String,
@@ -245,9 +245,17 @@ pub fn run(args: AbArgs) -> ExitCode {
     }
 }
 
+/// ab.json's `schema_version`: the format of docs/schemas/ab.schema.json.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// Everything written to ab.json besides the analysis.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AbRun {
+    /// This file's format version (`SCHEMA_VERSION`): raised when a
+    /// field changes meaning or goes away. A file written before the field
+    /// existed reads as 0.
+    #[serde(default)]
+    pub schema_version: u32,
     #[serde(flatten)]
     pub analysis: analysis::Analysis,
     pub a: ArmConfig,
@@ -423,6 +431,7 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, String> {
     let traffic = analysis::traffic(&pairs);
     let case_runs = pairs.iter().map(|p| (p.a.len() + p.b.len()) as u64).sum();
     let report = AbRun {
+        schema_version: SCHEMA_VERSION,
         analysis,
         a,
         b,
@@ -592,6 +601,7 @@ fn pair_suites(a: Vec<Case>, mut b: Vec<Case>) -> (Vec<Case>, Vec<Case>, Vec<Str
 fn arm_summary_head(cases: &[Case], args: &AbArgs) -> crate::summary::Summary {
     let pass_rate = CASE_PASS_POLICY;
     crate::summary::Summary {
+        schema_version: crate::summary::SCHEMA_VERSION,
         passed: false,
         cases: vec![],
         categories: Default::default(),

@@ -340,7 +340,7 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         harness_bin: hooked(crate::batch::build_harness(
             args.harness.as_ref(),
             args.no_build,
-        )?)?,
+        ))?,
         ..base
     };
     let build_s = t0.elapsed().as_secs_f64();
@@ -448,7 +448,8 @@ fn calibration_failed(
 
 /// Refuse a harness without the pause points and the simfs log before any
 /// trial: every kill would time out waiting for a pause that never comes.
-fn hooked(bin: PathBuf) -> Result<PathBuf, String> {
+fn hooked(bin: Result<PathBuf, crate::batch::HarnessBinError>) -> Result<PathBuf, String> {
+    let bin = bin.map_err(|e| e.to_string())?;
     if !bin.is_file() || crate::batch::has_test_hooks(&bin) {
         // A missing binary is the driver's to report, as before.
         return Ok(bin);
@@ -471,11 +472,11 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
     let broken_bin = hooked(crate::batch::build_harness(
         args.harness.as_ref(),
         args.no_build,
-    )?)?;
+    ))?;
     let base_bin = hooked(crate::batch::build_harness(
         args.baseline_harness.as_ref(),
         args.no_build,
-    )?)?;
+    ))?;
     let modes = vec![Mode::Sigkill, Mode::PowerLoss];
     // The production harness on the very same kill plan: violations it shows
     // too are the harness's own bugs, not something the variant broke.

@@ -273,7 +273,7 @@ async fn record_live(args: &DivergeArgs, set: &trajectory::Set) -> ExitCode {
     let ov = live::overlay::overlay(proto, model, temperature, prices.as_ref());
     let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
         Ok(p) => p,
-        Err(e) => return unloadable(e),
+        Err(e) => return unloadable(e.to_string()),
     };
     // The cases, by the recorded cassettes' ids; one the suite lacks is an
     // error (comparing it against nothing would say "diverged" for a typo).

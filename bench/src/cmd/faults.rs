@@ -1,7 +1,7 @@
 //! `bench faults`: the faults of the machine the harness runs on, against the
 //! real binary, as a gate. Not a mode of `bench chaos`: chaos kills a run and
 //! checks the durable state through its oracle; these scenarios let the run
-//! go on and check how it ENDS (ARCHITECTURE.md, "Every exit is an ending").
+//! go on and check how it ENDS (ARCHITECTURE.md, "Every exit is one of seven endings").
 //!
 //! - `disk-full`: the state dir on a real tiny tmpfs, filled to every level a
 //!   run passes through (0, 1, 2, ... free pages, up to the level where the
@@ -20,8 +20,10 @@
 
 use crate::exit::ExitStatus;
 use clap::{Args, ValueEnum};
+use harness::ending::{Alert, Ending};
 use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::model::types::{Protocol, Usage};
+use harness::report::{AlertLine, Report};
 use harness::scenario::{Scenario, ScriptCall, ScriptRun, ScriptTool};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -281,6 +283,7 @@ output_usd_per_mtok = 25.0
     );
     std::fs::write(root.join("run.toml"), spec).map_err(io)?;
     let sc = Scenario {
+        schema: None,
         case: name.into(),
         protocol: Protocol::Anthropic,
         model: MODEL.into(),
@@ -414,7 +417,9 @@ fn avail_bytes(dir: &Path) -> Result<u64, String> {
 /// What one run left behind.
 struct Seen {
     code: i32,
-    report: Value,
+    /// report.json's (None when it is there but not a report), or else the
+    /// report on stderr.
+    report: Option<Report>,
     report_written: bool,
     checkpoint: Result<Option<harness::state::RunState>, String>,
     stdout: String,
@@ -425,19 +430,12 @@ struct Seen {
 fn look(state_dir: &Path, out: &Output) -> Seen {
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let on_disk: Option<Value> = std::fs::read(state_dir.join(harness::report::FILE_NAME))
+    let on_disk: Option<Option<Report>> = std::fs::read(state_dir.join(harness::report::FILE_NAME))
         .ok()
-        .map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null));
+        .map(|b| serde_json::from_slice(&b).ok());
     let report_written = on_disk.is_some();
     let report = on_disk.unwrap_or_else(|| {
-        stderr
-            .lines()
-            .find_map(|l| {
-                serde_json::from_str::<Value>(l)
-                    .ok()
-                    .filter(|v| v.is_object())
-            })
-            .unwrap_or(Value::Null)
+        harness::report::json_on_stderr(&stderr).and_then(|l| serde_json::from_str(l).ok())
     });
     let checkpoint = if state_dir.join(harness::checkpoint::FILE_NAME).exists() {
         harness::checkpoint::load(state_dir, None).map_err(|r| r.to_string())
@@ -479,7 +477,7 @@ fn check_ending(f: &mut Findings, label: &str, state_dir: &Path, s: &Seen, hook:
     f.check(
         SC,
         &format!("{label}: the exit code is the report's ending"),
-        s.report.is_object() && s.report["exit_code"].as_i64() == Some(s.code as i64),
+        s.report.as_ref().is_some_and(|r| r.exit_code == s.code),
         ctx.clone(),
     );
     let named = format!(
@@ -515,13 +513,20 @@ fn check_ending(f: &mut Findings, label: &str, state_dir: &Path, s: &Seen, hook:
         s.temps.is_empty(),
         format!("{:?}", s.temps),
     );
-    if s.report["alert"] != "none" {
+    if s.report.as_ref().is_none_or(|r| r.alert != Alert::None) {
         if let Some(posts) = hook {
+            let ending = s.report.as_ref().map(|r| r.ending);
             f.check(
                 SC,
                 &format!("{label}: the webhook got the alert although the disk is full"),
-                posts.iter().any(|p| p["ending"] == s.report["ending"]),
-                format!("alert_delivery: {}", s.report["alert_delivery"]),
+                posts
+                    .iter()
+                    .filter_map(|p| serde_json::from_value::<AlertLine>(p.clone()).ok())
+                    .any(|a| Some(a.ending) == ending),
+                format!(
+                    "alert_delivery: {:?}",
+                    s.report.as_ref().map(|r| &r.alert_delivery)
+                ),
             );
         }
     }
@@ -623,19 +628,17 @@ fn disk_full(harness: &Path, f: &mut Findings) -> Result<u64, Skip> {
             .ok()
             .and_then(|c| c.as_ref())
             .and_then(|c| c.finished.as_ref())
-            .map(|fin| json!(fin.ending));
+            .map(|fin| fin.ending);
         if let Some(e) = durable_ending {
+            let reported = again.report.as_ref().map(|r| r.ending);
             f.check(
                 SC,
                 &format!("{rl}: the durable ending is re-reported"),
-                again.report["ending"] == e,
-                format!(
-                    "first made {e} durable, the re-run reported {}",
-                    again.report["ending"]
-                ),
+                reported == Some(e),
+                format!("first made {e} durable, the re-run reported {reported:?}"),
             );
         }
-        let spend = |v: &Value| v["spend_usd"].as_f64().unwrap_or(0.0);
+        let spend = |r: &Option<Report>| r.as_ref().map_or(0.0, |r| r.spend_usd);
         f.check(
             SC,
             &format!("{rl}: spend never decreases"),
@@ -646,7 +649,12 @@ fn disk_full(harness: &Path, f: &mut Findings) -> Result<u64, Skip> {
         if !first.report_written && had_checkpoint {
             mid_run += 1;
         }
-        if first.report_written && first.report["ending"] == "GOAL_MET" {
+        if first.report_written
+            && first
+                .report
+                .as_ref()
+                .is_some_and(|r| r.ending == Ending::GoalMet)
+        {
             whole = true;
             break;
         }
@@ -738,12 +746,19 @@ fn slow_check(harness: &Path, f: &mut Findings) -> Vec<Value> {
         };
         let process_ms = t0.elapsed().as_millis() as u64;
         let s = look(&state, &out);
-        let elapsed = s.report["elapsed_ms"].as_u64().unwrap_or(u64::MAX);
-        let ctx = format!("exit {}; report {}", s.code, s.report);
+        let elapsed = s.report.as_ref().map_or(u64::MAX, |r| r.elapsed_ms);
+        let ctx = format!(
+            "exit {}; report {}",
+            s.code,
+            serde_json::to_string(&s.report).unwrap_or_default()
+        );
         f.check(
             SC,
             &format!("{what}: TIME_LIMIT, exit 2"),
-            s.code == 2 && s.report["ending"] == "TIME_LIMIT",
+            s.code == 2
+                && s.report
+                    .as_ref()
+                    .is_some_and(|r| r.ending == Ending::TimeLimit),
             ctx.clone(),
         );
         f.check(
@@ -761,11 +776,15 @@ fn slow_check(harness: &Path, f: &mut Findings) -> Vec<Value> {
         f.check(
             SC,
             &format!("{what}: the predicate is not met"),
-            s.report["predicate_met"] == false,
+            s.report.as_ref().is_some_and(|r| !r.predicate_met),
             ctx.clone(),
         );
         if let Some(prefix) = parked {
-            let reason = s.report["parked"][0]["reason"].as_str().unwrap_or("");
+            let reason = s
+                .report
+                .as_ref()
+                .and_then(|r| r.parked.first())
+                .map_or("", |p| p.reason.as_str());
             f.check(
                 SC,
                 &format!("{what}: the task in flight is parked as {prefix:?}"),

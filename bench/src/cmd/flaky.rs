@@ -15,7 +15,7 @@
 
 mod evidence;
 mod plan;
-mod report;
+pub(crate) mod report;
 
 use crate::batch::{self, LaneJob, Reported};
 use crate::events::{CaseMeta, Event, Fanout, Lines, Reporter, Terminal};
@@ -518,6 +518,7 @@ fn build_report(
         },
     };
     FlakyReport {
+        schema_version: report::SCHEMA_VERSION,
         schema: report::SCHEMA.into(),
         suite: args.suite.display().to_string(),
         git_rev: crate::summary::git_rev(&args.suite),

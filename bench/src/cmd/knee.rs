@@ -28,6 +28,7 @@ use crate::runner::{Overlay, RunRecord};
 use crate::suite;
 use analysis::{KneeReport, RunObs};
 use clap::Args;
+use harness::ending::Ending;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -99,7 +100,7 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         level,
         case: case.to_string(),
         run: rec.run,
-        ending: rec.ending.clone(),
+        ending: rec.ending,
         spend_usd: rec.cost_usd,
         hard_cap_usd: 0.0,
         verified: rec.verified,
@@ -112,25 +113,20 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         state_dir: rec.state_dir.clone(),
     };
     let path = Path::new(&rec.state_dir).join(harness::report::FILE_NAME);
+    // Read as the harness's own type, through the strict loader: an error
+    // names the file and the field.
     let read = || -> Result<(u64, u64, u64, f64), String> {
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        let count = |field: &str| {
-            v[field]
-                .as_array()
-                .map(|a| a.len() as u64)
-                .ok_or_else(|| format!("{}: field `{field}`: expected a list", path.display()))
-        };
-        let (verified, parked, queue_left) =
-            (count("verified")?, count("parked")?, count("queue_left")?);
-        let cap = v["hard_cap_usd"].as_f64().ok_or_else(|| {
-            format!(
-                "{}: field `hard_cap_usd`: expected a number",
-                path.display()
-            )
-        })?;
-        Ok((verified, parked, queue_left, cap))
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let r: harness::report::Report = strict::from_str(strict::Format::Json, &text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let n = |v: usize| v as u64;
+        Ok((
+            n(r.verified.len()),
+            n(r.parked.len()),
+            n(r.queue_left.len()),
+            r.hard_cap_usd,
+        ))
     };
     // A case-run the bench's machinery ended (the level changed the traffic
     // and the cassette missed, ...) is not a data point of the budget curve.
@@ -139,7 +135,7 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         o.not_comparable = Some(f.clone());
         return o;
     }
-    if rec.ending == "<none>" {
+    if rec.ending.is_none() {
         o.error = Some(rec.failures.join("; "));
         return o;
     }
@@ -153,7 +149,7 @@ pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
         Err(e) => o.error = Some(e),
     }
     // A run that died on an error measures the bench, not the budget.
-    if o.error.is_none() && rec.ending == harness::ending::Ending::UnrecoverableError.as_str() {
+    if o.error.is_none() && rec.ending == Some(harness::ending::Ending::UnrecoverableError) {
         o.error = Some(format!(
             "ended UNRECOVERABLE_ERROR: {}",
             rec.failures.join("; ")
@@ -270,7 +266,7 @@ async fn run_async(args: KneeArgs) -> ExitCode {
         let verified: u64 = this.iter().map(|o| o.verified).sum();
         let exhausted = this
             .iter()
-            .filter(|o| o.ending == analysis::BUDGET_EXHAUSTED)
+            .filter(|o| o.ending == Some(Ending::BudgetExhausted))
             .count();
         errln!(
             "[level {}/{}] {:>4} of each cap: {} case-runs, ${spend:.2} spent, {verified} tasks verified, {exhausted} BUDGET_EXHAUSTED, {:.1}s",
@@ -581,13 +577,13 @@ mod tests {
         RunRecord {
             live_calls: None,
             run: 0,
-            ending: ending.into(),
+            ending: crate::runner::ending_or_none::parse(ending).unwrap(),
             exit_code: 0,
             passed: true,
             score: 1.0,
             cost_usd: 0.5,
             latency_ms: 1,
-            expected_ending: "GOAL_MET".into(),
+            expected_ending: harness::ending::Ending::GoalMet,
             checks: vec![],
             failures: vec![],
             state_dir: state_dir.display().to_string(),
@@ -600,7 +596,24 @@ mod tests {
     #[test]
     fn observe_reads_the_report_and_names_what_is_wrong() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("report.json"), r#"{"verified": [{}, {}], "parked": [{}], "queue_left": ["t4", "t5"], "hard_cap_usd": 1.5}"#).unwrap();
+        let mut report = harness::report::Report::build(
+            &harness::state::RunState::example(8),
+            "g",
+            Ending::BudgetExhausted,
+            None,
+            None,
+            false,
+            0,
+        );
+        report.hard_cap_usd = 1.5;
+        let counts = (
+            report.verified.len() as u64,
+            report.parked.len() as u64,
+            report.queue_left.len() as u64,
+        );
+        assert!(counts.0 > 0 && counts.1 > 0 && counts.2 > 0, "{counts:?}");
+        let mut v = serde_json::to_value(&report).unwrap();
+        std::fs::write(d.path().join("report.json"), v.to_string()).unwrap();
         let o = observe(0.5, "c", &record(d.path(), "BUDGET_EXHAUSTED"));
         assert_eq!(
             (
@@ -610,13 +623,10 @@ mod tests {
                 o.hard_cap_usd,
                 o.error.clone()
             ),
-            (2, 1, 2, 1.5, None)
+            (counts.0, counts.1, counts.2, 1.5, None)
         );
-        std::fs::write(
-            d.path().join("report.json"),
-            r#"{"verified": [], "parked": 3, "queue_left": []}"#,
-        )
-        .unwrap();
+        v["parked"] = 3.into();
+        std::fs::write(d.path().join("report.json"), v.to_string()).unwrap();
         let o = observe(0.5, "c", &record(d.path(), "BUDGET_EXHAUSTED"));
         let e = o.error.unwrap();
         assert!(e.contains("report.json") && e.contains("`parked`"), "{e}");

@@ -27,6 +27,7 @@ pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
     let first = parts.first().ok_or("no shards given")?;
     let mut seen = BTreeSet::new();
     let mut merged = Summary {
+        schema_version: crate::summary::SCHEMA_VERSION,
         cases: vec![],
         load_errors: vec![],
         shard: None,
@@ -133,6 +134,7 @@ pub fn run(args: MergeArgs) -> ExitCode {
             // The same reporter as an unsharded run's, fed the merged
             // records as that run's events.
             let head = Summary {
+                schema_version: crate::summary::SCHEMA_VERSION,
                 cases: vec![],
                 ..m.clone()
             };
@@ -167,13 +169,13 @@ mod tests {
             runs: vec![RunRecord {
                 live_calls: None,
                 run: 0,
-                ending: "GOAL_MET".into(),
+                ending: Some(harness::ending::Ending::GoalMet),
                 exit_code: 0,
                 passed: true,
                 score: 1.0,
                 cost_usd: 0.1,
                 latency_ms: 10,
-                expected_ending: "GOAL_MET".into(),
+                expected_ending: harness::ending::Ending::GoalMet,
                 checks: vec![],
                 failures: vec![],
                 state_dir: String::new(),
@@ -186,6 +188,7 @@ mod tests {
 
     fn shard(cases: Vec<CaseRecord>, ids: &[&str], required: &[&str]) -> Summary {
         let mut s = Summary {
+            schema_version: crate::summary::SCHEMA_VERSION,
             passed: false,
             cases,
             categories: Default::default(),

@@ -15,6 +15,7 @@ pub mod new_case;
 pub mod price;
 pub mod record;
 pub mod run;
+pub mod schemas;
 pub mod script;
 pub mod self_test;
 pub mod serve;

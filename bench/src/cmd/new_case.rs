@@ -98,9 +98,10 @@ fn create(args: &NewCaseArgs) -> Result<PathBuf, String> {
         .tempdir_in(&parent)
         .map_err(|e| format!("{}: {e}", parent.display()))?;
     let work = tmp.path().join(&args.id);
+    let schemas = schemas_from_case(&args.suite);
     match &args.from {
-        Some(from) => copy_case(from, &work, &args.id, &args.category)?,
-        None => write_template(&work, &args.id, &args.category)?,
+        Some(from) => copy_case(from, &work, &args.id, &args.category, schemas.as_deref())?,
+        None => write_template(&work, &args.id, &args.category, schemas.as_deref())?,
     }
     scripted::write_compiled(&work.join("scenario.json"), &work.join("cassette.json"))?;
     bench::suite::load_case(&work, &args.category, &bench::suite::report_fields())
@@ -120,8 +121,16 @@ fn valid_id(id: &str) -> bool {
 }
 
 /// A copy of `from` (without its cassette, which is compiled again) under
-/// the new id: case.toml's `id` and `category`, scenario.json's `case`.
-fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), String> {
+/// the new id: case.toml's `id` and `category`, scenario.json's `case`, and
+/// a schema the original names (`#:schema`, `$schema`) as the new place
+/// reaches it.
+fn copy_case(
+    from: &Path,
+    to: &Path,
+    id: &str,
+    category: &str,
+    schemas: Option<&str>,
+) -> Result<(), String> {
     for f in ["case.toml", "run.toml", "scenario.json"] {
         if !from.join(f).is_file() {
             return Err(format!(
@@ -141,6 +150,8 @@ fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), Str
                 format!("id = {id:?}")
             } else if l.starts_with("category = ") {
                 format!("category = {category:?}")
+            } else if l.starts_with("#:schema ") {
+                schema_line(schemas, "case").trim_end().to_string()
             } else {
                 l.to_string()
             }
@@ -154,12 +165,48 @@ fn copy_case(from: &Path, to: &Path, id: &str, category: &str) -> Result<(), Str
         serde_json::from_str(&std::fs::read_to_string(&sc_path).map_err(|e| e.to_string())?)
             .map_err(|e| format!("{}: {e}", sc_path.display()))?;
     sc["case"] = serde_json::Value::String(id.into());
+    if let (Some(obj), Some(d)) = (sc.as_object_mut(), schemas) {
+        if obj.contains_key("$schema") {
+            obj.insert("$schema".into(), format!("{d}/scenario.schema.json").into());
+        }
+    }
     let text = serde_json::to_string_pretty(&sc).map_err(|e| e.to_string())? + "\n";
     std::fs::write(&sc_path, text).map_err(|e| e.to_string())
 }
 
-/// The template: every file a case has, each field explained where it is.
-fn write_template(dir: &Path, id: &str, category: &str) -> Result<(), String> {
+/// docs/schemas/ as a case directory of `suite` reaches it (`../../../docs/schemas`
+/// for the repository's suites/): what an editor resolves the template's
+/// `#:schema` lines and `$schema` key against. None for a suite outside a
+/// checkout (the template then names no schema).
+fn schemas_from_case(suite: &Path) -> Option<String> {
+    let suite = std::fs::canonicalize(suite).ok()?;
+    // From the case directory: `..` is its category, `../..` the suite.
+    let mut up = String::from("../../");
+    for d in suite.ancestors() {
+        if d.join("docs/schemas/case.schema.json").is_file() {
+            return Some(format!("{up}docs/schemas"));
+        }
+        up.push_str("../");
+    }
+    None
+}
+
+/// A TOML file's first line naming its schema (taplo's `#:schema`
+/// directive, which editors with a TOML language server follow).
+fn schema_line(schemas: Option<&str>, name: &str) -> String {
+    schemas.map_or(String::new(), |d| {
+        format!("#:schema {d}/{name}.schema.json\n")
+    })
+}
+
+/// The template: every file a case has, each field explained where it is;
+/// each names its schema when `schemas` (docs/schemas/, relative) is known.
+fn write_template(
+    dir: &Path,
+    id: &str,
+    category: &str,
+    schemas: Option<&str>,
+) -> Result<(), String> {
     let w = |rel: &str, text: &str| -> Result<(), String> {
         let p = dir.join(rel);
         if let Some(parent) = p.parent() {
@@ -167,9 +214,15 @@ fn write_template(dir: &Path, id: &str, category: &str) -> Result<(), String> {
         }
         std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
     };
-    w("case.toml", &template_case_toml(id, category))?;
-    w("run.toml", TEMPLATE_RUN_TOML)?;
-    w("scenario.json", &template_scenario(id))?;
+    w(
+        "case.toml",
+        &(schema_line(schemas, "case") + &template_case_toml(id, category)),
+    )?;
+    w(
+        "run.toml",
+        &(schema_line(schemas, "run") + TEMPLATE_RUN_TOML),
+    )?;
+    w("scenario.json", &template_scenario(id, schemas))?;
     w("workspace/CHANGELOG.md", "# Changelog\n\n## Unreleased\n")?;
     w("checks/changelog.sh", TEMPLATE_CHECK)?;
     use std::os::unix::fs::PermissionsExt;
@@ -249,8 +302,12 @@ const TEMPLATE_CHECK: &str = "#!/bin/sh\n# Runs in the workspace. Exit 0 when th
 
 /// The scripted model: one plan, then one task in two executor calls. Call
 /// keys: `plan/0`, then `execute/<task>/a<attempt>/<turn>` (recordings/README.md).
-fn template_scenario(id: &str) -> String {
-    let v = serde_json::json!({
+fn template_scenario(id: &str, schemas: Option<&str>) -> String {
+    let mut v = serde_json::Map::new();
+    if let Some(d) = schemas {
+        v.insert("$schema".into(), format!("{d}/scenario.schema.json").into());
+    }
+    let serde_json::Value::Object(body) = serde_json::json!({
         "case": id,
         "protocol": "anthropic",
         "model": "claude-opus-5",
@@ -268,6 +325,69 @@ fn template_scenario(id: &str) -> String {
             }}]},
             {"key": "execute/t1/a0/1", "text": "Added the line under Unreleased."}
         ]}]
-    });
+    }) else {
+        unreachable!("a json! object")
+    };
+    v.extend(body);
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a checkout (a directory with docs/schemas/), the template's
+    /// files name their schemas by a path that resolves from the case, and
+    /// the case still compiles and loads with them.
+    #[test]
+    fn the_template_names_its_schemas_inside_a_checkout() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("docs/schemas")).unwrap();
+        std::fs::write(t.path().join("docs/schemas/case.schema.json"), "{}").unwrap();
+        let args = NewCaseArgs {
+            category: "happy".into(),
+            id: "happy-schemas".into(),
+            suite: t.path().join("suites"),
+            from: None,
+        };
+        let dir = create(&args).unwrap();
+        let first = |f: &str| {
+            let text = std::fs::read_to_string(dir.join(f)).unwrap();
+            text.lines().next().unwrap().to_string()
+        };
+        assert_eq!(
+            first("case.toml"),
+            "#:schema ../../../docs/schemas/case.schema.json"
+        );
+        assert_eq!(
+            first("run.toml"),
+            "#:schema ../../../docs/schemas/run.schema.json"
+        );
+        let sc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("scenario.json")).unwrap())
+                .unwrap();
+        let schema = sc["$schema"].as_str().unwrap();
+        assert_eq!(schema, "../../../docs/schemas/scenario.schema.json");
+        assert!(dir
+            .join(schema)
+            .with_file_name("case.schema.json")
+            .is_file());
+        // A copy names the schema as its own place reaches it.
+        let copy = create(&NewCaseArgs {
+            category: "edge".into(),
+            id: "edge-schemas".into(),
+            suite: t.path().join("suites/nested"),
+            from: Some(dir.clone()),
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(copy.join("case.toml")).unwrap();
+        assert_eq!(
+            text.lines().next(),
+            Some("#:schema ../../../../docs/schemas/case.schema.json")
+        );
+        let sc = std::fs::read_to_string(copy.join("scenario.json")).unwrap();
+        assert!(sc.contains(r#""$schema": "../../../../docs/schemas/scenario.schema.json""#));
+        // Outside a checkout: no schema named.
+        assert_eq!(schemas_from_case(Path::new("/")), None);
+    }
 }

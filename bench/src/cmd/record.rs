@@ -210,7 +210,7 @@ async fn run_async(args: RecordArgs) -> ExitCode {
     let ov = live::overlay::overlay(proto, &args.model, args.temperature, prices.as_ref());
     let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
         Ok(p) => p,
-        Err(e) => return unloadable(e),
+        Err(e) => return unloadable(e.to_string()),
     };
     let (cases, load_errors) = match load_cases(&args) {
         Ok(c) => c,
@@ -319,7 +319,7 @@ fn table(
             row.push(
                 recs.iter()
                     .find(|x| x.run == r)
-                    .map(|x| x.ending.clone())
+                    .map(|x| x.ending_name().to_string())
                     .unwrap_or_else(|| "-".into()),
             );
         }

@@ -346,6 +346,7 @@ async fn run_async(args: RunArgs) -> ExitCode {
         }
     };
     let head = Summary {
+        schema_version: crate::summary::SCHEMA_VERSION,
         passed: false,
         cases: vec![],
         categories: Default::default(),

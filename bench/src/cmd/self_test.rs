@@ -146,7 +146,7 @@ fn failures(cases: &[crate::suite::Case], per_case: &[Vec<RunRecord>]) -> Vec<(S
                 .failures
                 .first()
                 .cloned()
-                .unwrap_or_else(|| format!("ended {}", bad.ending));
+                .unwrap_or_else(|| format!("ended {}", bad.ending_name()));
             Some((c.id().to_string(), why))
         })
         .collect()

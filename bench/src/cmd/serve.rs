@@ -39,20 +39,12 @@ fn parse_faults(s: &str) -> Result<FaultPlan, String> {
     FaultPlan::parse(s).map_err(|e| e.to_string())
 }
 
+/// SIGINT, SIGTERM and SIGHUP stop the server as they stop every bench
+/// command (crate::interrupt, through `batch::block_on`): the listener is
+/// closed, its port released, and the command exits 128 + the signal.
 pub fn run(args: ServeArgs) -> ExitCode {
-    // The replay server runs on wiremock's own thread; this runtime only
-    // starts it and then waits.
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            errln!("bench serve: cannot start the async runtime: {e}");
-            return ExitCode::from(ExitStatus::Failed);
-        }
-    };
-    rt.block_on(serve(args))
+    crate::interrupt::runs_no_harness();
+    crate::batch::block_on("serve", ExitStatus::Failed, serve(args))
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
@@ -118,13 +110,20 @@ async fn serve(args: ServeArgs) -> ExitCode {
     );
     outln!("  stop with Ctrl-C or SIGTERM");
 
-    // Serve until killed. No signal handler is installed (the workspace's
-    // tokio has no "signal" feature): the default SIGINT/SIGTERM action ends
-    // the process, which is all a stateless replay server needs. Meanwhile,
-    // report misses as they happen so a broken eval is visible here too.
+    // Serve until the command is asked to stop; meanwhile report misses
+    // as they happen, so a broken eval is visible here too.
     let mut reported = 0u64;
     loop {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::select! {
+            sig = crate::interrupt::wait() => {
+                let uri = server.uri();
+                // Dropping the server shuts its listener down.
+                drop(server);
+                errln!("bench serve: {sig}: stopped the replay server on {uri}");
+                return ExitCode::SUCCESS;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
         let misses = server.counters().misses;
         if misses > reported {
             let recent = server.recent_misses();

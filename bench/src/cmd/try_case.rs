@@ -157,7 +157,7 @@ fn print_verdict(r: &RunRecord) {
     if r.passed {
         outln!(
             "PASS ({}, {} ms, ${:.4})",
-            r.ending,
+            r.ending_name(),
             r.latency_ms,
             r.cost_usd
         );

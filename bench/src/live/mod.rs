@@ -209,7 +209,7 @@ pub struct LiveTarget {
 
 /// How a live or hybrid case-run's model calls were answered: what a
 /// verdict on it rests on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct LiveCalls {
     /// Calls its recording answered (hybrid).
     pub replayed: u64,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Whether a failed check fails the case-run outright or lowers its score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckKind {
     /// A guarantee: any failure fails the case-run.
@@ -12,7 +12,7 @@ pub enum CheckKind {
     Scored,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Check {
     pub name: String,
     pub kind: CheckKind,

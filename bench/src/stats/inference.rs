@@ -407,7 +407,7 @@ pub fn mde(sd: f64, n: usize) -> f64 {
     mde_from_se(sd / (n as f64).sqrt(), n as f64 - 1.0)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ClusteredWilson {
     pub p: f64,
     pub lo: f64,
@@ -483,7 +483,7 @@ pub fn wilson_clustered(runs: &[Vec<bool>]) -> ClusteredWilson {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VarianceParts {
     pub n_cases: usize,
     pub runs_per_case: usize,

@@ -22,3 +22,5 @@ mod live;
 mod live_suite;
 mod new_case;
 mod run;
+mod schemas;
+mod serve;

@@ -23,6 +23,7 @@ use crate::oracle::Effect;
 use crate::proc::{self, Outcome, Spawn, Target};
 use crate::rerun;
 use harness::chaos_hook::Phase;
+use harness::ending::Ending;
 use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::ReplayServer;
 use rand::{Rng, SeedableRng};
@@ -500,7 +501,7 @@ impl<'a> Trial<'a> {
                 // The raise stratum goes on after the first ending.
                 let to_raise = self.plan.raise_cap_usd.is_some()
                     && journal_limits(&self.p.state) == 0
-                    && self.final_ending.as_deref() == Some("BUDGET_EXHAUSTED");
+                    && self.final_ending.as_deref() == Some(Ending::BudgetExhausted.as_str());
                 // Done unless a power cut still has to be survived, or the
                 // bit rot has yet to hit a committed checkpoint.
                 !to_raise
@@ -605,16 +606,15 @@ fn check_raise(ck: &mut Checks, state: &std::path::Path, usd: f64, n: usize) {
     if limits != 1 {
         ck.fail(inv, n, format!("the raise stratum raised the cap to ${usd} once, but ledger.jsonl holds {limits} limit lines"));
     }
-    let report: Option<serde_json::Value> = std::fs::read(state.join("report.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let Some(r) = report else { return };
-    if r["ending"] == "UNRECOVERABLE_ERROR" {
+    let Ok(Some(r)) = harness_files::read_report(state) else {
+        return;
+    };
+    if r.ending.as_deref() == Some(Ending::UnrecoverableError.as_str()) {
         return; // a refused resume (a fault the stratum did not plan) reports the checkpoint's figures
     }
-    let cap = r["hard_cap_usd"].as_f64().unwrap_or(f64::NAN);
-    let spent = r["spend_usd"].as_f64().unwrap_or(f64::NAN);
-    let raises = r["limit_raises"].as_array().map_or(0, Vec::len);
+    let cap = r.hard_cap_usd.unwrap_or(f64::NAN);
+    let spent = r.spend_usd.unwrap_or(f64::NAN);
+    let raises = r.limit_raises.len();
     if (cap - usd).abs() > EPS || !(spent <= cap + EPS) || raises != 1 {
         ck.fail(inv, n, format!("after the cap was raised to ${usd}, the final report says hard_cap_usd {cap}, spend_usd {spent}, {raises} limit raise(s)"));
     }

@@ -64,7 +64,7 @@ pub enum JournalEntry {
 }
 
 /// A limit an operator can raise after the run ended on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LimitKind {
     /// The hard cap, in US dollars (after BUDGET_EXHAUSTED).

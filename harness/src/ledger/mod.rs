@@ -130,7 +130,7 @@ impl Booked {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpendPoint {
     pub call: u64,
     /// `None` only for a journal line torn before its role.
@@ -208,7 +208,9 @@ pub struct Ledger {
 }
 
 /// A raised limit, as the journal holds it (report.json's `limit_raises`).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct LimitRaise {
     pub unix_ms: u64,
     pub limit: journal::LimitKind,
@@ -466,24 +468,10 @@ impl Ledger {
             detail,
         };
         let line = journal::frame(e).map_err(|e| jerr(e.to_string()))?;
-        let created = !path.exists();
-        let mut f = crate::simfs::File::open(path, crate::simfs::Open::Append { read: false })
-            .map_err(|e| jerr(e.to_string()))?;
-        f.write_all(line.as_bytes())
-            .map_err(|e| jerr(e.to_string()))?;
-        f.sync_data().map_err(|e| jerr(e.to_string()))?;
-        if created {
-            // The first reserve creates the journal: its NAME is durable only
-            // once the state dir is fsynced, and the call it pays for is about
-            // to be made (found by bench chaos, power-loss mode).
-            let dir = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            crate::durable::fsync_dir(dir)
-                .map_err(|e| jerr(format!("fsync of {}: {e}", dir.display())))?;
-        }
-        Ok(())
+        // The first reserve creates the journal: its NAME is durable only
+        // once the state dir is fsynced (append_line does), and the call it
+        // pays for is about to be made (found by bench chaos, power-loss mode).
+        crate::durable::append_line(path, line.into_bytes()).map_err(|e| jerr(e.to_string()))
     }
 
     pub fn hard_cap_usd(&self) -> f64 {

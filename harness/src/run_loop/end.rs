@@ -185,9 +185,10 @@ pub(super) async fn publish(report: &mut Report, ends: &Ends, state_dir: &Path) 
                 "harness: the run ended {} (exit {}); its report follows as one line of JSON",
                 report.ending, report.exit_code
             ));
-            crate::console::err_line(&serde_json::to_string(report).unwrap_or_else(|e| {
+            let json = serde_json::to_string(report).unwrap_or_else(|e| {
                 json!({"ending": report.ending, "serialize_error": e.to_string()}).to_string()
-            }));
+            });
+            crate::console::err_line(&format!("{}{json}", crate::report::STDERR_JSON_PREFIX));
             for d in &report.alert_delivery {
                 crate::console::err_line(&format!("harness: {d}"));
             }

@@ -35,7 +35,19 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// How strongly a check is confined, weakest first (so `>=` compares).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     /// Nothing but a clean environment and the timeout.
@@ -65,7 +77,7 @@ impl Level {
 }
 
 /// What the kernel offers this process, probed once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Probe {
     /// The Landlock ABI version, when Landlock is enabled.
     pub landlock_abi: Option<i32>,

@@ -179,6 +179,13 @@ pub const CHECK_ENV_PASS_MAX: usize = 64;
 pub const RUN_COMMAND_PROGRAMS_MAX: usize = 64;
 pub const PROGRAM_NAME_MAX_CHARS: usize = 64;
 
+/// run.toml's JSON Schema (docs/schemas/run.schema.json): the file's shape
+/// as serde reads it; the value checks (ranges, one of `command` and
+/// `check`) are the validation's.
+pub fn json_schema() -> schemars::Schema {
+    schemars::schema_for!(raw::RawSpec)
+}
+
 impl RunSpec {
     pub fn load(path: &Path) -> Result<RunSpec, SpecError> {
         let file = path.display().to_string();

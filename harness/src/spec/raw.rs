@@ -12,7 +12,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use strict::Table;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSpec {
     pub goal: String,
@@ -47,14 +47,14 @@ pub(super) struct RawSpec {
 /// `[prompts]`: text the spec adds to the harness's own system prompts (the
 /// knob a prompt A/B turns; the harness's prompts stay, so its contract
 /// with the model does).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPrompts {
     pub executor_extra: Option<String>,
 }
 
 /// `[sandbox]`: the weakest confinement of checks the run accepts.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSandbox {
     pub min_level: Option<String>,
@@ -62,7 +62,7 @@ pub(super) struct RawSandbox {
 
 /// `command` or `check`, never both: which one is [`super::validate`]'s call,
 /// so the message can say so.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPredicate {
     pub command: Option<Vec<String>>,
@@ -70,7 +70,7 @@ pub(super) struct RawPredicate {
     pub check: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCheck {
     pub command: Vec<String>,
@@ -82,7 +82,7 @@ pub(super) struct RawCheck {
 /// Integers are read as i64 (what TOML has) and range-checked by the
 /// validation, so `-1` reads "between 1 and 3600, found -1", not serde's
 /// "expected u64".
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawBudget {
     pub hard_cap_usd: f64,
@@ -90,7 +90,7 @@ pub(super) struct RawBudget {
     pub task_budget_tokens: i64,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawModel {
     pub protocol: String,
@@ -98,6 +98,8 @@ pub(super) struct RawModel {
     pub api_key_env: Option<String>,
     /// Known only to be refused, whatever its type: a key has no place in
     /// the spec.
+    #[serde(default)]
+    #[schemars(schema_with = "refused")]
     pub api_key: Option<IgnoredAny>,
     pub planner: Option<String>,
     pub executor: String,
@@ -110,14 +112,19 @@ pub(super) struct RawModel {
     pub structured_output: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// `api_key`'s schema: no value is valid (the validation refuses the key).
+fn refused(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::Schema::from(false)
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPrice {
     pub input_usd_per_mtok: f64,
     pub output_usd_per_mtok: f64,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLoop {
     pub loop_cap: Option<i64>,
@@ -128,7 +135,7 @@ pub(super) struct RawLoop {
     pub pass_rate_min_tasks: Option<i64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDrift {
     pub every_tasks: Option<i64>,
@@ -136,7 +143,7 @@ pub(super) struct RawDrift {
     pub halt_above: Option<f64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTools {
     pub allow: Option<Vec<String>>,
@@ -146,14 +153,14 @@ pub(super) struct RawTools {
 
 /// `[tools.run_command]`: the programs run_command may start (deny by
 /// default) and its timeout.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRunCommand {
     pub programs: Option<Vec<String>>,
     pub timeout_s: Option<i64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAlerts {
     pub file: Option<String>,
@@ -161,7 +168,7 @@ pub(super) struct RawAlerts {
 }
 
 /// `[memory]`: when the history is summarized down by a model call.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMemory {
     pub compact_above_tokens: Option<i64>,
@@ -170,7 +177,7 @@ pub(super) struct RawMemory {
     pub lessons: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCheckEnv {
     pub pass: Option<Vec<String>>,

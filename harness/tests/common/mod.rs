@@ -240,6 +240,7 @@ output_usd_per_mtok = {out_price}
         );
         std::fs::write(self.spec_path(), spec).unwrap();
         let sc = Scenario {
+            schema: None,
             case: self.name.clone(),
             protocol: Protocol::Anthropic,
             model: MODEL.into(),

@@ -62,13 +62,8 @@ fn look(state_dir: &Path, out: &Output) -> Seen {
         .map(|b| serde_json::from_slice(&b).expect("a report.json that is there is whole"));
     let report_written = on_disk.is_some();
     let report = on_disk.unwrap_or_else(|| {
-        stderr
-            .lines()
-            .find_map(|l| {
-                serde_json::from_str::<Value>(l)
-                    .ok()
-                    .filter(|v| v.is_object())
-            })
+        harness::report::json_on_stderr(&stderr)
+            .and_then(|l| serde_json::from_str(l).ok())
             .unwrap_or(Value::Null)
     });
     let checkpoint = match checkpoint::load(state_dir, None) {

@@ -172,13 +172,8 @@ fn a_state_dir_that_cannot_be_made_ends_unrecoverable_with_the_report_on_stderr_
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(code, Some(4), "{stdout}\n{stderr}");
     assert!(stderr.contains("the report was NOT written"), "{stderr}");
-    let report: Value = stderr
-        .lines()
-        .find_map(|l| {
-            serde_json::from_str::<Value>(l)
-                .ok()
-                .filter(|v| v.is_object())
-        })
+    let report: Value = harness::report::json_on_stderr(&stderr)
+        .and_then(|l| serde_json::from_str(l).ok())
         .unwrap_or_else(|| panic!("the report as JSON on stderr: {stderr}"));
     assert_eq!(report["ending"], "UNRECOVERABLE_ERROR");
     assert_eq!(report["error_kind"], "state_dir");

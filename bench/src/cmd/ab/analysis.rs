@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What the comparison needs from one case-run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Obs {
     pub passed: bool,
     pub score: f64,
@@ -46,7 +46,7 @@ impl From<&RunRecord> for Obs {
 
 /// One arm's model traffic in a live or hybrid comparison: what its verdict
 /// rests on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArmTraffic {
     pub arm: Arm,
     pub case_runs: u64,
@@ -107,7 +107,7 @@ pub fn traffic(pairs: &[CasePair]) -> Option<[ArmTraffic; 2]> {
 pub use crate::bench_fault::NOT_COMPARABLE_SHARE_MAX;
 
 /// Which arm of the comparison a case-run belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Arm {
     A,
@@ -124,7 +124,7 @@ impl Arm {
 }
 
 /// One case-run of a not-comparable case that ended in the bench's machinery.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FaultedRun {
     pub arm: Arm,
     pub run: u32,
@@ -133,7 +133,7 @@ pub struct FaultedRun {
 
 /// A case left out of every statistic: some case-run of it, in either arm,
 /// ended in the bench's machinery (the runs that did are listed).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct NotComparableCase {
     pub id: String,
     pub category: String,
@@ -141,7 +141,7 @@ pub struct NotComparableCase {
 }
 
 /// How much of the suite the comparison could use.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparability {
     /// Cases that ran in both arms (comparable + not comparable).
     pub n_cases_run: usize,
@@ -215,7 +215,7 @@ pub fn comparability(n_run: usize, not: &[NotComparableCase]) -> Comparability {
 
 /// One case's runs in both arms; run r of A and run r of B replay the same
 /// cassette variant and fault seed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CasePair {
     pub id: String,
     pub category: String,
@@ -378,7 +378,7 @@ impl MetricDef {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Code {
     Better,
@@ -390,7 +390,7 @@ pub enum Code {
     Undefined,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MetricResult {
     pub unit: &'static str,
     pub higher_is_better: bool,
@@ -668,7 +668,7 @@ fn set_p(r: &mut MetricResult, perm: &Permutation) {
     );
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CategoryResult {
     pub n_cases: usize,
     /// The pass-rate comparison, flattened here (it is what the guard reads).
@@ -686,7 +686,7 @@ pub struct CategoryResult {
     pub metrics: BTreeMap<String, MetricResult>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Regression {
     /// "category_pass_rate", "adversarial_case" or "metric".
     pub kind: &'static str,
@@ -694,7 +694,7 @@ pub struct Regression {
     pub detail: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CaseRow {
     pub id: String,
     pub category: String,
@@ -706,7 +706,7 @@ pub struct CaseRow {
     pub b_verified: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Analysis {
     pub verdict: String,
     /// Over the comparable cases only; the not-comparable ones are listed

@@ -195,6 +195,42 @@ fn failed(q: &LabeledQueue, why: String, latency_ms: u64) -> JudgeCheck {
     }
 }
 
+/// Every judge request, as it goes on the wire, before any is sent: the
+/// model asked for is `--model`, and the body is a drift judge request
+/// holding exactly the queue's goal and tasks (the rule the suite's
+/// `audit.judge_requests` holds every run's judge calls to; one rule, not a
+/// second copy). A request that is not is the bench's own error: nothing
+/// is sent.
+fn check_live_requests(
+    set: &LabeledSet,
+    requests: &[ModelRequest],
+    client: &ModelClient,
+    model: &str,
+) -> Result<(), Unavailable> {
+    for (q, req) in set.queues.iter().zip(requests) {
+        let body = client.wire_body(req);
+        let bad = |why: String| {
+            Unavailable::Config(format!(
+                "the judge request for queue {} ({}) is not the drift judge's: {why}; nothing was sent",
+                q.id, req.call_key
+            ))
+        };
+        match body.get("model").and_then(serde_json::Value::as_str) {
+            Some(m) if m == model => {}
+            other => {
+                return Err(bad(format!(
+                    "field `model`: expected --model {model:?}, found {other:?}"
+                )))
+            }
+        }
+        let tasks = (q.queue.iter())
+            .map(|t| (t.id.clone(), t.description.clone()))
+            .collect();
+        bench::audit::judge_body_ok(&body, &q.goal, &tasks, &Default::default()).map_err(bad)?;
+    }
+    Ok(())
+}
+
 /// Call a live endpoint `runs` times per queue. Every call goes through the
 /// bench's live proxy (bench/src/live/), which adds the API key and enforces
 /// the command-wide cap (`src.caps`) exactly as it does for `bench record`:
@@ -209,13 +245,16 @@ pub async fn run_live(
     runs: u32,
     prices: &PriceTable,
 ) -> Result<JudgeRun, Unavailable> {
-    let settings = crate::live::settings(
+    let mut settings = crate::live::settings(
         &src.endpoint,
         src.api_key_env.as_deref(),
         Some(src.caps.max_usd),
         src.caps.max_tokens,
     )
     .map_err(Unavailable::Config)?;
+    // As `bench record --model`: the proxy refuses, before anything is
+    // sent, a call that asks the endpoint for another model.
+    settings.model = Some(src.model.clone());
     let proxy = crate::live::start_proxy(&settings, src.max_concurrency)
         .await
         .map_err(Unavailable::Config)?;
@@ -292,6 +331,7 @@ pub async fn run_live(
             .map(|q| request_for(q, &src.model))
             .collect(),
     );
+    check_live_requests(set, &requests, &clients[0], &src.model)?;
     let clients = std::sync::Arc::new(clients);
     let budget = proxy.budget().clone();
     let pool_clients = clients.clone();
@@ -1064,5 +1104,112 @@ mod tests {
                 && e.message().contains(&edited.queues[3].id),
             "{e:?}"
         );
+    }
+
+    /// A live source at `endpoint` (an OpenAI base URL), unpriced, bounded
+    /// by tokens, recording nothing.
+    fn live_at(endpoint: String, model: &str) -> LiveSource {
+        LiveSource {
+            endpoint,
+            protocol: Protocol::Openai,
+            model: model.into(),
+            api_key_env: None,
+            timeout_ms: 5_000,
+            record_dir: None,
+            caps: crate::live::budget::Caps::new(1.0, Some(10_000_000)).unwrap(),
+            max_concurrency: 2,
+            sampling: Default::default(),
+        }
+    }
+
+    /// An endpoint whose replies are malformed: an envelope that is not the
+    /// protocol's, and a well-formed reply whose judge text lacks a field.
+    /// Each is a failed check whose error says what is wrong (the field),
+    /// never a panic, and the calibration returns within its clock (the
+    /// client's retries of an unparseable 200 included).
+    #[test]
+    fn a_malformed_live_reply_is_a_failed_check_naming_the_field() {
+        use wiremock::matchers::method;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let mut s = set();
+        s.queues.truncate(2);
+        let rt = rt();
+        let reply = |content: &str| {
+            serde_json::json!({"id": "c1", "object": "chat.completion", "model": "judge-m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+        };
+        for (body, said) in [
+            (
+                serde_json::json!({"id": "c1", "choices": "not a list"}),
+                "model call failed",
+            ),
+            (
+                reply(r#"{"reasoning": "fine", "off_goal_task_ids": []}"#),
+                "missing field `drift_score`",
+            ),
+            (
+                reply(r#"{"reasoning": "fine", "off_goal_task_ids": [], "drift_score": "high"}"#),
+                "drift_score",
+            ),
+        ] {
+            let server = rt.block_on(MockServer::start());
+            rt.block_on(
+                Mock::given(method("POST"))
+                    .respond_with(ResponseTemplate::new(200).set_body_json(&body))
+                    .mount(&server),
+            );
+            let live = live_at(format!("{}/v1", server.uri()), "judge-m");
+            let t0 = std::time::Instant::now();
+            let run = rt
+                .block_on(run_live(&s, &live, 1, &PriceTable::new()))
+                .unwrap();
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(60),
+                "{:?}",
+                t0.elapsed()
+            );
+            for c in &run.checks[0] {
+                let e = c
+                    .outcome
+                    .as_ref()
+                    .expect_err("a malformed reply is no check");
+                assert!(e.contains(said), "{body}: {e}");
+            }
+            // Every call reached the endpoint with the judge's model.
+            let got = rt.block_on(server.received_requests()).unwrap();
+            assert!(!got.is_empty());
+            for r in got {
+                let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+                assert_eq!(v["model"], "judge-m");
+            }
+        }
+    }
+
+    /// What is checked before anything is sent: the model on the wire is
+    /// `--model`, and the body is the drift judge's request for the queue
+    /// (the rule of audit.judge_requests).
+    #[test]
+    fn a_live_judge_request_is_checked_before_it_is_sent() {
+        let s = set();
+        let reqs: Vec<ModelRequest> = s.queues.iter().map(|q| request_for(q, "m")).collect();
+        let c = ModelClient::new(EndpointConfig {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            protocol: Protocol::Openai,
+            api_key_env: None,
+            request_timeout_ms: 1000,
+            retry: Default::default(),
+        })
+        .unwrap();
+        check_live_requests(&s, &reqs, &c, "m").unwrap();
+        let e = check_live_requests(&s, &reqs, &c, "other").unwrap_err();
+        assert!(e.message().contains("field `model`"), "{e:?}");
+        assert!(e.message().contains("nothing was sent"), "{e:?}");
+        // A request built for another queue: its goal is not this queue's.
+        let mut shifted = reqs.clone();
+        shifted.rotate_left(1);
+        let e = check_live_requests(&s, &shifted, &c, "m").unwrap_err();
+        assert!(e.message().contains("original goal"), "{e:?}");
     }
 }

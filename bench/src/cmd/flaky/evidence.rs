@@ -28,7 +28,19 @@ use crate::suite::Case;
 use serde::{Deserialize, Serialize};
 
 /// What a lane varies against the identical reruns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Lane {
     /// The case as written: run r replays variant r % n with run r's fault
@@ -101,14 +113,14 @@ pub fn failure_of(case: &Case, rec: &RunRecord) -> Option<Failure> {
     if rec.passed {
         return None;
     }
-    let ending_ok = rec.ending == rec.expected_ending;
+    let ending_ok = rec.ending == Some(rec.expected_ending);
     let gates_ok = rec
         .checks
         .iter()
         .all(|c| c.kind == CheckKind::Scored || c.passed);
     let cost_ok = rec.cost_usd <= case.file.cost_cap_usd;
     let latency_ok = rec.latency_ms <= case.file.latency_cap_ms;
-    let clock = rec.ending == harness::ending::Ending::TimeLimit.as_str() && !ending_ok;
+    let clock = rec.ending == Some(harness::ending::Ending::TimeLimit) && !ending_ok;
     let score_ok = rec.score >= PASS_SCORE;
     if clock || (ending_ok && gates_ok && cost_ok && score_ok && !latency_ok) {
         return Some(Failure::Latency);
@@ -123,7 +135,7 @@ pub fn failure_of(case: &Case, rec: &RunRecord) -> Option<Failure> {
 }
 
 /// Whether the case's runs agree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stability {
     /// Every run passed.
@@ -462,13 +474,13 @@ mod tests {
         let rec = |ending: &str, score: f64, latency_ms: u64| RunRecord {
             live_calls: None,
             run: 0,
-            ending: ending.into(),
+            ending: crate::runner::ending_or_none::parse(ending).unwrap(),
             exit_code: 0,
             passed: false,
             score,
             cost_usd: 0.01,
             latency_ms,
-            expected_ending: "GOAL_MET".into(),
+            expected_ending: harness::ending::Ending::GoalMet,
             checks: vec![],
             failures: vec![],
             state_dir: String::new(),

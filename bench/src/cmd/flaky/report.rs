@@ -6,10 +6,17 @@ use crate::known_flaky::{Cause, KnownFlaky};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "bench-flaky/1";
+/// flaky.json's `schema_version`: the format of docs/schemas/flaky.schema.json.
+pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlakyReport {
+    /// This file's format version (`SCHEMA_VERSION`): raised when a
+    /// field changes meaning or goes away. A file written before the field
+    /// existed reads as 0.
+    #[serde(default)]
+    pub schema_version: u32,
     pub schema: String,
     pub suite: String,
     pub git_rev: String,
@@ -25,7 +32,7 @@ pub struct FlakyReport {
     pub cases: Vec<CaseFlakiness>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Totals {
     pub cases: u64,
@@ -46,7 +53,7 @@ pub struct Totals {
 }
 
 /// pass^k for k = 1, 3 and N (None where k exceeds the runs).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PassHat {
     pub k1: Option<f64>,
@@ -55,7 +62,7 @@ pub struct PassHat {
 }
 
 /// What the marker and the evidence say together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MarkerStatus {
     /// Not flaky, not marked.
@@ -68,7 +75,7 @@ pub enum MarkerStatus {
     Fixed,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LaneResult {
     pub lane: Lane,
@@ -80,7 +87,7 @@ pub struct LaneResult {
     pub varied: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Baseline {
     pub passed: u64,
@@ -91,7 +98,7 @@ pub struct Baseline {
     pub p_value: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaseFlakiness {
     pub id: String,

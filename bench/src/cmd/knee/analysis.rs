@@ -7,13 +7,12 @@
 
 use super::kneedle;
 use crate::bench_fault::BenchFault;
+use crate::runner::ending_or_none;
 use crate::stats::{case_bootstrap, percentile_interval};
+use harness::ending::Ending;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The ending's wire name, from the harness's own type (a rename there
-/// renames it here, never silently flips the count).
-pub const BUDGET_EXHAUSTED: &str = harness::ending::Ending::BudgetExhausted.as_str();
 pub const CI_LEVEL: f64 = 0.95;
 
 pub const PASS_RATE_DEFINITION: &str = "verified / (verified + parked + queue_left), each summed over the case-runs at a level \
@@ -33,7 +32,9 @@ pub struct RunObs {
     pub level: f64,
     pub case: String,
     pub run: u32,
-    pub ending: String,
+    /// None when the case-run reached no ending (written `<none>`).
+    #[serde(with = "crate::runner::ending_or_none")]
+    pub ending: Option<Ending>,
     pub spend_usd: f64,
     pub hard_cap_usd: f64,
     pub verified: u64,
@@ -235,7 +236,7 @@ fn case_matrix(levels: &[f64], obs: &[RunObs]) -> Vec<Vec<Totals>> {
             verified: o.verified,
             planned: o.planned,
             runs: 1,
-            exhausted: (o.ending == BUDGET_EXHAUSTED) as u64,
+            exhausted: (o.ending == Some(Ending::BudgetExhausted)) as u64,
         });
     }
     m.into_values().collect()
@@ -352,7 +353,9 @@ pub fn analyze(
             let mut errored = 0;
             let mut not_comparable = 0;
             for o in obs.iter().filter(|o| (o.level - level).abs() < 1e-12) {
-                *endings.entry(o.ending.clone()).or_insert(0) += 1;
+                *endings
+                    .entry(ending_or_none::name(o.ending).to_string())
+                    .or_insert(0) += 1;
                 errored += (o.error.is_some() && o.not_comparable.is_none()) as u64;
                 not_comparable += o.not_comparable.is_some() as u64;
             }
@@ -474,7 +477,7 @@ mod tests {
             level,
             case: case.into(),
             run,
-            ending: ending.into(),
+            ending: ending_or_none::parse(ending).unwrap(),
             spend_usd: spend,
             hard_cap_usd: level,
             verified: v,
@@ -492,9 +495,9 @@ mod tests {
     fn planned_is_borrowed_only_by_runs_that_never_planned() {
         let mut o = vec![
             obs(1.0, "a", 0, "GOAL_MET", 1.0, 5, 1, 0),
-            obs(0.5, "a", 0, BUDGET_EXHAUSTED, 0.5, 2, 0, 4),
-            obs(0.1, "a", 0, BUDGET_EXHAUSTED, 0.0, 0, 0, 0),
-            obs(0.1, "a", 1, BUDGET_EXHAUSTED, 0.0, 0, 0, 0),
+            obs(0.5, "a", 0, "BUDGET_EXHAUSTED", 0.5, 2, 0, 4),
+            obs(0.1, "a", 0, "BUDGET_EXHAUSTED", 0.0, 0, 0, 0),
+            obs(0.1, "a", 1, "BUDGET_EXHAUSTED", 0.0, 0, 0, 0),
         ];
         fill_planned(&mut o);
         assert_eq!(
@@ -510,7 +513,7 @@ mod tests {
         let mut o = vec![
             obs(1.0, "a", 0, "GOAL_MET", 1.0, 4, 0, 0),
             obs(1.0, "b", 0, "GOAL_MET", 3.0, 4, 0, 0),
-            obs(0.5, "a", 0, BUDGET_EXHAUSTED, 0.4, 1, 0, 3),
+            obs(0.5, "a", 0, "BUDGET_EXHAUSTED", 0.4, 1, 0, 3),
             obs(0.5, "b", 0, "GOAL_MET", 1.6, 4, 0, 0),
         ];
         fill_planned(&mut o);
@@ -537,7 +540,7 @@ mod tests {
     fn nothing_verified_means_no_cost_and_no_interval() {
         let mut o = vec![
             obs(1.0, "a", 0, "GOAL_MET", 1.0, 2, 0, 0),
-            obs(0.1, "a", 0, BUDGET_EXHAUSTED, 0.05, 0, 0, 2),
+            obs(0.1, "a", 0, "BUDGET_EXHAUSTED", 0.05, 0, 0, 2),
         ];
         fill_planned(&mut o);
         let r = analyze("s", 1, &[1.0, 0.1], &o, 50, 1, 1.0);
@@ -572,7 +575,7 @@ mod tests {
                 let ending = if v == 10 {
                     "GOAL_MET"
                 } else {
-                    BUDGET_EXHAUSTED
+                    "BUDGET_EXHAUSTED"
                 };
                 o.push(obs(level, &format!("c{c}"), 0, ending, spend, v, 0, 10 - v));
             }
@@ -616,14 +619,14 @@ mod tests {
         let mut o: Vec<RunObs> = vec![];
         for (i, case) in ["a", "b"].iter().enumerate() {
             o.push(obs(1.0, case, 0, "GOAL_MET", 1.0 + i as f64, 3, 0, 0));
-            o.push(obs(0.5, case, 0, BUDGET_EXHAUSTED, 0.5, 1, 0, 2));
+            o.push(obs(0.5, case, 0, "BUDGET_EXHAUSTED", 0.5, 1, 0, 2));
         }
         let mut bad = obs(1.0, "c", 0, "UNRECOVERABLE_ERROR", 9.0, 0, 0, 0);
         bad.not_comparable = Some(miss.clone());
         bad.error = Some(miss.describe());
         o.push(bad);
         // c's run at 0.5 is fine, but c leaves 0.5 too.
-        o.push(obs(0.5, "c", 0, BUDGET_EXHAUSTED, 0.5, 0, 0, 3));
+        o.push(obs(0.5, "c", 0, "BUDGET_EXHAUSTED", 0.5, 0, 0, 3));
         fill_planned(&mut o);
         let r = analyze("s", 1, &[1.0, 0.5], &o, 50, 1, 1.0);
         assert_eq!((r.cases, r.cases_not_comparable), (2, 1));

@@ -388,6 +388,7 @@ pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
 mod tests {
     use super::super::analysis::{analyze, fill_planned, RunObs};
     use super::*;
+    use harness::ending::Ending;
 
     fn report(shape: &[(f64, f64, u64)]) -> KneeReport {
         let mut obs: Vec<RunObs> = shape
@@ -397,11 +398,11 @@ mod tests {
                     level,
                     case: format!("c{c}"),
                     run: 0,
-                    ending: if v == 10 {
-                        "GOAL_MET".into()
+                    ending: Some(if v == 10 {
+                        Ending::GoalMet
                     } else {
-                        "BUDGET_EXHAUSTED".into()
-                    },
+                        Ending::BudgetExhausted
+                    }),
                     spend_usd: spend,
                     hard_cap_usd: level,
                     verified: v,

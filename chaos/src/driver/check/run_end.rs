@@ -228,7 +228,7 @@ fn report_agrees(
             }
         }
     }
-    if r.ending.as_deref() == Some("GOAL_MET") {
+    if r.ending.as_deref() == Some(harness::ending::Ending::GoalMet.as_str()) {
         if let Ok(spec) = harness::spec::RunSpec::load(&p.spec) {
             let c = match &spec.predicate {
                 harness::spec::Predicate::Command(c) => Some(c.clone()),

@@ -1,0 +1,7 @@
+package store
+
+// Agent is one registered agent.
+type Agent struct {
+	ID   string
+	Host string
+}

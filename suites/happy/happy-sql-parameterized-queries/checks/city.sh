@@ -1,0 +1,2 @@
+#!/bin/sh
+exec python3 -B "$(dirname "$0")/queries.py" customers_in_city
