@@ -5,16 +5,16 @@
 //! in exactly one of seven endings. See ARCHITECTURE.md at the repo root.
 
 // --- the loop and its five mechanisms ---
-pub mod checkpoint;
-pub mod clock; // the run's elapsed time: monotonic in a process, carried across resumes by the checkpoint // framed, checksummed, atomic checkpoint + refusals on load
+pub mod checkpoint; // framed, checksummed, atomic checkpoint + refusals on load
+pub mod clock; // the run's elapsed time: monotonic in a process, carried across resumes by the checkpoint
 pub mod drift; // drift judge request/parse + the drift gate (only writer of the score)
 pub mod durable; // the atomic write sequence: temp, write, fsync, rename, fsync dir
 pub mod ending; // the seven endings, their class, exit code and alert action
 pub mod goal; // the immutable, hashed goal
 pub mod ledger; // hard-cap dollar ledger (reserve / record / blocked)
 pub mod lessons; // episodic memory: lessons from failed attempts, admitted only by checks the harness runs
-pub mod run_loop;
-pub mod stop; // a stop request (SIGTERM, SIGINT, SIGHUP): the run is suspended at a safe point, never ended // should_stop + the one loop; every branch decision lives here
+pub mod run_loop; // should_stop + the one loop (run_loop/policy.rs); every branch decision lives there
+pub mod stop; // a stop request (SIGTERM, SIGINT, SIGHUP): the run is suspended at a safe point, never ended
 
 // --- what the loop works on ---
 pub mod agent; // planner, executor (ReAct), replanner prompts and parsing

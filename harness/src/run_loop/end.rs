@@ -1,0 +1,558 @@
+//! Endings: `finish` (settle the task in flight, the final checkpoint, the
+//! report), `suspend` for a stop request, the early end of a run that could
+//! not start, the ending of a panicked run built from disk, and `publish`,
+//! the last act of every ending.
+
+use super::{Outcome, Runner, Suspended};
+use crate::checkpoint::{self, SaveError};
+use crate::clock::now_unix_ms;
+use crate::ending::{Ending, ErrorKind};
+use crate::events::{EndingEvent, Event, EventLog};
+use crate::goal::Goal;
+use crate::ledger::{Ledger, PriceTable};
+use crate::report::Report;
+use crate::spec::{AlertSpec, RunSpec};
+use crate::state::{Finished, ParkedTask, RunState, VerifiedHow};
+use crate::task_writes::TaskWrites;
+use crate::verify::VerifyOutcome;
+use nix::sys::signal::Signal;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Why a task in flight at an ending is parked without a verdict.
+const NOT_JUDGED_PREFIX: &str = "not judged";
+
+/// End a run that could not start (a refused checkpoint, an unusable state
+/// dir, ledger journal, workspace or endpoint): report it and alert a human,
+/// exactly like any other UNRECOVERABLE_ERROR.
+pub(super) async fn fail_early(
+    mut state: RunState,
+    kind: ErrorKind,
+    detail: String,
+    goal: &Goal,
+    ends: &Ends,
+    state_dir: &Path,
+    events: &mut EventLog,
+) -> Outcome {
+    // The money is the journal's, read by the resume rules (in-flight and
+    // torn reserves at their worst case), whatever refused the run: a
+    // refused resume must not report $0 while the journal holds what was
+    // spent, nor less than the checkpoint knew. The journal is only read.
+    if let Some(f) = Ledger::journal_figure(&state_dir.join("ledger.jsonl"), state.hard_cap_usd) {
+        if f.snapshot.spent_usd > state.ledger.spent_usd {
+            let blocked = state.ledger.blocked;
+            state.ledger = f.snapshot;
+            state.ledger.blocked = blocked;
+        }
+    }
+    events.emit(
+        state.step,
+        Event::Ending(EndingEvent {
+            ending: Ending::UnrecoverableError,
+            kind: Some(kind),
+            exit_code: None,
+            detail: Some(detail.clone()),
+        }),
+    );
+    let mut report = Report::build(
+        &state,
+        goal.text(),
+        Ending::UnrecoverableError,
+        Some(detail),
+        Some(kind),
+        false,
+        state.elapsed_ms,
+    );
+    let report_written = publish(&mut report, ends, state_dir).await;
+    Outcome {
+        ending: Ending::UnrecoverableError,
+        report,
+        report_written,
+    }
+}
+
+/// A run that had already ended: re-reported, never run again.
+pub(super) async fn rereport(
+    state: &RunState,
+    f: &Finished,
+    goal: &Goal,
+    ends: &Ends,
+    events: &mut EventLog,
+    state_dir: &Path,
+) -> Outcome {
+    // Already ended: re-report, never run again.
+    crate::fault_injection::panic_point("rereport");
+    events.emit(state.step, Event::Rereport { ending: f.ending });
+    let (report, report_written) = match Report::load(state_dir) {
+        Ok(r) => {
+            // The page again, from the report as it stands.
+            write_page(&r, state_dir);
+            (r, true)
+        }
+        Err(_) => {
+            // Killed between the final checkpoint and report.json: the
+            // report and the alert were never delivered. finish() sends
+            // the alert before writing the report, so a missing report
+            // means a possibly missing alert: deliver it now (alerts are
+            // at-least-once, never at-most-once).
+            let mut r = Report::build(
+                state,
+                goal.text(),
+                f.ending,
+                f.detail.clone(),
+                f.error_kind.clone(),
+                f.ending == Ending::GoalMet,
+                0,
+            );
+            let written = publish(&mut r, ends, state_dir).await;
+            (r, written)
+        }
+    };
+    Outcome {
+        ending: f.ending,
+        report,
+        report_written,
+    }
+}
+
+/// End a run that main could not start (its state dir cannot be made, the
+/// lock file cannot be opened): UNRECOVERABLE_ERROR with a report where the
+/// state dir allows one, else the report on stderr; the alert is tried
+/// either way.
+pub async fn end_before_start(
+    spec: &RunSpec,
+    state_dir: &Path,
+    kind: ErrorKind,
+    detail: String,
+) -> Outcome {
+    let goal = Goal::new(spec.goal.clone());
+    let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
+    s.hard_cap_usd = spec.hard_cap_usd;
+    let mut events = EventLog::open(state_dir);
+    fail_early(
+        s,
+        kind,
+        detail,
+        &goal,
+        &Ends::of(spec),
+        state_dir,
+        &mut events,
+    )
+    .await
+}
+
+/// The last act of every ending: the alert (file and webhook), then
+/// report.json. Never fails and never changes the ending: a report that
+/// cannot be written (a full disk) is said plainly on stderr, followed by the
+/// report itself as one JSON line, so the morning still has it. Returns
+/// whether report.json was written.
+/// What publishing an ending needs from the spec: where the alert goes, and
+/// the drift bands the report (and its page) shows the run against.
+pub(super) struct Ends {
+    alerts: AlertSpec,
+    bands: crate::report::DriftBands,
+}
+
+impl Ends {
+    pub(super) fn of(spec: &RunSpec) -> Ends {
+        Ends {
+            alerts: spec.alerts.clone(),
+            bands: crate::report::DriftBands {
+                prune_above: spec.drift_prune_above,
+                halt_above: spec.drift_halt_above,
+            },
+        }
+    }
+}
+
+pub(super) async fn publish(report: &mut Report, ends: &Ends, state_dir: &Path) -> bool {
+    report.drift_bands = ends.bands;
+    report
+        .alert_delivery
+        .extend(crate::report::deliver_alert(&ends.alerts, state_dir, report).await);
+    match report.write(state_dir) {
+        Ok(()) => {
+            write_page(report, state_dir);
+            true
+        }
+        Err(e) => {
+            let path = state_dir.join(crate::report::FILE_NAME);
+            crate::console::err_line(&format!(
+                "harness: the report was NOT written to {}: {e}",
+                path.display()
+            ));
+            crate::console::err_line(&format!(
+                "harness: the run ended {} (exit {}); its report follows as one line of JSON",
+                report.ending, report.exit_code
+            ));
+            let json = serde_json::to_string(report).unwrap_or_else(|e| {
+                json!({"ending": report.ending, "serialize_error": e.to_string()}).to_string()
+            });
+            crate::console::err_line(&format!("{}{json}", crate::report::STDERR_JSON_PREFIX));
+            for d in &report.alert_delivery {
+                crate::console::err_line(&format!("harness: {d}"));
+            }
+            false
+        }
+    }
+}
+
+/// report.html beside report.json. The page is for people: one that cannot
+/// be written is said on stderr and changes neither the ending nor whether
+/// the report was written.
+pub(super) fn write_page(report: &Report, state_dir: &Path) {
+    if let Err(e) = crate::page::write(report, state_dir) {
+        crate::console::err_line(&format!(
+            "harness: the morning page was NOT written to {}: {e} (report.json was)",
+            state_dir.join(crate::page::FILE_NAME).display()
+        ));
+    }
+}
+
+/// What the ending of a panicked run is built from, taken before the run
+/// started: the spec's goal, alerts and prices, and where the state is.
+pub(super) struct AfterPanic {
+    goal: String,
+    ends: Ends,
+    hard_cap_usd: f64,
+    prices: PriceTable,
+    state_dir: PathBuf,
+}
+
+impl AfterPanic {
+    pub(super) fn of(spec: &RunSpec, state_dir: &Path) -> AfterPanic {
+        AfterPanic {
+            goal: spec.goal.clone(),
+            ends: Ends::of(spec),
+            hard_cap_usd: spec.hard_cap_usd,
+            prices: spec.prices.clone(),
+            state_dir: state_dir.to_path_buf(),
+        }
+    }
+}
+
+/// UNRECOVERABLE_ERROR (kind `panic`) for a run whose task panicked. What
+/// is trustworthy now is on disk, not in memory: the panicked task's state
+/// was dropped with it and may have been half updated. The last durable
+/// checkpoint says what the run had done (checkpoint writes are atomic, so a
+/// write in flight at the panic left the old one whole), the ledger journal
+/// what it spent (a call in flight is booked at its worst case, as after a
+/// kill). Nothing of the run's own code runs again: the task in flight is
+/// parked unverified, the predicate is not re-run. The ending is made
+/// durable (a re-run re-reports it), unless the checkpoint is refused, which
+/// is left untouched for a human.
+pub(super) async fn end_after_panic(after: AfterPanic, message: String) -> Outcome {
+    crate::fault_injection::panic_point("after_panic");
+    let state_dir = after.state_dir.as_path();
+    let goal = Goal::new(after.goal);
+    let mut events = EventLog::open(state_dir);
+    let mut notes: Vec<String> = vec![];
+    let fresh = || {
+        RunState::new(
+            format!("run-{}-{}", now_unix_ms(), std::process::id()),
+            goal.sha256().to_string(),
+            now_unix_ms(),
+        )
+    };
+    let (mut state, checkpoint_usable) = match checkpoint::load(state_dir, Some(goal.sha256())) {
+        Ok(Some(s)) => (s, true),
+        Ok(None) => (fresh(), true),
+        Err(r) => {
+            notes.push(format!(
+                "the checkpoint is refused ({r}) and left untouched"
+            ));
+            (fresh(), false)
+        }
+    };
+    state.hard_cap_usd = after.hard_cap_usd;
+    let prior = state.finished.take();
+    book_from_journal(
+        &mut state,
+        after.hard_cap_usd,
+        after.prices,
+        state_dir,
+        &mut notes,
+    );
+    park_in_flight(&mut state, state_dir);
+    let mut detail = format!("the harness panicked: {message}");
+    if let Some(f) = &prior {
+        detail.push_str(&format!(
+            "; the run had already ended {} before the panic",
+            f.ending
+        ));
+    }
+    for n in &notes {
+        detail.push_str("; ");
+        detail.push_str(n);
+    }
+    let kind = ErrorKind::Panic;
+    state.finished = Some(Finished {
+        ending: Ending::UnrecoverableError,
+        detail: Some(detail.clone()),
+        error_kind: Some(kind),
+    });
+    let ckpt_err = if checkpoint_usable {
+        checkpoint::save(state_dir, &state).err()
+    } else {
+        None
+    };
+    let mut report = Report::build(
+        &state,
+        goal.text(),
+        Ending::UnrecoverableError,
+        Some(detail),
+        Some(kind.clone()),
+        false,
+        state.elapsed_ms,
+    );
+    if let Some(e) = ckpt_err {
+        note_final_checkpoint_failed(&mut report, &e);
+    }
+    events.emit(
+        state.step,
+        Event::Ending(EndingEvent {
+            ending: Ending::UnrecoverableError,
+            kind: Some(kind),
+            exit_code: None,
+            detail: report.detail.clone(),
+        }),
+    );
+    let report_written = publish(&mut report, &after.ends, state_dir).await;
+    Outcome {
+        ending: Ending::UnrecoverableError,
+        report,
+        report_written,
+    }
+}
+
+/// The spend of a panicked run: the ledger journal's (a call in flight at
+/// its worst case), unless the journal cannot be read or books less than
+/// the checkpoint, which is then said in `notes`.
+fn book_from_journal(
+    state: &mut RunState,
+    hard_cap_usd: f64,
+    prices: PriceTable,
+    state_dir: &Path,
+    notes: &mut Vec<String>,
+) {
+    let mut ledger = Ledger::new(hard_cap_usd, prices);
+    match ledger.open_journal(&state_dir.join("ledger.jsonl")) {
+        Ok(()) if ledger.spent_usd() + 1e-9 >= state.ledger.spent_usd => {
+            ledger.set_blocked(state.ledger.blocked);
+            state.ledger = ledger.snapshot().clone();
+        }
+        Ok(()) => notes.push(format!(
+            "the ledger journal books ${:.6}, less than the checkpoint's ${:.6}: the checkpoint's spend is reported",
+            ledger.spent_usd(),
+            state.ledger.spent_usd
+        )),
+        Err(e) => notes.push(format!("{e}; the checkpoint's spend is reported")),
+    }
+}
+
+/// The task in flight at a panic, parked unverified: nothing of the run's
+/// own code runs again.
+fn park_in_flight(state: &mut RunState, state_dir: &Path) {
+    if let Some(task) = state.in_progress.take() {
+        // What its tools wrote, from the journal (the panicked task's memory
+        // is gone): left uncommitted in the work tree for the human.
+        let uncommitted_paths = TaskWrites::new(state_dir)
+            .paths_for(&task.id)
+            .into_iter()
+            .collect();
+        state.parked.push(ParkedTask {
+            id: task.id,
+            description: task.description,
+            reason: "the harness panicked while this task was in progress; it was not verified after the panic, so it may be partly done: a human decides".into(),
+            step: state.step,
+            uncommitted_paths,
+        });
+    }
+}
+
+/// The final checkpoint could not be written: the last good one stays (the
+/// write is atomic), and a re-run resumes from it.
+fn note_final_checkpoint_failed(report: &mut Report, e: &SaveError) {
+    crate::console::err_line(&format!(
+        "harness: the final checkpoint was not written ({e}); the last good checkpoint is kept, and running the same command again resumes from it"
+    ));
+    report
+        .alert_delivery
+        .push(format!("final checkpoint not written: {e}"));
+}
+
+impl Runner {
+    /// Suspend the run for a stop request (crate::stop). Not an ending:
+    /// `finished` stays unset and the task in flight stays in flight, so the
+    /// next `harness run` verifies it before anything runs (the resume rule a
+    /// SIGKILL relies on). The checkpoint is written, then the report that
+    /// says the run was stopped, its page, and the stop notice.
+    pub(super) async fn suspend(mut self, signal: Signal, cut: Option<String>) -> Suspended {
+        let asked_at = crate::stop::requested_at();
+        let checkpoint_error = self.checkpoint().err().map(|e| e.to_string());
+        let resumable = matches!(checkpoint::load(&self.state_dir, None), Ok(Some(_)));
+        let exit_code = crate::stop::exit_code(signal);
+        self.events.emit(
+            self.state.step,
+            Event::Stopped {
+                signal: signal.as_str().into(),
+                exit_code,
+                in_flight: self.state.in_progress.as_ref().map(|t| t.id.clone()),
+                cut: cut.clone(),
+            },
+        );
+        let s = &self.state;
+        let ids = |v: &mut dyn Iterator<Item = &String>| v.cloned().collect::<Vec<_>>();
+        let report = crate::report::StoppedReport {
+            stopped: crate::report::StopDetail {
+                signal: signal.as_str().into(),
+                exit_code,
+                at_unix_ms: now_unix_ms(),
+                grace_s: crate::stop::STOP_GRACE_S,
+                took_ms: asked_at.map_or(0, |t| t.elapsed().as_millis() as u64),
+                cut,
+                resumable,
+                checkpoint_error,
+                resume: format!(
+                    "re-run the same `harness run` on {} to resume: the run goes on from its checkpoint, the task in flight verified first",
+                    self.state_dir.display()
+                ),
+            },
+            run_id: s.run_id.clone(),
+            goal: self.goal.text().to_string(),
+            goal_sha256: s.goal_sha256.clone(),
+            spend_usd: self.ledger.spent_usd(),
+            hard_cap_usd: self.ledger.hard_cap_usd(),
+            steps: s.step,
+            elapsed_ms: self.clock.elapsed_ms(),
+            resumes: s.resumes,
+            verified: ids(&mut s.completed.iter().map(|c| &c.id)),
+            parked: ids(&mut s.parked.iter().map(|p| &p.id)),
+            queue_left: ids(&mut s.queue.iter().map(|t| &t.id)),
+            in_flight_task: s.in_progress.as_ref().map(|t| t.id.clone()),
+        };
+        let delivery = crate::report::deliver_stop_notice(
+            &Ends::of(&self.spec).alerts,
+            &self.state_dir,
+            &report,
+        )
+        .await;
+        let report_written = match report.write(&self.state_dir) {
+            Ok(()) => {
+                if let Err(e) = crate::page::write_stopped(&report, &self.state_dir) {
+                    crate::console::err_line(&format!("harness: the page was not written: {e}"));
+                }
+                true
+            }
+            Err(e) => {
+                crate::console::err_line(&format!(
+                    "harness: the stop report was NOT written to {}: {e}; it follows as one line of JSON",
+                    self.state_dir.join(crate::report::FILE_NAME).display()
+                ));
+                crate::console::err_line(&serde_json::to_string(&report).unwrap_or_default());
+                false
+            }
+        };
+        for d in delivery {
+            crate::console::err_line(&format!("harness: {d}"));
+        }
+        Suspended {
+            report,
+            report_written,
+        }
+    }
+
+    /// End the run: settle an in-flight task by verifying it, write the final
+    /// checkpoint (so a re-run re-reports), the report, and the alert.
+    pub(super) async fn finish(
+        mut self,
+        ending: Ending,
+        detail: Option<String>,
+        kind: Option<ErrorKind>,
+    ) -> Outcome {
+        crate::fault_injection::panic_point("finish_start");
+        if let Some(task) = self.state.in_progress.take() {
+            let outcome = task.verify.run(&self.verify_ctx());
+            match outcome {
+                VerifyOutcome::Done => self.complete(task, None, VerifiedHow::AtEnd),
+                // No verdict on the work: parked for a human, and said so.
+                VerifyOutcome::NotJudged { detail } => {
+                    let r = format!("{NOT_JUDGED_PREFIX}: the run ended ({ending}) while this task was in progress and {detail}; it may be done, not started or partly done");
+                    self.park(task, r)
+                }
+                other => {
+                    let r = format!(
+                        "run ended ({ending}) while this task was in progress; verify says {}",
+                        match other {
+                            VerifyOutcome::PartiallyApplied { detail } =>
+                                format!("partially applied: {detail}"),
+                            VerifyOutcome::CouldNotRun { detail } =>
+                                format!("not started: {detail}"),
+                            VerifyOutcome::Done
+                            | VerifyOutcome::NotStarted
+                            | VerifyOutcome::NotJudged { .. } => "not started".into(),
+                        }
+                    );
+                    self.park(task, r)
+                }
+            }
+        }
+        let predicate_met = match &self.last_predicate {
+            Some(p) if ending != Ending::UnrecoverableError => p.passed,
+            _ => self.predicate().passed,
+        };
+        // A confined process changed the state dir (the kernel let it
+        // through): whatever the run reached, its ledger and checkpoint
+        // cannot be trusted, and that is how it ends.
+        let (ending, detail, kind) = match crate::state_seal::intact() {
+            Err(e) if kind != Some(ErrorKind::StateTampered) => (
+                Ending::UnrecoverableError,
+                Some(e.to_string()),
+                Some(ErrorKind::StateTampered),
+            ),
+            _ => (ending, detail, kind),
+        };
+        // GOAL_MET only ever comes from the predicate; assert what must not happen.
+        debug_assert!(ending != Ending::GoalMet || predicate_met);
+        self.state.ledger = self.ledger.snapshot().clone();
+        self.state.finished = Some(Finished {
+            ending,
+            detail: detail.clone(),
+            error_kind: kind,
+        });
+        let ckpt_err =
+            if ending == Ending::UnrecoverableError && kind == Some(ErrorKind::GoalTampered) {
+                None // never write a checkpoint from a state whose goal we no longer trust
+            } else {
+                checkpoint::save(&self.state_dir, &self.state).err()
+            };
+        crate::fault_injection::panic_point("finish_after_checkpoint");
+        let mut report = Report::build(
+            &self.state,
+            self.goal.text(),
+            ending,
+            detail,
+            kind,
+            predicate_met,
+            self.elapsed_ms(),
+        );
+        if let Some(e) = ckpt_err {
+            note_final_checkpoint_failed(&mut report, &e);
+        }
+        self.events.emit(
+            self.state.step,
+            Event::Ending(EndingEvent {
+                ending,
+                kind: None,
+                exit_code: Some(ending.exit_code()),
+                detail: report.detail.clone(),
+            }),
+        );
+        let report_written = publish(&mut report, &Ends::of(&self.spec), &self.state_dir).await;
+        Outcome {
+            ending,
+            report,
+            report_written,
+        }
+    }
+}
