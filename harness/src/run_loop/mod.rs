@@ -23,6 +23,7 @@ mod memory;
 mod open;
 mod plan;
 mod policy;
+mod rules;
 mod task;
 #[cfg(test)]
 mod tests;
@@ -169,6 +170,8 @@ pub struct Runner {
     task_paths: BTreeSet<String>,
     /// The checks' TMPDIR, removed when the run (the Runner) ends.
     _check_tmp: Option<tempfile::TempDir>,
+    /// The stop policy's parameters (the design's in the product).
+    rules: rules::Rules,
 }
 
 /// Run (or resume) the spec's goal in `state_dir` to exactly one ending.

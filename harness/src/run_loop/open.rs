@@ -260,6 +260,7 @@ impl Parts {
             writes: TaskWrites::new(state_dir),
             task_paths: BTreeSet::new(),
             _check_tmp: self.check_tmp,
+            rules: super::rules::Rules::of_process(),
         }
     }
 }

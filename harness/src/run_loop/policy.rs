@@ -53,16 +53,11 @@ impl Runner {
         if self.clock_ran_out || self.clock_out() {
             return Some(Ending::TimeLimit);
         }
-        if self.state.drift_score > self.spec.drift_halt_above
-            || (crate::mutants::active(crate::mutants::Mutant::HaltAtThreshold)
-                && self.state.drift_score >= self.spec.drift_halt_above)
-        {
+        let rules = self.rules;
+        if (rules.drift_halt).halts(self.state.drift_score, self.spec.drift_halt_above) {
             return Some(Ending::DriftDetected);
         }
-        let k = self.spec.no_progress_k
-            + u32::from(crate::mutants::active(
-                crate::mutants::Mutant::NoProgressOffByOne,
-            ));
+        let k = self.spec.no_progress_k + rules.no_progress_slack;
         if self.state.no_progress_streak >= k {
             return Some(Ending::NoProgress);
         }
@@ -81,10 +76,7 @@ impl Runner {
             }
         }
         if self.state.planned && self.state.queue.is_empty() {
-            if crate::mutants::active(crate::mutants::Mutant::EmptyQueueIsSuccess) {
-                return Some(Ending::GoalMet);
-            }
-            return Some(Ending::QueueEmptyGoalUnmet); // NOT success: report it as such
+            return Some(rules.empty_queue); // QUEUE_EMPTY_GOAL_UNMET: NOT success
         }
         None
     }
@@ -276,16 +268,14 @@ impl Runner {
 
         let result = self.execute_task(&task).await?;
         self.state.in_progress = None;
-        // The chaos self-test's skip-park-checkpoint variant; always false
-        // without the chaos-broken feature.
-        let broken_skip = matches!(result, TaskResult::Park { .. })
-            && crate::simfs::broken() == Some(crate::simfs::Broken::SkipParkCheckpoint);
+        let skip_checkpoint =
+            matches!(result, TaskResult::Park { .. }) && !self.rules.checkpoint_after_park;
         match result {
             TaskResult::Verified { claim } => self.complete(task, claim, VerifiedHow::Verified),
             TaskResult::Park { reason } => self.park(task, reason),
         }
         self.state.step += 1;
-        if !broken_skip {
+        if !skip_checkpoint {
             self.checkpoint()?;
         }
 
