@@ -431,7 +431,8 @@ impl Batch {
                 }
                 let target = match &*source {
                     Source::Replay(servers) => servers
-                        .server_for(c)
+                        .server_for_next_run(c)
+                        .await
                         .map(Target::Replay)
                         .map_err(|detail| BenchFault::ReplayServerUnavailable { detail }),
                     Source::Live(live) => match live.stopped() {

@@ -240,8 +240,25 @@ pub enum Target {
 /// cannot start fails its own case-runs with the reason, never the batch:
 /// one bad case does not stop the suite.
 pub struct Servers {
-    servers: Vec<(String, Arc<ReplayServer>)>,
+    servers: Vec<(String, Group)>,
     failed: Vec<(String, String)>,
+}
+
+/// Case-runs one replay server is handed to before the batch starts a fresh
+/// one for the group's next case-runs. wiremock 0.6 keeps a clone of every
+/// request a mock matched for the mock's lifetime (its
+/// `MountedMock::matched_requests`, even with request recording off): about
+/// 55 KB per anchor case-run, so one server over a whole suite grew the
+/// bench without bound (137 MiB at 1,600 case-runs, 49 MiB at 400). A
+/// retired server ends when its last case-run drops it; nothing in flight
+/// ever sees a gap.
+pub const CASE_RUNS_PER_SERVER: u32 = 256;
+
+/// One group's server, and what it takes to start the next.
+struct Group {
+    cases: Vec<Case>,
+    current: std::sync::Mutex<Arc<ReplayServer>>,
+    handed_out: std::sync::atomic::AtomicU32,
 }
 
 fn server_key(c: &Case) -> String {
@@ -260,8 +277,19 @@ impl Servers {
         let mut servers = vec![];
         let mut failed = vec![];
         for k in keys {
-            match Self::start_group(cases, &k).await {
-                Ok(Some(s)) => servers.push((k, Arc::new(s))),
+            let group: Vec<Case> = (cases.iter())
+                .filter(|c| server_key(c) == k)
+                .cloned()
+                .collect();
+            match Self::start_group(&group).await {
+                Ok(Some(s)) => servers.push((
+                    k,
+                    Group {
+                        cases: group,
+                        current: std::sync::Mutex::new(Arc::new(s)),
+                        handed_out: Default::default(),
+                    },
+                )),
                 Ok(None) => {}
                 Err(e) => failed.push((k, format!("cannot start the replay server: {e}"))),
             }
@@ -269,8 +297,7 @@ impl Servers {
         Ok(Servers { servers, failed })
     }
 
-    async fn start_group(cases: &[Case], k: &str) -> Result<Option<ReplayServer>, String> {
-        let group: Vec<&Case> = cases.iter().filter(|c| server_key(c) == k).collect();
+    async fn start_group(group: &[Case]) -> Result<Option<ReplayServer>, String> {
         let Some(c0) = group.first() else {
             return Ok(None);
         };
@@ -279,7 +306,8 @@ impl Servers {
             None => FaultPlan::none(),
         };
         let latency_scale = c0.file.latency_scale.unwrap_or(0.0);
-        start_server(&group, faults, latency_scale, None)
+        let refs: Vec<&Case> = group.iter().collect();
+        start_server(&refs, faults, latency_scale, None)
             .await
             .map(Some)
     }
@@ -298,12 +326,30 @@ impl Servers {
             .unwrap_or_else(|| "no replay server for this case".to_string()))
     }
 
+    /// The server for the next case-run of `c`: a fresh one for its group
+    /// every [`CASE_RUNS_PER_SERVER`] case-runs (when a fresh one cannot
+    /// start, the current one goes on serving).
+    pub async fn server_for_next_run(&self, c: &Case) -> Result<Arc<ReplayServer>, String> {
+        let k = server_key(c);
+        if let Some((_, g)) = self.servers.iter().find(|(kk, _)| *kk == k) {
+            let n = g
+                .handed_out
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if n > 0 && n % CASE_RUNS_PER_SERVER == 0 {
+                if let Ok(Some(fresh)) = Self::start_group(&g.cases).await {
+                    *g.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(fresh);
+                }
+            }
+        }
+        self.server_for(c)
+    }
+
     pub fn for_case(&self, c: &Case) -> Option<Arc<ReplayServer>> {
         let k = server_key(c);
         self.servers
             .iter()
             .find(|(kk, _)| *kk == k)
-            .map(|(_, s)| s.clone())
+            .map(|(_, g)| g.current.lock().unwrap_or_else(|p| p.into_inner()).clone())
     }
 }
 
@@ -1190,6 +1236,40 @@ mod tests {
             wall_clock_s: None,
         };
         assert!(raise_invocation(&base, &neither, limit).is_none());
+    }
+
+    /// A group's server is replaced every CASE_RUNS_PER_SERVER case-runs
+    /// (so what wiremock retains per request is freed with the old one),
+    /// and the retired server still answers the case-runs that hold it.
+    #[tokio::test]
+    async fn a_fresh_replay_server_every_case_runs_per_server() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/happy");
+        let case = crate::suite::load_case(
+            &root.join("happy-search-p95-index"),
+            "happy",
+            &crate::suite::report_fields(),
+        )
+        .unwrap();
+        let servers = Servers::start(std::slice::from_ref(&case)).await.unwrap();
+        let first = servers.server_for_next_run(&case).await.unwrap();
+        for _ in 1..CASE_RUNS_PER_SERVER {
+            let s = servers.server_for_next_run(&case).await.unwrap();
+            assert!(Arc::ptr_eq(&s, &first));
+        }
+        let next = servers.server_for_next_run(&case).await.unwrap();
+        assert!(
+            !Arc::ptr_eq(&next, &first),
+            "no fresh server after {CASE_RUNS_PER_SERVER}"
+        );
+        let url = format!("{}/v1/messages", first.base_url_for(case.id(), 0));
+        let r = reqwest::Client::new()
+            .post(url)
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(r.status().as_u16(), 0);
+        assert_eq!(first.counters().served + first.counters().misses, 1);
     }
 
     #[tokio::test]

@@ -2,7 +2,7 @@
 markers) from `scripts/bench-throughput --anchor`'s measurements: never typed
 by hand.
 
-    report.py RESULTS_TSV RSS_400_KB RSS_1600_KB HARNESS_RSS_KB COMMIT INSPECT_VERSION
+    report.py RESULTS_TSV RSS_400_KB RSS_1600_KB RSS_3200_KB HARNESS_RSS_KB COMMIT INSPECT_VERSION
 
 RESULTS_TSV: one line per round: round, Inspect's seconds for 300
 sample-runs, ours at concurrency 1, 4, 16 (case-runs/s), Inspect's seconds
@@ -14,7 +14,7 @@ import platform
 import re
 import sys
 
-results, rss400, rss1600, hrss, commit, version = sys.argv[1:7]
+results, rss400, rss1600, rss3200, hrss, commit, version = sys.argv[1:8]
 rows = []
 for line in open(results):
     r, small, c1, c4, c16, large = line.split("\t")
@@ -43,8 +43,9 @@ for r, m, ours in rows:
     )
 mb = lambda kb: f"{int(kb) / 1024:.1f} MiB"
 body = "\n".join(table) + (
-    f"\n\nPeak RSS: `bench run` at concurrency 16, {mb(rss400)} over 400 case-runs and "
-    f"{mb(rss1600)} over 1,600 (160 cases); one harness process at most {mb(hrss)}.\n\n"
+    f"\n\nPeak RSS of `bench run` at concurrency 16: {mb(rss400)} over 400 case-runs, "
+    f"{mb(rss1600)} over 1,600 (40 cases) and {mb(rss3200)} over 3,200 (160 cases); "
+    f"one harness process at most {mb(hrss)}.\n\n"
     f"Measured {when} at commit {commit} on {machine}, by `scripts/bench-throughput --anchor` "
     f"(Inspect AI {version}, `mockllm`, 3 epochs; marginal rate between 300 and 1,200 sample-runs; "
     "ours: 400 case-runs per figure, the anchor shape suites/throughput/anchor-6-call).\n"
