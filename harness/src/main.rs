@@ -207,8 +207,8 @@ fn dispatch(cli: Cli) -> i32 {
                     return Ending::UnrecoverableError.exit_code();
                 }
             };
-            rt.block_on(run_cmd(
-                spec,
+            rt.block_on(run_cmd(RunArgs {
+                spec_path: spec,
                 state_dir,
                 replay,
                 case,
@@ -218,14 +218,14 @@ fn dispatch(cli: Cli) -> i32 {
                 faults,
                 base_url,
                 max_usd,
-                raise_of(raise_cap_usd, raise_wall_clock_s),
-            ))
+                raise: raise_of(raise_cap_usd, raise_wall_clock_s),
+            }))
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn run_cmd(
+/// `harness run`'s arguments, as clap read them (the raise already one).
+struct RunArgs {
     spec_path: PathBuf,
     state_dir: PathBuf,
     replay: Option<PathBuf>,
@@ -237,62 +237,24 @@ async fn run_cmd(
     base_url: Option<String>,
     max_usd: Option<f64>,
     raise: Option<harness::run_loop::Raise>,
-) -> i32 {
+}
+
+async fn run_cmd(a: RunArgs) -> i32 {
     // Everything is validated before the state dir is touched.
-    let mut spec = match RunSpec::load(&spec_path) {
-        Ok(s) => s,
-        Err(e) => {
-            console::err_line(&format!("harness: spec rejected: {e}"));
-            return EXIT_SPEC_REJECTED;
-        }
+    let Some(spec) = accepted_spec(&a) else {
+        return EXIT_SPEC_REJECTED;
     };
-    if let Some(x) = max_usd {
-        if !(x.is_finite() && x > 0.0) {
-            console::err_line(&format!(
-                "harness: --max-usd {x}: expected a positive number of US dollars"
-            ));
-            return EXIT_SPEC_REJECTED;
-        }
-        spec.hard_cap_usd = spec.hard_cap_usd.min(x);
-    }
-    if let Err(e) = spec.check_state_dir(&state_dir) {
-        console::err_line(&format!("harness: spec rejected: {e}"));
-        return EXIT_SPEC_REJECTED;
-    }
-    // Checks run code the model wrote: below the confinement the spec asks
-    // for, nothing starts (harness::sandbox; docs/sandbox.md).
-    let in_force = harness::sandbox::level();
-    if in_force < spec.sandbox_min_level {
-        console::err_line(&format!(
-            "harness: spec rejected: {}: [sandbox] min_level = {:?}, but this kernel confines checks only at level {:?} ({:?}); run on a kernel with Landlock ABI {}+, network namespaces and a writable pids cgroup, or accept the weaker level with min_level = {:?}",
-            spec.path.display(),
-            spec.sandbox_min_level.as_str(),
-            in_force.as_str(),
-            harness::sandbox::probe(),
-            harness::sandbox::LANDLOCK_MIN_ABI,
-            in_force.as_str()
-        ));
-        return EXIT_SPEC_REJECTED;
-    }
     let mut _server = None;
-    if let Some(u) = &base_url {
-        if !(u.starts_with("http://") || u.starts_with("https://")) {
-            console::err_line(&format!(
-                "harness: --base-url: expected an http:// or https:// URL, found {u:?}"
-            ));
-            return EXIT_SPEC_REJECTED;
-        }
-    }
-    let mut base_url_override = base_url;
-    if let Some(dir) = replay {
+    let mut base_url_override = a.base_url.clone();
+    if let Some(dir) = &a.replay {
         match start_replay(
-            &dir,
-            case.as_deref(),
-            run_index,
+            dir,
+            a.case.as_deref(),
+            a.run_index,
             spec.model.protocol,
-            strict,
-            latency_scale,
-            faults.as_deref(),
+            a.strict,
+            a.latency_scale,
+            a.faults.as_deref(),
         )
         .await
         {
@@ -325,22 +287,94 @@ async fn run_cmd(
     }
     // From here on the spec is accepted: every exit is an ending, or a stop
     // request that suspends the run (harness::stop).
-    let end = match lock_state_dir(&state_dir) {
+    let end = match run_locked(spec, &a, base_url_override).await {
+        Ok(end) => end,
+        Err(code) => return code,
+    };
+    print_end(&end, &a.state_dir);
+    end.exit_code()
+}
+
+/// The spec as this command runs it (`--max-usd` applied), or None with the
+/// reason printed: the spec, the state dir, this kernel's confinement or
+/// `--base-url` refused. All of it is checked before the state dir is
+/// touched, in this order (of two refusals, the same one is reported).
+fn accepted_spec(a: &RunArgs) -> Option<RunSpec> {
+    let reject = |line: String| {
+        console::err_line(&line);
+        None
+    };
+    let mut spec = match RunSpec::load(&a.spec_path) {
+        Ok(s) => s,
+        Err(e) => return reject(format!("harness: spec rejected: {e}")),
+    };
+    if let Some(x) = a.max_usd {
+        if !(x.is_finite() && x > 0.0) {
+            return reject(format!(
+                "harness: --max-usd {x}: expected a positive number of US dollars"
+            ));
+        }
+        spec.hard_cap_usd = spec.hard_cap_usd.min(x);
+    }
+    if let Err(e) = spec.check_state_dir(&a.state_dir) {
+        return reject(format!("harness: spec rejected: {e}"));
+    }
+    if let Some(why) = confinement_refusal(&spec) {
+        return reject(why);
+    }
+    if let Some(u) = &a.base_url {
+        if !(u.starts_with("http://") || u.starts_with("https://")) {
+            return reject(format!(
+                "harness: --base-url: expected an http:// or https:// URL, found {u:?}"
+            ));
+        }
+    }
+    Some(spec)
+}
+
+/// Checks run code the model wrote: below the confinement the spec asks
+/// for, nothing starts (harness::sandbox; docs/sandbox.md). The refusal
+/// says how to get the level, or how to accept the weaker one.
+fn confinement_refusal(spec: &RunSpec) -> Option<String> {
+    let in_force = harness::sandbox::level();
+    if in_force >= spec.sandbox_min_level {
+        return None;
+    }
+    Some(format!(
+        "harness: spec rejected: {}: [sandbox] min_level = {:?}, but this kernel confines checks only at level {:?} ({:?}); run on a kernel with Landlock ABI {}+, network namespaces and a writable pids cgroup, or accept the weaker level with min_level = {:?}",
+        spec.path.display(),
+        spec.sandbox_min_level.as_str(),
+        in_force.as_str(),
+        harness::sandbox::probe(),
+        harness::sandbox::LANDLOCK_MIN_ABI,
+        in_force.as_str()
+    ))
+}
+
+/// The run itself, under the state dir's lock; Err(exit code) when another
+/// harness holds it (not an ending of this run: nothing is written).
+async fn run_locked(
+    spec: RunSpec,
+    a: &RunArgs,
+    base_url_override: Option<String>,
+) -> Result<RunEnd, i32> {
+    let state_dir = &a.state_dir;
+    match lock_state_dir(state_dir) {
         Ok(_lock) => {
             // `_lock` is held until the ending is published.
-            run(
+            Ok(run(
                 spec,
-                &state_dir,
+                state_dir,
                 RunOptions {
                     base_url_override,
-                    jitter_seed: run_index as u64,
-                    raise,
-                    max_usd,
+                    jitter_seed: a.run_index as u64,
+                    raise: a.raise,
+                    max_usd: a.max_usd,
                     #[cfg(feature = "test-hooks")]
                     tamper_goal_before_lap: None,
                 },
             )
-            .await
+            .await)
         }
         Err(LockError::Held { holder }) => {
             // Not an ending of this run, and not ours to report in: a
@@ -351,16 +385,21 @@ async fn run_cmd(
                 state_dir.display(),
                 state_dir.display()
             ));
-            return EXIT_SPEC_REJECTED;
+            Err(EXIT_SPEC_REJECTED)
         }
-        Err(LockError::Unusable { kind, detail }) => {
-            harness::run_loop::end_before_start(&spec, &state_dir, kind, detail)
-                .await
-                .into()
-        }
-    };
-    match &end {
-        RunEnd::Ended(outcome) => print_summary(outcome, &state_dir),
+        Err(LockError::Unusable { kind, detail }) => Ok(harness::run_loop::end_before_start(
+            &spec, state_dir, kind, detail,
+        )
+        .await
+        .into()),
+    }
+}
+
+/// What the run's end prints: the summary of an ending, the refusal of a
+/// raise, or the summary of a stop (the run resumable).
+fn print_end(end: &RunEnd, state_dir: &Path) {
+    match end {
+        RunEnd::Ended(outcome) => print_summary(outcome, state_dir),
         RunEnd::Refused(why) => {
             console::err_line(&format!("harness: not raised: {why}"));
         }
@@ -374,7 +413,6 @@ async fn run_cmd(
             }
         }
     }
-    end.exit_code()
 }
 
 enum LockError {

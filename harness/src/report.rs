@@ -188,25 +188,9 @@ impl Report {
             usage: state.ledger.usage,
             spend_curve: state.ledger.spend_curve.clone(),
             verified: state.completed.clone(),
-            parked: state
-                .parked
-                .iter()
-                .map(|p| ParkedEntry {
-                    id: p.id.clone(),
-                    reason: p.reason.clone(),
-                    uncommitted_paths: p.uncommitted_paths.clone(),
-                })
-                .collect(),
+            parked: parked_entries(state),
             pruned: state.pruned.clone(),
-            drift_history: state
-                .drift_history
-                .iter()
-                .map(|d| DriftEntry {
-                    step: d.step,
-                    score: d.score,
-                    band: d.band,
-                })
-                .collect(),
+            drift_history: drift_entries(state),
             drift_bands: DriftBands::default(),
             cost_per_verified_task_usd: if n > 0 {
                 Some(state.ledger.spent_usd / n as f64)
@@ -269,6 +253,16 @@ impl Report {
 
     fn summary_text(&self) -> String {
         let mut s = String::new();
+        self.summary_totals(&mut s);
+        self.summary_tasks(&mut s);
+        self.summary_memory(&mut s);
+        self.summary_git(&mut s);
+        s
+    }
+
+    /// The summary's head: how the run ended, the goal, the predicate, the
+    /// money and the tasks in numbers.
+    fn summary_totals(&self, s: &mut String) {
         let class = match self.class {
             Class::Success => "SUCCESS",
             Class::Partial => "PARTIAL",
@@ -308,6 +302,10 @@ impl Report {
         if let Some(c) = self.cost_per_verified_task_usd {
             s.push_str(&format!("per task   ${c:.4} per verified task\n"));
         }
+    }
+
+    /// Each task that did not verify (parked, pruned), and the last drift check.
+    fn summary_tasks(&self, s: &mut String) {
         for p in &self.parked {
             s.push_str(&format!("parked     {}: {}\n", p.id, p.reason));
         }
@@ -325,6 +323,10 @@ impl Report {
                 self.drift_history.len()
             ));
         }
+    }
+
+    /// What `[memory]` did: each compaction, and the lessons admitted and refused.
+    fn summary_memory(&self, s: &mut String) {
         for c in &self.compactions {
             s.push_str(&format!(
                 "compacted  {} at step {}: {} -> {} bytes, ${:.4}, {}{}\n",
@@ -374,6 +376,11 @@ impl Report {
                 r.call_key, r.reason, r.detail
             ));
         }
+    }
+
+    /// The branch the verified tasks were committed on (or why there is
+    /// none), and the ending's detail.
+    fn summary_git(&self, s: &mut String) {
         if let Some(g) = &self.git_disabled {
             s.push_str(&format!("git        NO COMMITS: {g}\n"));
         }
@@ -391,8 +398,33 @@ impl Report {
                     .unwrap_or_default()
             ));
         }
-        s
     }
+}
+
+/// The report's view of each parked task.
+fn parked_entries(state: &RunState) -> Vec<ParkedEntry> {
+    state
+        .parked
+        .iter()
+        .map(|p| ParkedEntry {
+            id: p.id.clone(),
+            reason: p.reason.clone(),
+            uncommitted_paths: p.uncommitted_paths.clone(),
+        })
+        .collect()
+}
+
+/// The drift history as the report's plot reads it: step, score, band.
+fn drift_entries(state: &RunState) -> Vec<DriftEntry> {
+    state
+        .drift_history
+        .iter()
+        .map(|d| DriftEntry {
+            step: d.step,
+            score: d.score,
+            band: d.band,
+        })
+        .collect()
 }
 
 /// report.json of a run suspended by a stop request (crate::stop). Not an

@@ -134,27 +134,7 @@ impl Verify {
     /// unreadable outbox: see below.
     pub fn run(&self, ctx: &VerifyContext) -> VerifyOutcome {
         match self {
-            Verify::FileContains { path, text } => {
-                // Confined and non-blocking: a FIFO or device at the path is
-                // "not there yet", never a read that hangs the run.
-                let Ok(f) = crate::confined::open_read(ctx.workspace, path) else {
-                    return VerifyOutcome::NotStarted;
-                };
-                let mut buf = Vec::new();
-                if f.file
-                    .take(VERIFY_READ_MAX_BYTES)
-                    .read_to_end(&mut buf)
-                    .is_err()
-                {
-                    return VerifyOutcome::NotStarted;
-                }
-                // Byte search, so a file that is not UTF-8 can still match.
-                if contains(&buf, text.as_bytes()) {
-                    VerifyOutcome::Done
-                } else {
-                    VerifyOutcome::NotStarted
-                }
-            }
+            Verify::FileContains { path, text } => file_contains(ctx, path, text),
             Verify::FileAbsent { path } => {
                 let Ok(abs) = ctx.workspace.resolve(path) else {
                     return VerifyOutcome::NotStarted;
@@ -196,36 +176,7 @@ impl Verify {
                     detail: format!("applied {applied} of {total} steps: {detail}"),
                 },
             },
-            Verify::Check { name } => {
-                let Some(spec) = ctx.checks.get(name) else {
-                    return VerifyOutcome::NotStarted;
-                };
-                let r = crate::check::run_check_by(spec, ctx.workspace.root(), ctx.deadline);
-                if r.passed {
-                    VerifyOutcome::Done
-                } else if r.cut_short() {
-                    let why = if r.cut_by_stop {
-                        "the run was asked to stop"
-                    } else {
-                        "the run's wall clock ran out"
-                    };
-                    VerifyOutcome::NotJudged {
-                        detail: format!("{why} before check {name:?} finished"),
-                    }
-                } else if r.could_not_run {
-                    let status = r
-                        .exit_code
-                        .map_or("not started".into(), |c| format!("exit {c}"));
-                    VerifyOutcome::CouldNotRun {
-                        detail: format!(
-                            "check {name:?} could not run ({status}): {}",
-                            clip(r.output.trim(), COULD_NOT_RUN_OUTPUT_MAX_CHARS)
-                        ),
-                    }
-                } else {
-                    VerifyOutcome::NotStarted
-                }
-            }
+            Verify::Check { name } => named_check(ctx, name),
         }
     }
 
@@ -355,6 +306,62 @@ fn check_list(checks: &BTreeMap<String, CheckSpec>) -> String {
             .map(|k| format!("{k:?}"))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// `file_contains`: confined and non-blocking, so a FIFO or device at the
+/// path is "not there yet", never a read that hangs the run.
+fn file_contains(ctx: &VerifyContext, path: &str, text: &str) -> VerifyOutcome {
+    let Ok(f) = crate::confined::open_read(ctx.workspace, path) else {
+        return VerifyOutcome::NotStarted;
+    };
+    let mut buf = Vec::new();
+    if f.file
+        .take(VERIFY_READ_MAX_BYTES)
+        .read_to_end(&mut buf)
+        .is_err()
+    {
+        return VerifyOutcome::NotStarted;
+    }
+    // Byte search, so a file that is not UTF-8 can still match.
+    if contains(&buf, text.as_bytes()) {
+        VerifyOutcome::Done
+    } else {
+        VerifyOutcome::NotStarted
+    }
+}
+
+/// `check`: the spec's named check, within the run's deadline. A check cut
+/// short is not judged, and one that never ran its command says why, so a
+/// broken case does not read as an agent that failed.
+fn named_check(ctx: &VerifyContext, name: &str) -> VerifyOutcome {
+    let Some(spec) = ctx.checks.get(name) else {
+        return VerifyOutcome::NotStarted;
+    };
+    let r = crate::check::run_check_by(spec, ctx.workspace.root(), ctx.deadline);
+    if r.passed {
+        VerifyOutcome::Done
+    } else if r.cut_short() {
+        let why = if r.cut_by_stop {
+            "the run was asked to stop"
+        } else {
+            "the run's wall clock ran out"
+        };
+        VerifyOutcome::NotJudged {
+            detail: format!("{why} before check {name:?} finished"),
+        }
+    } else if r.could_not_run {
+        let status = r
+            .exit_code
+            .map_or("not started".into(), |c| format!("exit {c}"));
+        VerifyOutcome::CouldNotRun {
+            detail: format!(
+                "check {name:?} could not run ({status}): {}",
+                clip(r.output.trim(), COULD_NOT_RUN_OUTPUT_MAX_CHARS)
+            ),
+        }
+    } else {
+        VerifyOutcome::NotStarted
     }
 }
 

@@ -182,11 +182,46 @@ fn drift_desc(p: &RunPage) -> String {
     )
 }
 
+/// The morning page: one section per question the operator asks, in the
+/// order they ask them.
 pub fn page(p: &RunPage) -> Markup {
     let r = &p.report;
-    let cls = class_name(r.class);
     let title = format!("{} · run {}", r.ending, r.run_id);
     let body = html! {
+        (header(p))
+        @if !p.notes.is_empty() {
+            @for n in &p.notes { p.note { (n) } }
+        }
+        (money(p))
+        (tasks(p))
+        @if !p.trails.is_empty() {
+            (trails(p))
+        }
+        (claims(p))
+        (drift(p))
+        // Only a run with `[memory]` compacts: a page without one is unchanged.
+        @if !r.compactions.is_empty() {
+            (compactions(p))
+        }
+        // Only a run with `[memory] lessons` learns: a page without one is unchanged.
+        @if !r.lessons.is_empty() || !r.lessons_refused.is_empty() {
+            (lessons(p))
+        }
+        (resumes(p))
+        footer {
+            "Written by the harness beside report.json (the same data, for machines). Goal SHA-256 " code { (r.goal_sha256) } "."
+            @if !p.calls.is_empty() { " Calls cost between " (usd4(p.calls.iter().map(|c| c.cost_usd).fold(f64::INFINITY, f64::min))) " and " (usd4(p.calls.iter().map(|c| c.cost_usd).fold(0.0, f64::max))) "." }
+        }
+    };
+    document(&title, body)
+}
+
+/// The verdict first (how the run ended, and whether anyone was paged),
+/// then the facts a reader checks it against.
+fn header(p: &RunPage) -> Markup {
+    let r = &p.report;
+    let cls = class_name(r.class);
+    html! {
         header {
             p.muted { "Morning report of harness run " code { (r.run_id) } }
             div class={ "verdict " (cls) } role="status" {
@@ -222,28 +257,17 @@ pub fn page(p: &RunPage) -> Markup {
                 }
             }
         }
-        @if !p.notes.is_empty() {
-            @for n in &p.notes { p.note { (n) } }
-        }
+    }
+}
+
+/// Where the money went: the totals, the tokens, the spend plots and the
+/// spend by role and by task (steady work or one runaway task).
+fn money(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
         section aria-labelledby="money" {
             h2 #money { "Money" }
-            dl.facts {
-                dt { "Spent" } dd { (usd(r.spend_usd)) " of " (usd(r.hard_cap_usd)) " (" (pct(r.spend_usd, r.hard_cap_usd)) ")" }
-                dt { "Reserved in flight" } dd { (usd(p.in_flight_usd)) @if p.in_flight_usd > 0.0 { " (worst cases of calls open in the ledger journal)" } }
-                dt { "Per verified task" } dd {
-                    @match r.cost_per_verified_task_usd { Some(c) => { (usd(c)) }, None => { span.muted { "no task verified" } } }
-                }
-                dt { "Budget notices" } dd { (r.budget_notices) " request(s) carried the budget notice" }
-                @for x in &r.limit_raises {
-                    dt { "Limit raised" } dd {
-                        @match x.limit {
-                            crate::ledger::LimitKind::HardCapUsd => { "cap " (usd(x.old)) " to " (usd(x.new)) }
-                            crate::ledger::LimitKind::WallClockLimitS => { "wall clock " (x.old) " s to " (x.new) " s" }
-                        }
-                        " by the operator after the run had ended on it (ledger.jsonl)"
-                    }
-                }
-            }
+            (money_facts(p))
             div.scroll { table {
                 caption { "Tokens (the four usage fields the ledger books)" }
                 thead { tr { th { "field" } th.num { "tokens" } } }
@@ -281,53 +305,43 @@ pub fn page(p: &RunPage) -> Markup {
                 ul { @for b in &p.budget_refusals { li { (b) } } }
             }
         }
+    }
+}
+
+/// The money totals, with every cap or wall-clock raise the operator made.
+fn money_facts(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
+        dl.facts {
+            dt { "Spent" } dd { (usd(r.spend_usd)) " of " (usd(r.hard_cap_usd)) " (" (pct(r.spend_usd, r.hard_cap_usd)) ")" }
+            dt { "Reserved in flight" } dd { (usd(p.in_flight_usd)) @if p.in_flight_usd > 0.0 { " (worst cases of calls open in the ledger journal)" } }
+            dt { "Per verified task" } dd {
+                @match r.cost_per_verified_task_usd { Some(c) => { (usd(c)) }, None => { span.muted { "no task verified" } } }
+            }
+            dt { "Budget notices" } dd { (r.budget_notices) " request(s) carried the budget notice" }
+            @for x in &r.limit_raises {
+                dt { "Limit raised" } dd {
+                    @match x.limit {
+                        crate::ledger::LimitKind::HardCapUsd => { "cap " (usd(x.old)) " to " (usd(x.new)) }
+                        crate::ledger::LimitKind::WallClockLimitS => { "wall clock " (x.old) " s to " (x.new) " s" }
+                    }
+                    " by the operator after the run had ended on it (ledger.jsonl)"
+                }
+            }
+        }
+    }
+}
+
+/// Every task the run held, by outcome, and the ones it refused to admit.
+fn tasks(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
         section aria-labelledby="tasks" {
             h2 #tasks { "Tasks" }
             div.scroll { table #task-table {
                 caption { "Every task the run held: verified (by the harness, with its commit), parked, pruned for drift, or left in the queue" }
                 thead { tr { th { "outcome" } th { "task" } th { "description" } th { "what decided it" } } }
-                tbody {
-                    @for t in &r.verified {
-                        tr.task {
-                            td { span.ok { "verified" } }
-                            td { code { (t.id) } }
-                            td { (t.description) }
-                            td {
-                                "verified by " code { (t.verify) } " (" (format!("{:?}", t.how).to_lowercase()) ", step " (t.step) ")"
-                                @if let Some(c) = &t.commit { br; "commit " code { (c) } }
-                            }
-                        }
-                    }
-                    @for t in &r.parked {
-                        tr.task {
-                            td { span.warn { "parked" } }
-                            td { code { (t.id) } }
-                            td { (p.descriptions.get(&t.id).map(String::as_str).unwrap_or("")) }
-                            td {
-                                (t.reason)
-                                @if !t.uncommitted_paths.is_empty() {
-                                    br; "left uncommitted: " @for (i, path) in t.uncommitted_paths.iter().enumerate() { @if i > 0 { ", " } code { (path) } }
-                                }
-                            }
-                        }
-                    }
-                    @for t in &r.pruned {
-                        tr.task {
-                            td { span.bad { "pruned" } }
-                            td { code { (t.id) } }
-                            td { (t.description) }
-                            td { "drift " (score(t.drift_score)) " at step " (t.drift_step) }
-                        }
-                    }
-                    @for id in &r.queue_left {
-                        tr.task {
-                            td { span.muted { "left in queue" } }
-                            td { code { (id) } }
-                            td { (p.descriptions.get(id).map(String::as_str).unwrap_or("")) }
-                            td { span.muted { "not reached" } }
-                        }
-                    }
-                }
+                tbody { (task_rows(p)) }
             } }
             @if r.verified.is_empty() && r.parked.is_empty() && r.pruned.is_empty() && r.queue_left.is_empty() {
                 p.muted { "The run held no task." }
@@ -340,26 +354,85 @@ pub fn page(p: &RunPage) -> Markup {
                 } }
             }
         }
-        @if !p.trails.is_empty() {
-            section aria-labelledby="trail" {
-                h2 #trail { "What the agent did" }
-                p.muted { "Each task's tool calls in order, as the model asked for them and as the tool answered (the first " (crate::events::TOOL_INPUT_SHOWN_MAX_CHARS) " characters of each)." }
-                @for (id, steps) in trails_in_order(p) {
-                    details.trail {
-                        summary { "task " code { (id) } " " (p.descriptions.get(id).map(String::as_str).unwrap_or("")) " (" (steps.len()) " tool call" @if steps.len() != 1 { "s" } ")" }
-                        ol {
-                            @for s in steps {
-                                li {
-                                    code { (s.call_key) } " " strong { (s.tool) } @if s.is_error { " " span.bad { "error" } }
-                                    pre { (s.input) }
-                                    pre.muted { "-> " (s.output) }
-                                }
+    }
+}
+
+/// The task table's rows: verified, parked, pruned, then left in the queue,
+/// each with what decided it.
+fn task_rows(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
+        @for t in &r.verified {
+            tr.task {
+                td { span.ok { "verified" } }
+                td { code { (t.id) } }
+                td { (t.description) }
+                td {
+                    "verified by " code { (t.verify) } " (" (format!("{:?}", t.how).to_lowercase()) ", step " (t.step) ")"
+                    @if let Some(c) = &t.commit { br; "commit " code { (c) } }
+                }
+            }
+        }
+        @for t in &r.parked {
+            tr.task {
+                td { span.warn { "parked" } }
+                td { code { (t.id) } }
+                td { (p.descriptions.get(&t.id).map(String::as_str).unwrap_or("")) }
+                td {
+                    (t.reason)
+                    @if !t.uncommitted_paths.is_empty() {
+                        br; "left uncommitted: " @for (i, path) in t.uncommitted_paths.iter().enumerate() { @if i > 0 { ", " } code { (path) } }
+                    }
+                }
+            }
+        }
+        @for t in &r.pruned {
+            tr.task {
+                td { span.bad { "pruned" } }
+                td { code { (t.id) } }
+                td { (t.description) }
+                td { "drift " (score(t.drift_score)) " at step " (t.drift_step) }
+            }
+        }
+        @for id in &r.queue_left {
+            tr.task {
+                td { span.muted { "left in queue" } }
+                td { code { (id) } }
+                td { (p.descriptions.get(id).map(String::as_str).unwrap_or("")) }
+                td { span.muted { "not reached" } }
+            }
+        }
+    }
+}
+
+/// Each task's tool calls as the model asked and the tool answered.
+fn trails(p: &RunPage) -> Markup {
+    html! {
+        section aria-labelledby="trail" {
+            h2 #trail { "What the agent did" }
+            p.muted { "Each task's tool calls in order, as the model asked for them and as the tool answered (the first " (crate::events::TOOL_INPUT_SHOWN_MAX_CHARS) " characters of each)." }
+            @for (id, steps) in trails_in_order(p) {
+                details.trail {
+                    summary { "task " code { (id) } " " (p.descriptions.get(id).map(String::as_str).unwrap_or("")) " (" (steps.len()) " tool call" @if steps.len() != 1 { "s" } ")" }
+                    ol {
+                        @for s in steps {
+                            li {
+                                code { (s.call_key) } " " strong { (s.tool) } @if s.is_error { " " span.bad { "error" } }
+                                pre { (s.input) }
+                                pre.muted { "-> " (s.output) }
                             }
                         }
                     }
                 }
             }
         }
+    }
+}
+
+/// The model's claims beside the harness's own checks: a claim is never a verdict.
+fn claims(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
         section aria-labelledby="claims" {
             h2 #claims { "What the model claimed, beside what the harness checked" }
             @if r.model_claims.is_empty() {
@@ -374,6 +447,13 @@ pub fn page(p: &RunPage) -> Markup {
                 } }
             }
         }
+    }
+}
+
+/// The drift plot and each check the judge made.
+fn drift(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
         section aria-labelledby="drift" {
             h2 #drift { "Drift" }
             (figure("drift-plot", "Drift score against step", &drift_desc(p), (plot::SIZE.0, 320), plot::drift(p), "The run made no drift check."))
@@ -387,48 +467,63 @@ pub fn page(p: &RunPage) -> Markup {
                 } }
             }
         }
-        // Only a run with `[memory]` compacts: a page without one is unchanged.
-        @if !r.compactions.is_empty() {
-            section aria-labelledby="compactions" {
-                h2 #compactions { "History compactions" }
+    }
+}
+
+/// Each history compaction and what came of it.
+fn compactions(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
+        section aria-labelledby="compactions" {
+            h2 #compactions { "History compactions" }
+            div.scroll { table {
+                caption { "Each compaction (the history summarized by a model call; anything but ok kept the history)" }
+                thead { tr { th { "call" } th.num { "step" } th.num { "bytes before" } th.num { "bytes after" } th.num { "cost" } th { "outcome" } } }
+                tbody { @for c in &r.compactions {
+                    tr { td { code { (c.call_key) } } td.num { (c.step) } td.num { (c.bytes_before) } td.num { (c.bytes_after) } td.num { (usd4(c.cost_usd)) }
+                         td { (c.outcome.as_str()) @if let Some(d) = &c.detail { ": " (d) } } }
+                } }
+            } }
+        }
+    }
+}
+
+/// The lessons the harness admitted, and the ones it refused.
+fn lessons(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
+        section aria-labelledby="lessons" {
+            h2 #lessons { "Lessons" }
+            p { (r.lessons.len()) " admitted, " (r.lessons_refused.len()) " refused"
+                @if r.lessons_dropped > 0 { ", " (r.lessons_dropped) " dropped (oldest first)" }
+                ". A lesson is admitted only by the harness's checks: specific evidence the attempt observed, about the workspace, not the task restated, not a duplicate." }
+            @if !r.lessons.is_empty() {
                 div.scroll { table {
-                    caption { "Each compaction (the history summarized by a model call; anything but ok kept the history)" }
-                    thead { tr { th { "call" } th.num { "step" } th.num { "bytes before" } th.num { "bytes after" } th.num { "cost" } th { "outcome" } } }
-                    tbody { @for c in &r.compactions {
-                        tr { td { code { (c.call_key) } } td.num { (c.step) } td.num { (c.bytes_before) } td.num { (c.bytes_after) } td.num { (usd4(c.cost_usd)) }
-                             td { (c.outcome.as_str()) @if let Some(d) = &c.detail { ": " (d) } } }
+                    caption { "Admitted (placed in later executor prompts of the tasks they bear on)" }
+                    thead { tr { th { "call" } th.num { "step" } th { "constraint" } th { "cause" } th { "workaround" } th { "rests on" } th.num { "cost" } } }
+                    tbody { @for l in &r.lessons {
+                        tr { td { code { (l.call_key) } } td.num { (l.step) } td { (l.constraint) } td { (l.cause) } td { (l.workaround) }
+                             td { code { (l.anchor) } " (" (l.anchor_in.as_str()) ")" } td.num { (usd4(l.cost_usd)) } }
+                    } }
+                } }
+            }
+            @if !r.lessons_refused.is_empty() {
+                div.scroll { table {
+                    caption { "Refused (never shown to the model again)" }
+                    thead { tr { th { "call" } th.num { "step" } th { "reason" } th { "detail" } th.num { "cost" } } }
+                    tbody { @for l in &r.lessons_refused {
+                        tr { td { code { (l.call_key) } } td.num { (l.step) } td { (l.reason.as_str()) } td { (l.detail) } td.num { (usd4(l.cost_usd)) } }
                     } }
                 } }
             }
         }
-        // Only a run with `[memory] lessons` learns: a page without one is unchanged.
-        @if !r.lessons.is_empty() || !r.lessons_refused.is_empty() {
-            section aria-labelledby="lessons" {
-                h2 #lessons { "Lessons" }
-                p { (r.lessons.len()) " admitted, " (r.lessons_refused.len()) " refused"
-                    @if r.lessons_dropped > 0 { ", " (r.lessons_dropped) " dropped (oldest first)" }
-                    ". A lesson is admitted only by the harness's checks: specific evidence the attempt observed, about the workspace, not the task restated, not a duplicate." }
-                @if !r.lessons.is_empty() {
-                    div.scroll { table {
-                        caption { "Admitted (placed in later executor prompts of the tasks they bear on)" }
-                        thead { tr { th { "call" } th.num { "step" } th { "constraint" } th { "cause" } th { "workaround" } th { "rests on" } th.num { "cost" } } }
-                        tbody { @for l in &r.lessons {
-                            tr { td { code { (l.call_key) } } td.num { (l.step) } td { (l.constraint) } td { (l.cause) } td { (l.workaround) }
-                                 td { code { (l.anchor) } " (" (l.anchor_in.as_str()) ")" } td.num { (usd4(l.cost_usd)) } }
-                        } }
-                    } }
-                }
-                @if !r.lessons_refused.is_empty() {
-                    div.scroll { table {
-                        caption { "Refused (never shown to the model again)" }
-                        thead { tr { th { "call" } th.num { "step" } th { "reason" } th { "detail" } th.num { "cost" } } }
-                        tbody { @for l in &r.lessons_refused {
-                            tr { td { code { (l.call_key) } } td.num { (l.step) } td { (l.reason.as_str()) } td { (l.detail) } td.num { (usd4(l.cost_usd)) } }
-                        } }
-                    } }
-                }
-            }
-        }
+    }
+}
+
+/// When the run resumed, and which alerts went out.
+fn resumes(p: &RunPage) -> Markup {
+    let r = &p.report;
+    html! {
         section aria-labelledby="resumes" {
             h2 #resumes { "Resumes and alerts" }
             p { (r.resumes) " resume(s)"
@@ -441,12 +536,7 @@ pub fn page(p: &RunPage) -> Markup {
                 ul { @for a in &r.alert_delivery { li { (a) } } }
             }
         }
-        footer {
-            "Written by the harness beside report.json (the same data, for machines). Goal SHA-256 " code { (r.goal_sha256) } "."
-            @if !p.calls.is_empty() { " Calls cost between " (usd4(p.calls.iter().map(|c| c.cost_usd).fold(f64::INFINITY, f64::min))) " and " (usd4(p.calls.iter().map(|c| c.cost_usd).fold(0.0, f64::max))) "." }
-        }
-    };
-    document(&title, body)
+    }
 }
 
 /// The page for a state dir with no report to show (`harness report`).

@@ -153,71 +153,8 @@ impl RunPage {
         notes: Vec<String>,
     ) -> RunPage {
         let t0 = events.first().map(|e| e.unix_ms);
-        let secs = |ms: u64| t0.map_or(0.0, |t0| ms.saturating_sub(t0) as f64 / 1000.0);
-        // Each booked call's time: its `model_call` event, matched by call
-        // key in order (a key's retries are one call).
-        let mut call_times: HashMap<&str, Vec<f64>> = HashMap::new();
-        let mut descriptions = HashMap::new();
-        let mut trails: HashMap<String, Vec<ToolStep>> = HashMap::new();
-        let (mut resumes_at_s, mut budget_refusals) = (vec![], vec![]);
-        for e in events {
-            match &e.event {
-                Event::ModelCall(c) => call_times
-                    .entry(c.call_key.as_str())
-                    .or_default()
-                    .push(secs(e.unix_ms)),
-                Event::TaskStart { task, description } => {
-                    descriptions.insert(task.clone(), description.clone());
-                }
-                Event::Admit(a) => {
-                    for t in &a.tasks {
-                        descriptions
-                            .entry(t.id.clone())
-                            .or_insert_with(|| t.description.clone());
-                    }
-                }
-                Event::Tool(t) => {
-                    let trail = trails.entry(t.task.clone()).or_default();
-                    if trail.len() < TRAIL_STEPS_MAX {
-                        trail.push(ToolStep {
-                            call_key: t.call_key.clone(),
-                            tool: t.tool.as_str().to_string(),
-                            input: t.input.clone(),
-                            output: t.output.clone(),
-                            is_error: t.is_error,
-                        });
-                    }
-                }
-                Event::Resume(_) => resumes_at_s.push(secs(e.unix_ms)),
-                Event::BudgetRefused { detail, .. } => budget_refusals.push(detail.clone()),
-                _ => {}
-            }
-        }
-        let mut taken: HashMap<&str, usize> = HashMap::new();
-        let mut last_t = None;
-        let calls = (report.spend_curve.iter().enumerate())
-            .map(|(i, p)| {
-                let k = taken.entry(p.call_key.as_str()).or_default();
-                let t = call_times
-                    .get(p.call_key.as_str())
-                    .and_then(|ts| ts.get(*k))
-                    .copied();
-                *k += 1;
-                // A worst-case booking has no event of its own: it is
-                // placed at the time of the call before it.
-                let t_s = t.or(last_t);
-                last_t = t_s;
-                CallPoint {
-                    n: i as u64 + 1,
-                    role: p.role,
-                    call_key: p.call_key.clone(),
-                    cost_usd: p.cost_usd,
-                    spent_usd: p.spent_usd,
-                    worst_case: p.basis == "worst_case",
-                    t_s,
-                }
-            })
-            .collect();
+        let facts = EventFacts::read(events, t0);
+        let calls = call_points(&report, &facts.call_times);
         RunPage {
             prune_above: report.drift_bands.prune_above,
             halt_above: report.drift_bands.halt_above,
@@ -228,10 +165,10 @@ impl RunPage {
             } else {
                 0.0
             },
-            descriptions,
-            trails,
-            resumes_at_s,
-            budget_refusals,
+            descriptions: facts.descriptions,
+            trails: facts.trails,
+            resumes_at_s: facts.resumes_at_s,
+            budget_refusals: facts.budget_refusals,
             notes,
             first_event_unix_ms: t0,
             last_event_unix_ms: events.last().map(|e| e.unix_ms),
@@ -243,6 +180,90 @@ impl RunPage {
         let html = crate::redact::string(html::page(self).into_string());
         crate::text::printable(&html).into_owned()
     }
+}
+
+/// What the page reads out of events.jsonl, in one pass over it.
+#[derive(Default)]
+struct EventFacts<'a> {
+    /// Each call key's `model_call` times (seconds since the first event),
+    /// in order: a key's retries are one call.
+    call_times: HashMap<&'a str, Vec<f64>>,
+    descriptions: HashMap<String, String>,
+    trails: HashMap<String, Vec<ToolStep>>,
+    resumes_at_s: Vec<f64>,
+    budget_refusals: Vec<String>,
+}
+
+impl<'a> EventFacts<'a> {
+    fn read(events: &'a [EventLine], t0: Option<u64>) -> EventFacts<'a> {
+        let secs = |ms: u64| t0.map_or(0.0, |t0| ms.saturating_sub(t0) as f64 / 1000.0);
+        let mut f = EventFacts::default();
+        for e in events {
+            match &e.event {
+                Event::ModelCall(c) => f
+                    .call_times
+                    .entry(c.call_key.as_str())
+                    .or_default()
+                    .push(secs(e.unix_ms)),
+                Event::TaskStart { task, description } => {
+                    f.descriptions.insert(task.clone(), description.clone());
+                }
+                Event::Admit(a) => {
+                    for t in &a.tasks {
+                        f.descriptions
+                            .entry(t.id.clone())
+                            .or_insert_with(|| t.description.clone());
+                    }
+                }
+                Event::Tool(t) => {
+                    let trail = f.trails.entry(t.task.clone()).or_default();
+                    if trail.len() < TRAIL_STEPS_MAX {
+                        trail.push(ToolStep {
+                            call_key: t.call_key.clone(),
+                            tool: t.tool.as_str().to_string(),
+                            input: t.input.clone(),
+                            output: t.output.clone(),
+                            is_error: t.is_error,
+                        });
+                    }
+                }
+                Event::Resume(_) => f.resumes_at_s.push(secs(e.unix_ms)),
+                Event::BudgetRefused { detail, .. } => f.budget_refusals.push(detail.clone()),
+                _ => {}
+            }
+        }
+        f
+    }
+}
+
+/// Each booked call of the spend curve, placed in time by its `model_call`
+/// event (matched by call key in order).
+fn call_points(report: &Report, call_times: &HashMap<&str, Vec<f64>>) -> Vec<CallPoint> {
+    let mut taken: HashMap<&str, usize> = HashMap::new();
+    let mut last_t = None;
+    (report.spend_curve.iter().enumerate())
+        .map(|(i, p)| {
+            let k = taken.entry(p.call_key.as_str()).or_default();
+            let t = call_times
+                .get(p.call_key.as_str())
+                .and_then(|ts| ts.get(*k))
+                .copied();
+            *k += 1;
+            // A worst-case booking has no event of its own: it is
+            // placed at the time of the call before it.
+            let t_s = t.or(last_t);
+            last_t = t_s;
+            CallPoint {
+                n: i as u64 + 1,
+                role: p.role,
+                call_key: p.call_key.clone(),
+                cost_usd: p.cost_usd,
+                spent_usd: p.spent_usd,
+                worst_case: p.basis == "worst_case",
+                t_s,
+            }
+        })
+        .collect()
 }
 
 /// The report as the redaction filter leaves it (the same filter

@@ -81,30 +81,22 @@ pub fn spend(page: &RunPage, axis: SpendAxis) -> Option<Result<String, String>> 
     Some(draw_spend(page, &pts, axis).map_err(|e| e.to_string()))
 }
 
+/// The chart every plot here draws on: f64 on both axes.
+type Chart<'a, DB> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+type Drawn = Result<(), Box<dyn std::error::Error>>;
+
 fn draw_spend(
     page: &RunPage,
     pts: &[(f64, &CallPoint)],
     axis: SpendAxis,
 ) -> Result<String, Box<dyn std::error::Error>> {
-    let cap = finite_or(page.report.hard_cap_usd, 0.0).max(0.0);
     let last = pts.last().map_or(0.0, |(_, c)| finite_or(c.spent_usd, 0.0));
     let x_last = pts.last().map_or(0.0, |p| p.0);
-    let x_max = match axis {
-        SpendAxis::Call => (x_last * 1.06).max(x_last + 1.0),
-        // A replayed run lasts a fraction of a second.
-        SpendAxis::Time => (x_last * 1.08).max(0.1),
-    };
-    // The cap and its 70% and 90% lines are drawn when the spend comes
-    // near them; a run that spent a sliver of its cap is drawn at its own
-    // scale (else its curve is a flat line on the floor), and the plot's
-    // description says where the cap is.
-    let top = last + page.in_flight_usd;
-    let y_max = if top >= CAP_IN_VIEW * cap {
-        cap.max(top) * 1.08
-    } else {
-        top * 1.25
-    }
-    .max(0.01);
+    let (x_max, y_max) = spend_scale(page, axis, x_last, last);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -127,115 +119,188 @@ fn draw_spend(
             .label_style((FONT, 14))
             .light_line_style(WHITE.mix(0.0))
             .draw()?;
-        // The cap and its 70% and 90% lines step up at each raise: the old
-        // cap before it, the new one after.
-        let steps = cap_steps(page, axis, x_max);
-        for (share, color, name) in [
-            (1.0, CAP, "hard cap"),
-            (0.9, P90, "90% of the cap"),
-            (0.7, P70, "70% of the cap"),
-        ] {
-            let y = cap * share;
-            if y > y_max {
-                continue;
-            }
-            let label = format!("{name} {}", fmt::usd(y));
-            let style = color.stroke_width(if share == 1.0 { 2 } else { 1 });
-            let path: Vec<(f64, f64)> = (steps.iter()).map(|(x, c)| (*x, c * share)).collect();
-            chart
-                .draw_series(DashedLineSeries::new(
-                    path,
-                    if share == 1.0 { 2000 } else { 8 },
-                    5,
-                    style,
-                ))?
-                .label(label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-        }
-        // Each raise of the cap: a marked point on the spend curve where it
-        // was raised, a vertical marker up to the new cap, and its label.
-        for m in cap_raises(page, axis) {
-            let top = m.new.min(y_max);
-            chart.draw_series(DashedLineSeries::new(
-                vec![(m.x, 0.0), (m.x, top)],
-                6,
-                4,
-                RAISE.stroke_width(2),
-            ))?;
-            let label = raise_label(m.old, m.new);
-            chart
-                .draw_series(std::iter::once(TriangleMarker::new(
-                    (m.x, m.spent),
-                    9,
-                    RAISE.filled(),
-                )))?
-                .label(label.clone())
-                .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, RAISE.filled()));
-            chart.draw_series(std::iter::once(Text::new(
-                label,
-                (m.x, top),
-                (FONT, 13).into_font().color(&RAISE),
-            )))?;
-        }
-        // The running total, a step at each booking.
-        let mut line = vec![(0.0, 0.0)];
-        let mut prev = 0.0;
-        for (x, c) in pts {
-            line.push((*x, prev));
-            prev = finite_or(c.spent_usd, prev);
-            line.push((*x, prev));
-        }
-        chart
-            .draw_series(LineSeries::new(line, LINE.stroke_width(2)))?
-            .label(format!("spend {}", fmt::usd(last)))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], LINE.stroke_width(2)));
-        for role in ROLES {
-            let mine: Vec<(f64, f64)> = (pts.iter())
-                .filter(|(_, c)| c.role == role && !c.worst_case)
-                .map(|(x, c)| (*x, finite_or(c.spent_usd, 0.0)))
-                .collect();
-            if mine.is_empty() {
-                continue;
-            }
-            let color = role_color(role);
-            chart
-                .draw_series(mine.into_iter().map(|p| Circle::new(p, 4, color.filled())))?
-                .label(format!("{} call", role_name(role)))
-                .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));
-        }
-        let worst: Vec<(f64, f64)> = (pts.iter())
-            .filter(|(_, c)| c.worst_case)
-            .map(|(x, c)| (*x, finite_or(c.spent_usd, 0.0)))
-            .collect();
-        if !worst.is_empty() {
-            chart
-                .draw_series(
-                    worst
-                        .into_iter()
-                        .map(|p| Circle::new(p, 7, CAP.stroke_width(2))),
-                )?
-                .label("booked at its worst case (usage unknown)")
-                .legend(|(x, y)| Circle::new((x + 9, y), 6, CAP.stroke_width(2)));
-        }
+        draw_cap_lines(&mut chart, page, axis, (x_max, y_max))?;
+        draw_cap_raises(&mut chart, page, axis, y_max)?;
+        draw_calls(&mut chart, pts, last)?;
         if page.in_flight_usd > 0.0 {
-            let top = last + page.in_flight_usd;
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(x_last, last), (x_last, top)],
-                    5,
-                    4,
-                    CAP.stroke_width(3),
-                ))?
-                .label(format!(
-                    "reserved in flight {}",
-                    fmt::usd(page.in_flight_usd)
-                ))
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], CAP.stroke_width(3)));
+            draw_in_flight(&mut chart, page.in_flight_usd, x_last, last)?;
         }
         legend(&mut chart)?;
         root.present()?;
     }
     Ok(svg)
+}
+
+/// The spend plot's (x_max, y_max). The cap and its 70% and 90% lines are
+/// drawn when the spend comes near them; a run that spent a sliver of its
+/// cap is drawn at its own scale (else its curve is a flat line on the
+/// floor), and the plot's description says where the cap is.
+fn spend_scale(page: &RunPage, axis: SpendAxis, x_last: f64, last: f64) -> (f64, f64) {
+    let cap = finite_or(page.report.hard_cap_usd, 0.0).max(0.0);
+    let x_max = match axis {
+        SpendAxis::Call => (x_last * 1.06).max(x_last + 1.0),
+        // A replayed run lasts a fraction of a second.
+        SpendAxis::Time => (x_last * 1.08).max(0.1),
+    };
+    let top = last + page.in_flight_usd;
+    let y_max = if top >= CAP_IN_VIEW * cap {
+        cap.max(top) * 1.08
+    } else {
+        top * 1.25
+    }
+    .max(0.01);
+    (x_max, y_max)
+}
+
+/// The cap and its 70% and 90% lines, each left off when above the scale.
+/// They step up at each raise: the old cap before it, the new one after.
+fn draw_cap_lines<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    page: &RunPage,
+    axis: SpendAxis,
+    (x_max, y_max): (f64, f64),
+) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let cap = finite_or(page.report.hard_cap_usd, 0.0).max(0.0);
+    let steps = cap_steps(page, axis, x_max);
+    for (share, color, name) in [
+        (1.0, CAP, "hard cap"),
+        (0.9, P90, "90% of the cap"),
+        (0.7, P70, "70% of the cap"),
+    ] {
+        let y = cap * share;
+        if y > y_max {
+            continue;
+        }
+        let label = format!("{name} {}", fmt::usd(y));
+        let style = color.stroke_width(if share == 1.0 { 2 } else { 1 });
+        let path: Vec<(f64, f64)> = (steps.iter()).map(|(x, c)| (*x, c * share)).collect();
+        chart
+            .draw_series(DashedLineSeries::new(
+                path,
+                if share == 1.0 { 2000 } else { 8 },
+                5,
+                style,
+            ))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+    }
+    Ok(())
+}
+
+/// Each raise of the cap: a marked point on the spend curve where it was
+/// raised, a vertical marker up to the new cap, and its label.
+fn draw_cap_raises<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    page: &RunPage,
+    axis: SpendAxis,
+    y_max: f64,
+) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    for m in cap_raises(page, axis) {
+        let top = m.new.min(y_max);
+        chart.draw_series(DashedLineSeries::new(
+            vec![(m.x, 0.0), (m.x, top)],
+            6,
+            4,
+            RAISE.stroke_width(2),
+        ))?;
+        let label = raise_label(m.old, m.new);
+        chart
+            .draw_series(std::iter::once(TriangleMarker::new(
+                (m.x, m.spent),
+                9,
+                RAISE.filled(),
+            )))?
+            .label(label.clone())
+            .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, RAISE.filled()));
+        chart.draw_series(std::iter::once(Text::new(
+            label,
+            (m.x, top),
+            (FONT, 13).into_font().color(&RAISE),
+        )))?;
+    }
+    Ok(())
+}
+
+/// The running total (a step at each booking), each call a dot in its
+/// role's colour, and a red ring on each worst-case booking.
+fn draw_calls<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    pts: &[(f64, &CallPoint)],
+    last: f64,
+) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let mut line = vec![(0.0, 0.0)];
+    let mut prev = 0.0;
+    for (x, c) in pts {
+        line.push((*x, prev));
+        prev = finite_or(c.spent_usd, prev);
+        line.push((*x, prev));
+    }
+    chart
+        .draw_series(LineSeries::new(line, LINE.stroke_width(2)))?
+        .label(format!("spend {}", fmt::usd(last)))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], LINE.stroke_width(2)));
+    for role in ROLES {
+        let mine: Vec<(f64, f64)> = (pts.iter())
+            .filter(|(_, c)| c.role == role && !c.worst_case)
+            .map(|(x, c)| (*x, finite_or(c.spent_usd, 0.0)))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let color = role_color(role);
+        chart
+            .draw_series(mine.into_iter().map(|p| Circle::new(p, 4, color.filled())))?
+            .label(format!("{} call", role_name(role)))
+            .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));
+    }
+    let worst: Vec<(f64, f64)> = (pts.iter())
+        .filter(|(_, c)| c.worst_case)
+        .map(|(x, c)| (*x, finite_or(c.spent_usd, 0.0)))
+        .collect();
+    if !worst.is_empty() {
+        chart
+            .draw_series(
+                worst
+                    .into_iter()
+                    .map(|p| Circle::new(p, 7, CAP.stroke_width(2))),
+            )?
+            .label("booked at its worst case (usage unknown)")
+            .legend(|(x, y)| Circle::new((x + 9, y), 6, CAP.stroke_width(2)));
+    }
+    Ok(())
+}
+
+/// The worst cases still reserved for calls in flight: a dashed red rise
+/// at the end of the curve.
+fn draw_in_flight<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    in_flight_usd: f64,
+    x_last: f64,
+    last: f64,
+) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let top = last + in_flight_usd;
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![(x_last, last), (x_last, top)],
+            5,
+            4,
+            CAP.stroke_width(3),
+        ))?
+        .label(format!("reserved in flight {}", fmt::usd(in_flight_usd)))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], CAP.stroke_width(3)));
+    Ok(())
 }
 
 /// A raise of the hard cap where the spend plot draws it.
@@ -302,13 +367,7 @@ pub fn cap_steps(page: &RunPage, axis: SpendAxis, x_max: f64) -> Vec<(f64, f64)>
 }
 
 /// Both plots' legend: upper left, over a light box.
-fn legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<
-        'a,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
-) -> Result<(), Box<dyn std::error::Error>>
+fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>) -> Drawn
 where
     DB::ErrorType: 'static,
 {

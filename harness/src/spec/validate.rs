@@ -14,7 +14,7 @@ use super::{
 use crate::check::CheckSpec;
 use crate::ledger::{Price, PriceTable};
 use crate::model::types::Protocol;
-use crate::model::StructuredOutput;
+use crate::model::{Sampling, StructuredOutput};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -215,7 +215,33 @@ impl Checker<'_> {
                 "no [tools.run_command] table unless tools.allow lists \"run_command\" (it configures a tool the run does not allow)",
             ));
         }
-        let programs = t.programs.as_deref().unwrap_or(&[]);
+        let programs = self.programs(t.programs.as_deref().unwrap_or(&[]))?;
+        let timeout_s = self.int_or(
+            &TIMEOUT,
+            "tools.run_command.timeout_s",
+            t.timeout_s,
+            crate::tools::RUN_COMMAND_DEFAULT_TIMEOUT_S,
+        )?;
+        if timeout_s as f64 >= wall_clock_limit_s {
+            return Err(self.err(
+                "tools.run_command.timeout_s",
+                format!("a timeout below the run's wall clock (budget.wall_clock_limit_s = {wall_clock_limit_s}), found {timeout_s}"),
+            ));
+        }
+        Ok(Some(crate::tools::CommandPolicy {
+            programs,
+            timeout_s,
+            env: crate::check::CheckEnv {
+                pass: check_env_pass.to_vec(),
+                tmpdir: None,
+            },
+        }))
+    }
+
+    /// `tools.run_command.programs`: at least one and a bounded number of
+    /// bare program names, since each is looked up on PATH and a '/' would
+    /// let the spec name a workspace file the agent can write.
+    fn programs(&self, programs: &[String]) -> Result<Vec<String>, SpecError> {
         if programs.is_empty() {
             return Err(self.err(
                 "tools.run_command.programs",
@@ -249,34 +275,110 @@ impl Checker<'_> {
                 out.push(name);
             }
         }
-        let timeout_s = match t.timeout_s {
-            Some(v) => self.int(&TIMEOUT, "tools.run_command.timeout_s", v)?,
-            None => crate::tools::RUN_COMMAND_DEFAULT_TIMEOUT_S,
-        };
-        if timeout_s as f64 >= wall_clock_limit_s {
-            return Err(self.err(
-                "tools.run_command.timeout_s",
-                format!("a timeout below the run's wall clock (budget.wall_clock_limit_s = {wall_clock_limit_s}), found {timeout_s}"),
-            ));
+        Ok(out)
+    }
+
+    /// An optional integer: checked against `f`'s range when present, the
+    /// default when absent (most of the spec's knobs have one).
+    fn int_or(
+        &self,
+        f: &Field,
+        field: &str,
+        v: Option<i64>,
+        default: u64,
+    ) -> Result<u64, SpecError> {
+        match v {
+            Some(v) => self.int(f, field, v),
+            None => Ok(default),
         }
-        Ok(Some(crate::tools::CommandPolicy {
-            programs: out,
-            timeout_s,
-            env: crate::check::CheckEnv {
-                pass: check_env_pass.to_vec(),
-                tmpdir: None,
-            },
-        }))
+    }
+
+    /// An optional fraction, the default when absent.
+    fn fraction_or(&self, field: &str, v: Option<f64>, default: f64) -> Result<f64, SpecError> {
+        match v {
+            Some(v) => self.fraction(field, v),
+            None => Ok(default),
+        }
     }
 
     /// The whole spec, in the order of its concepts: goal, checks (the
     /// predicate may name one), predicate, budget, model, prices, loop,
-    /// drift, workspace, tools, alerts.
+    /// drift, workspace, tools, alerts. The order is the contract: of two
+    /// mistakes, the same one is reported as before.
     pub(super) fn run_spec(&self, raw: RawSpec) -> Result<RunSpec, SpecError> {
         let goal = self.text(&GOAL, "goal", &raw.goal)?;
+        let mut checks = self.checks(&raw.checks)?;
+        let mut predicate = self.predicate(&raw.predicate.0, &checks)?;
+        let budget = self.budget(&raw.budget.0)?;
+        let endpoint = self.endpoint(&raw.model.0)?;
+        let check_env_pass = match &raw.check_env.0.pass {
+            Some(pass) => self.check_env_pass(pass, endpoint.api_key_env.as_deref())?,
+            None => vec![],
+        };
+        give_check_env(&mut predicate, &mut checks, &check_env_pass);
+        let model = self.model(&raw.model.0, endpoint)?;
+        let prices = self.prices(&raw.prices, &model)?;
+        let limits = self.loop_limits(&raw.loop_.0)?;
+        let drift = self.drift(&raw.drift.0)?;
+        let workspace = self.workspace(&raw.workspace)?;
+        let outbox = match &raw.outbox {
+            Some(v) => Some(self.path("outbox", v)?),
+            None => None,
+        };
+        let tools_allowed = self.tools_allowed(raw.tools.0.allow.as_deref())?;
+        let run_command = self.run_command(
+            &raw.tools.0,
+            &tools_allowed,
+            budget.wall_clock_limit_s,
+            &check_env_pass,
+        )?;
+        let alerts = self.alerts(&raw.alerts.0)?;
+        let memory = match &raw.memory {
+            None => None,
+            Some(m) => Some(self.memory(&m.0)?),
+        };
+        let sandbox_min_level = self.sandbox_min_level(raw.sandbox.0.min_level.as_deref())?;
+        let executor_prompt_extra = self.prompt_extra(raw.prompts.0.executor_extra.as_deref())?;
+        Ok(RunSpec {
+            path: self
+                .dir
+                .join(Path::new(self.file).file_name().unwrap_or_default()),
+            goal,
+            predicate,
+            hard_cap_usd: budget.hard_cap_usd,
+            wall_clock_limit_s: budget.wall_clock_limit_s,
+            task_budget_tokens: budget.task_budget_tokens,
+            model,
+            prices,
+            loop_cap: limits.loop_cap,
+            retries_per_task: limits.retries_per_task,
+            max_replans: limits.max_replans,
+            no_progress_k: limits.no_progress_k,
+            min_pass_rate: limits.min_pass_rate,
+            pass_rate_min_tasks: limits.pass_rate_min_tasks,
+            drift_every_tasks: drift.every_tasks,
+            drift_prune_above: drift.prune_above,
+            drift_halt_above: drift.halt_above,
+            workspace,
+            outbox,
+            tools_allowed,
+            run_command,
+            checks,
+            alerts,
+            memory,
+            sandbox_min_level,
+            executor_prompt_extra,
+        })
+    }
 
+    /// `[checks.<name>]`: named checks, validated before the predicate
+    /// because the predicate may name one.
+    fn checks(
+        &self,
+        raw: &BTreeMap<String, strict::Table<RawCheck>>,
+    ) -> Result<BTreeMap<String, CheckSpec>, SpecError> {
         let mut checks = BTreeMap::new();
-        for (name, c) in &raw.checks {
+        for (name, c) in raw {
             if name.is_empty()
                 || !name
                     .chars()
@@ -291,15 +393,24 @@ impl Checker<'_> {
             check.network = c.0.network.unwrap_or(false);
             checks.insert(name.clone(), check);
         }
+        Ok(checks)
+    }
 
-        let p = &raw.predicate.0;
-        let mut predicate = match (&p.command, &p.check) {
+    /// `[predicate]`: exactly one of a command or the name of a check.
+    fn predicate(
+        &self,
+        p: &RawPredicate,
+        checks: &BTreeMap<String, CheckSpec>,
+    ) -> Result<Predicate, SpecError> {
+        match (&p.command, &p.check) {
             (Some(_), Some(_)) => {
-                return Err(self.err("predicate", "either `command` or `check`, not both"))
+                Err(self.err("predicate", "either `command` or `check`, not both"))
             }
-            (Some(command), None) => {
-                Predicate::Command(self.check("predicate", command, p.timeout_s)?)
-            }
+            (Some(command), None) => Ok(Predicate::Command(self.check(
+                "predicate",
+                command,
+                p.timeout_s,
+            )?)),
             (None, Some(c)) => {
                 let name = self.text(&PREDICATE_CHECK, "predicate.check", c)?;
                 if !checks.contains_key(&name) {
@@ -311,17 +422,17 @@ impl Checker<'_> {
                         ),
                     ));
                 }
-                Predicate::Check(name)
+                Ok(Predicate::Check(name))
             }
-            (None, None) => {
-                return Err(self.err(
-                    "predicate",
-                    "`command` (an array) or `check` (a name under [checks])",
-                ))
-            }
-        };
+            (None, None) => Err(self.err(
+                "predicate",
+                "`command` (an array) or `check` (a name under [checks])",
+            )),
+        }
+    }
 
-        let b = &raw.budget.0;
+    /// `[budget]`: the three limits every run must state.
+    fn budget(&self, b: &RawBudget) -> Result<Budget, SpecError> {
         let hard_cap_usd = self.positive(&HARD_CAP, "budget.hard_cap_usd", b.hard_cap_usd)?;
         let wall_clock_limit_s = self.positive(
             &WALL_CLOCK,
@@ -333,8 +444,17 @@ impl Checker<'_> {
             "budget.task_budget_tokens",
             b.task_budget_tokens,
         )?;
+        Ok(Budget {
+            hard_cap_usd,
+            wall_clock_limit_s,
+            task_budget_tokens,
+        })
+    }
 
-        let m = &raw.model.0;
+    /// `[model]`'s connection half: no key in the file, a known protocol, an
+    /// http(s) URL, the key's variable by NAME. Checked before `[check_env]`,
+    /// which must not pass that variable on.
+    fn endpoint(&self, m: &RawModel) -> Result<Endpoint, SpecError> {
         if m.api_key.is_some() {
             return Err(self.err("model.api_key", "no key in the spec: name the environment variable that holds it with `api_key_env`"));
         }
@@ -371,16 +491,16 @@ impl Checker<'_> {
             }
             None => None,
         };
-        let check_env_pass = match &raw.check_env.0.pass {
-            Some(pass) => self.check_env_pass(pass, api_key_env.as_deref())?,
-            None => vec![],
-        };
-        if let Predicate::Command(c) = &mut predicate {
-            c.env.pass = check_env_pass.clone();
-        }
-        for c in checks.values_mut() {
-            c.env.pass = check_env_pass.clone();
-        }
+        Ok(Endpoint {
+            protocol,
+            base_url,
+            api_key_env,
+        })
+    }
+
+    /// `[model]`'s other half: the three roles' models (planner and judge
+    /// default to the executor), the per-call limits and the sampling.
+    fn model(&self, m: &RawModel, endpoint: Endpoint) -> Result<ModelSpec, SpecError> {
         let executor = self.text(&EXECUTOR, "model.executor", &m.executor)?;
         let planner = match &m.planner {
             Some(v) => self.text(&MODEL_NAME, "model.planner", v)?,
@@ -390,18 +510,35 @@ impl Checker<'_> {
             Some(v) => self.text(&MODEL_NAME, "model.judge", v)?,
             None => executor.clone(),
         };
-        let max_tokens = match m.max_tokens {
-            Some(v) => self.int(&MAX_TOKENS, "model.max_tokens", v)? as u32,
-            None => 4096,
-        };
-        let request_timeout_s = match m.request_timeout_s {
-            Some(v) => self.int(&REQUEST_TIMEOUT, "model.request_timeout_s", v)?,
-            None => 120,
-        };
-        let http_attempts = match m.http_attempts {
-            Some(v) => self.int(&HTTP_ATTEMPTS, "model.http_attempts", v)? as u32,
-            None => 5,
-        };
+        let max_tokens = self.int_or(&MAX_TOKENS, "model.max_tokens", m.max_tokens, 4096)? as u32;
+        let request_timeout_s = self.int_or(
+            &REQUEST_TIMEOUT,
+            "model.request_timeout_s",
+            m.request_timeout_s,
+            120,
+        )?;
+        let http_attempts =
+            self.int_or(&HTTP_ATTEMPTS, "model.http_attempts", m.http_attempts, 5)? as u32;
+        let sampling = self.sampling(m, endpoint.protocol)?;
+        Ok(ModelSpec {
+            protocol: endpoint.protocol,
+            base_url: endpoint.base_url,
+            api_key_env: endpoint.api_key_env,
+            planner,
+            executor,
+            judge,
+            max_tokens,
+            request_timeout_s,
+            http_attempts,
+            temperature: sampling.temperature,
+            seed: sampling.seed,
+            structured_output: sampling.structured_output,
+        })
+    }
+
+    /// Temperature, seed and structured output: what each protocol accepts
+    /// (Anthropic has no seed and no json_object form).
+    fn sampling(&self, m: &RawModel, protocol: Protocol) -> Result<Sampling, SpecError> {
         let temperature = match m.temperature {
             Some(v) => {
                 let t = self.number(&TEMPERATURE, "model.temperature", v)?;
@@ -426,29 +563,48 @@ impl Checker<'_> {
         };
         let structured_output = match &m.structured_output {
             None => StructuredOutput::JsonSchema,
-            Some(v) => match self
-                .text(&STRUCTURED_OUTPUT, "model.structured_output", v)?
-                .as_str()
-            {
-                "json_schema" => StructuredOutput::JsonSchema,
-                "json_object" if protocol == Protocol::Openai => StructuredOutput::JsonObject,
-                "json_object" => {
-                    return Err(self.err(
-                        "model.structured_output",
-                        "\"json_schema\" with protocol \"anthropic\" (json_object is an OpenAI-compatible server's form)",
-                    ))
-                }
-                _ => {
-                    return Err(self.err(
-                        "model.structured_output",
-                        "\"json_schema\" (OpenAI's response_format) or \"json_object\" (llama-cpp-python's: {\"type\": \"json_object\", \"schema\": ...})",
-                    ))
-                }
-            },
+            Some(v) => self.structured_output(v, protocol)?,
         };
+        Ok(Sampling {
+            temperature,
+            seed,
+            structured_output,
+        })
+    }
 
+    /// `model.structured_output`: json_object only where an OpenAI-compatible
+    /// server understands it.
+    fn structured_output(
+        &self,
+        v: &str,
+        protocol: Protocol,
+    ) -> Result<StructuredOutput, SpecError> {
+        match self
+            .text(&STRUCTURED_OUTPUT, "model.structured_output", v)?
+            .as_str()
+        {
+            "json_schema" => Ok(StructuredOutput::JsonSchema),
+            "json_object" if protocol == Protocol::Openai => Ok(StructuredOutput::JsonObject),
+            "json_object" => Err(self.err(
+                "model.structured_output",
+                "\"json_schema\" with protocol \"anthropic\" (json_object is an OpenAI-compatible server's form)",
+            )),
+            _ => Err(self.err(
+                "model.structured_output",
+                "\"json_schema\" (OpenAI's response_format) or \"json_object\" (llama-cpp-python's: {\"type\": \"json_object\", \"schema\": ...})",
+            )),
+        }
+    }
+
+    /// `[prices.<model>]`: non-negative, and one for every model the run
+    /// calls, or the ledger cannot be a control.
+    fn prices(
+        &self,
+        raw: &BTreeMap<String, strict::Table<RawPrice>>,
+        model: &ModelSpec,
+    ) -> Result<PriceTable, SpecError> {
         let mut prices = PriceTable::new();
-        for (name, strict::Table(p)) in &raw.prices {
+        for (name, strict::Table(p)) in raw {
             let f = format!("prices.{name}");
             let inp = self.number(
                 &PRICE_IN,
@@ -472,153 +628,182 @@ impl Checker<'_> {
             );
         }
         for (role, model) in [
-            ("planner", &planner),
-            ("executor", &executor),
-            ("judge", &judge),
+            ("planner", &model.planner),
+            ("executor", &model.executor),
+            ("judge", &model.judge),
         ] {
             if !prices.contains_key(model) {
                 return Err(self.err(&format!("prices.{model}"), format!("a price for the {role} model {model:?} (every model the run calls must be priced, or the ledger cannot be a control)")));
             }
         }
+        Ok(prices)
+    }
 
-        let l = &raw.loop_.0;
-        let loop_cap = match l.loop_cap {
-            Some(v) => self.int(&LOOP_CAP, "loop.loop_cap", v)? as u32,
-            None => DEFAULT_LOOP_CAP,
-        };
-        let retries_per_task = match l.retries_per_task {
-            Some(v) => self.int(&RETRIES, "loop.retries_per_task", v)? as u32,
-            None => 1,
-        };
-        let max_replans = match l.max_replans {
-            Some(v) => self.int(&REPLANS, "loop.max_replans", v)? as u32,
-            None => 3,
-        };
-        let no_progress_k = match l.no_progress_k {
-            Some(v) => self.int(&NO_PROGRESS_K, "loop.no_progress_k", v)? as u32,
-            None => DEFAULT_NO_PROGRESS_K,
-        };
-        let min_pass_rate = match l.min_pass_rate {
-            Some(v) => self.fraction("loop.min_pass_rate", v)?,
-            None => DEFAULT_MIN_PASS_RATE,
-        };
-        let pass_rate_min_tasks = match l.pass_rate_min_tasks {
-            Some(v) => self.int(&PASS_RATE_MIN_TASKS, "loop.pass_rate_min_tasks", v)?,
-            None => DEFAULT_PASS_RATE_MIN_TASKS,
-        };
+    /// `[loop]`: the per-task and per-run limits, defaults filled in.
+    fn loop_limits(&self, l: &RawLoop) -> Result<LoopLimits, SpecError> {
+        Ok(LoopLimits {
+            loop_cap: self.int_or(
+                &LOOP_CAP,
+                "loop.loop_cap",
+                l.loop_cap,
+                DEFAULT_LOOP_CAP as u64,
+            )? as u32,
+            retries_per_task: self.int_or(
+                &RETRIES,
+                "loop.retries_per_task",
+                l.retries_per_task,
+                1,
+            )? as u32,
+            max_replans: self.int_or(&REPLANS, "loop.max_replans", l.max_replans, 3)? as u32,
+            no_progress_k: self.int_or(
+                &NO_PROGRESS_K,
+                "loop.no_progress_k",
+                l.no_progress_k,
+                DEFAULT_NO_PROGRESS_K as u64,
+            )? as u32,
+            min_pass_rate: self.fraction_or(
+                "loop.min_pass_rate",
+                l.min_pass_rate,
+                DEFAULT_MIN_PASS_RATE,
+            )?,
+            pass_rate_min_tasks: self.int_or(
+                &PASS_RATE_MIN_TASKS,
+                "loop.pass_rate_min_tasks",
+                l.pass_rate_min_tasks,
+                DEFAULT_PASS_RATE_MIN_TASKS,
+            )?,
+        })
+    }
 
-        let d = &raw.drift.0;
-        let drift_every_tasks = match d.every_tasks {
-            Some(v) => self.int(&DRIFT_EVERY, "drift.every_tasks", v)?,
-            None => DEFAULT_DRIFT_EVERY,
-        };
-        let drift_prune_above = match d.prune_above {
-            Some(v) => self.fraction("drift.prune_above", v)?,
-            None => DEFAULT_PRUNE_ABOVE,
-        };
-        let drift_halt_above = match d.halt_above {
-            Some(v) => self.fraction("drift.halt_above", v)?,
-            None => DEFAULT_HALT_ABOVE,
-        };
-        if drift_prune_above > drift_halt_above {
-            return Err(self.err("drift.prune_above", format!("a prune band at or below the halt band ({drift_halt_above}), found {drift_prune_above}")));
+    /// `[drift]`: how often to check, and a prune band at or below the halt band.
+    fn drift(&self, d: &RawDrift) -> Result<Drift, SpecError> {
+        let every_tasks = self.int_or(
+            &DRIFT_EVERY,
+            "drift.every_tasks",
+            d.every_tasks,
+            DEFAULT_DRIFT_EVERY,
+        )?;
+        let prune_above =
+            self.fraction_or("drift.prune_above", d.prune_above, DEFAULT_PRUNE_ABOVE)?;
+        let halt_above = self.fraction_or("drift.halt_above", d.halt_above, DEFAULT_HALT_ABOVE)?;
+        if prune_above > halt_above {
+            return Err(self.err(
+                "drift.prune_above",
+                format!(
+                    "a prune band at or below the halt band ({halt_above}), found {prune_above}"
+                ),
+            ));
         }
+        Ok(Drift {
+            every_tasks,
+            prune_above,
+            halt_above,
+        })
+    }
 
-        let workspace = self.path("workspace", &raw.workspace)?;
+    /// `workspace`: resolved against the spec's directory, and there.
+    fn workspace(&self, raw: &str) -> Result<PathBuf, SpecError> {
+        let workspace = self.path("workspace", raw)?;
         if !workspace.is_dir() {
             return Err(self.err(
                 "workspace",
                 format!("an existing directory, {} is not", workspace.display()),
             ));
         }
-        let outbox = match &raw.outbox {
-            Some(v) => Some(self.path("outbox", v)?),
-            None => None,
-        };
+        Ok(workspace)
+    }
 
-        let tools_allowed = match &raw.tools.0.allow {
-            Some(allow) => {
-                let mut out = vec![];
-                for (i, a) in allow.iter().enumerate() {
-                    out.push(self.text(&TOOL_NAME, &format!("tools.allow[{i}]"), a)?);
-                }
-                crate::tools::validate_allowlist(&out).map_err(|e| self.err("tools.allow", e))?;
-                out
-            }
-            None => crate::tools::DEFAULT_TOOL_NAMES
+    /// `tools.allow`: the listed tools (checked by the tools module, which
+    /// knows them), or the default set when absent.
+    fn tools_allowed(&self, allow: Option<&[String]>) -> Result<Vec<String>, SpecError> {
+        let Some(allow) = allow else {
+            return Ok(crate::tools::DEFAULT_TOOL_NAMES
                 .iter()
                 .map(|s| s.to_string())
-                .collect(),
+                .collect());
         };
-        let run_command = self.run_command(
-            &raw.tools.0,
-            &tools_allowed,
-            wall_clock_limit_s,
-            &check_env_pass,
-        )?;
+        let mut out = vec![];
+        for (i, a) in allow.iter().enumerate() {
+            out.push(self.text(&TOOL_NAME, &format!("tools.allow[{i}]"), a)?);
+        }
+        crate::tools::validate_allowlist(&out).map_err(|e| self.err("tools.allow", e))?;
+        Ok(out)
+    }
 
-        let alerts = AlertSpec {
-            file: match &raw.alerts.0.file {
-                Some(v) => Some(self.path("alerts.file", v)?),
-                None => None,
-            },
-            webhook_url: match &raw.alerts.0.webhook_url {
-                Some(v) => {
-                    let u = self.text(&WEBHOOK_URL, "alerts.webhook_url", v)?;
-                    if !(u.starts_with("http://") || u.starts_with("https://")) {
-                        return Err(self.err(
-                            "alerts.webhook_url",
-                            format!("an http:// or https:// URL, found {u:?}"),
-                        ));
-                    }
-                    Some(u)
-                }
-                None => None,
-            },
-        };
-
-        let memory = match &raw.memory {
+    /// `[alerts]`: a file (resolved like every path) and an http(s) webhook.
+    fn alerts(&self, a: &RawAlerts) -> Result<AlertSpec, SpecError> {
+        let file = match &a.file {
+            Some(v) => Some(self.path("alerts.file", v)?),
             None => None,
-            Some(m) => {
-                let m = &m.0;
-                Some(MemorySpec {
-                    compact_above_tokens: match m.compact_above_tokens {
-                        Some(v) => self.int(&COMPACT_ABOVE, "memory.compact_above_tokens", v)?,
-                        None => DEFAULT_COMPACT_ABOVE_TOKENS,
-                    },
-                    compact_max_tokens: match m.compact_max_tokens {
-                        Some(v) => {
-                            self.int(&COMPACT_MAX_TOKENS, "memory.compact_max_tokens", v)? as u32
-                        }
-                        None => DEFAULT_COMPACT_MAX_TOKENS,
-                    },
-                    compact_every_tasks_min: match m.compact_every_tasks_min {
-                        Some(v) => self.int(&COMPACT_EVERY, "memory.compact_every_tasks_min", v)?,
-                        None => DEFAULT_COMPACT_EVERY_TASKS_MIN,
-                    },
-                    lessons: m.lessons.unwrap_or(false),
-                })
-            }
         };
+        let webhook_url = match &a.webhook_url {
+            Some(v) => {
+                let u = self.text(&WEBHOOK_URL, "alerts.webhook_url", v)?;
+                if !(u.starts_with("http://") || u.starts_with("https://")) {
+                    return Err(self.err(
+                        "alerts.webhook_url",
+                        format!("an http:// or https:// URL, found {u:?}"),
+                    ));
+                }
+                Some(u)
+            }
+            None => None,
+        };
+        Ok(AlertSpec { file, webhook_url })
+    }
 
-        let sandbox_min_level = match &raw.sandbox.0.min_level {
-            None => crate::sandbox::Level::Full,
+    /// `[memory]`, when the table is present: its bounds, defaults filled in.
+    fn memory(&self, m: &RawMemory) -> Result<MemorySpec, SpecError> {
+        Ok(MemorySpec {
+            compact_above_tokens: self.int_or(
+                &COMPACT_ABOVE,
+                "memory.compact_above_tokens",
+                m.compact_above_tokens,
+                DEFAULT_COMPACT_ABOVE_TOKENS,
+            )?,
+            compact_max_tokens: self.int_or(
+                &COMPACT_MAX_TOKENS,
+                "memory.compact_max_tokens",
+                m.compact_max_tokens,
+                DEFAULT_COMPACT_MAX_TOKENS as u64,
+            )? as u32,
+            compact_every_tasks_min: self.int_or(
+                &COMPACT_EVERY,
+                "memory.compact_every_tasks_min",
+                m.compact_every_tasks_min,
+                DEFAULT_COMPACT_EVERY_TASKS_MIN,
+            )?,
+            lessons: m.lessons.unwrap_or(false),
+        })
+    }
+
+    /// `[sandbox] min_level`: full unless the spec accepts less.
+    fn sandbox_min_level(
+        &self,
+        min_level: Option<&str>,
+    ) -> Result<crate::sandbox::Level, SpecError> {
+        match min_level {
+            None => Ok(crate::sandbox::Level::Full),
             Some(l) => crate::sandbox::Level::parse(l).ok_or_else(|| {
                 self.err(
                     "sandbox.min_level",
                     format!("one of \"full\", \"landlock\" or \"none\", found {l:?}"),
                 )
-            })?,
-        };
+            }),
+        }
+    }
 
-        let executor_prompt_extra = match &raw.prompts.0.executor_extra {
-            None => None,
+    /// `[prompts] executor_extra`: bounded printable text, since it goes
+    /// into every executor prompt.
+    fn prompt_extra(&self, extra: Option<&str>) -> Result<Option<String>, SpecError> {
+        match extra {
+            None => Ok(None),
             Some(t)
                 if t.trim().is_empty()
                     || t.chars().count() > super::PROMPT_EXTRA_MAX_CHARS
                     || t.chars().any(|c| c.is_control() && c != '\n') =>
             {
-                return Err(self.err(
+                Err(self.err(
                     "prompts.executor_extra",
                     format!(
                         "text of 1 to {} characters (newlines allowed, no other control character), found {} characters",
@@ -627,51 +812,54 @@ impl Checker<'_> {
                     ),
                 ))
             }
-            Some(t) => Some(t.clone()),
-        };
-
-        Ok(RunSpec {
-            path: self
-                .dir
-                .join(Path::new(self.file).file_name().unwrap_or_default()),
-            goal,
-            predicate,
-            hard_cap_usd,
-            wall_clock_limit_s,
-            task_budget_tokens,
-            model: ModelSpec {
-                protocol,
-                base_url,
-                api_key_env,
-                planner,
-                executor,
-                judge,
-                max_tokens,
-                request_timeout_s,
-                http_attempts,
-                temperature,
-                seed,
-                structured_output,
-            },
-            prices,
-            loop_cap,
-            retries_per_task,
-            max_replans,
-            no_progress_k,
-            min_pass_rate,
-            pass_rate_min_tasks,
-            drift_every_tasks,
-            drift_prune_above,
-            drift_halt_above,
-            workspace,
-            outbox,
-            tools_allowed,
-            run_command,
-            checks,
-            alerts,
-            memory,
-            sandbox_min_level,
-            executor_prompt_extra,
-        })
+            Some(t) => Ok(Some(t.to_string())),
+        }
     }
+}
+
+/// Every check, and a command predicate, receive the `[check_env]` names:
+/// the spec states them once for all.
+fn give_check_env(
+    predicate: &mut Predicate,
+    checks: &mut BTreeMap<String, CheckSpec>,
+    pass: &[String],
+) {
+    if let Predicate::Command(c) = predicate {
+        c.env.pass = pass.to_vec();
+    }
+    for c in checks.values_mut() {
+        c.env.pass = pass.to_vec();
+    }
+}
+
+/// `[budget]`'s values, carried from their check to the [`RunSpec`].
+struct Budget {
+    hard_cap_usd: f64,
+    wall_clock_limit_s: f64,
+    task_budget_tokens: u64,
+}
+
+/// `[model]`'s connection values, checked before `[check_env]` needs the
+/// key's variable name.
+struct Endpoint {
+    protocol: Protocol,
+    base_url: String,
+    api_key_env: Option<String>,
+}
+
+/// `[loop]`'s values, defaults filled in.
+struct LoopLimits {
+    loop_cap: u32,
+    retries_per_task: u32,
+    max_replans: u32,
+    no_progress_k: u32,
+    min_pass_rate: f64,
+    pass_rate_min_tasks: u64,
+}
+
+/// `[drift]`'s values, defaults filled in.
+struct Drift {
+    every_tasks: u64,
+    prune_above: f64,
+    halt_above: f64,
 }

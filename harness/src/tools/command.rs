@@ -30,42 +30,8 @@ impl ToolBox<'_> {
                 "run_command: the spec lists no program it may run ([tools.run_command] programs); nothing was run".into(),
             );
         };
-        let allowed = || policy.programs.join(", ");
-        let Some(prog) = argv.first() else {
-            return Observation::err(format!(
-                "run_command: `argv` is empty; give the program and its arguments, e.g. [\"{}\"]",
-                policy
-                    .programs
-                    .first()
-                    .map(String::as_str)
-                    .unwrap_or("python3")
-            ));
-        };
-        if argv.len() > RUN_COMMAND_MAX_ARGS {
-            return Observation::err(format!(
-                "run_command: {} arguments, over the limit of {RUN_COMMAND_MAX_ARGS}; nothing was run",
-                argv.len()
-            ));
-        }
-        let bytes: usize = argv.iter().map(|a| a.len() + 1).sum();
-        if bytes > RUN_COMMAND_MAX_ARGV_BYTES {
-            return Observation::err(format!(
-                "run_command: the arguments are {bytes} bytes, over the {RUN_COMMAND_MAX_ARGV_BYTES}-byte limit; nothing was run"
-            ));
-        }
-        if argv.iter().any(|a| a.contains('\0')) {
-            return Observation::err(
-                "run_command: an argument contains a NUL byte; nothing was run".into(),
-            );
-        }
-        // Deny by default: argv[0] exactly as the spec lists it (a bare name
-        // looked up on the checks' PATH, which holds absolute entries only).
-        if !policy.programs.iter().any(|p| p == prog) {
-            return Observation::err(format!(
-                "run_command: program {:?} is not allowed; allowed programs: {}; nothing was run",
-                clip(prog),
-                allowed()
-            ));
+        if let Err(o) = check_argv(policy, argv) {
+            return o;
         }
         let spec = CheckSpec {
             command: argv.to_vec(),
@@ -102,6 +68,49 @@ impl ToolBox<'_> {
         o.wrote = changed;
         o
     }
+}
+
+/// The model's argv before anything runs: not empty, bounded, no NUL, and
+/// its program one the spec allows (deny by default).
+fn check_argv(policy: &CommandPolicy, argv: &[String]) -> Result<(), Observation> {
+    let allowed = || policy.programs.join(", ");
+    let Some(prog) = argv.first() else {
+        return Err(Observation::err(format!(
+            "run_command: `argv` is empty; give the program and its arguments, e.g. [\"{}\"]",
+            policy
+                .programs
+                .first()
+                .map(String::as_str)
+                .unwrap_or("python3")
+        )));
+    };
+    if argv.len() > RUN_COMMAND_MAX_ARGS {
+        return Err(Observation::err(format!(
+            "run_command: {} arguments, over the limit of {RUN_COMMAND_MAX_ARGS}; nothing was run",
+            argv.len()
+        )));
+    }
+    let bytes: usize = argv.iter().map(|a| a.len() + 1).sum();
+    if bytes > RUN_COMMAND_MAX_ARGV_BYTES {
+        return Err(Observation::err(format!(
+                "run_command: the arguments are {bytes} bytes, over the {RUN_COMMAND_MAX_ARGV_BYTES}-byte limit; nothing was run"
+            )));
+    }
+    if argv.iter().any(|a| a.contains('\0')) {
+        return Err(Observation::err(
+            "run_command: an argument contains a NUL byte; nothing was run".into(),
+        ));
+    }
+    // Deny by default: argv[0] exactly as the spec lists it (a bare name
+    // looked up on the checks' PATH, which holds absolute entries only).
+    if !policy.programs.iter().any(|p| p == prog) {
+        return Err(Observation::err(format!(
+            "run_command: program {:?} is not allowed; allowed programs: {}; nothing was run",
+            clip(prog),
+            allowed()
+        )));
+    }
+    Ok(())
 }
 
 /// Files of the workspace compared around one run_command.

@@ -155,19 +155,9 @@ impl ToolBox<'_> {
         start: Option<u64>,
         end: Option<u64>,
     ) -> Observation {
-        use std::io::BufRead;
         let start = start.unwrap_or(1);
-        if start == 0 || end == Some(0) {
-            return Observation::err(
-                "read_file: start_line and end_line count from 1 (the first line is line 1)".into(),
-            );
-        }
-        if let Some(e) = end {
-            if e < start {
-                return Observation::err(format!(
-                    "read_file: end_line {e} is before start_line {start}"
-                ));
-            }
+        if let Err(o) = check_range(start, end) {
+            return o;
         }
         let rf = match crate::confined::open_read(self.workspace, path) {
             Ok(f) => f,
@@ -186,67 +176,27 @@ impl ToolBox<'_> {
         let wanted_end = end
             .unwrap_or(u64::MAX)
             .min(start.saturating_add(READ_RANGE_MAX_LINES - 1));
-        let mut reader = std::io::BufReader::new(rf.file.take(READ_RANGE_FILE_MAX_BYTES + 1));
-        let mut out: Vec<u8> = Vec::new();
-        let mut line: Vec<u8> = Vec::new();
-        let mut n: u64 = 0; // lines seen
-        let mut last_returned: u64 = 0;
-        let mut cut_by_bytes = false;
-        let mut read: u64 = 0;
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) => break,
-                Ok(k) => read += k as u64,
-                Err(e) => return Observation::err(format!("cannot read {path:?}: {e}")),
-            }
-            if read > READ_RANGE_FILE_MAX_BYTES {
-                return Observation::err(format!(
-                    "{path:?} is over the {READ_RANGE_FILE_MAX_BYTES}-byte limit of a ranged read"
-                ));
-            }
-            n += 1;
-            if n < start || n > wanted_end || cut_by_bytes {
-                continue;
-            }
-            if out.len() + line.len() > READ_MAX_BYTES as usize {
-                if n == start {
-                    return Observation::err(format!(
-                        "line {n} of {path:?} alone is over the {READ_MAX_BYTES}-byte read limit"
-                    ));
-                }
-                cut_by_bytes = true;
-                continue;
-            }
-            out.extend_from_slice(&line);
-            last_returned = n;
-        }
-        if start > n {
+        let reader = std::io::BufReader::new(rf.file.take(READ_RANGE_FILE_MAX_BYTES + 1));
+        let got = match read_lines(reader, path, start, wanted_end) {
+            Ok(got) => got,
+            Err(o) => return o,
+        };
+        if start > got.n {
             return Observation::err(format!(
-                "read_file: start_line {start} is past the end of {path:?}, which has {n} line(s)"
+                "read_file: start_line {start} is past the end of {path:?}, which has {} line(s)",
+                got.n
             ));
         }
-        let text = match String::from_utf8(out) {
+        let head = got.head(path, start, end);
+        let text = match String::from_utf8(got.out) {
             Ok(t) => t,
             Err(_) => {
                 return Observation::err(format!(
-                    "lines {start}-{last_returned} of {path:?} are not UTF-8 text; read_file only returns text"
+                    "lines {start}-{} of {path:?} are not UTF-8 text; read_file only returns text",
+                    got.last_returned
                 ))
             }
         };
-        let mut head = format!("[lines {start}-{last_returned} of {n} in {path}");
-        if cut_by_bytes {
-            head.push_str(&format!(
-                "; cut at the {READ_MAX_BYTES}-byte read limit, continue with start_line {}",
-                last_returned + 1
-            ));
-        } else if last_returned < end.unwrap_or(n).min(n) {
-            head.push_str(&format!(
-                "; at most {READ_RANGE_MAX_LINES} lines per call, continue with start_line {}",
-                last_returned + 1
-            ));
-        }
-        head.push_str("]\n");
         Observation::ok(head + &text)
     }
 
@@ -322,6 +272,105 @@ impl ToolBox<'_> {
             ),
         )
     }
+}
+
+/// A ranged read's line numbers count from 1, and the range runs forward:
+/// said before the file is opened.
+fn check_range(start: u64, end: Option<u64>) -> Result<(), Observation> {
+    if start == 0 || end == Some(0) {
+        return Err(Observation::err(
+            "read_file: start_line and end_line count from 1 (the first line is line 1)".into(),
+        ));
+    }
+    if let Some(e) = end {
+        if e < start {
+            return Err(Observation::err(format!(
+                "read_file: end_line {e} is before start_line {start}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What a ranged read collected: the range's bytes, the file's line count
+/// (every line is read, so the head can say "of n"), the last line
+/// returned, and whether the byte limit cut the range short.
+struct RangeRead {
+    out: Vec<u8>,
+    n: u64,
+    last_returned: u64,
+    cut_by_bytes: bool,
+}
+
+impl RangeRead {
+    /// The result's first line: which lines of how many came back, and
+    /// where to continue when a limit cut the range.
+    fn head(&self, path: &str, start: u64, end: Option<u64>) -> String {
+        let (n, last_returned) = (self.n, self.last_returned);
+        let mut head = format!("[lines {start}-{last_returned} of {n} in {path}");
+        if self.cut_by_bytes {
+            head.push_str(&format!(
+                "; cut at the {READ_MAX_BYTES}-byte read limit, continue with start_line {}",
+                last_returned + 1
+            ));
+        } else if last_returned < end.unwrap_or(n).min(n) {
+            head.push_str(&format!(
+                "; at most {READ_RANGE_MAX_LINES} lines per call, continue with start_line {}",
+                last_returned + 1
+            ));
+        }
+        head.push_str("]\n");
+        head
+    }
+}
+
+/// Lines `start..=wanted_end` of the file, within [`READ_MAX_BYTES`]; the
+/// whole file is read (up to its bound) to count its lines. A first line
+/// alone over the byte limit, or a file past its bound, is an error.
+fn read_lines(
+    mut reader: impl std::io::BufRead,
+    path: &str,
+    start: u64,
+    wanted_end: u64,
+) -> Result<RangeRead, Observation> {
+    let mut got = RangeRead {
+        out: Vec::new(),
+        n: 0,
+        last_returned: 0,
+        cut_by_bytes: false,
+    };
+    let mut line: Vec<u8> = Vec::new();
+    let mut read: u64 = 0;
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(k) => read += k as u64,
+            Err(e) => return Err(Observation::err(format!("cannot read {path:?}: {e}"))),
+        }
+        if read > READ_RANGE_FILE_MAX_BYTES {
+            return Err(Observation::err(format!(
+                "{path:?} is over the {READ_RANGE_FILE_MAX_BYTES}-byte limit of a ranged read"
+            )));
+        }
+        got.n += 1;
+        let n = got.n;
+        if n < start || n > wanted_end || got.cut_by_bytes {
+            continue;
+        }
+        if got.out.len() + line.len() > READ_MAX_BYTES as usize {
+            if n == start {
+                return Err(Observation::err(format!(
+                    "line {n} of {path:?} alone is over the {READ_MAX_BYTES}-byte read limit"
+                )));
+            }
+            got.cut_by_bytes = true;
+            continue;
+        }
+        got.out.extend_from_slice(&line);
+        got.last_returned = n;
+    }
+    Ok(got)
 }
 
 /// Byte offsets of every occurrence of `needle` in `hay`, overlapping ones

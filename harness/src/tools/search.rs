@@ -6,42 +6,11 @@ use super::*;
 impl ToolBox<'_> {
     /// Search the workspace's text files under `path` for `pattern`.
     pub(super) fn search(&self, pattern: &str, path: &str) -> Observation {
-        if pattern.is_empty() {
-            return Observation::err("search: `pattern` is empty".into());
-        }
-        if pattern.chars().count() > SEARCH_PATTERN_MAX_CHARS {
-            return Observation::err(format!(
-                "search: the pattern is over {SEARCH_PATTERN_MAX_CHARS} characters"
-            ));
-        }
-        let re = match regex::RegexBuilder::new(pattern)
-            .size_limit(SEARCH_REGEX_MAX_BYTES)
-            .dfa_size_limit(SEARCH_REGEX_MAX_BYTES)
-            .build()
-        {
+        let re = match search_regex(pattern) {
             Ok(r) => r,
-            Err(e) => {
-                return Observation::err(format!(
-                    "search: invalid pattern {:?}: {}",
-                    clip(pattern),
-                    clip(&e.to_string())
-                ))
-            }
+            Err(o) => return o,
         };
-        let mut w = SearchWalk {
-            ws: self.workspace,
-            re: &re,
-            matches: Vec::new(),
-            more_matches: false,
-            files: 0,
-            skipped_binary: 0,
-            skipped_large: 0,
-            skipped_other: 0,
-            files_cut: false,
-            depth_cut: false,
-            bytes_read: 0,
-            bytes_cut: false,
-        };
+        let mut w = SearchWalk::new(self.workspace, &re);
         // The path itself: a file is searched alone, a directory walked.
         // Results name files by their workspace-relative spelling (as
         // list_files does), whatever spelling the call used.
@@ -57,42 +26,32 @@ impl ToolBox<'_> {
             Err(crate::confined::FileError::NotADirectory { .. }) => w.file(&start()),
             Err(e) => return Observation::err(format!("search: {e}")),
         }
-        let mut out = if w.matches.is_empty() {
-            format!(
-                "no matches for {:?} in {path} ({} file(s) searched)",
-                clip(pattern),
-                w.files
-            )
-        } else {
-            w.matches.join("\n")
-        };
-        if w.more_matches {
-            out.push_str(&format!("\n[cut: more than {SEARCH_MAX_MATCHES} matches; only the first {SEARCH_MAX_MATCHES} are shown: narrow the pattern or the path]"));
-        }
-        if w.files_cut {
-            out.push_str(&format!(
-                "\n[cut: stopped after {SEARCH_MAX_FILES} files; narrow the path]"
-            ));
-        }
-        if w.bytes_cut {
-            out.push_str(&format!(
-                "\n[cut: stopped after reading {SEARCH_MAX_TOTAL_BYTES} bytes of files; narrow the path]"
-            ));
-        }
-        if w.depth_cut {
-            out.push_str(&format!(
-                "\n[cut: directories deeper than {SEARCH_MAX_DEPTH} levels were not searched]"
-            ));
-        }
-        let skipped = w.skipped_binary + w.skipped_large + w.skipped_other;
-        if skipped > 0 {
-            out.push_str(&format!(
-                "\n[skipped {skipped} file(s): {} binary or not UTF-8, {} over {SEARCH_FILE_MAX_BYTES} bytes, {} symlinks or special files]",
-                w.skipped_binary, w.skipped_large, w.skipped_other
-            ));
-        }
-        Observation::ok(out)
+        Observation::ok(w.answer(pattern, path))
     }
+}
+
+/// The search pattern as a regex of bounded size (a pattern's compiled
+/// size is the model's to choose, and the walk runs it on every line).
+fn search_regex(pattern: &str) -> Result<regex::Regex, Observation> {
+    if pattern.is_empty() {
+        return Err(Observation::err("search: `pattern` is empty".into()));
+    }
+    if pattern.chars().count() > SEARCH_PATTERN_MAX_CHARS {
+        return Err(Observation::err(format!(
+            "search: the pattern is over {SEARCH_PATTERN_MAX_CHARS} characters"
+        )));
+    }
+    regex::RegexBuilder::new(pattern)
+        .size_limit(SEARCH_REGEX_MAX_BYTES)
+        .dfa_size_limit(SEARCH_REGEX_MAX_BYTES)
+        .build()
+        .map_err(|e| {
+            Observation::err(format!(
+                "search: invalid pattern {:?}: {}",
+                clip(pattern),
+                clip(&e.to_string())
+            ))
+        })
 }
 
 /// One search call's walk: directories through the confined listing (no
@@ -114,7 +73,64 @@ struct SearchWalk<'a> {
     bytes_cut: bool,
 }
 
-impl SearchWalk<'_> {
+impl<'a> SearchWalk<'a> {
+    fn new(ws: &'a Workspace, re: &'a regex::Regex) -> SearchWalk<'a> {
+        SearchWalk {
+            ws,
+            re,
+            matches: Vec::new(),
+            more_matches: false,
+            files: 0,
+            skipped_binary: 0,
+            skipped_large: 0,
+            skipped_other: 0,
+            files_cut: false,
+            depth_cut: false,
+            bytes_read: 0,
+            bytes_cut: false,
+        }
+    }
+
+    /// The matches, then every bound that cut the walk and every file
+    /// skipped, said: a search that stopped early never reads as complete.
+    fn answer(&self, pattern: &str, path: &str) -> String {
+        let mut out = if self.matches.is_empty() {
+            format!(
+                "no matches for {:?} in {path} ({} file(s) searched)",
+                clip(pattern),
+                self.files
+            )
+        } else {
+            self.matches.join("\n")
+        };
+        if self.more_matches {
+            out.push_str(&format!("\n[cut: more than {SEARCH_MAX_MATCHES} matches; only the first {SEARCH_MAX_MATCHES} are shown: narrow the pattern or the path]"));
+        }
+        if self.files_cut {
+            out.push_str(&format!(
+                "\n[cut: stopped after {SEARCH_MAX_FILES} files; narrow the path]"
+            ));
+        }
+        if self.bytes_cut {
+            out.push_str(&format!(
+                "\n[cut: stopped after reading {SEARCH_MAX_TOTAL_BYTES} bytes of files; narrow the path]"
+            ));
+        }
+        if self.depth_cut {
+            out.push_str(&format!(
+                "\n[cut: directories deeper than {SEARCH_MAX_DEPTH} levels were not searched]"
+            ));
+        }
+        let skipped = self.skipped_binary + self.skipped_large + self.skipped_other;
+        if skipped > 0 {
+            out.push_str(&format!(
+                "\n[skipped {skipped} file(s): {} binary or not UTF-8, {} over {SEARCH_FILE_MAX_BYTES} bytes, {} symlinks or special files]",
+                self.skipped_binary, self.skipped_large, self.skipped_other
+            ));
+        }
+        out
+    }
+
     fn done(&self) -> bool {
         self.more_matches || self.files_cut || self.bytes_cut
     }
