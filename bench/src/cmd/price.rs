@@ -173,18 +173,49 @@ fn usd(p: P, input: u64, output: u64) -> f64 {
     (input as f64 * p.input + output as f64 * p.output) / 1e6
 }
 
-fn pair(s: &str, flag: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once(',')
-        .ok_or_else(|| format!("--{flag}: expected <input>,<output> tokens, found {s:?}"))?;
-    Ok((
-        a.trim()
-            .parse()
-            .map_err(|_| format!("--{flag}: {a:?} is not a token count"))?,
-        b.trim()
-            .parse()
-            .map_err(|_| format!("--{flag}: {b:?} is not a token count"))?,
-    ))
+/// Why `bench price` cannot price the night (exit 2); the text is what it
+/// prints.
+#[derive(Debug, thiserror::Error)]
+pub enum PriceError {
+    #[error("--{flag}: expected <input>,<output> tokens, found {found:?}")]
+    NotAPair { flag: String, found: String },
+    #[error("--{flag}: {found:?} is not a token count")]
+    NotACount { flag: String, found: String },
+    #[error("--model {0:?}: no price in the table")]
+    NoModelPrice(String),
+    #[error("--cheap-model {0:?}: no price in the table")]
+    NoCheapPrice(String),
+    #[error("--tasks and --calls-per-task must be > 0 and --pass-rate in (0, 1]")]
+    OutOfRange,
+    #[error("{}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {message}", .path.display())]
+    Toml { path: PathBuf, message: String },
+    #[error("{}: field `prices`: expected a [prices.\"<model>\"] table", .0.display())]
+    NoPrices(PathBuf),
+    #[error("{}: field `prices.{model}.{key}`: expected a non-negative $/MTok", .path.display())]
+    BadPrice {
+        path: PathBuf,
+        model: String,
+        key: String,
+    },
+}
+
+fn pair(s: &str, flag: &str) -> Result<(u64, u64), PriceError> {
+    let (a, b) = s.split_once(',').ok_or_else(|| PriceError::NotAPair {
+        flag: flag.into(),
+        found: s.into(),
+    })?;
+    let count = |x: &str| {
+        x.trim().parse().map_err(|_| PriceError::NotACount {
+            flag: flag.into(),
+            found: x.into(),
+        })
+    };
+    Ok((count(a)?, count(b)?))
 }
 
 pub struct Priced {
@@ -260,39 +291,8 @@ fn compact_input_tokens(goal: &harness::goal::Goal, history: &[String], max_toke
 /// least `compact_every_tasks_min` tasks ago (`Runner::compaction_due`).
 fn compaction_at_settings(a: &PriceArgs, p: P) -> CompactionAtSettings {
     let goal = harness::goal::Goal::new(a.goal.clone());
-    let over = |bytes: u64| bytes / 4 > a.compact_above_tokens;
-    let line = "x".repeat(a.history_line_bytes.saturating_sub(3) as usize);
-    let mut s = harness::state::RunState::new(String::new(), String::new(), 0);
-    let (mut calls, mut input, mut last, mut first) = (0u64, 0u64, None::<u64>, None::<u64>);
-    for step in 1..=a.tasks {
-        s.push_history(line.clone());
-        let bytes = s.history_bytes();
-        let spaced = last.is_none_or(|l| step - l >= a.compact_every_tasks_min);
-        if over(bytes) && spaced {
-            calls += 1;
-            input += compact_input_tokens(&goal, &s.history_summary, a.compact_max_tokens);
-            s.history_summary = largest_summary(bytes);
-            last = Some(step);
-            first.get_or_insert(step);
-        }
-    }
-    // With no compaction: the history at the end, and when it would first
-    // pass the bound (never, when the kept lines cannot hold that much).
-    let mut plain = harness::state::RunState::new(String::new(), String::new(), 0);
-    let mut tasks_to_first = None;
-    let mut at_end = 0;
-    for step in 1..=a
-        .tasks
-        .max(harness::state::HISTORY_SUMMARY_MAX_LINES as u64)
-    {
-        plain.push_history(line.clone());
-        if step == a.tasks {
-            at_end = plain.history_bytes();
-        }
-        if tasks_to_first.is_none() && over(plain.history_bytes()) {
-            tasks_to_first = Some(step);
-        }
-    }
+    let (calls, input) = compactions(a, &goal);
+    let (at_end, tasks_to_first) = uncompacted(a);
     let bound_bytes = 4 * (a.compact_above_tokens + 1);
     let input_per_call = compact_input_tokens(
         &goal,
@@ -340,29 +340,67 @@ fn compaction_at_settings(a: &PriceArgs, p: P) -> CompactionAtSettings {
     }
 }
 
-pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, String> {
-    let p = *prices
-        .get(&a.model)
-        .ok_or_else(|| format!("--model {:?}: no price in the table", a.model))?;
-    let cheap = *prices
-        .get(&a.cheap_model)
-        .ok_or_else(|| format!("--cheap-model {:?}: no price in the table", a.cheap_model))?;
-    if a.calls_per_task == 0
-        || a.tasks == 0
-        || !(0.0..=1.0).contains(&a.pass_rate)
-        || a.pass_rate == 0.0
-    {
-        return Err("--tasks and --calls-per-task must be > 0 and --pass-rate in (0, 1]".into());
+/// The night's compactions as the harness makes them: (calls, input tokens),
+/// each summary the largest the harness accepts so the next comes as soon
+/// as it can.
+fn compactions(a: &PriceArgs, goal: &harness::goal::Goal) -> (u64, u64) {
+    let line = "x".repeat(a.history_line_bytes.saturating_sub(3) as usize);
+    let mut s = harness::state::RunState::new(String::new(), String::new(), 0);
+    let (mut calls, mut input, mut last) = (0u64, 0u64, None::<u64>);
+    for step in 1..=a.tasks {
+        s.push_history(line.clone());
+        let bytes = s.history_bytes();
+        let spaced = last.is_none_or(|l| step - l >= a.compact_every_tasks_min);
+        if bytes / 4 > a.compact_above_tokens && spaced {
+            calls += 1;
+            input += compact_input_tokens(goal, &s.history_summary, a.compact_max_tokens);
+            s.history_summary = largest_summary(bytes);
+            last = Some(step);
+        }
     }
-    let v = pair(&a.verify_call, "verify-call")?;
-    let d = pair(&a.drift_call, "drift-call")?;
-    let r = pair(&a.replan_call, "replan-call")?;
-    let c = pair(&a.compaction_call, "compaction-call")?;
-    let per_task_in = input_per_task(a.first_call_tokens, a.growth_tokens, a.calls_per_task);
-    let exec_in = per_task_in * a.tasks;
-    let exec_out = a.output_tokens_per_task * a.tasks;
-    let drift_calls = a.tasks / a.drift_every.max(1);
-    let night_with = |exec_usd: f64, exec_in: u64, exec_out: u64, verify_p: P| -> Night {
+    (calls, input)
+}
+
+/// With no compaction: the history's bytes at the night's end, and after how
+/// many tasks it would first pass the bound (never, when the kept lines
+/// cannot hold that much).
+fn uncompacted(a: &PriceArgs) -> (u64, Option<u64>) {
+    let line = "x".repeat(a.history_line_bytes.saturating_sub(3) as usize);
+    let mut plain = harness::state::RunState::new(String::new(), String::new(), 0);
+    let mut tasks_to_first = None;
+    let mut at_end = 0;
+    for step in 1..=a
+        .tasks
+        .max(harness::state::HISTORY_SUMMARY_MAX_LINES as u64)
+    {
+        plain.push_history(line.clone());
+        if step == a.tasks {
+            at_end = plain.history_bytes();
+        }
+        if tasks_to_first.is_none() && plain.history_bytes() / 4 > a.compact_above_tokens {
+            tasks_to_first = Some(step);
+        }
+    }
+    (at_end, tasks_to_first)
+}
+
+/// The night's call kinds at fixed sizes: what every row shares, so a
+/// what-if changes only the execution line or the verification price.
+struct NightModel<'a> {
+    a: &'a PriceArgs,
+    p: P,
+    verify: (u64, u64),
+    drift: (u64, u64),
+    replan: (u64, u64),
+    compaction: (u64, u64),
+    per_task_in: u64,
+}
+
+impl NightModel<'_> {
+    fn night(&self, exec_usd: f64, exec_in: u64, exec_out: u64, verify_p: P) -> Night {
+        let (a, p) = (self.a, self.p);
+        let (v, d, r, c) = (self.verify, self.drift, self.replan, self.compaction);
+        let drift_calls = a.tasks / a.drift_every.max(1);
         let lines = vec![
             Line {
                 kind: "execution".into(),
@@ -403,15 +441,48 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
         let total: f64 = lines.iter().map(|l| l.usd).sum();
         let verified = a.tasks as f64 * a.pass_rate;
         Night {
-            input_per_task: per_task_in,
+            input_per_task: self.per_task_in,
             lines,
             total_usd: total,
             headroom_usd: a.cap - total,
             verified_tasks: verified,
             cost_per_verified_usd: total / verified,
         }
+    }
+}
+
+pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, PriceError> {
+    let p = *prices
+        .get(&a.model)
+        .ok_or_else(|| PriceError::NoModelPrice(a.model.clone()))?;
+    let cheap = *prices
+        .get(&a.cheap_model)
+        .ok_or_else(|| PriceError::NoCheapPrice(a.cheap_model.clone()))?;
+    if a.calls_per_task == 0
+        || a.tasks == 0
+        || !(0.0..=1.0).contains(&a.pass_rate)
+        || a.pass_rate == 0.0
+    {
+        return Err(PriceError::OutOfRange);
+    }
+    let m = NightModel {
+        a,
+        p,
+        verify: pair(&a.verify_call, "verify-call")?,
+        drift: pair(&a.drift_call, "drift-call")?,
+        replan: pair(&a.replan_call, "replan-call")?,
+        compaction: pair(&a.compaction_call, "compaction-call")?,
+        per_task_in: input_per_task(a.first_call_tokens, a.growth_tokens, a.calls_per_task),
     };
-    let night = night_with(usd(p, exec_in, exec_out), exec_in, exec_out, p);
+    let exec_in = m.per_task_in * a.tasks;
+    let exec_out = a.output_tokens_per_task * a.tasks;
+    let night = m.night(usd(p, exec_in, exec_out), exec_in, exec_out, p);
+    let what_if = |row: String, other: &Night, note: String| WhatIf {
+        row,
+        total_usd: other.total_usd,
+        saves_usd: night.total_usd - other.total_usd,
+        note,
+    };
     let mut what_ifs = vec![];
 
     // Cap the loop: fewer calls per task, and each dropped call also drops
@@ -419,23 +490,67 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
     let k = a.capped_calls.min(a.calls_per_task).max(1);
     let cap_in = input_per_task(a.first_call_tokens, a.growth_tokens, k) * a.tasks;
     let cap_out = a.output_tokens_per_task * k / a.calls_per_task * a.tasks;
-    let capped = night_with(usd(p, cap_in, cap_out), cap_in, cap_out, p);
-    what_ifs.push(WhatIf {
-        row: format!("cap the loop at {k} calls"),
-        total_usd: capped.total_usd,
-        saves_usd: night.total_usd - capped.total_usd,
-        note: format!(
+    let capped = m.night(usd(p, cap_in, cap_out), cap_in, cap_out, p);
+    what_ifs.push(what_if(
+        format!("cap the loop at {k} calls"),
+        &capped,
+        format!(
             "input per task {} -> {}",
-            per_task_in,
+            m.per_task_in,
             input_per_task(a.first_call_tokens, a.growth_tokens, k)
         ),
-    });
+    ));
 
-    // Prompt caching: call t reads the previous call's whole input from the
-    // cache (0.1x) and writes its new part (1.25x). Below the minimum
-    // cacheable prefix nothing caches; past the TTL every read misses and the
-    // run pays the 1.25x write on everything.
-    let (cache_usd, note) = if a.first_call_tokens < a.cache_min_prefix {
+    let (cache_usd, note) = prompt_caching(a, p, m.per_task_in, exec_in, exec_out);
+    let cached = m.night(cache_usd, exec_in, exec_out, p);
+    what_ifs.push(what_if("prompt caching".into(), &cached, note));
+
+    let cheaper = m.night(usd(p, exec_in, exec_out), exec_in, exec_out, cheap);
+    what_ifs.push(what_if(
+        format!("verification on {}", a.cheap_model),
+        &cheaper,
+        format!("${}/${} per MTok", cheap.input, cheap.output),
+    ));
+
+    let comp = compaction_at_settings(a, p);
+    what_ifs.push(real_compaction(&night, &comp));
+    Ok(Priced {
+        night,
+        what_ifs,
+        compaction_at_settings: comp,
+    })
+}
+
+/// The seed's compaction line replaced by the harness's own figure.
+fn real_compaction(night: &Night, comp: &CompactionAtSettings) -> WhatIf {
+    let seed_comp: f64 = night
+        .lines
+        .iter()
+        .filter(|l| l.kind == "compaction")
+        .map(|l| l.usd)
+        .sum();
+    let with_real = night.total_usd - seed_comp + comp.line.usd;
+    WhatIf {
+        row: "compaction at the harness's [memory] settings".into(),
+        total_usd: with_real,
+        saves_usd: night.total_usd - with_real,
+        note: comp.note.clone(),
+    }
+}
+
+/// Prompt caching: call t reads the previous call's whole input from the
+/// cache (0.1x) and writes its new part (1.25x). Below the minimum
+/// cacheable prefix nothing caches; past the TTL every read misses and the
+/// run pays the 1.25x write on everything. Returns the execution line's
+/// USD and why.
+fn prompt_caching(
+    a: &PriceArgs,
+    p: P,
+    per_task_in: u64,
+    exec_in: u64,
+    exec_out: u64,
+) -> (f64, String) {
+    if a.first_call_tokens < a.cache_min_prefix {
         (
             usd(p, exec_in, exec_out),
             format!(
@@ -465,67 +580,34 @@ pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, Stri
                 "per task {reads_per_task} cached reads at 0.1x, {writes_per_task} writes at 1.25x"
             ),
         )
-    };
-    let cached = night_with(cache_usd, exec_in, exec_out, p);
-    what_ifs.push(WhatIf {
-        row: "prompt caching".into(),
-        total_usd: cached.total_usd,
-        saves_usd: night.total_usd - cached.total_usd,
-        note,
-    });
-
-    let cheaper = night_with(usd(p, exec_in, exec_out), exec_in, exec_out, cheap);
-    what_ifs.push(WhatIf {
-        row: format!("verification on {}", a.cheap_model),
-        total_usd: cheaper.total_usd,
-        saves_usd: night.total_usd - cheaper.total_usd,
-        note: format!("${}/${} per MTok", cheap.input, cheap.output),
-    });
-
-    // The seed's compaction line replaced by the harness's own figure.
-    let comp = compaction_at_settings(a, p);
-    let seed_comp: f64 = night
-        .lines
-        .iter()
-        .filter(|l| l.kind == "compaction")
-        .map(|l| l.usd)
-        .sum();
-    let with_real = night.total_usd - seed_comp + comp.line.usd;
-    what_ifs.push(WhatIf {
-        row: "compaction at the harness's [memory] settings".into(),
-        total_usd: with_real,
-        saves_usd: night.total_usd - with_real,
-        note: comp.note.clone(),
-    });
-    Ok(Priced {
-        night,
-        what_ifs,
-        compaction_at_settings: comp,
-    })
+    }
 }
 
-fn load_prices(path: &std::path::Path) -> Result<BTreeMap<String, P>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn load_prices(path: &std::path::Path) -> Result<BTreeMap<String, P>, PriceError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PriceError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let t: toml::Table = text
         .parse()
-        .map_err(|e: toml::de::Error| format!("{}: {}", path.display(), e.message()))?;
-    let prices = t.get("prices").and_then(|p| p.as_table()).ok_or_else(|| {
-        format!(
-            "{}: field `prices`: expected a [prices.\"<model>\"] table",
-            path.display()
-        )
-    })?;
+        .map_err(|e: toml::de::Error| PriceError::Toml {
+            path: path.to_path_buf(),
+            message: e.message().to_string(),
+        })?;
+    let prices = t
+        .get("prices")
+        .and_then(|p| p.as_table())
+        .ok_or_else(|| PriceError::NoPrices(path.to_path_buf()))?;
     let mut out = BTreeMap::new();
     for (m, v) in prices {
         let num = |k: &str| {
             v.get(k)
                 .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
                 .filter(|x| *x >= 0.0)
-                .ok_or_else(|| {
-                    format!(
-                        "{}: field `prices.{m}.{k}`: expected a non-negative $/MTok",
-                        path.display()
-                    )
+                .ok_or_else(|| PriceError::BadPrice {
+                    path: path.to_path_buf(),
+                    model: m.clone(),
+                    key: k.into(),
                 })
         };
         out.insert(
