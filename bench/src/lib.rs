@@ -31,6 +31,7 @@ pub mod cause;
 pub mod cli;
 pub mod events;
 pub mod exit;
+pub mod flaky;
 pub mod guarantees;
 pub mod interrupt;
 pub mod known_flaky;
