@@ -39,6 +39,7 @@ pub mod live;
 pub mod outputs;
 pub mod page;
 pub mod page_safety;
+pub mod price;
 pub mod prices;
 pub mod private_dirs;
 pub mod run_index;

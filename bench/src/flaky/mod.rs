@@ -305,7 +305,7 @@ pub fn build_report(
         schema_version: report::SCHEMA_VERSION,
         schema: report::SCHEMA.into(),
         suite: args.suite.display().to_string(),
-        git_rev: crate::summary::git_rev(&args.suite),
+        git_rev: crate::summary::git_rev(args.suite),
         reruns: args.reruns,
         passed: totals.beyond_marker == 0,
         totals,
