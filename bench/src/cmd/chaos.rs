@@ -241,14 +241,43 @@ fn run_modes(
     out
 }
 
-fn write_out(out: &Path, name: &str, json: &serde_json::Value, md: &str) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut j = serde_json::to_vec_pretty(json).map_err(|e| e.to_string())?;
+/// Why `bench chaos` could not run (exit 2); the text is what it prints.
+#[derive(Debug, thiserror::Error)]
+enum ChaosError {
+    #[error(transparent)]
+    HarnessBin(#[from] crate::batch::HarnessBinError),
+    #[error("{} has no test hooks (pause points, simfs log): bench chaos needs a harness built with `--features test-variants`; omit --harness to use target/test-variants/release/harness", .0.display())]
+    NoHooks(PathBuf),
+    #[error("{0}")]
+    Prepare(PrepareError),
+    #[error("{}: {source}", .dir.display())]
+    OutDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("{file}: {source}")]
+    Write {
+        file: String,
+        source: std::io::Error,
+    },
+}
+
+fn write_out(out: &Path, name: &str, json: &serde_json::Value, md: &str) -> Result<(), ChaosError> {
+    std::fs::create_dir_all(out).map_err(|source| ChaosError::OutDir {
+        dir: out.to_path_buf(),
+        source,
+    })?;
+    let mut j = serde_json::to_vec_pretty(json)?;
     j.push(b'\n');
-    harness::durable::atomic_write(&out.join(format!("{name}.json")), &j)
-        .map_err(|e| format!("{name}.json: {e}"))?;
-    harness::durable::atomic_write(&out.join(format!("{name}.md")), md.as_bytes())
-        .map_err(|e| format!("{name}.md: {e}"))?;
+    for (file, bytes) in [
+        (format!("{name}.json"), &j[..]),
+        (format!("{name}.md"), md.as_bytes()),
+    ] {
+        harness::durable::atomic_write(&out.join(&file), bytes)
+            .map_err(|source| ChaosError::Write { file, source })?;
+    }
     Ok(())
 }
 
@@ -285,20 +314,22 @@ pub fn run(args: ChaosArgs) -> ExitCode {
     }
 }
 
-fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
-    let t0 = Instant::now();
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64 % 1_000_000)
-            .unwrap_or(1)
-    });
+/// The seed when none is given: from the clock, printed so the run replays.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64 % 1_000_000)
+        .unwrap_or(1)
+}
+
+/// The driver's configuration from the command line, before the harness
+/// binary is known (the self-test picks two).
+fn base_config(args: &ChaosArgs) -> Config {
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
     });
-    let work_dir = args.work_dir.clone().unwrap_or_else(default_work_dir);
     let mut replay_extra = vec![];
     if let Some(h) = &args.harness {
         replay_extra.push(format!("--harness {}", h.display()));
@@ -306,11 +337,11 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     if let Some(c) = &args.cases_dir {
         replay_extra.push(format!("--cases-dir {}", c.display()));
     }
-    let base = Config {
+    Config {
         kills: args
             .kills
             .unwrap_or(if args.self_test { SELF_TEST_KILLS } else { 200 }),
-        seed,
+        seed: args.seed.unwrap_or_else(clock_seed),
         modes: modes_of(args.mode),
         case: args.case.clone(),
         replay_kill: args.replay_kill,
@@ -321,17 +352,23 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
             .cases_dir
             .clone()
             .unwrap_or_else(chaos::cases::default_dir),
-        work_dir: work_dir.clone(),
+        work_dir: args.work_dir.clone().unwrap_or_else(default_work_dir),
         jobs,
         keep: args.keep,
         proc_timeout: Duration::from_secs(args.timeout_s.max(1)),
         max_procs: 12,
         replay_extra: replay_extra.join(" "),
         interrupted: || bench::interrupt::requested().is_some(),
-    };
+    }
+}
+
+fn run_inner(args: ChaosArgs) -> Result<ExitCode, ChaosError> {
+    let t0 = Instant::now();
+    let base = base_config(&args);
     errln!(
         "bench chaos: seed {seed} (replay any kill with --seed {seed}); trials in {}",
-        work_dir.display()
+        base.work_dir.display(),
+        seed = base.seed
     );
     if args.self_test {
         return self_test(&args, base, t0);
@@ -350,16 +387,16 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         Err(PrepareError::Calibration(failures)) => {
             return calibration_failed(&args, &cfg, &failures, t0, build_s)
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(ChaosError::Prepare(e)),
     };
     let modes = run_modes(&cfg, &prep, &cfg.modes, "");
     let info = RunInfo {
-        seed,
+        seed: cfg.seed,
         mode_label: mode_label(args.mode),
         harness: cfg.harness_bin.display().to_string(),
         broken: cfg.broken.clone(),
-        work_dir: work_dir.display().to_string(),
-        jobs,
+        work_dir: cfg.work_dir.display().to_string(),
+        jobs: cfg.jobs,
         cases: prep.cases.iter().map(|c| c.id.clone()).collect(),
         calibration: prep.calib.clone(),
         wall_s: t0.elapsed().as_secs_f64(),
@@ -369,6 +406,28 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
     let md = report::to_markdown(&info, &modes);
     write_out(&args.out, "chaos", &json, &md)?;
     outln!("{}", report::summary_tables(&modes));
+    let violations = print_violations(&modes, &args.out);
+    outln!(
+        "{} violation(s) over {} kill indexes in {:.1} s (+{:.1} s building the harness); report {}",
+        violations,
+        modes.iter().map(|m| m.kills).sum::<u64>(),
+        info.wall_s,
+        build_s,
+        args.out.join("chaos.md").display()
+    );
+    if violations == 0 && !args.keep {
+        let _ = std::fs::remove_dir_all(&cfg.work_dir);
+    }
+    Ok(if violations == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(ExitStatus::Finding)
+    })
+}
+
+/// The first 20 violations with their replay lines (the rest are in the
+/// report, so a long run does not flood the terminal); returns the count.
+fn print_violations(modes: &[ModeReport], out: &Path) -> usize {
     let violations: Vec<&driver::Violation> = modes.iter().flat_map(|m| &m.violations).collect();
     for v in violations.iter().take(20) {
         outln!(
@@ -386,25 +445,10 @@ fn run_inner(args: ChaosArgs) -> Result<ExitCode, String> {
         outln!(
             "... and {} more (see {})",
             violations.len() - 20,
-            args.out.join("chaos.md").display()
+            out.join("chaos.md").display()
         );
     }
-    outln!(
-        "{} violation(s) over {} kill indexes in {:.1} s (+{:.1} s building the harness); report {}",
-        violations.len(),
-        modes.iter().map(|m| m.kills).sum::<u64>(),
-        info.wall_s,
-        build_s,
-        args.out.join("chaos.md").display()
-    );
-    if violations.is_empty() && !args.keep {
-        let _ = std::fs::remove_dir_all(&work_dir);
-    }
-    Ok(if violations.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(ExitStatus::Finding)
-    })
+    violations.len()
 }
 
 /// The harness failed a clean calibration run: report it as the finding it
@@ -416,7 +460,7 @@ fn calibration_failed(
     failures: &[driver::CalibrationFailure],
     t0: Instant,
     build_s: f64,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode, ChaosError> {
     let info = RunInfo {
         seed: cfg.seed,
         mode_label: mode_label(args.mode),
@@ -448,16 +492,13 @@ fn calibration_failed(
 
 /// Refuse a harness without the pause points and the simfs log before any
 /// trial: every kill would time out waiting for a pause that never comes.
-fn hooked(bin: Result<PathBuf, crate::batch::HarnessBinError>) -> Result<PathBuf, String> {
-    let bin = bin.map_err(|e| e.to_string())?;
+fn hooked(bin: Result<PathBuf, crate::batch::HarnessBinError>) -> Result<PathBuf, ChaosError> {
+    let bin = bin?;
     if !bin.is_file() || crate::batch::has_test_hooks(&bin) {
         // A missing binary is the driver's to report, as before.
         return Ok(bin);
     }
-    Err(format!(
-        "{} has no test hooks (pause points, simfs log): bench chaos needs a harness built with `--features test-variants`; omit --harness to use target/test-variants/release/harness",
-        bin.display()
-    ))
+    Err(ChaosError::NoHooks(bin))
 }
 
 /// (kill, invariant) pairs: what the self-test compares.
@@ -468,7 +509,216 @@ fn pairs(m: &ModeReport) -> std::collections::BTreeSet<(usize, String)> {
         .collect()
 }
 
-fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, String> {
+fn expect_word(e: Expect) -> &'static str {
+    match e {
+        Expect::Caught => "caught",
+        Expect::Missed => "missed",
+        Expect::Either => "either",
+    }
+}
+
+/// The report's header for one harness binary and its prepared cases; the
+/// self-test writes one per variant and one for the baseline.
+fn self_test_info(
+    base: &Config,
+    bin: &Path,
+    broken: Option<String>,
+    prep: &driver::Prepared,
+    t0: Instant,
+) -> RunInfo<'static> {
+    RunInfo {
+        seed: base.seed,
+        mode_label: "both",
+        harness: bin.display().to_string(),
+        broken,
+        work_dir: base.work_dir.display().to_string(),
+        jobs: base.jobs,
+        cases: prep.cases.iter().map(|c| c.id.clone()).collect(),
+        calibration: prep.calib.clone(),
+        wall_s: t0.elapsed().as_secs_f64(),
+        build_s: 0.0,
+    }
+}
+
+/// One variant in one mode against the baseline on the same plan: only the
+/// (kill, invariant) pairs the production harness does not show count, so
+/// the harness's own bugs are not credited to the variant. Returns the
+/// table cell, whether it was caught, and the JSON detail.
+fn mode_verdict(m: &ModeReport, bl: &ModeReport) -> (String, bool, serde_json::Value) {
+    use std::collections::{BTreeMap, BTreeSet};
+    let base_pairs = pairs(bl);
+    let own: Vec<(usize, String)> = pairs(m)
+        .into_iter()
+        .filter(|p| !base_pairs.contains(p))
+        .collect();
+    let mut by_inv: BTreeMap<String, usize> = Default::default();
+    for (_, inv) in &own {
+        *by_inv.entry(inv.clone()).or_insert(0) += 1;
+    }
+    let kills: BTreeSet<usize> = own.iter().map(|p| p.0).collect();
+    // Which strata's kills caught it (a kill counts once per stratum).
+    let mut by_stratum: BTreeMap<String, BTreeSet<usize>> = Default::default();
+    for x in m
+        .violations
+        .iter()
+        .filter(|x| !base_pairs.contains(&(x.kill, x.invariant.clone())))
+    {
+        let st = x.stratum.split(' ').next().unwrap_or("").to_string();
+        by_stratum.entry(st).or_default().insert(x.kill);
+    }
+    let by_stratum: BTreeMap<String, usize> =
+        by_stratum.into_iter().map(|(k, v)| (k, v.len())).collect();
+    let caught = !own.is_empty();
+    let inv_s = by_inv
+        .iter()
+        .map(|(k, n)| format!("{k} ({n})"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let cell = if caught {
+        format!("CAUGHT on {} of {} kills: {inv_s}", kills.len(), m.kills)
+    } else {
+        format!("missed: nothing beyond the baseline on {} kills", m.kills)
+    };
+    let json = serde_json::json!({
+        "kills": m.kills,
+        "violations": m.violations.len(),
+        "baseline_violations": bl.violations.len(),
+        "attributable": own.len(),
+        "attributable_by_invariant": by_inv,
+        "catching_kills": kills.len(),
+        "catching_kills_by_stratum": by_stratum,
+        "caught": caught,
+    });
+    (cell, caught, json)
+}
+
+/// What the self-test holds while it walks the variants: the shared
+/// configuration and the baseline every variant is judged against.
+struct SelfTest<'a> {
+    base: &'a Config,
+    broken_bin: &'a Path,
+    modes: &'a [Mode],
+    baseline: &'a [ModeReport],
+    t0: Instant,
+}
+
+/// One variant's row of the table, its JSON detail, and whether it was
+/// caught where [`expectation`] requires.
+struct VariantOutcome {
+    cells: Vec<String>,
+    detail: serde_json::Map<String, serde_json::Value>,
+    as_expected: bool,
+}
+
+impl SelfTest<'_> {
+    fn variant(&self, b: Broken) -> Result<VariantOutcome, ChaosError> {
+        let v = b.as_str();
+        let (want_sigkill, want_power, why) = expectation(b);
+        let cfg = Config {
+            harness_bin: self.broken_bin.to_path_buf(),
+            broken: Some(v.to_string()),
+            modes: self.modes.to_vec(),
+            ..self.base.clone()
+        };
+        let mut cells = vec![v.to_string()];
+        let mut caught = [false; 2];
+        let mut detail = serde_json::Map::new();
+        match driver::prepare(&cfg) {
+            // A variant that cannot even finish a clean run is caught in
+            // every mode, before any kill.
+            Err(PrepareError::Calibration(failures)) => {
+                caught = [true, true];
+                let what = failures
+                    .iter()
+                    .map(|f| f.describe())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                for _ in self.modes {
+                    cells.push(format!(
+                        "CAUGHT by the clean calibration run: {}",
+                        failures.len()
+                    ));
+                }
+                detail.insert("calibration_failures".into(), what.into());
+            }
+            Err(e) => return Err(ChaosError::Prepare(e)),
+            Ok(prep) => {
+                let reports = run_modes(&cfg, &prep, self.modes, &format!("{v} "));
+                for (i, (m, bl)) in reports.iter().zip(self.baseline).enumerate() {
+                    let (cell, c, json) = mode_verdict(m, bl);
+                    caught[i] = c;
+                    cells.push(cell);
+                    detail.insert(m.mode.clone(), json);
+                }
+                let info =
+                    self_test_info(self.base, self.broken_bin, Some(v.into()), &prep, self.t0);
+                detail.insert("report".into(), report::to_json(&info, &reports));
+            }
+        }
+        let as_expected = want_sigkill.holds(caught[0]) && want_power.holds(caught[1]);
+        cells.push(format!(
+            "{} (SIGKILL: {}, power loss: {}; {why})",
+            if as_expected {
+                "as expected"
+            } else {
+                "UNEXPECTED"
+            },
+            expect_word(want_sigkill),
+            expect_word(want_power)
+        ));
+        detail.insert("as_expected".into(), as_expected.into());
+        detail.insert(
+            "expected".into(),
+            serde_json::json!({"sigkill": expect_word(want_sigkill), "power-loss": expect_word(want_power), "why": why}),
+        );
+        Ok(VariantOutcome {
+            cells,
+            detail,
+            as_expected,
+        })
+    }
+}
+
+/// self-test.md: what the self-test is, the run's numbers, the table
+/// (`table`, also printed) and the verdict.
+fn self_test_markdown(
+    base: &Config,
+    baseline: &[ModeReport],
+    table: &str,
+    ok: bool,
+    t0: Instant,
+) -> String {
+    let mut md = format!("# bench chaos --self-test\n\n{} deliberately broken harness variants (cargo feature `chaos-broken` of the harness crate, selected at run time by HARNESS_CHAOS_BROKEN, built into target/test-variants, never the production build). Each runs the same kill plan (seed, kill indexes) as the production harness; a variant is CAUGHT in a mode when it shows a violation (kill, invariant) that the production harness does not show on that plan, or fails a clean calibration run. Each variant must be caught where the last column says; the two fsync variants must be missed by SIGKILL mode, because a SIGKILL leaves the page cache intact.\n\n", Broken::ALL.len());
+    md.push_str(&format!(
+        "seed {} · {} kill indexes per variant and mode · baseline (production harness) violations: sigkill {}, power-loss {} · wall {:.1} s\n\n",
+        base.seed,
+        base.kills,
+        baseline[0].violations.len(),
+        baseline[1].violations.len(),
+        t0.elapsed().as_secs_f64()
+    ));
+    md.push_str(table);
+    md.push_str(&format!(
+        "\n**Self-test {}.**\n",
+        if ok { "passed" } else { "FAILED" }
+    ));
+    md
+}
+
+fn rows_table(rows: &[Vec<String>]) -> String {
+    let header = ["variant", "SIGKILL mode", "power-loss mode", "verdict"];
+    let mut t = format!(
+        "| {} |\n|{}\n",
+        header.join(" | "),
+        ":---|".repeat(header.len())
+    );
+    for r in rows {
+        t.push_str(&format!("| {} |\n", r.join(" | ")));
+    }
+    t
+}
+
+fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, ChaosError> {
     let broken_bin = hooked(crate::batch::build_harness(
         args.harness.as_ref(),
         args.no_build,
@@ -495,172 +745,28 @@ fn self_test(args: &ChaosArgs, base: Config, t0: Instant) -> Result<ExitCode, St
             outln!("self-test FAILED: the production harness fails a clean calibration run");
             return Ok(ExitCode::from(ExitStatus::Finding));
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(ChaosError::Prepare(e)),
     };
     let baseline = run_modes(&bcfg, &bprep, &modes, "baseline ");
+    let st = SelfTest {
+        base: &base,
+        broken_bin: &broken_bin,
+        modes: &modes,
+        baseline: &baseline,
+        t0,
+    };
     let mut rows = vec![];
     let mut results = serde_json::Map::new();
     let mut ok = true;
     for b in Broken::ALL {
-        let v = b.as_str();
-        let (want_sigkill, want_power, why) = expectation(b);
-        let cfg = Config {
-            harness_bin: broken_bin.clone(),
-            broken: Some(v.to_string()),
-            modes: modes.clone(),
-            ..base.clone()
-        };
-        let mut cells = vec![v.to_string()];
-        let mut caught = [false; 2];
-        let mut detail = serde_json::Map::new();
-        match driver::prepare(&cfg) {
-            // A variant that cannot even finish a clean run is caught in
-            // every mode, before any kill.
-            Err(PrepareError::Calibration(failures)) => {
-                caught = [true, true];
-                let what = failures
-                    .iter()
-                    .map(|f| f.describe())
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                for _ in &modes {
-                    cells.push(format!(
-                        "CAUGHT by the clean calibration run: {}",
-                        failures.len()
-                    ));
-                }
-                detail.insert("calibration_failures".into(), what.into());
-            }
-            Err(e) => return Err(e.to_string()),
-            Ok(prep) => {
-                let reports = run_modes(&cfg, &prep, &modes, &format!("{v} "));
-                for (i, (m, bl)) in reports.iter().zip(&baseline).enumerate() {
-                    let base_pairs = pairs(bl);
-                    let own: Vec<(usize, String)> = pairs(m)
-                        .into_iter()
-                        .filter(|p| !base_pairs.contains(p))
-                        .collect();
-                    let mut by_inv: std::collections::BTreeMap<String, usize> = Default::default();
-                    for (_, inv) in &own {
-                        *by_inv.entry(inv.clone()).or_insert(0) += 1;
-                    }
-                    let kills: std::collections::BTreeSet<usize> =
-                        own.iter().map(|p| p.0).collect();
-                    // Which strata's kills caught it (a kill counts once per stratum).
-                    let mut by_stratum: std::collections::BTreeMap<
-                        String,
-                        std::collections::BTreeSet<usize>,
-                    > = Default::default();
-                    for x in m
-                        .violations
-                        .iter()
-                        .filter(|x| !base_pairs.contains(&(x.kill, x.invariant.clone())))
-                    {
-                        let st = x.stratum.split(' ').next().unwrap_or("").to_string();
-                        by_stratum.entry(st).or_default().insert(x.kill);
-                    }
-                    let by_stratum: std::collections::BTreeMap<String, usize> =
-                        by_stratum.into_iter().map(|(k, v)| (k, v.len())).collect();
-                    caught[i] = !own.is_empty();
-                    let inv_s = by_inv
-                        .iter()
-                        .map(|(k, n)| format!("{k} ({n})"))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    cells.push(if caught[i] {
-                        format!("CAUGHT on {} of {} kills: {inv_s}", kills.len(), m.kills)
-                    } else {
-                        format!("missed: nothing beyond the baseline on {} kills", m.kills)
-                    });
-                    detail.insert(
-                        m.mode.clone(),
-                        serde_json::json!({
-                            "kills": m.kills,
-                            "violations": m.violations.len(),
-                            "baseline_violations": bl.violations.len(),
-                            "attributable": own.len(),
-                            "attributable_by_invariant": by_inv,
-                            "catching_kills": kills.len(),
-                            "catching_kills_by_stratum": by_stratum,
-                            "caught": caught[i],
-                        }),
-                    );
-                }
-                let info = RunInfo {
-                    seed: base.seed,
-                    mode_label: "both",
-                    harness: broken_bin.display().to_string(),
-                    broken: Some(v.into()),
-                    work_dir: base.work_dir.display().to_string(),
-                    jobs: base.jobs,
-                    cases: prep.cases.iter().map(|c| c.id.clone()).collect(),
-                    calibration: prep.calib.clone(),
-                    wall_s: t0.elapsed().as_secs_f64(),
-                    build_s: 0.0,
-                };
-                detail.insert("report".into(), report::to_json(&info, &reports));
-            }
-        }
-        let as_expected = want_sigkill.holds(caught[0]) && want_power.holds(caught[1]);
-        ok &= as_expected;
-        let want = |e: Expect| match e {
-            Expect::Caught => "caught",
-            Expect::Missed => "missed",
-            Expect::Either => "either",
-        };
-        cells.push(format!(
-            "{} (SIGKILL: {}, power loss: {}; {why})",
-            if as_expected {
-                "as expected"
-            } else {
-                "UNEXPECTED"
-            },
-            want(want_sigkill),
-            want(want_power)
-        ));
-        rows.push(cells);
-        detail.insert("as_expected".into(), as_expected.into());
-        detail.insert(
-            "expected".into(),
-            serde_json::json!({"sigkill": want(want_sigkill), "power-loss": want(want_power), "why": why}),
-        );
-        results.insert(v.into(), serde_json::Value::Object(detail));
+        let o = st.variant(b)?;
+        ok &= o.as_expected;
+        rows.push(o.cells);
+        results.insert(b.as_str().into(), serde_json::Value::Object(o.detail));
     }
-    let mut md = format!("# bench chaos --self-test\n\n{} deliberately broken harness variants (cargo feature `chaos-broken` of the harness crate, selected at run time by HARNESS_CHAOS_BROKEN, built into target/test-variants, never the production build). Each runs the same kill plan (seed, kill indexes) as the production harness; a variant is CAUGHT in a mode when it shows a violation (kill, invariant) that the production harness does not show on that plan, or fails a clean calibration run. Each variant must be caught where the last column says; the two fsync variants must be missed by SIGKILL mode, because a SIGKILL leaves the page cache intact.\n\n", Broken::ALL.len());
-    md.push_str(&format!(
-        "seed {} · {} kill indexes per variant and mode · baseline (production harness) violations: sigkill {}, power-loss {} · wall {:.1} s\n\n",
-        base.seed,
-        base.kills,
-        baseline[0].violations.len(),
-        baseline[1].violations.len(),
-        t0.elapsed().as_secs_f64()
-    ));
-    let header = ["variant", "SIGKILL mode", "power-loss mode", "verdict"];
-    let mut t = format!(
-        "| {} |\n|{}\n",
-        header.join(" | "),
-        ":---|".repeat(header.len())
-    );
-    for r in &rows {
-        t.push_str(&format!("| {} |\n", r.join(" | ")));
-    }
-    md.push_str(&t);
-    md.push_str(&format!(
-        "\n**Self-test {}.**\n",
-        if ok { "passed" } else { "FAILED" }
-    ));
-    let binfo = RunInfo {
-        seed: base.seed,
-        mode_label: "both",
-        harness: base_bin.display().to_string(),
-        broken: None,
-        work_dir: base.work_dir.display().to_string(),
-        jobs: base.jobs,
-        cases: bprep.cases.iter().map(|c| c.id.clone()).collect(),
-        calibration: bprep.calib.clone(),
-        wall_s: t0.elapsed().as_secs_f64(),
-        build_s: 0.0,
-    };
+    let t = rows_table(&rows);
+    let md = self_test_markdown(&base, &baseline, &t, ok, t0);
+    let binfo = self_test_info(&base, &base_bin, None, &bprep, t0);
     let json = serde_json::json!({"seed": base.seed, "kills_per_mode": base.kills, "passed": ok, "baseline": report::to_json(&binfo, &baseline), "variants": results, "wall_s": t0.elapsed().as_secs_f64()});
     write_out(&args.out, "self-test", &json, &md)?;
     outln!(

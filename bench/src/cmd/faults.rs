@@ -84,6 +84,31 @@ impl Findings {
     }
 }
 
+/// Why a scenario could not be set up or written out; the text is what
+/// the finding or the error line says.
+#[derive(Debug, thiserror::Error)]
+enum FaultsError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("{}: {source}", .root.display())]
+    Case {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+    /// The script or its spec did not make a cassette.
+    #[error("{0}")]
+    Script(String),
+    #[error("cannot run {}: {source}", .bin.display())]
+    Spawn {
+        bin: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Stat(#[from] nix::errno::Errno),
+}
+
 pub fn run(args: FaultsArgs) -> ExitCode {
     let harness = match crate::batch::harness_bin(args.harness.as_deref()) {
         Ok(h) => h,
@@ -126,34 +151,7 @@ pub fn run(args: FaultsArgs) -> ExitCode {
         "time_limit_margin_ms": harness::run_loop::TIME_LIMIT_MARGIN_MS,
         "slow_check": margins,
     });
-    let mut md = format!(
-        "# bench faults\n\n{} checks, {} violation(s).\n\n",
-        f.0.len(),
-        failed.len()
-    );
-    for n in &notes {
-        md.push_str(&format!("- {n}\n"));
-    }
-    if !margins.is_empty() {
-        md.push_str(&format!(
-            "\n| slow check | TIME_LIMIT decided at | over the {SLOW_LIMIT_S} s limit | process ran |\n| --- | --- | --- | --- |\n"
-        ));
-        for m in &margins {
-            md.push_str(&format!(
-                "| {} | {} ms | +{} ms | {} ms |\n",
-                m["what"].as_str().unwrap_or(""),
-                m["elapsed_ms"],
-                m["over_ms"],
-                m["process_ms"]
-            ));
-        }
-    }
-    for x in &failed {
-        md.push_str(&format!(
-            "\n- VIOLATION {} / {}: {}\n",
-            x.scenario, x.label, x.detail
-        ));
-    }
+    let md = markdown(f.0.len(), &failed, &notes, &margins);
     if let Err(e) = write_out(&args.out, &json, &md) {
         errln!("bench faults: cannot write {}: {e}", args.out.display());
         return ExitCode::from(ExitStatus::Unloadable);
@@ -166,12 +164,46 @@ pub fn run(args: FaultsArgs) -> ExitCode {
     }
 }
 
-fn write_out(out: &Path, json: &Value, md: &str) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
-    let mut j = serde_json::to_vec_pretty(json).map_err(|e| e.to_string())?;
+/// faults.md, also printed: the counts, the notes (what ran or was
+/// skipped), the slow-check margins and every violation.
+fn markdown(checks: usize, failed: &[&Finding], notes: &[String], margins: &[Value]) -> String {
+    let mut md = format!(
+        "# bench faults\n\n{} checks, {} violation(s).\n\n",
+        checks,
+        failed.len()
+    );
+    for n in notes {
+        md.push_str(&format!("- {n}\n"));
+    }
+    if !margins.is_empty() {
+        md.push_str(&format!(
+            "\n| slow check | TIME_LIMIT decided at | over the {SLOW_LIMIT_S} s limit | process ran |\n| --- | --- | --- | --- |\n"
+        ));
+        for m in margins {
+            md.push_str(&format!(
+                "| {} | {} ms | +{} ms | {} ms |\n",
+                m["what"].as_str().unwrap_or(""),
+                m["elapsed_ms"],
+                m["over_ms"],
+                m["process_ms"]
+            ));
+        }
+    }
+    for x in failed {
+        md.push_str(&format!(
+            "\n- VIOLATION {} / {}: {}\n",
+            x.scenario, x.label, x.detail
+        ));
+    }
+    md
+}
+
+fn write_out(out: &Path, json: &Value, md: &str) -> Result<(), FaultsError> {
+    std::fs::create_dir_all(out)?;
+    let mut j = serde_json::to_vec_pretty(json)?;
     j.push(b'\n');
-    std::fs::write(out.join("faults.json"), j).map_err(|e| e.to_string())?;
-    std::fs::write(out.join("faults.md"), md).map_err(|e| e.to_string())
+    std::fs::write(out.join("faults.json"), j)?;
+    Ok(std::fs::write(out.join("faults.md"), md)?)
 }
 
 // --- a case written from a script ---
@@ -249,8 +281,11 @@ fn write_case(
     wall_clock_limit_s: f64,
     extra: &str,
     calls: Vec<ScriptCall>,
-) -> Result<CaseDir, String> {
-    let io = |e: std::io::Error| format!("{}: {e}", root.display());
+) -> Result<CaseDir, FaultsError> {
+    let io = |source: std::io::Error| FaultsError::Case {
+        root: root.to_path_buf(),
+        source,
+    };
     std::fs::create_dir_all(root.join("workspace")).map_err(io)?;
     std::fs::create_dir_all(root.join("cassettes")).map_err(io)?;
     let spec = format!(
@@ -292,16 +327,19 @@ output_usd_per_mtok = 25.0
         indifferent_to: vec![],
         runs: vec![ScriptRun { calls }],
     };
-    let conditions = bench::scripted::conditions_of_spec(&root.join("run.toml"))?;
-    let cas = sc.to_cassette("2026-12-01", "bench faults", &conditions)?;
-    let text = serde_json::to_string_pretty(&cas).map_err(|e| e.to_string())?;
+    let conditions =
+        bench::scripted::conditions_of_spec(&root.join("run.toml")).map_err(FaultsError::Script)?;
+    let cas = sc
+        .to_cassette("2026-12-01", "bench faults", &conditions)
+        .map_err(FaultsError::Script)?;
+    let text = serde_json::to_string_pretty(&cas)?;
     std::fs::write(root.join("cassettes").join(format!("{name}.json")), text).map_err(io)?;
     Ok(CaseDir {
         root: root.to_path_buf(),
     })
 }
 
-fn harness_run(harness: &Path, c: &CaseDir, state_dir: &Path) -> Result<Output, String> {
+fn harness_run(harness: &Path, c: &CaseDir, state_dir: &Path) -> Result<Output, FaultsError> {
     HarnessInvocation::run(
         c.spec(),
         state_dir,
@@ -313,7 +351,10 @@ fn harness_run(harness: &Path, c: &CaseDir, state_dir: &Path) -> Result<Output, 
     .command(harness)
     .stdin(Stdio::null())
     .output()
-    .map_err(|e| format!("cannot run {}: {e}", harness.display()))
+    .map_err(|source| FaultsError::Spawn {
+        bin: harness.to_path_buf(),
+        source,
+    })
 }
 
 // --- disk-full ---
@@ -326,12 +367,9 @@ struct Webhook {
     bodies: Arc<Mutex<Vec<Value>>>,
 }
 
-fn webhook() -> Result<Webhook, String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    let url = format!(
-        "http://{}/alert",
-        listener.local_addr().map_err(|e| e.to_string())?
-    );
+fn webhook() -> Result<Webhook, FaultsError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/alert", listener.local_addr()?);
     let bodies = Arc::new(Mutex::new(vec![]));
     let keep = bodies.clone();
     std::thread::spawn(move || {
@@ -409,8 +447,8 @@ fn mount_tmpfs(dir: &Path) -> Result<Tmpfs, Skip> {
     Ok(Tmpfs(dir.to_path_buf()))
 }
 
-fn avail_bytes(dir: &Path) -> Result<u64, String> {
-    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| e.to_string())?;
+fn avail_bytes(dir: &Path) -> Result<u64, FaultsError> {
+    let st = nix::sys::statvfs::statvfs(dir)?;
     Ok(st.blocks_available() as u64 * st.fragment_size() as u64)
 }
 
@@ -463,7 +501,7 @@ fn look(state_dir: &Path, out: &Output) -> Seen {
 
 /// The guarantees of one run on a full disk, as findings.
 fn check_ending(f: &mut Findings, label: &str, state_dir: &Path, s: &Seen, hook: Option<&[Value]>) {
-    const SC: &str = "disk-full";
+    const SC: &str = DISK_FULL;
     let tail = |t: &str| {
         t.chars()
             .rev()
@@ -560,91 +598,18 @@ fn disk_full(harness: &Path, f: &mut Findings) -> Result<u64, Skip> {
     let mnt = work.path().join("tiny");
     let _fs = mount_tmpfs(&mnt)?;
     let hook = webhook().map_err(|e| Skip(format!("no loopback webhook: {e}")))?;
-    const SC: &str = "disk-full";
+    let d = DiskFull {
+        harness,
+        work: work.path(),
+        mnt: &mnt,
+        hook: &hook,
+    };
     let (mut levels, mut mid_run, mut whole) = (0u64, 0u64, false);
     for free_pages in 0..=FREE_PAGES_MAX {
         levels += 1;
-        let label = format!("{free_pages} free page(s)");
-        let case_root = work.path().join(format!("case-{free_pages}"));
-        let c = match write_case(
-            &case_root,
-            "disk-full",
-            &format!(r#"command = ["grep", "-q", "CREATE INDEX", "{INDEX_PATH}"]"#),
-            600.0,
-            &format!(
-                "[drift]\nevery_tasks = 2\n\n[alerts]\nwebhook_url = {:?}",
-                hook.url
-            ),
-            disk_full_calls(),
-        ) {
-            Ok(c) => c,
-            Err(e) => {
-                f.check(SC, &label, false, format!("cannot write the case: {e}"));
-                break;
-            }
-        };
-        let state = mnt.join("state");
-        let filler = mnt.join("filler");
-        let _ = std::fs::remove_dir_all(&state);
-        let _ = std::fs::remove_file(&filler);
-        let fill = avail_bytes(&mnt)
-            .unwrap_or(0)
-            .saturating_sub(free_pages * PAGE_BYTES);
-        if let Err(e) = std::fs::write(&filler, vec![0u8; fill as usize]) {
-            f.check(SC, &label, false, format!("cannot fill the tmpfs: {e}"));
+        let Some(first) = d.level(f, free_pages) else {
             break;
-        }
-        let posts_before = hook.bodies.lock().unwrap_or_else(|e| e.into_inner()).len();
-        let first = match harness_run(harness, &c, &state) {
-            Ok(o) => look(&state, &o),
-            Err(e) => {
-                f.check(SC, &label, false, e);
-                break;
-            }
         };
-        let posts: Vec<Value> =
-            hook.bodies.lock().unwrap_or_else(|e| e.into_inner())[posts_before..].to_vec();
-        check_ending(f, &label, &state, &first, Some(&posts));
-        // Space is free again: the same command writes the report.
-        let _ = std::fs::remove_file(&filler);
-        let again = match harness_run(harness, &c, &state) {
-            Ok(o) => look(&state, &o),
-            Err(e) => {
-                f.check(SC, &label, false, e);
-                break;
-            }
-        };
-        let rl = format!("{label}, re-run after freeing space");
-        check_ending(f, &rl, &state, &again, None);
-        f.check(
-            SC,
-            &format!("{rl}: report.json written"),
-            again.report_written,
-            again.stderr.clone(),
-        );
-        let durable_ending = first
-            .checkpoint
-            .as_ref()
-            .ok()
-            .and_then(|c| c.as_ref())
-            .and_then(|c| c.finished.as_ref())
-            .map(|fin| fin.ending);
-        if let Some(e) = durable_ending {
-            let reported = again.report.as_ref().map(|r| r.ending);
-            f.check(
-                SC,
-                &format!("{rl}: the durable ending is re-reported"),
-                reported == Some(e),
-                format!("first made {e} durable, the re-run reported {reported:?}"),
-            );
-        }
-        let spend = |r: &Option<Report>| r.as_ref().map_or(0.0, |r| r.spend_usd);
-        f.check(
-            SC,
-            &format!("{rl}: spend never decreases"),
-            spend(&again.report) + 1e-9 >= spend(&first.report),
-            format!("{} then {}", spend(&first.report), spend(&again.report)),
-        );
         let had_checkpoint = matches!(first.checkpoint, Ok(Some(_)));
         if !first.report_written && had_checkpoint {
             mid_run += 1;
@@ -660,13 +625,13 @@ fn disk_full(harness: &Path, f: &mut Findings) -> Result<u64, Skip> {
         }
     }
     f.check(
-        SC,
+        DISK_FULL,
         "the tmpfs filled mid-run (a checkpoint landed, the report did not) at some level",
         mid_run >= 1,
         format!("{mid_run} of {levels} levels"),
     );
     f.check(
-        SC,
+        DISK_FULL,
         "some level had room for the whole run",
         whole,
         format!("tried up to {FREE_PAGES_MAX} free pages"),
@@ -674,136 +639,291 @@ fn disk_full(harness: &Path, f: &mut Findings) -> Result<u64, Skip> {
     Ok(levels)
 }
 
+const DISK_FULL: &str = "disk-full";
+
+/// What every fill level shares: the binary, the scratch dir, the tmpfs
+/// and the webhook that must receive the alerts.
+struct DiskFull<'a> {
+    harness: &'a Path,
+    work: &'a Path,
+    mnt: &'a Path,
+    hook: &'a Webhook,
+}
+
+impl DiskFull<'_> {
+    /// One fill level: the run on the full disk, then the same command with
+    /// the space freed. None when the level could not be set up or run (a
+    /// finding says why) and the scenario stops there.
+    fn level(&self, f: &mut Findings, free_pages: u64) -> Option<Seen> {
+        let label = format!("{free_pages} free page(s)");
+        let case_root = self.work.join(format!("case-{free_pages}"));
+        let c = match write_case(
+            &case_root,
+            "disk-full",
+            &format!(r#"command = ["grep", "-q", "CREATE INDEX", "{INDEX_PATH}"]"#),
+            600.0,
+            &format!(
+                "[drift]\nevery_tasks = 2\n\n[alerts]\nwebhook_url = {:?}",
+                self.hook.url
+            ),
+            disk_full_calls(),
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                f.check(
+                    DISK_FULL,
+                    &label,
+                    false,
+                    format!("cannot write the case: {e}"),
+                );
+                return None;
+            }
+        };
+        let state = self.mnt.join("state");
+        let filler = self.mnt.join("filler");
+        let _ = std::fs::remove_dir_all(&state);
+        let _ = std::fs::remove_file(&filler);
+        let fill = avail_bytes(self.mnt)
+            .unwrap_or(0)
+            .saturating_sub(free_pages * PAGE_BYTES);
+        if let Err(e) = std::fs::write(&filler, vec![0u8; fill as usize]) {
+            f.check(
+                DISK_FULL,
+                &label,
+                false,
+                format!("cannot fill the tmpfs: {e}"),
+            );
+            return None;
+        }
+        let posts_before = self.posts().len();
+        let first = self.run(f, &label, &c, &state)?;
+        let posts: Vec<Value> = self.posts()[posts_before..].to_vec();
+        check_ending(f, &label, &state, &first, Some(&posts));
+        // Space is free again: the same command writes the report.
+        let _ = std::fs::remove_file(&filler);
+        let again = self.run(f, &label, &c, &state)?;
+        let rl = format!("{label}, re-run after freeing space");
+        check_rerun(f, &rl, &state, &first, &again);
+        Some(first)
+    }
+
+    fn posts(&self) -> std::sync::MutexGuard<'_, Vec<Value>> {
+        self.hook.bodies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn run(&self, f: &mut Findings, label: &str, c: &CaseDir, state: &Path) -> Option<Seen> {
+        match harness_run(self.harness, c, state) {
+            Ok(o) => Some(look(state, &o)),
+            Err(e) => {
+                f.check(DISK_FULL, label, false, e.to_string());
+                None
+            }
+        }
+    }
+}
+
+/// The re-run with space freed: the guarantees of any ending, a written
+/// report, the durable ending reported again, and spend that never drops.
+fn check_rerun(f: &mut Findings, rl: &str, state: &Path, first: &Seen, again: &Seen) {
+    check_ending(f, rl, state, again, None);
+    f.check(
+        DISK_FULL,
+        &format!("{rl}: report.json written"),
+        again.report_written,
+        again.stderr.clone(),
+    );
+    let durable_ending = first
+        .checkpoint
+        .as_ref()
+        .ok()
+        .and_then(|c| c.as_ref())
+        .and_then(|c| c.finished.as_ref())
+        .map(|fin| fin.ending);
+    if let Some(e) = durable_ending {
+        let reported = again.report.as_ref().map(|r| r.ending);
+        f.check(
+            DISK_FULL,
+            &format!("{rl}: the durable ending is re-reported"),
+            reported == Some(e),
+            format!("first made {e} durable, the re-run reported {reported:?}"),
+        );
+    }
+    let spend = |r: &Option<Report>| r.as_ref().map_or(0.0, |r| r.spend_usd);
+    f.check(
+        DISK_FULL,
+        &format!("{rl}: spend never decreases"),
+        spend(&again.report) + 1e-9 >= spend(&first.report),
+        format!("{} then {}", spend(&first.report), spend(&again.report)),
+    );
+}
+
 // --- slow-check ---
 
-fn slow_check(harness: &Path, f: &mut Findings) -> Vec<Value> {
-    const SC: &str = "slow-check";
-    let work = match tempfile::tempdir() {
-        Ok(w) => w,
-        Err(e) => {
-            f.check(SC, "temp dir", false, e.to_string());
-            return vec![];
-        }
-    };
-    let slow_check_toml = |script: &str| {
-        format!("[checks.slow]\ncommand = [\"sh\", \"-c\", {script:?}]\ntimeout_s = 30\n")
-    };
-    // (what, predicate, extra spec, calls, the in-flight task's expected
-    // parked reason prefix)
-    let scenarios: Vec<(&str, String, String, Vec<ScriptCall>, Option<&str>)> = vec![
-        (
-            "predicate",
-            format!("command = [\"sh\", \"-c\", {SLOW_SCRIPT:?}]"),
-            String::new(),
-            vec![],
-            None,
-        ),
-        (
-            "verify",
-            "command = [\"false\"]".into(),
+const SLOW_CHECK: &str = "slow-check";
+
+/// One slow-check scenario: a case whose check outlives the wall clock.
+struct SlowScenario {
+    what: &'static str,
+    /// The spec's [predicate] command.
+    predicate: String,
+    /// More of the spec ([checks]).
+    extra: String,
+    calls: Vec<ScriptCall>,
+    /// The in-flight task's expected parked reason prefix.
+    parked: Option<&'static str>,
+}
+
+fn slow_check_toml(script: &str) -> String {
+    format!("[checks.slow]\ncommand = [\"sh\", \"-c\", {script:?}]\ntimeout_s = 30\n")
+}
+
+/// The three places a check runs: the predicate, a task's verify and a
+/// `run_check` tool call.
+fn slow_scenarios() -> Vec<SlowScenario> {
+    vec![
+        SlowScenario {
+            what: "predicate",
+            predicate: format!("command = [\"sh\", \"-c\", {SLOW_SCRIPT:?}]"),
+            extra: String::new(),
+            calls: vec![],
+            parked: None,
+        },
+        SlowScenario {
+            what: "verify",
+            predicate: "command = [\"false\"]".into(),
             // Fails fast at admission (nothing done yet), slow after the work.
-            slow_check_toml(&format!("test -f {INDEX_PATH} || exit 1; {SLOW_SCRIPT}")),
-            vec![
+            extra: slow_check_toml(&format!("test -f {INDEX_PATH} || exit 1; {SLOW_SCRIPT}")),
+            calls: vec![
                 said("plan/0", &json!({"tasks": [{"id": "t1", "description": "Add the index, then prove it with the slow suite", "verify": {"kind": "check", "name": "slow"}}]}).to_string()),
                 write_index("execute/t1/a0/0"),
                 said("execute/t1/a0/1", "done"),
             ],
-            Some("not judged"),
-        ),
-        (
-            "run_check tool",
-            format!(r#"command = ["grep", "-q", "CREATE INDEX", "{INDEX_PATH}"]"#),
-            slow_check_toml(SLOW_SCRIPT),
-            vec![
+            parked: Some("not judged"),
+        },
+        SlowScenario {
+            what: "run_check tool",
+            predicate: format!(r#"command = ["grep", "-q", "CREATE INDEX", "{INDEX_PATH}"]"#),
+            extra: slow_check_toml(SLOW_SCRIPT),
+            calls: vec![
                 said("plan/0", &json!({"tasks": [index_task("t1")]}).to_string()),
                 tool("execute/t1/a0/0", "run_check", json!({"name": "slow"})),
                 write_index("execute/t1/a0/1"),
                 said("execute/t1/a0/2", "done"),
             ],
-            Some("run ended (TIME_LIMIT)"),
-        ),
-    ];
+            parked: Some("run ended (TIME_LIMIT)"),
+        },
+    ]
+}
+
+fn slow_check(harness: &Path, f: &mut Findings) -> Vec<Value> {
+    let work = match tempfile::tempdir() {
+        Ok(w) => w,
+        Err(e) => {
+            f.check(SLOW_CHECK, "temp dir", false, e.to_string());
+            return vec![];
+        }
+    };
+    slow_scenarios()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, sc)| slow_one(harness, &work.path().join(format!("slow-{i}")), sc, f))
+        .collect()
+}
+
+/// Run one slow-check scenario and check its ending; its margins, or None
+/// when it could not run (a finding says why).
+fn slow_one(harness: &Path, root: &Path, sc: SlowScenario, f: &mut Findings) -> Option<Value> {
+    let what = sc.what;
+    let c = match write_case(
+        root,
+        "slow",
+        &sc.predicate,
+        SLOW_LIMIT_S,
+        &sc.extra,
+        sc.calls,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            f.check(SLOW_CHECK, what, false, e.to_string());
+            return None;
+        }
+    };
+    let state = root.join("state");
+    let t0 = Instant::now();
+    let out = match harness_run(harness, &c, &state) {
+        Ok(o) => o,
+        Err(e) => {
+            f.check(SLOW_CHECK, what, false, e.to_string());
+            return None;
+        }
+    };
+    let process_ms = t0.elapsed().as_millis() as u64;
+    let s = look(&state, &out);
+    let elapsed = s.report.as_ref().map_or(u64::MAX, |r| r.elapsed_ms);
+    check_slow(f, what, &s, elapsed, process_ms);
+    if let Some(prefix) = sc.parked {
+        let reason = s
+            .report
+            .as_ref()
+            .and_then(|r| r.parked.first())
+            .map_or("", |p| p.reason.as_str());
+        f.check(
+            SLOW_CHECK,
+            &format!("{what}: the task in flight is parked as {prefix:?}"),
+            reason.starts_with(prefix),
+            reason.to_string(),
+        );
+    }
+    f.check(
+        SLOW_CHECK,
+        &format!("{what}: no half-done work after the limit"),
+        what != "run_check tool" || !c.workspace().join(INDEX_PATH).exists(),
+        "the write after the cut run_check must not happen",
+    );
+    let limit_ms = (SLOW_LIMIT_S * 1000.0) as u64;
+    Some(json!({
+        "what": what,
+        "elapsed_ms": elapsed,
+        "over_ms": elapsed.saturating_sub(limit_ms),
+        "process_ms": process_ms,
+    }))
+}
+
+/// TIME_LIMIT, decided and the process gone within the margin, the
+/// predicate not met.
+fn check_slow(f: &mut Findings, what: &str, s: &Seen, elapsed: u64, process_ms: u64) {
     let limit_ms = (SLOW_LIMIT_S * 1000.0) as u64;
     let margin = harness::run_loop::TIME_LIMIT_MARGIN_MS;
-    let mut margins = vec![];
-    for (i, (what, pred, extra, calls, parked)) in scenarios.into_iter().enumerate() {
-        let root = work.path().join(format!("slow-{i}"));
-        let c = match write_case(&root, "slow", &pred, SLOW_LIMIT_S, &extra, calls) {
-            Ok(c) => c,
-            Err(e) => {
-                f.check(SC, what, false, e);
-                continue;
-            }
-        };
-        let state = root.join("state");
-        let t0 = Instant::now();
-        let out = match harness_run(harness, &c, &state) {
-            Ok(o) => o,
-            Err(e) => {
-                f.check(SC, what, false, e);
-                continue;
-            }
-        };
-        let process_ms = t0.elapsed().as_millis() as u64;
-        let s = look(&state, &out);
-        let elapsed = s.report.as_ref().map_or(u64::MAX, |r| r.elapsed_ms);
-        let ctx = format!(
-            "exit {}; report {}",
-            s.code,
-            serde_json::to_string(&s.report).unwrap_or_default()
-        );
-        f.check(
-            SC,
-            &format!("{what}: TIME_LIMIT, exit 2"),
-            s.code == 2
-                && s.report
-                    .as_ref()
-                    .is_some_and(|r| r.ending == Ending::TimeLimit),
-            ctx.clone(),
-        );
-        f.check(
-            SC,
-            &format!("{what}: decided within {margin} ms of the limit"),
-            elapsed <= limit_ms + margin,
-            format!("at {elapsed} ms"),
-        );
-        f.check(
-            SC,
-            &format!("{what}: the process ended within {margin} ms of the limit"),
-            process_ms <= limit_ms + margin,
-            format!("{process_ms} ms"),
-        );
-        f.check(
-            SC,
-            &format!("{what}: the predicate is not met"),
-            s.report.as_ref().is_some_and(|r| !r.predicate_met),
-            ctx.clone(),
-        );
-        if let Some(prefix) = parked {
-            let reason = s
-                .report
+    let ctx = format!(
+        "exit {}; report {}",
+        s.code,
+        serde_json::to_string(&s.report).unwrap_or_default()
+    );
+    f.check(
+        SLOW_CHECK,
+        &format!("{what}: TIME_LIMIT, exit 2"),
+        s.code == 2
+            && s.report
                 .as_ref()
-                .and_then(|r| r.parked.first())
-                .map_or("", |p| p.reason.as_str());
-            f.check(
-                SC,
-                &format!("{what}: the task in flight is parked as {prefix:?}"),
-                reason.starts_with(prefix),
-                reason.to_string(),
-            );
-        }
-        f.check(
-            SC,
-            &format!("{what}: no half-done work after the limit"),
-            what != "run_check tool" || !c.workspace().join(INDEX_PATH).exists(),
-            "the write after the cut run_check must not happen",
-        );
-        margins.push(json!({
-            "what": what,
-            "elapsed_ms": elapsed,
-            "over_ms": elapsed.saturating_sub(limit_ms),
-            "process_ms": process_ms,
-        }));
-    }
-    margins
+                .is_some_and(|r| r.ending == Ending::TimeLimit),
+        ctx.clone(),
+    );
+    f.check(
+        SLOW_CHECK,
+        &format!("{what}: decided within {margin} ms of the limit"),
+        elapsed <= limit_ms + margin,
+        format!("at {elapsed} ms"),
+    );
+    f.check(
+        SLOW_CHECK,
+        &format!("{what}: the process ended within {margin} ms of the limit"),
+        process_ms <= limit_ms + margin,
+        format!("{process_ms} ms"),
+    );
+    f.check(
+        SLOW_CHECK,
+        &format!("{what}: the predicate is not met"),
+        s.report.as_ref().is_some_and(|r| !r.predicate_met),
+        ctx,
+    );
 }

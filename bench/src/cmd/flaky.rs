@@ -13,21 +13,14 @@
 //! written; 2 usage; 3 the suite, the harness or the baseline could not be
 //! loaded.
 
-mod evidence;
-mod plan;
-pub(crate) mod report;
-
 use crate::batch::{self, LaneJob, Reported};
 use crate::events::{CaseMeta, Event, Fanout, Lines, Reporter, Terminal};
 use crate::exit::ExitStatus;
-use crate::known_flaky::Cause;
 use crate::runner::{self, Overlay, RunRecord, Target};
-use crate::stats::reliability::{fisher_fell, pass_hat_k};
-use crate::stats::{wilson, Z95};
 use crate::suite::{self, Case};
+use bench::flaky::report::{FlakyReport, MarkerStatus};
+use bench::flaky::{build_report, plan, read_baseline, Settings};
 use clap::Args;
-use evidence::{Lane, Stability, Trial};
-use report::{Baseline, CaseFlakiness, FlakyReport, LaneResult, MarkerStatus, PassHat, Totals};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -67,36 +60,39 @@ pub fn run(args: FlakyArgs) -> ExitCode {
     batch::block_on("flaky", ExitStatus::Unloadable, run_async(args))
 }
 
-async fn run_async(args: FlakyArgs) -> ExitCode {
+/// What the command runs on, once the arguments are checked and loaded.
+struct Inputs {
+    baseline: Option<HashMap<String, (u64, u64)>>,
+    harness_bin: PathBuf,
+    cases: Vec<Case>,
+    plan: plan::Plan,
+}
+
+/// Check the arguments and load the baseline, the harness and the suite;
+/// Err is the exit code, the reason already printed.
+fn load(args: &FlakyArgs) -> Result<Inputs, ExitCode> {
     if args.reruns == 0 || args.reruns > RERUNS_MAX {
         errln!("bench flaky: --reruns must be 1..={RERUNS_MAX}");
-        return ExitCode::from(ExitStatus::Usage);
+        return Err(ExitCode::from(ExitStatus::Usage));
     }
     if args.max_concurrency == 0 {
         errln!("bench flaky: --max-concurrency must be at least 1");
-        return ExitCode::from(ExitStatus::Usage);
+        return Err(ExitCode::from(ExitStatus::Usage));
     }
+    let unloadable = |e: &dyn std::fmt::Display| {
+        errln!("bench flaky: {e}");
+        ExitCode::from(ExitStatus::Unloadable)
+    };
     let baseline = match args.baseline.as_deref().map(read_baseline).transpose() {
         Ok(b) => b,
         Err(e) => {
             errln!("bench flaky: --baseline: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
+            return Err(ExitCode::from(ExitStatus::Unloadable));
         }
     };
-    let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            errln!("bench flaky: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
-        }
-    };
-    let loaded = match suite::load_suite(&args.suite, args.category.as_deref()) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("bench flaky: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
-        }
-    };
+    let harness_bin = batch::harness_bin(args.harness.as_deref()).map_err(|e| unloadable(&e))?;
+    let loaded =
+        suite::load_suite(&args.suite, args.category.as_deref()).map_err(|e| unloadable(&e))?;
     for e in &loaded.errors {
         errln!("bench flaky: case not loaded: {e}");
     }
@@ -109,14 +105,26 @@ async fn run_async(args: FlakyArgs) -> ExitCode {
             "bench flaky: no cases to run under {}",
             args.suite.display()
         );
-        return ExitCode::from(ExitStatus::Unloadable);
+        return Err(ExitCode::from(ExitStatus::Unloadable));
     }
-    let plan = match plan::Plan::new(&cases, args.reruns) {
-        Ok(p) => p,
-        Err(e) => {
-            errln!("bench flaky: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
-        }
+    let plan = plan::Plan::new(&cases, args.reruns).map_err(|e| unloadable(&e))?;
+    Ok(Inputs {
+        baseline,
+        harness_bin,
+        cases,
+        plan,
+    })
+}
+
+async fn run_async(args: FlakyArgs) -> ExitCode {
+    let Inputs {
+        baseline,
+        harness_bin,
+        cases,
+        plan,
+    } = match load(&args) {
+        Ok(i) => i,
+        Err(code) => return code,
     };
     if let Err(e) = std::fs::create_dir_all(&args.out) {
         errln!("bench flaky: cannot create {}: {e}", args.out.display());
@@ -135,12 +143,38 @@ async fn run_async(args: FlakyArgs) -> ExitCode {
     )
     .await;
     let wall_ms = t0.elapsed().as_millis() as u64;
-    let report = build_report(&args, &cases, &plan, &records, baseline.as_ref(), wall_ms);
+    let settings = Settings {
+        suite: &args.suite,
+        reruns: args.reruns,
+        baseline: args.baseline.as_deref(),
+    };
+    let report = build_report(
+        &settings,
+        &cases,
+        &plan,
+        &records,
+        baseline.as_ref(),
+        wall_ms,
+    );
     let written = std::fs::write(
         out.join("flaky.json"),
         serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
     )
     .and_then(|_| std::fs::write(out.join("flaky.md"), report.markdown()));
+    print_outcome(&report, wall_ms, &out);
+    if let Err(e) = written {
+        errln!(
+            "bench flaky: cannot write the report under {}: {e}",
+            out.display()
+        );
+        return ExitCode::from(ExitStatus::WriteFailed);
+    }
+    ExitCode::from(ExitStatus::gate(report.passed, ExitStatus::Failed))
+}
+
+/// The table, each case flaky beyond its marker with its remedy, each
+/// marker that no longer reproduces, and the one-line verdict.
+fn print_outcome(report: &FlakyReport, wall_ms: u64, out: &Path) {
     outln!("{}", report.table());
     for c in report
         .cases
@@ -177,14 +211,6 @@ async fn run_async(args: FlakyArgs) -> ExitCode {
         wall_ms as f64 / 1000.0,
         out.join("flaky.md").display()
     );
-    if let Err(e) = written {
-        errln!(
-            "bench flaky: cannot write the report under {}: {e}",
-            out.display()
-        );
-        return ExitCode::from(ExitStatus::WriteFailed);
-    }
-    ExitCode::from(ExitStatus::gate(report.passed, ExitStatus::Failed))
 }
 
 /// Every rerun of the plan on one pool (the batch's one place events are
@@ -301,233 +327,5 @@ impl Reporter for CaseProgress {
                 }
             }
         }
-    }
-}
-
-/// A previous run's per-case (passed, runs): flaky.json's runs as written,
-/// or a `bench run` summary's runs.
-fn read_baseline(dir: &Path) -> Result<HashMap<String, (u64, u64)>, String> {
-    let read = |name: &str| -> Option<Result<String, String>> {
-        let p = dir.join(name);
-        p.exists()
-            .then(|| std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display())))
-    };
-    let named = |name: &str, e: strict::Error| {
-        format!(
-            "{}: field `{}`: {}",
-            dir.join(name).display(),
-            e.field().unwrap_or_else(|| "(file)".into()),
-            e.message
-        )
-    };
-    if let Some(text) = read("flaky.json") {
-        let r: FlakyReport =
-            strict::from_str(strict::Format::Json, &text?).map_err(|e| named("flaky.json", e))?;
-        return Ok(r
-            .cases
-            .into_iter()
-            .map(|c| (c.id, (c.passed, c.runs)))
-            .collect());
-    }
-    if let Some(text) = read("summary.json") {
-        let s: crate::summary::Summary =
-            strict::from_str(strict::Format::Json, &text?).map_err(|e| named("summary.json", e))?;
-        return Ok(s
-            .cases
-            .into_iter()
-            .map(|c| {
-                let p = c.runs.iter().filter(|r| r.passed).count() as u64;
-                (c.id, (p, c.runs.len() as u64))
-            })
-            .collect());
-    }
-    Err(format!(
-        "{}: neither flaky.json nor summary.json is there",
-        dir.display()
-    ))
-}
-
-fn mean(xs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let v: Vec<f64> = xs.collect::<Option<Vec<f64>>>()?;
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-fn build_report(
-    args: &FlakyArgs,
-    cases: &[Case],
-    plan: &plan::Plan,
-    records: &[Vec<RunRecord>],
-    baseline: Option<&HashMap<String, (u64, u64)>>,
-    wall_ms: u64,
-) -> FlakyReport {
-    let n = args.reruns as u64;
-    let mut out: Vec<CaseFlakiness> = vec![];
-    for (ci, c) in cases.iter().enumerate() {
-        let recs = records.get(ci).map(Vec::as_slice).unwrap_or(&[]);
-        let by_run: HashMap<u32, &RunRecord> = recs.iter().map(|r| (r.run, r)).collect();
-        let variants = c.cassette.runs.len().max(1) as u32;
-        let mut trials: Vec<Trial> = vec![];
-        for r in plan.reruns.iter().filter(|r| r.case == ci) {
-            let Some(rec) = by_run.get(&r.url_run) else {
-                continue;
-            };
-            let served = if r.lane == Lane::AsWritten {
-                r.url_run
-            } else {
-                0
-            };
-            trials.push(Trial {
-                lane: r.lane,
-                rerun: r.rerun,
-                variant: served % variants,
-                setting: r.setting,
-                failure: evidence::failure_of(c, rec),
-                bench_fault: rec.bench_fault.is_some(),
-                latency_ms: rec.latency_ms,
-                score: rec.score,
-            });
-        }
-        let finding = evidence::find(&trials, c.file.faults.is_some());
-        let lanes: Vec<LaneResult> = Lane::ALL
-            .into_iter()
-            .filter_map(|lane| {
-                let ts: Vec<&Trial> = trials.iter().filter(|t| t.lane == lane).collect();
-                if ts.is_empty() {
-                    return None;
-                }
-                let ev: Vec<&&Trial> = ts.iter().filter(|t| !t.bench_fault).collect();
-                let settings: Vec<f64> = ts.iter().filter_map(|t| t.setting).collect();
-                let varied = match lane {
-                    Lane::AsWritten => {
-                        format!("run r replays variant r % {variants}, with run r's fault draws")
-                    }
-                    Lane::Identical => "run 0's variant and fault draws every time".into(),
-                    Lane::FaultSeeds => format!(
-                        "run 0's variant, fault seeds {}..{}",
-                        settings.first().copied().unwrap_or(0.0),
-                        settings.last().copied().unwrap_or(0.0)
-                    ),
-                    Lane::Latency => format!(
-                        "run 0's variant, replayed latency x{:.2}..x{:.2}",
-                        settings.first().copied().unwrap_or(1.0),
-                        settings.last().copied().unwrap_or(1.0)
-                    ),
-                };
-                Some(LaneResult {
-                    lane,
-                    runs: ev.len() as u64,
-                    passed: ev.iter().filter(|t| t.failure.is_none()).count() as u64,
-                    bench_faults: (ts.len() - ev.len()) as u64,
-                    varied,
-                })
-            })
-            .collect();
-        let aw = lanes.iter().find(|l| l.lane == Lane::AsWritten);
-        let (passed, runs) = aw.map(|l| (l.passed, l.runs)).unwrap_or((0, 0));
-        let (lo, hi) = wilson(passed, runs, Z95);
-        let pass_hat = PassHat {
-            k1: pass_hat_k(passed, runs, 1),
-            k3: pass_hat_k(passed, runs, 3),
-            kn: pass_hat_k(passed, runs, n),
-        };
-        let marker = c.file.known_flaky.clone();
-        let marker_status = match (finding.stability, &marker, finding.cause) {
-            (Stability::Flaky, Some(m), Some(cause)) if m.cause == cause => MarkerStatus::Known,
-            (Stability::Flaky, _, _) => MarkerStatus::BeyondMarker,
-            (_, Some(_), _) => MarkerStatus::Fixed,
-            (_, None, _) => MarkerStatus::Clean,
-        };
-        let base = baseline.and_then(|b| b.get(c.id())).map(|&(bp, bn)| {
-            let fell = runs > 0
-                && bn > 0
-                && (passed as f64 / runs as f64) < (bp as f64 / bn as f64) - 1e-12;
-            Baseline {
-                passed: bp,
-                runs: bn,
-                fell,
-                p_value: if fell {
-                    fisher_fell(passed, runs, bp, bn)
-                } else {
-                    None
-                },
-            }
-        });
-        let example_failure = recs
-            .iter()
-            .find(|r| !r.passed && r.bench_fault.is_none())
-            .map(|r| r.state_dir.clone());
-        out.push(CaseFlakiness {
-            id: c.id().to_string(),
-            category: c.category().to_string(),
-            title: c.file.title.clone(),
-            runs,
-            passed,
-            pass_rate: if runs == 0 {
-                0.0
-            } else {
-                passed as f64 / runs as f64
-            },
-            wilson_95: [lo, hi],
-            pass_hat,
-            stability: finding.stability,
-            cause: finding.cause,
-            evidence: finding.evidence,
-            remedy: finding.cause.map(|x| x.remedy().to_string()),
-            marker,
-            marker_status,
-            lanes,
-            not_run: plan.skipped[ci]
-                .iter()
-                .map(|(l, why)| format!("{}: {why}", l.as_str()))
-                .collect(),
-            baseline: base,
-            example_failure,
-        });
-    }
-    out.sort_by(|a, b| {
-        let key = |c: &CaseFlakiness| (c.pass_hat.kn.unwrap_or(0.0), c.pass_rate);
-        key(a)
-            .partial_cmp(&key(b))
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.id.cmp(&b.id))
-    });
-    let count = |f: &dyn Fn(&CaseFlakiness) -> bool| out.iter().filter(|c| f(c)).count() as u64;
-    let mut by_cause = std::collections::BTreeMap::<Cause, u64>::new();
-    for c in out.iter().filter(|c| c.stability == Stability::Flaky) {
-        if let Some(x) = c.cause {
-            *by_cause.entry(x).or_default() += 1;
-        }
-    }
-    let totals = Totals {
-        cases: out.len() as u64,
-        flaky: count(&|c| c.stability == Stability::Flaky),
-        known: count(&|c| c.marker_status == MarkerStatus::Known),
-        beyond_marker: count(&|c| c.marker_status == MarkerStatus::BeyondMarker),
-        fixed: count(&|c| c.marker_status == MarkerStatus::Fixed),
-        fails_every_run: count(&|c| c.stability == Stability::FailsEveryRun),
-        bench_faults: records
-            .iter()
-            .flatten()
-            .filter(|r| r.bench_fault.is_some())
-            .count() as u64,
-        by_cause,
-        pass_hat: PassHat {
-            k1: mean(out.iter().map(|c| c.pass_hat.k1)),
-            k3: mean(out.iter().map(|c| c.pass_hat.k3)),
-            kn: mean(out.iter().map(|c| c.pass_hat.kn)),
-        },
-    };
-    FlakyReport {
-        schema_version: report::SCHEMA_VERSION,
-        schema: report::SCHEMA.into(),
-        suite: args.suite.display().to_string(),
-        git_rev: crate::summary::git_rev(&args.suite),
-        reruns: args.reruns,
-        passed: totals.beyond_marker == 0,
-        totals,
-        case_runs: records.iter().map(|r| r.len() as u64).sum(),
-        wall_ms,
-        baseline: args.baseline.as_ref().map(|p| p.display().to_string()),
-        cases: out,
     }
 }

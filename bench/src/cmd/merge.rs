@@ -23,8 +23,89 @@ pub struct MergeArgs {
     pub junit: Option<PathBuf>,
 }
 
-pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
-    let first = parts.first().ok_or("no shards given")?;
+/// Why the shards do not merge into one run; the text is what the command
+/// prints.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("no shards given")]
+    NoShards,
+    #[error("shard {shard} has config hash {hash} but shard 1 has {first}: not the same suite and settings")]
+    ConfigHash {
+        shard: usize,
+        hash: String,
+        first: String,
+    },
+    #[error("shard {shard} was asked for categories {asked:?} but shard 1 for {first:?}: not the same run")]
+    Categories {
+        shard: usize,
+        asked: Vec<String>,
+        first: Vec<String>,
+    },
+    #[error("shard {0} was run over a different case list")]
+    CaseList(usize),
+    #[error("case {0} appears in more than one shard")]
+    Duplicate(String),
+    #[error("the shards are not complete: missing {0:?}")]
+    Missing(Vec<String>),
+    #[error("the shards record no required categories (categories_required is empty): cannot check the merge is the whole gate")]
+    NoRequired,
+    #[error(
+        "the shards' union lacks a case of {lacking:?}, which the run was asked for ({required:?})"
+    )]
+    Lacking {
+        lacking: Vec<String>,
+        required: Vec<String>,
+    },
+}
+
+/// Shard `i` (0-based) was made by the same run as the first: same config,
+/// same categories asked for, same case list.
+fn same_run(i: usize, p: &Summary, first: &Summary) -> Result<(), MergeError> {
+    if p.config_hash != first.config_hash {
+        return Err(MergeError::ConfigHash {
+            shard: i + 1,
+            hash: p.config_hash.to_string(),
+            first: first.config_hash.to_string(),
+        });
+    }
+    if p.categories_required != first.categories_required {
+        return Err(MergeError::Categories {
+            shard: i + 1,
+            asked: p.categories_required.clone(),
+            first: first.categories_required.clone(),
+        });
+    }
+    if p.suite_case_ids != first.suite_case_ids {
+        return Err(MergeError::CaseList(i + 1));
+    }
+    Ok(())
+}
+
+/// The shards record what the run was asked for; their union must hold a
+/// case of each such category (a shard run over a suite that lost a
+/// category must not merge into a passing gate).
+fn whole_gate(merged: &Summary, first: &Summary) -> Result<(), MergeError> {
+    let present: BTreeSet<&str> = merged.cases.iter().map(|c| c.category.as_str()).collect();
+    let lacking: Vec<String> = first
+        .categories_required
+        .iter()
+        .filter(|c| !present.contains(c.as_str()))
+        .cloned()
+        .collect();
+    if first.categories_required.is_empty() {
+        return Err(MergeError::NoRequired);
+    }
+    if !lacking.is_empty() {
+        return Err(MergeError::Lacking {
+            lacking,
+            required: first.categories_required.clone(),
+        });
+    }
+    Ok(())
+}
+
+pub fn merge(parts: Vec<Summary>) -> Result<Summary, MergeError> {
+    let first = parts.first().ok_or(MergeError::NoShards)?;
     let mut seen = BTreeSet::new();
     let mut merged = Summary {
         schema_version: crate::summary::SCHEMA_VERSION,
@@ -35,31 +116,10 @@ pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
         ..first.clone()
     };
     for (i, p) in parts.iter().enumerate() {
-        if p.config_hash != first.config_hash {
-            return Err(format!(
-                "shard {} has config hash {} but shard 1 has {}: not the same suite and settings",
-                i + 1,
-                p.config_hash,
-                first.config_hash
-            ));
-        }
-        if p.categories_required != first.categories_required {
-            return Err(format!(
-                "shard {} was asked for categories {:?} but shard 1 for {:?}: not the same run",
-                i + 1,
-                p.categories_required,
-                first.categories_required
-            ));
-        }
-        if p.suite_case_ids != first.suite_case_ids {
-            return Err(format!(
-                "shard {} was run over a different case list",
-                i + 1
-            ));
-        }
+        same_run(i, p, first)?;
         for c in &p.cases {
             if !seen.insert(c.id.clone()) {
-                return Err(format!("case {} appears in more than one shard", c.id));
+                return Err(MergeError::Duplicate(c.id.clone()));
             }
             merged.cases.push(c.clone());
         }
@@ -71,28 +131,11 @@ pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
         merged.wall_ms = merged.wall_ms.max(p.wall_ms);
     }
     let want: BTreeSet<String> = first.suite_case_ids.iter().cloned().collect();
-    let missing: Vec<&String> = want.difference(&seen).collect();
+    let missing: Vec<String> = want.difference(&seen).cloned().collect();
     if !missing.is_empty() {
-        return Err(format!("the shards are not complete: missing {missing:?}"));
+        return Err(MergeError::Missing(missing));
     }
-    // The shards record what the run was asked for; their union must hold
-    // a case of each such category (a shard run over a suite that lost a
-    // category must not merge into a passing gate).
-    let present: BTreeSet<&str> = merged.cases.iter().map(|c| c.category.as_str()).collect();
-    let lacking: Vec<&String> = first
-        .categories_required
-        .iter()
-        .filter(|c| !present.contains(c.as_str()))
-        .collect();
-    if first.categories_required.is_empty() {
-        return Err("the shards record no required categories (categories_required is empty): cannot check the merge is the whole gate".into());
-    }
-    if !lacking.is_empty() {
-        return Err(format!(
-            "the shards' union lacks a case of {lacking:?}, which the run was asked for ({:?})",
-            first.categories_required
-        ));
-    }
+    whole_gate(&merged, first)?;
     merged.finish();
     merged.case_runs_per_s = if merged.wall_ms == 0 {
         0.0
@@ -220,7 +263,7 @@ mod tests {
             shard(vec![case("a", "happy"), case("b", "edge")], &ids, &four),
             shard(vec![case("c", "regression")], &ids, &four),
         ];
-        let e = merge(parts).unwrap_err();
+        let e = merge(parts).unwrap_err().to_string();
         assert!(e.contains("lacks a case of [\"adversarial\"]"), "{e}");
         // The same shards asked for three categories merge.
         let three = ["happy", "edge", "regression"];
@@ -236,9 +279,15 @@ mod tests {
             shard(vec![case("a", "happy"), case("b", "edge")], &ids, &three),
             shard(vec![case("c", "regression")], &ids, &four),
         ];
-        assert!(merge(parts).unwrap_err().contains("asked for categories"));
+        assert!(merge(parts)
+            .unwrap_err()
+            .to_string()
+            .contains("asked for categories"));
         // A shard that records nothing required cannot vouch for the gate.
         let parts = vec![shard(vec![case("a", "happy")], &["a"], &[])];
-        assert!(merge(parts).unwrap_err().contains("categories_required"));
+        assert!(merge(parts)
+            .unwrap_err()
+            .to_string()
+            .contains("categories_required"));
     }
 }

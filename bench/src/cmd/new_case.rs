@@ -61,54 +61,101 @@ pub fn run(args: NewCaseArgs) -> ExitCode {
     }
 }
 
+/// Why `bench new-case` wrote nothing (exit 2); the text is what it prints.
+#[derive(Debug, thiserror::Error)]
+enum NewCaseError {
+    #[error("--category {0:?}: expected one of {all}", all = CATEGORIES.join(", "))]
+    Category(String),
+    #[error("--id {0:?}: expected 1-128 characters of A-Z a-z 0-9 - _ . (it is a directory name and a URL segment), not starting with '.'")]
+    Id(String),
+    #[error("--id {id:?}: {} already exists", .existing.display())]
+    Exists { id: String, existing: PathBuf },
+    #[error("{}: {source}", .path.display())]
+    At {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The scenario did not compile (bench script's message).
+    #[error("{0}")]
+    Compile(String),
+    #[error("the new case does not load: {0}")]
+    DoesNotLoad(bench::suite::LoadError),
+    #[error("cannot move the case into {}: {source}", .dir.display())]
+    Move {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--from {}: no {file}; expected a scripted case directory (case.toml, run.toml, scenario.json)", .from.display())]
+    NotScripted { from: PathBuf, file: &'static str },
+    #[error("--from {}: {source}", .from.display())]
+    Copy {
+        from: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("{}: {source}", .path.display())]
+    Scenario {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("checks/changelog.sh: {0}")]
+    Chmod(#[source] std::io::Error),
+}
+
+/// An io error named by the path it happened at.
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> NewCaseError + '_ {
+    move |source| NewCaseError::At {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// Write the case into a temp dir beside its final place, compile and load
 /// it there, then rename it into place: a refusal at any step leaves
 /// nothing behind.
-fn create(args: &NewCaseArgs) -> Result<PathBuf, String> {
+fn create(args: &NewCaseArgs) -> Result<PathBuf, NewCaseError> {
     if !CATEGORIES.contains(&args.category.as_str()) {
-        return Err(format!(
-            "--category {:?}: expected one of {}",
-            args.category,
-            CATEGORIES.join(", ")
-        ));
+        return Err(NewCaseError::Category(args.category.clone()));
     }
     if !valid_id(&args.id) {
-        return Err(format!(
-            "--id {:?}: expected 1-128 characters of A-Z a-z 0-9 - _ . (it is a directory name and a URL segment), not starting with '.'",
-            args.id
-        ));
+        return Err(NewCaseError::Id(args.id.clone()));
     }
     if let Some(existing) = CATEGORIES
         .iter()
         .map(|c| args.suite.join(c).join(&args.id))
         .find(|d| d.exists())
     {
-        return Err(format!(
-            "--id {:?}: {} already exists",
-            args.id,
-            existing.display()
-        ));
+        return Err(NewCaseError::Exists {
+            id: args.id.clone(),
+            existing,
+        });
     }
     let parent = args.suite.join(&args.category);
-    std::fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    std::fs::create_dir_all(&parent).map_err(at(&parent))?;
     // `<category>/.new-case-XXXX/<id>`: the loader wants the directory
     // named as the id; the rename into place is then one step.
     let tmp = tempfile::Builder::new()
         .prefix(".new-case-")
         .tempdir_in(&parent)
-        .map_err(|e| format!("{}: {e}", parent.display()))?;
+        .map_err(at(&parent))?;
     let work = tmp.path().join(&args.id);
     let schemas = schemas_from_case(&args.suite);
     match &args.from {
         Some(from) => copy_case(from, &work, &args.id, &args.category, schemas.as_deref())?,
         None => write_template(&work, &args.id, &args.category, schemas.as_deref())?,
     }
-    scripted::write_compiled(&work.join("scenario.json"), &work.join("cassette.json"))?;
+    scripted::write_compiled(&work.join("scenario.json"), &work.join("cassette.json"))
+        .map_err(NewCaseError::Compile)?;
     bench::suite::load_case(&work, &args.category, &bench::suite::report_fields())
-        .map_err(|e| format!("the new case does not load: {e}"))?;
+        .map_err(NewCaseError::DoesNotLoad)?;
     let dir = parent.join(&args.id);
-    std::fs::rename(&work, &dir)
-        .map_err(|e| format!("cannot move the case into {}: {e}", dir.display()))?;
+    std::fs::rename(&work, &dir).map_err(|source| NewCaseError::Move {
+        dir: dir.clone(),
+        source,
+    })?;
     Ok(dir)
 }
 
@@ -130,19 +177,21 @@ fn copy_case(
     id: &str,
     category: &str,
     schemas: Option<&str>,
-) -> Result<(), String> {
-    for f in ["case.toml", "run.toml", "scenario.json"] {
-        if !from.join(f).is_file() {
-            return Err(format!(
-                "--from {}: no {f}; expected a scripted case directory (case.toml, run.toml, scenario.json)",
-                from.display()
-            ));
+) -> Result<(), NewCaseError> {
+    for file in ["case.toml", "run.toml", "scenario.json"] {
+        if !from.join(file).is_file() {
+            return Err(NewCaseError::NotScripted {
+                from: from.to_path_buf(),
+                file,
+            });
         }
     }
-    harness::workspace::copy_tree(from, to)
-        .map_err(|e| format!("--from {}: {e}", from.display()))?;
+    harness::workspace::copy_tree(from, to).map_err(|source| NewCaseError::Copy {
+        from: from.to_path_buf(),
+        source,
+    })?;
     let _ = std::fs::remove_file(to.join("cassette.json"));
-    let case_toml = std::fs::read_to_string(to.join("case.toml")).map_err(|e| e.to_string())?;
+    let case_toml = std::fs::read_to_string(to.join("case.toml"))?;
     let case_toml: String = case_toml
         .lines()
         .map(|l| {
@@ -159,19 +208,21 @@ fn copy_case(
         .collect::<Vec<_>>()
         .join("\n")
         + "\n";
-    std::fs::write(to.join("case.toml"), case_toml).map_err(|e| e.to_string())?;
+    std::fs::write(to.join("case.toml"), case_toml)?;
     let sc_path = to.join("scenario.json");
-    let mut sc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&sc_path).map_err(|e| e.to_string())?)
-            .map_err(|e| format!("{}: {e}", sc_path.display()))?;
+    let mut sc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sc_path)?)
+        .map_err(|source| NewCaseError::Scenario {
+            path: sc_path.clone(),
+            source,
+        })?;
     sc["case"] = serde_json::Value::String(id.into());
     if let (Some(obj), Some(d)) = (sc.as_object_mut(), schemas) {
         if obj.contains_key("$schema") {
             obj.insert("$schema".into(), format!("{d}/scenario.schema.json").into());
         }
     }
-    let text = serde_json::to_string_pretty(&sc).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(&sc_path, text).map_err(|e| e.to_string())
+    let text = serde_json::to_string_pretty(&sc)? + "\n";
+    Ok(std::fs::write(&sc_path, text)?)
 }
 
 /// docs/schemas/ as a case directory of `suite` reaches it (`../../../docs/schemas`
@@ -206,13 +257,13 @@ fn write_template(
     id: &str,
     category: &str,
     schemas: Option<&str>,
-) -> Result<(), String> {
-    let w = |rel: &str, text: &str| -> Result<(), String> {
+) -> Result<(), NewCaseError> {
+    let w = |rel: &str, text: &str| -> Result<(), NewCaseError> {
         let p = dir.join(rel);
         if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(at(parent))?;
         }
-        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+        std::fs::write(&p, text).map_err(at(&p))
     };
     w(
         "case.toml",
@@ -230,7 +281,7 @@ fn write_template(
         dir.join("checks/changelog.sh"),
         std::fs::Permissions::from_mode(0o755),
     )
-    .map_err(|e| format!("checks/changelog.sh: {e}"))
+    .map_err(NewCaseError::Chmod)
 }
 
 /// The line the template's agent adds, and its check greps.

@@ -1,32 +1,14 @@
 //! `bench price`: a night's cost derived from first principles, as the seed
-//! does it. Input per call grows linearly (the whole conversation is re-sent),
-//! so input per task is a triangle sum and cost grows with the square of the
-//! loop length. Every kind of call is priced on a price table, with headroom
-//! to the cap and cost per verified task at the pass rate.
-//!
-//! The seed gives the execution-call sizes and the drift-check total ($0.35
-//! for 8 Opus calls); it leaves the sizes of the verification, replan and
-//! compaction calls open. The defaults chosen here (documented on each flag)
-//! reproduce its $22.01 night: verification 2,500 in / 300 out; drift 4,000 in
-//! / 950 out; replan 8,000 in / 1,000 out; compaction 45,000 in / 2,860 out.
-//!
-//! That compaction size is the seed's, not the harness's. The row "compaction
-//! at the harness's [memory] settings" prices it from what the harness does:
-//! one request is `agent::compact_request` (COMPACT_SYSTEM, the goal, the
-//! history) with the history just over `compact_above_tokens` (the harness's
-//! bytes / 4 estimate), at most `compact_max_tokens` out; how many a night
-//! makes follows from how big a history line really is, `RunState`'s own
-//! `push_history` (which keeps `HISTORY_SUMMARY_MAX_LINES`) and
-//! `compact_every_tasks_min`.
+//! does it (the model, and why its defaults are the seed's, is
+//! `bench::price`). This is its command line, its table and its files.
 
 use clap::Args;
-use serde::Serialize;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::exit::ExitStatus;
-use crate::prices::{default_prices, P};
+use crate::prices::default_prices;
+use bench::price::{load_prices, price, Inputs, Priced, DEMO_GOAL, HISTORY_LINE_BYTES_MEASURED};
 
 #[derive(Args, Debug, Clone)]
 pub struct PriceArgs {
@@ -98,445 +80,37 @@ pub struct PriceArgs {
     pub out: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Line {
-    pub kind: String,
-    pub calls: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub usd: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Night {
-    pub input_per_task: u64,
-    pub lines: Vec<Line>,
-    pub total_usd: f64,
-    pub headroom_usd: f64,
-    pub verified_tasks: f64,
-    pub cost_per_verified_usd: f64,
-}
-
-/// The longest history line (bytes as `RunState::history_bytes` counts them)
-/// in the checkpoints of real runs, measured 2026-12-02: `bench run --suite
-/// suites/live --runs-per-case 3` (SmolLM2-135M's recorded traffic: 74 lines,
-/// median 128, longest 198, a parked task with a long id and reason) and the
-/// four scripted categories, one run each (176 lines, median 76, longest
-/// 178). The longest, so the row errs toward more compactions.
-pub const HISTORY_LINE_BYTES_MEASURED: u64 = 198;
-
-/// `suites/demo/p95-index`'s goal: what the compaction request carries
-/// besides the system text and the history (a few dozen bytes of ~32 KB).
-pub const DEMO_GOAL: &str = "Reduce p95 latency on /api/search to under 200ms.";
-
-/// Compaction priced at the harness's real `[memory]` settings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CompactionAtSettings {
-    pub tasks: u64,
-    pub compact_above_tokens: u64,
-    pub compact_max_tokens: u32,
-    pub compact_every_tasks_min: u64,
-    pub history_line_bytes: u64,
-    /// The history after the night's last task with no compaction (bytes,
-    /// and tokens by the harness's bytes / 4), `HISTORY_SUMMARY_MAX_LINES`
-    /// lines at most.
-    pub history_bytes_at_end: u64,
-    pub history_tokens_at_end: u64,
-    /// How many tasks until the history first passes the bound; None when
-    /// `HISTORY_SUMMARY_MAX_LINES` lines of this size never do.
-    pub tasks_to_first_compaction: Option<u64>,
-    /// One compaction request with the history just over the bound: its
-    /// prompt's bytes / 4, and its output bound.
-    pub input_tokens_per_call: u64,
-    pub output_tokens_per_call: u64,
-    pub usd_per_call: f64,
-    /// The night's compactions: at most this many (each summary taken as
-    /// large as the harness accepts, so the next comes as soon as it can).
-    pub line: Line,
-    pub note: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WhatIf {
-    pub row: String,
-    pub total_usd: f64,
-    pub saves_usd: f64,
-    pub note: String,
-}
-
-/// Input tokens of one task: sum over calls t = 1..n of first + (t-1) growth.
-pub fn input_per_task(first: u64, growth: u64, n: u64) -> u64 {
-    n * first + growth * n * n.saturating_sub(1) / 2
-}
-
-fn usd(p: P, input: u64, output: u64) -> f64 {
-    (input as f64 * p.input + output as f64 * p.output) / 1e6
-}
-
-fn pair(s: &str, flag: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once(',')
-        .ok_or_else(|| format!("--{flag}: expected <input>,<output> tokens, found {s:?}"))?;
-    Ok((
-        a.trim()
-            .parse()
-            .map_err(|_| format!("--{flag}: {a:?} is not a token count"))?,
-        b.trim()
-            .parse()
-            .map_err(|_| format!("--{flag}: {b:?} is not a token count"))?,
-    ))
-}
-
-pub struct Priced {
-    pub night: Night,
-    pub what_ifs: Vec<WhatIf>,
-    pub compaction_at_settings: CompactionAtSettings,
-}
-
-/// Lines of `line_bytes` each (as `RunState::history_bytes` counts a line:
-/// its text + 3) that add up to exactly `total` bytes (`total` >= 4): the
-/// last one shorter, or up to 3 bytes longer when what is left could not be
-/// a line of its own.
-fn history_of(total: u64, line_bytes: u64) -> Vec<String> {
-    let per = line_bytes.max(4);
-    let (n, rest) = (total / per, total % per);
-    let mut lines: Vec<u64> = vec![per; n as usize];
-    match (rest, lines.last_mut()) {
-        (0, _) => {}
-        (4.., _) => lines.push(rest),
-        (_, Some(last)) => *last += rest,
-        (_, None) => {}
-    }
-    lines.iter().map(|b| "x".repeat((b - 3) as usize)).collect()
-}
-
-/// The largest summary the harness keeps in place of a history of
-/// `bytes_before` bytes: smaller than it (the loop's "not smaller" rule),
-/// lines of at most `COMPACT_LINE_MAX_CHARS`, the text at most
-/// `COMPACT_SUMMARY_MAX_BYTES` and `HISTORY_SUMMARY_MAX_LINES` lines
-/// (`agent::parse_compaction`).
-fn largest_summary(bytes_before: u64) -> Vec<String> {
-    use harness::agent::{COMPACT_LINE_MAX_CHARS, COMPACT_SUMMARY_MAX_BYTES};
-    let target = bytes_before.saturating_sub(1);
-    let per = COMPACT_LINE_MAX_CHARS as u64 + 3;
-    let mut lines: Vec<String> = vec!["x".repeat(COMPACT_LINE_MAX_CHARS); (target / per) as usize];
-    if target % per >= 4 {
-        lines.push("x".repeat((target % per - 3) as usize));
-    }
-    lines.truncate(harness::state::HISTORY_SUMMARY_MAX_LINES);
-    // The summary text is the lines joined by newlines.
-    while lines
-        .iter()
-        .map(|l| l.len() + 1)
-        .sum::<usize>()
-        .saturating_sub(1)
-        > COMPACT_SUMMARY_MAX_BYTES
-    {
-        lines.pop();
-    }
-    lines
-}
-
-/// The compaction request's input tokens for `history`: the prompt
-/// `agent::compact_request` builds (system text and user turn), by the
-/// harness's bytes / 4 estimate.
-fn compact_input_tokens(goal: &harness::goal::Goal, history: &[String], max_tokens: u32) -> u64 {
-    let req = harness::agent::compact_request(goal, "m", history, max_tokens, "compact/0".into());
-    let user: usize = req
-        .turns
-        .iter()
-        .map(|t| match t {
-            harness::model::types::Turn::User { text } => text.len(),
-            _ => 0,
-        })
-        .sum();
-    (req.system.len() + user) as u64 / 4
-}
-
-/// Compaction in a night of `a.tasks` tasks at the harness's `[memory]`
-/// settings: the history grows by one line a task (`RunState::push_history`,
-/// which keeps the last `HISTORY_SUMMARY_MAX_LINES`), and a compaction comes
-/// when its bytes / 4 pass `compact_above_tokens` and the last one was at
-/// least `compact_every_tasks_min` tasks ago (`Runner::compaction_due`).
-fn compaction_at_settings(a: &PriceArgs, p: P) -> CompactionAtSettings {
-    let goal = harness::goal::Goal::new(a.goal.clone());
-    let over = |bytes: u64| bytes / 4 > a.compact_above_tokens;
-    let line = "x".repeat(a.history_line_bytes.saturating_sub(3) as usize);
-    let mut s = harness::state::RunState::new(String::new(), String::new(), 0);
-    let (mut calls, mut input, mut last, mut first) = (0u64, 0u64, None::<u64>, None::<u64>);
-    for step in 1..=a.tasks {
-        s.push_history(line.clone());
-        let bytes = s.history_bytes();
-        let spaced = last.is_none_or(|l| step - l >= a.compact_every_tasks_min);
-        if over(bytes) && spaced {
-            calls += 1;
-            input += compact_input_tokens(&goal, &s.history_summary, a.compact_max_tokens);
-            s.history_summary = largest_summary(bytes);
-            last = Some(step);
-            first.get_or_insert(step);
+impl PriceArgs {
+    /// The model's inputs: every flag but the files.
+    pub fn inputs(&self) -> Inputs {
+        Inputs {
+            tasks: self.tasks,
+            calls_per_task: self.calls_per_task,
+            first_call_tokens: self.first_call_tokens,
+            growth_tokens: self.growth_tokens,
+            output_tokens_per_task: self.output_tokens_per_task,
+            pass_rate: self.pass_rate,
+            cap: self.cap,
+            model: self.model.clone(),
+            cheap_model: self.cheap_model.clone(),
+            drift_every: self.drift_every,
+            replans: self.replans,
+            compactions: self.compactions,
+            verify_call: self.verify_call.clone(),
+            drift_call: self.drift_call.clone(),
+            replan_call: self.replan_call.clone(),
+            compaction_call: self.compaction_call.clone(),
+            compact_above_tokens: self.compact_above_tokens,
+            compact_max_tokens: self.compact_max_tokens,
+            compact_every_tasks_min: self.compact_every_tasks_min,
+            history_line_bytes: self.history_line_bytes,
+            goal: self.goal.clone(),
+            capped_calls: self.capped_calls,
+            cache_min_prefix: self.cache_min_prefix,
+            inter_call_gap_s: self.inter_call_gap_s,
+            cache_ttl_s: self.cache_ttl_s,
         }
     }
-    // With no compaction: the history at the end, and when it would first
-    // pass the bound (never, when the kept lines cannot hold that much).
-    let mut plain = harness::state::RunState::new(String::new(), String::new(), 0);
-    let mut tasks_to_first = None;
-    let mut at_end = 0;
-    for step in 1..=a
-        .tasks
-        .max(harness::state::HISTORY_SUMMARY_MAX_LINES as u64)
-    {
-        plain.push_history(line.clone());
-        if step == a.tasks {
-            at_end = plain.history_bytes();
-        }
-        if tasks_to_first.is_none() && over(plain.history_bytes()) {
-            tasks_to_first = Some(step);
-        }
-    }
-    let bound_bytes = 4 * (a.compact_above_tokens + 1);
-    let input_per_call = compact_input_tokens(
-        &goal,
-        &history_of(bound_bytes, a.history_line_bytes),
-        a.compact_max_tokens,
-    );
-    let out_per_call = a.compact_max_tokens as u64;
-    let output = out_per_call * calls;
-    let night_usd = usd(p, input, output);
-    let per_call_usd = usd(p, input_per_call, out_per_call);
-    let when = match tasks_to_first {
-        Some(t) => format!("the first after {t} tasks"),
-        None => format!(
-            "never: the {} lines the history keeps stay under the bound",
-            harness::state::HISTORY_SUMMARY_MAX_LINES
-        ),
-    };
-    let note = format!(
-        "{calls} in {} tasks ({} of {} tokens{}); one at the bound {input_per_call} in / {out_per_call} out = ${per_call_usd:.4}",
-        a.tasks,
-        at_end / 4,
-        a.compact_above_tokens,
-        if calls == 0 { format!("; {when}") } else { String::new() },
-    );
-    CompactionAtSettings {
-        tasks: a.tasks,
-        compact_above_tokens: a.compact_above_tokens,
-        compact_max_tokens: a.compact_max_tokens,
-        compact_every_tasks_min: a.compact_every_tasks_min,
-        history_line_bytes: a.history_line_bytes,
-        history_bytes_at_end: at_end,
-        history_tokens_at_end: at_end / 4,
-        tasks_to_first_compaction: tasks_to_first,
-        input_tokens_per_call: input_per_call,
-        output_tokens_per_call: out_per_call,
-        usd_per_call: per_call_usd,
-        line: Line {
-            kind: "compaction (harness settings)".into(),
-            calls,
-            input_tokens: input,
-            output_tokens: output,
-            usd: night_usd,
-        },
-        note,
-    }
-}
-
-pub fn price(a: &PriceArgs, prices: &BTreeMap<String, P>) -> Result<Priced, String> {
-    let p = *prices
-        .get(&a.model)
-        .ok_or_else(|| format!("--model {:?}: no price in the table", a.model))?;
-    let cheap = *prices
-        .get(&a.cheap_model)
-        .ok_or_else(|| format!("--cheap-model {:?}: no price in the table", a.cheap_model))?;
-    if a.calls_per_task == 0
-        || a.tasks == 0
-        || !(0.0..=1.0).contains(&a.pass_rate)
-        || a.pass_rate == 0.0
-    {
-        return Err("--tasks and --calls-per-task must be > 0 and --pass-rate in (0, 1]".into());
-    }
-    let v = pair(&a.verify_call, "verify-call")?;
-    let d = pair(&a.drift_call, "drift-call")?;
-    let r = pair(&a.replan_call, "replan-call")?;
-    let c = pair(&a.compaction_call, "compaction-call")?;
-    let per_task_in = input_per_task(a.first_call_tokens, a.growth_tokens, a.calls_per_task);
-    let exec_in = per_task_in * a.tasks;
-    let exec_out = a.output_tokens_per_task * a.tasks;
-    let drift_calls = a.tasks / a.drift_every.max(1);
-    let night_with = |exec_usd: f64, exec_in: u64, exec_out: u64, verify_p: P| -> Night {
-        let lines = vec![
-            Line {
-                kind: "execution".into(),
-                calls: a.tasks * a.calls_per_task,
-                input_tokens: exec_in,
-                output_tokens: exec_out,
-                usd: exec_usd,
-            },
-            Line {
-                kind: "verification".into(),
-                calls: a.tasks,
-                input_tokens: v.0 * a.tasks,
-                output_tokens: v.1 * a.tasks,
-                usd: usd(verify_p, v.0 * a.tasks, v.1 * a.tasks),
-            },
-            Line {
-                kind: "drift check".into(),
-                calls: drift_calls,
-                input_tokens: d.0 * drift_calls,
-                output_tokens: d.1 * drift_calls,
-                usd: usd(p, d.0 * drift_calls, d.1 * drift_calls),
-            },
-            Line {
-                kind: "replan".into(),
-                calls: a.replans,
-                input_tokens: r.0 * a.replans,
-                output_tokens: r.1 * a.replans,
-                usd: usd(p, r.0 * a.replans, r.1 * a.replans),
-            },
-            Line {
-                kind: "compaction".into(),
-                calls: a.compactions,
-                input_tokens: c.0 * a.compactions,
-                output_tokens: c.1 * a.compactions,
-                usd: usd(p, c.0 * a.compactions, c.1 * a.compactions),
-            },
-        ];
-        let total: f64 = lines.iter().map(|l| l.usd).sum();
-        let verified = a.tasks as f64 * a.pass_rate;
-        Night {
-            input_per_task: per_task_in,
-            lines,
-            total_usd: total,
-            headroom_usd: a.cap - total,
-            verified_tasks: verified,
-            cost_per_verified_usd: total / verified,
-        }
-    };
-    let night = night_with(usd(p, exec_in, exec_out), exec_in, exec_out, p);
-    let mut what_ifs = vec![];
-
-    // Cap the loop: fewer calls per task, and each dropped call also drops
-    // every re-send it would have carried.
-    let k = a.capped_calls.min(a.calls_per_task).max(1);
-    let cap_in = input_per_task(a.first_call_tokens, a.growth_tokens, k) * a.tasks;
-    let cap_out = a.output_tokens_per_task * k / a.calls_per_task * a.tasks;
-    let capped = night_with(usd(p, cap_in, cap_out), cap_in, cap_out, p);
-    what_ifs.push(WhatIf {
-        row: format!("cap the loop at {k} calls"),
-        total_usd: capped.total_usd,
-        saves_usd: night.total_usd - capped.total_usd,
-        note: format!(
-            "input per task {} -> {}",
-            per_task_in,
-            input_per_task(a.first_call_tokens, a.growth_tokens, k)
-        ),
-    });
-
-    // Prompt caching: call t reads the previous call's whole input from the
-    // cache (0.1x) and writes its new part (1.25x). Below the minimum
-    // cacheable prefix nothing caches; past the TTL every read misses and the
-    // run pays the 1.25x write on everything.
-    let (cache_usd, note) = if a.first_call_tokens < a.cache_min_prefix {
-        (
-            usd(p, exec_in, exec_out),
-            format!(
-                "first prefix {} < minimum cacheable {}: nothing caches",
-                a.first_call_tokens, a.cache_min_prefix
-            ),
-        )
-    } else if a.inter_call_gap_s > a.cache_ttl_s {
-        (
-            usd(p, 0, exec_out) + exec_in as f64 * p.input * 1.25 / 1e6,
-            format!(
-                "calls {}s apart > {}s TTL: every turn pays 1.25x writes, no reads",
-                a.inter_call_gap_s, a.cache_ttl_s
-            ),
-        )
-    } else {
-        let n = a.calls_per_task;
-        let reads_per_task = per_task_in - (a.first_call_tokens + (n - 1) * a.growth_tokens);
-        let writes_per_task = a.first_call_tokens + (n - 1) * a.growth_tokens;
-        let input_usd = a.tasks as f64
-            * (reads_per_task as f64 * 0.1 + writes_per_task as f64 * 1.25)
-            * p.input
-            / 1e6;
-        (
-            input_usd + usd(p, 0, exec_out),
-            format!(
-                "per task {reads_per_task} cached reads at 0.1x, {writes_per_task} writes at 1.25x"
-            ),
-        )
-    };
-    let cached = night_with(cache_usd, exec_in, exec_out, p);
-    what_ifs.push(WhatIf {
-        row: "prompt caching".into(),
-        total_usd: cached.total_usd,
-        saves_usd: night.total_usd - cached.total_usd,
-        note,
-    });
-
-    let cheaper = night_with(usd(p, exec_in, exec_out), exec_in, exec_out, cheap);
-    what_ifs.push(WhatIf {
-        row: format!("verification on {}", a.cheap_model),
-        total_usd: cheaper.total_usd,
-        saves_usd: night.total_usd - cheaper.total_usd,
-        note: format!("${}/${} per MTok", cheap.input, cheap.output),
-    });
-
-    // The seed's compaction line replaced by the harness's own figure.
-    let comp = compaction_at_settings(a, p);
-    let seed_comp: f64 = night
-        .lines
-        .iter()
-        .filter(|l| l.kind == "compaction")
-        .map(|l| l.usd)
-        .sum();
-    let with_real = night.total_usd - seed_comp + comp.line.usd;
-    what_ifs.push(WhatIf {
-        row: "compaction at the harness's [memory] settings".into(),
-        total_usd: with_real,
-        saves_usd: night.total_usd - with_real,
-        note: comp.note.clone(),
-    });
-    Ok(Priced {
-        night,
-        what_ifs,
-        compaction_at_settings: comp,
-    })
-}
-
-fn load_prices(path: &std::path::Path) -> Result<BTreeMap<String, P>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let t: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| format!("{}: {}", path.display(), e.message()))?;
-    let prices = t.get("prices").and_then(|p| p.as_table()).ok_or_else(|| {
-        format!(
-            "{}: field `prices`: expected a [prices.\"<model>\"] table",
-            path.display()
-        )
-    })?;
-    let mut out = BTreeMap::new();
-    for (m, v) in prices {
-        let num = |k: &str| {
-            v.get(k)
-                .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
-                .filter(|x| *x >= 0.0)
-                .ok_or_else(|| {
-                    format!(
-                        "{}: field `prices.{m}.{k}`: expected a non-negative $/MTok",
-                        path.display()
-                    )
-                })
-        };
-        out.insert(
-            m.clone(),
-            P {
-                input: num("input_usd_per_mtok")?,
-                output: num("output_usd_per_mtok")?,
-            },
-        );
-    }
-    Ok(out)
 }
 
 fn table(pr: &Priced) -> String {
@@ -612,7 +186,7 @@ pub fn run(args: PriceArgs) -> ExitCode {
         },
         None => default_prices(),
     };
-    let pr = match price(&args, &prices) {
+    let pr = match price(&args.inputs(), &prices) {
         Ok(p) => p,
         Err(e) => {
             errln!("bench price: {e}");
@@ -653,6 +227,7 @@ pub fn run(args: PriceArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bench::price::{input_per_task, usd};
     use clap::Parser;
 
     #[derive(Parser)]
@@ -663,7 +238,7 @@ mod tests {
 
     fn seed() -> Priced {
         let a = T::parse_from(["t"]).a;
-        price(&a, &default_prices()).unwrap()
+        price(&a.inputs(), &default_prices()).unwrap()
     }
 
     #[test]
@@ -698,14 +273,14 @@ mod tests {
         assert!(p.what_ifs[0].saves_usd > 8.0, "{:?}", p.what_ifs[0]);
         assert!(p.what_ifs[1].saves_usd > 0.0);
         let mut a = T::parse_from(["t", "--inter-call-gap-s", "400"]).a;
-        let slow = price(&a, &default_prices()).unwrap();
+        let slow = price(&a.inputs(), &default_prices()).unwrap();
         assert!(
             slow.what_ifs[1].saves_usd < 0.0,
             "past the TTL caching costs more: {:?}",
             slow.what_ifs[1]
         );
         a = T::parse_from(["t", "--cache-min-prefix", "4096"]).a;
-        let small = price(&a, &default_prices()).unwrap();
+        let small = price(&a.inputs(), &default_prices()).unwrap();
         assert!(
             small.what_ifs[1].saves_usd.abs() < 1e-9,
             "below the floor nothing caches"
@@ -788,7 +363,9 @@ mod tests {
         let opus = default_prices()["claude-opus-5"];
         let priced = |args: &[&str]| {
             let a = T::parse_from(std::iter::once("t").chain(args.iter().copied())).a;
-            price(&a, &default_prices()).unwrap().compaction_at_settings
+            price(&a.inputs(), &default_prices())
+                .unwrap()
+                .compaction_at_settings
         };
         // 400 tasks: the first after 162, then as soon as the largest summary
         // the harness keeps (16 KiB) has grown past the bound again.
@@ -812,24 +389,5 @@ mod tests {
             (short.line.calls, short.tasks_to_first_compaction),
             (0, None)
         );
-    }
-
-    #[test]
-    fn the_modelled_histories_are_what_the_harness_measures_and_keeps() {
-        for (total, per) in [(32_004, 198), (32_004, 76), (8, 4), (205, 198), (199, 198)] {
-            let lines = history_of(total, per);
-            let mut s = harness::state::RunState::new(String::new(), String::new(), 0);
-            s.history_summary = lines;
-            assert_eq!(s.history_bytes(), total, "{total} in lines of {per}");
-        }
-        // The largest summary parses as a compaction reply and is smaller
-        // than the history it replaces.
-        for before in [32_004, 40_000, 2_178, 500] {
-            let lines = largest_summary(before);
-            let text = serde_json::json!({"summary": lines.join("\n")}).to_string();
-            let parsed = harness::agent::parse_compaction(&text).unwrap();
-            let after: u64 = parsed.iter().map(|l| l.len() as u64 + 3).sum();
-            assert!(after < before, "{after} >= {before}");
-        }
     }
 }

@@ -160,69 +160,98 @@ fn load_cases(args: &RecordArgs) -> Result<(Vec<Case>, Vec<LoadError>), String> 
     Ok((cases, errors))
 }
 
-async fn run_async(args: RecordArgs) -> ExitCode {
+/// The flags that need no file or network: each out of range is a usage
+/// error, said before anything starts.
+fn check_flags(args: &RecordArgs, proto: Protocol) -> Result<(), ExitCode> {
     if args.runs == 0 || args.runs > crate::batch::RUNS_PER_CASE_MAX {
-        return usage(format!(
+        return Err(usage(format!(
             "--runs {}: expected 1..={}",
             args.runs,
             crate::batch::RUNS_PER_CASE_MAX
-        ));
+        )));
     }
     if !(args.temperature.is_finite() && (0.0..=2.0).contains(&args.temperature)) {
-        return usage(format!(
+        return Err(usage(format!(
             "--temperature {}: expected 0..=2",
             args.temperature
+        )));
+    }
+    if args.seed.is_some() && proto == Protocol::Anthropic {
+        return Err(usage(
+            "--seed: the Anthropic Messages API takes no seed; leave it out",
         ));
     }
-    let proto = live::overlay::protocol(args.protocol);
-    if args.seed.is_some() && proto == Protocol::Anthropic {
-        return usage("--seed: the Anthropic Messages API takes no seed; leave it out");
-    }
     if args.max_concurrency == 0 || args.max_concurrency > crate::batch::CONCURRENCY_MAX {
-        return usage(format!(
+        return Err(usage(format!(
             "--max-concurrency {}: expected 1..={}",
             args.max_concurrency,
             crate::batch::CONCURRENCY_MAX
-        ));
+        )));
     }
     if args.case.is_none() && args.suite.is_none() {
-        return usage("give --case ID|DIR or --suite DIR");
+        return Err(usage("give --case ID|DIR or --suite DIR"));
     }
     if args.model.trim().is_empty() {
-        return usage("--model: expected the model name");
+        return Err(usage("--model: expected the model name"));
     }
-    let settings = match live::settings(
+    Ok(())
+}
+
+/// Everything a recording needs before the proxy starts.
+struct Prepared {
+    settings: live::LiveSettings,
+    overlay: crate::runner::Overlay,
+    harness_bin: PathBuf,
+    cases: Vec<Case>,
+    load_errors: Vec<LoadError>,
+}
+
+/// The flags checked, the live settings, the overlay, the harness and the
+/// cases (each checked under the overlay); Err is the exit code, the reason
+/// already printed.
+fn prepare(args: &RecordArgs, proto: Protocol) -> Result<Prepared, ExitCode> {
+    check_flags(args, proto)?;
+    let settings = live::settings(
         &args.endpoint,
         args.api_key_env.as_deref(),
         Some(args.max_usd),
         args.max_tokens,
-    ) {
-        Ok(s) => s,
-        Err(e) => return usage(e),
-    };
+    )
+    .map_err(usage)?;
     let prices = match &args.prices {
-        Some(p) => match crate::prices::load_price_table(p) {
-            Ok(t) => Some(t),
-            Err(e) => return usage(e),
-        },
+        Some(p) => Some(crate::prices::load_price_table(p).map_err(usage)?),
         None => None,
     };
-    let ov = live::overlay::overlay(proto, &args.model, args.temperature, prices.as_ref());
-    let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return unloadable(e.to_string()),
-    };
-    let (cases, load_errors) = match load_cases(&args) {
-        Ok(c) => c,
-        Err(e) => return unloadable(e),
-    };
+    let overlay = live::overlay::overlay(proto, &args.model, args.temperature, prices.as_ref());
+    let harness_bin =
+        batch::harness_bin(args.harness.as_deref()).map_err(|e| unloadable(e.to_string()))?;
+    let (cases, load_errors) = load_cases(args).map_err(unloadable)?;
     for e in &load_errors {
         errln!("bench record: case not loaded: {e}");
     }
-    if let Err(e) = live::overlay::check_cases(&cases, &ov, args.seed, &args.model, args.max_tokens)
-    {
-        return usage(e);
-    }
+    live::overlay::check_cases(&cases, &overlay, args.seed, &args.model, args.max_tokens)
+        .map_err(usage)?;
+    Ok(Prepared {
+        settings,
+        overlay,
+        harness_bin,
+        cases,
+        load_errors,
+    })
+}
+
+async fn run_async(args: RecordArgs) -> ExitCode {
+    let proto = live::overlay::protocol(args.protocol);
+    let Prepared {
+        settings,
+        overlay: ov,
+        harness_bin,
+        cases,
+        load_errors,
+    } = match prepare(&args, proto) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let proxy = match live::start_proxy(&settings, args.max_concurrency).await {
         Ok(p) => p,
         Err(e) => return unloadable(e),
@@ -263,25 +292,30 @@ async fn run_async(args: RecordArgs) -> ExitCode {
         Ok(b) => b,
         Err(e) => return unloadable(e),
     };
-    let total = b.total();
-    let mut terminal = Terminal::new(total, "live case-runs", Lines::Live);
+    let mut terminal = Terminal::new(b.total(), "live case-runs", Lines::Live);
     let per_case = b.run(&ov, &b.out, &mut terminal).await;
     terminal.finish();
     let written = recorder.finish();
     outln!("{}", table(&ids, &per_case, &written, args.runs));
     let report = live::LiveReport::collect(&target, written);
+    outcome(&report, &b.out, args.runs, load_errors.is_empty())
+}
+
+/// The live report's lines and live.json; success only when the cap was not
+/// reached, every case has all its runs recorded and every case loaded.
+fn outcome(report: &live::LiveReport, out: &Path, runs: u32, all_loaded: bool) -> ExitCode {
     for l in report.lines() {
         outln!("{l}");
     }
-    match report.write(&b.out) {
+    match report.write(out) {
         Ok(p) => outln!("live       {}", p.display()),
         Err(e) => errln!("bench record: cannot write live.json: {e}"),
     }
     let complete = report
         .recordings
         .iter()
-        .all(|w| w.path.is_some() && w.runs_recorded == args.runs);
-    if report.cap_reached.is_none() && complete && load_errors.is_empty() {
+        .all(|w| w.path.is_some() && w.runs_recorded == runs);
+    if report.cap_reached.is_none() && complete && all_loaded {
         ExitCode::SUCCESS
     } else {
         if report.cap_reached.is_none() && !complete {

@@ -36,7 +36,7 @@ fn schemas() -> Vec<(&'static str, Schema)> {
         ("report", schema_for!(harness::report::Report)),
         ("summary", schema_for!(crate::summary::Summary)),
         ("ab", numbers_may_be_null(schema_for!(super::ab::AbRun))),
-        ("flaky", schema_for!(super::flaky::report::FlakyReport)),
+        ("flaky", schema_for!(bench::flaky::report::FlakyReport)),
     ]
 }
 

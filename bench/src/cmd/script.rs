@@ -41,14 +41,16 @@ pub struct ScriptArgs {
     pub indifferent_to: Vec<ConditionField>,
 }
 
-fn parse_field(s: &str) -> Result<ConditionField, String> {
+/// A --indifferent-to that names no request field; clap shows the text.
+#[derive(Debug, thiserror::Error)]
+#[error("expected one of {}", ConditionField::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", "))]
+struct UnknownField;
+
+fn parse_field(s: &str) -> Result<ConditionField, UnknownField> {
     ConditionField::ALL
         .into_iter()
         .find(|f| f.as_str() == s)
-        .ok_or_else(|| {
-            let names: Vec<&str> = ConditionField::ALL.iter().map(|f| f.as_str()).collect();
-            format!("expected one of {}", names.join(", "))
-        })
+        .ok_or(UnknownField)
 }
 
 pub fn run(args: ScriptArgs) -> ExitCode {

@@ -152,65 +152,109 @@ fn failures(cases: &[crate::suite::Case], per_case: &[Vec<RunRecord>]) -> Vec<(S
         .collect()
 }
 
-async fn run_async(args: SelfTestArgs) -> ExitCode {
-    let variants = match chosen(&args.variants) {
-        Ok(v) => v,
-        Err(e) => {
-            errln!("bench self-test: {e}");
-            return ExitCode::from(ExitStatus::Usage);
-        }
-    };
+/// The variants, the harness build and the suite, ready to run; Err is the
+/// exit code, the reason already printed.
+async fn start(args: &SelfTestArgs) -> Result<(Vec<Mutant>, Batch), ExitCode> {
+    let variants = chosen(&args.variants).map_err(|e| {
+        errln!("bench self-test: {e}");
+        ExitCode::from(ExitStatus::Usage)
+    })?;
     if args.max_concurrency == 0 {
         errln!("bench self-test: --max-concurrency must be at least 1");
-        return ExitCode::from(ExitStatus::Usage);
+        return Err(ExitCode::from(ExitStatus::Usage));
     }
-    let t_all = Instant::now();
-    let bin = match batch::build_harness(args.harness.as_ref(), args.no_build) {
-        Ok(b) => b,
-        Err(e) => {
-            errln!("bench self-test: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
-        }
+    let unloadable = |e: &dyn std::fmt::Display| {
+        errln!("bench self-test: {e}");
+        ExitCode::from(ExitStatus::Unloadable)
     };
-    let suite = match crate::suite::load_suite(&args.suite, None) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("bench self-test: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
-        }
-    };
+    let bin =
+        batch::build_harness(args.harness.as_ref(), args.no_build).map_err(|e| unloadable(&e))?;
+    let suite = crate::suite::load_suite(&args.suite, None).map_err(|e| unloadable(&e))?;
     if !suite.errors.is_empty() {
         for e in &suite.errors {
             errln!("bench self-test: case not loaded: {e}");
         }
-        return ExitCode::from(ExitStatus::Unloadable);
+        return Err(ExitCode::from(ExitStatus::Unloadable));
     }
-    let n_cases = suite.cases.len();
-    let b = match Batch::start(suite.cases, bin, &args.out, 1, args.max_concurrency).await {
-        Ok(b) => b,
-        Err(e) => {
+    let b = Batch::start(suite.cases, bin, &args.out, 1, args.max_concurrency)
+        .await
+        .map_err(|e| unloadable(&e))?;
+    Ok((variants, b))
+}
+
+/// The earlier run's catchers to try first; --prior only orders a
+/// --first-catch run.
+fn prior_order(
+    args: &SelfTestArgs,
+    cases: &[crate::suite::Case],
+) -> Result<std::collections::HashMap<String, Vec<usize>>, ExitCode> {
+    match &args.prior {
+        Some(p) if args.first_catch => prior_catchers(p, cases).map_err(|e| {
             errln!("bench self-test: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
+            ExitCode::from(ExitStatus::Usage)
+        }),
+        Some(_) => {
+            errln!("bench self-test: --prior orders a --first-catch run; without --first-catch every case runs anyway");
+            Err(ExitCode::from(ExitStatus::Usage))
         }
+        None => Ok(Default::default()),
+    }
+}
+
+/// One variant's batch: every case, or (--first-catch) up to its first
+/// failed case-run, its prior catchers first.
+async fn run_variant(
+    b: &Batch,
+    m: &Mutant,
+    first_catch: Option<&[usize]>,
+    terminal: &mut Terminal,
+) -> VariantResult {
+    let t0 = Instant::now();
+    let overlay = Overlay {
+        harness_env: vec![(
+            harness::simfs::BROKEN_ENV.to_string(),
+            m.as_str().to_string(),
+        )],
+        ..Default::default()
     };
+    let dir = b.out.join(m.as_str());
+    let per_case = match first_catch {
+        Some(first) => b.run_until_failure(&overlay, &dir, first, terminal).await,
+        None => b.run(&overlay, &dir, terminal).await,
+    };
+    let caught_by = failures(&b.cases, &per_case);
+    let r = VariantResult {
+        variant: m.as_str().to_string(),
+        breaks: m.breaks().to_string(),
+        caught: !caught_by.is_empty(),
+        caught_by,
+        wall_s: t0.elapsed().as_secs_f64(),
+    };
+    errln!(
+        "bench self-test: {:<24} {} ({} cases), {:.1}s",
+        r.variant,
+        if r.caught { "CAUGHT" } else { "MISSED" },
+        r.caught_by.len(),
+        r.wall_s
+    );
+    r
+}
+
+async fn run_async(args: SelfTestArgs) -> ExitCode {
+    let t_all = Instant::now();
+    let (variants, b) = match start(&args).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let n_cases = b.cases.len();
     let mut terminal = Terminal::new(
         b.total() * (1 + variants.len() as u64),
         "case-runs",
         Lines::Progress,
     );
-    let prior = match &args.prior {
-        Some(p) if args.first_catch => match prior_catchers(p, &b.cases) {
-            Ok(m) => m,
-            Err(e) => {
-                errln!("bench self-test: {e}");
-                return ExitCode::from(ExitStatus::Usage);
-            }
-        },
-        Some(_) => {
-            errln!("bench self-test: --prior orders a --first-catch run; without --first-catch every case runs anyway");
-            return ExitCode::from(ExitStatus::Usage);
-        }
-        None => Default::default(),
+    let prior = match prior_order(&args, &b.cases) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let mode = if args.first_catch {
         "each variant stopped at its first failed case-run"
@@ -232,38 +276,10 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
 
     let mut results = vec![];
     for m in &variants {
-        let t0 = Instant::now();
-        let overlay = Overlay {
-            harness_env: vec![(
-                harness::simfs::BROKEN_ENV.to_string(),
-                m.as_str().to_string(),
-            )],
-            ..Default::default()
-        };
-        let dir = b.out.join(m.as_str());
-        let per_case = if args.first_catch {
-            let first = prior.get(m.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-            b.run_until_failure(&overlay, &dir, first, &mut terminal)
-                .await
-        } else {
-            b.run(&overlay, &dir, &mut terminal).await
-        };
-        let caught_by = failures(&b.cases, &per_case);
-        let r = VariantResult {
-            variant: m.as_str().to_string(),
-            breaks: m.breaks().to_string(),
-            caught: !caught_by.is_empty(),
-            caught_by,
-            wall_s: t0.elapsed().as_secs_f64(),
-        };
-        errln!(
-            "bench self-test: {:<24} {} ({} cases), {:.1}s",
-            r.variant,
-            if r.caught { "CAUGHT" } else { "MISSED" },
-            r.caught_by.len(),
-            r.wall_s
-        );
-        results.push(r);
+        let first = args
+            .first_catch
+            .then(|| prior.get(m.as_str()).map(Vec::as_slice).unwrap_or(&[]));
+        results.push(run_variant(&b, m, first, &mut terminal).await);
     }
     terminal.finish();
     let caught = results.iter().filter(|r| r.caught).count();
@@ -276,27 +292,33 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         variants: results,
         wall_s: t_all.elapsed().as_secs_f64(),
     };
-    let md = markdown(&report);
-    outln!("{}", table(&report));
-    for (name, body) in [
-        (
-            "self-test.json",
-            serde_json::to_string_pretty(&report).unwrap_or_default(),
-        ),
-        ("self-test.md", md),
-    ] {
-        let p = b.out.join(name);
-        if let Err(e) = std::fs::write(&p, body) {
-            errln!("bench self-test: cannot write {}: {e}", p.display());
-        }
-    }
-    outln!("{}", verdict(&report));
-    outln!("report     {}", b.out.join("self-test.md").display());
+    write_report(&b.out, &report);
     if report.control_failures.is_empty() && caught == report.variants.len() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(ExitStatus::Missed)
     }
+}
+
+/// The table, self-test.json and .md (a write that fails is said, not
+/// fatal: the verdict is the exit code), the verdict and where the report is.
+fn write_report(out: &std::path::Path, report: &SelfTestReport) {
+    let md = markdown(report);
+    outln!("{}", table(report));
+    for (name, body) in [
+        (
+            "self-test.json",
+            serde_json::to_string_pretty(report).unwrap_or_default(),
+        ),
+        ("self-test.md", md),
+    ] {
+        let p = out.join(name);
+        if let Err(e) = std::fs::write(&p, body) {
+            errln!("bench self-test: cannot write {}: {e}", p.display());
+        }
+    }
+    outln!("{}", verdict(report));
+    outln!("report     {}", out.join("self-test.md").display());
 }
 
 fn verdict(r: &SelfTestReport) -> String {

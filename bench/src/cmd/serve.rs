@@ -28,15 +28,20 @@ pub struct ServeArgs {
     pub faults: Option<FaultPlan>,
 }
 
-fn parse_scale(s: &str) -> Result<f64, String> {
+/// A --latency-scale clap refuses; the text is clap's reason.
+#[derive(Debug, thiserror::Error)]
+#[error("\"{0}\" is not a finite number >= 0")]
+struct ScaleError(String);
+
+fn parse_scale(s: &str) -> Result<f64, ScaleError> {
     match s.parse::<f64>() {
         Ok(f) if f.is_finite() && f >= 0.0 => Ok(f),
-        _ => Err(format!("\"{s}\" is not a finite number >= 0")),
+        _ => Err(ScaleError(s.to_string())),
     }
 }
 
-fn parse_faults(s: &str) -> Result<FaultPlan, String> {
-    FaultPlan::parse(s).map_err(|e| e.to_string())
+fn parse_faults(s: &str) -> Result<FaultPlan, harness::replay::FaultSpecError> {
+    FaultPlan::parse(s)
 }
 
 /// SIGINT, SIGTERM and SIGHUP stop the server as they stop every bench
@@ -47,7 +52,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
     crate::batch::block_on("serve", ExitStatus::Failed, serve(args))
 }
 
-async fn serve(args: ServeArgs) -> ExitCode {
+/// The recordings loaded and the server listening; Err is the exit code,
+/// the reason already printed.
+async fn start(args: &ServeArgs) -> Result<(ReplayServer, Summary), ExitCode> {
     let recordings = match Recordings::load_dir(&args.recordings) {
         Ok(r) => r,
         Err(e) => {
@@ -56,7 +63,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
                 "bench serve: cannot load recordings from {}: {e}",
                 args.recordings.display()
             );
-            return ExitCode::from(ExitStatus::Failed);
+            return Err(ExitCode::from(ExitStatus::Failed));
         }
     };
     let (cases, interactions) = (recordings.case_count(), recordings.interaction_count());
@@ -66,32 +73,47 @@ async fn serve(args: ServeArgs) -> ExitCode {
         .first()
         .map(|s| s.to_string())
         .unwrap_or_else(|| "<case>".into());
-
-    let listener = match TcpListener::bind(("127.0.0.1", args.port)) {
-        Ok(l) => l,
-        Err(e) => {
-            errln!("bench serve: cannot bind 127.0.0.1:{}: {e}", args.port);
-            return ExitCode::from(ExitStatus::Failed);
-        }
-    };
+    let listener = TcpListener::bind(("127.0.0.1", args.port)).map_err(|e| {
+        errln!("bench serve: cannot bind 127.0.0.1:{}: {e}", args.port);
+        ExitCode::from(ExitStatus::Failed)
+    })?;
     let opts = ReplayOptions {
         strict: args.strict,
         latency_scale: args.latency_scale,
-        faults: args.faults.unwrap_or_else(FaultPlan::none),
+        faults: args.faults.clone().unwrap_or_else(FaultPlan::none),
         capture: false,
         serve_as_run: None,
     };
-    let server = match ReplayServer::start_on(listener, recordings, opts).await {
-        Ok(s) => s,
-        Err(e) => {
+    let server = ReplayServer::start_on(listener, recordings, opts)
+        .await
+        .map_err(|e| {
             errln!("bench serve: {e}");
-            return ExitCode::from(ExitStatus::Failed);
-        }
-    };
+            ExitCode::from(ExitStatus::Failed)
+        })?;
+    Ok((
+        server,
+        Summary {
+            cases,
+            interactions,
+            example_case,
+        },
+    ))
+}
+
+/// What the banner says about the recordings served.
+struct Summary {
+    cases: usize,
+    interactions: usize,
+    example_case: String,
+}
+
+fn banner(args: &ServeArgs, server: &ReplayServer, s: &Summary) {
     let o = server.options();
     outln!("replay server listening on {}", server.uri());
     outln!(
-        "  {cases} cases, {interactions} interactions from {}",
+        "  {} cases, {} interactions from {}",
+        s.cases,
+        s.interactions,
         args.recordings.display()
     );
     outln!(
@@ -106,10 +128,17 @@ async fn serve(args: ServeArgs) -> ExitCode {
     );
     outln!(
         "    e.g. {}  (run r uses cassette variant r % variants)",
-        server.base_url_for(&example_case, 0)
+        server.base_url_for(&s.example_case, 0)
     );
     outln!("  stop with Ctrl-C or SIGTERM");
+}
 
+async fn serve(args: ServeArgs) -> ExitCode {
+    let (server, summary) = match start(&args).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    banner(&args, &server, &summary);
     // Serve until the command is asked to stop; meanwhile report misses
     // as they happen, so a broken eval is visible here too.
     let mut reported = 0u64;

@@ -80,10 +80,15 @@ async fn try_case(args: TryCaseArgs) -> ExitCode {
     }
 }
 
+/// The scenario did not compile into its cassette: `bench script`'s message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct CompileError(String);
+
 /// `bench script DIR`: the cassette from the scenario as it is now.
-fn compile_beside(dir: &Path) -> Result<(), String> {
+fn compile_beside(dir: &Path) -> Result<(), CompileError> {
     let (src, out) = bench::scripted::targets(dir);
-    if bench::scripted::write_compiled(&src, &out)? {
+    if bench::scripted::write_compiled(&src, &out).map_err(CompileError)? {
         outln!("compiled {} -> {}", src.display(), out.display());
     }
     Ok(())

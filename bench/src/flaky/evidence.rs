@@ -169,45 +169,59 @@ fn in_lane<'a>(ev: &'a [&'a Trial], lane: Lane) -> impl Iterator<Item = &'a Tria
     ev.iter().copied().filter(move |t| t.lane == lane)
 }
 
+fn found(cause: Cause, evidence: String) -> Finding {
+    Finding {
+        stability: Stability::Flaky,
+        cause: Some(cause),
+        evidence,
+    }
+}
+
+/// "<lane> passes p/n", the evidence's words for one lane.
+fn words(ev: &[&Trial], lane: Lane) -> String {
+    let (p, n) = tally(in_lane(ev, lane));
+    format!("{} passes {p}/{n}", lane_words(lane))
+}
+
 /// The cause, from the trials of one case. `has_faults`: the case has a
 /// fault plan (its runs as written differ in their fault draws).
 pub fn find(trials: &[Trial], has_faults: bool) -> Finding {
     let ev: Vec<&Trial> = trials.iter().filter(|t| !t.bench_fault).collect();
     let all = tally(ev.iter().copied());
-    let found = |cause: Cause, evidence: String| Finding {
-        stability: Stability::Flaky,
-        cause: Some(cause),
-        evidence,
-    };
-    match all {
-        (_, 0) => {
-            return Finding {
-                stability: Stability::NoEvidence,
-                cause: None,
-                evidence: "every case-run ended in the bench's own machinery".into(),
-            }
-        }
-        (p, n) if p == n => {
-            return Finding {
-                stability: Stability::Passes,
-                cause: None,
-                evidence: format!("all {n} case-runs passed"),
-            }
-        }
-        (0, n) => {
-            return Finding {
-                stability: Stability::FailsEveryRun,
-                cause: None,
-                evidence: format!("all {n} case-runs failed: not flaky, broken"),
-            }
-        }
-        _ => {}
+    if let Some(f) = not_flaky(all) {
+        return f;
     }
     let failing: Vec<&Trial> = ev.iter().copied().filter(|t| !t.passed()).collect();
-    let words = |lane: Lane| {
-        let (p, n) = tally(in_lane(&ev, lane));
-        format!("{} passes {p}/{n}", lane_words(lane))
+    if let Some(f) = one_kind_of_failure(&ev, &failing, all) {
+        return f;
+    }
+    by_lane(&ev, has_faults)
+}
+
+/// The runs agree (or none is evidence): no cause to look for.
+fn not_flaky(all: (usize, usize)) -> Option<Finding> {
+    let (stability, evidence) = match all {
+        (_, 0) => (
+            Stability::NoEvidence,
+            "every case-run ended in the bench's own machinery".into(),
+        ),
+        (p, n) if p == n => (Stability::Passes, format!("all {n} case-runs passed")),
+        (0, n) => (
+            Stability::FailsEveryRun,
+            format!("all {n} case-runs failed: not flaky, broken"),
+        ),
+        _ => return None,
     };
+    Some(Finding {
+        stability,
+        cause: None,
+        evidence,
+    })
+}
+
+/// Every failing run failed the same narrow way (latency alone, or its
+/// score just under the line): the cause is that, whatever the lanes say.
+fn one_kind_of_failure(ev: &[&Trial], failing: &[&Trial], all: (usize, usize)) -> Option<Finding> {
     if failing.iter().all(|t| t.failure == Some(Failure::Latency)) {
         let slowest_pass = (ev.iter())
             .filter(|t| t.passed())
@@ -215,46 +229,56 @@ pub fn find(trials: &[Trial], has_faults: bool) -> Finding {
             .max()
             .unwrap_or(0);
         let fastest_fail = failing.iter().map(|t| t.latency_ms).min().unwrap_or(0);
-        return found(
+        return Some(found(
             Cause::Timing,
             format!(
                 "every failing run failed on latency or the wall clock alone ({} of {}; passing runs took up to {slowest_pass} ms, failing ones from {fastest_fail} ms){}",
                 failing.len(),
                 all.1,
-                first_factor_failing(&ev)
+                first_factor_failing(ev)
                     .map(|f| format!("; the latency lane fails from {f:.2}x"))
                     .unwrap_or_default()
             ),
-        );
+        ));
     }
     if failing.iter().all(|t| t.failure == Some(Failure::NearLine)) {
         let lo = failing
             .iter()
             .map(|t| t.score)
             .fold(f64::INFINITY, f64::min);
-        return found(
+        return Some(found(
             Cause::Scorer,
             format!(
                 "every failing run failed on its score alone, at {lo:.2} against the {PASS_SCORE:.2} line ({} of {})",
                 failing.len(),
                 all.1
             ),
-        );
+        ));
     }
+    None
+}
+
+/// The cause from which lane is mixed, in order of how little that lane
+/// varied: identical reruns, then fault seeds, latency, the runs as written,
+/// and last the lanes disagreeing with each other.
+fn by_lane(ev: &[&Trial], has_faults: bool) -> Finding {
     let lanes: Vec<(Lane, (usize, usize))> = Lane::ALL
         .iter()
-        .map(|&l| (l, tally(in_lane(&ev, l))))
+        .map(|&l| (l, tally(in_lane(ev, l))))
         .filter(|(_, t)| t.1 > 0)
         .collect();
     let lane = |l: Lane| lanes.iter().find(|(x, _)| *x == l).map(|(_, t)| *t);
     if lane(Lane::Identical).is_some_and(mixed) {
         return found(
             Cause::Unstable,
-            format!("{}: nothing varied but the rerun", words(Lane::Identical)),
+            format!(
+                "{}: nothing varied but the rerun",
+                words(ev, Lane::Identical)
+            ),
         );
     }
     if lane(Lane::FaultSeeds).is_some_and(mixed) {
-        let bad: Vec<String> = in_lane(&ev, Lane::FaultSeeds)
+        let bad: Vec<String> = in_lane(ev, Lane::FaultSeeds)
             .filter(|t| !t.passed())
             .filter_map(|t| t.setting.map(|s| format!("{s}")))
             .collect();
@@ -262,7 +286,7 @@ pub fn find(trials: &[Trial], has_faults: bool) -> Finding {
             Cause::Fault,
             format!(
                 "{}; failing seeds: {}",
-                words(Lane::FaultSeeds),
+                words(ev, Lane::FaultSeeds),
                 bad.join(", ")
             ),
         );
@@ -275,8 +299,8 @@ pub fn find(trials: &[Trial], has_faults: bool) -> Finding {
                 Cause::Timing,
                 format!(
                     "{}{}",
-                    words(Lane::Latency),
-                    first_factor_failing(&ev)
+                    words(ev, Lane::Latency),
+                    first_factor_failing(ev)
                         .map(|f| format!(", failing from {f:.2}x the replayed latency"))
                         .unwrap_or_default()
                 ),
@@ -284,40 +308,12 @@ pub fn find(trials: &[Trial], has_faults: bool) -> Finding {
         }
     }
     if lane(Lane::AsWritten).is_some_and(mixed) {
-        let mut variants: Vec<(u32, (usize, usize))> = vec![];
-        for t in in_lane(&ev, Lane::AsWritten) {
-            match variants.iter_mut().find(|(v, _)| *v == t.variant) {
-                Some((_, c)) => *c = (c.0 + t.passed() as usize, c.1 + 1),
-                None => variants.push((t.variant, (t.passed() as usize, 1))),
-            }
-        }
-        variants.sort();
-        let per_variant = variants
-            .iter()
-            .map(|(v, (p, n))| format!("variant {v} passes {p}/{n}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        if variants.iter().any(|(_, t)| mixed(*t)) {
-            return match has_faults {
-                true => found(
-                    Cause::Fault,
-                    format!("runs of one cassette variant differ only in their fault draws: {per_variant}"),
-                ),
-                false => found(
-                    Cause::Unstable,
-                    format!("runs of one cassette variant, with no fault plan, differ: {per_variant}"),
-                ),
-            };
-        }
-        return found(
-            Cause::Variant,
-            format!("the verdict follows the recorded variant: {per_variant}"),
-        );
+        return by_variant(ev, has_faults);
     }
     // Each lane agrees with itself, yet the lanes differ.
     let summary = lanes
         .iter()
-        .map(|(l, _)| words(*l))
+        .map(|(l, _)| words(ev, *l))
         .collect::<Vec<_>>()
         .join("; ");
     match lane(Lane::FaultSeeds) {
@@ -327,6 +323,43 @@ pub fn find(trials: &[Trial], has_faults: bool) -> Finding {
         ),
         _ => found(Cause::Unstable, format!("the lanes disagree: {summary}")),
     }
+}
+
+/// The runs as written are mixed: per cassette variant, either the verdict
+/// follows the variant, or runs of one variant differ (fault draws when
+/// the case has a fault plan, the harness otherwise).
+fn by_variant(ev: &[&Trial], has_faults: bool) -> Finding {
+    let mut variants: Vec<(u32, (usize, usize))> = vec![];
+    for t in in_lane(ev, Lane::AsWritten) {
+        match variants.iter_mut().find(|(v, _)| *v == t.variant) {
+            Some((_, c)) => *c = (c.0 + t.passed() as usize, c.1 + 1),
+            None => variants.push((t.variant, (t.passed() as usize, 1))),
+        }
+    }
+    variants.sort();
+    let per_variant = variants
+        .iter()
+        .map(|(v, (p, n))| format!("variant {v} passes {p}/{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if variants.iter().any(|(_, t)| mixed(*t)) {
+        return match has_faults {
+            true => found(
+                Cause::Fault,
+                format!(
+                    "runs of one cassette variant differ only in their fault draws: {per_variant}"
+                ),
+            ),
+            false => found(
+                Cause::Unstable,
+                format!("runs of one cassette variant, with no fault plan, differ: {per_variant}"),
+            ),
+        };
+    }
+    found(
+        Cause::Variant,
+        format!("the verdict follows the recorded variant: {per_variant}"),
+    )
 }
 
 fn lane_words(l: Lane) -> &'static str {

@@ -57,10 +57,18 @@ pub struct Plan {
     pub skipped: Vec<Vec<(Lane, &'static str)>>,
 }
 
+/// A case's fault plan does not parse: the plan cannot be made.
+#[derive(Debug, thiserror::Error)]
+#[error("{case}: faults: {source}")]
+pub struct PlanError {
+    case: String,
+    source: harness::replay::FaultSpecError,
+}
+
 impl Plan {
     /// The plan for `cases`, `n` reruns a lane. A case whose fault plan does
     /// not parse is a load error before this (the suite checks it).
-    pub fn new(cases: &[Case], n: u32) -> Result<Plan, String> {
+    pub fn new(cases: &[Case], n: u32) -> Result<Plan, PlanError> {
         let mut p = Plan {
             reruns: vec![],
             servers: vec![],
@@ -68,7 +76,10 @@ impl Plan {
         };
         for (ci, c) in cases.iter().enumerate() {
             let faults = match &c.file.faults {
-                Some(f) => FaultPlan::parse(f).map_err(|e| format!("{}: faults: {e}", c.id()))?,
+                Some(f) => FaultPlan::parse(f).map_err(|source| PlanError {
+                    case: c.id().to_string(),
+                    source,
+                })?,
                 None => FaultPlan::none(),
             };
             let scale = c.file.latency_scale.unwrap_or(0.0);

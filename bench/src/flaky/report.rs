@@ -164,6 +164,65 @@ fn baseline_words(b: &Option<Baseline>, now: (u64, u64)) -> String {
     }
 }
 
+/// One case's line of the markdown table.
+fn case_row(c: &CaseFlakiness) -> String {
+    format!(
+        "| `{}` | {} | {}/{} | {:.0}% [{:.0}%, {:.0}%] | {} | {} | {} | {} | {} | {} |\n",
+        c.id,
+        c.category,
+        c.passed,
+        c.runs,
+        100.0 * c.pass_rate,
+        100.0 * c.wilson_95[0],
+        100.0 * c.wilson_95[1],
+        opt(c.pass_hat.k1),
+        opt(c.pass_hat.k3),
+        opt(c.pass_hat.kn),
+        status_words(c),
+        c.cause.map(|x| x.as_str()).unwrap_or("-"),
+        baseline_words(&c.baseline, (c.passed, c.runs)),
+    )
+}
+
+/// The evidence of one notable case: its finding and remedy, each lane,
+/// what did not run, its marker and a failing run to look at.
+fn evidence_section(c: &CaseFlakiness) -> String {
+    let mut s = format!(
+        "**{}** ({}): {}. {}\n\n",
+        c.id,
+        status_words(c),
+        c.evidence,
+        c.cause
+            .map(|x| format!("Remedy: {}.", x.remedy()))
+            .unwrap_or_default()
+    );
+    for l in &c.lanes {
+        s.push_str(&format!(
+            "- {}: {}/{} passed ({}){}\n",
+            l.lane.as_str(),
+            l.passed,
+            l.runs,
+            l.varied,
+            if l.bench_faults > 0 {
+                format!(", {} bench faults", l.bench_faults)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    for n in &c.not_run {
+        s.push_str(&format!("- not run: {n}\n"));
+    }
+    if let Some(m) = &c.marker {
+        s.push_str(&format!("- marker: {}: {}\n", m.label(), m.note.trim()));
+    }
+    if let Some(d) = &c.example_failure {
+        s.push_str(&format!("- a failing case-run: `{d}`\n"));
+    }
+    s.push('\n');
+    s
+}
+
 impl FlakyReport {
     pub fn markdown(&self) -> String {
         let t = &self.totals;
@@ -204,22 +263,7 @@ impl FlakyReport {
             self.reruns
         ));
         for c in &self.cases {
-            s.push_str(&format!(
-                "| `{}` | {} | {}/{} | {:.0}% [{:.0}%, {:.0}%] | {} | {} | {} | {} | {} | {} |\n",
-                c.id,
-                c.category,
-                c.passed,
-                c.runs,
-                100.0 * c.pass_rate,
-                100.0 * c.wilson_95[0],
-                100.0 * c.wilson_95[1],
-                opt(c.pass_hat.k1),
-                opt(c.pass_hat.k3),
-                opt(c.pass_hat.kn),
-                status_words(c),
-                c.cause.map(|x| x.as_str()).unwrap_or("-"),
-                baseline_words(&c.baseline, (c.passed, c.runs)),
-            ));
+            s.push_str(&case_row(c));
         }
         let notable: Vec<&CaseFlakiness> = (self.cases.iter())
             .filter(|c| {
@@ -231,39 +275,7 @@ impl FlakyReport {
         if !notable.is_empty() {
             s.push_str("\n### Evidence\n\n");
             for c in notable {
-                s.push_str(&format!(
-                    "**{}** ({}): {}. {}\n\n",
-                    c.id,
-                    status_words(c),
-                    c.evidence,
-                    c.cause
-                        .map(|x| format!("Remedy: {}.", x.remedy()))
-                        .unwrap_or_default()
-                ));
-                for l in &c.lanes {
-                    s.push_str(&format!(
-                        "- {}: {}/{} passed ({}){}\n",
-                        l.lane.as_str(),
-                        l.passed,
-                        l.runs,
-                        l.varied,
-                        if l.bench_faults > 0 {
-                            format!(", {} bench faults", l.bench_faults)
-                        } else {
-                            String::new()
-                        }
-                    ));
-                }
-                for n in &c.not_run {
-                    s.push_str(&format!("- not run: {n}\n"));
-                }
-                if let Some(m) = &c.marker {
-                    s.push_str(&format!("- marker: {}: {}\n", m.label(), m.note.trim()));
-                }
-                if let Some(d) = &c.example_failure {
-                    s.push_str(&format!("- a failing case-run: `{d}`\n"));
-                }
-                s.push('\n');
+                s.push_str(&evidence_section(c));
             }
         }
         s.push_str(&format!(
