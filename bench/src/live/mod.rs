@@ -337,27 +337,7 @@ impl LiveTarget {
     ) -> Result<Session, String> {
         let case_id = case.id();
         let shown = spec_path.display().to_string();
-        let mut text = std::fs::read_to_string(spec_path).map_err(|e| format!("{shown}: {e}"))?;
-        if let Some(s) = self.seed_base {
-            let mut t: toml::Table = text
-                .parse()
-                .map_err(|e: toml::de::Error| format!("{shown}: {}", e.message()))?;
-            let m = t
-                .entry("model")
-                .or_insert_with(|| toml::Value::Table(Default::default()));
-            let Some(m) = m.as_table_mut() else {
-                return Err(format!("{shown}: field `model`: expected a table"));
-            };
-            let seed = s
-                .checked_add(run as u64)
-                .filter(|x| *x <= i64::MAX as u64)
-                .ok_or_else(|| {
-                    format!("--seed {s}: seed + run {run} is past the largest seed a spec takes")
-                })?;
-            m.insert("seed".into(), toml::Value::Integer(seed as i64));
-            text = toml::to_string(&t).map_err(|e| e.to_string())?;
-            std::fs::write(spec_path, &text).map_err(|e| format!("{shown}: {e}"))?;
-        }
+        let text = self.seeded_spec(spec_path, run)?;
         let dir = spec_path.parent().unwrap_or(Path::new("."));
         let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let spec = harness::spec::RunSpec::parse(&text, &shown, &dir)
@@ -366,20 +346,7 @@ impl LiveTarget {
             Some(l) => format!("{l}~{case_id}"),
             None => case_id.to_string(),
         };
-        let (replay, replay_server) = match &self.hybrid {
-            None => (None, None),
-            Some((servers, protocol)) => {
-                if spec.model.protocol != *protocol {
-                    return Err(format!(
-                        "{shown}: field `model.protocol`: expected {} (--hybrid --protocol: what --endpoint speaks), found {}",
-                        protocol.as_str(),
-                        spec.model.protocol.as_str()
-                    ));
-                }
-                let server = servers.server_for(case)?;
-                (Some(server.base_url_for(case_id, run)), Some(server))
-            }
-        };
+        let (replay, replay_server) = self.hybrid_replay(case, run, &spec, &shown)?;
         // Answer 504 a second before the harness's own timeout would fire,
         // so the harness sees the timeout as a retryable 5xx and no second
         // upstream call starts while the first is still running.
@@ -399,14 +366,7 @@ impl LiveTarget {
                 replay,
             },
         );
-        // On top of every provider key variable, which `runner::run_harness`
-        // removes from every harness process: the named ones may be any name.
-        let mut env_remove: Vec<String> = self.key_env.iter().cloned().collect();
-        if let Some(n) = &spec.model.api_key_env {
-            if !env_remove.contains(n) {
-                env_remove.push(n.clone());
-            }
-        }
+        let env_remove = self.env_remove(&spec);
         Ok(Session {
             target: self.clone(),
             key,
@@ -423,6 +383,73 @@ impl LiveTarget {
             ended: false,
             replay_server,
         })
+    }
+
+    /// The spec's text at `spec_path`; with a seed base, first rewritten
+    /// with `model.seed` = seed base + `run`, so each run of a live case
+    /// asks the endpoint for its own reproducible sample.
+    fn seeded_spec(&self, spec_path: &Path, run: u32) -> Result<String, String> {
+        let shown = spec_path.display().to_string();
+        let text = std::fs::read_to_string(spec_path).map_err(|e| format!("{shown}: {e}"))?;
+        let Some(s) = self.seed_base else {
+            return Ok(text);
+        };
+        let mut t: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| format!("{shown}: {}", e.message()))?;
+        let m = t
+            .entry("model")
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+        let Some(m) = m.as_table_mut() else {
+            return Err(format!("{shown}: field `model`: expected a table"));
+        };
+        let seed = s
+            .checked_add(run as u64)
+            .filter(|x| *x <= i64::MAX as u64)
+            .ok_or_else(|| {
+                format!("--seed {s}: seed + run {run} is past the largest seed a spec takes")
+            })?;
+        m.insert("seed".into(), toml::Value::Integer(seed as i64));
+        let text = toml::to_string(&t).map_err(|e| e.to_string())?;
+        std::fs::write(spec_path, &text).map_err(|e| format!("{shown}: {e}"))?;
+        Ok(text)
+    }
+
+    /// Hybrid: the case-run's replay base URL and its server (None, None
+    /// when not hybrid). The case must speak what --endpoint speaks, or its
+    /// first live call would be sent in the wrong protocol.
+    fn hybrid_replay(
+        &self,
+        case: &Case,
+        run: u32,
+        spec: &harness::spec::RunSpec,
+        shown: &str,
+    ) -> Result<(Option<String>, Option<Arc<harness::replay::ReplayServer>>), String> {
+        let Some((servers, protocol)) = &self.hybrid else {
+            return Ok((None, None));
+        };
+        if spec.model.protocol != *protocol {
+            return Err(format!(
+                "{shown}: field `model.protocol`: expected {} (--hybrid --protocol: what --endpoint speaks), found {}",
+                protocol.as_str(),
+                spec.model.protocol.as_str()
+            ));
+        }
+        let server = servers.server_for(case)?;
+        Ok((Some(server.base_url_for(case.id(), run)), Some(server)))
+    }
+
+    /// The variables removed from the harness's environment on top of every
+    /// provider key variable, which `runner::run_harness` removes from every
+    /// harness process: the named ones may be any name.
+    fn env_remove(&self, spec: &harness::spec::RunSpec) -> Vec<String> {
+        let mut env_remove: Vec<String> = self.key_env.iter().cloned().collect();
+        if let Some(n) = &spec.model.api_key_env {
+            if !env_remove.contains(n) {
+                env_remove.push(n.clone());
+            }
+        }
+        env_remove
     }
 }
 
@@ -447,17 +474,7 @@ impl Session {
             // Its copy of what the proxy already captured.
             drop(s.take_captured(&self.case, self.run));
         }
-        let not_measured = traffic
-            .upstream_failed
-            .first()
-            .or(traffic.rejected.first())
-            .map(|m| {
-                format!(
-                    "{m} ({} of its live calls failed, {} refused)",
-                    traffic.upstream_failed.len(),
-                    traffic.rejected.len()
-                )
-            });
+        let not_measured = not_measured(&traffic);
         let refused = traffic.refused.first().map(|m| {
             format!("incomplete: the command-wide cap refused a call of this case-run ({m})")
         });
@@ -465,32 +482,11 @@ impl Session {
             t.cut_short.fetch_add(1, Ordering::SeqCst);
         }
         if let Some(rec) = &t.recorder {
-            let variant = if let Some(r) = &refused {
-                Err(r.clone())
-            } else if let Some(f) = failed {
-                Err(f.to_string())
-            } else if let Some(n) = &not_measured {
-                Err(n.clone())
-            } else if traffic.dropped > 0 {
-                Err(format!(
-                    "{} exchange(s) over the per-run limits ({} calls, {} bytes) were not kept",
-                    traffic.dropped,
-                    proxy::EXCHANGES_MAX_PER_RUN,
-                    proxy::EXCHANGE_BYTES_MAX_PER_RUN
-                ))
-            } else {
-                match report {
-                    None => Err(format!(
-                        "the harness left no report.json (exit {exit_code})"
-                    )),
-                    Some(rep) => recorder::interactions(self.meta.protocol, &traffic.exchanges)
-                        .map(|interactions| RunRecording {
-                            run: self.run,
-                            interactions,
-                            outcome: Some(recorder::outcome(rep, exit_code)),
-                        }),
-                }
-            };
+            let gap = refused
+                .clone()
+                .or(failed.map(str::to_string))
+                .or(not_measured.clone());
+            let variant = self.recording(&traffic, gap, report, exit_code);
             rec.add(&self.case, self.run, self.meta.clone(), variant);
         }
         RunEnd {
@@ -505,6 +501,62 @@ impl Session {
             },
         }
     }
+}
+
+impl Session {
+    /// What the recorder keeps of this case-run: its recording, or why the
+    /// cassette has a gap for it (`gap`: refused, failed or not measured,
+    /// the first of them that holds; then exchanges that were not kept, or
+    /// no report).
+    fn recording(
+        &self,
+        traffic: &proxy::RunTraffic,
+        gap: Option<String>,
+        report: Option<&harness::report::Report>,
+        exit_code: i32,
+    ) -> Result<RunRecording, String> {
+        if let Some(g) = gap {
+            return Err(g);
+        }
+        if traffic.dropped > 0 {
+            return Err(format!(
+                "{} exchange(s) over the per-run limits ({} calls, {} bytes) were not kept",
+                traffic.dropped,
+                proxy::EXCHANGES_MAX_PER_RUN,
+                proxy::EXCHANGE_BYTES_MAX_PER_RUN
+            ));
+        }
+        match report {
+            None => Err(format!(
+                "the harness left no report.json (exit {exit_code})"
+            )),
+            Some(rep) => {
+                recorder::interactions(self.meta.protocol, &traffic.exchanges).map(|interactions| {
+                    RunRecording {
+                        run: self.run,
+                        interactions,
+                        outcome: Some(recorder::outcome(rep, exit_code)),
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// Why a case-run's traffic does not measure the model: the first live
+/// call the upstream failed or the proxy rejected, with how many there were.
+fn not_measured(traffic: &proxy::RunTraffic) -> Option<String> {
+    traffic
+        .upstream_failed
+        .first()
+        .or(traffic.rejected.first())
+        .map(|m| {
+            format!(
+                "{m} ({} of its live calls failed, {} refused)",
+                traffic.upstream_failed.len(),
+                traffic.rejected.len()
+            )
+        })
 }
 
 impl Drop for Session {

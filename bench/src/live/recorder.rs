@@ -232,25 +232,7 @@ impl Recorder {
     }
 
     fn write(&self, case: &str, p: Pending) -> CaseWritten {
-        let mut runs = Vec::new();
-        let mut left_out = Vec::new();
-        let mut stopped = None;
-        for r in 0..self.runs_per_case {
-            match (&stopped, p.runs.get(&r)) {
-                (None, Some(Ok(rec))) => runs.push(rec.clone()),
-                (None, Some(Err(why))) => {
-                    left_out.push(format!("run {r}: {why}"));
-                    stopped = Some(r);
-                }
-                (None, None) => {
-                    left_out.push(format!("run {r}: not run"));
-                    stopped = Some(r);
-                }
-                (Some(s), _) => left_out.push(format!(
-                    "run {r}: left out because run {s} was (variants must be 0..n-1)"
-                )),
-            }
-        }
+        let (runs, left_out) = self.contiguous_runs(&p);
         let mut w = CaseWritten {
             case: case.to_string(),
             path: None,
@@ -262,27 +244,7 @@ impl Recorder {
             w.error = Some("no complete run to record; no cassette written".into());
             return w;
         }
-        let how = if self.hybrid {
-            "Recorded by hybrid replay through the bench's proxy (each run's calls answered by the case's recording up to the first call it had not seen, by the live endpoint from there)"
-        } else {
-            "Recorded live through the bench's proxy"
-        };
-        let mut notes = format!(
-            "{how}: {} run variant(s) of {} case-run(s) asked; run i is the harness's live case-run i.",
-            runs.len(),
-            self.runs_per_case
-        );
-        if let Some(s) = p.meta.seed_base {
-            notes.push_str(&format!(" Seeds vary: run i used seed {s}+i."));
-        }
-        let made = Made {
-            how: MadeHow::Recorded,
-            when: now_rfc3339(),
-            by: self.prov.by.clone(),
-            temperature: p.meta.temperature,
-            seed: p.meta.seed_base,
-            notes,
-        };
+        let made = self.made(&p.meta, runs.len());
         let mut c = Cassette::new(case, p.meta.protocol, p.meta.model.clone(), made);
         c.runs = runs;
         if p.meta.seed_base.is_some() {
@@ -307,6 +269,56 @@ impl Recorder {
             Err(e) => w.error = Some(e.to_string()),
         }
         w
+    }
+
+    /// The runs a cassette can hold (0..n-1 without a gap: run i's seed is
+    /// seed + i, so a later run cannot move down) and what was left out, why.
+    fn contiguous_runs(&self, p: &Pending) -> (Vec<RunRecording>, Vec<String>) {
+        let mut runs = Vec::new();
+        let mut left_out = Vec::new();
+        let mut stopped = None;
+        for r in 0..self.runs_per_case {
+            match (&stopped, p.runs.get(&r)) {
+                (None, Some(Ok(rec))) => runs.push(rec.clone()),
+                (None, Some(Err(why))) => {
+                    left_out.push(format!("run {r}: {why}"));
+                    stopped = Some(r);
+                }
+                (None, None) => {
+                    left_out.push(format!("run {r}: not run"));
+                    stopped = Some(r);
+                }
+                (Some(s), _) => left_out.push(format!(
+                    "run {r}: left out because run {s} was (variants must be 0..n-1)"
+                )),
+            }
+        }
+        (runs, left_out)
+    }
+
+    /// The cassette's `made`: how its `recorded` runs were recorded (live
+    /// or hybrid) and with which seeds, for whoever replays it.
+    fn made(&self, meta: &CaseMeta, recorded: usize) -> Made {
+        let how = if self.hybrid {
+            "Recorded by hybrid replay through the bench's proxy (each run's calls answered by the case's recording up to the first call it had not seen, by the live endpoint from there)"
+        } else {
+            "Recorded live through the bench's proxy"
+        };
+        let mut notes = format!(
+            "{how}: {recorded} run variant(s) of {} case-run(s) asked; run i is the harness's live case-run i.",
+            self.runs_per_case
+        );
+        if let Some(s) = meta.seed_base {
+            notes.push_str(&format!(" Seeds vary: run i used seed {s}+i."));
+        }
+        Made {
+            how: MadeHow::Recorded,
+            when: now_rfc3339(),
+            by: self.prov.by.clone(),
+            temperature: meta.temperature,
+            seed: meta.seed_base,
+            notes,
+        }
     }
 }
 
