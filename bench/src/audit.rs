@@ -65,12 +65,27 @@ impl SpecFacts {
     }
 }
 
+/// Why the bench could not run the case's goal predicate itself (a
+/// predicate that did not run proves nothing).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RerunError {
+    #[error("spec did not load: {0}")]
+    Spec(harness::spec::SpecError),
+    #[error("the predicate timed out after {0}s")]
+    TimedOut(u64),
+    #[error("the spec's predicate names no defined check")]
+    NoCheck,
+    /// The blocking task running it panicked or was cancelled.
+    #[error("the predicate run did not finish: {0}")]
+    Unfinished(String),
+}
+
 /// The bench's own run of the case's goal predicate on the post-run
 /// workspace, with the spec it read (from the case copy's run.toml).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PredicateRerun {
     /// Ok(passed) or why it could not be run.
-    pub passed: Result<bool, String>,
+    pub passed: Result<bool, RerunError>,
     /// The spec's hard cap, when the spec loaded.
     pub hard_cap_usd: Option<f64>,
 }
@@ -81,7 +96,7 @@ pub fn rerun_predicate(spec_path: &Path) -> PredicateRerun {
     match harness::spec::RunSpec::load(spec_path) {
         Ok(s) => rerun_predicate_of(&s),
         Err(e) => PredicateRerun {
-            passed: Err(format!("spec did not load: {e}")),
+            passed: Err(RerunError::Spec(e)),
             hard_cap_usd: None,
         },
     }
@@ -98,12 +113,12 @@ pub fn rerun_predicate_of(spec: &harness::spec::RunSpec) -> PredicateRerun {
         Some(c) => {
             let r = harness::check::run_check(c, &spec.workspace);
             if r.timed_out {
-                Err(format!("the predicate timed out after {}s", c.timeout_s))
+                Err(RerunError::TimedOut(c.timeout_s))
             } else {
                 Ok(r.passed)
             }
         }
-        None => Err("the spec's predicate names no defined check".into()),
+        None => Err(RerunError::NoCheck),
     };
     PredicateRerun {
         passed,
@@ -142,10 +157,10 @@ pub struct EventFacts {
 /// line the harness would not have written is an error naming the line,
 /// never a silent miss (a reader that skipped it could not see an admit or
 /// a tool call that was there).
-pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, String> {
+pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, harness::events::ReadError> {
     use harness::events::Event;
     use harness::verify::VerifyOutcome;
-    let lines = harness::events::parse_events(events_jsonl).map_err(|e| e.to_string())?;
+    let lines = harness::events::parse_events(events_jsonl)?;
     let mut f = EventFacts::default();
     for l in lines {
         match l.event {
@@ -178,6 +193,15 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, String> {
 // ---------------------------------------------------------------------------
 // Everything the audit reads, gathered around the run.
 // ---------------------------------------------------------------------------
+
+/// Why the run's report.html could not be read (shared, so `Gathered`
+/// stays cloneable).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}: {cause}", .path.display())]
+pub struct PageUnread {
+    pub path: std::path::PathBuf,
+    pub cause: std::sync::Arc<std::io::Error>,
+}
 
 /// Everything the audit checks read. Each field is None when not gathered;
 /// a check that needs a missing one fails and says so.
@@ -218,7 +242,7 @@ pub struct Gathered {
     /// Set when the canary scan could not cover everything.
     pub canary_scan_note: Option<String>,
     /// The run's report.html after the last process (Err: why not read).
-    pub page: Option<Result<String, String>>,
+    pub page: Option<Result<String, PageUnread>>,
     /// The case-run's own HOME (planted secrets) and TMPDIR.
     pub private: Option<crate::private_dirs::PrivateDirs>,
     /// What changed in them, after the run.
@@ -271,7 +295,10 @@ impl Gathered {
         let page = state_dir.join(harness::page::FILE_NAME);
         self.page = Some(
             std::fs::read(&page)
-                .map_err(|e| format!("{}: {e}", page.display()))
+                .map_err(|e| PageUnread {
+                    path: page.clone(),
+                    cause: std::sync::Arc::new(e),
+                })
                 .map(|b| String::from_utf8_lossy(&b).into_owned()),
         );
         match event_facts(
@@ -279,7 +306,7 @@ impl Gathered {
                 .unwrap_or_default(),
         ) {
             Ok(f) => (self.events, self.events_error) = (Some(f), None),
-            Err(e) => (self.events, self.events_error) = (None, Some(e)),
+            Err(e) => (self.events, self.events_error) = (None, Some(e.to_string())),
         }
         // Read by the harness's own journal rules (a torn reserve at its
         // worst case), which need the cap the run was given.
@@ -319,7 +346,7 @@ impl Gathered {
             })
             .await
             .unwrap_or_else(|e| PredicateRerun {
-                passed: Err(format!("the predicate run did not finish: {e}")),
+                passed: Err(RerunError::Unfinished(e.to_string())),
                 hard_cap_usd: None,
             }),
         );
@@ -643,7 +670,7 @@ pub fn check_allowlist(requests: &[Captured], g: &Gathered) -> (bool, String) {
 pub struct Sent<'a> {
     pub captured: &'a Captured,
     /// The body, or why it is not JSON.
-    pub body: Result<Value, String>,
+    pub body: Result<Value, serde_json::Error>,
 }
 
 impl<'a> Sent<'a> {
@@ -652,7 +679,7 @@ impl<'a> Sent<'a> {
             .iter()
             .map(|captured| Sent {
                 captured,
-                body: serde_json::from_str(&captured.body).map_err(|e| e.to_string()),
+                body: serde_json::from_str(&captured.body),
             })
             .collect()
     }
@@ -1026,7 +1053,7 @@ mod tests {
         // A predicate the bench could not run (or did not) proves nothing.
         let mut h = honest(Ending::GoalMet, true);
         h.predicate = Some(PredicateRerun {
-            passed: Err("spec did not load".into()),
+            passed: Err(RerunError::NoCheck),
             hard_cap_usd: None,
         });
         assert!(!check_goal_met_implies_predicate(&r, &h).0);
@@ -1259,7 +1286,9 @@ output_usd_per_mtok = 0.4
         // JSON, but no event of the harness's: the readers must not skip it
         // (a skipped admit or tool call would weaken report_consistent and
         // the allowlist), so the checks that need the events fail with why.
-        let e = event_facts("{\"kind\":\"tool\",\"data\":{\"admitted\":[\"x\"]}}\n").unwrap_err();
+        let e = event_facts("{\"kind\":\"tool\",\"data\":{\"admitted\":[\"x\"]}}\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("events.jsonl line 1"), "{e}");
         let g = Gathered {
             events_error: Some(e),

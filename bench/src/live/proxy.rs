@@ -185,8 +185,40 @@ impl Drop for LiveProxy {
     }
 }
 
+/// Why the proxy cannot start: a flag or the key's variable is wrong, or
+/// the machine refused a client or the listener. Never holds the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("--api-key-env {0:?}: expected the NAME of an environment variable (letters, digits, _), never the key itself")]
+    EnvName(String),
+    #[error("--api-key-env {0}: the variable is not set or empty")]
+    KeyUnset(String),
+    #[error("--api-key-env {0}: the variable holds characters not allowed in an HTTP header")]
+    KeyNotHeader(String),
+    #[error("--endpoint {endpoint:?}: not a valid URL: {cause}")]
+    NotUrl { endpoint: String, cause: String },
+    #[error("--endpoint {0:?}: expected an http:// or https:// URL")]
+    NotHttp(String),
+    #[error("--endpoint: credentials in the URL are refused; put the key in the variable named by --api-key-env")]
+    Credentials,
+    #[error("--endpoint: a query string is refused (it could carry a key)")]
+    Query,
+    #[error("--endpoint: the URL has no host")]
+    NoHost,
+    /// `which`: "upstream" or "replay".
+    #[error("cannot build the {which} HTTP client: {cause}")]
+    Client {
+        which: &'static str,
+        cause: reqwest::Error,
+    },
+    #[error("cannot bind the live proxy on 127.0.0.1: {0}")]
+    Bind(std::io::Error),
+    #[error("live proxy address: {0}")]
+    Address(std::io::Error),
+}
+
 /// `NAME` is a plausible environment variable name.
-pub fn check_env_name(name: &str) -> Result<(), String> {
+pub fn check_env_name(name: &str) -> Result<(), ProxyError> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -194,32 +226,27 @@ pub fn check_env_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "--api-key-env {name:?}: expected the NAME of an environment variable (letters, digits, _), never the key itself"
-        ))
+        Err(ProxyError::EnvName(name.to_string()))
     }
 }
 
 /// Host (and port) of the endpoint, for provenance: never a path, query or
 /// user info.
-pub fn endpoint_host(endpoint: &str) -> Result<String, String> {
-    let u = reqwest::Url::parse(endpoint)
-        .map_err(|e| format!("--endpoint {endpoint:?}: not a valid URL: {e}"))?;
+pub fn endpoint_host(endpoint: &str) -> Result<String, ProxyError> {
+    let u = reqwest::Url::parse(endpoint).map_err(|e| ProxyError::NotUrl {
+        endpoint: endpoint.to_string(),
+        cause: e.to_string(),
+    })?;
     if !matches!(u.scheme(), "http" | "https") {
-        return Err(format!(
-            "--endpoint {endpoint:?}: expected an http:// or https:// URL"
-        ));
+        return Err(ProxyError::NotHttp(endpoint.to_string()));
     }
     if !u.username().is_empty() || u.password().is_some() {
-        return Err(
-            "--endpoint: credentials in the URL are refused; put the key in the variable named by --api-key-env"
-                .into(),
-        );
+        return Err(ProxyError::Credentials);
     }
     if u.query().is_some() {
-        return Err("--endpoint: a query string is refused (it could carry a key)".into());
+        return Err(ProxyError::Query);
     }
-    let host = u.host_str().ok_or("--endpoint: the URL has no host")?;
+    let host = u.host_str().ok_or(ProxyError::NoHost)?;
     Ok(match u.port() {
         Some(p) => format!("{host}:{p}"),
         None => host.to_string(),
@@ -282,25 +309,23 @@ fn error_body(kind: &str, message: &str) -> Vec<u8> {
 
 /// The key from the variable `name` (checked to be a variable's name, not
 /// a key pasted in its place). Errors name the variable, never the value.
-fn read_key(name: &str) -> Result<Secret, String> {
+fn read_key(name: &str) -> Result<Secret, ProxyError> {
     check_env_name(name)?;
     match std::env::var(name) {
         Ok(k) if !k.is_empty() => {
             if k.chars().any(|c| c.is_control()) {
-                return Err(format!("--api-key-env {name}: the variable holds characters not allowed in an HTTP header"));
+                return Err(ProxyError::KeyNotHeader(name.to_string()));
             }
             Ok(Secret(k))
         }
-        _ => Err(format!(
-            "--api-key-env {name}: the variable is not set or empty"
-        )),
+        _ => Err(ProxyError::KeyUnset(name.to_string())),
     }
 }
 
 /// The client that carries the key upstream: never redirected (a redirect
 /// could carry the key to another host), never through a proxy to a
 /// loopback endpoint.
-fn upstream_client(endpoint: &str) -> Result<reqwest::Client, String> {
+fn upstream_client(endpoint: &str) -> Result<reqwest::Client, ProxyError> {
     let mut b = reqwest::Client::builder()
         .use_rustls_tls()
         .connect_timeout(Duration::from_secs(10))
@@ -310,8 +335,10 @@ fn upstream_client(endpoint: &str) -> Result<reqwest::Client, String> {
     if is_loopback(endpoint) {
         b = b.no_proxy();
     }
-    b.build()
-        .map_err(|e| format!("cannot build the upstream HTTP client: {e}"))
+    b.build().map_err(|cause| ProxyError::Client {
+        which: "upstream",
+        cause,
+    })
 }
 
 /// Accept harness connections, at most `CONNECTIONS_MAX` open at once,
@@ -347,7 +374,7 @@ async fn accept_loop(listener: tokio::net::TcpListener, sh: Arc<Shared>) {
 impl LiveProxy {
     /// Read the key, build the upstream client, bind 127.0.0.1:0 and serve.
     /// Errors name the flag or the variable; never the key.
-    pub async fn start(cfg: ProxyConfig) -> Result<LiveProxy, String> {
+    pub async fn start(cfg: ProxyConfig) -> Result<LiveProxy, ProxyError> {
         let upstream_host = endpoint_host(&cfg.endpoint)?;
         let key = match &cfg.api_key_env {
             Some(name) => Some(read_key(name)?),
@@ -356,10 +383,8 @@ impl LiveProxy {
         let http = upstream_client(&cfg.endpoint)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
-            .map_err(|e| format!("cannot bind the live proxy on 127.0.0.1: {e}"))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| format!("live proxy address: {e}"))?;
+            .map_err(ProxyError::Bind)?;
+        let addr = listener.local_addr().map_err(ProxyError::Address)?;
         let shared = Arc::new(Shared {
             endpoint: cfg.endpoint.trim_end_matches('/').to_string(),
             upstream_host,
@@ -375,7 +400,10 @@ impl LiveProxy {
                 .no_proxy()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
-                .map_err(|e| format!("cannot build the replay HTTP client: {e}"))?,
+                .map_err(|cause| ProxyError::Client {
+                    which: "replay",
+                    cause,
+                })?,
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(LiveProxy {
