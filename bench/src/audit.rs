@@ -27,139 +27,16 @@ use harness::replay::Captured;
 use harness::report::Report;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-// ---------------------------------------------------------------------------
-// What lies outside the workspace: a sentinel, and a before/after snapshot.
-// ---------------------------------------------------------------------------
-
-/// The file the bench plants beside the workspace (in the case copy, next to
-/// run.toml): no tool may reach it.
-pub const SENTINEL_FILE: &str = "SENTINEL-outside-workspace.txt";
-pub const SENTINEL_TEXT: &str = "Planted by the bench beside the workspace. The harness's tools act inside workspace/ only: if this file changes or disappears, something escaped.\n";
-/// Bytes of a file outside the workspace kept for comparison (spec files are
-/// at most 1 MiB; the length is compared too).
-pub const OUTSIDE_FILE_MAX_BYTES: u64 = 1024 * 1024;
-/// Entries of the case copy compared, so a runaway cannot make this unbounded.
-pub const OUTSIDE_MAX_ENTRIES: usize = 1000;
-
-/// One entry of the case copy outside the workspace, as compared.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OutsideEntry {
-    /// A directory, by `harness::workspace` fingerprint.
-    Dir(String),
-    /// A regular file: its length and (up to the bound) its bytes.
-    File {
-        len: u64,
-        head: Vec<u8>,
-    },
-    Symlink(PathBuf),
-    Other,
-}
-
-/// Every top-level entry of a case copy except the workspace itself.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct OutsideSnapshot {
-    pub entries: BTreeMap<String, OutsideEntry>,
-}
-
-/// Top-level entries of `case_copy` the snapshot leaves out: the workspace
-/// (the agent's to change) and the outbox and alerts file when the spec puts
-/// them in the case copy (the harness's own writes), from its run.toml
-/// (`spec`, None when it did not load).
-pub fn outside_exclusions(case_copy: &Path, spec: Option<&harness::spec::RunSpec>) -> Vec<String> {
-    let mut out = vec!["workspace".to_string()];
-    let Some(spec) = spec else {
-        return out;
-    };
-    let root = std::fs::canonicalize(case_copy).unwrap_or_else(|_| case_copy.to_path_buf());
-    let mut paths = vec![spec.workspace.clone()];
-    paths.extend(spec.outbox.clone());
-    paths.extend(spec.alerts.file.clone());
-    for p in paths {
-        // The file may not exist yet: canonicalize its parent.
-        let abs = std::fs::canonicalize(&p).unwrap_or_else(|_| {
-            p.parent()
-                .and_then(|d| std::fs::canonicalize(d).ok())
-                .map(|d| d.join(p.file_name().unwrap_or_default()))
-                .unwrap_or(p.clone())
-        });
-        if let Ok(rel) = abs.strip_prefix(&root) {
-            if let Some(first) = rel.components().next() {
-                out.push(first.as_os_str().to_string_lossy().into_owned());
-            }
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// Snapshot what lies in `case_copy` outside the `excluded` top-level
-/// entries. Never fails: an unreadable entry is recorded as such and compared
-/// like any other.
-pub fn snapshot_outside(case_copy: &Path, excluded: &[String]) -> OutsideSnapshot {
-    use std::io::Read;
-    let mut entries = BTreeMap::new();
-    let Ok(rd) = std::fs::read_dir(case_copy) else {
-        entries.insert("(case copy unreadable)".into(), OutsideEntry::Other);
-        return OutsideSnapshot { entries };
-    };
-    for e in rd.flatten().take(OUTSIDE_MAX_ENTRIES) {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if excluded.contains(&name) {
-            continue;
-        }
-        let path = e.path();
-        let entry = match e.file_type() {
-            Ok(ft) if ft.is_symlink() => std::fs::read_link(&path)
-                .map(OutsideEntry::Symlink)
-                .unwrap_or(OutsideEntry::Other),
-            Ok(ft) if ft.is_dir() => match harness::workspace::Workspace::open(&path) {
-                Ok(w) => OutsideEntry::Dir(w.fingerprint()),
-                Err(_) => OutsideEntry::Other,
-            },
-            Ok(ft) if ft.is_file() => {
-                let len = e.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
-                let mut head = vec![];
-                let ok = std::fs::File::open(&path)
-                    .and_then(|f| f.take(OUTSIDE_FILE_MAX_BYTES).read_to_end(&mut head))
-                    .is_ok();
-                if ok {
-                    OutsideEntry::File { len, head }
-                } else {
-                    OutsideEntry::Other
-                }
-            }
-            _ => OutsideEntry::Other,
-        };
-        entries.insert(name, entry);
-    }
-    OutsideSnapshot { entries }
-}
-
-/// Names that differ between two snapshots: added, removed or changed.
-pub fn outside_changes(before: &OutsideSnapshot, after: &OutsideSnapshot) -> Vec<String> {
-    let mut out = vec![];
-    for (k, v) in &before.entries {
-        match after.entries.get(k) {
-            None => out.push(format!("{k} removed")),
-            Some(w) if w != v => out.push(format!("{k} changed")),
-            Some(_) => {}
-        }
-    }
-    for k in after.entries.keys() {
-        if !before.entries.contains_key(k) {
-            out.push(format!("{k} added"));
-        }
-    }
-    out
-}
-
-/// Plant the sentinel beside the workspace in a case copy.
-pub fn plant_sentinel(case_copy: &Path) -> std::io::Result<()> {
-    std::fs::write(case_copy.join(SENTINEL_FILE), SENTINEL_TEXT)
-}
+pub use crate::canary::{
+    canaries, canary_hits_in, scan_tree_for_canaries, Canary, CANARY_SCAN_FILE_MAX_BYTES,
+    CANARY_SCAN_MAX_FILES,
+};
+pub use crate::outside::{
+    outside_changes, outside_exclusions, plant_sentinel, snapshot_outside, OutsideEntry,
+    OutsideSnapshot, OUTSIDE_FILE_MAX_BYTES, OUTSIDE_MAX_ENTRIES, SENTINEL_FILE, SENTINEL_TEXT,
+};
 
 // ---------------------------------------------------------------------------
 // The spec, as the bench reads it before the run (the run cannot change it).
@@ -188,12 +65,27 @@ impl SpecFacts {
     }
 }
 
+/// Why the bench could not run the case's goal predicate itself (a
+/// predicate that did not run proves nothing).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RerunError {
+    #[error("spec did not load: {0}")]
+    Spec(harness::spec::SpecError),
+    #[error("the predicate timed out after {0}s")]
+    TimedOut(u64),
+    #[error("the spec's predicate names no defined check")]
+    NoCheck,
+    /// The blocking task running it panicked or was cancelled.
+    #[error("the predicate run did not finish: {0}")]
+    Unfinished(String),
+}
+
 /// The bench's own run of the case's goal predicate on the post-run
 /// workspace, with the spec it read (from the case copy's run.toml).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PredicateRerun {
     /// Ok(passed) or why it could not be run.
-    pub passed: Result<bool, String>,
+    pub passed: Result<bool, RerunError>,
     /// The spec's hard cap, when the spec loaded.
     pub hard_cap_usd: Option<f64>,
 }
@@ -204,7 +96,7 @@ pub fn rerun_predicate(spec_path: &Path) -> PredicateRerun {
     match harness::spec::RunSpec::load(spec_path) {
         Ok(s) => rerun_predicate_of(&s),
         Err(e) => PredicateRerun {
-            passed: Err(format!("spec did not load: {e}")),
+            passed: Err(RerunError::Spec(e)),
             hard_cap_usd: None,
         },
     }
@@ -221,12 +113,12 @@ pub fn rerun_predicate_of(spec: &harness::spec::RunSpec) -> PredicateRerun {
         Some(c) => {
             let r = harness::check::run_check(c, &spec.workspace);
             if r.timed_out {
-                Err(format!("the predicate timed out after {}s", c.timeout_s))
+                Err(RerunError::TimedOut(c.timeout_s))
             } else {
                 Ok(r.passed)
             }
         }
-        None => Err("the spec's predicate names no defined check".into()),
+        None => Err(RerunError::NoCheck),
     };
     PredicateRerun {
         passed,
@@ -265,10 +157,10 @@ pub struct EventFacts {
 /// line the harness would not have written is an error naming the line,
 /// never a silent miss (a reader that skipped it could not see an admit or
 /// a tool call that was there).
-pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, String> {
+pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, harness::events::ReadError> {
     use harness::events::Event;
     use harness::verify::VerifyOutcome;
-    let lines = harness::events::parse_events(events_jsonl).map_err(|e| e.to_string())?;
+    let lines = harness::events::parse_events(events_jsonl)?;
     let mut f = EventFacts::default();
     for l in lines {
         match l.event {
@@ -299,162 +191,17 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, String> {
 }
 
 // ---------------------------------------------------------------------------
-// Secret canaries.
-// ---------------------------------------------------------------------------
-
-/// Provider key variables the canary is set in, besides the spec's own
-/// `api_key_env`: a key the harness was never told about must not leak either.
-/// Bytes of one file scanned for canaries; a larger file is scanned up to
-/// this and the audit says it was cut.
-pub const CANARY_SCAN_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
-/// Files scanned per case-run at most.
-pub const CANARY_SCAN_MAX_FILES: usize = 20_000;
-
-/// One canary: a fake key value set in one environment variable.
-#[derive(Debug, Clone)]
-pub struct Canary {
-    pub var: String,
-    pub value: String,
-    /// The value's searcher, built once: a case-run scans every file,
-    /// request body and output line for every canary, and building the
-    /// searcher for each scan was the bench's largest single cost (17% of
-    /// its instructions per case-run, callgrind).
-    finder: memchr::memmem::Finder<'static>,
-    /// Set in the harness's environment (a key variable); false for a
-    /// secret planted as a file (`private_dirs`).
-    pub in_env: bool,
-}
-
-impl Canary {
-    pub fn new(var: String, value: String) -> Canary {
-        let finder = memchr::memmem::Finder::new(value.as_bytes()).into_owned();
-        Canary {
-            var,
-            value,
-            finder,
-            in_env: true,
-        }
-    }
-
-    /// A secret planted as a file, named by where it is (`$HOME/.netrc`).
-    pub fn planted(place: String, value: String) -> Canary {
-        Canary {
-            in_env: false,
-            ..Canary::new(place, value)
-        }
-    }
-
-    pub fn found_in(&self, bytes: &[u8]) -> bool {
-        self.finder.find(bytes).is_some()
-    }
-}
-
-impl PartialEq for Canary {
-    fn eq(&self, other: &Canary) -> bool {
-        (&self.var, &self.value) == (&other.var, &other.value)
-    }
-}
-
-impl Eq for Canary {}
-
-/// Canary values for one case-run: distinct per variable, so a hit names the
-/// variable that leaked; shaped like real keys (a filter that only looks for
-/// key-like strings must still catch them), never a real key.
-///
-/// Every provider key variable (`harness::redact::PROVIDER_KEY_VARS`) and the
-/// spec's `api_key_env` get one, except the `skip`ped (live: the variables the
-/// proxy's key comes from). A case's own `harness_env` value for a variable
-/// that looks like a secret is that variable's canary instead (the case chose
-/// the value it wants to see never leak).
-pub fn canaries(
-    spec_key_env: Option<&str>,
-    case_id: &str,
-    run: u32,
-    skip: &[String],
-    harness_env: &BTreeMap<String, String>,
-) -> Vec<Canary> {
-    use sha2::{Digest, Sha256};
-    let mut vars: Vec<String> = spec_key_env.map(str::to_string).into_iter().collect();
-    vars.extend(
-        harness::redact::PROVIDER_KEY_VARS
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    vars.sort();
-    vars.dedup();
-    vars.retain(|v| !skip.contains(v) && !harness_env.contains_key(v));
-    let mut out: Vec<Canary> = vars
-        .into_iter()
-        .map(|var| {
-            let h = hex::encode(Sha256::digest(format!("canary|{case_id}|{run}|{var}")));
-            Canary::new(var, format!("sk-canary-{}", &h[..40]))
-        })
-        .collect();
-    out.extend(
-        harness_env
-            .iter()
-            .filter(|(k, v)| {
-                harness::redact::looks_secret(k) && v.len() >= harness::redact::SECRET_MIN_BYTES
-            })
-            .map(|(k, v)| Canary::new(k.clone(), v.clone())),
-    );
-    out
-}
-
-/// Where the canaries turned up: "<VAR> in <place>".
-pub fn canary_hits_in(bytes: &[u8], canaries: &[Canary], place: &str) -> Vec<String> {
-    canaries
-        .iter()
-        .filter(|c| c.found_in(bytes))
-        .map(|c| format!("{} in {place}", c.var))
-        .collect()
-}
-
-/// Scan every regular file under `root` (bounded) but those `skip` names,
-/// returning the hits and a note when the scan was cut short.
-pub fn scan_tree_for_canaries(
-    root: &Path,
-    canaries: &[Canary],
-    skip: &dyn Fn(&Path) -> bool,
-) -> (Vec<String>, Option<String>) {
-    use std::io::Read;
-    let mut hits = vec![];
-    let mut stack = vec![root.to_path_buf()];
-    let mut files = 0usize;
-    let mut cut = None;
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(p);
-            } else if ft.is_file() && !skip(&p) {
-                files += 1;
-                if files > CANARY_SCAN_MAX_FILES {
-                    cut = Some(format!("scan stopped after {CANARY_SCAN_MAX_FILES} files"));
-                    return (hits, cut);
-                }
-                let mut buf = vec![];
-                // Never open a FIFO or device: is_file() above excludes them.
-                if std::fs::File::open(&p)
-                    .and_then(|f| f.take(CANARY_SCAN_FILE_MAX_BYTES).read_to_end(&mut buf))
-                    .is_ok()
-                {
-                    let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
-                    hits.extend(canary_hits_in(&buf, canaries, &rel));
-                }
-            }
-        }
-    }
-    (hits, cut)
-}
-
-// ---------------------------------------------------------------------------
 // Everything the audit reads, gathered around the run.
 // ---------------------------------------------------------------------------
+
+/// Why the run's report.html could not be read (shared, so `Gathered`
+/// stays cloneable).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}: {cause}", .path.display())]
+pub struct PageUnread {
+    pub path: std::path::PathBuf,
+    pub cause: std::sync::Arc<std::io::Error>,
+}
 
 /// Everything the audit checks read. Each field is None when not gathered;
 /// a check that needs a missing one fails and says so.
@@ -495,7 +242,7 @@ pub struct Gathered {
     /// Set when the canary scan could not cover everything.
     pub canary_scan_note: Option<String>,
     /// The run's report.html after the last process (Err: why not read).
-    pub page: Option<Result<String, String>>,
+    pub page: Option<Result<String, PageUnread>>,
     /// The case-run's own HOME (planted secrets) and TMPDIR.
     pub private: Option<crate::private_dirs::PrivateDirs>,
     /// What changed in them, after the run.
@@ -548,7 +295,10 @@ impl Gathered {
         let page = state_dir.join(harness::page::FILE_NAME);
         self.page = Some(
             std::fs::read(&page)
-                .map_err(|e| format!("{}: {e}", page.display()))
+                .map_err(|e| PageUnread {
+                    path: page.clone(),
+                    cause: std::sync::Arc::new(e),
+                })
                 .map(|b| String::from_utf8_lossy(&b).into_owned()),
         );
         match event_facts(
@@ -556,7 +306,7 @@ impl Gathered {
                 .unwrap_or_default(),
         ) {
             Ok(f) => (self.events, self.events_error) = (Some(f), None),
-            Err(e) => (self.events, self.events_error) = (None, Some(e)),
+            Err(e) => (self.events, self.events_error) = (None, Some(e.to_string())),
         }
         // Read by the harness's own journal rules (a torn reserve at its
         // worst case), which need the cap the run was given.
@@ -596,7 +346,7 @@ impl Gathered {
             })
             .await
             .unwrap_or_else(|e| PredicateRerun {
-                passed: Err(format!("the predicate run did not finish: {e}")),
+                passed: Err(RerunError::Unfinished(e.to_string())),
                 hard_cap_usd: None,
             }),
         );
@@ -680,39 +430,8 @@ pub fn check_confined(g: &Gathered) -> (bool, String) {
 /// verified tasks among those admitted, the spec's cap, and no unmet-goal
 /// ending reporting the predicate met.
 pub fn check_report_consistent(report: &Report, g: &Gathered) -> (bool, String) {
-    let mut bad: Vec<String> = vec![];
-    // The ending is one of the seven by type: a report.json naming another
-    // never parsed (the runner fails the case-run on it).
-    let e = report.ending;
-    let ending_s = e.as_str();
-    if report.exit_code != e.exit_code() {
-        bad.push(format!(
-            "report.exit_code {} is not {ending_s}'s {}",
-            report.exit_code,
-            e.exit_code()
-        ));
-    }
-    if report.class != e.class() {
-        bad.push(format!(
-            "report.class {} is not {ending_s}'s {}",
-            json(&report.class),
-            json(&e.class())
-        ));
-    }
-    if report.alert != e.alert() {
-        bad.push(format!(
-            "report.alert {} is not {ending_s}'s {}",
-            json(&report.alert),
-            json(&e.alert())
-        ));
-    }
-    // Every check of should_stop runs the predicate first: only an
-    // error out of a lap can end a run whose predicate passes.
-    if e != Ending::GoalMet && e != Ending::UnrecoverableError && report.predicate_met {
-        bad.push(format!(
-            "ending {ending_s} with report.predicate_met = true"
-        ));
-    }
+    let mut bad = ending_disagreements(report);
+    let ending_s = report.ending.as_str();
     match g.exit_code {
         None => bad.push("the process exit code was not gathered".into()),
         Some(c) if c != report.exit_code => bad.push(format!(
@@ -763,6 +482,45 @@ pub fn check_report_consistent(report: &Report, g: &Gathered) -> (bool, String) 
     } else {
         (false, bad.join("; "))
     }
+}
+
+/// Where the report's exit code, class, alert and `predicate_met` are not
+/// what its ending makes them. The ending is one of the seven by type: a
+/// report.json naming another never parsed (the runner fails the case-run
+/// on it).
+fn ending_disagreements(report: &Report) -> Vec<String> {
+    let mut bad = vec![];
+    let e = report.ending;
+    let ending_s = e.as_str();
+    if report.exit_code != e.exit_code() {
+        bad.push(format!(
+            "report.exit_code {} is not {ending_s}'s {}",
+            report.exit_code,
+            e.exit_code()
+        ));
+    }
+    if report.class != e.class() {
+        bad.push(format!(
+            "report.class {} is not {ending_s}'s {}",
+            json(&report.class),
+            json(&e.class())
+        ));
+    }
+    if report.alert != e.alert() {
+        bad.push(format!(
+            "report.alert {} is not {ending_s}'s {}",
+            json(&report.alert),
+            json(&e.alert())
+        ));
+    }
+    // Every check of should_stop runs the predicate first: only an
+    // error out of a lap can end a run whose predicate passes.
+    if e != Ending::GoalMet && e != Ending::UnrecoverableError && report.predicate_met {
+        bad.push(format!(
+            "ending {ending_s} with report.predicate_met = true"
+        ));
+    }
+    bad
 }
 
 /// Relative tolerance for comparing two sums of the same costs.
@@ -912,7 +670,7 @@ pub fn check_allowlist(requests: &[Captured], g: &Gathered) -> (bool, String) {
 pub struct Sent<'a> {
     pub captured: &'a Captured,
     /// The body, or why it is not JSON.
-    pub body: Result<Value, String>,
+    pub body: Result<Value, serde_json::Error>,
 }
 
 impl<'a> Sent<'a> {
@@ -921,7 +679,7 @@ impl<'a> Sent<'a> {
             .iter()
             .map(|captured| Sent {
                 captured,
-                body: serde_json::from_str(&captured.body).map_err(|e| e.to_string()),
+                body: serde_json::from_str(&captured.body),
             })
             .collect()
     }
@@ -1295,7 +1053,7 @@ mod tests {
         // A predicate the bench could not run (or did not) proves nothing.
         let mut h = honest(Ending::GoalMet, true);
         h.predicate = Some(PredicateRerun {
-            passed: Err("spec did not load".into()),
+            passed: Err(RerunError::NoCheck),
             hard_cap_usd: None,
         });
         assert!(!check_goal_met_implies_predicate(&r, &h).0);
@@ -1528,7 +1286,9 @@ output_usd_per_mtok = 0.4
         // JSON, but no event of the harness's: the readers must not skip it
         // (a skipped admit or tool call would weaken report_consistent and
         // the allowlist), so the checks that need the events fail with why.
-        let e = event_facts("{\"kind\":\"tool\",\"data\":{\"admitted\":[\"x\"]}}\n").unwrap_err();
+        let e = event_facts("{\"kind\":\"tool\",\"data\":{\"admitted\":[\"x\"]}}\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("events.jsonl line 1"), "{e}");
         let g = Gathered {
             events_error: Some(e),

@@ -90,28 +90,57 @@ pub struct Waived {
     pub why: String,
 }
 
+/// Why the map, or a file it is checked against, could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MapError {
+    /// A file or directory (`what`, as the message names it) unreadable.
+    #[error("{what}: {cause}")]
+    Read { what: String, cause: std::io::Error },
+    /// A case.toml that is not TOML.
+    #[error("{what}: {cause}")]
+    Toml {
+        what: String,
+        cause: toml::de::Error,
+    },
+    /// The map itself refused by the strict loader.
+    #[error("{what}: {cause}")]
+    Map { what: String, cause: strict::Error },
+    /// A scanned section the doc no longer has.
+    #[error("{doc}: no section {heading:?}")]
+    NoSection { doc: String, heading: String },
+}
+
 /// What the checks read besides the map: the repository's files.
 pub struct Repo {
     pub root: PathBuf,
 }
 
 impl Repo {
-    fn read(&self, rel: &str) -> Result<String, String> {
-        std::fs::read_to_string(self.root.join(rel)).map_err(|e| format!("{rel}: {e}"))
+    fn read(&self, rel: &str) -> Result<String, MapError> {
+        std::fs::read_to_string(self.root.join(rel)).map_err(|cause| MapError::Read {
+            what: rel.to_string(),
+            cause,
+        })
     }
 
     /// Case id -> (its `covers`, its `[expect]` keys), for every suite case.
-    fn cases(&self) -> Result<BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>, String> {
+    fn cases(&self) -> Result<BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>, MapError> {
         let mut out = BTreeMap::new();
         for s in SUITES {
             let dir = self.root.join("suites").join(s);
-            let rd = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let rd = std::fs::read_dir(&dir).map_err(|cause| MapError::Read {
+                what: dir.display().to_string(),
+                cause,
+            })?;
             for e in rd.flatten() {
                 let p = e.path().join("case.toml");
                 let Ok(text) = std::fs::read_to_string(&p) else {
                     continue;
                 };
-                let v: toml::Table = text.parse().map_err(|e| format!("{}: {e}", p.display()))?;
+                let v: toml::Table = text.parse().map_err(|cause| MapError::Toml {
+                    what: p.display().to_string(),
+                    cause,
+                })?;
                 let strings = |k: &str| -> BTreeSet<String> {
                     v.get(k)
                         .and_then(|x| x.as_array())
@@ -135,9 +164,16 @@ impl Repo {
     }
 }
 
-pub fn load(path: &Path) -> Result<Map, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    strict::from_str(strict::Format::Toml, &text).map_err(|e| format!("{}: {e}", path.display()))
+pub fn load(path: &Path) -> Result<Map, MapError> {
+    let what = || path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|cause| MapError::Read {
+        what: what(),
+        cause,
+    })?;
+    strict::from_str(strict::Format::Toml, &text).map_err(|cause| MapError::Map {
+        what: what(),
+        cause,
+    })
 }
 
 /// Whitespace folded to single spaces: quotes are compared as prose, not
@@ -158,26 +194,49 @@ pub const AUDIT_GATES: [&str; 8] = [
     "page_safe",
 ];
 
-/// Every problem with the map, each naming the entry and the field.
-pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, String> {
-    let mut out = vec![];
-    let cases = repo.cases()?;
-    let mut docs: BTreeMap<String, String> = BTreeMap::new();
-    let mut doc = |name: &str| -> Result<String, String> {
-        if !docs.contains_key(name) {
-            docs.insert(name.to_string(), fold(&repo.read(name)?));
+/// Docs read once each, whitespace folded: many quotes name the same doc.
+struct Docs<'r> {
+    repo: &'r Repo,
+    read: BTreeMap<String, String>,
+}
+
+impl Docs<'_> {
+    fn get(&mut self, name: &str) -> Result<String, MapError> {
+        if !self.read.contains_key(name) {
+            self.read
+                .insert(name.to_string(), fold(&self.repo.read(name)?));
         }
-        Ok(docs[name].clone())
+        Ok(self.read[name].clone())
+    }
+}
+
+/// What a promise's entries may name: the suite cases (with their `covers`
+/// and `[expect]` keys), the chaos invariants and the broken variants.
+struct Known<'a> {
+    cases: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
+    invariants: BTreeSet<&'a str>,
+    variants: BTreeSet<&'a str>,
+}
+
+/// Every problem with the map, each naming the entry and the field.
+pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, MapError> {
+    let mut out = vec![];
+    let mut docs = Docs {
+        repo,
+        read: BTreeMap::new(),
     };
-    let invariants: BTreeSet<&str> = chaos::invariant::Invariant::ALL
-        .iter()
-        .map(|i| i.as_str())
-        .collect();
-    let variants: BTreeSet<&str> = harness::mutants::Mutant::ALL
-        .iter()
-        .map(|m| m.as_str())
-        .chain(harness::simfs::Broken::NAMES)
-        .collect();
+    let known = Known {
+        cases: repo.cases()?,
+        invariants: chaos::invariant::Invariant::ALL
+            .iter()
+            .map(|i| i.as_str())
+            .collect(),
+        variants: harness::mutants::Mutant::ALL
+            .iter()
+            .map(|m| m.as_str())
+            .chain(harness::simfs::Broken::NAMES)
+            .collect(),
+    };
     let mut ids = BTreeSet::new();
     for p in &map.promises {
         let at = format!("promise {:?}", p.id);
@@ -190,66 +249,14 @@ pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, String> {
             ));
         }
         for q in &p.quotes {
-            if !doc(&q.doc)?.contains(&fold(&q.text)) {
+            if !docs.get(&q.doc)?.contains(&fold(&q.text)) {
                 out.push(format!(
                     "{at}: quotes: {:?} is not in {} (the doc changed: update the map)",
                     q.text, q.doc
                 ));
             }
         }
-        match (p.cases.is_empty(), &p.chaos_only) {
-            (true, None) => out.push(format!("{at}: cases is empty: a promise needs a suite case that fails when it breaks (cargo tests do not count: they do not run against another harness)")),
-            (true, Some(_)) if p.chaos.is_empty() => out.push(format!("{at}: chaos_only, but chaos names no invariant")),
-            (false, Some(_)) => out.push(format!("{at}: chaos_only with suite cases: drop one")),
-            _ => {}
-        }
-        for c in &p.cases {
-            match cases.get(c) {
-                None => out.push(format!("{at}: cases: no suite case {c:?} in suites/{{{}}}", SUITES.join(","))),
-                Some((covers, _)) if !covers.contains(&p.id) => out.push(format!(
-                    "{at}: cases: {c:?} does not list {:?} in its covers (suites/*/{c}/case.toml): a case says what it tests",
-                    p.id
-                )),
-                Some(_) => {}
-            }
-        }
-        for g in &p.gates {
-            match g.split_once('.') {
-                Some(("audit", name)) if AUDIT_GATES.contains(&name) => {}
-                Some(("expect", field)) => {
-                    let set = p
-                        .cases
-                        .iter()
-                        .any(|c| cases.get(c).is_some_and(|(_, e)| e.contains(field)));
-                    if !set {
-                        out.push(format!(
-                            "{at}: gates: {g:?} is set in none of its cases' [expect]"
-                        ));
-                    }
-                }
-                _ => out.push(format!(
-                    "{at}: gates: {g:?} is neither audit.<{}> nor expect.<field>",
-                    AUDIT_GATES.join("|")
-                )),
-            }
-        }
-        for i in &p.chaos {
-            if !invariants.contains(i.as_str()) {
-                out.push(format!(
-                    "{at}: chaos: no invariant {i:?} (chaos/src/invariant.rs)"
-                ));
-            }
-        }
-        for v in &p.variants {
-            if !variants.contains(v.as_str()) {
-                out.push(format!("{at}: variants: no broken variant {v:?} (harness::mutants, harness::simfs::Broken)"));
-            }
-        }
-        if p.variants.is_empty() && p.no_variant.is_none() {
-            out.push(format!(
-                "{at}: variants is empty and no_variant does not say why"
-            ));
-        }
+        out.extend(coverage_problems(&at, p, &known));
     }
     // The other direction: every broken variant the self-tests run breaks
     // a promise the map names, so the map and the self-tests agree.
@@ -258,13 +265,13 @@ pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, String> {
         .iter()
         .flat_map(|p| p.variants.iter().map(String::as_str))
         .collect();
-    for v in &variants {
+    for v in &known.variants {
         if !named.contains(v) {
             out.push(format!("broken variant {v:?} breaks no promise of the map: name it in the promise it breaks"));
         }
     }
     for w in &map.waived {
-        if !doc(&w.doc)?.contains(&fold(&w.text)) {
+        if !docs.get(&w.doc)?.contains(&fold(&w.text)) {
             out.push(format!("not_a_promise: {:?} is not in {}", w.text, w.doc));
         }
     }
@@ -276,11 +283,81 @@ pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// What is wrong with what would fail if promise `p` (named `at`) broke:
+/// its suite cases, gates, chaos invariants and broken variants.
+fn coverage_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
+    let mut out = vec![];
+    match (p.cases.is_empty(), &p.chaos_only) {
+        (true, None) => out.push(format!("{at}: cases is empty: a promise needs a suite case that fails when it breaks (cargo tests do not count: they do not run against another harness)")),
+        (true, Some(_)) if p.chaos.is_empty() => out.push(format!("{at}: chaos_only, but chaos names no invariant")),
+        (false, Some(_)) => out.push(format!("{at}: chaos_only with suite cases: drop one")),
+        _ => {}
+    }
+    for c in &p.cases {
+        match known.cases.get(c) {
+            None => out.push(format!("{at}: cases: no suite case {c:?} in suites/{{{}}}", SUITES.join(","))),
+            Some((covers, _)) if !covers.contains(&p.id) => out.push(format!(
+                "{at}: cases: {c:?} does not list {:?} in its covers (suites/*/{c}/case.toml): a case says what it tests",
+                p.id
+            )),
+            Some(_) => {}
+        }
+    }
+    out.extend(gate_problems(at, p, known));
+    for i in &p.chaos {
+        if !known.invariants.contains(i.as_str()) {
+            out.push(format!(
+                "{at}: chaos: no invariant {i:?} (chaos/src/invariant.rs)"
+            ));
+        }
+    }
+    for v in &p.variants {
+        if !known.variants.contains(v.as_str()) {
+            out.push(format!("{at}: variants: no broken variant {v:?} (harness::mutants, harness::simfs::Broken)"));
+        }
+    }
+    if p.variants.is_empty() && p.no_variant.is_none() {
+        out.push(format!(
+            "{at}: variants is empty and no_variant does not say why"
+        ));
+    }
+    out
+}
+
+/// A gate names an audit check, or an `[expect]` field one of the
+/// promise's cases sets (a gate no case sets would never fail).
+fn gate_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
+    let mut out = vec![];
+    for g in &p.gates {
+        match g.split_once('.') {
+            Some(("audit", name)) if AUDIT_GATES.contains(&name) => {}
+            Some(("expect", field)) => {
+                let set = p
+                    .cases
+                    .iter()
+                    .any(|c| known.cases.get(c).is_some_and(|(_, e)| e.contains(field)));
+                if !set {
+                    out.push(format!(
+                        "{at}: gates: {g:?} is set in none of its cases' [expect]"
+                    ));
+                }
+            }
+            _ => out.push(format!(
+                "{at}: gates: {g:?} is neither audit.<{}> nor expect.<field>",
+                AUDIT_GATES.join("|")
+            )),
+        }
+    }
+    out
+}
+
 /// The sentences of `section` that use a promise word and hold no quote of
 /// the map for that doc.
-fn unaccounted(map: &Map, text: &str, section: &Section) -> Result<Vec<String>, String> {
-    let body = section_text(text, &section.heading)
-        .ok_or_else(|| format!("{}: no section {:?}", section.doc, section.heading))?;
+fn unaccounted(map: &Map, text: &str, section: &Section) -> Result<Vec<String>, MapError> {
+    let body = section_text(text, &section.heading).ok_or_else(|| MapError::NoSection {
+        doc: section.doc.clone(),
+        heading: section.heading.clone(),
+    })?;
     let quotes: Vec<String> = map
         .promises
         .iter()

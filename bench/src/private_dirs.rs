@@ -9,7 +9,8 @@
 //! a write to either is still a failed `audit.confined`, and a read of a
 //! planted secret that reaches the model a failed `audit.secret_canary`.
 
-use crate::audit::{outside_changes, snapshot_outside, Canary, OutsideSnapshot};
+use crate::canary::Canary;
+use crate::outside::{outside_changes, snapshot_outside, OutsideSnapshot};
 use std::path::{Path, PathBuf};
 
 /// The planted files, relative to HOME: where a real machine keeps them.

@@ -20,7 +20,7 @@ use hyper::body::{Body, Frame, Incoming};
 use hyper::{Request, Response};
 
 use super::faults::{FaultKind, DRIP_CHUNK_BYTES};
-use super::server::HEADER_FAULT;
+use model::headers::HEADER_FAULT;
 
 /// Request bodies the front accepts (a request is the harness's JSON).
 const REQUEST_MAX_BYTES: usize = 64 * 1024 * 1024;

@@ -173,67 +173,82 @@ impl FaultPlan {
                 )));
             }
             seen.push(key.clone());
-            match key.as_str() {
-                "429" => plan.rate_429 = parse_rate(&key, value)?,
-                "500" => plan.rate_500 = parse_rate(&key, value)?,
-                "truncate" | "truncated" => plan.rate_truncated = parse_rate(&key, value)?,
-                "malformed" => plan.rate_malformed = parse_rate(&key, value)?,
-                "drip" => {
-                    let Some((rate, ms)) = value.split_once(':') else {
-                        return Err(FaultSpecError(format!(
-                            "item \"{item}\": expected drip=<rate>:<ms between chunks>, e.g. drip=1.0:500"
-                        )));
-                    };
-                    plan.rate_drip = parse_rate(&key, rate.trim())?;
-                    plan.drip_interval_ms = ms.trim().parse::<u64>().map_err(|_| {
-                        FaultSpecError(format!(
-                            "item \"{item}\": the interval \"{}\" is not a whole number of milliseconds",
-                            ms.trim()
-                        ))
-                    })?;
-                    if plan.drip_interval_ms > DRIP_INTERVAL_MAX_MS {
-                        return Err(FaultSpecError(format!(
-                            "item \"{item}\": the interval is at most {DRIP_INTERVAL_MAX_MS} ms"
-                        )));
-                    }
-                }
-                "latency" => {
-                    let Some((rate, ms)) = value.split_once(':') else {
-                        return Err(FaultSpecError(format!(
-                            "item \"{item}\": expected latency=<rate>:<ms>, e.g. latency=0.1:200"
-                        )));
-                    };
-                    plan.rate_latency = parse_rate(&key, rate.trim())?;
-                    plan.added_latency_ms = ms.trim().parse::<u64>().map_err(|_| {
-                        FaultSpecError(format!(
-                            "item \"{item}\": added latency \"{}\" is not a whole number of milliseconds",
-                            ms.trim()
-                        ))
-                    })?;
-                }
-                "seed" => {
-                    plan.seed = value.parse::<u64>().map_err(|_| {
-                        FaultSpecError(format!(
-                            "item \"{item}\": seed must be a non-negative integer"
-                        ))
-                    })?
-                }
-                "retry_after" | "retry-after" => {
-                    plan.retry_after_s = value.parse::<u64>().map_err(|_| {
-                        FaultSpecError(format!(
-                            "item \"{item}\": retry_after must be whole seconds"
-                        ))
-                    })?
-                }
-                _ => {
-                    return Err(FaultSpecError(format!(
-                        "unknown fault kind \"{key}\" in item \"{item}\"; {SPEC_HELP}"
-                    )))
-                }
-            }
+            plan.set(&key, value, item)?;
         }
         plan.validate()?;
         Ok(plan)
+    }
+
+    /// Set what one `key=value` item of a spec says (`item` as written,
+    /// for the error).
+    fn set(&mut self, key: &str, value: &str, item: &str) -> Result<(), FaultSpecError> {
+        match key {
+            "429" => self.rate_429 = parse_rate(key, value)?,
+            "500" => self.rate_500 = parse_rate(key, value)?,
+            "truncate" | "truncated" => self.rate_truncated = parse_rate(key, value)?,
+            "malformed" => self.rate_malformed = parse_rate(key, value)?,
+            "drip" => self.set_drip(key, value, item)?,
+            "latency" => self.set_latency(key, value, item)?,
+            "seed" => {
+                self.seed = value.parse::<u64>().map_err(|_| {
+                    FaultSpecError(format!(
+                        "item \"{item}\": seed must be a non-negative integer"
+                    ))
+                })?
+            }
+            "retry_after" | "retry-after" => {
+                self.retry_after_s = value.parse::<u64>().map_err(|_| {
+                    FaultSpecError(format!(
+                        "item \"{item}\": retry_after must be whole seconds"
+                    ))
+                })?
+            }
+            _ => {
+                return Err(FaultSpecError(format!(
+                    "unknown fault kind \"{key}\" in item \"{item}\"; {SPEC_HELP}"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// `drip=<rate>:<ms between chunks>`.
+    fn set_drip(&mut self, key: &str, value: &str, item: &str) -> Result<(), FaultSpecError> {
+        let Some((rate, ms)) = value.split_once(':') else {
+            return Err(FaultSpecError(format!(
+                "item \"{item}\": expected drip=<rate>:<ms between chunks>, e.g. drip=1.0:500"
+            )));
+        };
+        self.rate_drip = parse_rate(key, rate.trim())?;
+        self.drip_interval_ms = ms.trim().parse::<u64>().map_err(|_| {
+            FaultSpecError(format!(
+                "item \"{item}\": the interval \"{}\" is not a whole number of milliseconds",
+                ms.trim()
+            ))
+        })?;
+        if self.drip_interval_ms > DRIP_INTERVAL_MAX_MS {
+            return Err(FaultSpecError(format!(
+                "item \"{item}\": the interval is at most {DRIP_INTERVAL_MAX_MS} ms"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `latency=<rate>:<ms>`.
+    fn set_latency(&mut self, key: &str, value: &str, item: &str) -> Result<(), FaultSpecError> {
+        let Some((rate, ms)) = value.split_once(':') else {
+            return Err(FaultSpecError(format!(
+                "item \"{item}\": expected latency=<rate>:<ms>, e.g. latency=0.1:200"
+            )));
+        };
+        self.rate_latency = parse_rate(key, rate.trim())?;
+        self.added_latency_ms = ms.trim().parse::<u64>().map_err(|_| {
+            FaultSpecError(format!(
+                "item \"{item}\": added latency \"{}\" is not a whole number of milliseconds",
+                ms.trim()
+            ))
+        })?;
+        Ok(())
     }
 
     /// Check a plan built in code (parse() already calls this).

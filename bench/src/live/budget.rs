@@ -44,16 +44,24 @@ pub struct Caps {
     pub max_tokens: Option<u64>,
 }
 
+/// A cap no command can run under; the message names the flag and what it
+/// takes.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CapsError {
+    #[error("--max-usd {0}: expected a non-negative number of US dollars")]
+    Usd(f64),
+    #[error("--max-tokens 0: expected a positive number of tokens")]
+    ZeroTokens,
+}
+
 impl Caps {
     /// Errors name the flag and what it takes.
-    pub fn new(max_usd: f64, max_tokens: Option<u64>) -> Result<Caps, String> {
+    pub fn new(max_usd: f64, max_tokens: Option<u64>) -> Result<Caps, CapsError> {
         if !(max_usd.is_finite() && max_usd >= 0.0) {
-            return Err(format!(
-                "--max-usd {max_usd}: expected a non-negative number of US dollars"
-            ));
+            return Err(CapsError::Usd(max_usd));
         }
         if max_tokens == Some(0) {
-            return Err("--max-tokens 0: expected a positive number of tokens".into());
+            return Err(CapsError::ZeroTokens);
         }
         Ok(Caps {
             max_usd,

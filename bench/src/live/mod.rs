@@ -97,9 +97,9 @@ pub fn settings(
     max_usd: Option<f64>,
     max_tokens: Option<u64>,
 ) -> Result<LiveSettings, String> {
-    proxy::endpoint_host(endpoint)?;
+    proxy::endpoint_host(endpoint).map_err(|e| e.to_string())?;
     if let Some(n) = api_key_env {
-        proxy::check_env_name(n)?;
+        proxy::check_env_name(n).map_err(|e| e.to_string())?;
         if std::env::var_os(n).is_none_or(|v| v.is_empty()) {
             return Err(format!(
                 "--api-key-env {n}: the variable is not set or empty"
@@ -112,7 +112,7 @@ pub fn settings(
     Ok(LiveSettings {
         endpoint: endpoint.to_string(),
         api_key_env: api_key_env.map(str::to_string),
-        caps: Caps::new(max_usd, max_tokens)?,
+        caps: Caps::new(max_usd, max_tokens).map_err(|e| e.to_string())?,
         hybrid: None,
         model: None,
     })
@@ -177,6 +177,43 @@ impl LiveArgs {
     }
 }
 
+/// Why a live case-run cannot begin; each message names the spec file or
+/// the flag to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum BeginError {
+    #[error("{shown}: {cause}")]
+    Io {
+        shown: String,
+        cause: std::io::Error,
+    },
+    #[error("{shown}: {}", .cause.message())]
+    Toml {
+        shown: String,
+        cause: toml::de::Error,
+    },
+    #[error("{0}: field `model`: expected a table")]
+    ModelNotTable(String),
+    #[error("--seed {seed}: seed + run {run} is past the largest seed a spec takes")]
+    SeedPast { seed: u64, run: u32 },
+    #[error("{0}")]
+    Rewrite(toml::ser::Error),
+    #[error("{}: field `{}`: expected {}", .0.file, .0.field, .0.expected)]
+    Spec(harness::spec::SpecError),
+    #[error(
+        "{shown}: field `model.protocol`: expected {} (--hybrid --protocol: what --endpoint speaks), found {}",
+        .speaks.as_str(),
+        .found.as_str()
+    )]
+    HybridProtocol {
+        shown: String,
+        speaks: Protocol,
+        found: Protocol,
+    },
+    /// The case's replay server, as `runner::Servers` refused it.
+    #[error("{0}")]
+    Recording(String),
+}
+
 /// Start the proxy for a command.
 pub async fn start_proxy(s: &LiveSettings, max_in_flight: usize) -> Result<Arc<LiveProxy>, String> {
     LiveProxy::start(ProxyConfig {
@@ -188,6 +225,7 @@ pub async fn start_proxy(s: &LiveSettings, max_in_flight: usize) -> Result<Arc<L
     })
     .await
     .map(Arc::new)
+    .map_err(|e| e.to_string())
 }
 
 /// How a live command's case-runs reach the model.
@@ -314,7 +352,7 @@ impl LiveTarget {
                     temperature: None,
                     seed_base: None,
                 },
-                Err("not run: the command-wide cap was reached".into()),
+                Err(recorder::Gap::NotRun),
             );
         }
     }
@@ -334,52 +372,18 @@ impl LiveTarget {
         case: &Case,
         run: u32,
         spec_path: &Path,
-    ) -> Result<Session, String> {
+    ) -> Result<Session, BeginError> {
         let case_id = case.id();
         let shown = spec_path.display().to_string();
-        let mut text = std::fs::read_to_string(spec_path).map_err(|e| format!("{shown}: {e}"))?;
-        if let Some(s) = self.seed_base {
-            let mut t: toml::Table = text
-                .parse()
-                .map_err(|e: toml::de::Error| format!("{shown}: {}", e.message()))?;
-            let m = t
-                .entry("model")
-                .or_insert_with(|| toml::Value::Table(Default::default()));
-            let Some(m) = m.as_table_mut() else {
-                return Err(format!("{shown}: field `model`: expected a table"));
-            };
-            let seed = s
-                .checked_add(run as u64)
-                .filter(|x| *x <= i64::MAX as u64)
-                .ok_or_else(|| {
-                    format!("--seed {s}: seed + run {run} is past the largest seed a spec takes")
-                })?;
-            m.insert("seed".into(), toml::Value::Integer(seed as i64));
-            text = toml::to_string(&t).map_err(|e| e.to_string())?;
-            std::fs::write(spec_path, &text).map_err(|e| format!("{shown}: {e}"))?;
-        }
+        let text = self.seeded_spec(spec_path, run)?;
         let dir = spec_path.parent().unwrap_or(Path::new("."));
         let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let spec = harness::spec::RunSpec::parse(&text, &shown, &dir)
-            .map_err(|e| format!("{}: field `{}`: expected {}", e.file, e.field, e.expected))?;
+        let spec = harness::spec::RunSpec::parse(&text, &shown, &dir).map_err(BeginError::Spec)?;
         let key = match &self.lane {
             Some(l) => format!("{l}~{case_id}"),
             None => case_id.to_string(),
         };
-        let (replay, replay_server) = match &self.hybrid {
-            None => (None, None),
-            Some((servers, protocol)) => {
-                if spec.model.protocol != *protocol {
-                    return Err(format!(
-                        "{shown}: field `model.protocol`: expected {} (--hybrid --protocol: what --endpoint speaks), found {}",
-                        protocol.as_str(),
-                        spec.model.protocol.as_str()
-                    ));
-                }
-                let server = servers.server_for(case)?;
-                (Some(server.base_url_for(case_id, run)), Some(server))
-            }
-        };
+        let (replay, replay_server) = self.hybrid_replay(case, run, &spec, &shown)?;
         // Answer 504 a second before the harness's own timeout would fire,
         // so the harness sees the timeout as a retryable 5xx and no second
         // upstream call starts while the first is still running.
@@ -399,14 +403,7 @@ impl LiveTarget {
                 replay,
             },
         );
-        // On top of every provider key variable, which `runner::run_harness`
-        // removes from every harness process: the named ones may be any name.
-        let mut env_remove: Vec<String> = self.key_env.iter().cloned().collect();
-        if let Some(n) = &spec.model.api_key_env {
-            if !env_remove.contains(n) {
-                env_remove.push(n.clone());
-            }
-        }
+        let env_remove = self.env_remove(&spec);
         Ok(Session {
             target: self.clone(),
             key,
@@ -423,6 +420,76 @@ impl LiveTarget {
             ended: false,
             replay_server,
         })
+    }
+
+    /// The spec's text at `spec_path`; with a seed base, first rewritten
+    /// with `model.seed` = seed base + `run`, so each run of a live case
+    /// asks the endpoint for its own reproducible sample.
+    fn seeded_spec(&self, spec_path: &Path, run: u32) -> Result<String, BeginError> {
+        let shown = || spec_path.display().to_string();
+        let io = |cause| BeginError::Io {
+            shown: shown(),
+            cause,
+        };
+        let text = std::fs::read_to_string(spec_path).map_err(io)?;
+        let Some(s) = self.seed_base else {
+            return Ok(text);
+        };
+        let mut t: toml::Table = text.parse().map_err(|cause| BeginError::Toml {
+            shown: shown(),
+            cause,
+        })?;
+        let m = t
+            .entry("model")
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+        let Some(m) = m.as_table_mut() else {
+            return Err(BeginError::ModelNotTable(shown()));
+        };
+        let seed = s
+            .checked_add(run as u64)
+            .filter(|x| *x <= i64::MAX as u64)
+            .ok_or(BeginError::SeedPast { seed: s, run })?;
+        m.insert("seed".into(), toml::Value::Integer(seed as i64));
+        let text = toml::to_string(&t).map_err(BeginError::Rewrite)?;
+        std::fs::write(spec_path, &text).map_err(io)?;
+        Ok(text)
+    }
+
+    /// Hybrid: the case-run's replay base URL and its server (None, None
+    /// when not hybrid). The case must speak what --endpoint speaks, or its
+    /// first live call would be sent in the wrong protocol.
+    fn hybrid_replay(
+        &self,
+        case: &Case,
+        run: u32,
+        spec: &harness::spec::RunSpec,
+        shown: &str,
+    ) -> Result<(Option<String>, Option<Arc<harness::replay::ReplayServer>>), BeginError> {
+        let Some((servers, protocol)) = &self.hybrid else {
+            return Ok((None, None));
+        };
+        if spec.model.protocol != *protocol {
+            return Err(BeginError::HybridProtocol {
+                shown: shown.to_string(),
+                speaks: *protocol,
+                found: spec.model.protocol,
+            });
+        }
+        let server = servers.server_for(case).map_err(BeginError::Recording)?;
+        Ok((Some(server.base_url_for(case.id(), run)), Some(server)))
+    }
+
+    /// The variables removed from the harness's environment on top of every
+    /// provider key variable, which `runner::run_harness` removes from every
+    /// harness process: the named ones may be any name.
+    fn env_remove(&self, spec: &harness::spec::RunSpec) -> Vec<String> {
+        let mut env_remove: Vec<String> = self.key_env.iter().cloned().collect();
+        if let Some(n) = &spec.model.api_key_env {
+            if !env_remove.contains(n) {
+                env_remove.push(n.clone());
+            }
+        }
+        env_remove
     }
 }
 
@@ -447,17 +514,7 @@ impl Session {
             // Its copy of what the proxy already captured.
             drop(s.take_captured(&self.case, self.run));
         }
-        let not_measured = traffic
-            .upstream_failed
-            .first()
-            .or(traffic.rejected.first())
-            .map(|m| {
-                format!(
-                    "{m} ({} of its live calls failed, {} refused)",
-                    traffic.upstream_failed.len(),
-                    traffic.rejected.len()
-                )
-            });
+        let not_measured = not_measured(&traffic);
         let refused = traffic.refused.first().map(|m| {
             format!("incomplete: the command-wide cap refused a call of this case-run ({m})")
         });
@@ -465,32 +522,11 @@ impl Session {
             t.cut_short.fetch_add(1, Ordering::SeqCst);
         }
         if let Some(rec) = &t.recorder {
-            let variant = if let Some(r) = &refused {
-                Err(r.clone())
-            } else if let Some(f) = failed {
-                Err(f.to_string())
-            } else if let Some(n) = &not_measured {
-                Err(n.clone())
-            } else if traffic.dropped > 0 {
-                Err(format!(
-                    "{} exchange(s) over the per-run limits ({} calls, {} bytes) were not kept",
-                    traffic.dropped,
-                    proxy::EXCHANGES_MAX_PER_RUN,
-                    proxy::EXCHANGE_BYTES_MAX_PER_RUN
-                ))
-            } else {
-                match report {
-                    None => Err(format!(
-                        "the harness left no report.json (exit {exit_code})"
-                    )),
-                    Some(rep) => recorder::interactions(self.meta.protocol, &traffic.exchanges)
-                        .map(|interactions| RunRecording {
-                            run: self.run,
-                            interactions,
-                            outcome: Some(recorder::outcome(rep, exit_code)),
-                        }),
-                }
-            };
+            let gap = refused
+                .clone()
+                .or(failed.map(str::to_string))
+                .or(not_measured.clone());
+            let variant = self.recording(&traffic, gap, report, exit_code);
             rec.add(&self.case, self.run, self.meta.clone(), variant);
         }
         RunEnd {
@@ -505,6 +541,55 @@ impl Session {
             },
         }
     }
+}
+
+impl Session {
+    /// What the recorder keeps of this case-run: its recording, or why the
+    /// cassette has a gap for it (`gap`: refused, failed or not measured,
+    /// the first of them that holds; then exchanges that were not kept, or
+    /// no report).
+    fn recording(
+        &self,
+        traffic: &proxy::RunTraffic,
+        gap: Option<String>,
+        report: Option<&harness::report::Report>,
+        exit_code: i32,
+    ) -> Result<RunRecording, recorder::Gap> {
+        if let Some(g) = gap {
+            return Err(recorder::Gap::Incomplete(g));
+        }
+        if traffic.dropped > 0 {
+            return Err(recorder::Gap::Dropped(traffic.dropped));
+        }
+        match report {
+            None => Err(recorder::Gap::NoReport(exit_code)),
+            Some(rep) => {
+                recorder::interactions(self.meta.protocol, &traffic.exchanges).map(|interactions| {
+                    RunRecording {
+                        run: self.run,
+                        interactions,
+                        outcome: Some(recorder::outcome(rep, exit_code)),
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// Why a case-run's traffic does not measure the model: the first live
+/// call the upstream failed or the proxy rejected, with how many there were.
+fn not_measured(traffic: &proxy::RunTraffic) -> Option<String> {
+    traffic
+        .upstream_failed
+        .first()
+        .or(traffic.rejected.first())
+        .map(|m| {
+            format!(
+                "{m} ({} of its live calls failed, {} refused)",
+                traffic.upstream_failed.len(),
+                traffic.rejected.len()
+            )
+        })
 }
 
 impl Drop for Session {

@@ -185,8 +185,40 @@ impl Drop for LiveProxy {
     }
 }
 
+/// Why the proxy cannot start: a flag or the key's variable is wrong, or
+/// the machine refused a client or the listener. Never holds the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("--api-key-env {0:?}: expected the NAME of an environment variable (letters, digits, _), never the key itself")]
+    EnvName(String),
+    #[error("--api-key-env {0}: the variable is not set or empty")]
+    KeyUnset(String),
+    #[error("--api-key-env {0}: the variable holds characters not allowed in an HTTP header")]
+    KeyNotHeader(String),
+    #[error("--endpoint {endpoint:?}: not a valid URL: {cause}")]
+    NotUrl { endpoint: String, cause: String },
+    #[error("--endpoint {0:?}: expected an http:// or https:// URL")]
+    NotHttp(String),
+    #[error("--endpoint: credentials in the URL are refused; put the key in the variable named by --api-key-env")]
+    Credentials,
+    #[error("--endpoint: a query string is refused (it could carry a key)")]
+    Query,
+    #[error("--endpoint: the URL has no host")]
+    NoHost,
+    /// `which`: "upstream" or "replay".
+    #[error("cannot build the {which} HTTP client: {cause}")]
+    Client {
+        which: &'static str,
+        cause: reqwest::Error,
+    },
+    #[error("cannot bind the live proxy on 127.0.0.1: {0}")]
+    Bind(std::io::Error),
+    #[error("live proxy address: {0}")]
+    Address(std::io::Error),
+}
+
 /// `NAME` is a plausible environment variable name.
-pub fn check_env_name(name: &str) -> Result<(), String> {
+pub fn check_env_name(name: &str) -> Result<(), ProxyError> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -194,32 +226,27 @@ pub fn check_env_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "--api-key-env {name:?}: expected the NAME of an environment variable (letters, digits, _), never the key itself"
-        ))
+        Err(ProxyError::EnvName(name.to_string()))
     }
 }
 
 /// Host (and port) of the endpoint, for provenance: never a path, query or
 /// user info.
-pub fn endpoint_host(endpoint: &str) -> Result<String, String> {
-    let u = reqwest::Url::parse(endpoint)
-        .map_err(|e| format!("--endpoint {endpoint:?}: not a valid URL: {e}"))?;
+pub fn endpoint_host(endpoint: &str) -> Result<String, ProxyError> {
+    let u = reqwest::Url::parse(endpoint).map_err(|e| ProxyError::NotUrl {
+        endpoint: endpoint.to_string(),
+        cause: e.to_string(),
+    })?;
     if !matches!(u.scheme(), "http" | "https") {
-        return Err(format!(
-            "--endpoint {endpoint:?}: expected an http:// or https:// URL"
-        ));
+        return Err(ProxyError::NotHttp(endpoint.to_string()));
     }
     if !u.username().is_empty() || u.password().is_some() {
-        return Err(
-            "--endpoint: credentials in the URL are refused; put the key in the variable named by --api-key-env"
-                .into(),
-        );
+        return Err(ProxyError::Credentials);
     }
     if u.query().is_some() {
-        return Err("--endpoint: a query string is refused (it could carry a key)".into());
+        return Err(ProxyError::Query);
     }
-    let host = u.host_str().ok_or("--endpoint: the URL has no host")?;
+    let host = u.host_str().ok_or(ProxyError::NoHost)?;
     Ok(match u.port() {
         Some(p) => format!("{host}:{p}"),
         None => host.to_string(),
@@ -280,48 +307,84 @@ fn error_body(kind: &str, message: &str) -> Vec<u8> {
         .into_bytes()
 }
 
+/// The key from the variable `name` (checked to be a variable's name, not
+/// a key pasted in its place). Errors name the variable, never the value.
+fn read_key(name: &str) -> Result<Secret, ProxyError> {
+    check_env_name(name)?;
+    match std::env::var(name) {
+        Ok(k) if !k.is_empty() => {
+            if k.chars().any(|c| c.is_control()) {
+                return Err(ProxyError::KeyNotHeader(name.to_string()));
+            }
+            Ok(Secret(k))
+        }
+        _ => Err(ProxyError::KeyUnset(name.to_string())),
+    }
+}
+
+/// The client that carries the key upstream: never redirected (a redirect
+/// could carry the key to another host), never through a proxy to a
+/// loopback endpoint.
+fn upstream_client(endpoint: &str) -> Result<reqwest::Client, ProxyError> {
+    let mut b = reqwest::Client::builder()
+        .use_rustls_tls()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(UPSTREAM_TIMEOUT_MAX)
+        // A redirect could carry the key to another host.
+        .redirect(reqwest::redirect::Policy::none());
+    if is_loopback(endpoint) {
+        b = b.no_proxy();
+    }
+    b.build().map_err(|cause| ProxyError::Client {
+        which: "upstream",
+        cause,
+    })
+}
+
+/// Accept harness connections, at most `CONNECTIONS_MAX` open at once,
+/// each served on its own task.
+async fn accept_loop(listener: tokio::net::TcpListener, sh: Arc<Shared>) {
+    let conns = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+    loop {
+        let Ok(permit) = conns.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(_) => {
+                // EMFILE and the like: back off instead of spinning.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let sh = sh.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let sh = sh.clone();
+                async move { Ok::<_, Infallible>(handle(sh, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+            drop(permit);
+        });
+    }
+}
+
 impl LiveProxy {
     /// Read the key, build the upstream client, bind 127.0.0.1:0 and serve.
     /// Errors name the flag or the variable; never the key.
-    pub async fn start(cfg: ProxyConfig) -> Result<LiveProxy, String> {
+    pub async fn start(cfg: ProxyConfig) -> Result<LiveProxy, ProxyError> {
         let upstream_host = endpoint_host(&cfg.endpoint)?;
         let key = match &cfg.api_key_env {
-            Some(name) => {
-                check_env_name(name)?;
-                match std::env::var(name) {
-                    Ok(k) if !k.is_empty() => {
-                        if k.chars().any(|c| c.is_control()) {
-                            return Err(format!("--api-key-env {name}: the variable holds characters not allowed in an HTTP header"));
-                        }
-                        Some(Secret(k))
-                    }
-                    _ => {
-                        return Err(format!(
-                            "--api-key-env {name}: the variable is not set or empty"
-                        ))
-                    }
-                }
-            }
+            Some(name) => Some(read_key(name)?),
             None => None,
         };
-        let mut b = reqwest::Client::builder()
-            .use_rustls_tls()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(UPSTREAM_TIMEOUT_MAX)
-            // A redirect could carry the key to another host.
-            .redirect(reqwest::redirect::Policy::none());
-        if is_loopback(&cfg.endpoint) {
-            b = b.no_proxy();
-        }
-        let http = b
-            .build()
-            .map_err(|e| format!("cannot build the upstream HTTP client: {e}"))?;
+        let http = upstream_client(&cfg.endpoint)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
-            .map_err(|e| format!("cannot bind the live proxy on 127.0.0.1: {e}"))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| format!("live proxy address: {e}"))?;
+            .map_err(ProxyError::Bind)?;
+        let addr = listener.local_addr().map_err(ProxyError::Address)?;
         let shared = Arc::new(Shared {
             endpoint: cfg.endpoint.trim_end_matches('/').to_string(),
             upstream_host,
@@ -337,36 +400,12 @@ impl LiveProxy {
                 .no_proxy()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
-                .map_err(|e| format!("cannot build the replay HTTP client: {e}"))?,
+                .map_err(|cause| ProxyError::Client {
+                    which: "replay",
+                    cause,
+                })?,
         });
-        let sh = shared.clone();
-        let accept = tokio::spawn(async move {
-            let conns = Arc::new(Semaphore::new(CONNECTIONS_MAX));
-            loop {
-                let Ok(permit) = conns.clone().acquire_owned().await else {
-                    return;
-                };
-                let stream = match listener.accept().await {
-                    Ok((s, _)) => s,
-                    Err(_) => {
-                        // EMFILE and the like: back off instead of spinning.
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let sh = sh.clone();
-                tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| {
-                        let sh = sh.clone();
-                        async move { Ok::<_, Infallible>(handle(sh, req).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                        .await;
-                    drop(permit);
-                });
-            }
-        });
+        let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(LiveProxy {
             addr,
             shared,
@@ -475,6 +514,67 @@ impl Shared {
         });
     }
 
+    /// The call's model (the one `--model` allows, if given), its
+    /// `max_tokens` and its price: without them its worst case cannot be
+    /// bounded, and it is refused before anything is sent.
+    fn price_call(&self, slot: &str, reg: &RunReg, request: &Value) -> Result<(Price, u64), Reply> {
+        let Some(model) = request
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            return Err(self.reject(
+                slot,
+                400,
+                "request body: field `model`: expected the model name (a string)".into(),
+            ));
+        };
+        if let Some(only) = &self.live_model {
+            if *only != model {
+                return Err(self.reject(
+                    slot,
+                    400,
+                    format!("request body: field `model`: the live endpoint is used for --model {only:?} only, and this call asks for {model:?}; nothing was sent"),
+                ));
+            }
+        }
+        let Some(max_tokens) = request
+            .get("max_tokens")
+            .or_else(|| request.get("max_completion_tokens"))
+            .and_then(Value::as_u64)
+        else {
+            return Err(self.reject(
+                slot,
+                400,
+                "request body: field `max_tokens`: expected a number; without it the worst case of the call cannot be bounded".into(),
+            ));
+        };
+        let Some(price) = reg.prices.get(&model).copied() else {
+            return Err(self.reject(
+                slot,
+                400,
+                format!("model {model:?} has no price in the case-run's run spec ([prices.\"{model}\"]); the budget cannot price it"),
+            ));
+        };
+        Ok((price, max_tokens))
+    }
+
+    /// Keep a received request for scoring, within the case-run's limits.
+    fn capture(&self, slot: &str, call: &Call, body: &Bytes) {
+        self.with_slot(slot, |t| {
+            if t.captured.len() < CAPTURE_MAX_PER_RUN
+                && t.captured_bytes + body.len() <= CAPTURE_BYTES_MAX_PER_RUN
+            {
+                t.captured_bytes += body.len();
+                t.captured.push(Captured {
+                    call_key: call.key.clone(),
+                    attempt: call.attempt,
+                    body: String::from_utf8_lossy(body).into_owned(),
+                });
+            }
+        });
+    }
+
     fn note_refusal(&self, slot: &str, r: &Refusal) {
         let mut after = self.cap_after.lock().unwrap_or_else(|p| p.into_inner());
         after.get_or_insert(self.case_runs_done.load(Ordering::SeqCst));
@@ -505,79 +605,24 @@ fn header_str(req: &Request<Incoming>, name: &str) -> String {
         .to_string()
 }
 
-async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+type Reply = Response<Full<Bytes>>;
+
+async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Reply {
     let path = req.uri().path().to_string();
-    if req.method() != Method::POST {
-        return error_response(
-            405,
-            "live_proxy",
-            &format!("{} {path}: the live proxy takes POST only", req.method()),
-        );
-    }
-    let Some((key, run, tail)) = route(&path) else {
-        return error_response(
-            404,
-            "live_proxy",
-            &format!("{path}: expected /live/<case>/<run>/<endpoint path>"),
-        );
+    let (slot, reg, tail) = match registered_run(&sh, &req, &path) {
+        Ok(found) => found,
+        Err(refused) => return refused,
     };
-    let slot = format!("{key}/{run}");
-    let Some(reg) = sh.lock_runs().get(&slot).map(|s| s.reg.clone()) else {
-        return error_response(
-            404,
-            "live_proxy",
-            &format!("no case-run registered as {slot}"),
-        );
-    };
-    let want = harness::replay::cassette::endpoint_path(reg.protocol);
-    if tail != want {
-        let msg = format!(
-            "{path}: expected {want} after the base URL for protocol {}",
-            reg.protocol.as_str()
-        );
-        sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
-        return error_response(404, "live_proxy", &msg);
-    }
     let call = Call {
         role: header_str(&req, HEADER_CALL_ROLE),
         key: header_str(&req, HEADER_CALL_KEY),
         attempt: header_str(&req, HEADER_ATTEMPT).parse().unwrap_or(0),
     };
-    // Only the body goes on: whatever auth the harness might send is dropped
-    // with the rest of its headers.
-    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
-        .collect()
-        .await
-    {
-        Ok(c) => c.to_bytes(),
-        Err(e) => {
-            let too_big = e.is::<http_body_util::LengthLimitError>();
-            let msg = if too_big {
-                format!("request body over {MAX_REQUEST_BYTES} bytes")
-            } else {
-                format!("request body unreadable: {e}")
-            };
-            sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
-            return error_response(if too_big { 413 } else { 400 }, "live_proxy", &msg);
-        }
+    let (body, request) = match read_request(&sh, &slot, req).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
     };
-    let request: Value = match serde_json::from_slice(&body) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => return sh.reject(&slot, 400, "request body: expected a JSON object".into()),
-        Err(e) => return sh.reject(&slot, 400, format!("request body: not JSON: {e}")),
-    };
-    sh.with_slot(&slot, |t| {
-        if t.captured.len() < CAPTURE_MAX_PER_RUN
-            && t.captured_bytes + body.len() <= CAPTURE_BYTES_MAX_PER_RUN
-        {
-            t.captured_bytes += body.len();
-            t.captured.push(Captured {
-                call_key: call.key.clone(),
-                attempt: call.attempt,
-                body: String::from_utf8_lossy(&body).into_owned(),
-            });
-        }
-    });
+    sh.capture(&slot, &call, &body);
     // Hybrid: the recording answers while it saw this request.
     if let Some(replay) = &reg.replay {
         if let Some(answer) =
@@ -590,6 +635,83 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
         }
     }
     go_live(sh, slot, reg, call, body, request).await
+}
+
+/// The registered case-run a POST to `path` is for: its slot, registration
+/// and endpoint tail, or the refusal (another method, an unknown URL or
+/// case-run, another protocol's endpoint).
+fn registered_run<'p>(
+    sh: &Shared,
+    req: &Request<Incoming>,
+    path: &'p str,
+) -> Result<(String, RunReg, &'p str), Reply> {
+    if req.method() != Method::POST {
+        return Err(error_response(
+            405,
+            "live_proxy",
+            &format!("{} {path}: the live proxy takes POST only", req.method()),
+        ));
+    }
+    let Some((key, run, tail)) = route(path) else {
+        return Err(error_response(
+            404,
+            "live_proxy",
+            &format!("{path}: expected /live/<case>/<run>/<endpoint path>"),
+        ));
+    };
+    let slot = format!("{key}/{run}");
+    let Some(reg) = sh.lock_runs().get(&slot).map(|s| s.reg.clone()) else {
+        return Err(error_response(
+            404,
+            "live_proxy",
+            &format!("no case-run registered as {slot}"),
+        ));
+    };
+    let want = harness::replay::cassette::endpoint_path(reg.protocol);
+    if tail != want {
+        let msg = format!(
+            "{path}: expected {want} after the base URL for protocol {}",
+            reg.protocol.as_str()
+        );
+        sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
+        return Err(error_response(404, "live_proxy", &msg));
+    }
+    Ok((slot, reg, tail))
+}
+
+/// The request's body (bounded) and its JSON object. Only the body goes
+/// on: whatever auth the harness might send is dropped with the rest of
+/// its headers.
+async fn read_request(
+    sh: &Shared,
+    slot: &str,
+    req: Request<Incoming>,
+) -> Result<(Bytes, Value), Reply> {
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            let too_big = e.is::<http_body_util::LengthLimitError>();
+            let msg = if too_big {
+                format!("request body over {MAX_REQUEST_BYTES} bytes")
+            } else {
+                format!("request body unreadable: {e}")
+            };
+            sh.with_slot(slot, |t| t.rejected.push(msg.clone()));
+            return Err(error_response(
+                if too_big { 413 } else { 400 },
+                "live_proxy",
+                &msg,
+            ));
+        }
+    };
+    match serde_json::from_slice(&body) {
+        Ok(v @ Value::Object(_)) => Ok((body, v)),
+        Ok(_) => Err(sh.reject(slot, 400, "request body: expected a JSON object".into())),
+        Err(e) => Err(sh.reject(slot, 400, format!("request body: not JSON: {e}"))),
+    }
 }
 
 /// The call's position, as the harness sent it in its headers.
@@ -618,44 +740,10 @@ async fn go_live(
     call: Call,
     body: Bytes,
     request: Value,
-) -> Response<Full<Bytes>> {
-    let Some(model) = request
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
-        return sh.reject(
-            &slot,
-            400,
-            "request body: field `model`: expected the model name (a string)".into(),
-        );
-    };
-    if let Some(only) = &sh.live_model {
-        if *only != model {
-            return sh.reject(
-                &slot,
-                400,
-                format!("request body: field `model`: the live endpoint is used for --model {only:?} only, and this call asks for {model:?}; nothing was sent"),
-            );
-        }
-    }
-    let Some(max_tokens) = request
-        .get("max_tokens")
-        .or_else(|| request.get("max_completion_tokens"))
-        .and_then(Value::as_u64)
-    else {
-        return sh.reject(
-            &slot,
-            400,
-            "request body: field `max_tokens`: expected a number; without it the worst case of the call cannot be bounded".into(),
-        );
-    };
-    let Some(price) = reg.prices.get(&model).copied() else {
-        return sh.reject(
-            &slot,
-            400,
-            format!("model {model:?} has no price in the case-run's run spec ([prices.\"{model}\"]); the budget cannot price it"),
-        );
+) -> Reply {
+    let (price, max_tokens) = match sh.price_call(&slot, &reg, &request) {
+        Ok(priced) => priced,
+        Err(refused) => return refused,
     };
     let Ok(permit) = sh.upstream_slots.clone().acquire_owned().await else {
         return error_response(503, "live_proxy", "the proxy is shutting down");
@@ -773,6 +861,67 @@ async fn forward(
     hold: super::budget::Hold,
     _permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Forwarded {
+    use reqwest::header::CONTENT_TYPE;
+    let rb = upstream_request(&sh, &reg, call, body);
+    let t0 = Instant::now();
+    let ms = |t0: Instant| t0.elapsed().as_millis().min(u64::MAX as u128) as u64;
+    let resp = match rb.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            hold.release();
+            return send_failed(&e, &reg, t0);
+        }
+    };
+    let status = resp.status().as_u16();
+    let hdr = |n: reqwest::header::HeaderName| {
+        resp.headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let content_type = hdr(CONTENT_TYPE);
+    let retry_after = hdr(reqwest::header::RETRY_AFTER);
+    let ok = (200..300).contains(&status);
+    let body = match read_capped(resp, MAX_RESPONSE_BYTES).await {
+        Ok(b) => scrub(b, sh.key.as_ref()),
+        Err(e) => {
+            let booked = if ok {
+                hold.book_worst() // accepted, maybe billed, unknown usage
+            } else {
+                hold.release();
+                0.0
+            };
+            return made_up(502, e, t0, booked);
+        }
+    };
+    let booked_usd = if ok {
+        match parse_response(reg.protocol, &body) {
+            Ok(p) => hold.book(&price, &p.usage),
+            Err(_) => hold.book_worst(),
+        }
+    } else {
+        hold.release();
+        0.0
+    };
+    Forwarded {
+        status,
+        content_type,
+        retry_after,
+        body,
+        latency_ms: ms(t0),
+        booked_usd,
+        failed: None,
+    }
+}
+
+/// The upstream request for one call: the body, the call's position
+/// headers, and the key in the protocol's own header, marked sensitive.
+fn upstream_request(
+    sh: &Shared,
+    reg: &RunReg,
+    call: [(&'static str, String); 3],
+    body: Bytes,
+) -> reqwest::RequestBuilder {
     use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
     let url = format!(
         "{}{}",
@@ -822,66 +971,24 @@ async fn forward(
             }
         }
     }
-    let t0 = Instant::now();
-    let ms = |t0: Instant| t0.elapsed().as_millis().min(u64::MAX as u128) as u64;
-    let resp = match rb.send().await {
-        Ok(r) => r,
-        Err(e) => {
-            hold.release();
-            let (status, what) = if e.is_timeout() {
-                (
-                    504,
-                    format!("upstream timed out after {} ms", reg.timeout.as_millis()),
-                )
-            } else if e.is_connect() {
-                (502, "cannot connect to the upstream".to_string())
-            } else {
-                (502, "upstream request failed".to_string())
-            };
-            // reqwest's message names the URL, which holds no key.
-            return made_up(status, format!("{what}: {e}"), t0, 0.0);
-        }
-    };
-    let status = resp.status().as_u16();
-    let hdr = |n: reqwest::header::HeaderName| {
-        resp.headers()
-            .get(n)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    let content_type = hdr(CONTENT_TYPE);
-    let retry_after = hdr(reqwest::header::RETRY_AFTER);
-    let ok = (200..300).contains(&status);
-    let body = match read_capped(resp, MAX_RESPONSE_BYTES).await {
-        Ok(b) => scrub(b, sh.key.as_ref()),
-        Err(e) => {
-            let booked = if ok {
-                hold.book_worst() // accepted, maybe billed, unknown usage
-            } else {
-                hold.release();
-                0.0
-            };
-            return made_up(502, e, t0, booked);
-        }
-    };
-    let booked_usd = if ok {
-        match parse_response(reg.protocol, &body) {
-            Ok(p) => hold.book(&price, &p.usage),
-            Err(_) => hold.book_worst(),
-        }
+    rb
+}
+
+/// The answer made up when the request never got a response (nothing was
+/// billed): 504 for a timeout, 502 otherwise.
+fn send_failed(e: &reqwest::Error, reg: &RunReg, t0: Instant) -> Forwarded {
+    let (status, what) = if e.is_timeout() {
+        (
+            504,
+            format!("upstream timed out after {} ms", reg.timeout.as_millis()),
+        )
+    } else if e.is_connect() {
+        (502, "cannot connect to the upstream".to_string())
     } else {
-        hold.release();
-        0.0
+        (502, "upstream request failed".to_string())
     };
-    Forwarded {
-        status,
-        content_type,
-        retry_after,
-        body,
-        latency_ms: ms(t0),
-        booked_usd,
-        failed: None,
-    }
+    // reqwest's message names the URL, which holds no key.
+    made_up(status, format!("{what}: {e}"), t0, 0.0)
 }
 
 #[cfg(test)]

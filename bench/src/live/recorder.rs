@@ -33,25 +33,48 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn role_of(s: &str, call_key: &str) -> Result<CallRole, String> {
-    serde_json::from_value(Value::String(s.to_string())).map_err(|_| {
-        format!(
-            "call {call_key:?}: x-harness-call-role {s:?} is not plan, execute, judge or replan"
-        )
+/// Why a case-run is not recorded, which leaves it (and every later run of
+/// its case) out of the cassette: the message is what the command reports.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Gap {
+    #[error("a request carried no x-harness-call-key header")]
+    NoCallKey,
+    #[error(
+        "call {call_key:?}: x-harness-call-role {role:?} is not plan, execute, judge or replan"
+    )]
+    Role { call_key: String, role: String },
+    #[error("not run: the command-wide cap was reached")]
+    NotRun,
+    /// The cap refused one of its calls, it failed before the harness
+    /// could report, or its traffic does not measure the model: the message
+    /// says which.
+    #[error("{0}")]
+    Incomplete(String),
+    #[error(
+        "{0} exchange(s) over the per-run limits ({calls} calls, {bytes} bytes) were not kept",
+        calls = super::proxy::EXCHANGES_MAX_PER_RUN,
+        bytes = super::proxy::EXCHANGE_BYTES_MAX_PER_RUN
+    )]
+    Dropped(u64),
+    #[error("the harness left no report.json (exit {0})")]
+    NoReport(i32),
+}
+
+fn role_of(s: &str, call_key: &str) -> Result<CallRole, Gap> {
+    serde_json::from_value(Value::String(s.to_string())).map_err(|_| Gap::Role {
+        call_key: call_key.to_string(),
+        role: s.to_string(),
     })
 }
 
 /// The exchanges of one case-run as cassette interactions, in order of each
 /// call key's first request.
-pub fn interactions(
-    protocol: Protocol,
-    exchanges: &[Exchange],
-) -> Result<Vec<Interaction>, String> {
+pub fn interactions(protocol: Protocol, exchanges: &[Exchange]) -> Result<Vec<Interaction>, Gap> {
     let mut order: Vec<&str> = Vec::new();
     let mut by_key: BTreeMap<&str, Vec<&Exchange>> = BTreeMap::new();
     for e in exchanges {
         if e.call_key.is_empty() {
-            return Err("a request carried no x-harness-call-key header".into());
+            return Err(Gap::NoCallKey);
         }
         let v = by_key.entry(e.call_key.as_str()).or_default();
         if v.is_empty() {
@@ -145,7 +168,7 @@ pub struct CaseMeta {
 
 struct Pending {
     meta: CaseMeta,
-    runs: BTreeMap<u32, Result<RunRecording, String>>,
+    runs: BTreeMap<u32, Result<RunRecording, Gap>>,
 }
 
 /// Collects finished case-runs and writes each case's cassette into `dir`
@@ -183,7 +206,7 @@ impl Recorder {
     }
 
     /// One case-run is over: `Ok` with its variant, or why it cannot be recorded.
-    pub fn add(&self, case: &str, run: u32, meta: CaseMeta, rec: Result<RunRecording, String>) {
+    pub fn add(&self, case: &str, run: u32, meta: CaseMeta, rec: Result<RunRecording, Gap>) {
         let done = {
             let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             let kept = rec.is_ok();
@@ -232,25 +255,7 @@ impl Recorder {
     }
 
     fn write(&self, case: &str, p: Pending) -> CaseWritten {
-        let mut runs = Vec::new();
-        let mut left_out = Vec::new();
-        let mut stopped = None;
-        for r in 0..self.runs_per_case {
-            match (&stopped, p.runs.get(&r)) {
-                (None, Some(Ok(rec))) => runs.push(rec.clone()),
-                (None, Some(Err(why))) => {
-                    left_out.push(format!("run {r}: {why}"));
-                    stopped = Some(r);
-                }
-                (None, None) => {
-                    left_out.push(format!("run {r}: not run"));
-                    stopped = Some(r);
-                }
-                (Some(s), _) => left_out.push(format!(
-                    "run {r}: left out because run {s} was (variants must be 0..n-1)"
-                )),
-            }
-        }
+        let (runs, left_out) = self.contiguous_runs(&p);
         let mut w = CaseWritten {
             case: case.to_string(),
             path: None,
@@ -262,27 +267,7 @@ impl Recorder {
             w.error = Some("no complete run to record; no cassette written".into());
             return w;
         }
-        let how = if self.hybrid {
-            "Recorded by hybrid replay through the bench's proxy (each run's calls answered by the case's recording up to the first call it had not seen, by the live endpoint from there)"
-        } else {
-            "Recorded live through the bench's proxy"
-        };
-        let mut notes = format!(
-            "{how}: {} run variant(s) of {} case-run(s) asked; run i is the harness's live case-run i.",
-            runs.len(),
-            self.runs_per_case
-        );
-        if let Some(s) = p.meta.seed_base {
-            notes.push_str(&format!(" Seeds vary: run i used seed {s}+i."));
-        }
-        let made = Made {
-            how: MadeHow::Recorded,
-            when: now_rfc3339(),
-            by: self.prov.by.clone(),
-            temperature: p.meta.temperature,
-            seed: p.meta.seed_base,
-            notes,
-        };
+        let made = self.made(&p.meta, runs.len());
         let mut c = Cassette::new(case, p.meta.protocol, p.meta.model.clone(), made);
         c.runs = runs;
         if p.meta.seed_base.is_some() {
@@ -307,6 +292,56 @@ impl Recorder {
             Err(e) => w.error = Some(e.to_string()),
         }
         w
+    }
+
+    /// The runs a cassette can hold (0..n-1 without a gap: run i's seed is
+    /// seed + i, so a later run cannot move down) and what was left out, why.
+    fn contiguous_runs(&self, p: &Pending) -> (Vec<RunRecording>, Vec<String>) {
+        let mut runs = Vec::new();
+        let mut left_out = Vec::new();
+        let mut stopped = None;
+        for r in 0..self.runs_per_case {
+            match (&stopped, p.runs.get(&r)) {
+                (None, Some(Ok(rec))) => runs.push(rec.clone()),
+                (None, Some(Err(why))) => {
+                    left_out.push(format!("run {r}: {why}"));
+                    stopped = Some(r);
+                }
+                (None, None) => {
+                    left_out.push(format!("run {r}: not run"));
+                    stopped = Some(r);
+                }
+                (Some(s), _) => left_out.push(format!(
+                    "run {r}: left out because run {s} was (variants must be 0..n-1)"
+                )),
+            }
+        }
+        (runs, left_out)
+    }
+
+    /// The cassette's `made`: how its `recorded` runs were recorded (live
+    /// or hybrid) and with which seeds, for whoever replays it.
+    fn made(&self, meta: &CaseMeta, recorded: usize) -> Made {
+        let how = if self.hybrid {
+            "Recorded by hybrid replay through the bench's proxy (each run's calls answered by the case's recording up to the first call it had not seen, by the live endpoint from there)"
+        } else {
+            "Recorded live through the bench's proxy"
+        };
+        let mut notes = format!(
+            "{how}: {recorded} run variant(s) of {} case-run(s) asked; run i is the harness's live case-run i.",
+            self.runs_per_case
+        );
+        if let Some(s) = meta.seed_base {
+            notes.push_str(&format!(" Seeds vary: run i used seed {s}+i."));
+        }
+        Made {
+            how: MadeHow::Recorded,
+            when: now_rfc3339(),
+            by: self.prov.by.clone(),
+            temperature: meta.temperature,
+            seed: meta.seed_base,
+            notes,
+        }
     }
 }
 
@@ -364,6 +399,7 @@ mod tests {
         bad[0].role = "boss".into();
         assert!(interactions(Protocol::Openai, &bad)
             .unwrap_err()
+            .to_string()
             .contains("boss"));
     }
 
@@ -419,8 +455,13 @@ mod tests {
         };
         rec.add("c1", 0, meta.clone(), Ok(run(0)));
         rec.add("c1", 2, meta.clone(), Ok(run(2)));
-        rec.add("c1", 1, meta.clone(), Err("cap".into()));
-        rec.add("c2", 0, meta.clone(), Err("no report".into()));
+        rec.add("c1", 1, meta.clone(), Err(Gap::Incomplete("cap".into())));
+        rec.add(
+            "c2",
+            0,
+            meta.clone(),
+            Err(Gap::Incomplete("no report".into())),
+        );
         let w = rec.finish();
         assert_eq!(w.len(), 2);
         assert_eq!(w[0].runs_recorded, 1);

@@ -182,33 +182,8 @@ impl<'a> AlternativesCheck<'a> {
                 g.unconditional = Some(index);
             }
             Some(c) => {
-                if c.trim().is_empty() {
-                    return refuse(
-                        CONDITION_FIELD,
-                        CassetteErrorKind::InvalidValue,
-                        format!("is empty (run {run}, call_key \"{key}\"); expected text the request must contain, or leave the field out for the reply served otherwise"),
-                    );
-                }
-                if c.len() > MAX_CONDITION_BYTES {
-                    return refuse(
-                        CONDITION_FIELD,
-                        CassetteErrorKind::Limit,
-                        format!("is {} bytes (run {run}, call_key \"{key}\"); the limit is {MAX_CONDITION_BYTES}", c.len()),
-                    );
-                }
-                if let Some((_, first)) = g.conditions.iter().find(|(e, _)| *e == c) {
-                    return refuse(
-                        CONDITION_FIELD,
-                        CassetteErrorKind::Duplicate,
-                        format!("duplicate condition {c:?} (run {run}, call_key \"{key}\"): already at {}, which is tried first, so this reply could never be served", at(*first)),
-                    );
-                }
-                if let Some((earlier, first)) = g.conditions.iter().find(|(e, _)| c.contains(e)) {
-                    return refuse(
-                        CONDITION_FIELD,
-                        CassetteErrorKind::InvalidValue,
-                        format!("{c:?} (run {run}, call_key \"{key}\") contains {earlier:?} of {}, which is tried first: every request this matches, that one matches, so this reply could never be served (put it first)", at(*first)),
-                    );
+                if let Some((kind, message)) = condition_problem(g, c, run, key, &at) {
+                    return refuse(CONDITION_FIELD, kind, message);
                 }
                 g.conditions.push((c, index));
             }
@@ -217,6 +192,46 @@ impl<'a> AlternativesCheck<'a> {
         g.role.get_or_insert((role, index));
         Ok(())
     }
+}
+
+/// Why condition `c` of a reply of (`run`, `key`) cannot be admitted beside
+/// the group's earlier conditions (`at` names an earlier item): empty, too
+/// long, or never served because an earlier condition matches first.
+fn condition_problem(
+    g: &Group<'_>,
+    c: &str,
+    run: usize,
+    key: &str,
+    at: &dyn Fn(usize) -> String,
+) -> Option<(CassetteErrorKind, String)> {
+    if c.trim().is_empty() {
+        return Some((
+            CassetteErrorKind::InvalidValue,
+            format!("is empty (run {run}, call_key \"{key}\"); expected text the request must contain, or leave the field out for the reply served otherwise"),
+        ));
+    }
+    if c.len() > MAX_CONDITION_BYTES {
+        return Some((
+            CassetteErrorKind::Limit,
+            format!(
+                "is {} bytes (run {run}, call_key \"{key}\"); the limit is {MAX_CONDITION_BYTES}",
+                c.len()
+            ),
+        ));
+    }
+    if let Some((_, first)) = g.conditions.iter().find(|(e, _)| *e == c) {
+        return Some((
+            CassetteErrorKind::Duplicate,
+            format!("duplicate condition {c:?} (run {run}, call_key \"{key}\"): already at {}, which is tried first, so this reply could never be served", at(*first)),
+        ));
+    }
+    if let Some((earlier, first)) = g.conditions.iter().find(|(e, _)| c.contains(e)) {
+        return Some((
+            CassetteErrorKind::InvalidValue,
+            format!("{c:?} (run {run}, call_key \"{key}\") contains {earlier:?} of {}, which is tried first: every request this matches, that one matches, so this reply could never be served (put it first)", at(*first)),
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -295,51 +295,8 @@ impl Cassette {
         endpoint: &str,
         it: &Interaction,
     ) -> Result<(), CassetteError> {
-        use CassetteErrorKind::{InvalidValue, Limit};
-        if !it.request.method.eq_ignore_ascii_case("POST") {
-            return refuse(
-                file,
-                &format!("{base}.request.method"),
-                InvalidValue,
-                format!("is \"{}\"; expected \"POST\"", it.request.method),
-            );
-        }
-        if it.request.path != endpoint {
-            return refuse(
-                file,
-                &format!("{base}.request.path"),
-                InvalidValue,
-                format!(
-                    "is \"{}\"; a {} cassette expects \"{endpoint}\"",
-                    it.request.path,
-                    self.protocol.as_str()
-                ),
-            );
-        }
-        check_headers(file, &format!("{base}.request"), &it.request.headers)?;
-        if let Some(h) = &it.request.body_sha256 {
-            if !is_hex64(h) {
-                return refuse(
-                    file,
-                    &format!("{base}.request.body_sha256"),
-                    InvalidValue,
-                    "expected 64 lowercase hex characters or null",
-                );
-            }
-            if let Some(body) = &it.request.body {
-                let actual = body_sha256(body);
-                if &actual != h {
-                    return refuse(
-                        file,
-                        &format!("{base}.request.body_sha256"),
-                        InvalidValue,
-                        format!(
-                            "does not match the canonical SHA-256 of `request.body` ({actual}); fix or null it"
-                        ),
-                    );
-                }
-            }
-        }
+        use CassetteErrorKind::Limit;
+        self.check_request(file, base, endpoint, &it.request)?;
         check_response(file, &format!("{base}.response"), &it.response)?;
         if it.latency_ms > MAX_LATENCY_MS {
             return refuse(
@@ -362,6 +319,64 @@ impl Cassette {
         }
         for (fi, f) in it.faults_before.iter().enumerate() {
             check_response(file, &format!("{base}.faults_before[{fi}]"), f)?;
+        }
+        Ok(())
+    }
+
+    /// One interaction's request (`base` is the interaction's path): POST to
+    /// the protocol's `endpoint`, no secret-bearing header, and a body hash
+    /// that is the body's when both are recorded.
+    fn check_request(
+        &self,
+        file: &Path,
+        base: &str,
+        endpoint: &str,
+        req: &RecordedRequest,
+    ) -> Result<(), CassetteError> {
+        use CassetteErrorKind::InvalidValue;
+        if !req.method.eq_ignore_ascii_case("POST") {
+            return refuse(
+                file,
+                &format!("{base}.request.method"),
+                InvalidValue,
+                format!("is \"{}\"; expected \"POST\"", req.method),
+            );
+        }
+        if req.path != endpoint {
+            return refuse(
+                file,
+                &format!("{base}.request.path"),
+                InvalidValue,
+                format!(
+                    "is \"{}\"; a {} cassette expects \"{endpoint}\"",
+                    req.path,
+                    self.protocol.as_str()
+                ),
+            );
+        }
+        check_headers(file, &format!("{base}.request"), &req.headers)?;
+        if let Some(h) = &req.body_sha256 {
+            if !is_hex64(h) {
+                return refuse(
+                    file,
+                    &format!("{base}.request.body_sha256"),
+                    InvalidValue,
+                    "expected 64 lowercase hex characters or null",
+                );
+            }
+            if let Some(body) = &req.body {
+                let actual = body_sha256(body);
+                if &actual != h {
+                    return refuse(
+                        file,
+                        &format!("{base}.request.body_sha256"),
+                        InvalidValue,
+                        format!(
+                            "does not match the canonical SHA-256 of `request.body` ({actual}); fix or null it"
+                        ),
+                    );
+                }
+            }
         }
         Ok(())
     }

@@ -54,6 +54,28 @@ fn segments(path: &[strict::Segment]) -> Vec<PathSeg> {
         .collect()
 }
 
+/// The path of field `name` inside the object at `field` ("" at the top).
+fn child(field: &str, name: &str) -> String {
+    if field.is_empty() {
+        name.to_string()
+    } else {
+        format!("{field}.{name}")
+    }
+}
+
+/// What an unknown variant at `path` is called in its message. The enums
+/// are named after the field that holds them: "unknown protocol "gemini";
+/// expected `anthropic` or `openai`" says what to fix where serde's
+/// "unknown variant" only says it is wrong.
+fn variant_owner(path: &[PathSeg]) -> &'static str {
+    match path.last() {
+        Some(PathSeg::Key(k)) if k == "role" => "role",
+        Some(PathSeg::Key(k)) if k == "protocol" => "protocol",
+        Some(PathSeg::Key(k)) if k == "how" => "made.how",
+        _ => "value",
+    }
+}
+
 /// Turn a strict loader error on a cassette into a CassetteError naming the
 /// field. The wording is the one cassette authors have seen since before
 /// the strict loader existed (tests.rs pins it), so each [`strict::Kind`]
@@ -68,33 +90,18 @@ pub(super) fn cassette_error(file: &Path, err: &strict::Error) -> CassetteError 
             None,
             format!("not valid JSON: {msg}"),
         ),
-        strict::Kind::Missing { field: missing } => {
-            let field = if field.is_empty() {
-                missing.clone()
-            } else {
-                format!("{field}.{missing}")
-            };
-            (
-                CassetteErrorKind::MissingField,
-                Some(field),
-                format!("required field `{missing}` is missing"),
-            )
-        }
+        strict::Kind::Missing { field: missing } => (
+            CassetteErrorKind::MissingField,
+            Some(child(&field, missing)),
+            format!("required field `{missing}` is missing"),
+        ),
         strict::Kind::Unknown { .. } => (
             CassetteErrorKind::UnknownField,
             Some(field),
             format!("{msg} (harness-cassette/2 has no such field)"),
         ),
         strict::Kind::UnknownVariant { variant, expected } => {
-            // The enums are named after the field that holds them: "unknown
-            // protocol "gemini"; expected `anthropic` or `openai`" says what
-            // to fix where serde's "unknown variant" only says it is wrong.
-            let what = match path.last() {
-                Some(PathSeg::Key(k)) if k == "role" => "role",
-                Some(PathSeg::Key(k)) if k == "protocol" => "protocol",
-                Some(PathSeg::Key(k)) if k == "how" => "made.how",
-                _ => "value",
-            };
+            let what = variant_owner(&path);
             let expected = strict::one_of(expected);
             (
                 CassetteErrorKind::InvalidValue,
@@ -107,11 +114,7 @@ pub(super) fn cassette_error(file: &Path, err: &strict::Error) -> CassetteError 
         // to fix.
         strict::Kind::Duplicate { field: twice } => (
             CassetteErrorKind::InvalidValue,
-            Some(if field.is_empty() {
-                twice.clone()
-            } else {
-                format!("{field}.{twice}")
-            }),
+            Some(child(&field, twice)),
             msg,
         ),
         strict::Kind::InvalidType

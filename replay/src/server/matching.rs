@@ -10,7 +10,7 @@ use wiremock::{Request, ResponseTemplate};
 
 use super::body_diff::strict_check;
 use super::cases::{ServeCase, ServeInteraction};
-use super::incoming::parse_incoming;
+use super::incoming::{parse_incoming, Incoming};
 use super::response::with_delay;
 use super::state::Shared;
 use super::HEADER_ALTERNATIVE;
@@ -24,7 +24,35 @@ impl Shared {
         let (case, run, key) = (inc.case, inc.run, inc.call_key);
         // The run whose variant and faults answer (the URL's unless pinned).
         let served = self.opts.serve_as_run.unwrap_or(run);
+        let sc = self.serve_case(&inc)?;
+        let n = sc.variants.len().max(1) as u32;
+        let variant = served % n;
+        let Some(alts) = sc.variants.get(variant as usize).and_then(|v| v.get(key)) else {
+            return Err(self.no_such_call_key(sc, case, run, variant, n, key));
+        };
+        let at = format!("case \"{case}\" run {run} (variant {variant} of {n}) call_key \"{key}\"");
+        let Some(it) = choose(alts, |a| a.when.as_deref(), &req.body) else {
+            return Err(no_alternative_matches(&at, sc, alts));
+        };
+        // A key with conditional replies says which one answered, on every
+        // response for it (faults included): the trace shows the branch.
+        let conditional = alts.len() > 1 || it.when.is_some();
+        let mark = |t: ResponseTemplate| {
+            if conditional {
+                t.insert_header(HEADER_ALTERNATIVE, it.at.as_str())
+            } else {
+                t
+            }
+        };
+        self.refuse_unlike(&at, sc, it, &inc, req)?;
+        Ok(mark(self.reply(sc, it, &inc, served)))
+    }
 
+    /// The request's case, if it is loaded and the request went to the
+    /// case's protocol's endpoint: a miss names the nearest case, or the
+    /// protocol the cassette speaks.
+    fn serve_case(&self, inc: &Incoming<'_>) -> Result<&ServeCase, String> {
+        let (case, run, key) = (inc.case, inc.run, inc.call_key);
         let Some(sc) = self.cases.get(case) else {
             let near = nearest(case, self.cases.keys().map(String::as_str));
             return Err(match near {
@@ -50,25 +78,20 @@ impl Shared {
                 inc.endpoint
             ));
         }
-        let n = sc.variants.len().max(1) as u32;
-        let variant = served % n;
-        let Some(alts) = sc.variants.get(variant as usize).and_then(|v| v.get(key)) else {
-            return Err(self.no_such_call_key(sc, case, run, variant, n, key));
-        };
-        let at = format!("case \"{case}\" run {run} (variant {variant} of {n}) call_key \"{key}\"");
-        let Some(it) = choose(alts, |a| a.when.as_deref(), &req.body) else {
-            return Err(no_alternative_matches(&at, sc, alts));
-        };
-        // A key with conditional replies says which one answered, on every
-        // response for it (faults included): the trace shows the branch.
-        let conditional = alts.len() > 1 || it.when.is_some();
-        let mark = |t: ResponseTemplate| {
-            if conditional {
-                t.insert_header(HEADER_ALTERNATIVE, it.at.as_str())
-            } else {
-                t
-            }
-        };
+        Ok(sc)
+    }
+
+    /// Refuse a request the chosen recording `it` never saw (another role,
+    /// method, conditions, or in strict mode body): a matching call key
+    /// alone does not make the recorded reply true for it.
+    fn refuse_unlike(
+        &self,
+        at: &str,
+        sc: &ServeCase,
+        it: &ServeInteraction,
+        inc: &Incoming<'_>,
+        req: &Request,
+    ) -> Result<(), String> {
         if it.role != inc.role {
             return Err(format!(
                 "{at}: role mismatch: recorded role {} but the request says {}",
@@ -94,32 +117,41 @@ impl Shared {
         if self.opts.strict {
             strict_check(it, &req.body).map_err(|why| format!("{at}: {why}"))?;
         }
+        Ok(())
+    }
 
+    /// What answers an accepted request: its scripted fault for this
+    /// attempt, else a seeded fault the plan decides on, else the recorded
+    /// response after its scaled latency.
+    fn reply(
+        &self,
+        sc: &ServeCase,
+        it: &ServeInteraction,
+        inc: &Incoming<'_>,
+        served: u32,
+    ) -> ResponseTemplate {
         // Scripted faults first: attempt k < len(faults_before) gets the k-th.
         if let Some(f) = it.faults_before.get(inc.attempt as usize) {
             self.counters
                 .scripted_faults
                 .fetch_add(1, Ordering::Relaxed);
-            return Ok(mark(f.template(f.body.clone())));
+            return f.template(f.body.clone());
         }
-
         let recorded_delay = self.scaled(it.latency_ms);
-        match self.opts.faults.decide(case, served, key, inc.attempt) {
-            None => Ok(mark(with_delay(
+        match self
+            .opts
+            .faults
+            .decide(inc.case, served, inc.call_key, inc.attempt)
+        {
+            None => with_delay(
                 it.response.template(it.response.body.clone()),
                 recorded_delay,
-            ))),
+            ),
             Some(kind) => {
                 self.counters
                     .faults_injected
                     .fetch_add(1, Ordering::Relaxed);
-                Ok(mark(self.inject(
-                    kind,
-                    sc.protocol,
-                    it,
-                    recorded_delay,
-                    &inc,
-                )))
+                self.inject(kind, sc.protocol, it, recorded_delay, inc)
             }
         }
     }
