@@ -24,6 +24,7 @@
 
 #[macro_use]
 pub mod console;
+pub mod ab;
 pub mod audit;
 pub mod batch;
 pub mod bench_fault;
@@ -33,6 +34,7 @@ pub mod events;
 pub mod exit;
 pub mod guarantees;
 pub mod interrupt;
+pub mod knee;
 pub mod known_flaky;
 pub mod live;
 pub mod outputs;
