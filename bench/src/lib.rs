@@ -24,6 +24,7 @@
 
 #[macro_use]
 pub mod console;
+pub mod ab;
 pub mod audit;
 pub mod batch;
 pub mod bench_fault;
@@ -35,6 +36,7 @@ pub mod exit;
 pub mod flaky;
 pub mod guarantees;
 pub mod interrupt;
+pub mod knee;
 pub mod known_flaky;
 pub mod live;
 pub mod outputs;

@@ -19,16 +19,13 @@
 
 use crate::batch;
 use crate::exit::ExitStatus;
-pub mod analysis;
-pub use crate::stats::kneedle;
 mod plot;
+use crate::stats::kneedle;
 
 use crate::batch::RUNS_PER_CASE_MAX;
-use crate::runner::{Overlay, RunRecord};
-use crate::suite;
-use analysis::{KneeReport, RunObs};
+use bench::knee::analysis::{KneeReport, LevelRow, RunObs};
+use bench::knee::run::{Measured, Plan};
 use clap::Args;
-use harness::ending::Ending;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -67,121 +64,75 @@ pub struct KneeArgs {
     pub harness: Option<PathBuf>,
 }
 
+/// A bad flag (exit 2); the message names it.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("--levels: {0:?} is not a number")]
+    NotANumber(String),
+    #[error("--levels: {0} is not in (0, {LEVEL_MAX}]")]
+    OutOfRange(String),
+    #[error("--levels: {0} appears twice")]
+    Twice(String),
+    #[error("--levels: at most {LEVELS_MAX} levels, found {0}")]
+    TooMany(usize),
+    #[error("--runs-per-case must be 1..={RUNS_PER_CASE_MAX}")]
+    RunsPerCase,
+    #[error("--sensitivity must be a non-negative number")]
+    Sensitivity,
+    #[error("--bootstrap-reps must be 1..={REPS_MAX}")]
+    BootstrapReps,
+}
+
 /// Parse `--levels`: distinct numbers in (0, LEVEL_MAX], highest first.
-pub fn parse_levels(s: &str) -> Result<Vec<f64>, String> {
+pub fn parse_levels(s: &str) -> Result<Vec<f64>, UsageError> {
     let mut out: Vec<f64> = vec![];
     for part in s.split(',') {
         let p = part.trim();
         let v: f64 = p
             .parse()
-            .map_err(|_| format!("--levels: {p:?} is not a number"))?;
+            .map_err(|_| UsageError::NotANumber(p.to_string()))?;
         if !(v.is_finite() && v > 0.0 && v <= LEVEL_MAX) {
-            return Err(format!("--levels: {p} is not in (0, {LEVEL_MAX}]"));
+            return Err(UsageError::OutOfRange(p.to_string()));
         }
         if out.iter().any(|o| (o - v).abs() < 1e-9) {
-            return Err(format!("--levels: {p} appears twice"));
+            return Err(UsageError::Twice(p.to_string()));
         }
         out.push(v);
     }
     if out.len() > LEVELS_MAX {
-        return Err(format!(
-            "--levels: at most {LEVELS_MAX} levels, found {}",
-            out.len()
-        ));
+        return Err(UsageError::TooMany(out.len()));
     }
     out.sort_by(|a, b| b.total_cmp(a));
     Ok(out)
-}
-
-/// A case-run's figures, from its record and its report.json. A run with
-/// no readable report is an error observation naming the file and field.
-pub fn observe(level: f64, case: &str, rec: &RunRecord) -> RunObs {
-    let mut o = RunObs {
-        level,
-        case: case.to_string(),
-        run: rec.run,
-        ending: rec.ending,
-        spend_usd: rec.cost_usd,
-        hard_cap_usd: 0.0,
-        verified: rec.verified,
-        parked: 0,
-        queue_left: 0,
-        planned: 0,
-        planned_borrowed: false,
-        error: None,
-        not_comparable: None,
-        state_dir: rec.state_dir.clone(),
-    };
-    let path = Path::new(&rec.state_dir).join(harness::report::FILE_NAME);
-    // Read as the harness's own type, through the strict loader: an error
-    // names the file and the field.
-    let read = || -> Result<(u64, u64, u64, f64), String> {
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let r: harness::report::Report = strict::from_str(strict::Format::Json, &text)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        let n = |v: usize| v as u64;
-        Ok((
-            n(r.verified.len()),
-            n(r.parked.len()),
-            n(r.queue_left.len()),
-            r.hard_cap_usd,
-        ))
-    };
-    // A case-run the bench's machinery ended (the level changed the traffic
-    // and the cassette missed, ...) is not a data point of the budget curve.
-    if let Some(f) = &rec.bench_fault {
-        o.error = Some(f.describe());
-        o.not_comparable = Some(f.clone());
-        return o;
-    }
-    if rec.ending.is_none() {
-        o.error = Some(rec.failures.join("; "));
-        return o;
-    }
-    match read() {
-        Ok((v, p, q, cap)) => {
-            o.verified = v;
-            o.parked = p;
-            o.queue_left = q;
-            o.hard_cap_usd = cap;
-        }
-        Err(e) => o.error = Some(e),
-    }
-    // A run that died on an error measures the bench, not the budget.
-    if o.error.is_none() && rec.ending == Some(harness::ending::Ending::UnrecoverableError) {
-        o.error = Some(format!(
-            "ended UNRECOVERABLE_ERROR: {}",
-            rec.failures.join("; ")
-        ));
-    }
-    o
 }
 
 pub fn run(args: KneeArgs) -> ExitCode {
     batch::block_on("knee", ExitStatus::Unloadable, run_async(args))
 }
 
+/// The flags checked, in the order their errors are reported.
+fn checked_flags(args: &KneeArgs) -> Result<Vec<f64>, UsageError> {
+    let levels = parse_levels(&args.levels)?;
+    if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
+        return Err(UsageError::RunsPerCase);
+    }
+    if !(args.sensitivity.is_finite() && args.sensitivity >= 0.0) {
+        return Err(UsageError::Sensitivity);
+    }
+    if args.bootstrap_reps == 0 || args.bootstrap_reps > REPS_MAX {
+        return Err(UsageError::BootstrapReps);
+    }
+    Ok(levels)
+}
+
 async fn run_async(args: KneeArgs) -> ExitCode {
-    let levels = match parse_levels(&args.levels) {
+    let levels = match checked_flags(&args) {
         Ok(l) => l,
         Err(e) => {
             errln!("bench knee: {e}");
             return ExitCode::from(ExitStatus::Usage);
         }
     };
-    if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
-        errln!("bench knee: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
-        return ExitCode::from(ExitStatus::Usage);
-    }
-    if !(args.sensitivity.is_finite() && args.sensitivity >= 0.0) {
-        errln!("bench knee: --sensitivity must be a non-negative number");
-        return ExitCode::from(ExitStatus::Usage);
-    }
-    if args.bootstrap_reps == 0 || args.bootstrap_reps > REPS_MAX {
-        errln!("bench knee: --bootstrap-reps must be 1..={REPS_MAX}");
-        return ExitCode::from(ExitStatus::Usage);
-    }
     let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
         Ok(p) => p,
         Err(e) => {
@@ -189,123 +140,49 @@ async fn run_async(args: KneeArgs) -> ExitCode {
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
-    let loaded = match suite::load_suite(&args.suite, None) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("bench knee: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
-        }
-    };
-    for e in &loaded.errors {
-        errln!("bench knee: case not loaded: {e}");
-    }
-    if loaded.cases.is_empty() {
-        errln!("bench knee: no cases to run under {}", args.suite.display());
-        return ExitCode::from(ExitStatus::Unloadable);
-    }
-    let b = match batch::Batch::start(
-        loaded.cases,
+    let plan = Plan {
+        suite: args.suite,
+        levels,
+        runs_per_case: args.runs_per_case,
+        out: args.out,
+        max_concurrency: args.max_concurrency,
         harness_bin,
-        &args.out,
-        args.runs_per_case,
-        args.max_concurrency,
-    )
-    .await
-    {
-        Ok(b) => b,
+        bootstrap_reps: args.bootstrap_reps,
+        seed: args.seed,
+        sensitivity: args.sensitivity,
+    };
+    let m = match bench::knee::run::measure(&plan).await {
+        Ok(m) => m,
         Err(e) => {
             errln!("bench knee: {e}");
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
-    let out = b.out.clone();
-
-    let mut obs: Vec<RunObs> = vec![];
-    let t_all = std::time::Instant::now();
-    for (li, &level) in levels.iter().enumerate() {
-        let t0 = std::time::Instant::now();
-        let overlay = Overlay {
-            table: Default::default(),
-            budget_scale: Some(level),
-            ..Default::default()
-        };
-        let per_case = b
-            .run(
-                &overlay,
-                &out.join("levels").join(format!("level-{level}")),
-                &mut crate::events::Quiet,
-            )
-            .await;
-        let mut this: Vec<RunObs> = vec![];
-        for (c, runs) in b.cases.iter().zip(&per_case) {
-            for rec in runs {
-                let o = observe(level, c.id(), rec);
-                match (&o.not_comparable, &o.error) {
-                    (Some(f), _) => errln!(
-                        "bench knee: level {level} {} run {}: not comparable, not a data point: {}",
-                        c.id(),
-                        rec.run,
-                        f.describe()
-                    ),
-                    (None, Some(e)) => {
-                        errln!("bench knee: level {level} {} run {}: {e}", c.id(), rec.run)
-                    }
-                    (None, None) => {}
-                }
-                this.push(o);
-            }
-        }
-        if this.len() as u64 != b.total() {
-            errln!(
-                "bench knee: level {level}: {} of {} case-runs came back (a run task panicked)",
-                this.len(),
-                b.total()
-            );
-        }
-        let spend: f64 = this.iter().map(|o| o.spend_usd).sum();
-        let verified: u64 = this.iter().map(|o| o.verified).sum();
-        let exhausted = this
-            .iter()
-            .filter(|o| o.ending == Some(Ending::BudgetExhausted))
-            .count();
-        errln!(
-            "[level {}/{}] {:>4} of each cap: {} case-runs, ${spend:.2} spent, {verified} tasks verified, {exhausted} BUDGET_EXHAUSTED, {:.1}s",
-            li + 1,
-            levels.len(),
-            format!("{:.0}%", 100.0 * level),
-            this.len(),
-            t0.elapsed().as_secs_f64()
-        );
-        obs.extend(this);
-    }
-    analysis::fill_planned(&mut obs);
-    let report = analysis::analyze(
-        &args.suite.display().to_string(),
-        args.runs_per_case,
-        &levels,
-        &obs,
-        args.bootstrap_reps,
-        args.seed,
-        args.sensitivity,
-    );
-    if let Err(e) = write_outputs(&report, &obs, &out) {
+    if let Err(e) = write_outputs(&m.report, &m.obs, &m.out) {
         errln!("bench knee: cannot write outputs: {e}");
         return ExitCode::from(ExitStatus::Unloadable);
     }
-    outln!("{}", table(&report));
-    for line in not_comparable_lines(&report) {
+    show(&m)
+}
+
+/// The table, the verdict and the exit: 1 when a case-run had no usable
+/// report, a case did not load, or too few cases were comparable.
+fn show(m: &Measured) -> ExitCode {
+    let report = &m.report;
+    outln!("{}", table(report));
+    for line in not_comparable_lines(report) {
         outln!("{line}");
     }
-    outln!("{}", verdict(&report));
+    outln!("{}", verdict(report));
     let errored: u64 = report.levels.iter().map(|l| l.errored_runs).sum();
     outln!(
         "{} case-runs in {:.1}s; {}",
-        obs.len(),
-        t_all.elapsed().as_secs_f64(),
-        out.join("knee.md").display()
+        m.obs.len(),
+        m.started.elapsed().as_secs_f64(),
+        m.out.join("knee.md").display()
     );
-    if errored > 0 || !loaded.errors.is_empty() {
-        errln!("bench knee: {errored} case-run(s) without a usable report, {} case(s) not loaded: the figures leave them out", loaded.errors.len());
+    if errored > 0 || m.cases_not_loaded > 0 {
+        errln!("bench knee: {errored} case-run(s) without a usable report, {} case(s) not loaded: the figures leave them out", m.cases_not_loaded);
         return ExitCode::from(ExitStatus::Failed);
     }
     if !report.comparable {
@@ -469,36 +346,7 @@ pub fn markdown(r: &KneeReport) -> String {
     }
     s.push_str("\n| level | spend | verified / planned | pass rate | cost per verified task | 95% CI | BUDGET_EXHAUSTED | knee in | cheapest in |\n|---|---:|---:|---:|---:|---|---:|---:|---:|\n");
     for l in &r.levels {
-        let cheap = r
-            .min_cost_bootstrap
-            .levels
-            .iter()
-            .find(|x| x.level == l.level)
-            .map_or(0.0, |x| x.share);
-        s.push_str(&format!(
-            "| {}{}{} | ${:.2} | {}/{} | {:.1}% | {} | {} | {:.0}% of {} | {} | {} |\n",
-            pct(l.level),
-            if Some(l.level) == r.knee_level {
-                " **knee**"
-            } else {
-                ""
-            },
-            if Some(l.level) == r.min_cost_level {
-                " **cheapest**"
-            } else {
-                ""
-            },
-            l.spend_usd,
-            l.verified,
-            l.planned,
-            100.0 * l.pass_rate,
-            usd(l.cost_per_verified_usd),
-            ci(l.cost_per_verified_ci),
-            100.0 * l.budget_exhausted_share,
-            l.runs,
-            pct(knee_share(r, l.level)),
-            pct(cheap)
-        ));
+        s.push_str(&md_level_row(r, l));
     }
     s.push_str(&format!(
         "\nNo knee in {} of the {} case resamples (seed {}).\n\n![cost per verified task by budget level](cost_per_verified.svg)\n\n![verified tasks against spend](verified_vs_spend.svg)\n\n",
@@ -514,7 +362,49 @@ pub fn markdown(r: &KneeReport) -> String {
         }
         s.push('\n');
     }
-    s.push_str("### Definitions\n\n");
+    s.push_str(&md_definitions(r));
+    s
+}
+
+/// One level's row of knee.md's table, the knee and the cheapest level
+/// marked in bold.
+fn md_level_row(r: &KneeReport, l: &LevelRow) -> String {
+    let cheap = r
+        .min_cost_bootstrap
+        .levels
+        .iter()
+        .find(|x| x.level == l.level)
+        .map_or(0.0, |x| x.share);
+    format!(
+        "| {}{}{} | ${:.2} | {}/{} | {:.1}% | {} | {} | {:.0}% of {} | {} | {} |\n",
+        pct(l.level),
+        if Some(l.level) == r.knee_level {
+            " **knee**"
+        } else {
+            ""
+        },
+        if Some(l.level) == r.min_cost_level {
+            " **cheapest**"
+        } else {
+            ""
+        },
+        l.spend_usd,
+        l.verified,
+        l.planned,
+        100.0 * l.pass_rate,
+        usd(l.cost_per_verified_usd),
+        ci(l.cost_per_verified_ci),
+        100.0 * l.budget_exhausted_share,
+        l.runs,
+        pct(knee_share(r, l.level)),
+        pct(cheap)
+    )
+}
+
+/// What each figure means, from the report itself (knee.json carries the
+/// same definitions).
+fn md_definitions(r: &KneeReport) -> String {
+    let mut s = String::from("### Definitions\n\n");
     s.push_str(&format!("- **pass rate**: {}\n", r.definitions.pass_rate));
     s.push_str(&format!(
         "- **cost per verified task**: {}\n",
@@ -536,18 +426,29 @@ pub fn markdown(r: &KneeReport) -> String {
     s
 }
 
-fn write_outputs(r: &KneeReport, obs: &[RunObs], out: &Path) -> Result<(), String> {
+/// Why an output file could not be made; each message names the file.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{name}: {source}")]
+    Write {
+        name: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Plot(#[from] plot::PlotError),
+}
+
+fn write_outputs(r: &KneeReport, obs: &[RunObs], out: &Path) -> Result<(), WriteError> {
     let write = |name: &str, bytes: &[u8]| {
-        harness::durable::atomic_write(&out.join(name), bytes).map_err(|e| format!("{name}: {e}"))
+        harness::durable::atomic_write(&out.join(name), bytes).map_err(|source| WriteError::Write {
+            name: name.to_string(),
+            source,
+        })
     };
-    write(
-        "knee.json",
-        &serde_json::to_vec_pretty(r).map_err(|e| e.to_string())?,
-    )?;
-    write(
-        "case_runs.json",
-        &serde_json::to_vec_pretty(obs).map_err(|e| e.to_string())?,
-    )?;
+    write("knee.json", &serde_json::to_vec_pretty(r)?)?;
+    write("case_runs.json", &serde_json::to_vec_pretty(obs)?)?;
     let md = markdown(r);
     write("knee.md", md.as_bytes())?;
     plot::cost_per_verified(r, &out.join("cost_per_verified.svg"))?;
@@ -558,18 +459,22 @@ fn write_outputs(r: &KneeReport, obs: &[RunObs], out: &Path) -> Result<(), Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::RunRecord;
+    use bench::knee::run::observe;
+    use harness::ending::Ending;
 
     #[test]
     fn levels_parse_sorted_and_errors_name_the_flag() {
         assert_eq!(parse_levels("0.5, 1,0.1").unwrap(), vec![1.0, 0.5, 0.1]);
         assert_eq!(parse_levels("1,0.75,0.5,0.25,0.1").unwrap().len(), 5);
         for bad in ["", "1,x", "0", "-0.5", "11", "nan", "1,1.0", "inf"] {
-            let e = parse_levels(bad).unwrap_err();
+            let e = parse_levels(bad).unwrap_err().to_string();
             assert!(e.starts_with("--levels:"), "{bad}: {e}");
         }
         let many: Vec<String> = (1..=21).map(|i| format!("{}", i as f64 / 10.0)).collect();
         assert!(parse_levels(&many.join(","))
             .unwrap_err()
+            .to_string()
             .contains("at most"));
     }
 

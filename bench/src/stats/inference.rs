@@ -173,70 +173,121 @@ pub fn swap_test<const K: usize>(
             resamples: 1,
         };
     }
-    // [more extreme, tie] counts; a value within the band around |obs| is a tie.
-    let (lo, hi) = (
-        obs.abs() * (1.0 - 1e-9) - abs_tol,
-        obs.abs() * (1.0 + 1e-9) + abs_tol,
-    );
-    let mut count = [0u64, 1u64]; // the observed pattern is a tie with itself
-    let mut tally = |v: f64| {
-        let v = v.abs();
-        if v > hi {
-            count[0] += 1;
-        } else if v >= lo {
-            count[1] += 1;
-        }
+    let mut tally = Tally::new(obs, abs_tol);
+    let swaps = Swaps {
+        a,
+        b,
+        differing: &differing,
+        sums: (sa, sb),
     };
-    let m = differing.len();
     let (method, total) = if n <= EXACT_MAX_CASES {
-        // Gray code: pattern k differs from k-1 in one case, so each step
-        // swaps one case's contribution instead of re-summing all of them.
-        let mut swapped = vec![false; m];
-        let (mut xa, mut xb) = (sa, sb);
-        let total: u64 = 1u64 << m;
-        for k in 1..total {
-            let j = k.trailing_zeros() as usize;
-            let i = differing[j];
-            let sign = if swapped[j] { -1.0 } else { 1.0 };
-            swapped[j] = !swapped[j];
-            for c in 0..K {
-                let delta = sign * (b[i][c] - a[i][c]);
-                xa[c] += delta;
-                xb[c] -= delta;
-            }
-            tally(stat(&xa, &xb));
-        }
-        ("exact", total)
+        ("exact", swaps.exact(&stat, &mut tally))
     } else {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        for _ in 0..mc_reps {
-            let (mut xa, mut xb) = (sa, sb);
-            let mut bits = 0u64;
-            for (j, &i) in differing.iter().enumerate() {
-                if j % 64 == 0 {
-                    bits = rng.gen();
-                }
-                if bits & 1 == 1 {
-                    for c in 0..K {
-                        let delta = b[i][c] - a[i][c];
-                        xa[c] += delta;
-                        xb[c] -= delta;
-                    }
-                }
-                bits >>= 1;
-            }
-            tally(stat(&xa, &xb));
-        }
-        ("monte carlo", mc_reps as u64 + 1)
+        let drawn = swaps.monte_carlo(&stat, &mut tally, mc_reps, seed);
+        ("monte carlo", drawn)
     };
-    let [more, ties] = count;
+    let [more, ties] = tally.count;
     let t = total as f64;
     Permutation {
         p: (more as f64 + 0.5 * ties as f64) / t,
         p_conventional: (more + ties) as f64 / t,
         method,
         resamples: total,
+    }
+}
+
+/// [more extreme, tie] counts of the permuted statistics; a value within
+/// the band around |obs| is a tie (floating-point noise on an exact tie).
+struct Tally {
+    lo: f64,
+    hi: f64,
+    count: [u64; 2],
+}
+
+impl Tally {
+    fn new(obs: f64, abs_tol: f64) -> Tally {
+        Tally {
+            lo: obs.abs() * (1.0 - 1e-9) - abs_tol,
+            hi: obs.abs() * (1.0 + 1e-9) + abs_tol,
+            // the observed pattern is a tie with itself
+            count: [0, 1],
+        }
+    }
+
+    fn add(&mut self, v: f64) {
+        let v = v.abs();
+        if v > self.hi {
+            self.count[0] += 1;
+        } else if v >= self.lo {
+            self.count[1] += 1;
+        }
+    }
+}
+
+/// The cases whose two sides differ, and the arms' observed sums: what
+/// every swap pattern starts from.
+struct Swaps<'a, const K: usize> {
+    a: &'a [[f64; K]],
+    b: &'a [[f64; K]],
+    differing: &'a [usize],
+    sums: ([f64; K], [f64; K]),
+}
+
+impl<const K: usize> Swaps<'_, K> {
+    /// Every pattern but the observed one (already tallied), in Gray code
+    /// order: pattern k differs from k-1 in one case, so each step swaps one
+    /// case's contribution instead of re-summing all of them. Returns the
+    /// number of patterns, the observed one included.
+    fn exact(&self, stat: &impl Fn(&[f64; K], &[f64; K]) -> f64, tally: &mut Tally) -> u64 {
+        let m = self.differing.len();
+        let mut swapped = vec![false; m];
+        let (mut xa, mut xb) = self.sums;
+        let total: u64 = 1u64 << m;
+        for k in 1..total {
+            let j = k.trailing_zeros() as usize;
+            let i = self.differing[j];
+            let sign = if swapped[j] { -1.0 } else { 1.0 };
+            swapped[j] = !swapped[j];
+            for c in 0..K {
+                let delta = sign * (self.b[i][c] - self.a[i][c]);
+                xa[c] += delta;
+                xb[c] -= delta;
+            }
+            tally.add(stat(&xa, &xb));
+        }
+        total
+    }
+
+    /// `mc_reps` random patterns, 64 cases' coin flips per draw of the
+    /// seeded stream. Returns the draws plus the observed pattern.
+    fn monte_carlo(
+        &self,
+        stat: &impl Fn(&[f64; K], &[f64; K]) -> f64,
+        tally: &mut Tally,
+        mc_reps: usize,
+        seed: u64,
+    ) -> u64 {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        for _ in 0..mc_reps {
+            let (mut xa, mut xb) = self.sums;
+            let mut bits = 0u64;
+            for (j, &i) in self.differing.iter().enumerate() {
+                if j % 64 == 0 {
+                    bits = rng.gen();
+                }
+                if bits & 1 == 1 {
+                    for c in 0..K {
+                        let delta = self.b[i][c] - self.a[i][c];
+                        xa[c] += delta;
+                        xb[c] -= delta;
+                    }
+                }
+                bits >>= 1;
+            }
+            tally.add(stat(&xa, &xb));
+        }
+        mc_reps as u64 + 1
     }
 }
 

@@ -2,9 +2,11 @@
 //! step summary), the terminal table (tabled) and forest.svg (plotters, SVG
 //! backend: per-category deltas with their 95% intervals).
 
-use super::analysis::{Arm, Code, MetricDef, MetricResult, NotComparableCase, METRICS};
-use super::inference::ClusteredWilson;
 use super::AbRun;
+use crate::stats::inference::ClusteredWilson;
+use bench::ab::analysis::{
+    Analysis, Arm, ArmTraffic, Code, MetricDef, MetricResult, NotComparableCase, METRICS,
+};
 use std::path::Path;
 
 fn def(name: &str) -> &'static MetricDef {
@@ -256,6 +258,36 @@ fn md_table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) -> String {
 pub fn markdown(r: &AbRun) -> String {
     let a = &r.analysis;
     let mut s = format!("## bench ab: {}\n\n{}\n\n", a.verdict, header(r));
+    s.push_str(&md_arms(r));
+    if let Some(t) = &r.traffic {
+        s.push_str(&md_traffic(t));
+    }
+    s.push_str("\n### Metrics (B - A, paired by case)\n\n");
+    s.push_str(&md_table(&METRIC_HEAD, &metric_rows(r)));
+    s.push_str("\n### Pass rate by category\n\n");
+    s.push_str(&md_table(&CATEGORY_HEAD, &category_rows(r)));
+    s.push_str("\n![forest plot](forest.svg)\n");
+    if !a.not_comparable.is_empty() {
+        s.push_str(&md_not_comparable(a));
+    }
+    s.push_str(&md_regressions(a));
+    s.push_str(&md_category_metrics(a));
+    s.push_str(&md_uncertainty(a));
+    s.push_str(&md_cases(a));
+    s.push_str(&md_method(r));
+    if !r.load_errors.is_empty() {
+        s.push_str("\nCases not loaded (left out of both arms):\n");
+        for e in &r.load_errors {
+            s.push_str(&format!("- {e}\n"));
+        }
+    }
+    s
+}
+
+/// Each arm's name, file, description and the overlay as laid, so the
+/// report says what was compared without the config files at hand.
+fn md_arms(r: &AbRun) -> String {
+    let mut s = String::new();
     for (arm, c) in [("A", &r.a), ("B", &r.b)] {
         s.push_str(&format!(
             "- **{arm}: {}** (`{}`){}\n",
@@ -278,66 +310,71 @@ pub fn markdown(r: &AbRun) -> String {
             s.push_str(&format!("  budget scaled x{f}\n"));
         }
     }
-    if let Some(t) = &r.traffic {
-        s.push_str("\n### Model traffic\n\nEach arm's calls: answered by a recording that saw the request (replayed), or sent to the endpoint (live). Only case-runs measured under their own conditions enter the verdict; the rest are listed under Not comparable.\n\n");
-        let rows: Vec<[String; 6]> = t
-            .iter()
-            .map(|t| {
-                [
-                    t.arm.label().to_string(),
-                    t.calls_replayed.to_string(),
-                    t.calls_live.to_string(),
-                    format!("${:.4}", t.live_usd),
-                    format!("{} of {}", t.case_runs_live, t.case_runs),
-                    format!("{} of {}", t.measured, t.case_runs),
-                ]
-            })
-            .collect();
-        s.push_str(&md_table(
-            &[
-                "arm",
-                "calls replayed",
-                "calls live",
-                "live $",
-                "case-runs that went live",
-                "measured",
-            ],
-            &rows,
-        ));
-    }
-    s.push_str("\n### Metrics (B - A, paired by case)\n\n");
-    s.push_str(&md_table(&METRIC_HEAD, &metric_rows(r)));
-    s.push_str("\n### Pass rate by category\n\n");
-    s.push_str(&md_table(&CATEGORY_HEAD, &category_rows(r)));
-    s.push_str("\n![forest plot](forest.svg)\n");
+    s
+}
 
-    if !a.not_comparable.is_empty() {
-        s.push_str(&format!(
+/// Live or hybrid: how each arm's calls were answered.
+fn md_traffic(t: &[ArmTraffic; 2]) -> String {
+    let mut s = String::from("\n### Model traffic\n\nEach arm's calls: answered by a recording that saw the request (replayed), or sent to the endpoint (live). Only case-runs measured under their own conditions enter the verdict; the rest are listed under Not comparable.\n\n");
+    let rows: Vec<[String; 6]> = t
+        .iter()
+        .map(|t| {
+            [
+                t.arm.label().to_string(),
+                t.calls_replayed.to_string(),
+                t.calls_live.to_string(),
+                format!("${:.4}", t.live_usd),
+                format!("{} of {}", t.case_runs_live, t.case_runs),
+                format!("{} of {}", t.measured, t.case_runs),
+            ]
+        })
+        .collect();
+    s.push_str(&md_table(
+        &[
+            "arm",
+            "calls replayed",
+            "calls live",
+            "live $",
+            "case-runs that went live",
+            "measured",
+        ],
+        &rows,
+    ));
+    s
+}
+
+/// The cases left out, with why, so a reader sees what the verdict skipped.
+fn md_not_comparable(a: &Analysis) -> String {
+    let mut s = format!(
             "\n### Not comparable under replay\n\n{}. These cases are left out of every statistic above and of the regression guard: a case-run of theirs ended in the bench's own machinery (for a recording miss: the config changed the traffic and the cassette has no answer for the call named), which says nothing about either arm. Above {:.0}% of the cases the comparison gives no verdict.\n\n",
             a.comparability.note.as_deref().unwrap_or_default(),
             100.0 * a.comparability.share_max
-        ));
-        let rows: Vec<[String; 5]> = a
-            .not_comparable
-            .iter()
-            .flat_map(|c| {
-                fault_groups(c).into_iter().map(move |(arm, runs, what)| {
-                    [
-                        c.id.clone(),
-                        c.category.clone(),
-                        arm.to_string(),
-                        runs,
-                        what,
-                    ]
-                })
+        );
+    let rows: Vec<[String; 5]> = a
+        .not_comparable
+        .iter()
+        .flat_map(|c| {
+            fault_groups(c).into_iter().map(move |(arm, runs, what)| {
+                [
+                    c.id.clone(),
+                    c.category.clone(),
+                    arm.to_string(),
+                    runs,
+                    what,
+                ]
             })
-            .collect();
-        s.push_str(&md_table(
-            &["case", "category", "arm", "runs", "fault"],
-            &rows,
-        ));
-    }
-    s.push_str("\n### Regressions\n\n");
+        })
+        .collect();
+    s.push_str(&md_table(
+        &["case", "category", "arm", "runs", "fault"],
+        &rows,
+    ));
+    s
+}
+
+/// The guard's findings, or what it checked when it found none.
+fn md_regressions(a: &Analysis) -> String {
+    let mut s = String::from("\n### Regressions\n\n");
     if !a.regressions_among_comparable.is_empty() {
         s.push_str("No verdict (not comparable). Among the comparable cases the guard found:\n\n");
         for g in &a.regressions_among_comparable {
@@ -349,8 +386,12 @@ pub fn markdown(r: &AbRun) -> String {
     for g in &a.regressions {
         s.push_str(&format!("- **{}** `{}`: {}\n", g.kind, g.subject, g.detail));
     }
+    s
+}
 
-    s.push_str("\n### Every metric by category (p adjusted by Holm across categories)\n\n");
+fn md_category_metrics(a: &Analysis) -> String {
+    let mut s =
+        String::from("\n### Every metric by category (p adjusted by Holm across categories)\n\n");
     let mut rows: Vec<[String; 7]> = vec![];
     for (cat, c) in &a.categories {
         for d in &METRICS {
@@ -373,8 +414,13 @@ pub fn markdown(r: &AbRun) -> String {
         ],
         &rows,
     ));
+    s
+}
 
-    s.push_str("\n### Where the uncertainty comes from\n\n");
+/// Per metric, the share of run noise and what more runs or more cases
+/// would buy: tells an underpowered comparison what to add.
+fn md_uncertainty(a: &Analysis) -> String {
+    let mut s = String::from("\n### Where the uncertainty comes from\n\n");
     let mut rows: Vec<[String; 6]> = vec![];
     for d in &METRICS {
         if let Some(v) = a.metrics.get(d.name).and_then(|m| m.variance.as_ref()) {
@@ -401,8 +447,11 @@ pub fn markdown(r: &AbRun) -> String {
         &rows,
     ));
     s.push_str("\nBetween-case variance is how much the true B - A effect differs from case to case; within-case variance is run-to-run noise of the paired difference (run r of A and B replay the same variant and fault seed). Var(case mean) = between + within / runs, so more runs shrink only the second term.\n");
+    s
+}
 
-    s.push_str("\n### Cases\n\n");
+fn md_cases(a: &Analysis) -> String {
+    let mut s = String::from("\n### Cases\n\n");
     let rows: Vec<[String; 8]> = a
         .cases
         .iter()
@@ -432,8 +481,14 @@ pub fn markdown(r: &AbRun) -> String {
         ],
         &rows,
     ));
+    s
+}
 
-    s.push_str(&format!(
+/// The method in prose with this comparison's own numbers (resamples,
+/// draws, seed, suite hash), so the report can be reproduced and checked.
+fn md_method(r: &AbRun) -> String {
+    let a = &r.analysis;
+    format!(
         "\n### Method\n\n\
 Evan Miller, \"Adding Error Bars to Evals\" (arXiv 2411.00640): the case is the unit. Each case's runs are averaged first, then arms are compared on per-case paired differences B - A. \
 Intervals: paired t (statrs StudentsT), 95%; for cost per verified task (a ratio of sums) a case bootstrap ({} resamples, percentile); latency is compared on a log scale (a ratio of geometric means). \
@@ -453,14 +508,7 @@ Seed {} (run order, permutations, bootstrap); suite `{}`{}, git `{}`, suite hash
         r.category.as_ref().map(|c| format!(" (category {c})")).unwrap_or_default(),
         r.git_rev,
         &r.suite_hash[..r.suite_hash.len().min(16)]
-    ));
-    if !r.load_errors.is_empty() {
-        s.push_str("\nCases not loaded (left out of both arms):\n");
-        for e in &r.load_errors {
-            s.push_str(&format!("- {e}\n"));
-        }
-    }
-    s
+    )
 }
 
 /// One row of the forest plot.
@@ -494,16 +542,48 @@ fn forest_rows(r: &AbRun, metric: &str) -> Vec<Row> {
     rows
 }
 
+/// Why ab.json, ab.md or forest.svg could not be made or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// A drawing step of plotters failed (its error is generic over the
+    /// backend, so it is kept as its text).
+    #[error("{0}")]
+    Plot(String),
+    #[error("ab.json: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+fn plot_error(e: impl std::fmt::Display) -> RenderError {
+    RenderError::Plot(e.to_string())
+}
+
+/// The forest plot's two panels: metric, axis title, and the factor from
+/// the metric's units to the axis's (shares to percentage points).
+const FOREST_PANELS: [(&str, &str, f64); 2] = [
+    ("pass_rate", "pass rate, B - A (percentage points)", 100.0),
+    ("cost_per_case", "cost per case-run, B - A (USD)", 1.0),
+];
+
+type ForestChart<'a, 'b> = plotters::prelude::ChartContext<
+    'a,
+    plotters::prelude::SVGBackend<'b>,
+    plotters::prelude::Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>,
+    >,
+>;
+
 /// forest.svg: per-category B - A with 95% intervals, pass rate (percentage
 /// points) on the left, cost per case-run (USD) on the right. Green: B
 /// significantly better; red: significantly worse (categories: Holm); grey:
 /// neither.
-pub fn forest_svg(r: &AbRun) -> Result<String, String> {
+pub fn forest_svg(r: &AbRun) -> Result<String, RenderError> {
     use plotters::prelude::*;
-    let panels = [
-        ("pass_rate", "pass rate, B - A (percentage points)", 100.0),
-        ("cost_per_case", "cost per case-run, B - A (USD)", 1.0),
-    ];
     let n_rows = forest_rows(r, "pass_rate").len().max(1);
     let note = r.analysis.comparability.note.as_ref();
     let foot_px = if note.is_some() { 34u32 } else { 0 };
@@ -511,7 +591,7 @@ pub fn forest_svg(r: &AbRun) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE).map_err(plot_error)?;
         let title = format!(
             "{} (B) vs {} (A), {} cases x {} runs: B - A with 95% intervals (green: B significantly better, red: worse)",
             r.b.name, r.a.name, r.analysis.n_cases, r.analysis.runs_per_case
@@ -524,108 +604,140 @@ pub fn forest_svg(r: &AbRun) -> Result<String, String> {
                 (16, 8),
                 ("sans-serif", 15).into_font().color(&RGBColor(200, 30, 30)),
             ))
-            .map_err(|e| e.to_string())?;
+            .map_err(plot_error)?;
         }
         let root = root
             .titled(&title, ("sans-serif", 18))
-            .map_err(|e| e.to_string())?;
+            .map_err(plot_error)?;
         let halves = root.split_evenly((1, 2));
-        for (area, (metric, axis, scale)) in halves.iter().zip(panels) {
-            let rows = forest_rows(r, metric);
-            let n = rows.len().max(1);
-            let finite: Vec<f64> = rows
-                .iter()
-                .flat_map(|x| [x.delta, x.ci[0], x.ci[1]])
-                .filter(|v| v.is_finite())
-                .map(|v| v * scale)
-                .collect();
-            let lo = finite.iter().copied().fold(0.0f64, f64::min);
-            let hi = finite.iter().copied().fold(0.0f64, f64::max);
-            let pad = ((hi - lo) * 0.08).max(if scale > 1.0 { 1.0 } else { 1e-4 });
-            let labels: Vec<String> = rows.iter().map(|x| x.label.clone()).collect();
-            let mut chart = ChartBuilder::on(area)
-                .margin(16)
-                .x_label_area_size(56)
-                .y_label_area_size(170)
-                // an integer range includes its end: 0..n-1 is n rows
-                .build_cartesian_2d((lo - pad)..(hi + pad), (0..n - 1).into_segmented())
-                .map_err(|e| e.to_string())?;
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .x_desc(axis)
-                .y_desc("")
-                .axis_desc_style(("sans-serif", 16))
-                .label_style(("sans-serif", 14))
-                .y_labels(n)
-                .y_label_formatter(&|v| match v {
-                    // row 0 (all cases) at the top
-                    SegmentValue::CenterOf(i) if *i < n => {
-                        labels.get(n - 1 - i).cloned().unwrap_or_default()
-                    }
-                    _ => String::new(),
-                })
-                .x_label_formatter(&|x| {
-                    if scale > 1.0 {
-                        format!("{x:+.0}")
-                    } else {
-                        format!("{x:+.3}")
-                    }
-                })
-                .draw()
-                .map_err(|e| e.to_string())?;
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Last)],
-                    BLACK.mix(0.5).stroke_width(1),
-                )))
-                .map_err(|e| e.to_string())?;
-            for (i, row) in rows.iter().enumerate() {
-                let y = SegmentValue::CenterOf(n - 1 - i);
-                let color = match row.code {
-                    Code::Better => RGBColor(0, 130, 60),
-                    Code::Worse => RGBColor(200, 30, 30),
-                    _ => RGBColor(90, 90, 90),
-                };
-                if row.ci[0].is_finite() && row.ci[1].is_finite() {
-                    chart
-                        .draw_series(std::iter::once(PathElement::new(
-                            vec![
-                                (row.ci[0] * scale, y.clone()),
-                                (row.ci[1] * scale, y.clone()),
-                            ],
-                            color.stroke_width(3),
-                        )))
-                        .map_err(|e| e.to_string())?;
-                }
-                if row.delta.is_finite() {
-                    chart
-                        .draw_series(std::iter::once(Circle::new(
-                            (row.delta * scale, y),
-                            6,
-                            color.filled(),
-                        )))
-                        .map_err(|e| e.to_string())?;
-                }
-            }
+        for (area, (metric, axis, scale)) in halves.iter().zip(FOREST_PANELS) {
+            forest_panel(area, &forest_rows(r, metric), axis, scale)?;
         }
-        root.present().map_err(|e| e.to_string())?;
+        root.present().map_err(plot_error)?;
     }
     Ok(svg)
 }
 
+/// One panel: the axes sized to every finite delta and interval end (and
+/// 0), a line at 0, and one row per subject, all cases at the top.
+fn forest_panel(
+    area: &plotters::prelude::DrawingArea<
+        plotters::prelude::SVGBackend<'_>,
+        plotters::coord::Shift,
+    >,
+    rows: &[Row],
+    axis: &str,
+    scale: f64,
+) -> Result<(), RenderError> {
+    use plotters::prelude::*;
+    let n = rows.len().max(1);
+    let finite: Vec<f64> = rows
+        .iter()
+        .flat_map(|x| [x.delta, x.ci[0], x.ci[1]])
+        .filter(|v| v.is_finite())
+        .map(|v| v * scale)
+        .collect();
+    let lo = finite.iter().copied().fold(0.0f64, f64::min);
+    let hi = finite.iter().copied().fold(0.0f64, f64::max);
+    let pad = ((hi - lo) * 0.08).max(if scale > 1.0 { 1.0 } else { 1e-4 });
+    let labels: Vec<String> = rows.iter().map(|x| x.label.clone()).collect();
+    let mut chart = ChartBuilder::on(area)
+        .margin(16)
+        .x_label_area_size(56)
+        .y_label_area_size(170)
+        // an integer range includes its end: 0..n-1 is n rows
+        .build_cartesian_2d((lo - pad)..(hi + pad), (0..n - 1).into_segmented())
+        .map_err(plot_error)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(axis)
+        .y_desc("")
+        .axis_desc_style(("sans-serif", 16))
+        .label_style(("sans-serif", 14))
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            // row 0 (all cases) at the top
+            SegmentValue::CenterOf(i) if *i < n => {
+                labels.get(n - 1 - i).cloned().unwrap_or_default()
+            }
+            _ => String::new(),
+        })
+        .x_label_formatter(&|x| {
+            if scale > 1.0 {
+                format!("{x:+.0}")
+            } else {
+                format!("{x:+.3}")
+            }
+        })
+        .draw()
+        .map_err(plot_error)?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Last)],
+            BLACK.mix(0.5).stroke_width(1),
+        )))
+        .map_err(plot_error)?;
+    for (i, row) in rows.iter().enumerate() {
+        forest_row(&mut chart, row, n - 1 - i, scale)?;
+    }
+    Ok(())
+}
+
+/// A row's interval as a bar and its delta as a dot, coloured by verdict;
+/// an undefined interval or delta is left out rather than drawn at NaN.
+fn forest_row(
+    chart: &mut ForestChart,
+    row: &Row,
+    at: usize,
+    scale: f64,
+) -> Result<(), RenderError> {
+    use plotters::prelude::*;
+    let y = SegmentValue::CenterOf(at);
+    let color = match row.code {
+        Code::Better => RGBColor(0, 130, 60),
+        Code::Worse => RGBColor(200, 30, 30),
+        _ => RGBColor(90, 90, 90),
+    };
+    if row.ci[0].is_finite() && row.ci[1].is_finite() {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![
+                    (row.ci[0] * scale, y.clone()),
+                    (row.ci[1] * scale, y.clone()),
+                ],
+                color.stroke_width(3),
+            )))
+            .map_err(plot_error)?;
+    }
+    if row.delta.is_finite() {
+        chart
+            .draw_series(std::iter::once(Circle::new(
+                (row.delta * scale, y),
+                6,
+                color.filled(),
+            )))
+            .map_err(plot_error)?;
+    }
+    Ok(())
+}
+
 /// Write ab.json, ab.md and forest.svg into `out`; ab.md also goes to the
 /// CI step summary when there is one.
-pub fn write_all(r: &AbRun, out: &Path) -> Result<(), String> {
-    let json = serde_json::to_vec_pretty(r).map_err(|e| format!("ab.json: {e}"))?;
-    harness::durable::atomic_write(&out.join("ab.json"), &json)
-        .map_err(|e| format!("{}: {e}", out.join("ab.json").display()))?;
+pub fn write_all(r: &AbRun, out: &Path) -> Result<(), RenderError> {
+    let write = |name: &str, bytes: &[u8]| {
+        let path = out.join(name);
+        harness::durable::atomic_write(&path, bytes).map_err(|source| RenderError::Write {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let json = serde_json::to_vec_pretty(r)?;
+    write("ab.json", &json)?;
     let md = markdown(r);
-    harness::durable::atomic_write(&out.join("ab.md"), md.as_bytes())
-        .map_err(|e| format!("{}: {e}", out.join("ab.md").display()))?;
+    write("ab.md", md.as_bytes())?;
     let svg = forest_svg(r)?;
-    harness::durable::atomic_write(&out.join("forest.svg"), svg.as_bytes())
-        .map_err(|e| format!("{}: {e}", out.join("forest.svg").display()))?;
+    write("forest.svg", svg.as_bytes())?;
     if let Ok(p) = std::env::var("GITHUB_STEP_SUMMARY") {
         use std::io::Write;
         if let Ok(mut f) = std::fs::OpenOptions::new()

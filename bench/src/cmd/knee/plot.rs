@@ -11,7 +11,8 @@
 //! plotters' ErrorBar needs its `errorbar` feature, which the bench does not
 //! enable.
 
-use super::analysis::KneeReport;
+use bench::knee::analysis::KneeReport;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -65,24 +66,39 @@ fn pct(x: f64) -> String {
 fn footnote<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     r: &KneeReport,
-) -> Result<(), String> {
+    path: &Path,
+) -> Result<(), PlotError> {
     if let Some(note) = &r.not_comparable_note {
         root.draw(&Text::new(
             format!("left out of every level (not comparable under replay): {note}"),
             (24, SIZE.1 as i32 - 20),
             (FONT, 15).into_font().color(&RGBColor(200, 30, 30)),
         ))
-        .map_err(|e| e.to_string())?;
+        .map_err(err(path))?;
     }
     Ok(())
 }
 
-fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> String + '_ {
-    move |e| format!("{}: {e}", path.display())
+/// A plot that could not be drawn or written; the message names its file.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct PlotError {
+    path: String,
+    message: String,
 }
 
+fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> PlotError + '_ {
+    move |e| PlotError {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Both plots draw on data coordinates in f64 on either axis.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
 /// Cost per verified task (USD) against budget level, with intervals.
-pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
+pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), PlotError> {
     let e = err(path);
     let levels: Vec<f64> = r.levels.iter().map(|l| l.level).collect();
     let x_max = levels.iter().cloned().fold(0.0, f64::max) * 1.08;
@@ -101,7 +117,7 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
     let y_max = if top > 0.0 { top * 1.6 } else { 1.0 };
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
-    footnote(&root, r).map_err(|m| format!("{}: {m}", path.display()))?;
+    footnote(&root, r, path)?;
     let title = format!(
         "Cost per verified task by budget level ({} cases x {} runs)",
         r.cases, r.runs_per_case
@@ -125,34 +141,68 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(&e)?;
-
     // The knee line first, so the points and whiskers draw over it.
-    if let Some((k, color, label)) = knee_mark(r) {
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![(k, 0.0), (k, y_max * 0.62)],
-                10,
-                6,
-                color.stroke_width(3),
-            ))
-            .map_err(&e)?
-            .label(label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
-            });
-        let text = if r.knee_level.is_some() {
-            format!("knee {}", pct(k))
-        } else {
-            format!("candidate {} (not a knee)", pct(k))
-        };
-        chart
-            .draw_series(std::iter::once(
-                EmptyElement::at((k, y_max * 0.62))
-                    + Text::new(text, (8, -4), (FONT, 18).into_font().color(&color)),
-            ))
-            .map_err(&e)?;
-    }
+    draw_knee_line(&mut chart, r, y_max, path)?;
+    draw_costs(&mut chart, r, path)?;
+    draw_whiskers(&mut chart, r, path)?;
+    draw_undefined_costs(&mut chart, r, path)?;
+    draw_cheapest(&mut chart, r, path)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font((FONT, 15))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(&e)?;
+    root.present().map_err(&e)?;
+    Ok(())
+}
 
+/// The knee (or its unconfirmed candidate) as a dashed vertical line,
+/// labelled at its top.
+fn draw_knee_line<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    r: &KneeReport,
+    y_max: f64,
+    path: &Path,
+) -> Result<(), PlotError> {
+    let e = err(path);
+    let Some((k, color, label)) = knee_mark(r) else {
+        return Ok(());
+    };
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![(k, 0.0), (k, y_max * 0.62)],
+            10,
+            6,
+            color.stroke_width(3),
+        ))
+        .map_err(&e)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
+    let text = if r.knee_level.is_some() {
+        format!("knee {}", pct(k))
+    } else {
+        format!("candidate {} (not a knee)", pct(k))
+    };
+    chart
+        .draw_series(std::iter::once(
+            EmptyElement::at((k, y_max * 0.62))
+                + Text::new(text, (8, -4), (FONT, 18).into_font().color(&color)),
+        ))
+        .map_err(&e)?;
+    Ok(())
+}
+
+/// The defined costs: a line through them by level, a dot and its value
+/// at each.
+fn draw_costs<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    r: &KneeReport,
+    path: &Path,
+) -> Result<(), PlotError> {
+    let e = err(path);
     let defined: Vec<(f64, f64)> = r
         .levels
         .iter()
@@ -182,8 +232,16 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
                 + Text::new(format!("${y:.3}"), (12, -8), (FONT, 15).into_font())
         }))
         .map_err(&e)?;
+    Ok(())
+}
 
-    // Whiskers: a vertical path in data coordinates, caps as pixel offsets.
+/// Whiskers: a vertical path in data coordinates, caps as pixel offsets.
+fn draw_whiskers<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    r: &KneeReport,
+    path: &Path,
+) -> Result<(), PlotError> {
+    let e = err(path);
     let bars: Vec<(f64, f64, f64)> = r
         .levels
         .iter()
@@ -212,8 +270,15 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
                 .map_err(&e)?;
         }
     }
+    Ok(())
+}
 
-    // Levels where nothing was verified have no cost: say so on the axis.
+/// Levels where nothing was verified have no cost: say so on the axis.
+fn draw_undefined_costs<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    r: &KneeReport,
+    path: &Path,
+) -> Result<(), PlotError> {
     let undefined: Vec<f64> = r
         .levels
         .iter()
@@ -227,46 +292,46 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), String> {
                     .iter()
                     .map(|&x| Cross::new((x, 0.0), 7, MUTED.stroke_width(3))),
             )
-            .map_err(&e)?
+            .map_err(err(path))?
             .label("no verified task at this level: cost undefined")
             .legend(|(x, y)| Cross::new((x + 10, y), 6, MUTED.stroke_width(3)));
     }
+    Ok(())
+}
 
-    if let Some(m) = r.min_cost_level {
-        if let Some(c) = r
-            .levels
-            .iter()
-            .find(|l| l.level == m)
-            .and_then(|l| l.cost_per_verified_usd)
-        {
-            chart
-                .draw_series(std::iter::once(Circle::new(
-                    (m, c),
-                    11,
-                    CHEAP.stroke_width(3),
-                )))
-                .map_err(&e)?
-                .label(format!(
-                    "lowest cost per verified task: {} (${c:.3})",
-                    pct(m)
-                ))
-                .legend(|(x, y)| Circle::new((x + 10, y), 6, CHEAP.stroke_width(3)));
-        }
+/// The cheapest level ringed, its cost in the legend.
+fn draw_cheapest<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    r: &KneeReport,
+    path: &Path,
+) -> Result<(), PlotError> {
+    let Some(m) = r.min_cost_level else {
+        return Ok(());
+    };
+    if let Some(c) = r
+        .levels
+        .iter()
+        .find(|l| l.level == m)
+        .and_then(|l| l.cost_per_verified_usd)
+    {
+        chart
+            .draw_series(std::iter::once(Circle::new(
+                (m, c),
+                11,
+                CHEAP.stroke_width(3),
+            )))
+            .map_err(err(path))?
+            .label(format!(
+                "lowest cost per verified task: {} (${c:.3})",
+                pct(m)
+            ))
+            .legend(|(x, y)| Circle::new((x + 10, y), 6, CHEAP.stroke_width(3)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 15))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(&e)?;
-    root.present().map_err(&e)?;
     Ok(())
 }
 
 /// Verified tasks against total spend, one point per level.
-pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
+pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), PlotError> {
     let e = err(path);
     let mut pts: Vec<(f64, f64, f64)> = r
         .levels
@@ -279,7 +344,7 @@ pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
     let y_max = (pts.iter().map(|p| p.1).fold(planned as f64, f64::max) * 1.1).max(1.0);
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
-    footnote(&root, r).map_err(|m| format!("{}: {m}", path.display()))?;
+    footnote(&root, r, path)?;
     let title = format!(
         "Verified tasks against spend, one point per budget level ({} case-runs each)",
         r.levels.first().map_or(0, |l| l.runs)
@@ -302,6 +367,30 @@ pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(&e)?;
+    draw_spend_curve(&mut chart, r, &pts, (planned, x_max), path)?;
+    draw_knee_point(&mut chart, r, &pts, path)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font((FONT, 15))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(&e)?;
+    root.present().map_err(&e)?;
+    Ok(())
+}
+
+/// The planned tasks as a ceiling, the points (spend, verified) labelled
+/// with their level, and the chord when it means what Kneedle measures.
+fn draw_spend_curve<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    r: &KneeReport,
+    pts: &[(f64, f64, f64)],
+    (planned, x_max): (u64, f64),
+    path: &Path,
+) -> Result<(), PlotError> {
+    let e = err(path);
     if planned > 0 {
         chart
             .draw_series(DashedLineSeries::new(
@@ -353,41 +442,43 @@ pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), String> {
             .label("chord: the knee is the point farthest above it")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], MUTED.stroke_width(2)));
     }
-    if let Some((k, color, label)) = knee_mark(r) {
-        if let Some(p) = pts.iter().find(|p| p.2 == k) {
-            let text = if r.knee_level.is_some() {
-                "the knee".to_string()
-            } else {
-                "candidate, not confirmed".to_string()
-            };
-            chart
-                .draw_series(std::iter::once(
-                    // Under the point's level label: that corner lies between the curve and the chord.
-                    EmptyElement::at((p.0, p.1))
-                        + Circle::new((0, 0), 12, color.stroke_width(3))
-                        + Text::new(text, (8, 24), (FONT, 17).into_font().color(&color)),
-                ))
-                .map_err(&e)?
-                .label(label)
-                .legend(move |(x, y)| Circle::new((x + 10, y), 6, color.stroke_width(3)));
-        }
+    Ok(())
+}
+
+/// The knee's point (or its unconfirmed candidate's) ringed and named.
+fn draw_knee_point<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    r: &KneeReport,
+    pts: &[(f64, f64, f64)],
+    path: &Path,
+) -> Result<(), PlotError> {
+    let Some((k, color, label)) = knee_mark(r) else {
+        return Ok(());
+    };
+    if let Some(p) = pts.iter().find(|p| p.2 == k) {
+        let text = if r.knee_level.is_some() {
+            "the knee".to_string()
+        } else {
+            "candidate, not confirmed".to_string()
+        };
+        chart
+            .draw_series(std::iter::once(
+                // Under the point's level label: that corner lies between the curve and the chord.
+                EmptyElement::at((p.0, p.1))
+                    + Circle::new((0, 0), 12, color.stroke_width(3))
+                    + Text::new(text, (8, 24), (FONT, 17).into_font().color(&color)),
+            ))
+            .map_err(err(path))?
+            .label(label)
+            .legend(move |(x, y)| Circle::new((x + 10, y), 6, color.stroke_width(3)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 15))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(&e)?;
-    root.present().map_err(&e)?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::analysis::{analyze, fill_planned, RunObs};
     use super::*;
+    use bench::knee::analysis::{analyze, fill_planned, RunObs};
     use harness::ending::Ending;
 
     fn report(shape: &[(f64, f64, u64)]) -> KneeReport {

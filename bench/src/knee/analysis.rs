@@ -5,9 +5,9 @@
 //! cheapest level; and how often each level is the knee when the cases are
 //! resampled. Pure: no I/O, so every figure is testable from numbers.
 
-use super::kneedle;
 use crate::bench_fault::BenchFault;
 use crate::runner::ending_or_none;
+use crate::stats::kneedle;
 use crate::stats::{case_bootstrap, percentile_interval};
 use harness::ending::Ending;
 use serde::{Deserialize, Serialize};
@@ -309,6 +309,62 @@ fn frequencies(levels: &[f64], draws: &[f64], reps: usize, seed: u64) -> Frequen
     }
 }
 
+/// Case-bootstrap resamples of the case matrix, every statistic from the
+/// same seed, hence the same resamples: the intervals and the knee
+/// frequencies describe one set of what-ifs.
+struct Resampler<'a> {
+    matrix: &'a [Vec<Totals>],
+    levels: usize,
+    reps: usize,
+    seed: u64,
+}
+
+impl Resampler<'_> {
+    fn draws(&self, stat: &dyn Fn(&[Totals]) -> f64) -> Vec<f64> {
+        case_bootstrap(self.matrix, self.reps, self.seed, |s: &[&Vec<Totals>]| {
+            let t: Vec<Totals> = (0..self.levels).map(|l| level_totals(s, l)).collect();
+            stat(&t)
+        })
+    }
+}
+
+/// What the cases left out say: whether enough are left to claim a knee,
+/// how many there were, and the note naming the remedies.
+struct LeftOut {
+    comparable: bool,
+    cases: usize,
+    note: Option<String>,
+}
+
+fn left_out(obs: &[RunObs], comparable_cases: usize) -> LeftOut {
+    let left_out = not_comparable_cases(obs);
+    let n_all = obs
+        .iter()
+        .map(|o| o.case.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let comparable = comparable_cases > 0
+        && left_out.len() as f64
+            <= crate::bench_fault::NOT_COMPARABLE_SHARE_MAX * n_all as f64 + 1e-9;
+    let mut remedies: Vec<String> = obs
+        .iter()
+        .filter_map(|o| o.not_comparable.as_ref().map(|f| f.remedy("every level")))
+        .collect();
+    remedies.sort();
+    remedies.dedup();
+    LeftOut {
+        comparable,
+        cases: left_out.len(),
+        note: (!left_out.is_empty()).then(|| {
+            format!(
+                "{} of {n_all} cases not comparable: {}",
+                left_out.len(),
+                remedies.join("; ")
+            )
+        }),
+    }
+}
+
 /// Everything in knee.json. `levels` must be distinct; they are reported
 /// highest first. `obs` must have `planned` filled (see `fill_planned`).
 pub fn analyze(
@@ -325,63 +381,19 @@ pub fn analyze(
     let matrix = case_matrix(&levels, obs);
     let all: Vec<&Vec<Totals>> = matrix.iter().collect();
     let per_level: Vec<Totals> = (0..levels.len()).map(|l| level_totals(&all, l)).collect();
-    // Every statistic below uses the same seed, hence the same resamples:
-    // the intervals and the knee frequencies describe one set of what-ifs.
-    let boot = |stat: &dyn Fn(&[Totals]) -> f64| -> Vec<f64> {
-        case_bootstrap(&matrix, reps, seed, |s: &[&Vec<Totals>]| {
-            let t: Vec<Totals> = (0..levels.len()).map(|l| level_totals(s, l)).collect();
-            stat(&t)
-        })
+    let boot = Resampler {
+        matrix: &matrix,
+        levels: levels.len(),
+        reps,
+        seed,
     };
     let rows: Vec<LevelRow> = levels
         .iter()
         .enumerate()
-        .map(|(l, &level)| {
-            let t = per_level[l];
-            let cost = t.cost_per_verified();
-            let draws = if cost.is_some() {
-                boot(&|t: &[Totals]| t[l].cost_per_verified().unwrap_or(f64::NAN))
-            } else {
-                vec![]
-            };
-            let undefined = draws.iter().filter(|d| !d.is_finite()).count();
-            let ci = cost.and_then(|_| {
-                let (lo, hi) = percentile_interval(&draws, CI_LEVEL);
-                (lo.is_finite() && hi.is_finite()).then_some([lo, hi])
-            });
-            let mut endings = BTreeMap::new();
-            let mut errored = 0;
-            let mut not_comparable = 0;
-            for o in obs.iter().filter(|o| (o.level - level).abs() < 1e-12) {
-                *endings
-                    .entry(ending_or_none::name(o.ending).to_string())
-                    .or_insert(0) += 1;
-                errored += (o.error.is_some() && o.not_comparable.is_none()) as u64;
-                not_comparable += o.not_comparable.is_some() as u64;
-            }
-            LevelRow {
-                level,
-                spend_usd: t.spend,
-                verified: t.verified,
-                planned: t.planned,
-                pass_rate: t.pass_rate(),
-                cost_per_verified_usd: cost,
-                cost_per_verified_ci: ci,
-                ci_undefined_resamples: undefined,
-                budget_exhausted_share: if t.runs == 0 {
-                    0.0
-                } else {
-                    t.exhausted as f64 / t.runs as f64
-                },
-                runs: t.runs,
-                errored_runs: errored,
-                not_comparable_runs: not_comparable,
-                endings,
-            }
-        })
+        .map(|(l, &level)| level_row(l, level, per_level[l], obs, &boot))
         .collect();
     let idx = |o: Option<usize>| o.map_or(f64::NAN, |i| i as f64);
-    let knee_draws = boot(&|t: &[Totals]| idx(knee_of(t, sensitivity)));
+    let knee_draws = boot.draws(&|t: &[Totals]| idx(knee_of(t, sensitivity)));
     let (x, y) = spend_and_pass_rate(&per_level);
     let knee_candidate =
         kneedle::candidate(&x, &y, sensitivity).map(|(i, difference, drop_needed)| Candidate {
@@ -389,45 +401,16 @@ pub fn analyze(
             difference,
             drop_needed,
         });
-    let cost_draws = boot(&|t: &[Totals]| idx(min_cost_of(t)));
-    let left_out = not_comparable_cases(obs);
-    let n_all = obs
-        .iter()
-        .map(|o| o.case.as_str())
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    let comparable = matrix.len() > 0
-        && left_out.len() as f64
-            <= crate::bench_fault::NOT_COMPARABLE_SHARE_MAX * n_all as f64 + 1e-9;
-    let mut remedies: Vec<String> = obs
-        .iter()
-        .filter_map(|o| o.not_comparable.as_ref().map(|f| f.remedy("every level")))
-        .collect();
-    remedies.sort();
-    remedies.dedup();
+    let cost_draws = boot.draws(&|t: &[Totals]| idx(min_cost_of(t)));
+    let left = left_out(obs, matrix.len());
+    let comparable = left.comparable;
     KneeReport {
         suite: suite.to_string(),
         cases: matrix.len(),
-        cases_not_comparable: left_out.len(),
-        not_comparable: obs
-            .iter()
-            .filter_map(|o| {
-                o.not_comparable.clone().map(|fault| NotComparableRun {
-                    case: o.case.clone(),
-                    level: o.level,
-                    run: o.run,
-                    fault,
-                })
-            })
-            .collect(),
+        cases_not_comparable: left.cases,
+        not_comparable: not_comparable_runs(obs),
         comparable,
-        not_comparable_note: (!left_out.is_empty()).then(|| {
-            format!(
-                "{} of {n_all} cases not comparable: {}",
-                left_out.len(),
-                remedies.join("; ")
-            )
-        }),
+        not_comparable_note: left.note,
         runs_per_case,
         knee_level: knee_of(&per_level, sensitivity)
             .filter(|_| comparable)
@@ -445,7 +428,74 @@ pub fn analyze(
             sensitivity,
             curve: "concave, increasing; offline; no smoothing".into(),
         },
-        definitions: Definitions {
+        definitions: definitions(),
+    }
+}
+
+/// One level's row: its totals, cost per verified task with its bootstrap
+/// interval (only when the level verified anything), and its case-runs'
+/// endings, errors and not-comparable runs.
+fn level_row(l: usize, level: f64, t: Totals, obs: &[RunObs], boot: &Resampler) -> LevelRow {
+    let cost = t.cost_per_verified();
+    let draws = if cost.is_some() {
+        boot.draws(&|t: &[Totals]| t[l].cost_per_verified().unwrap_or(f64::NAN))
+    } else {
+        vec![]
+    };
+    let undefined = draws.iter().filter(|d| !d.is_finite()).count();
+    let ci = cost.and_then(|_| {
+        let (lo, hi) = percentile_interval(&draws, CI_LEVEL);
+        (lo.is_finite() && hi.is_finite()).then_some([lo, hi])
+    });
+    let mut endings = BTreeMap::new();
+    let mut errored = 0;
+    let mut not_comparable = 0;
+    for o in obs.iter().filter(|o| (o.level - level).abs() < 1e-12) {
+        *endings
+            .entry(ending_or_none::name(o.ending).to_string())
+            .or_insert(0) += 1;
+        errored += (o.error.is_some() && o.not_comparable.is_none()) as u64;
+        not_comparable += o.not_comparable.is_some() as u64;
+    }
+    LevelRow {
+        level,
+        spend_usd: t.spend,
+        verified: t.verified,
+        planned: t.planned,
+        pass_rate: t.pass_rate(),
+        cost_per_verified_usd: cost,
+        cost_per_verified_ci: ci,
+        ci_undefined_resamples: undefined,
+        budget_exhausted_share: if t.runs == 0 {
+            0.0
+        } else {
+            t.exhausted as f64 / t.runs as f64
+        },
+        runs: t.runs,
+        errored_runs: errored,
+        not_comparable_runs: not_comparable,
+        endings,
+    }
+}
+
+/// Every case-run that ended in the bench's machinery, with its fault.
+fn not_comparable_runs(obs: &[RunObs]) -> Vec<NotComparableRun> {
+    obs.iter()
+        .filter_map(|o| {
+            o.not_comparable.clone().map(|fault| NotComparableRun {
+                case: o.case.clone(),
+                level: o.level,
+                run: o.run,
+                fault,
+            })
+        })
+        .collect()
+}
+
+/// What each figure in knee.json means, written into the file so it reads
+/// without the code.
+fn definitions() -> Definitions {
+    Definitions {
             pass_rate: PASS_RATE_DEFINITION.into(),
             cost_per_verified: COST_DEFINITION.into(),
             budget_exhausted_share: "case-runs at the level whose report.json ending is BUDGET_EXHAUSTED, over the case-runs at the level".into(),
@@ -455,8 +505,7 @@ a case with a case-run at any level that ended in the bench's machinery (a level
 missed, ...) is left out of every level and listed in not_comparable"
                 .into(),
             min_cost_level: "the level with the lowest cost per verified task (point estimate); a tie goes to the level that verified more".into(),
-        },
-    }
+        }
 }
 
 #[cfg(test)]

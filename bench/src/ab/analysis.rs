@@ -4,9 +4,9 @@
 //! functions of the runs, so the simulations in `sim` exercise exactly the
 //! code that `bench ab` reports with.
 
-use super::inference::{self, Permutation, VarianceParts, ALPHA};
 use crate::bench_fault::BenchFault;
 use crate::runner::RunRecord;
+use crate::stats::inference::{self, Permutation, VarianceParts, ALPHA};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -510,9 +510,24 @@ fn stream(seed: u64, salt: &str) -> u64 {
 }
 
 pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) -> MetricResult {
-    let n = cases.len();
     let seed = stream(s.seed, &format!("{}/{salt}", def.name));
-    let base = |a: f64, b: f64, delta: f64| MetricResult {
+    let mut r = match def.kind {
+        Kind::Mean(f) => mean_metric(def, f, cases, s, seed),
+        Kind::CostPerVerified => cost_per_verified_metric(def, cases, s, seed),
+    };
+    r.effect_of_interest = def.sesoi_for(if def.name == "latency" { 0.0 } else { r.a });
+
+    let (code, text) = verdict(def, &r, r.p);
+    r.verdict_code = code;
+    r.verdict = text;
+    r
+}
+
+/// A result with the arms' values and their difference, every statistic
+/// still unset (NaN or None), so each kind of metric fills in only what it
+/// measures.
+fn base_result(def: &MetricDef, n: usize, a: f64, b: f64, delta: f64) -> MetricResult {
+    MetricResult {
         unit: def.unit,
         higher_is_better: def.higher_is_better,
         gated: def.gated,
@@ -539,124 +554,172 @@ pub fn metric(def: &MetricDef, cases: &[&CasePair], s: &Settings, salt: &str) ->
         wilson_a: None,
         wilson_b: None,
         variance: None,
-    };
-    let mut r = match def.kind {
-        Kind::Mean(f) => {
-            let case_mean = |runs: &[Obs]| inference::mean(&runs.iter().map(f).collect::<Vec<_>>());
-            let a: Vec<f64> = cases.iter().map(|c| case_mean(&c.a)).collect();
-            let b: Vec<f64> = cases.iter().map(|c| case_mean(&c.b)).collect();
-            let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y - x).collect();
-            let t = inference::paired_t(&d, 1.0 - ALPHA);
-            let perm = inference::sign_flip(&d, s.mc_reps, seed);
-            let mut r = base(inference::mean(&a), inference::mean(&b), t.mean);
-            r.ci = t.ci;
-            r.p_t = Some(t.p);
-            set_p(&mut r, &perm);
-            r.identical = n > 0 && d.iter().all(|x| *x == 0.0);
-            r.mde = if r.identical {
-                f64::NAN
-            } else if t.sd == 0.0 {
-                0.0
-            } else {
-                inference::mde(t.sd, n)
-            };
-            let interest = def.sesoi_for(if def.name == "latency" { 0.0 } else { r.a });
-            r.power_at_effect_of_interest =
-                Some(inference::power(interest, t.sd, n)).filter(|p| p.is_finite() && t.sd > 0.0);
-            let paired_runs: Vec<Vec<f64>> = cases
-                .iter()
-                .map(|c| c.a.iter().zip(&c.b).map(|(x, y)| f(y) - f(x)).collect())
-                .collect();
-            r.variance = inference::decompose(&paired_runs);
-            if def.name == "pass_rate" {
-                let runs = |pick: fn(&CasePair) -> &Vec<Obs>| {
-                    cases
-                        .iter()
-                        .map(|c| pick(c).iter().map(|o| o.passed).collect())
-                        .collect::<Vec<Vec<bool>>>()
-                };
-                r.wilson_a = Some(inference::wilson_clustered(&runs(|c| &c.a)));
-                r.wilson_b = Some(inference::wilson_clustered(&runs(|c| &c.b)));
-            }
-            if def.name == "latency" {
-                // shown as geometric means and a ratio, compared on the log scale
-                r.a = r.a.exp();
-                r.b = r.b.exp();
-                r.ratio = Some(t.mean.exp());
-                r.ratio_ci = Some([t.ci[0].exp(), t.ci[1].exp()]);
-                let reps = crate::stats::case_bootstrap(&d, s.bootstrap_reps, seed, |x| {
-                    x.iter().map(|v| **v).sum::<f64>() / x.len() as f64
-                });
-                let (lo, hi) = crate::stats::percentile_interval(&reps, 1.0 - ALPHA);
-                r.ci_bootstrap = Some([lo, hi]);
-            }
-            r
-        }
-        Kind::CostPerVerified => {
-            let sums = |runs: &[Obs]| {
-                [
-                    runs.iter().map(|o| o.cost_usd).sum::<f64>(),
-                    runs.iter().map(|o| o.verified as f64).sum::<f64>(),
-                ]
-            };
-            let a: Vec<[f64; 2]> = cases.iter().map(|c| sums(&c.a)).collect();
-            let b: Vec<[f64; 2]> = cases.iter().map(|c| sums(&c.b)).collect();
-            let ratio = |x: &[f64; 2]| if x[1] > 0.0 { x[0] / x[1] } else { f64::NAN };
-            let total =
-                |v: &[[f64; 2]]| v.iter().fold([0.0, 0.0], |s, x| [s[0] + x[0], s[1] + x[1]]);
-            let (ra, rb) = (ratio(&total(&a)), ratio(&total(&b)));
-            let mut r = base(ra, rb, rb - ra);
-            r.identical = n > 0 && a == b;
-            r.ci_method = "case bootstrap (percentile)";
-            let tol = 1e-12 * (ra.abs() + rb.abs());
-            let perm =
-                inference::swap_test(&a, &b, |x, y| ratio(y) - ratio(x), tol, s.mc_reps, seed);
-            set_p(&mut r, &perm);
-            let idx: Vec<usize> = (0..n).collect();
-            let resampled = |i: &[&usize]| {
-                let (mut x, mut y) = ([0.0; 2], [0.0; 2]);
-                for &&k in i {
-                    for c in 0..2 {
-                        x[c] += a[k][c];
-                        y[c] += b[k][c];
-                    }
-                }
-                (ratio(&x), ratio(&y))
-            };
-            // one pass over the resamples yields both the difference and the ratio
-            let ratios = std::cell::RefCell::new(Vec::with_capacity(s.bootstrap_reps));
-            let deltas = crate::stats::case_bootstrap(&idx, s.bootstrap_reps, seed, |i| {
-                let (x, y) = resampled(i);
-                ratios.borrow_mut().push(y / x);
-                y - x
-            });
-            let ratios = ratios.into_inner();
-            let (lo, hi) = crate::stats::percentile_interval(&deltas, 1.0 - ALPHA);
-            r.ci = [lo, hi];
-            r.ci_bootstrap = Some([lo, hi]);
-            r.ratio = Some(rb / ra);
-            let (lo, hi) = crate::stats::percentile_interval(&ratios, 1.0 - ALPHA);
-            r.ratio_ci = Some([lo, hi]);
-            // MDE from the bootstrap standard error (no closed form for a
-            // ratio of sums), with the same t quantiles as the mean metrics.
-            let finite: Vec<f64> = deltas.into_iter().filter(|x| x.is_finite()).collect();
-            let se = inference::sample_var(&finite).sqrt();
-            r.mde = if r.identical {
-                f64::NAN
-            } else if se == 0.0 {
-                0.0
-            } else {
-                inference::mde_from_se(se, n as f64 - 1.0)
-            };
-            r
-        }
-    };
-    r.effect_of_interest = def.sesoi_for(if def.name == "latency" { 0.0 } else { r.a });
+    }
+}
 
-    let (code, text) = verdict(def, &r, r.p);
-    r.verdict_code = code;
-    r.verdict = text;
+/// A mean over cases of a per-run value: the paired t interval, the
+/// sign-flip test on the per-case differences, the MDE and power from their
+/// standard deviation, and the variance split over the paired runs.
+fn mean_metric(
+    def: &MetricDef,
+    f: fn(&Obs) -> f64,
+    cases: &[&CasePair],
+    s: &Settings,
+    seed: u64,
+) -> MetricResult {
+    let n = cases.len();
+    let case_mean = |runs: &[Obs]| inference::mean(&runs.iter().map(f).collect::<Vec<_>>());
+    let a: Vec<f64> = cases.iter().map(|c| case_mean(&c.a)).collect();
+    let b: Vec<f64> = cases.iter().map(|c| case_mean(&c.b)).collect();
+    let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y - x).collect();
+    let t = inference::paired_t(&d, 1.0 - ALPHA);
+    let perm = inference::sign_flip(&d, s.mc_reps, seed);
+    let mut r = base_result(def, n, inference::mean(&a), inference::mean(&b), t.mean);
+    r.ci = t.ci;
+    r.p_t = Some(t.p);
+    set_p(&mut r, &perm);
+    r.identical = n > 0 && d.iter().all(|x| *x == 0.0);
+    r.mde = if r.identical {
+        f64::NAN
+    } else if t.sd == 0.0 {
+        0.0
+    } else {
+        inference::mde(t.sd, n)
+    };
+    let interest = def.sesoi_for(if def.name == "latency" { 0.0 } else { r.a });
+    r.power_at_effect_of_interest =
+        Some(inference::power(interest, t.sd, n)).filter(|p| p.is_finite() && t.sd > 0.0);
+    let paired_runs: Vec<Vec<f64>> = cases
+        .iter()
+        .map(|c| c.a.iter().zip(&c.b).map(|(x, y)| f(y) - f(x)).collect())
+        .collect();
+    r.variance = inference::decompose(&paired_runs);
+    if def.name == "pass_rate" {
+        set_wilson(&mut r, cases);
+    }
+    if def.name == "latency" {
+        set_geometric(&mut r, &t, &d, s, seed);
+    }
     r
+}
+
+/// The pass rate also shows each arm's own interval, clustered by case
+/// because a case's runs are not independent.
+fn set_wilson(r: &mut MetricResult, cases: &[&CasePair]) {
+    let runs = |pick: fn(&CasePair) -> &Vec<Obs>| {
+        cases
+            .iter()
+            .map(|c| pick(c).iter().map(|o| o.passed).collect())
+            .collect::<Vec<Vec<bool>>>()
+    };
+    r.wilson_a = Some(inference::wilson_clustered(&runs(|c| &c.a)));
+    r.wilson_b = Some(inference::wilson_clustered(&runs(|c| &c.b)));
+}
+
+/// Latency is compared on the log scale but shown as geometric means and a
+/// ratio, with a bootstrap interval beside the t interval (the log
+/// differences can still be skewed).
+fn set_geometric(r: &mut MetricResult, t: &inference::PairedT, d: &[f64], s: &Settings, seed: u64) {
+    r.a = r.a.exp();
+    r.b = r.b.exp();
+    r.ratio = Some(t.mean.exp());
+    r.ratio_ci = Some([t.ci[0].exp(), t.ci[1].exp()]);
+    let reps = crate::stats::case_bootstrap(d, s.bootstrap_reps, seed, |x| {
+        x.iter().map(|v| **v).sum::<f64>() / x.len() as f64
+    });
+    let (lo, hi) = crate::stats::percentile_interval(&reps, 1.0 - ALPHA);
+    r.ci_bootstrap = Some([lo, hi]);
+}
+
+/// Spend over verified tasks; NaN when nothing was verified.
+fn ratio_of(x: &[f64; 2]) -> f64 {
+    if x[1] > 0.0 {
+        x[0] / x[1]
+    } else {
+        f64::NAN
+    }
+}
+
+/// Total spend / total verified tasks per arm: a ratio of sums, so the
+/// swap test on whole cases and a case bootstrap stand in for the t
+/// machinery, and the MDE comes from the bootstrap standard error.
+fn cost_per_verified_metric(
+    def: &MetricDef,
+    cases: &[&CasePair],
+    s: &Settings,
+    seed: u64,
+) -> MetricResult {
+    let n = cases.len();
+    let sums = |runs: &[Obs]| {
+        [
+            runs.iter().map(|o| o.cost_usd).sum::<f64>(),
+            runs.iter().map(|o| o.verified as f64).sum::<f64>(),
+        ]
+    };
+    let a: Vec<[f64; 2]> = cases.iter().map(|c| sums(&c.a)).collect();
+    let b: Vec<[f64; 2]> = cases.iter().map(|c| sums(&c.b)).collect();
+    let total = |v: &[[f64; 2]]| v.iter().fold([0.0, 0.0], |s, x| [s[0] + x[0], s[1] + x[1]]);
+    let (ra, rb) = (ratio_of(&total(&a)), ratio_of(&total(&b)));
+    let mut r = base_result(def, n, ra, rb, rb - ra);
+    r.identical = n > 0 && a == b;
+    r.ci_method = "case bootstrap (percentile)";
+    let tol = 1e-12 * (ra.abs() + rb.abs());
+    let perm = inference::swap_test(
+        &a,
+        &b,
+        |x, y| ratio_of(y) - ratio_of(x),
+        tol,
+        s.mc_reps,
+        seed,
+    );
+    set_p(&mut r, &perm);
+    let (deltas, ratios) = bootstrap_ratios(&a, &b, s.bootstrap_reps, seed);
+    let (lo, hi) = crate::stats::percentile_interval(&deltas, 1.0 - ALPHA);
+    r.ci = [lo, hi];
+    r.ci_bootstrap = Some([lo, hi]);
+    r.ratio = Some(rb / ra);
+    let (lo, hi) = crate::stats::percentile_interval(&ratios, 1.0 - ALPHA);
+    r.ratio_ci = Some([lo, hi]);
+    // MDE from the bootstrap standard error (no closed form for a
+    // ratio of sums), with the same t quantiles as the mean metrics.
+    let finite: Vec<f64> = deltas.into_iter().filter(|x| x.is_finite()).collect();
+    let se = inference::sample_var(&finite).sqrt();
+    r.mde = if r.identical {
+        f64::NAN
+    } else if se == 0.0 {
+        0.0
+    } else {
+        inference::mde_from_se(se, n as f64 - 1.0)
+    };
+    r
+}
+
+/// Case-bootstrap resamples of B - A and B / A of the ratio of sums: one
+/// pass over the resamples yields both the difference and the ratio.
+fn bootstrap_ratios(
+    a: &[[f64; 2]],
+    b: &[[f64; 2]],
+    reps: usize,
+    seed: u64,
+) -> (Vec<f64>, Vec<f64>) {
+    let idx: Vec<usize> = (0..a.len()).collect();
+    let resampled = |i: &[&usize]| {
+        let (mut x, mut y) = ([0.0; 2], [0.0; 2]);
+        for &&k in i {
+            for c in 0..2 {
+                x[c] += a[k][c];
+                y[c] += b[k][c];
+            }
+        }
+        (ratio_of(&x), ratio_of(&y))
+    };
+    let ratios = std::cell::RefCell::new(Vec::with_capacity(reps));
+    let deltas = crate::stats::case_bootstrap(&idx, reps, seed, |i| {
+        let (x, y) = resampled(i);
+        ratios.borrow_mut().push(y / x);
+        y - x
+    });
+    (deltas, ratios.into_inner())
 }
 
 fn set_p(r: &mut MetricResult, perm: &Permutation) {
@@ -767,8 +830,36 @@ fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
         .iter()
         .map(|d| (d.name.to_string(), metric(d, &all, s, "all")))
         .collect();
+    let categories = per_category(cases, s);
+    let mut regressions = category_regressions(&categories);
+    regressions.extend(adversarial_regressions(cases));
+    regressions.extend(metric_regressions(&metrics));
+    let verdict = overall_verdict(&metrics, &regressions);
+    Analysis {
+        verdict,
+        comparability: comparability(cases.len(), &[]),
+        not_comparable: vec![],
+        regressions_among_comparable: vec![],
+        metrics,
+        categories,
+        regressions,
+        n_cases: cases.len(),
+        runs_per_case: cases
+            .iter()
+            .map(|c| c.a.len().min(c.b.len()))
+            .min()
+            .unwrap_or(0),
+        seed: s.seed,
+        monte_carlo_draws: s.mc_reps,
+        bootstrap_resamples: s.bootstrap_reps,
+        cases: case_rows(cases),
+    }
+}
 
-    // Categories in the suite's order, then Holm across them, per metric.
+/// Every metric per category, categories in the suite's order, each
+/// metric's p Holm-adjusted across the categories (several categories are
+/// several tests of the one change).
+fn per_category(cases: &[CasePair], s: &Settings) -> BTreeMap<String, CategoryResult> {
     let mut names: Vec<String> = cases.iter().map(|c| c.category.clone()).collect();
     names.sort_by_key(|c| {
         crate::suite::CATEGORIES
@@ -790,6 +881,16 @@ fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
             )
         })
         .collect();
+    holm_across(&mut per_cat);
+    per_cat
+        .into_iter()
+        .map(|(cat, m)| (cat, category_result(m)))
+        .collect()
+}
+
+/// Per metric, the Holm adjustment across the categories, and the verdict
+/// judged again on the adjusted p.
+fn holm_across(per_cat: &mut [(String, BTreeMap<String, MetricResult>)]) {
     for d in &METRICS {
         let ps: Vec<f64> = per_cat.iter().map(|(_, m)| m[d.name].p).collect();
         for ((_, m), adj) in per_cat.iter_mut().zip(inference::holm(&ps)) {
@@ -804,44 +905,52 @@ fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
             };
         }
     }
-    let categories: BTreeMap<String, CategoryResult> = per_cat
-        .into_iter()
-        .map(|(cat, m)| {
-            let pr = &m["pass_rate"];
-            let c = CategoryResult {
-                n_cases: pr.n_cases,
-                a: pr.a,
-                b: pr.b,
-                delta: pr.delta,
-                ci: pr.ci,
-                p: pr.p,
-                p_holm: pr.p_holm.unwrap_or(f64::NAN),
-                mde: pr.mde,
-                verdict: pr.verdict.clone(),
-                wilson_a: pr.wilson_a,
-                wilson_b: pr.wilson_b,
-                metrics: m,
-            };
-            (cat, c)
-        })
-        .collect();
+}
 
-    let mut regressions = vec![];
-    for (cat, c) in &categories {
-        if c.delta < 0.0 && c.p_holm < ALPHA {
-            regressions.push(Regression {
-                kind: "category_pass_rate",
-                subject: cat.clone(),
-                detail: format!(
-                    "{cat} pass rate {} -> {} ({}), Holm-adjusted p = {:.4}",
-                    pct(c.a),
-                    pct(c.b),
-                    METRICS[0].show_delta(c.delta, true),
-                    c.p_holm
-                ),
-            });
-        }
+/// A category's metrics, with its pass-rate comparison flattened on top
+/// (what the guard and the table read).
+fn category_result(m: BTreeMap<String, MetricResult>) -> CategoryResult {
+    let pr = &m["pass_rate"];
+    CategoryResult {
+        n_cases: pr.n_cases,
+        a: pr.a,
+        b: pr.b,
+        delta: pr.delta,
+        ci: pr.ci,
+        p: pr.p,
+        p_holm: pr.p_holm.unwrap_or(f64::NAN),
+        mde: pr.mde,
+        verdict: pr.verdict.clone(),
+        wilson_a: pr.wilson_a,
+        wilson_b: pr.wilson_b,
+        metrics: m,
     }
+}
+
+/// The guard's first rule: a category whose pass rate fell significantly
+/// after Holm.
+fn category_regressions(categories: &BTreeMap<String, CategoryResult>) -> Vec<Regression> {
+    categories
+        .iter()
+        .filter(|(_, c)| c.delta < 0.0 && c.p_holm < ALPHA)
+        .map(|(cat, c)| Regression {
+            kind: "category_pass_rate",
+            subject: cat.clone(),
+            detail: format!(
+                "{cat} pass rate {} -> {} ({}), Holm-adjusted p = {:.4}",
+                pct(c.a),
+                pct(c.b),
+                METRICS[0].show_delta(c.delta, true),
+                c.p_holm
+            ),
+        })
+        .collect()
+}
+
+/// The guard's second rule: an adversarial case A passed every run of and
+/// B failed any run of, whatever the statistics (one is a hole).
+fn adversarial_regressions(cases: &[CasePair]) -> Vec<Regression> {
+    let mut regressions = vec![];
     for c in cases.iter().filter(|c| c.category == "adversarial") {
         let a_all = !c.a.is_empty() && c.a.iter().all(|o| o.passed);
         if a_all && c.b.iter().any(|o| !o.passed) {
@@ -861,10 +970,18 @@ fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
             });
         }
     }
-    for d in METRICS.iter().filter(|d| d.gated) {
-        let m = &metrics[d.name];
-        if m.verdict_code == Code::Worse {
-            regressions.push(Regression {
+    regressions
+}
+
+/// The guard's third rule: a gated metric on which B is significantly worse.
+fn metric_regressions(metrics: &BTreeMap<String, MetricResult>) -> Vec<Regression> {
+    METRICS
+        .iter()
+        .filter(|d| d.gated)
+        .filter(|d| metrics[d.name].verdict_code == Code::Worse)
+        .map(|d| {
+            let m = &metrics[d.name];
+            Regression {
                 kind: "metric",
                 subject: d.name.into(),
                 detail: format!(
@@ -875,10 +992,14 @@ fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
                     d.show_delta(m.delta, true),
                     m.p
                 ),
-            });
-        }
-    }
+            }
+        })
+        .collect()
+}
 
+/// The one-line verdict: regressions first, then a better gated metric,
+/// then whatever kept the comparison from a clean "no difference".
+fn overall_verdict(metrics: &BTreeMap<String, MetricResult>, regressions: &[Regression]) -> String {
     let gated: Vec<(&MetricDef, &MetricResult)> = METRICS
         .iter()
         .filter(|d| d.gated)
@@ -892,7 +1013,7 @@ fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let verdict = if !regressions.is_empty() {
+    if !regressions.is_empty() {
         let better = names_where(Code::Better);
         format!(
             "B regresses ({} regression(s)){}",
@@ -930,9 +1051,13 @@ fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
     } else {
         "no significant difference on any gated metric (each MDE within its effect of interest)"
             .into()
-    };
+    }
+}
 
-    let rows = cases
+/// One row per case for the table: runs passed, mean cost and mean
+/// verified tasks in each arm.
+fn case_rows(cases: &[CasePair]) -> Vec<CaseRow> {
+    cases
         .iter()
         .map(|c| {
             let m = |runs: &[Obs], f: fn(&Obs) -> f64| {
@@ -949,26 +1074,7 @@ fn analyze_comparable(cases: &[CasePair], s: &Settings) -> Analysis {
                 b_verified: m(&c.b, |o| o.verified as f64),
             }
         })
-        .collect();
-    Analysis {
-        verdict,
-        comparability: comparability(cases.len(), &[]),
-        not_comparable: vec![],
-        regressions_among_comparable: vec![],
-        metrics,
-        categories,
-        regressions,
-        n_cases: cases.len(),
-        runs_per_case: cases
-            .iter()
-            .map(|c| c.a.len().min(c.b.len()))
-            .min()
-            .unwrap_or(0),
-        seed: s.seed,
-        monte_carlo_draws: s.mc_reps,
-        bootstrap_resamples: s.bootstrap_reps,
-        cases: rows,
-    }
+        .collect()
 }
 
 fn pct(x: f64) -> String {

@@ -16,7 +16,7 @@
 //!   the true-variance MDE.
 
 use super::analysis::{metric, CasePair, Code, Obs, Settings, METRICS};
-use super::inference::{self, POWER};
+use crate::stats::inference::{self, POWER};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr_free::*;
