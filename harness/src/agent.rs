@@ -350,25 +350,9 @@ pub fn budget_notice(fraction_spent: f64) -> String {
     )
 }
 
-/// Find the first JSON object in a model's text (it may be fenced or have
-/// prose around it). Bounded: scans at most 1 MiB.
-pub fn extract_json_object(text: &str) -> Option<Value> {
-    let text = if text.len() > 1 << 20 {
-        &text[..text.floor_char_boundary(1 << 20)]
-    } else {
-        text
-    };
-    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text.trim()) {
-        return Some(v);
-    }
-    for (i, _) in text.match_indices('{') {
-        let mut de = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
-        if let Some(Ok(v @ Value::Object(_))) = de.next() {
-            return Some(v);
-        }
-    }
-    None
-}
+// Shared with drift and lessons, so it lives in a module below all three;
+// the old path stays.
+pub use crate::reply_json::extract_json_object;
 
 /// A task as the model wrote it, before admission.
 #[derive(Debug, Clone)]

@@ -185,27 +185,8 @@ fn run_confined(
     let Some((prog, args)) = spec.command.split_first() else {
         return not_started("empty command".into());
     };
-    if crate::stop::requested().is_some() {
-        return CheckResult {
-            passed: false,
-            exit_code: None,
-            timed_out: false,
-            cut_by_run_clock: false,
-            cut_by_stop: true,
-            output: "not run: the run was asked to stop".into(),
-            could_not_run: false,
-        };
-    }
-    if left == Some(Duration::ZERO) {
-        return CheckResult {
-            passed: false,
-            exit_code: None,
-            timed_out: true,
-            cut_by_run_clock: true,
-            cut_by_stop: false,
-            output: "not run: the run's wall clock had run out".into(),
-            could_not_run: false,
-        };
+    if let Some(refused) = refused_before_start(left) {
+        return refused;
     }
     // Which clock fires first decides what a kill means.
     let (limit, clock_first) = match left {
@@ -220,36 +201,16 @@ fn run_confined(
         (Ok(a), Ok(b)) => (Stdio::from(a), Stdio::from(b)),
         (Err(e), _) | (_, Err(e)) => return not_started(format!("cannot capture output: {e}")),
     };
-    // A private TMPDIR when the caller gave none (the bench re-running a
-    // predicate): the check may write there and nowhere else but `cwd`.
-    let own_tmp = match spec.env.tmpdir {
-        Some(_) => None,
-        None => match crate::check_tmp::create() {
-            Ok(t) => Some(t),
-            Err(e) => return not_started(format!("cannot make the check's temp dir: {e}")),
-        },
+    let env = match CommandEnv::new(spec) {
+        Ok(env) => env,
+        Err(refused) => return refused,
     };
-    let mut vars = spec.env.vars();
-    if let Some(t) = &own_tmp {
-        vars.retain(|(n, _)| n != "TMPDIR");
-        vars.push(("TMPDIR".into(), t.path().as_os_str().to_owned()));
-    }
-    let tmp = vars
-        .iter()
-        .find(|(n, _)| n == "TMPDIR")
-        .map(|(_, v)| PathBuf::from(v))
-        .unwrap_or_else(std::env::temp_dir);
-    let path_var = vars
-        .iter()
-        .find(|(n, _)| n == "PATH")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| CHECK_DEFAULT_PATH.into());
     let mut cmd = Command::new(prog);
     if !crate::mutants::active(crate::mutants::Mutant::CheckEnvInherited) {
         cmd.env_clear();
     }
     cmd.args(args)
-        .envs(vars)
+        .envs(env.vars)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(stdout)
@@ -260,7 +221,7 @@ fn run_confined(
         Origin::Spec => &spec.command,
         Origin::Model => &[],
     };
-    let mut policy = crate::sandbox::Policy::for_check(granting, cwd, &tmp, &path_var);
+    let mut policy = crate::sandbox::Policy::for_check(granting, cwd, &env.tmp, &env.path_var);
     policy.network = spec.network;
     let confined = match crate::sandbox::confine(&mut cmd, &policy, crate::sandbox::level()) {
         Ok(c) => c,
@@ -279,13 +240,102 @@ fn run_confined(
     confined.kill_all();
     drop(confined);
     seal.end(&format!("the command {:?}", spec.command));
-    let raw = capture.read_all();
+    result_of(status, output_tail(&capture.read_all()), clock_first)
+}
+
+/// A command not started because the run is already stopping or out of
+/// time: starting it would only be killed at once, and the result must say
+/// which of the two cut it.
+fn refused_before_start(left: Option<Duration>) -> Option<CheckResult> {
+    if crate::stop::requested().is_some() {
+        return Some(CheckResult {
+            passed: false,
+            exit_code: None,
+            timed_out: false,
+            cut_by_run_clock: false,
+            cut_by_stop: true,
+            output: "not run: the run was asked to stop".into(),
+            could_not_run: false,
+        });
+    }
+    if left == Some(Duration::ZERO) {
+        return Some(CheckResult {
+            passed: false,
+            exit_code: None,
+            timed_out: true,
+            cut_by_run_clock: true,
+            cut_by_stop: false,
+            output: "not run: the run's wall clock had run out".into(),
+            could_not_run: false,
+        });
+    }
+    None
+}
+
+/// The environment a confined command runs in, and what the sandbox must
+/// know of it (its temp dir and PATH), decided together so they agree.
+struct CommandEnv {
+    vars: Vec<(String, OsString)>,
+    /// The private TMPDIR made for this command, when the caller gave none:
+    /// held only so it lives as long as the command (dropping removes it).
+    _own_tmp: Option<tempfile::TempDir>,
+    tmp: PathBuf,
+    path_var: OsString,
+}
+
+impl CommandEnv {
+    /// A private TMPDIR when the caller gave none (the bench re-running a
+    /// predicate): the check may write there and nowhere else but `cwd`.
+    fn new(spec: &CheckSpec) -> Result<CommandEnv, CheckResult> {
+        let own_tmp = match spec.env.tmpdir {
+            Some(_) => None,
+            None => match crate::check_tmp::create() {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    return Err(not_started(format!(
+                        "cannot make the check's temp dir: {e}"
+                    )))
+                }
+            },
+        };
+        let mut vars = spec.env.vars();
+        if let Some(t) = &own_tmp {
+            vars.retain(|(n, _)| n != "TMPDIR");
+            vars.push(("TMPDIR".into(), t.path().as_os_str().to_owned()));
+        }
+        let tmp = vars
+            .iter()
+            .find(|(n, _)| n == "TMPDIR")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(std::env::temp_dir);
+        let path_var = vars
+            .iter()
+            .find(|(n, _)| n == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| CHECK_DEFAULT_PATH.into());
+        Ok(CommandEnv {
+            vars,
+            _own_tmp: own_tmp,
+            tmp,
+            path_var,
+        })
+    }
+}
+
+/// The last [`CHECK_OUTPUT_MAX_BYTES`] of what the command wrote: the end
+/// of a failing check's output is where its error is.
+fn output_tail(raw: &[u8]) -> String {
     let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES {
         &raw[raw.len() - CHECK_OUTPUT_MAX_BYTES..]
     } else {
-        &raw[..]
+        raw
     };
-    let output = String::from_utf8_lossy(tail).into_owned();
+    String::from_utf8_lossy(tail).into_owned()
+}
+
+/// How the command ended, as the check's result: a cut says which clock
+/// fired, a stop says so in the output the model and the report see.
+fn result_of(status: Waited, output: String, clock_first: bool) -> CheckResult {
     match status {
         Waited::Exited(st) => CheckResult {
             passed: st.success(),

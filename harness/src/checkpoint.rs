@@ -16,7 +16,8 @@ use crate::state::RunState;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-pub const SCHEMA_VERSION: u32 = 1;
+// A fresh state carries the version, so the state defines it.
+pub use crate::state::SCHEMA_VERSION;
 pub const FRAME_FORMAT: &str = "harness-checkpoint";
 pub const FILE_NAME: &str = "checkpoint.json";
 /// A checkpoint stores paths and a compacted summary, never raw transcripts,

@@ -18,13 +18,8 @@ use serde_json::{json, Value};
 pub const JUDGE_MAX_TOKENS: u32 = 2048;
 pub const REASONING_MAX_CHARS: usize = 4000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Band {
-    Aligned,
-    Prune,
-    Halt,
-}
+// The band is recorded in the state's drift history, so it is defined there.
+pub use crate::state::Band;
 
 /// The judge's verdict. `reasoning` is the first field on purpose: constrained
 /// decoding emits fields in schema order, so the score is conditioned on the
@@ -87,7 +82,7 @@ pub fn judge_request(goal: &Goal, queue: &[Task], model: &str, call_key: String)
 /// Parse the judge's reply text into a DriftCheck. Refuses a score outside
 /// [0, 1] or not a number: a judge we cannot read is an error, not "aligned".
 pub fn parse(text: &str) -> Result<DriftCheck, String> {
-    let v = crate::agent::extract_json_object(text)
+    let v = crate::reply_json::extract_json_object(text)
         .ok_or_else(|| "judge reply holds no JSON object".to_string())?;
     // Through the workspace's strict loader, so a wrong value names its
     // field (`drift_score`), not only the type serde expected.

@@ -28,23 +28,23 @@ use crate::goal::Goal;
 use crate::model::types::{CallRole, ModelRequest, Turn};
 use crate::task::Task;
 use crate::workspace::Workspace;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+
+// The records and the checkpoint's caps live with the state that carries
+// them (state is the bottom of the house); their old paths stay here.
+pub use crate::state::{
+    AnchorSource, Lesson, LessonRefusal, RefusedLesson, LESSONS_MAX, LESSONS_MAX_BYTES,
+    LESSON_REFUSALS_MAX,
+};
 
 /// The lesson call's own output bound (still under `[model] max_tokens`).
 pub const LESSON_MAX_TOKENS: u32 = 400;
 /// One field of a lesson longer than this (in characters) is refused, never cut.
 pub const LESSON_FIELD_MAX_CHARS: usize = 300;
-/// Admitted lessons a checkpoint keeps; the oldest is dropped first.
-pub const LESSONS_MAX: usize = 20;
-/// ... and their total bytes (the four fields), the oldest dropped first.
-pub const LESSONS_MAX_BYTES: usize = 8 * 1024;
 /// Lessons placed in one executor prompt, and their bytes there.
 pub const LESSONS_PER_PROMPT_MAX: usize = 3;
 pub const LESSONS_PROMPT_MAX_BYTES: usize = 2 * 1024;
-/// Refused lessons a checkpoint keeps (the report counts them all).
-pub const LESSON_REFUSALS_MAX: usize = 100;
 /// Lesson calls one run makes at most: past this, failed attempts are noted
 /// as not asked (a run of 500 failing tasks must not buy 500 lessons).
 pub const LESSON_CALLS_MAX: u32 = 50;
@@ -96,80 +96,6 @@ const STOPWORDS: &[&str] = &[
     "per", "each", "other", "been", "being", "because", "instead", "need", "needs", "file",
     "files",
 ];
-
-crate::wire::wire_names! {
-    /// Why a lesson was not admitted: report.json's `lessons_refused[].reason`.
-    pub enum LessonRefusal {
-        /// The reply was no lesson object (no JSON, a field missing or empty).
-        Malformed = "malformed",
-        /// A field over [`LESSON_FIELD_MAX_CHARS`].
-        TooLong = "too_long",
-        /// It names the run's controls (goal, verification, budget, harness...).
-        Steers = "steers",
-        /// Its evidence names nothing concrete the attempt saw or the workspace holds.
-        Vague = "vague",
-        /// It says what the task already says.
-        RestatesTask = "restates_task",
-        /// An admitted lesson already says it.
-        Duplicate = "duplicate",
-        /// The ledger refused the call's reserve: no call was made.
-        CallRefused = "call_refused",
-        /// The endpoint failed the call.
-        CallFailed = "call_failed",
-        /// Not asked: the run is winding down, or has made its
-        /// [`LESSON_CALLS_MAX`] lesson calls.
-        NotAsked = "not_asked",
-    }
-}
-
-crate::wire::wire_names! {
-    /// Where a lesson's concrete token was found.
-    pub enum AnchorSource {
-        /// In the failed attempt's tool calls or results.
-        Observation = "observation",
-        /// A path that exists in the workspace.
-        Workspace = "workspace",
-    }
-}
-
-/// An admitted lesson, as the checkpoint and the report keep it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Lesson {
-    pub call_key: String,
-    pub task_id: String,
-    /// The failed attempt it came from (0-based, as in `execute/<task>/a<n>`).
-    pub attempt: u32,
-    /// Tasks finished when it was learned.
-    pub step: u64,
-    pub constraint: String,
-    pub cause: String,
-    pub workaround: String,
-    pub evidence: String,
-    /// The concrete token the harness found it rests on, and where.
-    pub anchor: String,
-    pub anchor_in: AnchorSource,
-    /// What the ledger booked for the call.
-    pub cost_usd: f64,
-}
-
-impl Lesson {
-    pub fn bytes(&self) -> usize {
-        self.constraint.len() + self.cause.len() + self.workaround.len() + self.evidence.len()
-    }
-}
-
-/// A lesson not admitted, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RefusedLesson {
-    pub call_key: String,
-    pub task_id: String,
-    pub attempt: u32,
-    pub step: u64,
-    pub reason: LessonRefusal,
-    pub detail: String,
-    /// What the ledger booked for the call (0 when none was made).
-    pub cost_usd: f64,
-}
 
 /// The four fields the model proposes.
 #[derive(Debug, Clone, PartialEq)]
@@ -286,7 +212,7 @@ fn collect_strings(v: &Value, out: &mut Vec<String>) {
 
 /// Parse a lesson reply. Err = malformed (with what was expected).
 pub fn parse(text: &str) -> Result<Candidate, String> {
-    let v = crate::agent::extract_json_object(text).ok_or_else(|| {
+    let v = crate::reply_json::extract_json_object(text).ok_or_else(|| {
         "the reply holds no JSON object; expected {\"constraint\", \"cause\", \"workaround\", \"evidence\"}".to_string()
     })?;
     let field = |name: &str| -> Result<String, String> {

@@ -61,5 +61,6 @@ pub mod chaos_hook; // named kill points for the chaos bench (the pause only wit
 pub mod fault_injection; // test-only panic points (the `fault-injection` feature; inert without it)
 pub mod mutants; // deliberately broken variants for `bench self-test` (the `chaos-broken` feature only)
 pub mod redact; // the one redaction filter for every text the harness writes or shows the model
+pub mod reply_json; // the first JSON object in a model's reply (planner, drift judge, lessons)
 pub mod simfs; // the durable-operation layer: op log, I/O fault injection, broken variants (chaos bench)
 pub mod wire; // closed vocabularies that travel as strings (error kinds, tool names, ...)

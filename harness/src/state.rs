@@ -2,7 +2,6 @@
 //! history as a compacted summary (one line per finished task), never the raw
 //! transcript, so a checkpoint stays a few kilobytes and resume is no prefill.
 
-use crate::drift::Band;
 use crate::ending::{Ending, ErrorKind};
 use crate::ledger::LedgerSnapshot;
 use crate::task::Task;
@@ -15,6 +14,19 @@ pub const HISTORY_SUMMARY_MAX_LINES: usize = 200;
 /// The compaction attempts a checkpoint keeps (the oldest dropped first);
 /// `compaction_attempts` still counts them all.
 pub const COMPACTIONS_MAX: usize = 100;
+
+/// The checkpoint schema this build writes and reads (`checkpoint::SCHEMA_VERSION`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+// Where a drift score falls against the spec's thresholds (drift.rs decides
+// it). No doc comment: report.schema.json carries doc comments as descriptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Band {
+    Aligned,
+    Prune,
+    Halt,
+}
 
 crate::wire::wire_names! {
     /// How a compaction attempt ended: report.json's `compactions[].outcome`.
@@ -174,7 +186,7 @@ pub struct RunState {
     /// Episodic memory: the admitted lessons, oldest first, at most
     /// `lessons::LESSONS_MAX` of them and `LESSONS_MAX_BYTES` in all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lessons: Vec<crate::lessons::Lesson>,
+    pub lessons: Vec<Lesson>,
     /// Admitted lessons dropped to keep those bounds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lessons_dropped: u64,
@@ -184,7 +196,7 @@ pub struct RunState {
     pub limit_raises: Vec<crate::ledger::LimitRaise>,
     /// The last `lessons::LESSON_REFUSALS_MAX` lessons not admitted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lessons_refused: Vec<crate::lessons::RefusedLesson>,
+    pub lessons_refused: Vec<RefusedLesson>,
     /// Every lesson call the run made (bounded by `LESSON_CALLS_MAX`).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub lesson_calls: u32,
@@ -216,7 +228,7 @@ fn is_zero_u32(n: &u32) -> bool {
 impl RunState {
     pub fn new(run_id: String, goal_sha256: String, started_at_unix_ms: u64) -> RunState {
         RunState {
-            schema_version: crate::checkpoint::SCHEMA_VERSION,
+            schema_version: SCHEMA_VERSION,
             run_id,
             goal_sha256,
             hard_cap_usd: 0.0,
@@ -289,19 +301,18 @@ impl RunState {
 
     /// Keep an admitted lesson; the oldest go first to hold the count and
     /// byte bounds.
-    pub fn push_lesson(&mut self, l: crate::lessons::Lesson) {
+    pub fn push_lesson(&mut self, l: Lesson) {
         self.lessons.push(l);
-        while self.lessons.len() > crate::lessons::LESSONS_MAX
-            || self.lessons.iter().map(|l| l.bytes()).sum::<usize>()
-                > crate::lessons::LESSONS_MAX_BYTES
+        while self.lessons.len() > LESSONS_MAX
+            || self.lessons.iter().map(|l| l.bytes()).sum::<usize>() > LESSONS_MAX_BYTES
         {
             self.lessons.remove(0);
             self.lessons_dropped += 1;
         }
     }
 
-    pub fn push_lesson_refusal(&mut self, r: crate::lessons::RefusedLesson) {
-        if self.lessons_refused.len() >= crate::lessons::LESSON_REFUSALS_MAX {
+    pub fn push_lesson_refusal(&mut self, r: RefusedLesson) {
+        if self.lessons_refused.len() >= LESSON_REFUSALS_MAX {
             self.lessons_refused.remove(0);
         }
         self.lessons_refused.push(r);
@@ -347,15 +358,14 @@ impl RunState {
         {
             return Err("goal_sha256 is not a SHA-256 hex digest".into());
         }
-        if self.lessons.len() > crate::lessons::LESSONS_MAX
-            || self.lessons.iter().map(|l| l.bytes()).sum::<usize>()
-                > crate::lessons::LESSONS_MAX_BYTES
+        if self.lessons.len() > LESSONS_MAX
+            || self.lessons.iter().map(|l| l.bytes()).sum::<usize>() > LESSONS_MAX_BYTES
         {
             return Err(format!(
                 "{} lessons are kept, over the {} / {}-byte bounds",
                 self.lessons.len(),
-                crate::lessons::LESSONS_MAX,
-                crate::lessons::LESSONS_MAX_BYTES
+                LESSONS_MAX,
+                LESSONS_MAX_BYTES
             ));
         }
         if self.finished.is_some() && self.in_progress.is_some() {
@@ -408,4 +418,88 @@ impl RunState {
         s.step = n as u64;
         s
     }
+}
+
+// --- episodic memory's records and the checkpoint's caps on them (lessons.rs
+// writes them; they are defined here so the state needs nothing above it) ---
+
+/// Admitted lessons a checkpoint keeps; the oldest is dropped first.
+pub const LESSONS_MAX: usize = 20;
+/// ... and their total bytes (the four fields), the oldest dropped first.
+pub const LESSONS_MAX_BYTES: usize = 8 * 1024;
+/// Refused lessons a checkpoint keeps (the report counts them all).
+pub const LESSON_REFUSALS_MAX: usize = 100;
+
+crate::wire::wire_names! {
+    /// Why a lesson was not admitted: report.json's `lessons_refused[].reason`.
+    pub enum LessonRefusal {
+        /// The reply was no lesson object (no JSON, a field missing or empty).
+        Malformed = "malformed",
+        /// A field over [`LESSON_FIELD_MAX_CHARS`].
+        TooLong = "too_long",
+        /// It names the run's controls (goal, verification, budget, harness...).
+        Steers = "steers",
+        /// Its evidence names nothing concrete the attempt saw or the workspace holds.
+        Vague = "vague",
+        /// It says what the task already says.
+        RestatesTask = "restates_task",
+        /// An admitted lesson already says it.
+        Duplicate = "duplicate",
+        /// The ledger refused the call's reserve: no call was made.
+        CallRefused = "call_refused",
+        /// The endpoint failed the call.
+        CallFailed = "call_failed",
+        /// Not asked: the run is winding down, or has made its
+        /// [`LESSON_CALLS_MAX`] lesson calls.
+        NotAsked = "not_asked",
+    }
+}
+
+crate::wire::wire_names! {
+    /// Where a lesson's concrete token was found.
+    pub enum AnchorSource {
+        /// In the failed attempt's tool calls or results.
+        Observation = "observation",
+        /// A path that exists in the workspace.
+        Workspace = "workspace",
+    }
+}
+
+/// An admitted lesson, as the checkpoint and the report keep it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Lesson {
+    pub call_key: String,
+    pub task_id: String,
+    /// The failed attempt it came from (0-based, as in `execute/<task>/a<n>`).
+    pub attempt: u32,
+    /// Tasks finished when it was learned.
+    pub step: u64,
+    pub constraint: String,
+    pub cause: String,
+    pub workaround: String,
+    pub evidence: String,
+    /// The concrete token the harness found it rests on, and where.
+    pub anchor: String,
+    pub anchor_in: AnchorSource,
+    /// What the ledger booked for the call.
+    pub cost_usd: f64,
+}
+
+impl Lesson {
+    pub fn bytes(&self) -> usize {
+        self.constraint.len() + self.cause.len() + self.workaround.len() + self.evidence.len()
+    }
+}
+
+/// A lesson not admitted, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RefusedLesson {
+    pub call_key: String,
+    pub task_id: String,
+    pub attempt: u32,
+    pub step: u64,
+    pub reason: LessonRefusal,
+    pub detail: String,
+    /// What the ledger booked for the call (0 when none was made).
+    pub cost_usd: f64,
 }

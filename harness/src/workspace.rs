@@ -100,6 +100,52 @@ pub struct Workspace {
     root: PathBuf,
 }
 
+/// The components of a model-supplied relative path, refused before any
+/// filesystem access when the text alone says it is empty, too long,
+/// absolute, climbs with `..` or names `.git`.
+fn lexical_parts(rel: &str) -> Result<Vec<&std::ffi::OsStr>, PathError> {
+    if rel.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if rel.contains('\0') {
+        return Err(PathError::NulByte);
+    }
+    if rel.len() > MAX_REL_PATH_BYTES {
+        return Err(PathError::TooLong { len: rel.len() });
+    }
+    let p = Path::new(rel);
+    if p.is_absolute() || rel.starts_with('/') || rel.starts_with('\\') {
+        return Err(PathError::Absolute {
+            path: rel.to_string(),
+        });
+    }
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(s) => {
+                if is_git_name(s) {
+                    return Err(PathError::GitDir {
+                        path: rel.to_string(),
+                    });
+                }
+                parts.push(s);
+            }
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(PathError::ParentDir {
+                    path: rel.to_string(),
+                })
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(PathError::Absolute {
+                    path: rel.to_string(),
+                })
+            }
+        }
+    }
+    Ok(parts)
+}
+
 impl Workspace {
     pub fn open(root: &Path) -> Result<Workspace, WorkspaceError> {
         let canon = std::fs::canonicalize(root).map_err(|e| WorkspaceError::Unreadable {
@@ -128,46 +174,7 @@ impl Workspace {
     /// checked, and a symlink is followed only when its canonical target stays
     /// inside the root and outside `.git`. `"."` resolves to the root itself.
     pub fn resolve(&self, rel: &str) -> Result<PathBuf, PathError> {
-        if rel.is_empty() {
-            return Err(PathError::Empty);
-        }
-        if rel.contains('\0') {
-            return Err(PathError::NulByte);
-        }
-        if rel.len() > MAX_REL_PATH_BYTES {
-            return Err(PathError::TooLong { len: rel.len() });
-        }
-        let p = Path::new(rel);
-        if p.is_absolute() || rel.starts_with('/') || rel.starts_with('\\') {
-            return Err(PathError::Absolute {
-                path: rel.to_string(),
-            });
-        }
-        let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
-        for c in p.components() {
-            match c {
-                Component::Normal(s) => {
-                    if is_git_name(s) {
-                        return Err(PathError::GitDir {
-                            path: rel.to_string(),
-                        });
-                    }
-                    parts.push(s);
-                }
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    return Err(PathError::ParentDir {
-                        path: rel.to_string(),
-                    })
-                }
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(PathError::Absolute {
-                        path: rel.to_string(),
-                    })
-                }
-            }
-        }
-
+        let parts = lexical_parts(rel)?;
         // Walk the existing prefix one component at a time. `cur` is always a
         // canonical path inside the root while the prefix exists.
         let mut cur = self.root.clone();
@@ -185,47 +192,7 @@ impl Workspace {
             }
             match std::fs::symlink_metadata(&next) {
                 Ok(meta) if meta.file_type().is_symlink() => {
-                    let component = shown.to_string_lossy().into_owned();
-                    let target = match std::fs::canonicalize(&next) {
-                        Ok(t) => t,
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                            // A dangling symlink would let a write create a file
-                            // wherever it points, possibly outside the root.
-                            return Err(PathError::DanglingSymlink {
-                                path: rel.to_string(),
-                                component,
-                            });
-                        }
-                        Err(e) => {
-                            return Err(PathError::Io {
-                                path: rel.to_string(),
-                                detail: e.to_string(),
-                            })
-                        }
-                    };
-                    let Ok(inside) = target.strip_prefix(&self.root) else {
-                        return Err(PathError::SymlinkEscape {
-                            path: rel.to_string(),
-                            component,
-                        });
-                    };
-                    // A symlink inside the workspace that points at .git would
-                    // otherwise be a back door into the history.
-                    if inside
-                        .components()
-                        .any(|c| matches!(c, Component::Normal(s) if is_git_name(s)))
-                    {
-                        return Err(PathError::GitDir {
-                            path: rel.to_string(),
-                        });
-                    }
-                    if i < last && !target.is_dir() {
-                        return Err(PathError::NotADirectory {
-                            path: rel.to_string(),
-                            component,
-                        });
-                    }
-                    cur = target;
+                    cur = self.follow_symlink(rel, &next, &shown, i < last)?;
                 }
                 Ok(meta) => {
                     if i < last && !meta.is_dir() {
@@ -250,6 +217,60 @@ impl Workspace {
             }
         }
         Ok(cur)
+    }
+
+    /// The canonical target of the symlink `next` (the component `shown` of
+    /// `rel`), or the refusal: a link is followed only when it lands inside
+    /// the root and outside `.git`, and (`not_last`) on a directory when more
+    /// components follow.
+    fn follow_symlink(
+        &self,
+        rel: &str,
+        next: &Path,
+        shown: &Path,
+        not_last: bool,
+    ) -> Result<PathBuf, PathError> {
+        let component = shown.to_string_lossy().into_owned();
+        let target = match std::fs::canonicalize(next) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A dangling symlink would let a write create a file
+                // wherever it points, possibly outside the root.
+                return Err(PathError::DanglingSymlink {
+                    path: rel.to_string(),
+                    component,
+                });
+            }
+            Err(e) => {
+                return Err(PathError::Io {
+                    path: rel.to_string(),
+                    detail: e.to_string(),
+                })
+            }
+        };
+        let Ok(inside) = target.strip_prefix(&self.root) else {
+            return Err(PathError::SymlinkEscape {
+                path: rel.to_string(),
+                component,
+            });
+        };
+        // A symlink inside the workspace that points at .git would
+        // otherwise be a back door into the history.
+        if inside
+            .components()
+            .any(|c| matches!(c, Component::Normal(s) if is_git_name(s)))
+        {
+            return Err(PathError::GitDir {
+                path: rel.to_string(),
+            });
+        }
+        if not_last && !target.is_dir() {
+            return Err(PathError::NotADirectory {
+                path: rel.to_string(),
+                component,
+            });
+        }
+        Ok(target)
     }
 
     /// SHA-256 (hex) over every regular file in the workspace, by sorted
