@@ -203,10 +203,12 @@ pub const OUT_LOCK_FILE: &str = ".bench.lock";
 /// the case-runs, audits failing on files the other wrote). An advisory
 /// flock on `<out>/.bench.lock` (released when this process exits, however
 /// it exits), which carries the holder's pid for the refusal message.
-pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
+pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, LockError> {
     use std::io::Write;
-    std::fs::create_dir_all(out)
-        .map_err(|e| format!("cannot create --out {}: {e}", out.display()))?;
+    std::fs::create_dir_all(out).map_err(|source| LockError::Create {
+        out: out.to_path_buf(),
+        source,
+    })?;
     let path = out.join(OUT_LOCK_FILE);
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -214,7 +216,10 @@ pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
         .read(true)
         .write(true)
         .open(&path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        .map_err(|source| LockError::Open {
+            path: path.clone(),
+            source,
+        })?;
     match f.try_lock() {
         Ok(()) => {
             let _ = f.set_len(0);
@@ -223,18 +228,43 @@ pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
         }
         Err(std::fs::TryLockError::WouldBlock) => {
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            let holder = holder.trim();
-            Err(format!(
-                "--out {} is in use by another bench command{}; give this one another --out",
-                out.display(),
-                if holder.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (pid and command: {holder})")
-                }
-            ))
+            Err(LockError::InUse {
+                out: out.to_path_buf(),
+                holder: holder.trim().to_string(),
+            })
         }
-        Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", path.display())),
+        Err(std::fs::TryLockError::Error(source)) => Err(LockError::Lock { path, source }),
+    }
+}
+
+/// Why a command cannot hold its `--out` dir.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("cannot create --out {}: {source}", .out.display())]
+    Create {
+        out: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open {}: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--out {} is in use by another bench command{}; give this one another --out", .out.display(), held_by(.holder))]
+    InUse { out: PathBuf, holder: String },
+    #[error("cannot lock {}: {source}", .path.display())]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Who holds the lock, as its lock file says, when it says.
+fn held_by(holder: &str) -> String {
+    if holder.is_empty() {
+        String::new()
+    } else {
+        format!(" (pid and command: {holder})")
     }
 }
 

@@ -53,14 +53,19 @@ pub mod ending_or_none {
     pub const NONE: &str = "<none>";
 
     /// `name` read back: an ending, `<none>`, or an error naming it.
-    pub fn parse(name: &str) -> Result<Option<Ending>, String> {
+    pub fn parse(name: &str) -> Result<Option<Ending>, UnknownEnding> {
         if name == NONE {
             return Ok(None);
         }
         Ending::parse(name)
             .map(Some)
-            .ok_or_else(|| format!("unknown ending {name:?}"))
+            .ok_or_else(|| UnknownEnding(name.to_string()))
     }
+
+    /// A name that is neither an ending nor `<none>`.
+    #[derive(Debug, thiserror::Error)]
+    #[error("unknown ending {0:?}")]
+    pub struct UnknownEnding(String);
 
     /// The name written for `e`.
     pub fn name(e: Option<Ending>) -> &'static str {

@@ -533,7 +533,7 @@ fn raise_gate(passed: bool, detail: String) -> Check {
 
 /// One case-run in flight: who it is and where it goes, and the records a
 /// phase that cannot go on leaves (each phase returns one as its `Err`, so
-/// the phases read as a straight line).
+/// the phases read as a straight line; boxed, as an `Err` is best small).
 struct CaseRun<'a> {
     case: &'a Case,
     run: u32,
@@ -582,17 +582,27 @@ impl CaseRun<'_> {
     }
 
     /// The harness's failure: the case-run failed.
-    fn fail(&self, msg: String) -> RunRecord {
-        RunRecord::failed(self.case, self.run, msg, self.state_dir())
+    fn fail(&self, msg: String) -> Box<RunRecord> {
+        Box::new(RunRecord::failed(
+            self.case,
+            self.run,
+            msg,
+            self.state_dir(),
+        ))
     }
 
     /// The bench could not prepare the case-run: no data about the harness.
-    fn setup_fault(&self, detail: String) -> RunRecord {
+    fn setup_fault(&self, detail: String) -> Box<RunRecord> {
         let fault = BenchFault::CaseSetup { detail };
-        RunRecord::faulted(self.case, self.run, fault, self.state_dir())
+        Box::new(RunRecord::faulted(
+            self.case,
+            self.run,
+            fault,
+            self.state_dir(),
+        ))
     }
 
-    fn spawn_failed(&self, e: SpawnError, context: &str) -> RunRecord {
+    fn spawn_failed(&self, e: SpawnError, context: &str) -> Box<RunRecord> {
         match e {
             SpawnError::NotStarted(m) => self.setup_fault(format!("{context}{m}")),
             SpawnError::Harness(m) => self.fail(format!("{context}{m}")),
@@ -601,7 +611,7 @@ impl CaseRun<'_> {
 
     /// Copy the case (spec, workspace, checks) into the case-run's own
     /// directory, so nothing the run does reaches the suite.
-    fn copy_case(&self, case_copy: &Path) -> Result<(), RunRecord> {
+    fn copy_case(&self, case_copy: &Path) -> Result<(), Box<RunRecord>> {
         for part in ["run.toml", "workspace", "checks"] {
             let src = self.case.dir.join(part);
             if !src.exists() {
@@ -621,14 +631,14 @@ impl CaseRun<'_> {
     }
 
     /// Lay the arm's or level's settings over the copied run.toml.
-    fn lay_overlay(&self, overlay: &Overlay, case_copy: &Path) -> Result<(), RunRecord> {
+    fn lay_overlay(&self, overlay: &Overlay, case_copy: &Path) -> Result<(), Box<RunRecord>> {
         if overlay.is_empty() {
             return Ok(());
         }
         let p = case_copy.join("run.toml");
         let applied = std::fs::read_to_string(&p)
             .map_err(|e| e.to_string())
-            .and_then(|t| overlay.apply(&t));
+            .and_then(|t| overlay.apply(&t).map_err(|e| e.to_string()));
         applied
             .and_then(|t| std::fs::write(&p, t).map_err(|e| e.to_string()))
             .map_err(|e| self.setup_fault(format!("overlay on {}: {e}", p.display())))
@@ -636,7 +646,7 @@ impl CaseRun<'_> {
 
     /// A case that wants its workspace under git gets one commit of it
     /// before the run, the base its branch is compared with.
-    fn init_git(&self, ws: &Path) -> Result<(), RunRecord> {
+    fn init_git(&self, ws: &Path) -> Result<(), Box<RunRecord>> {
         if self.case.file.workspace_git != Some(true) {
             return Ok(());
         }
@@ -657,7 +667,7 @@ impl CaseRun<'_> {
     fn endpoint(
         &self,
         case_copy: &Path,
-    ) -> Result<(String, Vec<String>, Option<crate::live::Session>), RunRecord> {
+    ) -> Result<(String, Vec<String>, Option<crate::live::Session>), Box<RunRecord>> {
         match self.target {
             Target::Replay(server) => {
                 let mut base = server.base_url_for(self.case.id(), self.run);
@@ -677,7 +687,7 @@ impl CaseRun<'_> {
 
     /// The case's private copy, audited and set up, and the invocation of
     /// the harness on it: everything before the first process starts.
-    fn prepare(&self, overlay: &Overlay) -> Result<Prepared, RunRecord> {
+    fn prepare(&self, overlay: &Overlay) -> Result<Prepared, Box<RunRecord>> {
         let _ = std::fs::remove_dir_all(&self.dir);
         let case_copy = self.dir.join("case");
         self.copy_case(&case_copy)?;
@@ -741,7 +751,7 @@ impl CaseRun<'_> {
         env_remove: &[String],
         overlay: &Overlay,
         gathered: &mut audit::Gathered,
-    ) -> Result<(HarnessInvocation, Vec<Canary>), RunRecord> {
+    ) -> Result<(HarnessInvocation, Vec<Canary>), Box<RunRecord>> {
         let private = crate::private_dirs::PrivateDirs::make(&self.dir, self.case.id(), self.run)
             .map_err(|e| self.setup_fault(e))?;
         let watched: Vec<Canary> = (gathered.canaries.iter())
@@ -777,7 +787,7 @@ impl CaseRun<'_> {
         &self,
         i: &crate::suite::Interrupt,
         p: &mut Prepared,
-    ) -> Result<Duration, RunRecord> {
+    ) -> Result<Duration, Box<RunRecord>> {
         // The pause point is test machinery the production build lacks.
         let hb = self.harness_bin.to_path_buf();
         let hooked =
@@ -819,7 +829,7 @@ impl CaseRun<'_> {
         &self,
         r: &crate::suite::Raise,
         p: &mut Prepared,
-    ) -> Result<(Duration, FirstEnding), RunRecord> {
+    ) -> Result<(Duration, FirstEnding), Box<RunRecord>> {
         let (s, ended) =
             run_to_first_ending(self.harness_bin, &p.inv, &p.watched, p.limit, &p.state)
                 .await
@@ -844,7 +854,7 @@ impl CaseRun<'_> {
 
     /// Every harness process of the case-run: an interrupted or `[raise]`
     /// case's first one, then the one that is scored.
-    async fn spawn(&self, p: &mut Prepared) -> Result<Ran, RunRecord> {
+    async fn spawn(&self, p: &mut Prepared) -> Result<Ran, Box<RunRecord>> {
         let mut latency = Duration::ZERO;
         if let Some(i) = &self.case.file.interrupt {
             latency += self.interrupted_run(i, p).await?;
@@ -873,7 +883,7 @@ impl CaseRun<'_> {
         &self,
         state: &Path,
         spawned: &Spawned,
-    ) -> Result<harness::report::Report, RunRecord> {
+    ) -> Result<harness::report::Report, Box<RunRecord>> {
         let parsed = std::fs::read(state.join("report.json"))
             .ok()
             .map(|b| serde_json::from_slice::<harness::report::Report>(&b));
@@ -892,7 +902,7 @@ impl CaseRun<'_> {
 
     /// What the ended harness left: its report and outbox, the requests it
     /// sent, its commits; the audit's after-look taken.
-    async fn collect(&self, p: &mut Prepared, ran: &Ran) -> Result<Collected, RunRecord> {
+    async fn collect(&self, p: &mut Prepared, ran: &Ran) -> Result<Collected, Box<RunRecord>> {
         // The bench was interrupted and the harness suspended (its stop
         // report says so): no verdict on a run that did not finish.
         if let Some(sig) = crate::interrupt::requested() {
@@ -903,7 +913,9 @@ impl CaseRun<'_> {
                     signal: sig.to_string(),
                 };
                 let state = p.state.display().to_string();
-                return Err(RunRecord::faulted(self.case, self.run, fault, state));
+                return Err(Box::new(RunRecord::faulted(
+                    self.case, self.run, fault, state,
+                )));
             }
         }
         let report = self.read_report(&p.state, &ran.spawned)?;
@@ -1058,15 +1070,15 @@ pub async fn run_case(
     };
     let mut p = match cr.prepare(overlay) {
         Ok(p) => p,
-        Err(rec) => return rec,
+        Err(rec) => return *rec,
     };
     let ran = match cr.spawn(&mut p).await {
         Ok(r) => r,
-        Err(rec) => return rec,
+        Err(rec) => return *rec,
     };
     match cr.collect(&mut p, &ran).await {
         Ok(c) => cr.judge(p, ran, c),
-        Err(rec) => rec,
+        Err(rec) => *rec,
     }
 }
 

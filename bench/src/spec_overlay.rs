@@ -31,20 +31,20 @@ impl Overlay {
     }
 
     /// Apply to the text of a run.toml; errors name what could not be applied.
-    pub fn apply(&self, spec_text: &str) -> Result<String, String> {
+    pub fn apply(&self, spec_text: &str) -> Result<String, OverlayError> {
         let mut t: toml::Table = spec_text
             .parse()
-            .map_err(|e: toml::de::Error| format!("run.toml: {}", e.message()))?;
+            .map_err(|e: toml::de::Error| OverlayError::Spec(e.message().to_string()))?;
         merge_into(&mut t, &self.table);
         if let Some(f) = self.budget_scale {
             let b = t
                 .get_mut("budget")
                 .and_then(|b| b.as_table_mut())
-                .ok_or("run.toml has no [budget] table")?;
+                .ok_or(OverlayError::NoBudget)?;
             let cap = b
                 .get("hard_cap_usd")
                 .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
-                .ok_or("budget.hard_cap_usd is not a number")?;
+                .ok_or(OverlayError::CapNotANumber)?;
             b.insert("hard_cap_usd".into(), toml::Value::Float(cap * f));
             if let Some(tok) = b.get("task_budget_tokens").and_then(|v| v.as_integer()) {
                 b.insert(
@@ -53,6 +53,19 @@ impl Overlay {
                 );
             }
         }
-        toml::to_string(&t).map_err(|e| e.to_string())
+        Ok(toml::to_string(&t)?)
     }
+}
+
+/// Why an overlay could not be laid over a run spec.
+#[derive(Debug, thiserror::Error)]
+pub enum OverlayError {
+    #[error("run.toml: {0}")]
+    Spec(String),
+    #[error("run.toml has no [budget] table")]
+    NoBudget,
+    #[error("budget.hard_cap_usd is not a number")]
+    CapNotANumber,
+    #[error("{0}")]
+    Write(#[from] toml::ser::Error),
 }

@@ -288,10 +288,10 @@ pub fn load_case_file(
     report_fields: &[String],
 ) -> Result<(CaseFile, PathBuf), LoadError> {
     let f = &dir.join("case.toml");
-    let text = std::fs::read_to_string(&f)
-        .map_err(|e| err(&f, "(file)", format!("a readable case.toml: {e}")))?;
+    let text = std::fs::read_to_string(f)
+        .map_err(|e| err(f, "(file)", format!("a readable case.toml: {e}")))?;
     let file = parse_case_toml(f, &text)?;
-    check_case_values(&f, &file)?;
+    check_case_values(f, &file)?;
     check_identity(f, dir, category, &file)?;
     check_expect_names(f, &file.expect, report_fields)?;
     if let Some(i) = &file.interrupt {
@@ -312,7 +312,7 @@ pub fn load_case_file(
         ));
     }
     if let Some(fs) = &file.faults {
-        harness::replay::FaultPlan::parse(fs).map_err(|e| err(&f, "faults", e.to_string()))?;
+        harness::replay::FaultPlan::parse(fs).map_err(|e| err(f, "faults", e.to_string()))?;
     }
     for needed in ["run.toml", "workspace"] {
         if !dir.join(needed).exists() {
