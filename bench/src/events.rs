@@ -12,33 +12,9 @@
 //! disagree (some passed, some failed) is reported flaky when the case
 //! finishes (`Event::CaseFinished`'s outcome), not by rerunning it.
 
-use crate::runner::RunRecord;
-use crate::suite::Case;
-use crate::summary::Outcome;
+use crate::record::{Outcome, RunRecord};
 
-/// Who a case is, as the reporters name it: what a loaded case (`bench run`)
-/// and a shard's summary record (`bench merge`) both know. Reporters see
-/// this, never the loaded case (its fixtures and cassette are the runner's).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CaseMeta {
-    pub id: String,
-    pub category: String,
-    pub title: String,
-    pub covers: Vec<String>,
-    pub known_flaky: Option<crate::known_flaky::KnownFlaky>,
-}
-
-impl CaseMeta {
-    pub fn of(c: &Case) -> CaseMeta {
-        CaseMeta {
-            id: c.id().to_string(),
-            category: c.category().to_string(),
-            title: c.file.title.clone(),
-            covers: c.file.covers.clone(),
-            known_flaky: c.file.known_flaky.clone(),
-        }
-    }
-}
+pub use crate::record::CaseMeta;
 
 /// One thing that happened in a batch. For one batch a reporter sees, in
 /// this order: `BatchStarted` once; per case-run `CaseRunStarted` before its

@@ -64,13 +64,19 @@ impl Drop for Child {
 /// thread (call it before the runtime starts, so every thread inherits the
 /// mask; `Command` resets it in the harness children) and taken by one
 /// `sigwait` thread, as the harness takes its own (harness::stop).
-pub fn install(cmd: &'static str) -> Result<(), String> {
-    static ONCE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+pub fn install(cmd: &'static str) -> Result<(), SignalsError> {
+    static ONCE: std::sync::OnceLock<Result<(), SignalsError>> = std::sync::OnceLock::new();
     ONCE.get_or_init(|| {
         harness::stop::take_in_thread("bench-signals", move |sig| on_signal(cmd, sig))
+            .map_err(SignalsError)
     })
     .clone()
 }
+
+/// The signals could not be taken (the harness's reason, as it says it).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct SignalsError(String);
 
 fn on_signal(cmd: &str, sig: nix::sys::signal::Signal) {
     let first = REQUESTED

@@ -26,7 +26,7 @@ pub struct SummaryFiles {
     cases: Vec<CaseMeta>,
     records: Vec<Option<CaseRecord>>,
     total: u64,
-    written: Option<Result<Summary, String>>,
+    written: Option<Result<Summary, OutputsError>>,
 }
 
 impl SummaryFiles {
@@ -54,9 +54,8 @@ impl SummaryFiles {
 
     /// The summary written, or why the files could not be (or that the
     /// batch never finished).
-    pub fn into_summary(self) -> Result<Summary, String> {
-        self.written
-            .unwrap_or_else(|| Err("the batch did not finish".into()))
+    pub fn into_summary(self) -> Result<Summary, OutputsError> {
+        self.written.unwrap_or(Err(OutputsError::Unfinished))
     }
 
     fn summary(&mut self, wall_ms: u64) -> Summary {
@@ -119,13 +118,77 @@ impl Reporter for SummaryFiles {
                 let s = self.summary(*wall_ms);
                 let junit = self.junit.clone();
                 self.written = Some(
-                    s.write(&self.out, junit.as_deref(), self.step_summary)
-                        .map(|()| s),
+                    write_summary(&s, &self.out, junit.as_deref(), self.step_summary).map(|()| s),
                 );
             }
             Event::CaseRunStarted { .. } | Event::CaseRunFinished { .. } => {}
         }
     }
+}
+
+/// Why a batch's files were not written: the file and the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputsError {
+    #[error("the batch did not finish")]
+    Unfinished,
+    #[error("{}: {source}", .path.display())]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{name}: {source}")]
+    File {
+        name: &'static str,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{0}")]
+    Junit(#[from] quick_junit::SerializeError),
+}
+
+/// Write summary.json, summary.md, the page and the JUnit file of `s`: here,
+/// above both the summary and the page, so neither names the other.
+fn write_summary(
+    s: &Summary,
+    out: &std::path::Path,
+    junit: Option<&std::path::Path>,
+    step_summary: StepSummary,
+) -> Result<(), OutputsError> {
+    std::fs::create_dir_all(out).map_err(|source| OutputsError::Dir {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let json = serde_json::to_vec_pretty(s)?;
+    let file = |name: &'static str| move |source| OutputsError::File { name, source };
+    harness::durable::atomic_write(&out.join("summary.json"), &json)
+        .map_err(file("summary.json"))?;
+    let md = s.markdown();
+    harness::durable::atomic_write(&out.join("summary.md"), md.as_bytes())
+        .map_err(file("summary.md"))?;
+    let page = crate::page::suite_page(s, out);
+    harness::durable::atomic_write(&out.join(crate::page::FILE_NAME), page.as_bytes())
+        .map_err(file(crate::page::FILE_NAME))?;
+    let x = s.junit()?;
+    let jpath = junit
+        .map(|p| p.to_path_buf())
+        .unwrap_or_else(|| out.join("junit.xml"));
+    harness::durable::atomic_write(&jpath, x.as_bytes()).map_err(|source| OutputsError::Dir {
+        path: jpath.clone(),
+        source,
+    })?;
+    // A CI step summary, when the CI offers one.
+    if let (StepSummary::Append, Ok(p)) = (step_summary, std::env::var("GITHUB_STEP_SUMMARY")) {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
+            let _ = f.write_all(md.as_bytes());
+        }
+    }
+    Ok(())
 }
 
 /// Report a finished summary (`bench merge`'s union of shards) as the
@@ -140,10 +203,12 @@ pub const OUT_LOCK_FILE: &str = ".bench.lock";
 /// the case-runs, audits failing on files the other wrote). An advisory
 /// flock on `<out>/.bench.lock` (released when this process exits, however
 /// it exits), which carries the holder's pid for the refusal message.
-pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
+pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, LockError> {
     use std::io::Write;
-    std::fs::create_dir_all(out)
-        .map_err(|e| format!("cannot create --out {}: {e}", out.display()))?;
+    std::fs::create_dir_all(out).map_err(|source| LockError::Create {
+        out: out.to_path_buf(),
+        source,
+    })?;
     let path = out.join(OUT_LOCK_FILE);
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -151,7 +216,10 @@ pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
         .read(true)
         .write(true)
         .open(&path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        .map_err(|source| LockError::Open {
+            path: path.clone(),
+            source,
+        })?;
     match f.try_lock() {
         Ok(()) => {
             let _ = f.set_len(0);
@@ -160,18 +228,43 @@ pub fn lock_out_dir(out: &Path, cmd: &str) -> Result<std::fs::File, String> {
         }
         Err(std::fs::TryLockError::WouldBlock) => {
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            let holder = holder.trim();
-            Err(format!(
-                "--out {} is in use by another bench command{}; give this one another --out",
-                out.display(),
-                if holder.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (pid and command: {holder})")
-                }
-            ))
+            Err(LockError::InUse {
+                out: out.to_path_buf(),
+                holder: holder.trim().to_string(),
+            })
         }
-        Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", path.display())),
+        Err(std::fs::TryLockError::Error(source)) => Err(LockError::Lock { path, source }),
+    }
+}
+
+/// Why a command cannot hold its `--out` dir.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("cannot create --out {}: {source}", .out.display())]
+    Create {
+        out: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open {}: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--out {} is in use by another bench command{}; give this one another --out", .out.display(), held_by(.holder))]
+    InUse { out: PathBuf, holder: String },
+    #[error("cannot lock {}: {source}", .path.display())]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Who holds the lock, as its lock file says, when it says.
+fn held_by(holder: &str) -> String {
+    if holder.is_empty() {
+        String::new()
+    } else {
+        format!(" (pid and command: {holder})")
     }
 }
 

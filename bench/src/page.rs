@@ -9,6 +9,7 @@
 //! document, style sheet and number formats (`harness::page`), so the two
 //! pages read alike. Markup through maud: every value is escaped.
 
+use crate::record::RunRecord;
 use crate::summary::Outcome;
 use crate::summary::{
     known_flaky_words, policy_words, runs_passed, CaseRecord, CategoryTotals, Summary,
@@ -108,15 +109,38 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
     let total: u64 = s.categories.values().map(|t| t.total).sum();
     let passed: u64 = s.categories.values().map(|t| t.passed).sum();
     let verdict = if s.passed { "PASS" } else { "FAIL" };
-    let link =
-        |state_dir: &str| relative_link(out, &Path::new(state_dir).join(harness::page::FILE_NAME));
-    let failed: Vec<&CaseRecord> = s.cases.iter().filter(|c| !c.passed).collect();
-    let flaky: Vec<&CaseRecord> = s
-        .cases
-        .iter()
-        .filter(|c| c.outcome == Outcome::Flaky)
-        .collect();
     let body = html! {
+        (page_header(s, verdict, passed, total))
+        (categories_section(s))
+        @if !s.load_errors.is_empty() {
+            section aria-labelledby="load-errors" {
+                h2 #load-errors { "Cases that could not be loaded" }
+                ul { @for e in &s.load_errors { li { code { (e.file) } ": " (e.field) ": expected " (e.expected) } } }
+            }
+        }
+        (failures_section(s, out))
+        (flaky_sections(s))
+        (cases_section(s, out))
+        footer { "Written by bench beside summary.json and summary.md (the same summary). " (s.case_runs) " case-runs in " (format!("{:.1}", s.wall_ms as f64 / 1000.0)) " s." }
+    };
+    let html = document(
+        &format!("bench run: {verdict}, {passed}/{total} cases"),
+        body,
+    )
+    .into_string();
+    // A failure's detail can quote what the model or a check wrote: no
+    // control byte reaches the page (maud escapes markup, not ESC or BEL).
+    harness::text::printable(&html).into_owned()
+}
+
+/// Where a run's own page is, relative to the suite's page in `out`.
+fn run_page_link(out: &Path, state_dir: &str) -> String {
+    relative_link(out, &Path::new(state_dir).join(harness::page::FILE_NAME))
+}
+
+/// The verdict and the facts of the run.
+fn page_header(s: &Summary, verdict: &str, passed: u64, total: u64) -> Markup {
+    html! {
         header {
             p.muted { "bench run: the suite's page" }
             div class={ "verdict " (if s.passed { "success" } else { "failure" }) } role="status" {
@@ -135,6 +159,12 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                 dt { "Categories required" } dd { (s.categories_required.join(", ")) }
             }
         }
+    }
+}
+
+/// The table per category.
+fn categories_section(s: &Summary) -> Markup {
+    html! {
         section aria-labelledby="categories" {
             h2 #categories { "By category" }
             div.scroll { table #category-table {
@@ -149,12 +179,13 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                 tfoot { (totals_row("all", &s.overall, false)) }
             } }
         }
-        @if !s.load_errors.is_empty() {
-            section aria-labelledby="load-errors" {
-                h2 #load-errors { "Cases that could not be loaded" }
-                ul { @for e in &s.load_errors { li { code { (e.file) } ": " (e.field) ": expected " (e.expected) } } }
-            }
-        }
+    }
+}
+
+/// Every failed case with its failed runs.
+fn failures_section(s: &Summary, out: &Path) -> Markup {
+    html! {
+        @let failed: Vec<&CaseRecord> = s.cases.iter().filter(|c| !c.passed).collect();
         section aria-labelledby="failures" {
             h2 #failures { "Failures" }
             @if failed.is_empty() { p.ok { "No case failed." } }
@@ -166,31 +197,46 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                         caption { "The failed runs of " (c.id) }
                         thead { tr { th.num scope="col" { "run" } th scope="col" { "expected ending" } th scope="col" { "actual ending" } th.num scope="col" { "score (passes at " (format!("{:.2}", crate::score::PASS_SCORE)) ")" } th scope="col" { "what failed" } th scope="col" { "the run's page" } } }
                         tbody { @for r in c.runs.iter().filter(|r| !r.passed) {
-                            tr {
-                                td.num { (r.run) }
-                                td { code { (r.expected_ending) } }
-                                td { code { (r.ending_name()) } " (exit " (r.exit_code) ")" }
-                                td.num {
-                                    (format!("{:.2}", r.score))
-                                    @if r.score < crate::score::PASS_SCORE { " " span.warn { "below the line" } }
-                                }
-                                td {
-                                    // The root cause first; what it caused below.
-                                    @if let Some(cause) = &r.cause { p.warn.cause { strong { "cause: " } (cause) } }
-                                    @let checks: Vec<_> = r.checks.iter().filter(|ch| !ch.passed).collect();
-                                    ul {
-                                        @for ch in &checks { li { "check " code { (ch.name) } ": " (ch.detail) } }
-                                        // What failed outside the checks (no report, a bench fault), when no check says it.
-                                        @if checks.is_empty() { @for f in &r.failures { li { (f) } } }
-                                    }
-                                }
-                                td { @if r.state_dir.is_empty() { span.muted { "no state dir" } } @else { a href=(link(&r.state_dir)) { "report.html" } } }
-                            }
+                            (failed_run_row(r, out))
                         } }
                     } }
                 }
             }
         }
+    }
+}
+
+/// One failed run: its endings, score, what failed (the root cause first)
+/// and a link to its own page.
+fn failed_run_row(r: &RunRecord, out: &Path) -> Markup {
+    html! {
+        tr {
+            td.num { (r.run) }
+            td { code { (r.expected_ending) } }
+            td { code { (r.ending_name()) } " (exit " (r.exit_code) ")" }
+            td.num {
+                (format!("{:.2}", r.score))
+                @if r.score < crate::score::PASS_SCORE { " " span.warn { "below the line" } }
+            }
+            td {
+                // The root cause first; what it caused below.
+                @if let Some(cause) = &r.cause { p.warn.cause { strong { "cause: " } (cause) } }
+                @let checks: Vec<_> = r.checks.iter().filter(|ch| !ch.passed).collect();
+                ul {
+                    @for ch in &checks { li { "check " code { (ch.name) } ": " (ch.detail) } }
+                    // What failed outside the checks (no report, a bench fault), when no check says it.
+                    @if checks.is_empty() { @for f in &r.failures { li { (f) } } }
+                }
+            }
+            td { @if r.state_dir.is_empty() { span.muted { "no state dir" } } @else { a href=(run_page_link(out, &r.state_dir)) { "report.html" } } }
+        }
+    }
+}
+
+/// The flaky cases and those marked `known_flaky`.
+fn flaky_sections(s: &Summary) -> Markup {
+    html! {
+        @let flaky: Vec<&CaseRecord> = s.cases.iter().filter(|c| c.outcome == Outcome::Flaky).collect();
         @if !flaky.is_empty() {
             section aria-labelledby="flaky" {
                 h2 #flaky { "Flaky" }
@@ -205,6 +251,12 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                 ul { @for c in &s.cases { @if let Some(w) = known_flaky_words(c) { li { code { (c.id) } " (" (c.category) "): " (w) } } } }
             }
         }
+    }
+}
+
+/// Every case and links to each of its runs' pages.
+fn cases_section(s: &Summary, out: &Path) -> Markup {
+    html! {
         section aria-labelledby="cases" {
             h2 #cases { "Every case" }
             div.scroll { table #case-table {
@@ -215,23 +267,14 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
                         td { code { (c.id) } } td { (c.category) } td { (outcome_cell(c)) } td.num { (runs_passed(c)) }
                         td { @for r in &c.runs {
                             @if r.state_dir.is_empty() { span.muted { "run " (r.run) } }
-                            @else { a href=(link(&r.state_dir)) title={ "run " (r.run) ": " (r.ending_name()) ", " (usd4(r.cost_usd)) } { "run " (r.run) (if r.passed { "" } else { " ✗" }) } }
+                            @else { a href=(run_page_link(out, &r.state_dir)) title={ "run " (r.run) ": " (r.ending_name()) ", " (usd4(r.cost_usd)) } { "run " (r.run) (if r.passed { "" } else { " ✗" }) } }
                             " "
                         } }
                     }
                 } }
             } }
         }
-        footer { "Written by bench beside summary.json and summary.md (the same summary). " (s.case_runs) " case-runs in " (format!("{:.1}", s.wall_ms as f64 / 1000.0)) " s." }
-    };
-    let html = document(
-        &format!("bench run: {verdict}, {passed}/{total} cases"),
-        body,
-    )
-    .into_string();
-    // A failure's detail can quote what the model or a check wrote: no
-    // control byte reaches the page (maud escapes markup, not ESC or BEL).
-    harness::text::printable(&html).into_owned()
+    }
 }
 
 #[cfg(test)]

@@ -24,23 +24,36 @@ pub struct IndexedRun {
 
 /// Read each directory's summary.json; an unreadable one is an error that
 /// names it. Sorted oldest first.
-pub fn read_runs(dirs: &[PathBuf]) -> Result<Vec<IndexedRun>, String> {
+pub fn read_runs(dirs: &[PathBuf]) -> Result<Vec<IndexedRun>, IndexError> {
     let mut runs = dirs
         .iter()
         .map(|d| {
             let summary = Summary::read(d)?;
-            let written = std::fs::metadata(d.join("summary.json"))
+            let path = d.join("summary.json");
+            let written = std::fs::metadata(&path)
                 .and_then(|m| m.modified())
-                .map_err(|e| format!("{}: {e}", d.join("summary.json").display()))?;
+                .map_err(|source| IndexError::Written { path, source })?;
             Ok(IndexedRun {
                 dir: d.clone(),
                 written: written.into(),
                 summary,
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, IndexError>>()?;
     runs.sort_by_key(|r| r.written);
     Ok(runs)
+}
+
+/// A run directory the index cannot read.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Summary(#[from] crate::summary::ReadError),
+    #[error("{}: {source}", .path.display())]
+    Written {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// A case's mark in one run.
@@ -75,24 +88,54 @@ pub fn render(runs: &[IndexedRun], base: &Path) -> Markup {
                 .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-')
         })
         .collect();
-    let outcome = |r: &IndexedRun, id: &str| {
-        r.summary
-            .cases
-            .iter()
-            .find(|c| c.id == id)
-            .map(|c| c.outcome)
-    };
     let latest = runs.last();
-    let link = |r: &IndexedRun| {
-        let p = r.dir.join("summary.md");
-        pathdiff(&p, base).unwrap_or(p).display().to_string()
-    };
     let body = html! {
         h1 { "bench runs: " (runs.len()) " run(s), " (cases.len()) " case(s)" }
         @if left_out > 0 {
             p { "The " (left_out) " oldest run(s) are left out (at most " (INDEX_RUNS_MAX) " on a page)." }
         }
         h2 { "Runs" }
+        (runs_table(runs, base))
+        h2 { "Cases" }
+        p { "One mark per run, oldest first: ✓ passed, ~ flaky (some runs passed), ✗ failed, · not in that run. Show:" }
+        // CSS-only filters: each radio shows the rows whose class it names.
+        input type="radio" name="show" id="show-all" checked;
+        label for="show-all" { " all " }
+        input type="radio" name="show" id="show-failed";
+        label for="show-failed" { " failed last " }
+        input type="radio" name="show" id="show-flaky";
+        label for="show-flaky" { " flaky last " }
+        @for c in &categories {
+            input type="radio" name="show" id=(format!("show-cat-{c}"));
+            label for=(format!("show-cat-{c}")) { " " (c) " " }
+        }
+        (history_table(runs, &cases))
+        @if let Some(r) = latest {
+            @if !r.summary.passed {
+                p { "Every case that did not pass in the latest run: " code { "bench run --rerun-failed " (r.dir.display()) } }
+            }
+        }
+        style { (maud::PreEscaped(filter_css(&categories))) }
+    };
+    document("bench runs", body)
+}
+
+/// A case's outcome in run `r`, None when the run did not hold it.
+fn outcome(r: &IndexedRun, id: &str) -> Option<Outcome> {
+    r.summary
+        .cases
+        .iter()
+        .find(|c| c.id == id)
+        .map(|c| c.outcome)
+}
+
+/// The table of runs, oldest first, each linking to its summary.md.
+fn runs_table(runs: &[IndexedRun], base: &Path) -> Markup {
+    let link = |r: &IndexedRun| {
+        let p = r.dir.join("summary.md");
+        pathdiff(&p, base).unwrap_or(p).display().to_string()
+    };
+    html! {
         table {
             tr { th { "#" } th { "written (UTC)" } th { "commit" } th { "verdict" } th { "cases passed" } th { "case-runs" } th { "mean cost per case-run" } th { "wall" } th { "output" } }
             @for (i, r) in runs.iter().enumerate() {
@@ -112,22 +155,17 @@ pub fn render(runs: &[IndexedRun], base: &Path) -> Markup {
                 }
             }
         }
-        h2 { "Cases" }
-        p { "One mark per run, oldest first: ✓ passed, ~ flaky (some runs passed), ✗ failed, · not in that run. Show:" }
-        // CSS-only filters: each radio shows the rows whose class it names.
-        input type="radio" name="show" id="show-all" checked;
-        label for="show-all" { " all " }
-        input type="radio" name="show" id="show-failed";
-        label for="show-failed" { " failed last " }
-        input type="radio" name="show" id="show-flaky";
-        label for="show-flaky" { " flaky last " }
-        @for c in &categories {
-            input type="radio" name="show" id=(format!("show-cat-{c}"));
-            label for=(format!("show-cat-{c}")) { " " (c) " " }
-        }
+    }
+}
+
+/// Every case, one mark per run, classed by its latest outcome and its
+/// category for the filters.
+fn history_table(runs: &[IndexedRun], cases: &BTreeMap<(String, String), String>) -> Markup {
+    let latest = runs.last();
+    html! {
         table class="history" {
             tr { th { "case" } th { "category" } th { "history" } th { "rerun" } }
-            @for ((category, id), title) in &cases {
+            @for ((category, id), title) in cases {
                 @let last = latest.and_then(|r| outcome(r, id));
                 tr class=(format!("row last-{} cat-{category}", mark(last).0)) {
                     td title=(title) { (id) }
@@ -146,14 +184,7 @@ pub fn render(runs: &[IndexedRun], base: &Path) -> Markup {
                 }
             }
         }
-        @if let Some(r) = latest {
-            @if !r.summary.passed {
-                p { "Every case that did not pass in the latest run: " code { "bench run --rerun-failed " (r.dir.display()) } }
-            }
-        }
-        style { (maud::PreEscaped(filter_css(&categories))) }
-    };
-    document("bench runs", body)
+    }
 }
 
 /// The filters: the radio checked decides which rows show.

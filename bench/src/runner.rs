@@ -7,13 +7,16 @@
 
 use crate::audit::{self, Canary};
 use crate::bench_fault::{self, BenchFault};
+pub use crate::harness_bin::default_harness_bin;
+pub use crate::record::{ending_or_none, RunRecord};
+use crate::score::commits::{CommitFiles, CommitFilesError};
 use crate::score::{self, Artifacts, Check, Verdict};
+pub use crate::servers::{start_server, Servers, CASE_RUNS_PER_SERVER};
+pub use crate::spec_overlay::Overlay;
 use crate::suite::Case;
 use crate::suite::InterruptSignal;
-use harness::ending::Ending;
 use harness::invocation::{HarnessInvocation, ModelSource};
-use harness::replay::{FaultPlan, Recordings, ReplayOptions, ReplayServer};
-use serde::{Deserialize, Serialize};
+use harness::replay::ReplayServer;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -44,188 +47,6 @@ pub fn process_limit(wall_clock_limit_s: Option<f64>) -> Duration {
 /// How long to wait for an interrupted harness to reach its pause point.
 pub const PAUSE_TIMEOUT: Duration = Duration::from_secs(120);
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RunRecord {
-    pub run: u32,
-    /// None when the harness reported no ending (written `<none>`).
-    #[serde(with = "ending_or_none")]
-    #[schemars(with = "String")]
-    pub ending: Option<Ending>,
-    pub exit_code: i32,
-    pub passed: bool,
-    pub score: f64,
-    pub cost_usd: f64,
-    pub latency_ms: u64,
-    pub expected_ending: Ending,
-    pub checks: Vec<Check>,
-    pub failures: Vec<String>,
-    pub state_dir: String,
-    /// Verified task count, for cost-per-verified-task figures.
-    pub verified: u64,
-    /// Set when the case-run ended because of the bench's own machinery (a
-    /// recording miss, no replay server, a failed setup, the live cap), not
-    /// the harness: a failure of the gate, but no data point of a comparison.
-    #[serde(default)]
-    pub bench_fault: Option<BenchFault>,
-    /// The root cause a failed case-run leads with (bench::cause), when one
-    /// is known; the failures below it are what it caused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cause: Option<String>,
-    /// A live or hybrid case-run: how its model calls were answered
-    /// (replayed, live, live dollars). None when it was replayed whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub live_calls: Option<crate::live::LiveCalls>,
-}
-
-/// An ending as summary.json and the knee's case_runs.json spell it: its
-/// name, or `<none>` for a case-run that never reached one (the harness did
-/// not run or wrote no report). Read back strictly: any other name is an
-/// error, never a silent `<none>`.
-pub mod ending_or_none {
-    use harness::ending::Ending;
-    use serde::{de::Error, Deserialize, Deserializer, Serializer};
-
-    pub const NONE: &str = "<none>";
-
-    /// `name` read back: an ending, `<none>`, or an error naming it.
-    pub fn parse(name: &str) -> Result<Option<Ending>, String> {
-        if name == NONE {
-            return Ok(None);
-        }
-        Ending::parse(name)
-            .map(Some)
-            .ok_or_else(|| format!("unknown ending {name:?}"))
-    }
-
-    /// The name written for `e`.
-    pub fn name(e: Option<Ending>) -> &'static str {
-        e.map_or(NONE, Ending::as_str)
-    }
-
-    pub fn serialize<S: Serializer>(e: &Option<Ending>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(name(*e))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Ending>, D::Error> {
-        parse(&String::deserialize(d)?).map_err(D::Error::custom)
-    }
-}
-
-/// Settings laid over a case's run spec for one arm of a comparison (`bench
-/// ab`) or one budget level (`bench knee`). Tables merge key by key; values
-/// replace. `budget_scale` multiplies the hard cap and the visible task budget.
-#[derive(Debug, Clone, Default)]
-pub struct Overlay {
-    pub table: toml::Table,
-    pub budget_scale: Option<f64>,
-    /// Variables set on every harness process of the arm, after the case's
-    /// own (`bench self-test`: which broken variant the process runs as).
-    pub harness_env: Vec<(String, String)>,
-}
-
-fn merge_into(dst: &mut toml::Table, src: &toml::Table) {
-    for (k, v) in src {
-        match (dst.get_mut(k), v) {
-            (Some(toml::Value::Table(d)), toml::Value::Table(s)) => merge_into(d, s),
-            _ => {
-                dst.insert(k.clone(), v.clone());
-            }
-        }
-    }
-}
-
-impl Overlay {
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty() && self.budget_scale.is_none()
-    }
-
-    /// Apply to the text of a run.toml; errors name what could not be applied.
-    pub fn apply(&self, spec_text: &str) -> Result<String, String> {
-        let mut t: toml::Table = spec_text
-            .parse()
-            .map_err(|e: toml::de::Error| format!("run.toml: {}", e.message()))?;
-        merge_into(&mut t, &self.table);
-        if let Some(f) = self.budget_scale {
-            let b = t
-                .get_mut("budget")
-                .and_then(|b| b.as_table_mut())
-                .ok_or("run.toml has no [budget] table")?;
-            let cap = b
-                .get("hard_cap_usd")
-                .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
-                .ok_or("budget.hard_cap_usd is not a number")?;
-            b.insert("hard_cap_usd".into(), toml::Value::Float(cap * f));
-            if let Some(tok) = b.get("task_budget_tokens").and_then(|v| v.as_integer()) {
-                b.insert(
-                    "task_budget_tokens".into(),
-                    toml::Value::Integer(((tok as f64 * f).round() as i64).max(1)),
-                );
-            }
-        }
-        toml::to_string(&t).map_err(|e| e.to_string())
-    }
-}
-
-impl RunRecord {
-    /// A case-run that could not be carried out: failed, with the reason.
-    pub fn failed(case: &Case, run: u32, msg: String, state_dir: String) -> RunRecord {
-        RunRecord {
-            run,
-            ending: None,
-            exit_code: -1,
-            passed: false,
-            score: 0.0,
-            cost_usd: 0.0,
-            latency_ms: 0,
-            expected_ending: case.expected_ending(run),
-            checks: vec![],
-            cause: Some(msg.clone()),
-            failures: vec![msg],
-            state_dir,
-            verified: 0,
-            bench_fault: None,
-            live_calls: None,
-        }
-    }
-
-    /// A case-run the bench's machinery could not carry out: failed, with
-    /// the fault as its reason.
-    pub fn faulted(case: &Case, run: u32, fault: BenchFault, state_dir: String) -> RunRecord {
-        RunRecord {
-            bench_fault: Some(fault.clone()),
-            ..RunRecord::failed(case, run, fault.describe(), state_dir)
-        }
-    }
-
-    /// The first line of a failed case-run: its root cause when known, else
-    /// what ending was expected and which came.
-    pub fn headline(&self) -> String {
-        match &self.cause {
-            Some(c) => format!(
-                "{c} (expected {}, got {})",
-                self.expected_ending,
-                self.ending_name()
-            ),
-            None => format!(
-                "expected {}, got {}",
-                self.expected_ending,
-                self.ending_name()
-            ),
-        }
-    }
-
-    /// The ending's name, `<none>` when there was none.
-    pub fn ending_name(&self) -> &'static str {
-        ending_or_none::name(self.ending)
-    }
-
-    /// The harness ran and wrote a report (the ending is one of the seven):
-    /// the case-runs whose latency and cost the summary's statistics use.
-    pub fn reported(&self) -> bool {
-        self.ending.is_some()
-    }
-}
-
 /// Where a case-run's `--base-url` points: a replay server answering from
 /// the case's cassette, or the live proxy (bench/src/live/) forwarding to a
 /// real endpoint under the command-wide cap.
@@ -233,151 +54,6 @@ impl RunRecord {
 pub enum Target {
     Replay(Arc<ReplayServer>),
     Live(Arc<crate::live::LiveTarget>),
-}
-
-/// One replay server per distinct (faults, latency scale): cases that ask
-/// for fault injection get a server configured for it. A group whose server
-/// cannot start fails its own case-runs with the reason, never the batch:
-/// one bad case does not stop the suite.
-pub struct Servers {
-    servers: Vec<(String, Group)>,
-    failed: Vec<(String, String)>,
-}
-
-/// Case-runs one replay server is handed to before the batch starts a fresh
-/// one for the group's next case-runs. wiremock 0.6 keeps a clone of every
-/// request a mock matched for the mock's lifetime (its
-/// `MountedMock::matched_requests`, even with request recording off): about
-/// 55 KB per anchor case-run, so one server over a whole suite grew the
-/// bench without bound (137 MiB at 1,600 case-runs, 49 MiB at 400). A
-/// retired server ends when its last case-run drops it; nothing in flight
-/// ever sees a gap.
-pub const CASE_RUNS_PER_SERVER: u32 = 256;
-
-/// One group's server, and what it takes to start the next.
-struct Group {
-    cases: Vec<Case>,
-    current: std::sync::Mutex<Arc<ReplayServer>>,
-    handed_out: std::sync::atomic::AtomicU32,
-}
-
-fn server_key(c: &Case) -> String {
-    format!(
-        "{}|{}",
-        c.file.faults.clone().unwrap_or_default(),
-        c.file.latency_scale.unwrap_or(0.0)
-    )
-}
-
-impl Servers {
-    pub async fn start(cases: &[Case]) -> Result<Servers, String> {
-        let mut keys: Vec<String> = cases.iter().map(server_key).collect();
-        keys.sort();
-        keys.dedup();
-        let mut servers = vec![];
-        let mut failed = vec![];
-        for k in keys {
-            let group: Vec<Case> = (cases.iter())
-                .filter(|c| server_key(c) == k)
-                .cloned()
-                .collect();
-            match Self::start_group(&group).await {
-                Ok(Some(s)) => servers.push((
-                    k,
-                    Group {
-                        cases: group,
-                        current: std::sync::Mutex::new(Arc::new(s)),
-                        handed_out: Default::default(),
-                    },
-                )),
-                Ok(None) => {}
-                Err(e) => failed.push((k, format!("cannot start the replay server: {e}"))),
-            }
-        }
-        Ok(Servers { servers, failed })
-    }
-
-    async fn start_group(group: &[Case]) -> Result<Option<ReplayServer>, String> {
-        let Some(c0) = group.first() else {
-            return Ok(None);
-        };
-        let faults = match &c0.file.faults {
-            Some(f) => FaultPlan::parse(f).map_err(|e| e.to_string())?,
-            None => FaultPlan::none(),
-        };
-        let latency_scale = c0.file.latency_scale.unwrap_or(0.0);
-        let refs: Vec<&Case> = group.iter().collect();
-        start_server(&refs, faults, latency_scale, None)
-            .await
-            .map(Some)
-    }
-
-    /// The server for `c`, or why there is none.
-    pub fn server_for(&self, c: &Case) -> Result<Arc<ReplayServer>, String> {
-        let k = server_key(c);
-        if let Some(s) = self.for_case(c) {
-            return Ok(s);
-        }
-        Err(self
-            .failed
-            .iter()
-            .find(|(kk, _)| *kk == k)
-            .map(|(_, why)| why.clone())
-            .unwrap_or_else(|| "no replay server for this case".to_string()))
-    }
-
-    /// The server for the next case-run of `c`: a fresh one for its group
-    /// every [`CASE_RUNS_PER_SERVER`] case-runs (when a fresh one cannot
-    /// start, the current one goes on serving).
-    pub async fn server_for_next_run(&self, c: &Case) -> Result<Arc<ReplayServer>, String> {
-        let k = server_key(c);
-        if let Some((_, g)) = self.servers.iter().find(|(kk, _)| *kk == k) {
-            let n = g
-                .handed_out
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if n > 0 && n % CASE_RUNS_PER_SERVER == 0 {
-                if let Ok(Some(fresh)) = Self::start_group(&g.cases).await {
-                    *g.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(fresh);
-                }
-            }
-        }
-        self.server_for(c)
-    }
-
-    pub fn for_case(&self, c: &Case) -> Option<Arc<ReplayServer>> {
-        let k = server_key(c);
-        self.servers
-            .iter()
-            .find(|(kk, _)| *kk == k)
-            .map(|(_, g)| g.current.lock().unwrap_or_else(|p| p.into_inner()).clone())
-    }
-}
-
-/// A capturing replay server for `cases` with these faults and latency
-/// scale, answering every request as run `serve_as_run` when it is set
-/// (`ReplayOptions::serve_as_run`): the one way the bench starts a replay
-/// server for case-runs.
-pub async fn start_server(
-    cases: &[&Case],
-    faults: FaultPlan,
-    latency_scale: f64,
-    serve_as_run: Option<u32>,
-) -> Result<ReplayServer, String> {
-    let mut rec = Recordings::new();
-    for c in cases {
-        rec.add(c.cassette.clone(), c.cassette_path.clone())
-            .map_err(|e| e.to_string())?;
-    }
-    let opts = ReplayOptions {
-        strict: false,
-        latency_scale,
-        faults,
-        capture: true,
-        serve_as_run,
-    };
-    ReplayServer::start(rec, opts)
-        .await
-        .map_err(|e| e.to_string())
 }
 
 fn git(ws: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
@@ -395,35 +71,61 @@ fn git(ws: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
         .output()
 }
 
+/// A `[setup]` fixture that could not be made.
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    #[error("mkfifo {}: {source}", .path.display())]
+    Fifo { path: PathBuf, source: nix::Error },
+    #[error("{}: {source}", .link.display())]
+    RemoveLink {
+        link: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("ln {} {}: {source}", .target.display(), .link.display())]
+    HardLink {
+        target: PathBuf,
+        link: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Make the case's `[setup]` fixtures in the case copy.
-fn apply_setup(case_copy: &Path, st: &crate::suite::Setup) -> Result<(), String> {
+fn apply_setup(case_copy: &Path, st: &crate::suite::Setup) -> Result<(), SetupError> {
     for f in &st.fifos {
-        let p = case_copy.join(f);
-        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o644))
-            .map_err(|e| format!("mkfifo {}: {e}", p.display()))?;
+        let path = case_copy.join(f);
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o644)).map_err(
+            |source| SetupError::Fifo {
+                path: path.clone(),
+                source,
+            },
+        )?;
     }
     for h in &st.hard_links {
         let (link, target) = (case_copy.join(&h.link), case_copy.join(&h.target));
         if link.exists() {
-            std::fs::remove_file(&link).map_err(|e| format!("{}: {e}", link.display()))?;
+            std::fs::remove_file(&link).map_err(|source| SetupError::RemoveLink {
+                link: link.clone(),
+                source,
+            })?;
         }
-        std::fs::hard_link(&target, &link)
-            .map_err(|e| format!("ln {} {}: {e}", target.display(), link.display()))?;
+        std::fs::hard_link(&target, &link).map_err(|source| SetupError::HardLink {
+            target: target.clone(),
+            link: link.clone(),
+            source,
+        })?;
     }
     Ok(())
 }
 
 /// The files each commit of `main..branch` changed, oldest first: read
 /// through the harness's own git helper, the one that made the commits.
-fn branch_commit_files(ws: &Path, branch: &str) -> Result<Vec<Vec<String>>, String> {
+fn branch_commit_files(ws: &Path, branch: &str) -> CommitFiles {
     let gw = harness::gitwork::GitWork::detect(ws)
-        .ok_or_else(|| format!("{} is not a git work tree", ws.display()))?;
-    let commits = gw
-        .commits_between("main", branch)
-        .map_err(|e| e.to_string())?;
+        .ok_or_else(|| CommitFilesError::NotGitTree(ws.to_path_buf()))?;
+    let commits = gw.commits_between("main", branch)?;
     commits
         .iter()
-        .map(|sha| gw.commit_paths(sha).map_err(|e| e.to_string()))
+        .map(|sha| gw.commit_paths(sha).map_err(CommitFilesError::from))
         .collect()
 }
 
@@ -528,13 +230,25 @@ async fn stop_request(
     Ok(st)
 }
 
-async fn run_harness(
+/// A started harness process: its stdout drained and scanned on a task of
+/// its own (a full pipe would block the harness), its stderr left to read.
+struct Started {
+    child: tokio::process::Child,
+    pid: Option<u32>,
+    /// Killed by a second signal to the bench (crate::interrupt) until reaped.
+    _running: Option<crate::interrupt::Child>,
+    stderr: tokio::process::ChildStderr,
+    stdout_task: tokio::task::JoinHandle<Vec<String>>,
+    t0: Instant,
+}
+
+/// Start the harness on `inv` (with its pause point when `pause_at`).
+fn start_harness(
     harness_bin: &Path,
     inv: &HarnessInvocation,
     pause_at: Option<&crate::suite::Interrupt>,
     canaries: &[Canary],
-    limit: Duration,
-) -> Result<Spawned, SpawnError> {
+) -> Result<Started, SpawnError> {
     // No provider key reaches the harness under test (the invocation removes
     // them): replay needs none, and live the proxy adds the key (the variable
     // --api-key-env names and the spec's api_key_env are removed too).
@@ -551,7 +265,6 @@ async fn run_harness(
     let mut child = cmd.spawn().map_err(|e| {
         SpawnError::NotStarted(format!("cannot start {}: {e}", harness_bin.display()))
     })?;
-    // Killed by a second signal to the bench (crate::interrupt) until reaped.
     let pid = child.id();
     let _running = pid.map(crate::interrupt::Child::register);
     let stderr = child
@@ -562,60 +275,113 @@ async fn run_harness(
         .stdout
         .take()
         .ok_or_else(|| SpawnError::NotStarted("no stdout pipe".into()))?;
-    // stdout is drained alongside (a full pipe would block the harness) and
-    // scanned for canaries like stderr.
+    // stdout is scanned for canaries like stderr.
     let out_canaries = canaries.to_vec();
     let stdout_task = tokio::spawn(async move {
         let (mut tail, mut hits) = (String::new(), vec![]);
         drain(stdout, &out_canaries, "stdout", &mut tail, &mut hits).await;
         hits
     });
-    let mut tail = String::new();
-    let mut hits = vec![];
-    if let Some(interrupt) = pause_at {
-        let mut lines = BufReader::new(stderr).lines();
-        // Read until the harness says it paused at the phase, then SIGKILL.
-        let paused = tokio::time::timeout(PAUSE_TIMEOUT, async {
-            while let Ok(Some(l)) = lines.next_line().await {
-                if l.starts_with("HARNESS_CHAOS_PAUSED") {
-                    return true;
-                }
-                hits.extend(audit::canary_hits_in(l.as_bytes(), canaries, "stderr"));
-                tail.push_str(&l);
-                tail.push('\n');
-            }
-            false
-        })
-        .await
-        .unwrap_or(false);
-        let st = match (paused, interrupt.signal) {
-            (true, InterruptSignal::Sigterm) => {
-                stop_request(&mut child, &mut lines, &mut tail).await?
-            }
-            _ => {
-                let _ = child.start_kill(); // SIGKILL
-                child
-                    .wait()
-                    .await
-                    .map_err(|e| SpawnError::Harness(e.to_string()))?
-            }
-        };
-        if !paused {
-            return Err(SpawnError::Harness(format!(
-                "the harness never reached the interrupt point (exit {:?}); stderr: {}",
-                st.code(),
-                tail.trim()
-            )));
-        }
-        hits.extend(join_stdout(stdout_task).await);
-        use std::os::unix::process::ExitStatusExt;
-        return Ok(Spawned {
-            code: st.code().or(st.signal().map(|s| 128 + s)).unwrap_or(-1),
-            elapsed: t0.elapsed(),
-            stderr_tail: tail,
-            canary_hits: hits,
-        });
+    Ok(Started {
+        child,
+        pid,
+        _running,
+        stderr,
+        stdout_task,
+        t0,
+    })
+}
+
+/// One harness process of a case-run, started, read and waited for: until
+/// its pause point (`pause_at`) or its exit within `limit`.
+async fn run_harness(
+    harness_bin: &Path,
+    inv: &HarnessInvocation,
+    pause_at: Option<&crate::suite::Interrupt>,
+    canaries: &[Canary],
+    limit: Duration,
+) -> Result<Spawned, SpawnError> {
+    let started = start_harness(harness_bin, inv, pause_at, canaries)?;
+    match pause_at {
+        Some(interrupt) => until_paused(started, interrupt, canaries).await,
+        None => until_exit(started, canaries, limit).await,
     }
+}
+
+/// The interrupted half of an `[interrupt]` case: read stderr until the
+/// harness says it paused at the phase, then kill it (or ask it to stop).
+/// A harness that never pauses failed.
+async fn until_paused(
+    s: Started,
+    interrupt: &crate::suite::Interrupt,
+    canaries: &[Canary],
+) -> Result<Spawned, SpawnError> {
+    let Started {
+        mut child,
+        _running,
+        stderr,
+        stdout_task,
+        t0,
+        ..
+    } = s;
+    let (mut tail, mut hits) = (String::new(), vec![]);
+    let mut lines = BufReader::new(stderr).lines();
+    let paused = tokio::time::timeout(PAUSE_TIMEOUT, async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            if l.starts_with("HARNESS_CHAOS_PAUSED") {
+                return true;
+            }
+            hits.extend(audit::canary_hits_in(l.as_bytes(), canaries, "stderr"));
+            tail.push_str(&l);
+            tail.push('\n');
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    let st = match (paused, interrupt.signal) {
+        (true, InterruptSignal::Sigterm) => stop_request(&mut child, &mut lines, &mut tail).await?,
+        _ => {
+            let _ = child.start_kill(); // SIGKILL
+            child
+                .wait()
+                .await
+                .map_err(|e| SpawnError::Harness(e.to_string()))?
+        }
+    };
+    if !paused {
+        return Err(SpawnError::Harness(format!(
+            "the harness never reached the interrupt point (exit {:?}); stderr: {}",
+            st.code(),
+            tail.trim()
+        )));
+    }
+    hits.extend(join_stdout(stdout_task).await);
+    use std::os::unix::process::ExitStatusExt;
+    Ok(Spawned {
+        code: st.code().or(st.signal().map(|s| 128 + s)).unwrap_or(-1),
+        elapsed: t0.elapsed(),
+        stderr_tail: tail,
+        canary_hits: hits,
+    })
+}
+
+/// The scored process: read stderr until it exits, within `limit`; an
+/// interrupted bench asks it to stop too and waits for it as before.
+async fn until_exit(
+    s: Started,
+    canaries: &[Canary],
+    limit: Duration,
+) -> Result<Spawned, SpawnError> {
+    let Started {
+        mut child,
+        pid,
+        _running,
+        stderr,
+        stdout_task,
+        t0,
+    } = s;
+    let (mut tail, mut hits) = (String::new(), vec![]);
     let collect = async {
         drain(stderr, canaries, "stderr", &mut tail, &mut hits).await;
         child.wait().await
@@ -765,8 +531,524 @@ fn raise_gate(passed: bool, detail: String) -> Check {
     }
 }
 
+/// One case-run in flight: who it is and where it goes, and the records a
+/// phase that cannot go on leaves (each phase returns one as its `Err`, so
+/// the phases read as a straight line; boxed, as an `Err` is best small).
+struct CaseRun<'a> {
+    case: &'a Case,
+    run: u32,
+    target: &'a Target,
+    harness_bin: &'a Path,
+    dir: PathBuf,
+}
+
+/// What `prepare` made: the case's private copy, the audit's first look, and
+/// the invocation that runs the harness on it.
+struct Prepared {
+    case_copy: PathBuf,
+    ws: PathBuf,
+    state: PathBuf,
+    /// The run whose recorded variant answers (a replay server may pin it):
+    /// the expected ending and the bench-fault diagnosis are read from it.
+    served: u32,
+    session: Option<crate::live::Session>,
+    gathered: audit::Gathered,
+    watched: Vec<Canary>,
+    limit: Duration,
+    inv: HarnessInvocation,
+}
+
+/// What `spawn` left: the scored process, the time every process of the
+/// case-run took, and a `[raise]` case's first ending.
+struct Ran {
+    spawned: Spawned,
+    latency_ms: u64,
+    first: Option<(crate::suite::Raise, FirstEnding)>,
+}
+
+/// What `collect` read back after the harness ended.
+struct Collected {
+    report: harness::report::Report,
+    outbox: Vec<harness::outbox::OutboxEntry>,
+    requests: Vec<harness::replay::Captured>,
+    live_end: Option<crate::live::RunEnd>,
+    commits: Option<usize>,
+    commit_files: Option<CommitFiles>,
+}
+
+impl CaseRun<'_> {
+    fn state_dir(&self) -> String {
+        self.dir.join("state").display().to_string()
+    }
+
+    /// The harness's failure: the case-run failed.
+    fn fail(&self, msg: String) -> Box<RunRecord> {
+        Box::new(RunRecord::failed(
+            self.case,
+            self.run,
+            msg,
+            self.state_dir(),
+        ))
+    }
+
+    /// The bench could not prepare the case-run: no data about the harness.
+    fn setup_fault(&self, detail: String) -> Box<RunRecord> {
+        let fault = BenchFault::CaseSetup { detail };
+        Box::new(RunRecord::faulted(
+            self.case,
+            self.run,
+            fault,
+            self.state_dir(),
+        ))
+    }
+
+    fn spawn_failed(&self, e: SpawnError, context: &str) -> Box<RunRecord> {
+        match e {
+            SpawnError::NotStarted(m) => self.setup_fault(format!("{context}{m}")),
+            SpawnError::Harness(m) => self.fail(format!("{context}{m}")),
+        }
+    }
+
+    /// Copy the case (spec, workspace, checks) into the case-run's own
+    /// directory, so nothing the run does reaches the suite.
+    fn copy_case(&self, case_copy: &Path) -> Result<(), Box<RunRecord>> {
+        for part in ["run.toml", "workspace", "checks"] {
+            let src = self.case.dir.join(part);
+            if !src.exists() {
+                continue;
+            }
+            let r = if src.is_dir() {
+                harness::workspace::copy_tree(&src, &case_copy.join(part))
+            } else {
+                std::fs::create_dir_all(case_copy)
+                    .and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ()))
+            };
+            if let Err(e) = r {
+                return Err(self.setup_fault(format!("cannot copy {}: {e}", src.display())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Lay the arm's or level's settings over the copied run.toml.
+    fn lay_overlay(&self, overlay: &Overlay, case_copy: &Path) -> Result<(), Box<RunRecord>> {
+        if overlay.is_empty() {
+            return Ok(());
+        }
+        let p = case_copy.join("run.toml");
+        let applied = std::fs::read_to_string(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| overlay.apply(&t).map_err(|e| e.to_string()));
+        applied
+            .and_then(|t| std::fs::write(&p, t).map_err(|e| e.to_string()))
+            .map_err(|e| self.setup_fault(format!("overlay on {}: {e}", p.display())))
+    }
+
+    /// A case that wants its workspace under git gets one commit of it
+    /// before the run, the base its branch is compared with.
+    fn init_git(&self, ws: &Path) -> Result<(), Box<RunRecord>> {
+        if self.case.file.workspace_git != Some(true) {
+            return Ok(());
+        }
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["add", "-A"],
+            &["commit", "-q", "--allow-empty", "-m", "before the run"],
+        ] {
+            if let Err(e) = git(ws, args) {
+                return Err(self.setup_fault(format!("git {args:?}: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the harness's model calls go (`--base-url`), the key variables
+    /// taken out of its environment, and a live case-run's session.
+    fn endpoint(
+        &self,
+        case_copy: &Path,
+    ) -> Result<(String, Vec<String>, Option<crate::live::Session>), Box<RunRecord>> {
+        match self.target {
+            Target::Replay(server) => {
+                let mut base = server.base_url_for(self.case.id(), self.run);
+                if self.case.cassette.protocol == harness::model::types::Protocol::Openai {
+                    base.push_str("/v1");
+                }
+                Ok((base, vec![], None))
+            }
+            Target::Live(live) => {
+                match live.begin(self.case, self.run, &case_copy.join("run.toml")) {
+                    Ok(s) => Ok((s.base_url.clone(), s.env_remove.clone(), Some(s))),
+                    Err(e) => Err(self.setup_fault(format!("live: {e}"))),
+                }
+            }
+        }
+    }
+
+    /// The case's private copy, audited and set up, and the invocation of
+    /// the harness on it: everything before the first process starts.
+    fn prepare(&self, overlay: &Overlay) -> Result<Prepared, Box<RunRecord>> {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let case_copy = self.dir.join("case");
+        self.copy_case(&case_copy)?;
+        self.lay_overlay(overlay, &case_copy)?;
+        let ws = case_copy.join("workspace");
+        self.init_git(&ws)?;
+        // The audit (every case-run): read the spec, plant the sentinel,
+        // snapshot what lies outside the workspace.
+        let mut gathered = audit::Gathered::default();
+        if let Err(e) = gathered.before_run(&case_copy) {
+            return Err(self.setup_fault(e));
+        }
+        // Fixtures git cannot hold, made after the sentinel is planted (a
+        // hard link may name it).
+        if let Some(st) = &self.case.file.setup {
+            if let Err(e) = apply_setup(&case_copy, st) {
+                return Err(self.setup_fault(format!("setup: {e}")));
+            }
+        }
+        let served = match self.target {
+            Target::Replay(server) => server.served_run(self.run),
+            Target::Live(_) => self.run,
+        };
+        let (base, env_remove, session) = self.endpoint(&case_copy)?;
+        let (case, run) = (self.case, self.run);
+        let key_env = gathered
+            .spec
+            .as_ref()
+            .and_then(|s| s.api_key_env.as_deref());
+        gathered.canaries =
+            audit::canaries(key_env, case.id(), run, &env_remove, &case.file.harness_env);
+        let state = self.dir.join("state");
+        let limit = process_limit(gathered.spec.as_ref().map(|s| s.wall_clock_limit_s));
+        let inv = HarnessInvocation::run(
+            case_copy.join("run.toml"),
+            &state,
+            ModelSource::BaseUrl(base),
+        )
+        .run_index(run);
+        let (inv, watched) = self.confine(inv, &env_remove, overlay, &mut gathered)?;
+        Ok(Prepared {
+            case_copy,
+            ws,
+            state,
+            served,
+            session,
+            gathered,
+            watched,
+            limit,
+            inv,
+        })
+    }
+
+    /// The harness's environment: key variables removed, the audit's fake
+    /// keys set, its own HOME (with planted secrets) and TMPDIR, then what
+    /// the case and the overlay ask for. Returns the invocation and every
+    /// canary its output is scanned for.
+    fn confine(
+        &self,
+        mut inv: HarnessInvocation,
+        env_remove: &[String],
+        overlay: &Overlay,
+        gathered: &mut audit::Gathered,
+    ) -> Result<(HarnessInvocation, Vec<Canary>), Box<RunRecord>> {
+        let private = crate::private_dirs::PrivateDirs::make(&self.dir, self.case.id(), self.run)
+            .map_err(|e| self.setup_fault(e))?;
+        let watched: Vec<Canary> = (gathered.canaries.iter())
+            .chain(&private.canaries)
+            .cloned()
+            .collect();
+        for name in env_remove {
+            inv = inv.env_remove(name);
+        }
+        // The audit's secret canary: fake keys in every key variable; none
+        // may reach a file, a request body or the process's output.
+        for c in gathered.canaries.iter().filter(|c| c.in_env) {
+            inv = inv.env(&c.var, &c.value);
+        }
+        inv = inv
+            .env("HOME", private.home.display().to_string())
+            .env("TMPDIR", private.tmp.display().to_string());
+        gathered.private = Some(private);
+        // What the case asks for (`harness_env`) comes after the removal.
+        let env_set = (self.case.file.harness_env.iter())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .chain(overlay.harness_env.iter().cloned());
+        for (k, v) in env_set {
+            inv = inv.env(k, v);
+        }
+        Ok((inv, watched))
+    }
+
+    /// An `[interrupt]` case's first process, killed (or asked to stop) at
+    /// its pause point by the test-variants harness; the scored run resumes
+    /// what it left. Returns the time it took.
+    async fn interrupted_run(
+        &self,
+        i: &crate::suite::Interrupt,
+        p: &mut Prepared,
+    ) -> Result<Duration, Box<RunRecord>> {
+        // The pause point is test machinery the production build lacks.
+        let hb = self.harness_bin.to_path_buf();
+        let hooked =
+            tokio::task::spawn_blocking(move || crate::harness_bin::interrupt_harness(&hb))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.map_err(|e| e.to_string()))
+                .map_err(|e| self.setup_fault(format!("interrupt at {}: {e}", i.at)))?;
+        let s = run_harness(&hooked, &p.inv, Some(i), &p.watched, p.limit)
+            .await
+            .map_err(|e| self.spawn_failed(e, &format!("interrupt at {}: ", i.at)))?;
+        p.gathered.canary_hits.extend(s.canary_hits);
+        // A stop request leaves a stop report (never an ending) for the
+        // resume to move aside: read it before the resume runs.
+        if i.signal == InterruptSignal::Sigterm {
+            match harness::report::StoppedReport::load(&p.state) {
+                Ok(r) if r.stopped.signal == "SIGTERM" && r.stopped.resumable => {}
+                Ok(r) => {
+                    return Err(self.fail(format!(
+                        "interrupt at {}: the stop report says {} (resumable: {})",
+                        i.at, r.stopped.signal, r.stopped.resumable
+                    )))
+                }
+                Err(e) => {
+                    return Err(self.fail(format!(
+                        "interrupt at {}: asked to stop, the harness left no stop report: {e}",
+                        i.at
+                    )))
+                }
+            }
+        }
+        Ok(s.elapsed)
+    }
+
+    /// `[raise]`: the first run must end on the limit; the scored run is the
+    /// same command raising it, on the same state dir (`p.inv` and `p.limit`
+    /// become the raised ones). Returns the time it took and its ending.
+    async fn raise_first_run(
+        &self,
+        r: &crate::suite::Raise,
+        p: &mut Prepared,
+    ) -> Result<(Duration, FirstEnding), Box<RunRecord>> {
+        let (s, ended) =
+            run_to_first_ending(self.harness_bin, &p.inv, &p.watched, p.limit, &p.state)
+                .await
+                .map_err(|e| self.spawn_failed(e, "[raise] first run: "))?;
+        p.gathered.canary_hits.extend(s.canary_hits);
+        let Some((raised, raised_limit, want)) = raise_invocation(&p.inv, r, p.limit) else {
+            return Err(self.setup_fault("[raise]: no limit to raise".into()));
+        };
+        if ended.ending != want {
+            return Err(self.fail(format!(
+                "[raise]: the first run ended {} (exit {}, ${:.6} spent), not {}: nothing to raise",
+                ended.ending.as_str(),
+                s.code,
+                ended.spend_usd,
+                want.as_str()
+            )));
+        }
+        (p.inv, p.limit) = (raised, raised_limit);
+        p.gathered.raise_asked_usd = r.cap_usd;
+        Ok((s.elapsed, ended))
+    }
+
+    /// Every harness process of the case-run: an interrupted or `[raise]`
+    /// case's first one, then the one that is scored.
+    async fn spawn(&self, p: &mut Prepared) -> Result<Ran, Box<RunRecord>> {
+        let mut latency = Duration::ZERO;
+        if let Some(i) = &self.case.file.interrupt {
+            latency += self.interrupted_run(i, p).await?;
+        }
+        let mut first = None;
+        if let Some(r) = &self.case.file.raise {
+            let (elapsed, ended) = self.raise_first_run(r, p).await?;
+            latency += elapsed;
+            first = Some((*r, ended));
+        }
+        let spawned = run_harness(self.harness_bin, &p.inv, None, &p.watched, p.limit)
+            .await
+            .map_err(|e| self.spawn_failed(e, ""))?;
+        p.gathered.canary_hits.extend(spawned.canary_hits.clone());
+        latency += spawned.elapsed;
+        Ok(Ran {
+            spawned,
+            latency_ms: latency.as_millis() as u64,
+            first,
+        })
+    }
+
+    /// The harness's report, parsed once into its own type: a report it
+    /// would not have written is no report.
+    fn read_report(
+        &self,
+        state: &Path,
+        spawned: &Spawned,
+    ) -> Result<harness::report::Report, Box<RunRecord>> {
+        let parsed = std::fs::read(state.join("report.json"))
+            .ok()
+            .map(|b| serde_json::from_slice::<harness::report::Report>(&b));
+        match parsed {
+            Some(Ok(r)) => Ok(r),
+            Some(Err(e)) if !(e.is_syntax() || e.is_eof()) => {
+                Err(self.fail(format!("report.json is not a harness report: {e}")))
+            }
+            _ => Err(self.fail(format!(
+                "no report.json (exit {}); stderr: {}",
+                spawned.code,
+                spawned.stderr_tail.trim()
+            ))),
+        }
+    }
+
+    /// What the ended harness left: its report and outbox, the requests it
+    /// sent, its commits; the audit's after-look taken.
+    async fn collect(&self, p: &mut Prepared, ran: &Ran) -> Result<Collected, Box<RunRecord>> {
+        // The bench was interrupted and the harness suspended (its stop
+        // report says so): no verdict on a run that did not finish.
+        if let Some(sig) = crate::interrupt::requested() {
+            if harness::report::StoppedReport::load(&p.state).is_ok()
+                || harness::report::Report::load(&p.state).is_err()
+            {
+                let fault = BenchFault::Interrupted {
+                    signal: sig.to_string(),
+                };
+                let state = p.state.display().to_string();
+                return Err(Box::new(RunRecord::faulted(
+                    self.case, self.run, fault, state,
+                )));
+            }
+        }
+        let report = self.read_report(&p.state, &ran.spawned)?;
+        // Through the harness's own reader and type (a torn or foreign line
+        // is skipped there, as the harness itself skips it).
+        let outbox = harness::outbox::Outbox::new(p.state.join("outbox.jsonl"))
+            .read_all()
+            .map(|c| c.entries)
+            .unwrap_or_default();
+        let (requests, live_end) = match (self.target, p.session.take()) {
+            (Target::Live(_), Some(s)) => {
+                let mut end = s.end(Some(&report), ran.spawned.code);
+                (std::mem::take(&mut end.captured), Some(end))
+            }
+            (Target::Replay(server), _) => (server.take_captured(self.case.id(), self.run), None),
+            (Target::Live(_), None) => (vec![], None),
+        };
+        let commits = report.git_branch.as_deref().and_then(|b| {
+            let gw = harness::gitwork::GitWork::detect(&p.ws)?;
+            gw.commits_between("main", b).ok().map(|c| c.len())
+        });
+        let commit_files = match (
+            &self.case.file.expect.commit_files,
+            report.git_branch.as_deref(),
+        ) {
+            (Some(_), Some(b)) => Some(branch_commit_files(&p.ws, b)),
+            (Some(_), None) => Some(Err(CommitFilesError::NoBranch)),
+            _ => None,
+        };
+        (p.gathered)
+            .after_run(
+                &p.case_copy,
+                &p.state,
+                &self.dir,
+                &requests,
+                ran.spawned.code,
+            )
+            .await;
+        Ok(Collected {
+            report,
+            outbox,
+            requests,
+            live_end,
+            commits,
+            commit_files,
+        })
+    }
+
+    /// The checks, the audit and the verdict on what the harness did; a
+    /// live case-run the cap cut short or the model never answered fails.
+    fn judge(&self, p: Prepared, ran: Ran, c: Collected) -> RunRecord {
+        let (case, report) = (self.case, &c.report);
+        let artifacts = Artifacts {
+            report,
+            outbox: &c.outbox,
+            workspace: &p.ws,
+            requests: &c.requests,
+            commits: c.commits,
+            commit_files: c.commit_files.as_ref(),
+        };
+        let mut checks = score::checks(&case.file.expect, &artifacts);
+        if let Some((r, ended)) = &ran.first {
+            checks.push(raise_check(r, ended, report, &p.state));
+        }
+        checks.extend(audit::audit(report, &c.requests, &p.gathered));
+        let Verdict {
+            score,
+            passed,
+            mut failures,
+            ..
+        } = score::verdict(case, p.served, report, &checks, ran.latency_ms);
+        // The exit code is part of what is tested: audit.report_consistent
+        // gates it against the ending and the report.
+        // A recording miss is the replay running out of answers (report.json's
+        // error_kind, read typed); the missing key comes from what was sent.
+        let replayed = match self.target {
+            Target::Replay(_) => Some(&case.cassette),
+            Target::Live(_) => None,
+        };
+        let mut bench_fault = bench_fault::from_report(report, replayed, p.served, &c.requests);
+        let cut_short = live_cut_short(c.live_end.as_ref(), &mut failures, &mut bench_fault);
+        let passed = passed && !cut_short;
+        let cause = if passed {
+            None
+        } else {
+            crate::cause::root_cause(bench_fault.as_ref(), report, p.gathered.events.as_ref())
+        };
+        RunRecord {
+            cause,
+            run: self.run,
+            ending: Some(report.ending),
+            exit_code: ran.spawned.code,
+            passed,
+            score,
+            cost_usd: report.spend_usd,
+            latency_ms: ran.latency_ms,
+            expected_ending: case.expected_ending(p.served),
+            checks,
+            failures,
+            state_dir: p.state.display().to_string(),
+            verified: report.verified.len() as u64,
+            bench_fault,
+            live_calls: c.live_end.map(|e| e.calls),
+        }
+    }
+}
+
+/// A case-run the command-wide cap cut short is incomplete, never a pass;
+/// one whose live call the model never answered measured nothing. Either
+/// adds its failure and fault; returns whether one did.
+fn live_cut_short(
+    end: Option<&crate::live::RunEnd>,
+    failures: &mut Vec<String>,
+    bench_fault: &mut Option<BenchFault>,
+) -> bool {
+    let Some(e) = end else { return false };
+    let (msg, fault): (&String, fn(String) -> BenchFault) = match (&e.refused, &e.not_measured) {
+        (Some(m), _) => (m, |detail| BenchFault::LiveCapReached { detail }),
+        (None, Some(m)) => (m, |detail| BenchFault::LiveNotMeasured { detail }),
+        (None, None) => return false,
+    };
+    failures.push(msg.clone());
+    *bench_fault = Some(fault(msg.clone()));
+    true
+}
+
 /// Run one case once and score it. Never panics: an infrastructure failure
-/// is a failed run whose failure says what went wrong.
+/// is a failed run whose failure says what went wrong. The case-run goes
+/// through its phases: prepare (a private copy of the case,
+/// audited, and the harness's invocation), spawn (every harness process),
+/// collect (what the harness left) and judge (checks, audit, verdict). A
+/// phase that cannot go on returns the case-run's record, failed or
+/// faulted, and the rest do not run.
 pub async fn run_case(
     case: &Case,
     run: u32,
@@ -779,374 +1061,32 @@ pub async fn run_case(
         .join("cases")
         .join(case.id())
         .join(format!("run-{run}"));
-    let fail = |msg: String, dir: &Path| {
-        RunRecord::failed(case, run, msg, dir.join("state").display().to_string())
-    };
-    // The bench could not prepare the case-run: no data about the harness.
-    let setup_fault = |detail: String, dir: &Path| {
-        RunRecord::faulted(
-            case,
-            run,
-            BenchFault::CaseSetup { detail },
-            dir.join("state").display().to_string(),
-        )
-    };
-    let spawn_failed = |e: SpawnError, context: &str, dir: &Path| match e {
-        SpawnError::NotStarted(m) => setup_fault(format!("{context}{m}"), dir),
-        SpawnError::Harness(m) => fail(format!("{context}{m}"), dir),
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    let case_copy = dir.join("case");
-    for part in ["run.toml", "workspace", "checks"] {
-        let src = case.dir.join(part);
-        if !src.exists() {
-            continue;
-        }
-        let r = if src.is_dir() {
-            harness::workspace::copy_tree(&src, &case_copy.join(part))
-        } else {
-            std::fs::create_dir_all(&case_copy)
-                .and_then(|_| std::fs::copy(&src, case_copy.join(part)).map(|_| ()))
-        };
-        if let Err(e) = r {
-            return setup_fault(format!("cannot copy {}: {e}", src.display()), &dir);
-        }
-    }
-    if !overlay.is_empty() {
-        let p = case_copy.join("run.toml");
-        let applied = std::fs::read_to_string(&p)
-            .map_err(|e| e.to_string())
-            .and_then(|t| overlay.apply(&t));
-        match applied.and_then(|t| std::fs::write(&p, t).map_err(|e| e.to_string())) {
-            Ok(()) => {}
-            Err(e) => return setup_fault(format!("overlay on {}: {e}", p.display()), &dir),
-        }
-    }
-    let ws = case_copy.join("workspace");
-    if case.file.workspace_git == Some(true) {
-        for args in [
-            &["init", "-q", "-b", "main"][..],
-            &["add", "-A"],
-            &["commit", "-q", "--allow-empty", "-m", "before the run"],
-        ] {
-            if let Err(e) = git(&ws, args) {
-                return setup_fault(format!("git {args:?}: {e}"), &dir);
-            }
-        }
-    }
-    // The audit (every case-run): read the spec, plant the sentinel,
-    // snapshot what lies outside the workspace.
-    let mut gathered = audit::Gathered::default();
-    if let Err(e) = gathered.before_run(&case_copy) {
-        return setup_fault(e, &dir);
-    }
-    // Fixtures git cannot hold, made after the sentinel is planted (a hard
-    // link may name it).
-    if let Some(st) = &case.file.setup {
-        if let Err(e) = apply_setup(&case_copy, st) {
-            return setup_fault(format!("setup: {e}"), &dir);
-        }
-    }
-    let env_set: Vec<(String, String)> = (case.file.harness_env.iter())
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .chain(overlay.harness_env.iter().cloned())
-        .collect();
-    let state = dir.join("state");
-    // The run whose recorded variant answers (a replay server may pin it):
-    // the expected ending and the bench-fault diagnosis are read from it.
-    let served = match target {
-        Target::Replay(server) => server.served_run(run),
-        Target::Live(_) => run,
-    };
-    let (base, env_remove, session) = match target {
-        Target::Replay(server) => {
-            let mut base = server.base_url_for(case.id(), run);
-            if case.cassette.protocol == harness::model::types::Protocol::Openai {
-                base.push_str("/v1");
-            }
-            (base, vec![], None)
-        }
-        Target::Live(live) => match live.begin(case, run, &case_copy.join("run.toml")) {
-            Ok(s) => (s.base_url.clone(), s.env_remove.clone(), Some(s)),
-            Err(e) => return setup_fault(format!("live: {e}"), &dir),
-        },
-    };
-    gathered.canaries = audit::canaries(
-        gathered
-            .spec
-            .as_ref()
-            .and_then(|s| s.api_key_env.as_deref()),
-        case.id(),
+    let cr = CaseRun {
+        case,
         run,
-        &env_remove,
-        &case.file.harness_env,
-    );
-    // Its own HOME (with planted secrets) and TMPDIR, never the bench's.
-    let private = match crate::private_dirs::PrivateDirs::make(&dir, case.id(), run) {
+        target,
+        harness_bin,
+        dir,
+    };
+    let mut p = match cr.prepare(overlay) {
         Ok(p) => p,
-        Err(e) => return setup_fault(e, &dir),
+        Err(rec) => return *rec,
     };
-    // Every canary the process's output is scanned for: the key variables'
-    // and the planted files'.
-    let watched: Vec<audit::Canary> = (gathered.canaries.iter())
-        .chain(&private.canaries)
-        .cloned()
-        .collect();
-    let limit = process_limit(gathered.spec.as_ref().map(|s| s.wall_clock_limit_s));
-    let mut inv = HarnessInvocation::run(
-        case_copy.join("run.toml"),
-        &state,
-        ModelSource::BaseUrl(base),
-    )
-    .run_index(run);
-    for name in &env_remove {
-        inv = inv.env_remove(name);
-    }
-    // The audit's secret canary: fake keys in every key variable; none may
-    // reach a file, a request body or the process's output.
-    for c in gathered.canaries.iter().filter(|c| c.in_env) {
-        inv = inv.env(&c.var, &c.value);
-    }
-    inv = inv
-        .env("HOME", private.home.display().to_string())
-        .env("TMPDIR", private.tmp.display().to_string());
-    gathered.private = Some(private);
-    // What the case asks for (`harness_env`) comes after the removal.
-    for (k, v) in env_set {
-        inv = inv.env(k, v);
-    }
-    let mut latency = Duration::ZERO;
-    if let Some(i) = &case.file.interrupt {
-        // The pause point is test machinery the production build lacks.
-        let hb = harness_bin.to_path_buf();
-        let hooked = match tokio::task::spawn_blocking(move || crate::batch::interrupt_harness(&hb))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()))
-        {
-            Ok(b) => b,
-            Err(e) => return setup_fault(format!("interrupt at {}: {e}", i.at), &dir),
-        };
-        match run_harness(&hooked, &inv, Some(i), &watched, limit).await {
-            Ok(s) => {
-                latency += s.elapsed;
-                gathered.canary_hits.extend(s.canary_hits);
-            }
-            Err(e) => return spawn_failed(e, &format!("interrupt at {}: ", i.at), &dir),
-        }
-        // A stop request leaves a stop report (never an ending) for the
-        // resume to move aside: read it before the resume runs.
-        if i.signal == InterruptSignal::Sigterm {
-            match harness::report::StoppedReport::load(&state) {
-                Ok(r) if r.stopped.signal == "SIGTERM" && r.stopped.resumable => {}
-                Ok(r) => {
-                    return fail(
-                        format!(
-                            "interrupt at {}: the stop report says {} (resumable: {})",
-                            i.at, r.stopped.signal, r.stopped.resumable
-                        ),
-                        &dir,
-                    )
-                }
-                Err(e) => {
-                    return fail(
-                        format!(
-                            "interrupt at {}: asked to stop, the harness left no stop report: {e}",
-                            i.at
-                        ),
-                        &dir,
-                    )
-                }
-            }
-        }
-    }
-    // `[raise]`: the first run must end on the limit; the scored run is the
-    // same command raising it, on the same state dir.
-    let mut first = None;
-    let (mut inv, mut limit) = (inv, limit);
-    if let Some(r) = &case.file.raise {
-        let (s, ended) = match run_to_first_ending(harness_bin, &inv, &watched, limit, &state).await
-        {
-            Ok(x) => x,
-            Err(e) => return spawn_failed(e, "[raise] first run: ", &dir),
-        };
-        latency += s.elapsed;
-        gathered.canary_hits.extend(s.canary_hits);
-        let Some((raised, raised_limit, want)) = raise_invocation(&inv, r, limit) else {
-            return setup_fault("[raise]: no limit to raise".into(), &dir);
-        };
-        if ended.ending != want {
-            return fail(
-                format!(
-                    "[raise]: the first run ended {} (exit {}, ${:.6} spent), not {}: nothing to raise",
-                    ended.ending.as_str(),
-                    s.code,
-                    ended.spend_usd,
-                    want.as_str()
-                ),
-                &dir,
-            );
-        }
-        (inv, limit) = (raised, raised_limit);
-        gathered.raise_asked_usd = r.cap_usd;
-        first = Some((*r, ended));
-    }
-    let spawned = match run_harness(harness_bin, &inv, None, &watched, limit).await {
-        Ok(s) => s,
-        Err(e) => return spawn_failed(e, "", &dir),
+    let ran = match cr.spawn(&mut p).await {
+        Ok(r) => r,
+        Err(rec) => return *rec,
     };
-    gathered.canary_hits.extend(spawned.canary_hits.clone());
-    latency += spawned.elapsed;
-    let latency_ms = latency.as_millis() as u64;
-    // The bench was interrupted and the harness suspended (its stop report
-    // says so): no verdict on a run that did not finish.
-    if let Some(sig) = crate::interrupt::requested() {
-        if harness::report::StoppedReport::load(&state).is_ok()
-            || harness::report::Report::load(&state).is_err()
-        {
-            return RunRecord::faulted(
-                case,
-                run,
-                BenchFault::Interrupted {
-                    signal: sig.to_string(),
-                },
-                state.display().to_string(),
-            );
-        }
+    match cr.collect(&mut p, &ran).await {
+        Ok(c) => cr.judge(p, ran, c),
+        Err(rec) => *rec,
     }
-    // Parsed once, into the harness's own type: a report it would not have
-    // written is no report.
-    let parsed = std::fs::read(state.join("report.json"))
-        .ok()
-        .map(|b| serde_json::from_slice::<harness::report::Report>(&b));
-    let report = match parsed {
-        Some(Ok(r)) => r,
-        Some(Err(e)) if !(e.is_syntax() || e.is_eof()) => {
-            return fail(format!("report.json is not a harness report: {e}"), &dir)
-        }
-        _ => {
-            return fail(
-                format!(
-                    "no report.json (exit {}); stderr: {}",
-                    spawned.code,
-                    spawned.stderr_tail.trim()
-                ),
-                &dir,
-            )
-        }
-    };
-    // Through the harness's own reader and type (a torn or foreign line is
-    // skipped there, as the harness itself skips it).
-    let outbox: Vec<harness::outbox::OutboxEntry> =
-        harness::outbox::Outbox::new(state.join("outbox.jsonl"))
-            .read_all()
-            .map(|c| c.entries)
-            .unwrap_or_default();
-    let (requests, live_end) = match (target, session) {
-        (Target::Live(_), Some(s)) => {
-            let mut end = s.end(Some(&report), spawned.code);
-            (std::mem::take(&mut end.captured), Some(end))
-        }
-        (Target::Replay(server), _) => (server.take_captured(case.id(), run), None),
-        (Target::Live(_), None) => (vec![], None),
-    };
-    let commits = report.git_branch.as_deref().and_then(|b| {
-        let gw = harness::gitwork::GitWork::detect(&ws)?;
-        gw.commits_between("main", b).ok().map(|c| c.len())
-    });
-    let commit_files = match (&case.file.expect.commit_files, report.git_branch.as_deref()) {
-        (Some(_), Some(b)) => Some(branch_commit_files(&ws, b)),
-        (Some(_), None) => Some(Err("the report names no git_branch".to_string())),
-        _ => None,
-    };
-    gathered
-        .after_run(&case_copy, &state, &dir, &requests, spawned.code)
-        .await;
-    let mut checks = score::checks(
-        &case.file.expect,
-        &Artifacts {
-            report: &report,
-            outbox: &outbox,
-            workspace: &ws,
-            requests: &requests,
-            commits,
-            commit_files: commit_files.as_ref(),
-        },
-    );
-    if let Some((r, ended)) = &first {
-        checks.push(raise_check(r, ended, &report, &state));
-    }
-    checks.extend(audit::audit(&report, &requests, &gathered));
-    let Verdict {
-        score,
-        passed,
-        mut failures,
-        ..
-    } = score::verdict(case, served, &report, &checks, latency_ms);
-    let exit_code = spawned.code;
-    let ending = Some(report.ending);
-    // The exit code is part of what is tested: audit.report_consistent gates
-    // it against the ending and the report.
-    // A recording miss is the replay running out of answers (report.json's
-    // error_kind, read typed); the missing key comes from what was sent.
-    let replayed = match target {
-        Target::Replay(_) => Some(&case.cassette),
-        Target::Live(_) => None,
-    };
-    let mut bench_fault = bench_fault::from_report(&report, replayed, served, &requests);
-    // A case-run the command-wide cap cut short is incomplete, never a
-    // pass; one whose live call the model never answered measured nothing.
-    let passed = match live_end.as_ref().map(|e| (&e.refused, &e.not_measured)) {
-        Some((Some(msg), _)) => {
-            failures.push(msg.clone());
-            bench_fault = Some(BenchFault::LiveCapReached {
-                detail: msg.clone(),
-            });
-            false
-        }
-        Some((None, Some(msg))) => {
-            failures.push(msg.clone());
-            bench_fault = Some(BenchFault::LiveNotMeasured {
-                detail: msg.clone(),
-            });
-            false
-        }
-        _ => passed,
-    };
-    let cause = if passed {
-        None
-    } else {
-        crate::cause::root_cause(bench_fault.as_ref(), &report, gathered.events.as_ref())
-    };
-    RunRecord {
-        cause,
-        run,
-        ending,
-        exit_code,
-        passed,
-        score,
-        cost_usd: report.spend_usd,
-        latency_ms,
-        expected_ending: case.expected_ending(served),
-        checks,
-        failures,
-        state_dir: state.display().to_string(),
-        verified: report.verified.len() as u64,
-        bench_fault,
-        live_calls: live_end.map(|e| e.calls),
-    }
-}
-
-pub fn default_harness_bin() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("harness")))
-        .unwrap_or_else(|| PathBuf::from("harness"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::ending::Ending;
+    use serde::{Deserialize, Serialize};
 
     #[test]
     fn an_ending_is_written_by_name_or_as_none_and_read_back_strictly() {

@@ -287,165 +287,32 @@ pub fn load_case_file(
     category: &str,
     report_fields: &[String],
 ) -> Result<(CaseFile, PathBuf), LoadError> {
-    let f = dir.join("case.toml");
-    let text = std::fs::read_to_string(&f)
-        .map_err(|e| err(&f, "(file)", format!("a readable case.toml: {e}")))?;
-    let file = parse_case_toml(&f, &text)?;
-    check_case_values(&f, &file)?;
-    let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if file.id != dir_name {
-        return Err(err(
-            &f,
-            "id",
-            format!("the directory name {dir_name:?}, found {:?}", file.id),
-        ));
-    }
-    if !known_category(&file.category) {
-        return Err(err(
-            &f,
-            "category",
-            format!("one of {}, found {:?}", category_list(), file.category),
-        ));
-    }
-    if file.category != category {
-        return Err(err(
-            &f,
-            "category",
-            format!(
-                "{category:?} (the parent directory), found {:?}",
-                file.category
-            ),
-        ));
-    }
-    if file.expect.ending != ENDING_RECORDED && Ending::parse(&file.expect.ending).is_none() {
-        return Err(err(
-            &f,
-            "expect.ending",
-            format!(
-                "one of {}, or {ENDING_RECORDED:?} (the live run's ending per cassette variant), found {:?}",
-                Ending::ALL.map(|e| e.as_str()).join(", "),
-                file.expect.ending
-            ),
-        ));
-    }
-    if let Some(r) = &file.expect.report {
-        for k in r.keys() {
-            if !report_fields.iter().any(|x| x == k) {
-                return Err(err(
-                    &f,
-                    &format!("expect.report.{k}"),
-                    format!("a report.json field; known: {}", report_fields.join(", ")),
-                ));
-            }
-        }
-    }
-    if let Some(b) = &file.expect.drift_bands {
-        for (i, x) in b.iter().enumerate() {
-            if !["aligned", "prune", "halt"].contains(&x.as_str()) {
-                return Err(err(
-                    &f,
-                    &format!("expect.drift_bands[{i}]"),
-                    format!("aligned, prune or halt, found {x:?}"),
-                ));
-            }
-        }
-    }
-    if let Some(m) = &file.expect.lessons_refused {
-        for (k, reason) in m {
-            if harness::lessons::LessonRefusal::parse(reason).is_none() {
-                return Err(err(
-                    &f,
-                    &format!("expect.lessons_refused.{k}"),
-                    format!("a refusal reason (malformed, too_long, steers, vague, restates_task, duplicate, call_refused, call_failed, not_asked), found {reason:?}"),
-                ));
-            }
-        }
-    }
-    if let Some(c) = &file.expect.compactions {
-        for (i, x) in c.iter().enumerate() {
-            if harness::state::CompactOutcome::parse(x).is_none() {
-                return Err(err(
-                    &f,
-                    &format!("expect.compactions[{i}]"),
-                    format!("ok, malformed, refused or error, found {x:?}"),
-                ));
-            }
-        }
-    }
+    let f = &dir.join("case.toml");
+    let text = std::fs::read_to_string(f)
+        .map_err(|e| err(f, "(file)", format!("a readable case.toml: {e}")))?;
+    let file = parse_case_toml(f, &text)?;
+    check_case_values(f, &file)?;
+    check_identity(f, dir, category, &file)?;
+    check_expect_names(f, &file.expect, report_fields)?;
     if let Some(i) = &file.interrupt {
-        let ok =
-            i.at.split_once(':')
-                .and_then(|(p, n)| {
-                    Some((
-                        harness::chaos_hook::Phase::parse(p)?,
-                        n.parse::<u64>().ok()?,
-                    ))
-                })
-                .is_some();
-        if !ok {
-            let phases: Vec<&str> = harness::chaos_hook::Phase::ALL
-                .iter()
-                .map(|p| p.as_str())
-                .collect();
-            return Err(err(
-                &f,
-                "interrupt.at",
-                format!(
-                    "<phase>:<n> with a phase among {}, found {:?}",
-                    phases.join(", "),
-                    i.at
-                ),
-            ));
-        }
+        check_interrupt_at(f, i)?;
     }
     if let Some(r) = &file.raise {
-        check_raise(&f, dir, r, file.interrupt.is_some())?;
+        check_raise(f, dir, r, file.interrupt.is_some())?;
     }
-    for name in file.harness_env.keys() {
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(err(
-                &f,
-                &format!("harness_env.{name}"),
-                "an environment variable name (letters, digits, '_')",
-            ));
-        }
-    }
+    check_harness_env(f, &file)?;
     if let Some(st) = &file.setup {
-        let rel_ok = |p: &str| {
-            let p = Path::new(p);
-            !p.as_os_str().is_empty()
-                && p.components()
-                    .all(|c| matches!(c, std::path::Component::Normal(_)))
-        };
-        let mut fields: Vec<(String, &str)> = st
-            .fifos
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (format!("setup.fifos[{i}]"), p.as_str()))
-            .collect();
-        for (i, h) in st.hard_links.iter().enumerate() {
-            fields.push((format!("setup.hard_links[{i}].link"), h.link.as_str()));
-            fields.push((format!("setup.hard_links[{i}].target"), h.target.as_str()));
-        }
-        for (field, p) in fields {
-            if !rel_ok(p) {
-                return Err(err(
-                    &f,
-                    &field,
-                    format!("a path relative to the case copy without `..` (e.g. \"workspace/pipe\"), found {p:?}"),
-                ));
-            }
-        }
+        check_setup_paths(f, st)?;
     }
     if file.expect.commit_files.is_some() && file.workspace_git != Some(true) {
         return Err(err(
-            &f,
+            f,
             "expect.commit_files",
             "workspace_git = true (the commits are read from the workspace copy's repository)",
         ));
     }
     if let Some(fs) = &file.faults {
-        harness::replay::FaultPlan::parse(fs).map_err(|e| err(&f, "faults", e.to_string()))?;
+        harness::replay::FaultPlan::parse(fs).map_err(|e| err(f, "faults", e.to_string()))?;
     }
     for needed in ["run.toml", "workspace"] {
         if !dir.join(needed).exists() {
@@ -458,6 +325,177 @@ pub fn load_case_file(
     }
     let cassette_path = dir.join(file.cassette.as_deref().unwrap_or("cassette.json"));
     Ok((file, cassette_path))
+}
+
+/// The case is where its id and category say: its directory is named by
+/// its id, under the directory of a known category.
+fn check_identity(f: &Path, dir: &Path, category: &str, file: &CaseFile) -> Result<(), LoadError> {
+    let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if file.id != dir_name {
+        return Err(err(
+            f,
+            "id",
+            format!("the directory name {dir_name:?}, found {:?}", file.id),
+        ));
+    }
+    if !known_category(&file.category) {
+        return Err(err(
+            f,
+            "category",
+            format!("one of {}, found {:?}", category_list(), file.category),
+        ));
+    }
+    if file.category != category {
+        return Err(err(
+            f,
+            "category",
+            format!(
+                "{category:?} (the parent directory), found {:?}",
+                file.category
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Every name under [expect] is one the harness writes (an ending, a
+/// report field, a drift band, a refusal reason, a compaction outcome):
+/// a misspelt one would make a check that can never pass.
+fn check_expect_names(
+    f: &Path,
+    expect: &Expect,
+    report_fields: &[String],
+) -> Result<(), LoadError> {
+    if expect.ending != ENDING_RECORDED && Ending::parse(&expect.ending).is_none() {
+        return Err(err(
+            f,
+            "expect.ending",
+            format!(
+                "one of {}, or {ENDING_RECORDED:?} (the live run's ending per cassette variant), found {:?}",
+                Ending::ALL.map(|e| e.as_str()).join(", "),
+                expect.ending
+            ),
+        ));
+    }
+    if let Some(r) = &expect.report {
+        for k in r.keys() {
+            if !report_fields.iter().any(|x| x == k) {
+                return Err(err(
+                    f,
+                    &format!("expect.report.{k}"),
+                    format!("a report.json field; known: {}", report_fields.join(", ")),
+                ));
+            }
+        }
+    }
+    if let Some(b) = &expect.drift_bands {
+        for (i, x) in b.iter().enumerate() {
+            if !["aligned", "prune", "halt"].contains(&x.as_str()) {
+                return Err(err(
+                    f,
+                    &format!("expect.drift_bands[{i}]"),
+                    format!("aligned, prune or halt, found {x:?}"),
+                ));
+            }
+        }
+    }
+    if let Some(m) = &expect.lessons_refused {
+        for (k, reason) in m {
+            if harness::lessons::LessonRefusal::parse(reason).is_none() {
+                return Err(err(
+                    f,
+                    &format!("expect.lessons_refused.{k}"),
+                    format!("a refusal reason (malformed, too_long, steers, vague, restates_task, duplicate, call_refused, call_failed, not_asked), found {reason:?}"),
+                ));
+            }
+        }
+    }
+    if let Some(c) = &expect.compactions {
+        for (i, x) in c.iter().enumerate() {
+            if harness::state::CompactOutcome::parse(x).is_none() {
+                return Err(err(
+                    f,
+                    &format!("expect.compactions[{i}]"),
+                    format!("ok, malformed, refused or error, found {x:?}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `interrupt.at` names a pause point the harness has: `<phase>:<n>`.
+fn check_interrupt_at(f: &Path, i: &Interrupt) -> Result<(), LoadError> {
+    let ok =
+        i.at.split_once(':')
+            .and_then(|(p, n)| {
+                Some((
+                    harness::chaos_hook::Phase::parse(p)?,
+                    n.parse::<u64>().ok()?,
+                ))
+            })
+            .is_some();
+    if !ok {
+        let phases: Vec<&str> = harness::chaos_hook::Phase::ALL
+            .iter()
+            .map(|p| p.as_str())
+            .collect();
+        return Err(err(
+            f,
+            "interrupt.at",
+            format!(
+                "<phase>:<n> with a phase among {}, found {:?}",
+                phases.join(", "),
+                i.at
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `harness_env` sets environment variables: each name must be one.
+fn check_harness_env(f: &Path, file: &CaseFile) -> Result<(), LoadError> {
+    for name in file.harness_env.keys() {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(err(
+                f,
+                &format!("harness_env.{name}"),
+                "an environment variable name (letters, digits, '_')",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The fixtures `[setup]` makes stay inside the case copy: relative paths
+/// without `..`.
+fn check_setup_paths(f: &Path, st: &Setup) -> Result<(), LoadError> {
+    let rel_ok = |p: &str| {
+        let p = Path::new(p);
+        !p.as_os_str().is_empty()
+            && p.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
+    let mut fields: Vec<(String, &str)> = st
+        .fifos
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("setup.fifos[{i}]"), p.as_str()))
+        .collect();
+    for (i, h) in st.hard_links.iter().enumerate() {
+        fields.push((format!("setup.hard_links[{i}].link"), h.link.as_str()));
+        fields.push((format!("setup.hard_links[{i}].target"), h.target.as_str()));
+    }
+    for (field, p) in fields {
+        if !rel_ok(p) {
+            return Err(err(
+                f,
+                &field,
+                format!("a path relative to the case copy without `..` (e.g. \"workspace/pipe\"), found {p:?}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `[raise]`: one limit, a number above the spec's own (the first run
@@ -534,68 +572,9 @@ fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
         k.check()
             .map_err(|(field, expected)| err(f, field, expected))?;
     }
-    let usd = |field: &str, x: f64| {
-        if x.is_finite() && (0.0..=CASE_USD_MAX).contains(&x) {
-            Ok(())
-        } else {
-            Err(err(
-                f,
-                field,
-                format!("a number of USD in [0, {CASE_USD_MAX}], found {x}"),
-            ))
-        }
-    };
-    // A line of prose: every output repeats it (the FAIL line, summary.md,
-    // JUnit, the suite page), so it is bounded and holds no control byte.
-    let non_empty = |field: &str, s: &str| {
-        if s.trim().is_empty() {
-            Err(err(f, field, "a non-empty string"))
-        } else if s.chars().count() > TITLE_MAX_CHARS {
-            Err(err(
-                f,
-                field,
-                format!(
-                    "at most {TITLE_MAX_CHARS} characters, found {}",
-                    s.chars().count()
-                ),
-            ))
-        } else if let Some(c) = s.chars().find(|c| c.is_control()) {
-            Err(err(
-                f,
-                field,
-                format!(
-                    "one line of text without control characters, found U+{:04X}",
-                    c as u32
-                ),
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    // A path the bench joins to the post-run workspace: relative, inside it.
-    let ws_path = |field: &str, p: &str| {
-        let path = Path::new(p);
-        let inside = !p.trim().is_empty()
-            && path.is_relative()
-            && path.components().all(|c| {
-                matches!(
-                    c,
-                    std::path::Component::Normal(_) | std::path::Component::CurDir
-                )
-            });
-        if inside {
-            Ok(())
-        } else {
-            Err(err(
-                f,
-                field,
-                format!("a path relative to the workspace, without `..`, found {p:?}"),
-            ))
-        }
-    };
-    non_empty("title", &c.title)?;
+    check_line(f, "title", &c.title)?;
     for (i, t) in c.covers.iter().enumerate() {
-        non_empty(&format!("covers[{i}]"), t)?;
+        check_line(f, &format!("covers[{i}]"), t)?;
     }
     if !(1..=LATENCY_CAP_MS_MAX).contains(&c.latency_cap_ms) {
         return Err(err(
@@ -607,7 +586,7 @@ fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
             ),
         ));
     }
-    usd("cost_cap_usd", c.cost_cap_usd)?;
+    check_usd(f, "cost_cap_usd", c.cost_cap_usd)?;
     if let Some(x) = c.latency_scale {
         if !(x.is_finite() && (0.0..=LATENCY_SCALE_MAX).contains(&x)) {
             return Err(err(
@@ -628,10 +607,16 @@ fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
             ));
         }
     }
+    check_expect_values(f, c)
+}
+
+/// The values under [expect]: its ids and strings lines of prose, its
+/// dollars in range, its paths inside the workspace.
+fn check_expect_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
     let e = &c.expect;
     let ids = |field: &str, v: &Option<Vec<String>>| -> Result<(), LoadError> {
         for (i, id) in v.iter().flatten().enumerate() {
-            non_empty(&format!("expect.{field}[{i}]"), id)?;
+            check_line(f, &format!("expect.{field}[{i}]"), id)?;
         }
         Ok(())
     };
@@ -640,20 +625,20 @@ fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
     ids("pruned", &e.pruned)?;
     ids("queue_left", &e.queue_left)?;
     for (k, v) in e.parked_reason_contains.iter().flatten() {
-        non_empty(&format!("expect.parked_reason_contains.{k}"), k)?;
-        non_empty(&format!("expect.parked_reason_contains.{k}"), v)?;
+        check_line(f, &format!("expect.parked_reason_contains.{k}"), k)?;
+        check_line(f, &format!("expect.parked_reason_contains.{k}"), v)?;
     }
     for k in e.outbox_key_count.iter().flatten().map(|(k, _)| k) {
-        non_empty(&format!("expect.outbox_key_count.{k}"), k)?;
+        check_line(f, &format!("expect.outbox_key_count.{k}"), k)?;
     }
     for (i, t) in e.outbox_contains.iter().flatten().enumerate() {
-        non_empty(&format!("expect.outbox_contains[{i}]"), t)?;
+        check_line(f, &format!("expect.outbox_contains[{i}]"), t)?;
     }
     if let Some(x) = e.spend_usd_min {
-        usd("expect.spend_usd_min", x)?;
+        check_usd(f, "expect.spend_usd_min", x)?;
     }
     if let Some(x) = e.spend_usd_max {
-        usd("expect.spend_usd_max", x)?;
+        check_usd(f, "expect.spend_usd_max", x)?;
     }
     if let (Some(lo), Some(hi)) = (e.spend_usd_min, e.spend_usd_max) {
         if lo > hi {
@@ -665,14 +650,14 @@ fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
         }
     }
     if let Some(d) = &e.detail_contains {
-        non_empty("expect.detail_contains", d)?;
+        check_line(f, "expect.detail_contains", d)?;
     }
     for (p, needle) in e.files_contain.iter().flatten() {
-        ws_path(&format!("expect.files_contain.{p}"), p)?;
-        non_empty(&format!("expect.files_contain.{p}"), needle)?;
+        check_ws_path(f, &format!("expect.files_contain.{p}"), p)?;
+        check_line(f, &format!("expect.files_contain.{p}"), needle)?;
     }
     for (i, p) in e.files_absent.iter().flatten().enumerate() {
-        ws_path(&format!("expect.files_absent[{i}]"), p)?;
+        check_ws_path(f, &format!("expect.files_absent[{i}]"), p)?;
     }
     if e.commits_count.is_some() && c.workspace_git != Some(true) {
         return Err(err(
@@ -681,8 +666,14 @@ fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
             "workspace_git = true (commits are counted on the workspace's git repository)",
         ));
     }
+    check_requests_in_order(f, e)
+}
+
+/// Each `request_contains_in_order` names a call and at least one string.
+fn check_requests_in_order(f: &Path, e: &Expect) -> Result<(), LoadError> {
     for (i, ro) in e.request_contains_in_order.iter().flatten().enumerate() {
-        non_empty(
+        check_line(
+            f,
             &format!("expect.request_contains_in_order[{i}].call_key"),
             &ro.call_key,
         )?;
@@ -694,13 +685,76 @@ fn check_case_values(f: &Path, c: &CaseFile) -> Result<(), LoadError> {
             ));
         }
         for (j, s) in ro.strings.iter().enumerate() {
-            non_empty(
+            check_line(
+                f,
                 &format!("expect.request_contains_in_order[{i}].strings[{j}]"),
                 s,
             )?;
         }
     }
     Ok(())
+}
+
+fn check_usd(f: &Path, field: &str, x: f64) -> Result<(), LoadError> {
+    if x.is_finite() && (0.0..=CASE_USD_MAX).contains(&x) {
+        Ok(())
+    } else {
+        Err(err(
+            f,
+            field,
+            format!("a number of USD in [0, {CASE_USD_MAX}], found {x}"),
+        ))
+    }
+}
+
+/// A line of prose: every output repeats it (the FAIL line, summary.md,
+/// JUnit, the suite page), so it is bounded and holds no control byte.
+fn check_line(f: &Path, field: &str, s: &str) -> Result<(), LoadError> {
+    if s.trim().is_empty() {
+        Err(err(f, field, "a non-empty string"))
+    } else if s.chars().count() > TITLE_MAX_CHARS {
+        Err(err(
+            f,
+            field,
+            format!(
+                "at most {TITLE_MAX_CHARS} characters, found {}",
+                s.chars().count()
+            ),
+        ))
+    } else if let Some(c) = s.chars().find(|c| c.is_control()) {
+        Err(err(
+            f,
+            field,
+            format!(
+                "one line of text without control characters, found U+{:04X}",
+                c as u32
+            ),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A path the bench joins to the post-run workspace: relative, inside it.
+fn check_ws_path(f: &Path, field: &str, p: &str) -> Result<(), LoadError> {
+    let path = Path::new(p);
+    let inside = !p.trim().is_empty()
+        && path.is_relative()
+        && path.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        });
+    if inside {
+        Ok(())
+    } else {
+        Err(err(
+            f,
+            field,
+            format!("a path relative to the workspace, without `..`, found {p:?}"),
+        ))
+    }
 }
 
 /// Per cassette variant, the ending its live run reached (`runs[i].outcome`),

@@ -5,44 +5,13 @@
 //! records, never averaged from other totals (that is what makes `merge`
 //! exact).
 
-use crate::runner::RunRecord;
+use crate::record::RunRecord;
 use crate::stats::{wilson, Z95};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// What a case's runs did, whatever the pass policy makes of them: a case
-/// that passes some runs but not all is flaky, shown as such in every
-/// output even when the 2-of-3 policy passes it (adversarial cases, which
-/// must pass every run, fail when flaky).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Every run passed.
-    Passed,
-    /// Some runs passed, some failed.
-    Flaky,
-    /// No run passed (or there was no run).
-    Failed,
-}
-
-impl Outcome {
-    pub fn of(runs: &[RunRecord]) -> Outcome {
-        let ok = runs.iter().filter(|r| r.passed).count();
-        match ok {
-            0 => Outcome::Failed,
-            n if n == runs.len() => Outcome::Passed,
-            _ => Outcome::Flaky,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Passed => "passed",
-            Outcome::Flaky => "flaky",
-            Outcome::Failed => "failed",
-        }
-    }
-}
+pub use crate::record::Outcome;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseRecord {
@@ -181,7 +150,7 @@ pub fn case_passes(category: &str, runs: &[RunRecord], pass_rate: f64) -> bool {
 
 /// A case's record from its runs (sorted by run index) under the pass policy.
 pub fn case_record(
-    c: &crate::events::CaseMeta,
+    c: &crate::record::CaseMeta,
     runs: Vec<RunRecord>,
     pass_rate: f64,
 ) -> CaseRecord {
@@ -300,12 +269,13 @@ impl Summary {
     }
 
     /// The summary.json a `bench run --out DIR` wrote.
-    pub fn read(dir: &Path) -> Result<Summary, String> {
-        let p = dir.join("summary.json");
-        std::fs::read(&p)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice::<Summary>(&b).map_err(|e| e.to_string()))
-            .map_err(|e| format!("{}: {e}", p.display()))
+    pub fn read(dir: &Path) -> Result<Summary, ReadError> {
+        let path = dir.join("summary.json");
+        match std::fs::read(&path) {
+            Ok(b) => serde_json::from_slice::<Summary>(&b)
+                .map_err(|source| ReadError::Parse { path, source }),
+            Err(source) => Err(ReadError::Io { path, source }),
+        }
     }
 
     /// The ids of the cases that did not pass (failed, flaky under the
@@ -347,6 +317,25 @@ impl Summary {
 
     pub fn markdown(&self) -> String {
         let mut s = String::new();
+        self.md_head(&mut s);
+        self.md_table(&mut s);
+        if let Some(line) = self.traffic_line() {
+            s.push_str(&format!("\n{line}\n"));
+        }
+        self.md_flaky(&mut s);
+        self.md_known_flaky(&mut s);
+        self.md_load_errors(&mut s);
+        self.md_failures(&mut s);
+        s.push_str(&format!(
+            "\nconfig `{}` at git `{}`\n",
+            &self.config_hash[..self.config_hash.len().min(16)],
+            self.git_rev
+        ));
+        bound_markdown(s)
+    }
+
+    /// The verdict line: PASS, FAIL or INTERRUPTED, and the counts.
+    fn md_head(&self, s: &mut String) {
         let total: u64 = self.categories.values().map(|t| t.total).sum();
         let passed: u64 = self.categories.values().map(|t| t.passed).sum();
         s.push_str(&format!(
@@ -363,6 +352,10 @@ impl Summary {
                 .map(|x| format!(", shard {x}"))
                 .unwrap_or_default()
         ));
+    }
+
+    /// The table per category and overall, and how its latency is read.
+    fn md_table(&self, s: &mut String) {
         s.push_str(
             "| category | passed | total | flaky | pass rate | Wilson 95% | mean latency | p95 latency | mean cost per case-run |\n|---|---:|---:|---:|---:|---|---:|---:|---:|\n",
         );
@@ -386,9 +379,10 @@ impl Summary {
         s.push_str(&format!(
             "\nLatency and cost over the case-runs whose harness wrote a report; p95 by {P95_DEFINITION}.\n"
         ));
-        if let Some(line) = self.traffic_line() {
-            s.push_str(&format!("\n{line}\n"));
-        }
+    }
+
+    /// Cases that passed some runs but not all, with their failed runs.
+    fn md_flaky(&self, s: &mut String) {
         let flaky: Vec<&CaseRecord> = self
             .cases
             .iter()
@@ -421,6 +415,10 @@ impl Summary {
                 ));
             }
         }
+    }
+
+    /// Cases marked `known_flaky`, never hidden.
+    fn md_known_flaky(&self, s: &mut String) {
         let known: Vec<String> = self
             .cases
             .iter()
@@ -437,12 +435,20 @@ impl Summary {
             s.push_str("\n### Known flaky\n\nCases marked `known_flaky` in case.toml: run and judged like every case, never hidden.\n\n");
             s.push_str(&known.concat());
         }
+    }
+
+    /// Case files that did not load.
+    fn md_load_errors(&self, s: &mut String) {
         if !self.load_errors.is_empty() {
             s.push_str("\n### Cases that could not be loaded\n\n");
             for e in &self.load_errors {
                 s.push_str(&format!("- {}\n", md(&e.to_string())));
             }
         }
+    }
+
+    /// Every failed case and its failed runs: cause, ending, state dir.
+    fn md_failures(&self, s: &mut String) {
         let failed: Vec<&CaseRecord> = self.cases.iter().filter(|c| !c.passed).collect();
         if !failed.is_empty() {
             s.push_str("\n### Failures\n\n");
@@ -469,12 +475,6 @@ impl Summary {
                 s.push('\n');
             }
         }
-        s.push_str(&format!(
-            "\nconfig `{}` at git `{}`\n",
-            &self.config_hash[..self.config_hash.len().min(16)],
-            self.git_rev
-        ));
-        bound_markdown(s)
     }
 
     /// One JUnit test case per suite case (the unit the gate judges), its
@@ -484,86 +484,13 @@ impl Summary {
     /// failed runs. Every case carries an `outcome` property (passed, flaky,
     /// failed), since a flaky case the policy fails has no JUnit element of
     /// its own.
-    pub fn junit(&self) -> Result<String, String> {
-        use quick_junit::{
-            NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
-        };
-        // What the model or a check wrote, as XML 1.0 can carry it (no
-        // control byte) and bounded.
-        let said = |s: &str| {
-            harness::text::printable(&harness::text::clip_chars(s, MD_FIELD_MAX_CHARS)).into_owned()
-        };
-        let run_message = |r: &RunRecord| {
-            said(&format!(
-                "run {}: {} (exit {})",
-                r.run,
-                r.headline(),
-                r.exit_code
-            ))
-        };
-        let rerun = |r: &RunRecord| {
-            let mut x = TestRerun::new(NonSuccessKind::Failure);
-            x.set_message(run_message(r));
-            x.set_description(said(&r.failures.join("\n")));
-            x.set_time(std::time::Duration::from_millis(r.latency_ms));
-            x
-        };
+    pub fn junit(&self) -> Result<String, quick_junit::SerializeError> {
+        use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
         let mut report = Report::new("bench run");
         for cat in self.categories.keys() {
             let mut suite = TestSuite::new(cat.as_str());
             for c in self.cases.iter().filter(|c| &c.category == cat) {
-                let failed: Vec<&RunRecord> = c.runs.iter().filter(|r| !r.passed).collect();
-                let cut = |r: &&RunRecord| {
-                    matches!(
-                        r.bench_fault,
-                        Some(crate::bench_fault::BenchFault::Interrupted { .. })
-                    )
-                };
-                let status = if !failed.is_empty() && failed.iter().all(cut) {
-                    // Not finished because the command was interrupted: no
-                    // verdict, said as skipped with the reason.
-                    let mut st = TestCaseStatus::skipped();
-                    st.set_message(format!(
-                        "not finished: {} of {} run(s) interrupted ({})",
-                        failed.len(),
-                        c.runs.len(),
-                        self.interrupted.as_deref().unwrap_or("interrupted")
-                    ));
-                    st
-                } else if c.passed {
-                    // A flaky case the policy passes: flakyFailure per failed run.
-                    let mut st = TestCaseStatus::success();
-                    st.add_reruns(failed.iter().map(|r| rerun(r)));
-                    st
-                } else {
-                    let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                    let head = match failed.first() {
-                        Some(r) => said(&format!("{}; {}", run_message(r), r.failures.join("; "))),
-                        None => "no run".into(),
-                    };
-                    st.set_message(format!(
-                        "{}, {} runs passed ({}): {head}",
-                        c.outcome.as_str(),
-                        runs_passed(c),
-                        policy_words(c, self.pass_rate_policy)
-                    ));
-                    if let Some((r, rest)) = failed.split_first() {
-                        st.set_description(said(&r.failures.join("\n")));
-                        st.add_reruns(rest.iter().map(|r| rerun(r)));
-                    }
-                    st
-                };
-                let mut tc = TestCase::new(c.id.as_str(), status);
-                tc.set_classname(format!("suites.{}", c.category));
-                tc.set_time(std::time::Duration::from_millis(
-                    c.runs.iter().map(|r| r.latency_ms).sum(),
-                ));
-                tc.add_property(Property::new("outcome", c.outcome.as_str()));
-                tc.add_property(Property::new("runs_passed", runs_passed(c)));
-                if let Some(k) = &c.known_flaky {
-                    tc.add_property(Property::new("known_flaky", k.label()));
-                }
-                suite.add_test_case(tc);
+                suite.add_test_case(self.junit_case(c));
             }
             report.add_test_suite(suite);
         }
@@ -576,7 +503,70 @@ impl Summary {
             }
             report.add_test_suite(suite);
         }
-        report.to_string().map_err(|e| e.to_string())
+        report.to_string()
+    }
+
+    /// A case as one JUnit test case: its status from its runs (skipped when
+    /// the command's interruption cut them, flaky failures under a pass),
+    /// its time the sum of its runs', its outcome as properties.
+    fn junit_case(&self, c: &CaseRecord) -> quick_junit::TestCase {
+        use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus};
+        let failed: Vec<&RunRecord> = c.runs.iter().filter(|r| !r.passed).collect();
+        let cut = |r: &&RunRecord| {
+            matches!(
+                r.bench_fault,
+                Some(crate::bench_fault::BenchFault::Interrupted { .. })
+            )
+        };
+        let status = if !failed.is_empty() && failed.iter().all(cut) {
+            // Not finished because the command was interrupted: no
+            // verdict, said as skipped with the reason.
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(format!(
+                "not finished: {} of {} run(s) interrupted ({})",
+                failed.len(),
+                c.runs.len(),
+                self.interrupted.as_deref().unwrap_or("interrupted")
+            ));
+            st
+        } else if c.passed {
+            // A flaky case the policy passes: flakyFailure per failed run.
+            let mut st = TestCaseStatus::success();
+            st.add_reruns(failed.iter().map(|r| junit_rerun(r)));
+            st
+        } else {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            let head = match failed.first() {
+                Some(r) => junit_said(&format!(
+                    "{}; {}",
+                    junit_run_message(r),
+                    r.failures.join("; ")
+                )),
+                None => "no run".into(),
+            };
+            st.set_message(format!(
+                "{}, {} runs passed ({}): {head}",
+                c.outcome.as_str(),
+                runs_passed(c),
+                policy_words(c, self.pass_rate_policy)
+            ));
+            if let Some((r, rest)) = failed.split_first() {
+                st.set_description(junit_said(&r.failures.join("\n")));
+                st.add_reruns(rest.iter().map(|r| junit_rerun(r)));
+            }
+            st
+        };
+        let mut tc = TestCase::new(c.id.as_str(), status);
+        tc.set_classname(format!("suites.{}", c.category));
+        tc.set_time(std::time::Duration::from_millis(
+            c.runs.iter().map(|r| r.latency_ms).sum(),
+        ));
+        tc.add_property(Property::new("outcome", c.outcome.as_str()));
+        tc.add_property(Property::new("runs_passed", runs_passed(c)));
+        if let Some(k) = &c.known_flaky {
+            tc.add_property(Property::new("known_flaky", k.label()));
+        }
+        tc
     }
 
     /// One line per flaky case and per known-flaky case, for the terminal.
@@ -646,43 +636,45 @@ impl Summary {
         t.with(Style::sharp());
         t.to_string()
     }
+}
 
-    /// Write summary.json, summary.md and the JUnit file.
-    pub fn write(
-        &self,
-        out: &std::path::Path,
-        junit: Option<&std::path::Path>,
-        step_summary: StepSummary,
-    ) -> Result<(), String> {
-        std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-        let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
-        harness::durable::atomic_write(&out.join("summary.json"), &json)
-            .map_err(|e| format!("summary.json: {e}"))?;
-        let md = self.markdown();
-        harness::durable::atomic_write(&out.join("summary.md"), md.as_bytes())
-            .map_err(|e| format!("summary.md: {e}"))?;
-        let page = crate::page::suite_page(self, out);
-        harness::durable::atomic_write(&out.join(crate::page::FILE_NAME), page.as_bytes())
-            .map_err(|e| format!("{}: {e}", crate::page::FILE_NAME))?;
-        let x = self.junit()?;
-        let jpath = junit
-            .map(|p| p.to_path_buf())
-            .unwrap_or_else(|| out.join("junit.xml"));
-        harness::durable::atomic_write(&jpath, x.as_bytes())
-            .map_err(|e| format!("{}: {e}", jpath.display()))?;
-        // A CI step summary, when the CI offers one.
-        if let (StepSummary::Append, Ok(p)) = (step_summary, std::env::var("GITHUB_STEP_SUMMARY")) {
-            use std::io::Write;
-            if let Ok(mut f) = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-            {
-                let _ = f.write_all(md.as_bytes());
-            }
-        }
-        Ok(())
-    }
+/// What the model or a check wrote, as XML 1.0 can carry it (no control
+/// byte) and bounded.
+fn junit_said(s: &str) -> String {
+    harness::text::printable(&harness::text::clip_chars(s, MD_FIELD_MAX_CHARS)).into_owned()
+}
+
+fn junit_run_message(r: &RunRecord) -> String {
+    junit_said(&format!(
+        "run {}: {} (exit {})",
+        r.run,
+        r.headline(),
+        r.exit_code
+    ))
+}
+
+/// A failed run of a case as a JUnit rerun (flakyFailure or rerunFailure).
+fn junit_rerun(r: &RunRecord) -> quick_junit::TestRerun {
+    let mut x = quick_junit::TestRerun::new(quick_junit::NonSuccessKind::Failure);
+    x.set_message(junit_run_message(r));
+    x.set_description(junit_said(&r.failures.join("\n")));
+    x.set_time(std::time::Duration::from_millis(r.latency_ms));
+    x
+}
+
+/// Why an output dir's summary.json could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    Parse {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
 }
 
 /// The hash `bench merge` compares across shards: every case's id and

@@ -106,20 +106,31 @@ pub fn shard_of(id: &str, n: u32) -> u32 {
     (u64::from_be_bytes(b) % n as u64) as u32
 }
 
-pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+/// A `--shard` that is not `i/n` with 1 <= i <= n.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    #[error("--shard: expected i/n like 1/2, found {0:?}")]
+    Form(String),
+    #[error("--shard: {0:?} is not a number")]
+    Number(String),
+    #[error("--shard: expected 1 <= i <= n, found {0}/{1}")]
+    Range(u32, u32),
+}
+
+pub fn parse_shard(s: &str) -> Result<(u32, u32), ShardError> {
     let (i, n) = s
         .split_once('/')
-        .ok_or_else(|| format!("--shard: expected i/n like 1/2, found {s:?}"))?;
+        .ok_or_else(|| ShardError::Form(s.to_string()))?;
     let i: u32 = i
         .trim()
         .parse()
-        .map_err(|_| format!("--shard: {i:?} is not a number"))?;
+        .map_err(|_| ShardError::Number(i.to_string()))?;
     let n: u32 = n
         .trim()
         .parse()
-        .map_err(|_| format!("--shard: {n:?} is not a number"))?;
+        .map_err(|_| ShardError::Number(n.to_string()))?;
     if n == 0 || i == 0 || i > n {
-        return Err(format!("--shard: expected 1 <= i <= n, found {i}/{n}"));
+        return Err(ShardError::Range(i, n));
     }
     Ok((i, n))
 }
@@ -133,96 +144,268 @@ pub fn run(args: RunArgs) -> ExitCode {
 }
 
 async fn run_async(args: RunArgs) -> ExitCode {
-    if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
-        errln!("bench run: --runs-per-case must be 1..={RUNS_PER_CASE_MAX}");
-        return ExitCode::from(ExitStatus::Usage);
-    }
-    if !(0.0..=1.0).contains(&args.pass_rate) {
-        errln!("bench run: --pass-rate must be in [0, 1]");
-        return ExitCode::from(ExitStatus::Usage);
-    }
-    let shard = match args.shard.as_deref().map(parse_shard).transpose() {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("bench run: {e}");
-            return ExitCode::from(ExitStatus::Usage);
-        }
-    };
-    let live = match args.live.settings() {
-        Ok(l) => l,
-        Err(e) => {
-            errln!("bench run: {e}");
-            return ExitCode::from(ExitStatus::Usage);
-        }
-    };
-    let max_concurrency = match args.max_concurrency {
-        Some(0) => {
-            errln!("bench run: --max-concurrency must be at least 1");
-            return ExitCode::from(ExitStatus::Usage);
-        }
-        Some(k) => k,
-        None if live.is_some() => 1,
-        None => 4,
-    };
-    let harness_bin = match crate::batch::harness_bin(args.harness.as_deref()) {
+    let plan = match RunPlan::of(&args) {
         Ok(p) => p,
-        Err(e) => {
-            errln!("bench run: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
-        }
+        Err(early) => return early.exit(),
     };
-    let required = categories_required(&args.suite, &args.category);
-    let hybrid = live.as_ref().and_then(|l| l.hybrid);
-    // A hybrid run replays first: every case needs its recording.
-    let live_load = live.is_some() && hybrid.is_none();
-    let loaded = match load_categories(&args.suite, &args.category, live_load) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("bench run: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
-        }
-    };
-    if let Err(e) = check_categories_present(&args.suite, &required, args.category.is_empty()) {
-        errln!("bench run: {e}");
-        return ExitCode::from(ExitStatus::Unloadable);
+    plan.run().await.unwrap_or_else(Early::exit)
+}
+
+/// Why `bench run` ends before its batch has run: the reason (said on
+/// stderr after `bench run: `) and the exit status, or an earlier run with
+/// nothing left to rerun (a success, said on stdout).
+enum Early {
+    Stop(ExitStatus, String),
+    NothingToRerun(PathBuf),
+}
+
+impl Early {
+    fn usage(e: impl std::fmt::Display) -> Early {
+        Early::Stop(ExitStatus::Usage, e.to_string())
     }
-    for e in &loaded.errors {
-        errln!("bench run: case not loaded: {e}");
+
+    fn unloadable(e: impl std::fmt::Display) -> Early {
+        Early::Stop(ExitStatus::Unloadable, e.to_string())
     }
-    let all_ids: Vec<String> = {
-        let mut v: Vec<String> = loaded.cases.iter().map(|c| c.id().to_string()).collect();
-        v.sort();
-        v
-    };
-    let hash = config_hash(&loaded.cases, args.runs_per_case, args.pass_rate);
-    let mut cases: Vec<Case> = loaded.cases;
-    let mut wanted = args.case.clone();
-    if let Some(dir) = &args.rerun_failed {
-        match crate::summary::Summary::read(dir) {
-            Ok(s) if s.not_passed().is_empty() => {
+
+    fn exit(self) -> ExitCode {
+        match self {
+            Early::Stop(status, why) => {
+                errln!("bench run: {why}");
+                ExitCode::from(status)
+            }
+            Early::NothingToRerun(dir) => {
                 outln!(
                     "bench run: every case passed in {}: nothing to rerun",
                     dir.display()
                 );
-                return ExitCode::SUCCESS;
-            }
-            Ok(s) => wanted.extend(s.not_passed()),
-            Err(e) => {
-                errln!("bench run: --rerun-failed: {e}");
-                return ExitCode::from(ExitStatus::Usage);
+                ExitCode::SUCCESS
             }
         }
     }
+}
+
+/// Everything `bench run` was asked, checked and resolved once, before
+/// anything starts: the cases selected, the harness binary, the live
+/// settings and the settings the summary records. The rest of the command
+/// reads this value, never the arguments.
+struct RunPlan {
+    cases: Vec<Case>,
+    selected: Selected,
+    harness_bin: PathBuf,
+    live: Option<crate::live::LiveSettings>,
+    /// `--record DIR` (live, not hybrid): where the traffic is recorded.
+    record: Option<PathBuf>,
+    max_concurrency: usize,
+    runs_per_case: u32,
+    pass_rate: f64,
+    shard: Option<String>,
+    suite: PathBuf,
+    out: PathBuf,
+    junit: Option<PathBuf>,
+}
+
+/// What the suite's loading and the selection leave for the summary: the
+/// categories asked for, every case id of the suite, its hash and the case
+/// files that did not load.
+struct Selected {
+    required: Vec<String>,
+    all_ids: Vec<String>,
+    config_hash: String,
+    load_errors: Vec<suite::LoadError>,
+}
+
+impl RunPlan {
+    /// The plan of `args`: its values checked (usage errors first, then the
+    /// harness binary), the suite loaded and the cases selected.
+    fn of(args: &RunArgs) -> Result<RunPlan, Early> {
+        if args.runs_per_case == 0 || args.runs_per_case > RUNS_PER_CASE_MAX {
+            return Err(Early::usage(format_args!(
+                "--runs-per-case must be 1..={RUNS_PER_CASE_MAX}"
+            )));
+        }
+        if !(0.0..=1.0).contains(&args.pass_rate) {
+            return Err(Early::usage("--pass-rate must be in [0, 1]"));
+        }
+        let shard = (args.shard.as_deref().map(parse_shard).transpose()).map_err(Early::usage)?;
+        let live = args.live.settings().map_err(Early::usage)?;
+        let max_concurrency = match args.max_concurrency {
+            Some(0) => return Err(Early::usage("--max-concurrency must be at least 1")),
+            Some(k) => k,
+            None if live.is_some() => 1,
+            None => 4,
+        };
+        let harness_bin =
+            crate::batch::harness_bin(args.harness.as_deref()).map_err(Early::unloadable)?;
+        // A hybrid run replays first: every case needs its recording.
+        let live_load = live.as_ref().is_some_and(|l| l.hybrid.is_none());
+        let (cases, selected) = select_cases(args, live_load, shard)?;
+        Ok(RunPlan {
+            cases,
+            selected,
+            harness_bin,
+            live,
+            record: args.live.record.clone(),
+            max_concurrency,
+            runs_per_case: args.runs_per_case,
+            pass_rate: args.pass_rate,
+            shard: args.shard.clone(),
+            suite: args.suite.clone(),
+            out: args.out.clone(),
+            junit: args.junit.clone(),
+        })
+    }
+
+    fn hybrid(&self) -> Option<harness::model::Protocol> {
+        self.live.as_ref().and_then(|l| l.hybrid)
+    }
+
+    /// Run the plan: the live target (when live), the out dir held and
+    /// cleared, the batch, its outputs. Returns the command's exit code.
+    async fn run(self) -> Result<ExitCode, Early> {
+        let live_target = match &self.live {
+            None => None,
+            Some(l) => Some(self.live_target(l).await?),
+        };
+        let hybrid_cases = match self.hybrid() {
+            Some(_) => self.cases.clone(),
+            None => vec![],
+        };
+        let _out_lock =
+            crate::outputs::lock_out_dir(&self.out, "bench run").map_err(Early::usage)?;
+        clear_earlier_cases(&self.out)?;
+        let head = self.summary_head();
+        let (out, junit, hybrid) = (self.out.clone(), self.junit.clone(), self.hybrid());
+        let batch = match &live_target {
+            Some(t) => crate::batch::Batch::start_live(
+                self.cases,
+                t.clone(),
+                self.harness_bin,
+                &out,
+                self.runs_per_case,
+                self.max_concurrency,
+            )
+            .map_err(Early::unloadable)?,
+            None => {
+                let (h, r, k) = (self.harness_bin, self.runs_per_case, self.max_concurrency);
+                (crate::batch::Batch::start(self.cases, h, &out, r, k).await)
+                    .map_err(Early::unloadable)?
+            }
+        };
+        let mut terminal = Terminal::new(batch.total(), "case-runs", Lines::Gate);
+        let mut files = SummaryFiles::new(head, &out, junit.as_deref());
+        let mut reporters = Fanout(vec![&mut terminal, &mut files]);
+        (batch.run(&runner::Overlay::default(), &batch.out, &mut reporters)).await;
+        terminal.finish();
+        let code = finish_outputs(files, &out);
+        Ok(match &live_target {
+            Some(t) => live_exit(t, code, hybrid.is_some(), &hybrid_cases, &out),
+            None => code,
+        })
+    }
+
+    /// The live target the case-runs go through: the proxy, and a hybrid
+    /// run's replay servers and recorder or a `--record` run's recorder.
+    async fn live_target(
+        &self,
+        l: &crate::live::LiveSettings,
+    ) -> Result<std::sync::Arc<crate::live::LiveTarget>, Early> {
+        use crate::live::recorder::Recorder;
+        let proxy = crate::live::start_proxy(l, self.max_concurrency)
+            .await
+            .map_err(Early::unloadable)?;
+        let Some(protocol) = self.hybrid() else {
+            let recorder = match &self.record {
+                None => None,
+                Some(dir) => {
+                    let prov = crate::live::provenance("bench run --record", proxy.upstream_host());
+                    let r = Recorder::new(dir, prov, self.runs_per_case).map_err(Early::usage)?;
+                    Some(std::sync::Arc::new(r))
+                }
+            };
+            let key = l.api_key_env.clone();
+            return Ok(crate::live::LiveTarget::new(
+                proxy, None, recorder, None, key,
+            ));
+        };
+        let servers = runner::Servers::start(&self.cases)
+            .await
+            .map_err(|e| Early::unloadable(format_args!("cannot start the replay server: {e}")))?;
+        let prov = crate::live::provenance("bench run --hybrid", proxy.upstream_host());
+        let dir = self.out.join("hybrid").join("cassettes");
+        let recorder = Recorder::new(&dir, prov, self.runs_per_case).map_err(Early::usage)?;
+        Ok(crate::live::LiveTarget::hybrid(
+            proxy,
+            None,
+            std::sync::Arc::new(recorder.hybrid()),
+            std::sync::Arc::new(servers),
+            protocol,
+            l.api_key_env.clone(),
+        ))
+    }
+
+    /// The summary's settings, before any case-run: what the events do not
+    /// say (`outputs::SummaryFiles`).
+    fn summary_head(&self) -> Summary {
+        let s = &self.selected;
+        Summary {
+            schema_version: crate::summary::SCHEMA_VERSION,
+            passed: false,
+            cases: vec![],
+            categories: Default::default(),
+            overall: crate::summary::totals_of(&[]),
+            p95_definition: String::new(),
+            categories_required: s.required.clone(),
+            git_rev: git_rev(&self.suite),
+            config_hash: s.config_hash.clone(),
+            runs_per_case: self.runs_per_case,
+            pass_rate_policy: self.pass_rate,
+            shard: self.shard.clone(),
+            suite_case_ids: s.all_ids.clone(),
+            load_errors: s.load_errors.clone(),
+            case_runs: 0,
+            wall_ms: 0,
+            case_runs_per_s: 0.0,
+            interrupted: None,
+        }
+    }
+}
+
+/// Load the suite's categories and select the cases to run: `--case`
+/// patterns, an earlier run's failures (`--rerun-failed`) and the shard.
+/// Load errors are said on stderr and kept; a selection of nothing is an
+/// error unless some case file failed to load.
+fn select_cases(
+    args: &RunArgs,
+    live_load: bool,
+    shard: Option<(u32, u32)>,
+) -> Result<(Vec<Case>, Selected), Early> {
+    let required = categories_required(&args.suite, &args.category);
+    let loaded =
+        load_categories(&args.suite, &args.category, live_load).map_err(Early::unloadable)?;
+    check_categories_present(&args.suite, &required, args.category.is_empty())
+        .map_err(Early::unloadable)?;
+    for e in &loaded.errors {
+        errln!("bench run: case not loaded: {e}");
+    }
+    let mut all_ids: Vec<String> = loaded.cases.iter().map(|c| c.id().to_string()).collect();
+    all_ids.sort();
+    let config_hash = config_hash(&loaded.cases, args.runs_per_case, args.pass_rate);
+    let mut cases: Vec<Case> = loaded.cases;
+    let mut wanted = args.case.clone();
+    if let Some(dir) = &args.rerun_failed {
+        match crate::summary::Summary::read(dir) {
+            Ok(s) if s.not_passed().is_empty() => return Err(Early::NothingToRerun(dir.clone())),
+            Ok(s) => wanted.extend(s.not_passed()),
+            Err(e) => return Err(Early::usage(format_args!("--rerun-failed: {e}"))),
+        }
+    }
     if !wanted.is_empty() {
-        if let Some(p) = wanted
-            .iter()
-            .find(|p| !cases.iter().any(|c| id_matches(p, c.id())))
-        {
-            errln!(
-                "bench run: --case {p:?}: no case under {} matches",
-                args.suite.display()
-            );
-            return ExitCode::from(ExitStatus::Unloadable);
+        if let Some(p) = (wanted.iter()).find(|p| !cases.iter().any(|c| id_matches(p, c.id()))) {
+            let under = args.suite.display();
+            return Err(Early::unloadable(format_args!(
+                "--case {p:?}: no case under {under} matches"
+            )));
         }
         cases.retain(|c| wanted.iter().any(|p| id_matches(p, c.id())));
     }
@@ -230,168 +413,55 @@ async fn run_async(args: RunArgs) -> ExitCode {
         cases.retain(|c| shard_of(c.id(), n) == i - 1);
     }
     if cases.is_empty() && loaded.errors.is_empty() {
-        errln!("bench run: no cases to run under {}", args.suite.display());
-        return ExitCode::from(ExitStatus::Unloadable);
+        let under = args.suite.display();
+        return Err(Early::unloadable(format_args!(
+            "no cases to run under {under}"
+        )));
     }
-    let live_target = match &live {
-        None => None,
-        Some(l) => {
-            let proxy = match crate::live::start_proxy(l, max_concurrency).await {
-                Ok(p) => p,
-                Err(e) => {
-                    errln!("bench run: {e}");
-                    return ExitCode::from(ExitStatus::Unloadable);
-                }
-            };
-            if let Some(protocol) = hybrid {
-                let servers = match runner::Servers::start(&cases).await {
-                    Ok(s) => std::sync::Arc::new(s),
-                    Err(e) => {
-                        errln!("bench run: cannot start the replay server: {e}");
-                        return ExitCode::from(ExitStatus::Unloadable);
-                    }
-                };
-                let prov = crate::live::provenance("bench run --hybrid", proxy.upstream_host());
-                let dir = args.out.join("hybrid").join("cassettes");
-                let recorder =
-                    match crate::live::recorder::Recorder::new(&dir, prov, args.runs_per_case) {
-                        Ok(r) => r.hybrid(),
-                        Err(e) => {
-                            errln!("bench run: {e}");
-                            return ExitCode::from(ExitStatus::Usage);
-                        }
-                    };
-                Some(crate::live::LiveTarget::hybrid(
-                    proxy,
-                    None,
-                    std::sync::Arc::new(recorder),
-                    servers,
-                    protocol,
-                    l.api_key_env.clone(),
-                ))
-            } else {
-                let recorder = match &args.live.record {
-                    None => None,
-                    Some(dir) => {
-                        let prov =
-                            crate::live::provenance("bench run --record", proxy.upstream_host());
-                        match crate::live::recorder::Recorder::new(dir, prov, args.runs_per_case) {
-                            Ok(r) => Some(std::sync::Arc::new(r)),
-                            Err(e) => {
-                                errln!("bench run: {e}");
-                                return ExitCode::from(ExitStatus::Usage);
-                            }
-                        }
-                    }
-                };
-                Some(crate::live::LiveTarget::new(
-                    proxy,
-                    None,
-                    recorder,
-                    None,
-                    l.api_key_env.clone(),
-                ))
-            }
-        }
+    let selected = Selected {
+        required,
+        all_ids,
+        config_hash,
+        load_errors: loaded.errors,
     };
-    let hybrid_cases = match hybrid {
-        Some(_) => cases.clone(),
-        None => vec![],
-    };
-    let _out_lock = match crate::outputs::lock_out_dir(&args.out, "bench run") {
-        Ok(l) => l,
-        Err(e) => {
-            errln!("bench run: {e}");
-            return ExitCode::from(ExitStatus::Usage);
-        }
-    };
-    // A reused --out starts empty of case dirs: an earlier run's would sit
-    // beside this run's summary, which does not name them. This process
-    // holds the out dir (the lock above), so no other run is writing there.
-    let old_cases = args.out.join("cases");
+    Ok((cases, selected))
+}
+
+/// A reused --out starts empty of case dirs: an earlier run's would sit
+/// beside this run's summary, which does not name them. The caller holds
+/// the out dir (its lock), so no other run is writing there.
+fn clear_earlier_cases(out: &Path) -> Result<(), Early> {
+    let old_cases = out.join("cases");
     if old_cases.is_dir() {
         if let Err(e) = std::fs::remove_dir_all(&old_cases) {
-            errln!(
-                "bench run: cannot clear {} of an earlier run: {e}",
-                old_cases.display()
-            );
-            return ExitCode::from(ExitStatus::Usage);
+            let old = old_cases.display();
+            return Err(Early::usage(format_args!(
+                "cannot clear {old} of an earlier run: {e}"
+            )));
         }
     }
-    let batch = match &live_target {
-        Some(t) => crate::batch::Batch::start_live(
-            cases,
-            t.clone(),
-            harness_bin,
-            &args.out,
-            args.runs_per_case,
-            max_concurrency,
-        ),
-        None => {
-            crate::batch::Batch::start(
-                cases,
-                harness_bin,
-                &args.out,
-                args.runs_per_case,
-                max_concurrency,
-            )
-            .await
-        }
-    };
-    let batch = match batch {
-        Ok(b) => b,
+    Ok(())
+}
+
+/// A live run's exit: its live outputs (live.json, recordings) can turn the
+/// gate's code into the cap's, and a hybrid run writes its replay suite.
+fn live_exit(
+    t: &crate::live::LiveTarget,
+    code: ExitCode,
+    hybrid: bool,
+    hybrid_cases: &[Case],
+    out: &Path,
+) -> ExitCode {
+    let code = live_outputs(t, out, "run").unwrap_or(code);
+    if !hybrid {
+        return code;
+    }
+    match crate::outputs::hybrid_outputs(t, hybrid_cases, &out.join("hybrid"), "run") {
+        Ok(()) => code,
         Err(e) => {
-            errln!("bench run: {e}");
-            return ExitCode::from(ExitStatus::Unloadable);
+            errln!("{e}");
+            ExitCode::from(ExitStatus::Unloadable)
         }
-    };
-    let head = Summary {
-        schema_version: crate::summary::SCHEMA_VERSION,
-        passed: false,
-        cases: vec![],
-        categories: Default::default(),
-        overall: crate::summary::totals_of(&[]),
-        p95_definition: String::new(),
-        categories_required: required,
-        git_rev: git_rev(&args.suite),
-        config_hash: hash,
-        runs_per_case: args.runs_per_case,
-        pass_rate_policy: args.pass_rate,
-        shard: args.shard.clone(),
-        suite_case_ids: all_ids,
-        load_errors: loaded.errors,
-        case_runs: 0,
-        wall_ms: 0,
-        case_runs_per_s: 0.0,
-        interrupted: None,
-    };
-    let mut terminal = Terminal::new(batch.total(), "case-runs", Lines::Gate);
-    let mut files = SummaryFiles::new(head, &args.out, args.junit.as_deref());
-    batch
-        .run(
-            &runner::Overlay::default(),
-            &batch.out,
-            &mut Fanout(vec![&mut terminal, &mut files]),
-        )
-        .await;
-    terminal.finish();
-    let code = finish_outputs(files, &args.out);
-    match &live_target {
-        Some(t) => {
-            let code = live_outputs(t, &args.out, "run").unwrap_or(code);
-            if hybrid.is_none() {
-                return code;
-            }
-            let dir = args.out.join("hybrid");
-            match crate::outputs::hybrid_outputs(t, &hybrid_cases, &dir, "run") {
-                Ok(()) => code,
-                Err(e) => {
-                    errln!("{e}");
-                    ExitCode::from(ExitStatus::Unloadable)
-                }
-            }
-        }
-        None => code,
     }
 }
 
@@ -415,21 +485,25 @@ pub fn categories_required(root: &Path, named: &[String]) -> Vec<String> {
 
 /// Load the named categories (all of the root's when none is named). Each
 /// is loaded with the suite's own walk; ids stay unique across them.
-fn load_categories(root: &Path, named: &[String], live: bool) -> Result<suite::Suite, String> {
+fn load_categories(
+    root: &Path,
+    named: &[String],
+    live: bool,
+) -> Result<suite::Suite, suite::LoadError> {
     let load = |cat: Option<&str>| match live {
         // Live: a case with no cassette yet loads too (it needs none).
         true => crate::live::load_suite_live(root, cat),
         false => suite::load_suite(root, cat),
     };
     if named.is_empty() {
-        return load(None).map_err(|e| e.to_string());
+        return load(None);
     }
     let mut all = suite::Suite {
         cases: vec![],
         errors: vec![],
     };
     for cat in categories_required(root, named) {
-        let part = load(Some(&cat)).map_err(|e| e.to_string())?;
+        let part = load(Some(&cat))?;
         for c in part.cases {
             match all.cases.iter().find(|o| o.id() == c.id()) {
                 Some(o) => all.errors.push(suite::LoadError {
@@ -445,16 +519,32 @@ fn load_categories(root: &Path, named: &[String], live: bool) -> Result<suite::S
     Ok(all)
 }
 
+/// A required category with no case, or a suite whose categories cannot be
+/// listed.
+#[derive(Debug, thiserror::Error)]
+pub enum CategoriesError {
+    #[error("{0}")]
+    Load(suite::LoadError),
+    #[error("{}: the suite could not be loaded: category {} {} missing or empty (no case directory); {hint}", .root.display(), .listed, if *.several { "are" } else { "is" })]
+    Missing {
+        root: PathBuf,
+        /// The empty categories, each in backticks.
+        listed: String,
+        several: bool,
+        hint: String,
+    },
+}
+
 /// Every required category must hold at least one case directory: a gate
 /// over a suite whose adversarial/ went missing must not pass on the rest.
 pub fn check_categories_present(
     root: &Path,
     required: &[String],
     all_asked: bool,
-) -> Result<(), String> {
+) -> Result<(), CategoriesError> {
     let mut empty = vec![];
     for cat in required {
-        let dirs = suite::suite_case_dirs(root, Some(cat)).map_err(|e| e.to_string())?;
+        let dirs = suite::suite_case_dirs(root, Some(cat)).map_err(CategoriesError::Load)?;
         if dirs.is_empty() {
             empty.push(cat.as_str());
         }
@@ -476,16 +566,16 @@ pub fn check_categories_present(
     } else {
         "every category named with --category must hold a case".to_string()
     };
-    Err(format!(
-        "{}: the suite could not be loaded: category {} {} missing or empty (no case directory); {hint}",
-        root.display(),
-        empty
+    Err(CategoriesError::Missing {
+        root: root.to_path_buf(),
+        listed: empty
             .iter()
             .map(|c| format!("`{c}`"))
             .collect::<Vec<_>>()
             .join(", "),
-        if empty.len() == 1 { "is" } else { "are" },
-    ))
+        several: empty.len() != 1,
+        hint,
+    })
 }
 
 #[cfg(test)]

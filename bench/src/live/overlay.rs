@@ -4,7 +4,7 @@
 //! `bench diverge --endpoint`, so both record a case the same way.
 
 use crate::cli::ProtocolArg;
-use crate::runner::Overlay;
+use crate::spec_overlay::Overlay;
 use crate::suite::Case;
 use harness::model::Protocol;
 

@@ -2,11 +2,26 @@
 
 use super::check::{check, Check};
 use crate::suite::Expect;
+use std::path::PathBuf;
+
+/// Why the files of the run branch's commits could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitFilesError {
+    #[error("{} is not a git work tree", .0.display())]
+    NotGitTree(PathBuf),
+    #[error(transparent)]
+    Git(#[from] harness::gitwork::GitError),
+    #[error("the report names no git_branch")]
+    NoBranch,
+}
+
+/// The files each commit of the run branch changed, oldest first.
+pub type CommitFiles = Result<Vec<Vec<String>>, CommitFilesError>;
 
 pub(super) fn checks(
     e: &Expect,
     commits: Option<usize>,
-    commit_files: Option<&Result<Vec<Vec<String>>, String>>,
+    commit_files: Option<&CommitFiles>,
     out: &mut Vec<Check>,
 ) {
     if let Some(w) = e.commits_count {

@@ -21,7 +21,7 @@
 //! failures are listed in.
 
 mod check;
-mod commits;
+pub mod commits;
 mod files;
 mod outbox;
 mod report_fields;
@@ -47,7 +47,7 @@ pub struct Artifacts<'a> {
     pub commits: Option<usize>,
     /// Files per commit on the run branch, oldest first (only when a case
     /// asks for `commit_files`).
-    pub commit_files: Option<&'a Result<Vec<Vec<String>>, String>>,
+    pub commit_files: Option<&'a commits::CommitFiles>,
 }
 
 pub fn checks(e: &Expect, a: &Artifacts) -> Vec<Check> {

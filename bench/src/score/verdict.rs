@@ -28,33 +28,14 @@ pub fn verdict(
     let got = report.ending.as_str();
     let want = case.expected_ending(run);
     let ending_ok = got == want.as_str();
-    let scored: Vec<&Check> = checks
-        .iter()
-        .filter(|c| c.kind == CheckKind::Scored)
-        .collect();
-    let ok = scored.iter().filter(|c| c.passed).count();
     let gates_ok = checks
         .iter()
         .all(|c| c.kind == CheckKind::Scored || c.passed);
-    let score = if !ending_ok {
-        0.0
-    } else if scored.is_empty() {
-        1.0
-    } else {
-        ok as f64 / scored.len() as f64
-    };
+    let score = score_of(ending_ok, checks);
     let cost = report.spend_usd;
     let mut failures = vec![];
     if !ending_ok {
-        let how = match &case.expected {
-            crate::suite::ExpectedEnding::Fixed(_) => String::new(),
-            crate::suite::ExpectedEnding::Recorded(v) => format!(
-                " (the live run recorded as variant {} of {})",
-                run as usize % v.len().max(1),
-                v.len()
-            ),
-        };
-        failures.push(format!("ending: expected {want}{how}, got {got}"));
+        failures.push(ending_failure(case, run, want, got));
     }
     // Gates first: the failure that decided the verdict is named first.
     for c in checks
@@ -92,6 +73,37 @@ pub fn verdict(
         passed,
         failures,
     }
+}
+
+/// The share of scored checks passed; 0 when the ending is wrong, 1 when
+/// nothing is scored (the ending and gates decide alone).
+fn score_of(ending_ok: bool, checks: &[Check]) -> f64 {
+    let scored: Vec<&Check> = checks
+        .iter()
+        .filter(|c| c.kind == CheckKind::Scored)
+        .collect();
+    let ok = scored.iter().filter(|c| c.passed).count();
+    if !ending_ok {
+        0.0
+    } else if scored.is_empty() {
+        1.0
+    } else {
+        ok as f64 / scored.len() as f64
+    }
+}
+
+/// The wrong ending said, with the recorded variant that set the
+/// expectation when the case expects the live run's ending.
+fn ending_failure(case: &Case, run: u32, want: harness::ending::Ending, got: &str) -> String {
+    let how = match &case.expected {
+        crate::suite::ExpectedEnding::Fixed(_) => String::new(),
+        crate::suite::ExpectedEnding::Recorded(v) => format!(
+            " (the live run recorded as variant {} of {})",
+            run as usize % v.len().max(1),
+            v.len()
+        ),
+    };
+    format!("ending: expected {want}{how}, got {got}")
 }
 
 #[cfg(test)]
