@@ -100,15 +100,21 @@ pub enum MapError {
     #[error("{what}: {cause}")]
     Toml {
         what: String,
-        cause: toml::de::Error,
+        cause: Box<toml::de::Error>,
     },
     /// The map itself refused by the strict loader.
     #[error("{what}: {cause}")]
-    Map { what: String, cause: strict::Error },
+    Map {
+        what: String,
+        cause: Box<strict::Error>,
+    },
     /// A scanned section the doc no longer has.
     #[error("{doc}: no section {heading:?}")]
     NoSection { doc: String, heading: String },
 }
+
+/// Every suite case by id: its `covers` and its `[expect]` keys.
+type Cases = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
 
 /// What the checks read besides the map: the repository's files.
 pub struct Repo {
@@ -124,7 +130,7 @@ impl Repo {
     }
 
     /// Case id -> (its `covers`, its `[expect]` keys), for every suite case.
-    fn cases(&self) -> Result<BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>, MapError> {
+    fn cases(&self) -> Result<Cases, MapError> {
         let mut out = BTreeMap::new();
         for s in SUITES {
             let dir = self.root.join("suites").join(s);
@@ -139,7 +145,7 @@ impl Repo {
                 };
                 let v: toml::Table = text.parse().map_err(|cause| MapError::Toml {
                     what: p.display().to_string(),
-                    cause,
+                    cause: Box::new(cause),
                 })?;
                 let strings = |k: &str| -> BTreeSet<String> {
                     v.get(k)
@@ -172,7 +178,7 @@ pub fn load(path: &Path) -> Result<Map, MapError> {
     })?;
     strict::from_str(strict::Format::Toml, &text).map_err(|cause| MapError::Map {
         what: what(),
-        cause,
+        cause: Box::new(cause),
     })
 }
 
@@ -213,7 +219,7 @@ impl Docs<'_> {
 /// What a promise's entries may name: the suite cases (with their `covers`
 /// and `[expect]` keys), the chaos invariants and the broken variants.
 struct Known<'a> {
-    cases: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
+    cases: Cases,
     invariants: BTreeSet<&'a str>,
     variants: BTreeSet<&'a str>,
 }

@@ -517,23 +517,26 @@ impl Shared {
     /// The call's model (the one `--model` allows, if given), its
     /// `max_tokens` and its price: without them its worst case cannot be
     /// bounded, and it is refused before anything is sent.
-    fn price_call(&self, slot: &str, reg: &RunReg, request: &Value) -> Result<(Price, u64), Reply> {
+    fn price_call(
+        &self,
+        slot: &str,
+        reg: &RunReg,
+        request: &Value,
+    ) -> Result<(Price, u64), Box<Reply>> {
         let Some(model) = request
             .get("model")
             .and_then(Value::as_str)
             .map(str::to_string)
         else {
-            return Err(self.reject(
+            return Err(self.refuse(
                 slot,
-                400,
                 "request body: field `model`: expected the model name (a string)".into(),
             ));
         };
         if let Some(only) = &self.live_model {
             if *only != model {
-                return Err(self.reject(
+                return Err(self.refuse(
                     slot,
-                    400,
                     format!("request body: field `model`: the live endpoint is used for --model {only:?} only, and this call asks for {model:?}; nothing was sent"),
                 ));
             }
@@ -543,20 +546,24 @@ impl Shared {
             .or_else(|| request.get("max_completion_tokens"))
             .and_then(Value::as_u64)
         else {
-            return Err(self.reject(
+            return Err(self.refuse(
                 slot,
-                400,
                 "request body: field `max_tokens`: expected a number; without it the worst case of the call cannot be bounded".into(),
             ));
         };
         let Some(price) = reg.prices.get(&model).copied() else {
-            return Err(self.reject(
+            return Err(self.refuse(
                 slot,
-                400,
                 format!("model {model:?} has no price in the case-run's run spec ([prices.\"{model}\"]); the budget cannot price it"),
             ));
         };
         Ok((price, max_tokens))
+    }
+
+    /// A call refused before anything was sent (400), for a step that
+    /// returns the refusal as its error.
+    fn refuse(&self, slot: &str, msg: String) -> Box<Reply> {
+        Box::new(self.reject(slot, 400, msg))
     }
 
     /// Keep a received request for scoring, within the case-run's limits.
@@ -611,7 +618,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Reply {
     let path = req.uri().path().to_string();
     let (slot, reg, tail) = match registered_run(&sh, &req, &path) {
         Ok(found) => found,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let call = Call {
         role: header_str(&req, HEADER_CALL_ROLE),
@@ -644,28 +651,28 @@ fn registered_run<'p>(
     sh: &Shared,
     req: &Request<Incoming>,
     path: &'p str,
-) -> Result<(String, RunReg, &'p str), Reply> {
+) -> Result<(String, RunReg, &'p str), Box<Reply>> {
     if req.method() != Method::POST {
-        return Err(error_response(
+        return Err(Box::new(error_response(
             405,
             "live_proxy",
             &format!("{} {path}: the live proxy takes POST only", req.method()),
-        ));
+        )));
     }
     let Some((key, run, tail)) = route(path) else {
-        return Err(error_response(
+        return Err(Box::new(error_response(
             404,
             "live_proxy",
             &format!("{path}: expected /live/<case>/<run>/<endpoint path>"),
-        ));
+        )));
     };
     let slot = format!("{key}/{run}");
     let Some(reg) = sh.lock_runs().get(&slot).map(|s| s.reg.clone()) else {
-        return Err(error_response(
+        return Err(Box::new(error_response(
             404,
             "live_proxy",
             &format!("no case-run registered as {slot}"),
-        ));
+        )));
     };
     let want = harness::replay::cassette::endpoint_path(reg.protocol);
     if tail != want {
@@ -674,7 +681,7 @@ fn registered_run<'p>(
             reg.protocol.as_str()
         );
         sh.with_slot(&slot, |t| t.rejected.push(msg.clone()));
-        return Err(error_response(404, "live_proxy", &msg));
+        return Err(Box::new(error_response(404, "live_proxy", &msg)));
     }
     Ok((slot, reg, tail))
 }
@@ -743,7 +750,7 @@ async fn go_live(
 ) -> Reply {
     let (price, max_tokens) = match sh.price_call(&slot, &reg, &request) {
         Ok(priced) => priced,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let Ok(permit) = sh.upstream_slots.clone().acquire_owned().await else {
         return error_response(503, "live_proxy", "the proxy is shutting down");
