@@ -108,7 +108,11 @@ struct Targets {
 
 /// Run both arms and analyze: the whole comparison but its rendering.
 pub async fn compare(plan: Plan) -> Result<Compared, CompareError> {
-    let (cases_a, cases_b, load_errors) = load_cases(&plan)?;
+    let Loaded {
+        a: cases_a,
+        b: cases_b,
+        errors: load_errors,
+    } = load_cases(&plan)?;
     for e in &load_errors {
         errln!("bench ab: case not loaded (left out of both arms): {e}");
     }
@@ -175,9 +179,17 @@ impl Compared {
     }
 }
 
+/// Each arm's cases, in the same order, and a line for each case left out
+/// of both arms.
+struct Loaded {
+    a: Vec<Case>,
+    b: Vec<Case>,
+    errors: Vec<String>,
+}
+
 /// Each arm's cases (B's from --suite-b when given, paired by id) and the
 /// lines for the cases left out of both arms.
-fn load_cases(plan: &Plan) -> Result<(Vec<Case>, Vec<Case>, Vec<String>), CompareError> {
+fn load_cases(plan: &Plan) -> Result<Loaded, CompareError> {
     let hybrid = plan.live.as_ref().and_then(|l| l.hybrid);
     let category = plan.category.as_deref();
     let loaded = match &plan.live {
@@ -201,7 +213,11 @@ fn load_cases(plan: &Plan) -> Result<(Vec<Case>, Vec<Case>, Vec<String>), Compar
     if cases_a.is_empty() {
         return Err(CompareError::NoCases(plan.suite.display().to_string()));
     }
-    Ok((cases_a, cases_b, load_errors))
+    Ok(Loaded {
+        a: cases_a,
+        b: cases_b,
+        errors: load_errors,
+    })
 }
 
 /// The replay servers (one set per arm: captures are kept per (case, URL

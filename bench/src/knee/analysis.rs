@@ -496,16 +496,16 @@ fn not_comparable_runs(obs: &[RunObs]) -> Vec<NotComparableRun> {
 /// without the code.
 fn definitions() -> Definitions {
     Definitions {
-            pass_rate: PASS_RATE_DEFINITION.into(),
-            cost_per_verified: COST_DEFINITION.into(),
-            budget_exhausted_share: "case-runs at the level whose report.json ending is BUDGET_EXHAUSTED, over the case-runs at the level".into(),
-            spend_usd: "report.json spend_usd summed over the case-runs at the level. In every figure, a case-run without a usable \
+        pass_rate: PASS_RATE_DEFINITION.into(),
+        cost_per_verified: COST_DEFINITION.into(),
+        budget_exhausted_share: "case-runs at the level whose report.json ending is BUDGET_EXHAUSTED, over the case-runs at the level".into(),
+        spend_usd: "report.json spend_usd summed over the case-runs at the level. In every figure, a case-run without a usable \
 report (no report.json, or UNRECOVERABLE_ERROR: it measures the bench, not the budget) is left out and counted in errored_runs; \
 a case with a case-run at any level that ended in the bench's machinery (a level that changed the traffic so the cassette \
 missed, ...) is left out of every level and listed in not_comparable"
-                .into(),
-            min_cost_level: "the level with the lowest cost per verified task (point estimate); a tie goes to the level that verified more".into(),
-        }
+            .into(),
+        min_cost_level: "the level with the lowest cost per verified task (point estimate); a tie goes to the level that verified more".into(),
+    }
 }
 
 #[cfg(test)]

@@ -175,8 +175,12 @@ enum ReportError {
         path: String,
         source: std::io::Error,
     },
+    /// Boxed: the strict loader's error is large (the path and the value found).
     #[error("{path}: {source}")]
-    Parse { path: String, source: strict::Error },
+    Parse {
+        path: String,
+        source: Box<strict::Error>,
+    },
 }
 
 /// (verified, parked, queue_left, hard cap) from a report.json, read as the
@@ -190,7 +194,7 @@ fn read_report(path: &Path) -> Result<(u64, u64, u64, f64), ReportError> {
     let r: harness::report::Report =
         strict::from_str(strict::Format::Json, &text).map_err(|source| ReportError::Parse {
             path: shown(),
-            source,
+            source: Box::new(source),
         })?;
     let n = |v: usize| v as u64;
     Ok((

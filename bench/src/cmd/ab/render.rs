@@ -346,10 +346,10 @@ fn md_traffic(t: &[ArmTraffic; 2]) -> String {
 /// The cases left out, with why, so a reader sees what the verdict skipped.
 fn md_not_comparable(a: &Analysis) -> String {
     let mut s = format!(
-            "\n### Not comparable under replay\n\n{}. These cases are left out of every statistic above and of the regression guard: a case-run of theirs ended in the bench's own machinery (for a recording miss: the config changed the traffic and the cassette has no answer for the call named), which says nothing about either arm. Above {:.0}% of the cases the comparison gives no verdict.\n\n",
-            a.comparability.note.as_deref().unwrap_or_default(),
-            100.0 * a.comparability.share_max
-        );
+        "\n### Not comparable under replay\n\n{}. These cases are left out of every statistic above and of the regression guard: a case-run of theirs ended in the bench's own machinery (for a recording miss: the config changed the traffic and the cassette has no answer for the call named), which says nothing about either arm. Above {:.0}% of the cases the comparison gives no verdict.\n\n",
+        a.comparability.note.as_deref().unwrap_or_default(),
+        100.0 * a.comparability.share_max
+    );
     let rows: Vec<[String; 5]> = a
         .not_comparable
         .iter()
