@@ -21,6 +21,40 @@ pub(crate) fn json_instruction(schema: &Value) -> String {
 /// turn to come back in ONE user message, and merging a user turn into it keeps
 /// roles alternating.
 pub fn request_body(req: &ModelRequest) -> Value {
+    let messages = messages(req);
+    let system = system_text(req);
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model));
+    body.insert("max_tokens".into(), json!(req.max_tokens));
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system));
+    }
+    body.insert(
+        "messages".into(),
+        Value::Array(
+            messages
+                .into_iter()
+                .map(|(role, content)| json!({"role": role, "content": content}))
+                .collect(),
+        ),
+    );
+    if !req.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(
+                req.tools
+                    .iter()
+                    .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                    .collect(),
+            ),
+        );
+    }
+    Value::Object(body)
+}
+
+/// The turns as (role, content blocks), consecutive same-role turns merged,
+/// the trailing notice last.
+fn messages(req: &ModelRequest) -> Vec<(&'static str, Vec<Value>)> {
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
     let mut push = |role: &'static str, blocks: Vec<Value>| {
         if blocks.is_empty() {
@@ -63,7 +97,12 @@ pub fn request_body(req: &ModelRequest) -> Value {
             _ => messages.push(("user", vec![block])),
         }
     }
+    messages
+}
 
+/// The system prompt, with the JSON instruction appended when the caller
+/// wants JSON (the API has no response_format).
+fn system_text(req: &ModelRequest) -> String {
     let mut system = req.system.clone();
     if let Some(schema) = &req.json_schema {
         if !system.is_empty() {
@@ -71,34 +110,7 @@ pub fn request_body(req: &ModelRequest) -> Value {
         }
         system.push_str(&json_instruction(schema));
     }
-
-    let mut body = Map::new();
-    body.insert("model".into(), json!(req.model));
-    body.insert("max_tokens".into(), json!(req.max_tokens));
-    if !system.is_empty() {
-        body.insert("system".into(), json!(system));
-    }
-    body.insert(
-        "messages".into(),
-        Value::Array(
-            messages
-                .into_iter()
-                .map(|(role, content)| json!({"role": role, "content": content}))
-                .collect(),
-        ),
-    );
-    if !req.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(
-                req.tools
-                    .iter()
-                    .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-                    .collect(),
-            ),
-        );
-    }
-    Value::Object(body)
+    system
 }
 
 fn text_block(text: &str) -> Vec<Value> {
@@ -135,27 +147,7 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
                     texts.push(t);
                 }
             }
-            Some("tool_use") => {
-                let id = block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("content[{i}] tool_use has no id"))?;
-                let name = block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("content[{i}] tool_use has no name"))?;
-                let input = match block.get("input") {
-                    Some(v @ Value::Object(_)) => v.clone(),
-                    // Same contract as OpenAI: non-object input never reaches a tool.
-                    Some(other) => json!({"__unparsed": other.to_string()}),
-                    None => json!({}),
-                };
-                tool_calls.push(ToolCall {
-                    id: id.into(),
-                    name: name.into(),
-                    input,
-                });
-            }
+            Some("tool_use") => tool_calls.push(tool_use(i, block)?),
             Some(_) => {}
             None => return Err(format!("content[{i}] has no type: {}", short(block))),
         }
@@ -168,16 +160,7 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
         Some(other) => StopReason::Other(other.into()),
         None => StopReason::Other(String::new()),
     };
-    let usage = match obj.get("usage") {
-        Some(u @ Value::Object(_)) => Usage {
-            input_tokens: req_u64(u, "input_tokens", "usage")?,
-            output_tokens: req_u64(u, "output_tokens", "usage")?,
-            cache_creation_input_tokens: opt_u64(u, "cache_creation_input_tokens", "usage")?,
-            cache_read_input_tokens: opt_u64(u, "cache_read_input_tokens", "usage")?,
-        },
-        Some(other) => return Err(format!("usage is not an object: {}", short(other))),
-        None => return Err("usage is missing".into()),
-    };
+    let usage = usage(obj.get("usage"))?;
     let model = obj
         .get("model")
         .and_then(Value::as_str)
@@ -190,6 +173,42 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
         usage,
         model,
     })
+}
+
+/// Content block `i`, a `tool_use`, as a tool call.
+fn tool_use(i: usize, block: &Value) -> Result<ToolCall, String> {
+    let id = block
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("content[{i}] tool_use has no id"))?;
+    let name = block
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("content[{i}] tool_use has no name"))?;
+    let input = match block.get("input") {
+        Some(v @ Value::Object(_)) => v.clone(),
+        // Same contract as OpenAI: non-object input never reaches a tool.
+        Some(other) => json!({"__unparsed": other.to_string()}),
+        None => json!({}),
+    };
+    Ok(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        input,
+    })
+}
+
+fn usage(u: Option<&Value>) -> Result<Usage, String> {
+    match u {
+        Some(u @ Value::Object(_)) => Ok(Usage {
+            input_tokens: req_u64(u, "input_tokens", "usage")?,
+            output_tokens: req_u64(u, "output_tokens", "usage")?,
+            cache_creation_input_tokens: opt_u64(u, "cache_creation_input_tokens", "usage")?,
+            cache_read_input_tokens: opt_u64(u, "cache_read_input_tokens", "usage")?,
+        }),
+        Some(other) => Err(format!("usage is not an object: {}", short(other))),
+        None => Err("usage is missing".into()),
+    }
 }
 
 /// Render a scripted reply as the API would send it. The id is derived from

@@ -203,19 +203,7 @@ impl ModelClient {
         req: &ModelRequest,
         gate: &mut G,
     ) -> Result<ModelReply, CallError<G::Stop>> {
-        let key = self
-            .cfg
-            .api_key_env
-            .as_deref()
-            .and_then(|name| std::env::var(name).ok())
-            .filter(|k| !k.is_empty());
-        let body = self.wire_body(req);
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| ModelError::Config(format!("cannot serialise request: {e}")))
-            .map_err(CallError::Model)?;
-        let base_headers = self
-            .headers(req, key.as_deref())
-            .map_err(CallError::Model)?;
+        let (key, body, base_headers) = self.prepare(req).map_err(CallError::Model)?;
         let max = self.cfg.retry.effective_max_attempts();
         let deadline = gate.deadline();
         let timeout_cap = Duration::from_millis(self.cfg.request_timeout_ms);
@@ -225,18 +213,11 @@ impl ModelClient {
         for attempt in 0..max {
             // The time this attempt may take: the request timeout, or less
             // when the run's clock has less left.
-            let timeout = match deadline {
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(CallError::Model(ModelError::Deadline {
-                            attempts: attempt,
-                            last,
-                        }));
-                    }
-                    timeout_cap.min(left)
-                }
-                None => timeout_cap,
+            let Some(timeout) = attempt_timeout(deadline, timeout_cap) else {
+                return Err(CallError::Model(ModelError::Deadline {
+                    attempts: attempt,
+                    last,
+                }));
             };
             gate.before_attempt(attempt).map_err(CallError::Stopped)?;
             let mut headers = base_headers.clone();
@@ -267,16 +248,7 @@ impl ModelClient {
                         .map_err(CallError::Stopped)?;
                     last = format!("attempt {}: {l}", attempt + 1);
                     if attempt + 1 < max {
-                        let mut wait = Duration::from_millis(retry_delay_ms(
-                            &self.cfg.retry,
-                            &req.call_key,
-                            attempt,
-                            retry_after_ms,
-                        ));
-                        if let Some(d) = deadline {
-                            wait = wait.min(d.saturating_duration_since(Instant::now()));
-                        }
-                        tokio::time::sleep(wait).await;
+                        self.back_off(req, attempt, retry_after_ms, deadline).await;
                     }
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(CallError::Model(ModelError::Deadline {
@@ -292,6 +264,45 @@ impl ModelClient {
             last,
             billed_unknown_attempts: billed_unknown,
         }))
+    }
+
+    /// What every attempt of one call sends, made once: the API key (from
+    /// its env var), the body's bytes and the headers but the attempt's.
+    fn prepare(
+        &self,
+        req: &ModelRequest,
+    ) -> Result<(Option<String>, Vec<u8>, HeaderMap), ModelError> {
+        let key = self
+            .cfg
+            .api_key_env
+            .as_deref()
+            .and_then(|name| std::env::var(name).ok())
+            .filter(|k| !k.is_empty());
+        let body = self.wire_body(req);
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| ModelError::Config(format!("cannot serialise request: {e}")))?;
+        let headers = self.headers(req, key.as_deref())?;
+        Ok((key, body, headers))
+    }
+
+    /// The backoff before the next attempt, never past the deadline.
+    async fn back_off(
+        &self,
+        req: &ModelRequest,
+        attempt: u32,
+        retry_after_ms: Option<u64>,
+        deadline: Option<Instant>,
+    ) {
+        let mut wait = Duration::from_millis(retry_delay_ms(
+            &self.cfg.retry,
+            &req.call_key,
+            attempt,
+            retry_after_ms,
+        ));
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(Instant::now()));
+        }
+        tokio::time::sleep(wait).await;
     }
 
     fn headers(&self, req: &ModelRequest, key: Option<&str>) -> Result<HeaderMap, ModelError> {
@@ -401,57 +412,100 @@ impl ModelClient {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         let read = read_capped(resp, MAX_RESPONSE_BYTES).await;
-
-        if let Ok(bytes) = &read {
-            if let Some(detail) = recording_miss(bytes, replay_miss_header) {
-                return Attempt::Fatal(ModelError::RecordingMiss {
-                    detail: redact(&detail, key),
-                });
-            }
-        } else if replay_miss_header {
-            return Attempt::Fatal(ModelError::RecordingMiss {
-                detail: "x-replay-miss: 1 (body unreadable)".into(),
-            });
+        if let Some(miss) = recording_miss_of(&read, replay_miss_header, key) {
+            return miss;
         }
-
         if status.is_success() {
-            // From here on the endpoint accepted the request and may have
-            // billed it, so every failure counts as an unparseable billed attempt.
-            let detail = match read {
-                Ok(bytes) => match parse_response(self.cfg.protocol, &bytes) {
-                    Ok(parsed) => return Attempt::Done(parsed),
-                    Err(d) => d,
-                },
-                Err(d) => d,
-            };
-            return Attempt::Retry {
-                last: redact(
-                    &format!("HTTP {} with unparseable body: {detail}", status.as_u16()),
-                    key,
-                ),
-                retry_after_ms: None,
-                billing: Billing::Unknown,
-            };
+            return self.read_success(status, read, key);
         }
+        failed_status(status, &read, retry_after_ms, key)
+    }
 
-        let body_text = match &read {
-            Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-            Err(d) => format!("<body unreadable: {d}>"),
+    /// A 2xx reply: from here on the endpoint accepted the request and may
+    /// have billed it, so every failure counts as an unparseable billed
+    /// attempt.
+    fn read_success(
+        &self,
+        status: StatusCode,
+        read: Result<Vec<u8>, String>,
+        key: Option<&str>,
+    ) -> Attempt {
+        let detail = match read {
+            Ok(bytes) => match parse_response(self.cfg.protocol, &bytes) {
+                Ok(parsed) => return Attempt::Done(parsed),
+                Err(d) => d,
+            },
+            Err(d) => d,
         };
-        // Redact before truncating so a cut can never leave part of the key.
-        let body_text = truncate_str(&redact(&body_text, key), MAX_ERROR_BODY_BYTES);
-        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-            Attempt::Retry {
-                last: format!("HTTP {}: {body_text}", status.as_u16()),
-                retry_after_ms,
-                billing: Billing::NotBilled,
-            }
-        } else {
-            Attempt::Fatal(ModelError::Rejected {
-                status: status.as_u16(),
-                body: body_text,
-            })
+        Attempt::Retry {
+            last: redact(
+                &format!("HTTP {} with unparseable body: {detail}", status.as_u16()),
+                key,
+            ),
+            retry_after_ms: None,
+            billing: Billing::Unknown,
         }
+    }
+}
+
+/// The time an attempt may take: the request timeout, or what is left
+/// before the deadline; None once the deadline has passed.
+fn attempt_timeout(deadline: Option<Instant>, timeout_cap: Duration) -> Option<Duration> {
+    match deadline {
+        Some(d) => {
+            let left = d.saturating_duration_since(Instant::now());
+            (!left.is_zero()).then(|| timeout_cap.min(left))
+        }
+        None => Some(timeout_cap),
+    }
+}
+
+/// A replay server's "no recording for this request", whatever the status:
+/// fatal, since asking again cannot find one.
+fn recording_miss_of(
+    read: &Result<Vec<u8>, String>,
+    replay_miss_header: bool,
+    key: Option<&str>,
+) -> Option<Attempt> {
+    if let Ok(bytes) = read {
+        if let Some(detail) = recording_miss(bytes, replay_miss_header) {
+            return Some(Attempt::Fatal(ModelError::RecordingMiss {
+                detail: redact(&detail, key),
+            }));
+        }
+    } else if replay_miss_header {
+        return Some(Attempt::Fatal(ModelError::RecordingMiss {
+            detail: "x-replay-miss: 1 (body unreadable)".into(),
+        }));
+    }
+    None
+}
+
+/// A non-2xx reply: 429 and 5xx are retried (not billed), anything else is
+/// the request's fault and fatal.
+fn failed_status(
+    status: StatusCode,
+    read: &Result<Vec<u8>, String>,
+    retry_after_ms: Option<u64>,
+    key: Option<&str>,
+) -> Attempt {
+    let body_text = match read {
+        Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Err(d) => format!("<body unreadable: {d}>"),
+    };
+    // Redact before truncating so a cut can never leave part of the key.
+    let body_text = truncate_str(&redact(&body_text, key), MAX_ERROR_BODY_BYTES);
+    if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        Attempt::Retry {
+            last: format!("HTTP {}: {body_text}", status.as_u16()),
+            retry_after_ms,
+            billing: Billing::NotBilled,
+        }
+    } else {
+        Attempt::Fatal(ModelError::Rejected {
+            status: status.as_u16(),
+            body: body_text,
+        })
     }
 }
 

@@ -16,54 +16,7 @@ pub fn request_body(req: &ModelRequest) -> Value {
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
     }
-    for turn in &req.turns {
-        match turn {
-            Turn::User { text } => messages.push(json!({"role": "user", "content": text})),
-            Turn::Assistant { text, tool_calls } => {
-                let mut m = Map::new();
-                m.insert("role".into(), json!("assistant"));
-                // `content: null` with tool calls is what the API itself returns;
-                // some servers reject an empty string there.
-                let content = if text.is_empty() && !tool_calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(text)
-                };
-                m.insert("content".into(), content);
-                if !tool_calls.is_empty() {
-                    m.insert(
-                        "tool_calls".into(),
-                        Value::Array(
-                            tool_calls
-                                .iter()
-                                .map(|c| {
-                                    // Always a valid JSON string, even for an
-                                    // `{"__unparsed": raw}` input: servers that
-                                    // re-parse arguments for their chat template
-                                    // (llama.cpp, vLLM) would reject the raw text.
-                                    json!({"id": c.id, "type": "function",
-                                           "function": {"name": c.name, "arguments": c.input.to_string()}})
-                                })
-                                .collect(),
-                        ),
-                    );
-                }
-                messages.push(Value::Object(m));
-            }
-            Turn::ToolResult {
-                call_id,
-                content,
-                is_error,
-            } => {
-                let content = if *is_error {
-                    format!("{TOOL_ERROR_PREFIX}{content}")
-                } else {
-                    content.clone()
-                };
-                messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": content}));
-            }
-        }
-    }
+    messages.extend(req.turns.iter().map(message));
     // Last, after everything cacheable, so the prompt prefix stays identical.
     if let Some(notice) = &req.trailing_notice {
         messages.push(json!({"role": "user", "content": notice}));
@@ -96,6 +49,59 @@ pub fn request_body(req: &ModelRequest) -> Value {
     Value::Object(body)
 }
 
+/// One turn as a chat message; field order is part of the recorded bodies
+/// the replay server matches, so it must not change.
+fn message(turn: &Turn) -> Value {
+    match turn {
+        Turn::User { text } => json!({"role": "user", "content": text}),
+        Turn::Assistant { text, tool_calls } => assistant_message(text, tool_calls),
+        Turn::ToolResult {
+            call_id,
+            content,
+            is_error,
+        } => {
+            let content = if *is_error {
+                format!("{TOOL_ERROR_PREFIX}{content}")
+            } else {
+                content.clone()
+            };
+            json!({"role": "tool", "tool_call_id": call_id, "content": content})
+        }
+    }
+}
+
+fn assistant_message(text: &str, tool_calls: &[ToolCall]) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), json!("assistant"));
+    // `content: null` with tool calls is what the API itself returns;
+    // some servers reject an empty string there.
+    let content = if text.is_empty() && !tool_calls.is_empty() {
+        Value::Null
+    } else {
+        json!(text)
+    };
+    m.insert("content".into(), content);
+    if !tool_calls.is_empty() {
+        m.insert(
+            "tool_calls".into(),
+            Value::Array(
+                tool_calls
+                    .iter()
+                    .map(|c| {
+                        // Always a valid JSON string, even for an
+                        // `{"__unparsed": raw}` input: servers that
+                        // re-parse arguments for their chat template
+                        // (llama.cpp, vLLM) would reject the raw text.
+                        json!({"id": c.id, "type": "function",
+                               "function": {"name": c.name, "arguments": c.input.to_string()}})
+                    })
+                    .collect(),
+            ),
+        );
+    }
+    Value::Object(m)
+}
+
 /// Parse `choices[0]`. Usage is mapped so nothing is double-billed:
 /// `prompt_tokens` INCLUDES the cached tokens, so
 /// `input_tokens = prompt_tokens - cached_tokens`, `cache_read = cached_tokens`,
@@ -125,10 +131,37 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
             ))
         }
     };
-    let mut text = match message.get("content") {
+    let mut text = message_text(message, raw_calls)?;
+    let tool_calls = tool_calls(raw_calls)?;
+    let finish = choice.get("finish_reason").and_then(Value::as_str);
+    let mut stop_reason = stop_reason(finish, !tool_calls.is_empty());
+    if let Some(Value::String(refusal)) = message.get("refusal") {
+        stop_reason = StopReason::Refusal;
+        if text.is_empty() {
+            text = refusal.clone();
+        }
+    }
+    let usage = usage(obj.get("usage"))?;
+    let model = obj
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Ok(ParsedReply {
+        text,
+        tool_calls,
+        stop_reason,
+        usage,
+        model,
+    })
+}
+
+/// The message's text: a string, null, or content parts (some servers send
+/// those; the text ones are kept).
+fn message_text(message: &Value, raw_calls: &[Value]) -> Result<String, String> {
+    Ok(match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) => String::new(),
-        // Some servers send content parts; keep the text ones.
         Some(Value::Array(parts)) => parts
             .iter()
             .filter_map(|p| p.get("text").and_then(Value::as_str))
@@ -145,8 +178,10 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
             return Err("message has no content and no tool_calls".into())
         }
         None => String::new(),
-    };
+    })
+}
 
+fn tool_calls(raw_calls: &[Value]) -> Result<Vec<ToolCall>, String> {
     let mut tool_calls = Vec::with_capacity(raw_calls.len());
     for (i, c) in raw_calls.iter().enumerate() {
         let f = c
@@ -176,25 +211,25 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
             input,
         });
     }
+    Ok(tool_calls)
+}
 
-    let finish = choice.get("finish_reason").and_then(Value::as_str);
-    let mut stop_reason = match finish {
-        Some("stop") if !tool_calls.is_empty() => StopReason::ToolUse, // Ollama reports "stop" with tool calls
+fn stop_reason(finish: Option<&str>, has_tool_calls: bool) -> StopReason {
+    match finish {
+        Some("stop") if has_tool_calls => StopReason::ToolUse, // Ollama reports "stop" with tool calls
         Some("stop") => StopReason::EndTurn,
         Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
         Some("length") => StopReason::MaxTokens,
         Some("content_filter") => StopReason::Refusal,
         Some(other) => StopReason::Other(other.into()),
         None => StopReason::Other(String::new()),
-    };
-    if let Some(Value::String(refusal)) = message.get("refusal") {
-        stop_reason = StopReason::Refusal;
-        if text.is_empty() {
-            text = refusal.clone();
-        }
     }
+}
 
-    let usage = match obj.get("usage") {
+/// Without usage the call cannot be billed, so a reply without it is
+/// unparseable.
+fn usage(u: Option<&Value>) -> Result<Usage, String> {
+    match u {
         Some(u @ Value::Object(_)) => {
             let prompt = req_u64(u, "prompt_tokens", "usage")?;
             let completion = req_u64(u, "completion_tokens", "usage")?;
@@ -207,29 +242,16 @@ pub fn parse_response(body: &[u8]) -> Result<ParsedReply, String> {
             // A server reporting more cached than prompt tokens would otherwise
             // make total() exceed what was sent.
             .min(prompt);
-            Usage {
+            Ok(Usage {
                 input_tokens: prompt - cached,
                 output_tokens: completion,
                 cache_read_input_tokens: cached,
                 cache_creation_input_tokens: 0,
-            }
+            })
         }
-        Some(other) => return Err(format!("usage is not an object: {}", short(other))),
-        // Without usage the call cannot be billed; treat as unparseable.
-        None => return Err("usage is missing".into()),
-    };
-    let model = obj
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    Ok(ParsedReply {
-        text,
-        tool_calls,
-        stop_reason,
-        usage,
-        model,
-    })
+        Some(other) => Err(format!("usage is not an object: {}", short(other))),
+        None => Err("usage is missing".into()),
+    }
 }
 
 /// Arguments arrive as a JSON string. Anything that is not a JSON object is

@@ -25,26 +25,19 @@
 //! not be measured (`--detector judge` with no recordings, or recordings that
 //! are refused: scripted, stale, incomplete).
 
-pub mod judge;
-pub mod lexical;
-pub mod metrics;
 mod plot;
-pub mod queues;
 pub mod render;
 
 use crate::cli::ProtocolArg;
 use crate::exit::ExitStatus;
 use crate::live;
 use crate::prices;
+use bench::calibrate::metrics::{self, DetectorEntry};
+use bench::calibrate::{judge, queues, Calibration, Detectors, JudgeSource, Plan};
 use clap::{Args, ValueEnum};
-use harness::ledger::PriceTable;
 use harness::model::Protocol;
-use metrics::{DetectorEntry, DetectorInput, NotMeasured, Obs};
-use queues::{Label, LabeledSet};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
 /// Runs per queue: more is a waste of a labeled set this small.
 pub const RUNS_MAX: u32 = 20;
@@ -126,238 +119,134 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(ExitStatus::Usage)
 }
 
-/// The lexical detector on every queue, `runs` times. Deterministic, so the
-/// runs only differ in measured latency; they are kept so `--runs N` reports
-/// the same structure for every detector.
-pub fn run_lexical(set: &LabeledSet, runs: u32) -> DetectorInput {
-    let runs = (0..runs.max(1))
-        .map(|_| {
-            set.queues
-                .iter()
-                .map(|q| {
-                    let tasks: Vec<(String, String)> = q
-                        .queue
-                        .iter()
-                        .map(|t| (t.id.clone(), t.description.clone()))
-                        .collect();
-                    let started = Instant::now();
-                    let c = lexical::check(&q.goal, &tasks);
-                    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-                    Ok(Obs {
-                        score: c.drift_score,
-                        off_goal: c.off_goal_task_ids,
-                        cost_usd: Some(0.0),
-                        latency_ms,
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    DetectorInput {
-        name: "lexical".into(),
-        kind: "model-free baseline: goal/task word overlap".into(),
-        source: format!(
-            "computed here (stem-set cosine per task, full credit at {}, off-goal below {} credit)",
-            lexical::FULL_CREDIT_COSINE,
-            lexical::OFF_GOAL_BELOW_CREDIT
-        ),
-        model: None,
-        runs,
-    }
-}
-
-pub fn judge_input(run: &judge::JudgeRun) -> DetectorInput {
-    DetectorInput {
-        name: "judge".into(),
-        kind: "LLM judge: the harness's drift request, fresh context, (goal, queue) only".into(),
-        source: run.source.clone(),
-        model: Some(format!("{} ({})", run.model, run.protocol.as_str())),
-        runs: run
-            .checks
-            .iter()
-            .map(|row| {
-                row.iter()
-                    .map(|c| {
-                        c.outcome.as_ref().map_err(|e| e.clone()).map(|dc| Obs {
-                            score: dc.drift_score,
-                            off_goal: dc.off_goal_task_ids.clone(),
-                            cost_usd: c.cost_usd,
-                            latency_ms: c.latency_ms as f64,
-                        })
-                    })
-                    .collect()
-            })
-            .collect(),
-    }
-}
-
 pub fn run(args: CalibrateArgs) -> ExitCode {
-    if args.runs == 0 || args.runs > RUNS_MAX {
-        return usage(format!("--runs {}: expected 1..={RUNS_MAX}", args.runs));
-    }
-    let live = args.endpoint.is_some();
-    if live && (args.protocol.is_none() || args.model.is_none()) {
-        return usage("--endpoint needs --protocol (openai|anthropic) and --model");
-    }
-    if !live && (args.protocol.is_some() || args.model.is_some() || args.api_key_env.is_some()) {
-        return usage("--protocol, --model and --api-key-env go with --endpoint");
-    }
-    if args.record.is_some() && !live {
-        return usage("--record records a live endpoint's answers; it needs --endpoint");
-    }
-    if !live && (args.max_usd.is_some() || args.max_tokens.is_some()) {
-        return usage("--max-usd and --max-tokens cap a live endpoint; they go with --endpoint");
-    }
-    if args.max_concurrency == 0 || args.max_concurrency > live::proxy::IN_FLIGHT_MAX {
-        return usage(format!(
-            "--max-concurrency {}: expected 1..={}",
-            args.max_concurrency,
-            live::proxy::IN_FLIGHT_MAX
-        ));
-    }
-    let caps = match &args.endpoint {
-        Some(e) => match live::settings(
-            e,
-            args.api_key_env.as_deref(),
-            args.max_usd,
-            args.max_tokens,
-        ) {
-            Ok(s) => Some(s.caps),
-            Err(e) => return usage(e),
-        },
-        None => None,
+    let plan = match plan(&args) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
-    if args.detector == DetectorArg::Lexical && live {
-        return usage("--endpoint is for the judge; --detector lexical needs no endpoint");
-    }
-    let set = match queues::load_dir(&args.queues) {
-        Ok(s) => s,
-        Err(errors) => {
-            for e in &errors {
-                errln!("bench calibrate: {e}");
-            }
-            errln!(
-                "bench calibrate: {} problem(s) in the labeled set; nothing was measured",
-                errors.len()
-            );
-            return ExitCode::from(ExitStatus::Usage);
-        }
-    };
-    let prices = match &args.prices {
-        Some(p) => match prices::load_price_table(p) {
-            Ok(t) => t,
-            Err(e) => return usage(e),
-        },
-        None => prices::default_price_table(),
-    };
-    if let (Some(c), Some(m)) = (&caps, &args.model) {
-        let free = judge::price_of(&prices, m)
-            .is_none_or(|p| p.input_usd_per_mtok == 0.0 && p.output_usd_per_mtok == 0.0);
-        if free && c.max_tokens.is_none() {
-            return usage(format!("model {m:?} is not priced or priced at $0, so --max-usd cannot bound it; give --max-tokens (or its price with --prices)"));
-        }
-    }
-
-    let mut inputs: Vec<DetectorInput> = Vec::new();
-    let mut not_measured: BTreeMap<String, NotMeasured> = BTreeMap::new();
-    let mut exit_not_measured = false;
-    if matches!(args.detector, DetectorArg::Lexical | DetectorArg::All) {
-        inputs.push(run_lexical(&set, args.runs));
-    }
-    if matches!(args.detector, DetectorArg::Judge | DetectorArg::All) {
-        match measure_judge(&args, &set, &prices, caps) {
-            Ok(run) => {
-                if let Some(p) = &run.recorded_to {
-                    errln!(
-                        "bench calibrate: recorded the judge's answers to {}",
-                        p.display()
-                    );
-                }
-                if !run.priced {
-                    errln!("bench calibrate: model {:?} has no price in the table: cost per check is reported as not priced (pass --prices)", run.model);
-                }
-                inputs.push(judge_input(&run));
-            }
-            Err(u) => {
-                let how_to = judge::how_to_record(&args.recordings);
-                errln!(
-                    "bench calibrate: judge: NOT MEASURED: {}\n{how_to}",
-                    u.message()
-                );
-                // Under --detector all, "no recordings yet" is the expected
-                // state until issue 9, and the lexical baseline is still
-                // measured; anything else (refused, bad flags) is a failure.
-                exit_not_measured |= args.detector == DetectorArg::Judge
-                    || !matches!(u, judge::Unavailable::NoRecordings(_));
-                not_measured.insert(
-                    "judge".into(),
-                    NotMeasured {
-                        measured: false,
-                        kind: "LLM judge: the harness's drift request, fresh context, (goal, queue) only".into(),
-                        auc: None,
-                        verdict: "not measured: no figures without a real model's answers".into(),
-                        reason: u.message().to_string(),
-                        how_to,
-                    },
-                );
-            }
-        }
-    }
-
-    let mut detectors: BTreeMap<String, DetectorEntry> = BTreeMap::new();
-    let mut reports = Vec::new();
-    for input in &inputs {
-        let r = metrics::evaluate(&set, input);
-        reports.push((input.name.clone(), r.clone()));
-        detectors.insert(input.name.clone(), DetectorEntry::Measured(Box::new(r)));
-    }
-    for (n, nm) in not_measured {
-        detectors.insert(n, DetectorEntry::NotMeasured(nm));
-    }
-    let cal = render::Calibration {
-        n_queues: set.queues.len(),
-        n_aligned: set.count(Label::Aligned),
-        n_drifted: set.count(Label::Drifted),
-        queues_dir: args.queues.display().to_string(),
-        runs: args.runs,
-        bands: render::Bands {
-            prune_above: metrics::PRUNE_ABOVE,
-            halt_above: metrics::HALT_ABOVE,
-        },
-        warnings: set.warnings.clone(),
-        note: metrics::small_sample_note(set.queues.len()),
-        detectors,
-    };
-    if let Err(e) = write_outputs(&args.out, &cal, &reports) {
+    let measured = bench::calibrate::measure(&plan);
+    let cal = &measured.calibration;
+    if let Err(e) = write_outputs(&args.out, cal, &measured.reports) {
         errln!("bench calibrate: {e}");
         return ExitCode::from(ExitStatus::WriteFailed);
     }
-    out!("{}", render::terminal(&cal));
+    out!("{}", render::terminal(cal));
     outln!(
         "wrote {0}/calibration.json, {0}/calibration.md, {0}/roc.svg",
         args.out.display()
     );
-    if exit_not_measured {
+    if measured.not_measured_fails {
         ExitCode::from(ExitStatus::NotMeasured)
     } else {
         ExitCode::SUCCESS
     }
 }
 
-fn measure_judge(
-    args: &CalibrateArgs,
-    set: &LabeledSet,
-    prices: &PriceTable,
-    caps: Option<live::budget::Caps>,
-) -> Result<judge::JudgeRun, judge::Unavailable> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| judge::Unavailable::Config(format!("cannot start the async runtime: {e}")))?;
+/// The flags that go together, checked before anything is read: a usage
+/// error names the flag, and nothing is measured.
+fn check_flags(args: &CalibrateArgs) -> Result<(), ExitCode> {
+    if args.runs == 0 || args.runs > RUNS_MAX {
+        return Err(usage(format!(
+            "--runs {}: expected 1..={RUNS_MAX}",
+            args.runs
+        )));
+    }
+    let live = args.endpoint.is_some();
+    if live && (args.protocol.is_none() || args.model.is_none()) {
+        return Err(usage(
+            "--endpoint needs --protocol (openai|anthropic) and --model",
+        ));
+    }
+    if !live && (args.protocol.is_some() || args.model.is_some() || args.api_key_env.is_some()) {
+        return Err(usage(
+            "--protocol, --model and --api-key-env go with --endpoint",
+        ));
+    }
+    if args.record.is_some() && !live {
+        return Err(usage(
+            "--record records a live endpoint's answers; it needs --endpoint",
+        ));
+    }
+    if !live && (args.max_usd.is_some() || args.max_tokens.is_some()) {
+        return Err(usage(
+            "--max-usd and --max-tokens cap a live endpoint; they go with --endpoint",
+        ));
+    }
+    if args.max_concurrency == 0 || args.max_concurrency > live::proxy::IN_FLIGHT_MAX {
+        return Err(usage(format!(
+            "--max-concurrency {}: expected 1..={}",
+            args.max_concurrency,
+            live::proxy::IN_FLIGHT_MAX
+        )));
+    }
+    Ok(())
+}
+
+/// The one plan the library measures, from the flags: the labeled set, the
+/// price table and the judge's source. Every refusal is printed here and
+/// returned as the exit code.
+fn plan(args: &CalibrateArgs) -> Result<Plan, ExitCode> {
+    check_flags(args)?;
+    let caps = match &args.endpoint {
+        Some(e) => Some(
+            live::settings(
+                e,
+                args.api_key_env.as_deref(),
+                args.max_usd,
+                args.max_tokens,
+            )
+            .map_err(usage)?
+            .caps,
+        ),
+        None => None,
+    };
+    if args.detector == DetectorArg::Lexical && caps.is_some() {
+        return Err(usage(
+            "--endpoint is for the judge; --detector lexical needs no endpoint",
+        ));
+    }
+    let set = queues::load_dir(&args.queues).map_err(|errors| {
+        for e in &errors {
+            errln!("bench calibrate: {e}");
+        }
+        errln!(
+            "bench calibrate: {} problem(s) in the labeled set; nothing was measured",
+            errors.len()
+        );
+        ExitCode::from(ExitStatus::Usage)
+    })?;
+    let prices = match &args.prices {
+        Some(p) => prices::load_price_table(p).map_err(usage)?,
+        None => prices::default_price_table(),
+    };
+    if let (Some(c), Some(m)) = (&caps, &args.model) {
+        let free = judge::price_of(&prices, m)
+            .is_none_or(|p| p.input_usd_per_mtok == 0.0 && p.output_usd_per_mtok == 0.0);
+        if free && c.max_tokens.is_none() {
+            return Err(usage(format!("model {m:?} is not priced or priced at $0, so --max-usd cannot bound it; give --max-tokens (or its price with --prices)")));
+        }
+    }
+    Ok(Plan {
+        set,
+        queues_dir: args.queues.clone(),
+        detectors: match args.detector {
+            DetectorArg::Judge => Detectors::Judge,
+            DetectorArg::Lexical => Detectors::Lexical,
+            DetectorArg::All => Detectors::All,
+        },
+        runs: args.runs,
+        judge: judge_source(args, caps),
+        recordings: args.recordings.clone(),
+        prices,
+    })
+}
+
+/// A live endpoint when one was given (its caps checked), else the
+/// recordings.
+fn judge_source(args: &CalibrateArgs, caps: Option<live::budget::Caps>) -> JudgeSource {
     match (&args.endpoint, args.protocol, &args.model, caps) {
         (Some(endpoint), Some(p), Some(model), Some(caps)) => {
-            let src = judge::LiveSource {
+            JudgeSource::Live(judge::LiveSource {
                 endpoint: endpoint.clone(),
                 protocol: match p {
                     ProtocolArg::Openai => Protocol::Openai,
@@ -377,25 +266,20 @@ fn measure_judge(
                         StructuredArg::JsonObject => harness::model::StructuredOutput::JsonObject,
                     },
                 },
-            };
-            rt.block_on(judge::run_live(set, &src, args.runs, prices))
+            })
         }
-        _ => {
-            let src = judge::ReplaySource {
-                dir: args.recordings.clone(),
-                case: args.judge_case.clone(),
-                allow_scripted: false,
-                capture: false,
-            };
-            rt.block_on(judge::run_replay(set, &src, args.runs, prices))
-                .map(|(run, _)| run)
-        }
+        _ => JudgeSource::Replay(judge::ReplaySource {
+            dir: args.recordings.clone(),
+            case: args.judge_case.clone(),
+            allow_scripted: false,
+            capture: false,
+        }),
     }
 }
 
 fn write_outputs(
     out: &Path,
-    cal: &render::Calibration,
+    cal: &Calibration,
     reports: &[(String, metrics::DetectorReport)],
 ) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
@@ -426,6 +310,7 @@ fn write_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::ledger::PriceTable;
 
     /// The whole pipeline with two detectors, the judge being the scripted
     /// STAND-IN (test only: the command line refuses it). Checks that the
@@ -450,8 +335,8 @@ mod tests {
         let (run, _) = rt
             .block_on(judge::run_replay(&set, &src, 2, &PriceTable::new()))
             .unwrap();
-        let lex = metrics::evaluate(&set, &run_lexical(&set, 1));
-        let jr = metrics::evaluate(&set, &judge_input(&run));
+        let lex = metrics::evaluate(&set, &bench::calibrate::run_lexical(&set, 1));
+        let jr = metrics::evaluate(&set, &bench::calibrate::judge_input(&run));
         // The stand-in's scores were set by hand: mild drift at <= 0.3, so
         // the prune band misses all three mild queues and one hard negative
         // (0.35) is a false alarm.

@@ -36,21 +36,17 @@
 //! cassette that does not parse: the error names the file and the field),
 //! the live run could not start, or the outputs could not be written.
 
-mod compare;
 mod render;
-mod similarity;
-mod trajectory;
 
-use crate::batch::{self, Batch};
+use crate::batch;
 use crate::cli::ProtocolArg;
-use crate::events::{Lines, Terminal};
 use crate::exit::ExitStatus;
-use crate::live::{self, recorder::Recorder, LiveTarget};
+use crate::live;
+use bench::diverge::live::LiveRequest;
+use bench::diverge::{compare, trajectory};
 use clap::Args;
-use harness::model::Protocol;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Args, Debug, Clone)]
@@ -184,185 +180,36 @@ fn write_outputs(out: &Path, r: &compare::DivergeReport) -> Result<(), String> {
     Ok(())
 }
 
-/// One value every cassette of the set agrees on, or None.
-fn agreed<T: PartialEq + Copy>(values: impl Iterator<Item = T>) -> Result<Option<T>, ()> {
-    let mut seen: Option<T> = None;
-    for v in values {
-        match seen {
-            None => seen = Some(v),
-            Some(s) if s == v => {}
-            Some(_) => return Err(()),
-        }
-    }
-    Ok(seen)
-}
-
-/// Live mode: record the recorded set's cases again into `<out>/recorded/`.
-/// SUCCESS when there is something to compare (a run the cap cut short is
-/// missing from the new set and shows as diverged), else the failing code.
+/// Live mode: record the recorded set's cases again into `<out>/recorded/`
+/// (bench::diverge::live). SUCCESS when there is something to compare, else
+/// the failing code.
 async fn record_live(args: &DivergeArgs, set: &trajectory::Set) -> ExitCode {
-    let usage = |m: String| fail(ExitStatus::Usage, m);
-    let unloadable = |m: String| fail(ExitStatus::Unloadable, m);
     let (Some(endpoint), Some(p), Some(model)) = (&args.endpoint, args.protocol, &args.model)
     else {
-        return usage("--endpoint needs --protocol, --model and --max-usd".into());
+        return fail(
+            ExitStatus::Usage,
+            "--endpoint needs --protocol, --model and --max-usd",
+        );
     };
-    let proto = live::overlay::protocol(p);
-    let temperature = match args.temperature {
-        Some(t) => t,
-        None => match agreed(set.cases.values().map(|c| c.temperature.map(f64::to_bits))) {
-            Ok(Some(Some(bits))) => f64::from_bits(bits),
-            _ => {
-                return usage(format!(
-                    "--temperature: the cassettes in {} do not agree on one recorded temperature; give it",
-                    set.dir.display()
-                ))
-            }
-        },
+    let req = LiveRequest {
+        endpoint: endpoint.clone(),
+        protocol: live::overlay::protocol(p),
+        model: model.clone(),
+        max_usd: args.max_usd,
+        max_tokens: args.max_tokens,
+        api_key_env: args.api_key_env.clone(),
+        temperature: args.temperature,
+        seed: args.seed,
+        runs: args.runs,
+        max_concurrency: args.max_concurrency,
+        prices: args.prices.clone(),
+        suite: args.suite.clone(),
+        work: args.work.clone(),
+        harness: args.harness.clone(),
+        out: args.out.clone(),
     };
-    if !(temperature.is_finite() && (0.0..=2.0).contains(&temperature)) {
-        return usage(format!("--temperature {temperature}: expected 0..=2"));
+    match bench::diverge::live::record(&req, set).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e.status(), e),
     }
-    let seed = match args.seed {
-        Some(s) => Some(s),
-        None if proto == Protocol::Anthropic => None,
-        None => agreed(set.cases.values().map(|c| c.seed))
-            .ok()
-            .flatten()
-            .flatten(),
-    };
-    if seed.is_some() && proto == Protocol::Anthropic {
-        return usage("--seed: the Anthropic Messages API takes no seed; leave it out".into());
-    }
-    let runs = args.runs.unwrap_or_else(|| {
-        set.cases
-            .values()
-            .map(|c| c.runs.len() as u32)
-            .max()
-            .unwrap_or(1)
-    });
-    if runs == 0 || runs > batch::RUNS_PER_CASE_MAX {
-        return usage(format!(
-            "--runs {runs}: expected 1..={}",
-            batch::RUNS_PER_CASE_MAX
-        ));
-    }
-    if args.max_concurrency == 0 || args.max_concurrency > batch::CONCURRENCY_MAX {
-        return usage(format!(
-            "--max-concurrency {}: expected 1..={}",
-            args.max_concurrency,
-            batch::CONCURRENCY_MAX
-        ));
-    }
-    let settings = match live::settings(
-        endpoint,
-        args.api_key_env.as_deref(),
-        args.max_usd,
-        args.max_tokens,
-    ) {
-        Ok(s) => s,
-        Err(e) => return usage(e),
-    };
-    let prices = match &args.prices {
-        Some(p) => match crate::prices::load_price_table(p) {
-            Ok(t) => Some(t),
-            Err(e) => return usage(e),
-        },
-        None => None,
-    };
-    let ov = live::overlay::overlay(proto, model, temperature, prices.as_ref());
-    let harness_bin = match batch::harness_bin(args.harness.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return unloadable(e.to_string()),
-    };
-    // The cases, by the recorded cassettes' ids; one the suite lacks is an
-    // error (comparing it against nothing would say "diverged" for a typo).
-    let suite = match live::load_suite_live(&args.suite, None) {
-        Ok(s) => s,
-        Err(e) => return unloadable(format!("--suite: {e}")),
-    };
-    let cases: Vec<_> = suite
-        .cases
-        .into_iter()
-        .filter(|c| set.cases.contains_key(c.id()))
-        .collect();
-    let missing: Vec<&str> = set
-        .cases
-        .keys()
-        .filter(|id| !cases.iter().any(|c| c.id() == id.as_str()))
-        .map(String::as_str)
-        .collect();
-    if !missing.is_empty() {
-        let why = suite
-            .errors
-            .iter()
-            .find(|e| missing.iter().any(|m| e.file.contains(m)))
-            .map(|e| format!(" (first problem: {e})"))
-            .unwrap_or_default();
-        return unloadable(format!(
-            "--suite {}: no case for {} of the recorded set's case ids: {}{why}",
-            args.suite.display(),
-            missing.len(),
-            missing.join(", ")
-        ));
-    }
-    if let Err(e) = live::overlay::check_cases(&cases, &ov, seed, model, args.max_tokens) {
-        return usage(e);
-    }
-    let proxy = match live::start_proxy(&settings, args.max_concurrency).await {
-        Ok(p) => p,
-        Err(e) => return unloadable(e),
-    };
-    let dir = args.out.join("recorded");
-    let recorder = match Recorder::new(
-        &dir,
-        live::provenance("bench diverge", proxy.upstream_host()),
-        runs,
-    ) {
-        Ok(r) => Arc::new(r),
-        Err(e) => return usage(e),
-    };
-    let target = LiveTarget::new(
-        proxy.clone(),
-        None,
-        Some(recorder.clone()),
-        seed,
-        settings.api_key_env.clone(),
-    );
-    errln!(
-        "bench diverge: {} case(s) x {runs} run(s) live against {} ({} {model}, temperature {temperature}), cap {}",
-        cases.len(),
-        proxy.upstream_host(),
-        proto.as_str(),
-        settings.caps.describe()
-    );
-    let b = match Batch::start_live(
-        cases,
-        target.clone(),
-        harness_bin,
-        &args.work,
-        runs,
-        args.max_concurrency,
-    ) {
-        Ok(b) => b,
-        Err(e) => return unloadable(e),
-    };
-    let mut terminal = Terminal::new(b.total(), "live case-runs", Lines::Live);
-    b.run(&ov, &b.out, &mut terminal).await;
-    terminal.finish();
-    let written = recorder.finish();
-    let report = live::LiveReport::collect(&target, written);
-    for l in report.lines() {
-        outln!("{l}");
-    }
-    if let Err(e) = std::fs::create_dir_all(&args.out)
-        .map_err(|e| e.to_string())
-        .and_then(|_| report.write(&args.out))
-    {
-        errln!("bench diverge: cannot write live.json: {e}");
-    }
-    if report.recordings.iter().all(|w| w.path.is_none()) {
-        return unloadable("the live run recorded no cassette; nothing to compare".into());
-    }
-    ExitCode::SUCCESS
 }

@@ -2,31 +2,12 @@
 //! the same `Calibration` value that is written to calibration.json, so the
 //! three never disagree.
 
-use super::metrics::{threshold_text, DetectorEntry, DetectorReport, GroupRow, Table2x2};
-use super::queues::Label;
-use serde::Serialize;
-use std::collections::BTreeMap;
+use bench::calibrate::metrics::{
+    threshold_text, DetectorEntry, DetectorReport, GroupRow, RunSpread, Spread, Table2x2,
+};
+use bench::calibrate::queues::Label;
+use bench::calibrate::Calibration;
 use std::fmt::Write as _;
-
-/// calibration.json.
-#[derive(Debug, Clone, Serialize)]
-pub struct Calibration {
-    pub n_queues: usize,
-    pub n_aligned: usize,
-    pub n_drifted: usize,
-    pub queues_dir: String,
-    pub runs: u32,
-    pub bands: Bands,
-    pub warnings: Vec<String>,
-    pub note: String,
-    pub detectors: BTreeMap<String, DetectorEntry>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Bands {
-    pub prune_above: f64,
-    pub halt_above: f64,
-}
 
 fn pct(x: Option<f64>) -> String {
     match x {
@@ -118,98 +99,133 @@ pub fn detector_md(out: &mut String, name: &str, r: &DetectorReport) {
             .map(|m| format!("; model `{m}`"))
             .unwrap_or_default()
     );
-    let _ = writeln!(out, "| figure | value |\n|---|---|");
-    let _ = writeln!(
-        out,
-        "| queues scored | {} ({} aligned, {} drifted) |",
-        r.n_scored, r.n_aligned, r.n_drifted
-    );
-    let _ = writeln!(
-        out,
-        "| AUC (95% CI, {}) | {:.3} [{:.3}, {:.3}] (SE {:.3}) |",
-        r.auc_ci_method, r.auc, r.auc_ci[0], r.auc_ci[1], r.auc_se
-    );
-    let _ = writeln!(
-        out,
-        "| agreement at > 0.3 | {} {} |",
-        pct(Some(r.agreement)),
-        ci(r.agreement_ci)
-    );
-    let _ = writeln!(
-        out,
-        "| sensitivity at > 0.3 | {} {} |",
-        pct(r.sensitivity),
-        ci(r.sensitivity_ci)
-    );
-    let _ = writeln!(
-        out,
-        "| specificity at > 0.3 | {} {} |",
-        pct(r.specificity),
-        ci(r.specificity_ci)
-    );
-    let _ = writeln!(
-        out,
-        "| agreement at > 0.5 | {} {} |",
-        pct(Some(r.at_0_5.agreement)),
-        ci(r.at_0_5.agreement_ci)
-    );
-    let _ = writeln!(
-        out,
-        "| leave-one-out Youden threshold (median of the folds) | {} (per fold: {}) |",
-        threshold_text(r.loo_threshold),
-        r.loo_threshold_range.map_or("n/a".into(), |[a, b]| {
-            let short = |t: f64| {
-                if t < 0.0 {
-                    "none".to_string()
-                } else {
-                    format!("{t:.3}")
-                }
-            };
-            if a == b {
-                format!("{} in every fold", short(a))
-            } else {
-                format!("{} to {}", short(a), short(b))
-            }
-        })
-    );
-    let _ = writeln!(
-        out,
-        "| leave-one-out agreement | {} {} |",
-        pct(r.loo_agreement),
-        ci(r.loo_agreement_ci)
-    );
-    let _ = writeln!(
-        out,
-        "| Youden threshold on all queues (in-sample J {}, not a score) | {} |",
-        num(r.youden_j_in_sample, 2),
-        threshold_text(r.youden_threshold_all)
-    );
-    let _ = writeln!(
-        out,
-        "| Brier score (score read as P(drifted); 0 best, 0.25 = always 0.5) | {:.3} |",
-        r.brier
-    );
-    let _ = writeln!(
-        out,
-        "| off-goal task ids: precision / recall | {} / {} ({} of {} called off-goal are labeled so; {} labeled) |",
-        pct(r.off_goal_ids.precision),
-        pct(r.off_goal_ids.recall),
-        r.off_goal_ids.correct,
-        r.off_goal_ids.predicted,
-        r.off_goal_ids.labeled
-    );
-    let _ = writeln!(out, "| mean cost per check | {} |", usd(r.mean_cost_usd));
-    let _ = writeln!(
-        out,
-        "| mean (max) latency per check | {} ({}) |\n",
-        ms(r.mean_latency_ms),
-        ms(r.max_latency_ms)
-    );
-
+    figures_md(out, r);
     let _ = writeln!(out, "### 2x2 tables at the harness's bands\n");
     table_md(out, &r.at_0_3, "prune band");
     table_md(out, &r.at_0_5, "halt band");
+    groups_md(out, r);
+    if let Some(s) = &r.run_spread {
+        spread_md(out, s);
+    }
+    failures_md(out, r);
+}
 
+/// The figure/value table: separation, thresholds, off-goal ids, cost.
+fn figures_md(out: &mut String, r: &DetectorReport) {
+    let _ = writeln!(out, "| figure | value |\n|---|---|");
+    for (figure, value) in separation_rows(r).into_iter().chain(other_rows(r)) {
+        let _ = writeln!(out, "| {figure} | {value} |");
+    }
+    let _ = writeln!(out);
+}
+
+/// (figure, value): how well the scores separate the labels, at the bands
+/// and at the thresholds the data would pick.
+fn separation_rows(r: &DetectorReport) -> Vec<(String, String)> {
+    vec![
+        (
+            "queues scored".into(),
+            format!(
+                "{} ({} aligned, {} drifted)",
+                r.n_scored, r.n_aligned, r.n_drifted
+            ),
+        ),
+        (
+            format!("AUC (95% CI, {})", r.auc_ci_method),
+            format!(
+                "{:.3} [{:.3}, {:.3}] (SE {:.3})",
+                r.auc, r.auc_ci[0], r.auc_ci[1], r.auc_se
+            ),
+        ),
+        (
+            "agreement at > 0.3".into(),
+            format!("{} {}", pct(Some(r.agreement)), ci(r.agreement_ci)),
+        ),
+        (
+            "sensitivity at > 0.3".into(),
+            format!("{} {}", pct(r.sensitivity), ci(r.sensitivity_ci)),
+        ),
+        (
+            "specificity at > 0.3".into(),
+            format!("{} {}", pct(r.specificity), ci(r.specificity_ci)),
+        ),
+        (
+            "agreement at > 0.5".into(),
+            format!(
+                "{} {}",
+                pct(Some(r.at_0_5.agreement)),
+                ci(r.at_0_5.agreement_ci)
+            ),
+        ),
+        (
+            "leave-one-out Youden threshold (median of the folds)".into(),
+            format!(
+                "{} (per fold: {})",
+                threshold_text(r.loo_threshold),
+                loo_range(r.loo_threshold_range)
+            ),
+        ),
+        (
+            "leave-one-out agreement".into(),
+            format!("{} {}", pct(r.loo_agreement), ci(r.loo_agreement_ci)),
+        ),
+    ]
+}
+
+/// (figure, value): the in-sample threshold, calibration of the score as a
+/// probability, off-goal ids, cost and latency.
+fn other_rows(r: &DetectorReport) -> Vec<(String, String)> {
+    vec![
+        (
+            format!(
+                "Youden threshold on all queues (in-sample J {}, not a score)",
+                num(r.youden_j_in_sample, 2)
+            ),
+            threshold_text(r.youden_threshold_all),
+        ),
+        (
+            "Brier score (score read as P(drifted); 0 best, 0.25 = always 0.5)".into(),
+            format!("{:.3}", r.brier),
+        ),
+        (
+            "off-goal task ids: precision / recall".into(),
+            format!(
+                "{} / {} ({} of {} called off-goal are labeled so; {} labeled)",
+                pct(r.off_goal_ids.precision),
+                pct(r.off_goal_ids.recall),
+                r.off_goal_ids.correct,
+                r.off_goal_ids.predicted,
+                r.off_goal_ids.labeled
+            ),
+        ),
+        ("mean cost per check".into(), usd(r.mean_cost_usd)),
+        (
+            "mean (max) latency per check".into(),
+            format!("{} ({})", ms(r.mean_latency_ms), ms(r.max_latency_ms)),
+        ),
+    ]
+}
+
+/// The leave-one-out thresholds' range over the folds ("none": a fold
+/// whose best threshold flags nothing).
+fn loo_range(range: Option<[f64; 2]>) -> String {
+    range.map_or("n/a".into(), |[a, b]| {
+        let short = |t: f64| {
+            if t < 0.0 {
+                "none".to_string()
+            } else {
+                format!("{t:.3}")
+            }
+        };
+        if a == b {
+            format!("{} in every fold", short(a))
+        } else {
+            format!("{} to {}", short(a), short(b))
+        }
+    })
+}
+
+fn groups_md(out: &mut String, r: &DetectorReport) {
     let _ = writeln!(out, "### Detection by severity, and the hard cases\n");
     let _ = writeln!(out, "| group | n | > 0.3 (rate) | 95% CI | > 0.5 (rate) | mean score |\n|---|---:|---:|---|---:|---:|");
     for (sev, g) in &r.detection_by_severity {
@@ -236,44 +252,46 @@ pub fn detector_md(out: &mut String, name: &str, r: &DetectorReport) {
             &r.hard_positives
         )
     );
+}
 
-    if let Some(s) = &r.run_spread {
-        let _ = writeln!(out, "### Run-to-run spread ({} runs)\n", s.runs);
-        let _ = writeln!(out, "| run | scored | AUC | agreement > 0.3 | agreement > 0.5 | LOO agreement | Brier |\n|---:|---:|---:|---:|---:|---:|---:|");
-        for p in &s.per_run {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {:.3} | {} | {} | {} | {:.3} |",
-                p.run,
-                p.n_scored,
-                p.auc,
-                pct(Some(p.agreement_at_0_3)),
-                pct(Some(p.agreement_at_0_5)),
-                pct(p.loo_agreement),
-                p.brier
-            );
-        }
-        let sp = |x: &Option<super::metrics::Spread>| {
-            x.as_ref().map_or("n/a".into(), |s| {
-                format!("{:.3} to {:.3} (SD {:.3})", s.min, s.max, s.sd)
-            })
-        };
+fn spread_md(out: &mut String, s: &RunSpread) {
+    let _ = writeln!(out, "### Run-to-run spread ({} runs)\n", s.runs);
+    let _ = writeln!(out, "| run | scored | AUC | agreement > 0.3 | agreement > 0.5 | LOO agreement | Brier |\n|---:|---:|---:|---:|---:|---:|---:|");
+    for p in &s.per_run {
         let _ = writeln!(
             out,
-            "\nAUC {}; agreement > 0.3 {}; Brier {}.",
-            sp(&s.auc),
-            sp(&s.agreement_at_0_3),
-            sp(&s.brier)
-        );
-        let _ = writeln!(
-            out,
-            "Per-queue score SD across runs: mean {:.3}, max {:.3}. Queues whose band changed between runs: {}.\n",
-            s.queue_score_sd_mean,
-            s.queue_score_sd_max,
-            if s.band_flips.is_empty() { "none".to_string() } else { s.band_flips.join(", ") }
+            "| {} | {} | {:.3} | {} | {} | {} | {:.3} |",
+            p.run,
+            p.n_scored,
+            p.auc,
+            pct(Some(p.agreement_at_0_3)),
+            pct(Some(p.agreement_at_0_5)),
+            pct(p.loo_agreement),
+            p.brier
         );
     }
+    let sp = |x: &Option<Spread>| {
+        x.as_ref().map_or("n/a".into(), |s| {
+            format!("{:.3} to {:.3} (SD {:.3})", s.min, s.max, s.sd)
+        })
+    };
+    let _ = writeln!(
+        out,
+        "\nAUC {}; agreement > 0.3 {}; Brier {}.",
+        sp(&s.auc),
+        sp(&s.agreement_at_0_3),
+        sp(&s.brier)
+    );
+    let _ = writeln!(
+        out,
+        "Per-queue score SD across runs: mean {:.3}, max {:.3}. Queues whose band changed between runs: {}.\n",
+        s.queue_score_sd_mean,
+        s.queue_score_sd_max,
+        if s.band_flips.is_empty() { "none".to_string() } else { s.band_flips.join(", ") }
+    );
+}
 
+fn failures_md(out: &mut String, r: &DetectorReport) {
     if !r.failures.is_empty() {
         let _ = writeln!(out, "### Failed checks (left out of every figure)\n");
         for f in &r.failures {

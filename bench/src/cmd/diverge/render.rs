@@ -1,7 +1,7 @@
 //! diverge.md and the terminal table, both from the `DivergeReport` alone
 //! (nothing here looks at a cassette), worst case first.
 
-use super::compare::{CaseDiff, DivergeReport, EndView, Presence, StepView, VariantDiff};
+use bench::diverge::compare::{CaseDiff, DivergeReport, EndView, Presence, StepView, VariantDiff};
 use harness::text::clip_chars;
 use std::fmt::Write;
 
@@ -109,6 +109,22 @@ pub fn markdown(r: &DivergeReport) -> String {
     for n in &r.not_recorded {
         let _ = writeln!(m, "- `{}`: {}", n.field, n.why);
     }
+    cases_table(&mut m, r);
+    for c in r.cases.iter().take(CASE_SECTIONS_MAX) {
+        case_section(&mut m, c);
+    }
+    if r.cases.len() > CASE_SECTIONS_MAX {
+        let _ = writeln!(
+            m,
+            "\n({} more case(s) in the table above; details in diverge.json.)",
+            r.cases.len() - CASE_SECTIONS_MAX
+        );
+    }
+    m
+}
+
+/// One row per case, worst first.
+fn cases_table(m: &mut String, r: &DivergeReport) {
     let _ = writeln!(
         m,
         "\n| case | diverged | similarity | variants | endings recorded | endings against | cost |"
@@ -129,92 +145,93 @@ pub fn markdown(r: &DivergeReport) -> String {
             ratio(c.cost_ratio)
         );
     }
-    for c in r.cases.iter().take(CASE_SECTIONS_MAX) {
-        let _ = writeln!(m, "\n## `{}`\n", c.case);
-        if !c.reasons.is_empty() {
-            let _ = writeln!(m, "{}.\n", c.reasons.join("; "));
-        }
-        let made = |v: &Option<super::compare::MadeView>| {
-            v.as_ref().map_or("-".into(), |x| {
-                format!(
-                    "{}, temperature {}, seed {}",
-                    x.model,
-                    x.temperature.map_or("-".into(), |t| t.to_string()),
-                    x.seed.map_or("-".into(), |s| s.to_string())
-                )
-            })
+}
+
+/// A case's section: who made each side, a row per variant, and where each
+/// diverged variant parts.
+fn case_section(m: &mut String, c: &CaseDiff) {
+    let _ = writeln!(m, "\n## `{}`\n", c.case);
+    if !c.reasons.is_empty() {
+        let _ = writeln!(m, "{}.\n", c.reasons.join("; "));
+    }
+    let made = |v: &Option<bench::diverge::compare::MadeView>| {
+        v.as_ref().map_or("-".into(), |x| {
+            format!(
+                "{}, temperature {}, seed {}",
+                x.model,
+                x.temperature.map_or("-".into(), |t| t.to_string()),
+                x.seed.map_or("-".into(), |s| s.to_string())
+            )
+        })
+    };
+    let _ = writeln!(
+        m,
+        "Recorded: {}. Against: {}.\n",
+        made(&c.made.recorded),
+        made(&c.made.against)
+    );
+    let _ = writeln!(
+        m,
+        "| run | diverged | calls | tasks | seq | ending recorded | ending against | tokens | cost | calls/task |"
+    );
+    let _ = writeln!(
+        m,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for v in &c.runs {
+        let cpt = |e: Option<&EndView>| {
+            e.and_then(|e| e.calls_per_task)
+                .map_or("-".into(), |x| format!("{x:.1}"))
         };
+        let tok = |e: Option<&EndView>| e.map_or("-".into(), |e| e.tokens.to_string());
         let _ = writeln!(
             m,
-            "Recorded: {}. Against: {}.\n",
-            made(&c.made.recorded),
-            made(&c.made.against)
-        );
-        let _ = writeln!(
-            m,
-            "| run | diverged | calls | tasks | seq | ending recorded | ending against | tokens | cost | calls/task |"
-        );
-        let _ = writeln!(
-            m,
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-        );
-        for v in &c.runs {
-            let cpt = |e: Option<&EndView>| {
-                e.and_then(|e| e.calls_per_task)
-                    .map_or("-".into(), |x| format!("{x:.1}"))
-            };
-            let tok = |e: Option<&EndView>| e.map_or("-".into(), |e| e.tokens.to_string());
-            let _ = writeln!(
-                m,
-                "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} |",
-                v.run,
-                if v.diverged { "**yes**" } else { "no" },
-                num(v.calls_jaccard),
-                num(v.tasks_jaccard),
-                num(v.sequence_similarity),
-                ending(v.recorded.as_ref()),
-                ending(v.against.as_ref()),
-                tok(v.recorded.as_ref()),
-                tok(v.against.as_ref()),
-                ratio(v.cost_ratio),
-                cpt(v.recorded.as_ref()),
-                cpt(v.against.as_ref()),
-            );
-        }
-        for v in c.runs.iter().filter(|v| v.diverged) {
-            let _ = writeln!(m, "\nRun {}: {}.\n", v.run, v.reasons.join("; "));
-            if let (Some(rv), Some(av)) = (&v.recorded, &v.against) {
-                let _ = writeln!(
-                    m,
-                    "- tasks planned: recorded {}; against {}",
-                    tasks(&rv.tasks_planned),
-                    tasks(&av.tasks_planned)
-                );
-                let _ = writeln!(
-                    m,
-                    "- steps: recorded {} ({} tool calls), against {} ({} tool calls)",
-                    rv.steps, rv.tool_calls, av.steps, av.tool_calls
-                );
-            }
-            if let Some(p) = &v.first_parting {
-                let (rk, rc) = step(&p.recorded);
-                let (ak, ac) = step(&p.against);
-                let _ = writeln!(m, "\nFirst parting point:\n");
-                let _ = writeln!(m, "| step | side | call key | (tool, args) |");
-                let _ = writeln!(m, "| --- | --- | --- | --- |");
-                let _ = writeln!(m, "| {} | recorded | {rk} | {rc} |", p.step);
-                let _ = writeln!(m, "| {} | against | {ak} | {ac} |", p.step);
-            }
-        }
-    }
-    if r.cases.len() > CASE_SECTIONS_MAX {
-        let _ = writeln!(
-            m,
-            "\n({} more case(s) in the table above; details in diverge.json.)",
-            r.cases.len() - CASE_SECTIONS_MAX
+            "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} |",
+            v.run,
+            if v.diverged { "**yes**" } else { "no" },
+            num(v.calls_jaccard),
+            num(v.tasks_jaccard),
+            num(v.sequence_similarity),
+            ending(v.recorded.as_ref()),
+            ending(v.against.as_ref()),
+            tok(v.recorded.as_ref()),
+            tok(v.against.as_ref()),
+            ratio(v.cost_ratio),
+            cpt(v.recorded.as_ref()),
+            cpt(v.against.as_ref()),
         );
     }
-    m
+    for v in c.runs.iter().filter(|v| v.diverged) {
+        diverged_variant(m, v);
+    }
+}
+
+/// Why a variant diverged, what each side planned and did, and the first
+/// step where they part, side by side.
+fn diverged_variant(m: &mut String, v: &VariantDiff) {
+    let _ = writeln!(m, "\nRun {}: {}.\n", v.run, v.reasons.join("; "));
+    if let (Some(rv), Some(av)) = (&v.recorded, &v.against) {
+        let _ = writeln!(
+            m,
+            "- tasks planned: recorded {}; against {}",
+            tasks(&rv.tasks_planned),
+            tasks(&av.tasks_planned)
+        );
+        let _ = writeln!(
+            m,
+            "- steps: recorded {} ({} tool calls), against {} ({} tool calls)",
+            rv.steps, rv.tool_calls, av.steps, av.tool_calls
+        );
+    }
+    if let Some(p) = &v.first_parting {
+        let (rk, rc) = step(&p.recorded);
+        let (ak, ac) = step(&p.against);
+        let _ = writeln!(m, "\nFirst parting point:\n");
+        let _ = writeln!(m, "| step | side | call key | (tool, args) |");
+        let _ = writeln!(m, "| --- | --- | --- | --- |");
+        let _ = writeln!(m, "| {} | recorded | {rk} | {rc} |", p.step);
+        let _ = writeln!(m, "| {} | against | {ak} | {ac} |", p.step);
+    }
 }
 
 /// The terminal table: one row per case, worst first.

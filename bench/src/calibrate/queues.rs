@@ -258,190 +258,18 @@ pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
         }
     }
 
-    let id = c.string(&table, "id", true).unwrap_or_default();
-    if !id.is_empty() {
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        if !valid_id(&id) {
-            c.err("id", format!("\"{id}\" is not a valid id; expected 1..={MAX_QUEUE_ID_CHARS} characters from A-Z a-z 0-9 - _ ."));
-        } else if id != stem {
-            c.err(
-                "id",
-                format!("is \"{id}\" but the file is {stem}.toml; the id must equal the file name"),
-            );
-        }
-    }
+    let id = c.id(&table, path);
     let domain = c.string(&table, "domain", true).unwrap_or_default();
-    let goal = c.string(&table, "goal", true).unwrap_or_default();
-    if goal.chars().count() > MAX_GOAL_CHARS {
-        c.err(
-            "goal",
-            format!(
-                "is {} characters; the limit is {MAX_GOAL_CHARS}",
-                goal.chars().count()
-            ),
-        );
-    }
-    let label = match c.string(&table, "label", true).as_deref() {
-        Some("aligned") => Some(Label::Aligned),
-        Some("drifted") => Some(Label::Drifted),
-        Some(other) => {
-            c.err(
-                "label",
-                format!("unknown label \"{other}\"; expected \"aligned\" or \"drifted\""),
-            );
-            None
-        }
-        None => None,
-    };
-    let severity = match c.string(&table, "severity", false).as_deref() {
-        None => None,
-        Some("mild") => Some(Severity::Mild),
-        Some("moderate") => Some(Severity::Moderate),
-        Some("severe") => Some(Severity::Severe),
-        Some(other) => {
-            c.err(
-                "severity",
-                format!(
-                    "unknown severity \"{other}\"; expected \"mild\", \"moderate\" or \"severe\""
-                ),
-            );
-            None
-        }
-    };
+    let goal = c.goal(&table);
+    let label = c.label(&table);
+    let severity = c.severity(&table);
     let off_goal = c.strings(&table, "off_goal", true).unwrap_or_default();
     let tags = c.strings(&table, "tags", false).unwrap_or_default();
     let notes = c.string(&table, "notes", false).unwrap_or_default();
-
-    let mut queue = Vec::new();
-    match table.get("queue") {
-        None => c.err(
-            "queue",
-            "missing; expected an array of [[queue]] tables with `id` and `description`".into(),
-        ),
-        Some(toml::Value::Array(items)) => {
-            if items.is_empty() {
-                c.err("queue", "is empty; a queue has at least one task".into());
-            }
-            if items.len() > MAX_TASKS_PER_QUEUE {
-                c.err(
-                    "queue",
-                    format!(
-                        "has {} tasks; the limit is {MAX_TASKS_PER_QUEUE}",
-                        items.len()
-                    ),
-                );
-            }
-            let mut ids = BTreeSet::new();
-            for (i, item) in items.iter().enumerate() {
-                let base = format!("queue[{i}]");
-                let Some(t) = item.as_table() else {
-                    c.err(
-                        &base,
-                        "is not a table; expected { id = \"t1\", description = \"...\" }".into(),
-                    );
-                    continue;
-                };
-                for k in t.keys() {
-                    if !TASK_FIELDS.contains(&k.as_str()) {
-                        c.err(
-                            &format!("{base}.{k}"),
-                            "unknown field; expected `id` and `description`".into(),
-                        );
-                    }
-                }
-                let tid = c.string_at(t, &base, "id").unwrap_or_default();
-                let desc = c.string_at(t, &base, "description").unwrap_or_default();
-                if tid.chars().count() > TASK_ID_MAX_CHARS {
-                    c.err(
-                        &format!("{base}.id"),
-                        format!("is longer than the harness's task id limit ({TASK_ID_MAX_CHARS})"),
-                    );
-                }
-                if desc.chars().count() > TASK_DESCRIPTION_MAX_CHARS {
-                    c.err(
-                        &format!("{base}.description"),
-                        format!(
-                            "is longer than the harness's limit ({TASK_DESCRIPTION_MAX_CHARS})"
-                        ),
-                    );
-                }
-                if !tid.is_empty() && !ids.insert(tid.clone()) {
-                    c.err(
-                        &format!("{base}.id"),
-                        format!("duplicate task id \"{tid}\" in this queue"),
-                    );
-                }
-                queue.push(QueueTask {
-                    id: tid,
-                    description: desc,
-                });
-            }
-        }
-        Some(_) => c.err("queue", "is not an array; expected [[queue]] tables".into()),
-    }
-
-    // Cross-field rules: the label decides what severity and off_goal must be.
-    match label {
-        Some(Label::Drifted) => {
-            if severity.is_none() && table.get("severity").is_none() {
-                c.err(
-                    "severity",
-                    "missing; a drifted queue needs \"mild\", \"moderate\" or \"severe\"".into(),
-                );
-            }
-            if off_goal.is_empty() && table.contains_key("off_goal") {
-                c.err(
-                    "off_goal",
-                    "is empty; a drifted queue names at least one off-goal task id".into(),
-                );
-            }
-        }
-        Some(Label::Aligned) => {
-            if table.contains_key("severity") {
-                c.err(
-                    "severity",
-                    "is set on an aligned queue; only drifted queues have a severity".into(),
-                );
-            }
-            if !off_goal.is_empty() {
-                c.err("off_goal", format!("is {off_goal:?} on an aligned queue; an aligned queue has no off-goal tasks"));
-            }
-        }
-        None => {}
-    }
-    let known: BTreeSet<&str> = queue.iter().map(|t| t.id.as_str()).collect();
-    let mut seen_off = BTreeSet::new();
-    for (i, o) in off_goal.iter().enumerate() {
-        if !known.is_empty() && !known.contains(o.as_str()) {
-            c.err(
-                &format!("off_goal[{i}]"),
-                format!(
-                    "\"{o}\" is not a task id in this queue (ids: {})",
-                    known.iter().copied().collect::<Vec<_>>().join(", ")
-                ),
-            );
-        }
-        if !seen_off.insert(o.as_str()) {
-            c.err(
-                &format!("off_goal[{i}]"),
-                format!("\"{o}\" is listed twice"),
-            );
-        }
-    }
-    for (i, t) in tags.iter().enumerate() {
-        let wrong = match (t.as_str(), label) {
-            ("hard_negative", Some(Label::Drifted)) => {
-                Some("hard_negative marks an ALIGNED queue that looks unrelated on the surface")
-            }
-            ("hard_positive", Some(Label::Aligned)) => {
-                Some("hard_positive marks a DRIFTED queue that reuses the goal's vocabulary")
-            }
-            _ => None,
-        };
-        if let Some(w) = wrong {
-            c.err(&format!("tags[{i}]"), w.into());
-        }
-    }
+    let queue = c.queue(&table);
+    c.label_rules(&table, label, severity, &off_goal);
+    c.off_goal_ids(&queue, &off_goal);
+    c.tags(&tags, label);
 
     if !c.errors.is_empty() {
         return Err(c.errors);
@@ -462,6 +290,239 @@ pub fn parse(path: &Path, text: &str) -> Result<LabeledQueue, Vec<SetError>> {
         notes,
         queue,
     })
+}
+
+/// The fields of a queue file, each checked on its own; every problem is
+/// kept, so one run names them all.
+impl Checker<'_> {
+    /// The id: plain characters, and the file's name (so a queue is found by
+    /// its id).
+    fn id(&mut self, table: &toml::Table, path: &Path) -> String {
+        let id = self.string(table, "id", true).unwrap_or_default();
+        if !id.is_empty() {
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            if !valid_id(&id) {
+                self.err("id", format!("\"{id}\" is not a valid id; expected 1..={MAX_QUEUE_ID_CHARS} characters from A-Z a-z 0-9 - _ ."));
+            } else if id != stem {
+                self.err(
+                    "id",
+                    format!(
+                        "is \"{id}\" but the file is {stem}.toml; the id must equal the file name"
+                    ),
+                );
+            }
+        }
+        id
+    }
+
+    fn goal(&mut self, table: &toml::Table) -> String {
+        let goal = self.string(table, "goal", true).unwrap_or_default();
+        if goal.chars().count() > MAX_GOAL_CHARS {
+            self.err(
+                "goal",
+                format!(
+                    "is {} characters; the limit is {MAX_GOAL_CHARS}",
+                    goal.chars().count()
+                ),
+            );
+        }
+        goal
+    }
+
+    fn label(&mut self, table: &toml::Table) -> Option<Label> {
+        match self.string(table, "label", true).as_deref() {
+            Some("aligned") => Some(Label::Aligned),
+            Some("drifted") => Some(Label::Drifted),
+            Some(other) => {
+                self.err(
+                    "label",
+                    format!("unknown label \"{other}\"; expected \"aligned\" or \"drifted\""),
+                );
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn severity(&mut self, table: &toml::Table) -> Option<Severity> {
+        match self.string(table, "severity", false).as_deref() {
+            None => None,
+            Some("mild") => Some(Severity::Mild),
+            Some("moderate") => Some(Severity::Moderate),
+            Some("severe") => Some(Severity::Severe),
+            Some(other) => {
+                self.err(
+                    "severity",
+                    format!(
+                        "unknown severity \"{other}\"; expected \"mild\", \"moderate\" or \"severe\""
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// The `[[queue]]` tasks, within the harness's own limits.
+    fn queue(&mut self, table: &toml::Table) -> Vec<QueueTask> {
+        let mut queue = Vec::new();
+        match table.get("queue") {
+            None => self.err(
+                "queue",
+                "missing; expected an array of [[queue]] tables with `id` and `description`".into(),
+            ),
+            Some(toml::Value::Array(items)) => {
+                if items.is_empty() {
+                    self.err("queue", "is empty; a queue has at least one task".into());
+                }
+                if items.len() > MAX_TASKS_PER_QUEUE {
+                    self.err(
+                        "queue",
+                        format!(
+                            "has {} tasks; the limit is {MAX_TASKS_PER_QUEUE}",
+                            items.len()
+                        ),
+                    );
+                }
+                let mut ids = BTreeSet::new();
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(t) = self.task(i, item, &mut ids) {
+                        queue.push(t);
+                    }
+                }
+            }
+            Some(_) => self.err("queue", "is not an array; expected [[queue]] tables".into()),
+        }
+        queue
+    }
+
+    /// Task `i`; `ids` are the task ids seen so far in this queue.
+    fn task(
+        &mut self,
+        i: usize,
+        item: &toml::Value,
+        ids: &mut BTreeSet<String>,
+    ) -> Option<QueueTask> {
+        let base = format!("queue[{i}]");
+        let Some(t) = item.as_table() else {
+            self.err(
+                &base,
+                "is not a table; expected { id = \"t1\", description = \"...\" }".into(),
+            );
+            return None;
+        };
+        for k in t.keys() {
+            if !TASK_FIELDS.contains(&k.as_str()) {
+                self.err(
+                    &format!("{base}.{k}"),
+                    "unknown field; expected `id` and `description`".into(),
+                );
+            }
+        }
+        let tid = self.string_at(t, &base, "id").unwrap_or_default();
+        let desc = self.string_at(t, &base, "description").unwrap_or_default();
+        if tid.chars().count() > TASK_ID_MAX_CHARS {
+            self.err(
+                &format!("{base}.id"),
+                format!("is longer than the harness's task id limit ({TASK_ID_MAX_CHARS})"),
+            );
+        }
+        if desc.chars().count() > TASK_DESCRIPTION_MAX_CHARS {
+            self.err(
+                &format!("{base}.description"),
+                format!("is longer than the harness's limit ({TASK_DESCRIPTION_MAX_CHARS})"),
+            );
+        }
+        if !tid.is_empty() && !ids.insert(tid.clone()) {
+            self.err(
+                &format!("{base}.id"),
+                format!("duplicate task id \"{tid}\" in this queue"),
+            );
+        }
+        Some(QueueTask {
+            id: tid,
+            description: desc,
+        })
+    }
+
+    /// Cross-field rules: the label decides what severity and off_goal must be.
+    fn label_rules(
+        &mut self,
+        table: &toml::Table,
+        label: Option<Label>,
+        severity: Option<Severity>,
+        off_goal: &[String],
+    ) {
+        match label {
+            Some(Label::Drifted) => {
+                if severity.is_none() && table.get("severity").is_none() {
+                    self.err(
+                        "severity",
+                        "missing; a drifted queue needs \"mild\", \"moderate\" or \"severe\""
+                            .into(),
+                    );
+                }
+                if off_goal.is_empty() && table.contains_key("off_goal") {
+                    self.err(
+                        "off_goal",
+                        "is empty; a drifted queue names at least one off-goal task id".into(),
+                    );
+                }
+            }
+            Some(Label::Aligned) => {
+                if table.contains_key("severity") {
+                    self.err(
+                        "severity",
+                        "is set on an aligned queue; only drifted queues have a severity".into(),
+                    );
+                }
+                if !off_goal.is_empty() {
+                    self.err("off_goal", format!("is {off_goal:?} on an aligned queue; an aligned queue has no off-goal tasks"));
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Every off-goal id names a task of this queue, once.
+    fn off_goal_ids(&mut self, queue: &[QueueTask], off_goal: &[String]) {
+        let known: BTreeSet<&str> = queue.iter().map(|t| t.id.as_str()).collect();
+        let mut seen_off = BTreeSet::new();
+        for (i, o) in off_goal.iter().enumerate() {
+            if !known.is_empty() && !known.contains(o.as_str()) {
+                self.err(
+                    &format!("off_goal[{i}]"),
+                    format!(
+                        "\"{o}\" is not a task id in this queue (ids: {})",
+                        known.iter().copied().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+            if !seen_off.insert(o.as_str()) {
+                self.err(
+                    &format!("off_goal[{i}]"),
+                    format!("\"{o}\" is listed twice"),
+                );
+            }
+        }
+    }
+
+    /// The hard_negative / hard_positive tags agree with the label.
+    fn tags(&mut self, tags: &[String], label: Option<Label>) {
+        for (i, t) in tags.iter().enumerate() {
+            let wrong = match (t.as_str(), label) {
+                ("hard_negative", Some(Label::Drifted)) => {
+                    Some("hard_negative marks an ALIGNED queue that looks unrelated on the surface")
+                }
+                ("hard_positive", Some(Label::Aligned)) => {
+                    Some("hard_positive marks a DRIFTED queue that reuses the goal's vocabulary")
+                }
+                _ => None,
+            };
+            if let Some(w) = wrong {
+                self.err(&format!("tags[{i}]"), w.into());
+            }
+        }
+    }
 }
 
 fn valid_id(s: &str) -> bool {

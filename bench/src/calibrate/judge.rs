@@ -20,7 +20,9 @@
 //! pipeline tests may replay one (`ReplaySource::allow_scripted`), and their
 //! numbers are never written to a report.
 
+use super::metrics::CheckFailed;
 use super::queues::{LabeledQueue, LabeledSet};
+use crate::live::proxy::LiveProxy;
 use harness::drift::{self, DriftCheck};
 use harness::goal::Goal;
 use harness::ledger::{cost_usd, Price, PriceTable};
@@ -34,6 +36,7 @@ use harness::replay::{
 use harness::task::Task;
 use harness::verify::Verify;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Case ids of judge calibration cassettes start with this.
@@ -72,7 +75,7 @@ pub fn request_for(q: &LabeledQueue, model: &str) -> ModelRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JudgeCheck {
     pub queue_id: String,
-    pub outcome: Result<DriftCheck, String>,
+    pub outcome: Result<DriftCheck, CheckFailed>,
     pub usage: Usage,
     /// None when the model has no price in the table.
     pub cost_usd: Option<f64>,
@@ -178,7 +181,7 @@ fn check_from_reply(
 ) -> JudgeCheck {
     JudgeCheck {
         queue_id: q.id.clone(),
-        outcome: drift::parse(text),
+        outcome: drift::parse(text).map_err(CheckFailed),
         usage,
         cost_usd: price.map(|p| cost_usd(&p, &usage)),
         latency_ms,
@@ -188,7 +191,7 @@ fn check_from_reply(
 fn failed(q: &LabeledQueue, why: String, latency_ms: u64) -> JudgeCheck {
     JudgeCheck {
         queue_id: q.id.clone(),
-        outcome: Err(why),
+        outcome: Err(CheckFailed(why)),
         usage: Usage::default(),
         cost_usd: None,
         latency_ms,
@@ -226,7 +229,7 @@ fn check_live_requests(
         let tasks = (q.queue.iter())
             .map(|t| (t.id.clone(), t.description.clone()))
             .collect();
-        bench::audit::judge_body_ok(&body, &q.goal, &tasks, &Default::default()).map_err(bad)?;
+        crate::audit::judge_body_ok(&body, &q.goal, &tasks, &Default::default()).map_err(bad)?;
     }
     Ok(())
 }
@@ -245,22 +248,93 @@ pub async fn run_live(
     runs: u32,
     prices: &PriceTable,
 ) -> Result<JudgeRun, Unavailable> {
+    let proxy = open_proxy(src).await?;
+    let price = price_of(prices, &src.model);
+    let case = format!("{CASE_PREFIX}{}", slug(&src.model));
+    let lane = format!("calibrate~{case}");
+    let clients = live_clients(&proxy, src, &lane, runs, price)?;
+    let requests: Vec<ModelRequest> = (set.queues.iter())
+        .map(|q| request_for(q, &src.model))
+        .collect();
+    check_live_requests(set, &requests, &clients[0], &src.model)?;
+    let clients = Arc::new(clients);
+    let grid = call_all(set, src, &proxy, clients.clone(), requests, runs).await;
+    for run in 0..runs {
+        proxy.finish(&lane, run);
+    }
+    let spend = proxy.budget().spend();
+    errln!(
+        "bench calibrate: live judge spent ${:.6} and {} tokens in {} calls under {}",
+        spend.booked_usd,
+        spend.booked_tokens,
+        spend.calls,
+        src.caps.describe()
+    );
+    if let Some(r) = proxy.budget().cap_reached() {
+        let missing = grid
+            .iter()
+            .flatten()
+            .filter(|s| !matches!(s, Some((_, Ok(_), _))))
+            .count();
+        return Err(Unavailable::Refused(format!(
+            "the command-wide cap was reached ({}): {missing} of {} judge checks were not made, so nothing is reported or recorded; raise --max-usd / --max-tokens",
+            r.message,
+            set.queues.len() * runs as usize
+        )));
+    }
+    let mut cassette = Cassette::new(
+        case.clone(),
+        src.protocol,
+        src.model.clone(),
+        made_live(set, src, runs),
+    );
+    let checks = live_checks(set, src, &clients, grid, price, &mut cassette);
+    let recorded_to = record_live(src, &case, &mut cassette, &checks)?;
+    Ok(JudgeRun {
+        model: src.model.clone(),
+        protocol: src.protocol,
+        source: format!("live endpoint {} ({})", src.endpoint, src.protocol.as_str()),
+        priced: price.is_some(),
+        checks,
+        recorded_to,
+    })
+}
+
+/// One live call's request, its reply (or why there is none) and its wall
+/// time; None when the call never finished.
+type Slot = Option<(
+    ModelRequest,
+    Result<harness::model::ModelReply, CheckFailed>,
+    u64,
+)>;
+
+/// The live proxy every judge call goes through, asked to refuse, before
+/// anything is sent, a call for another model than `--model` (as `bench
+/// record --model`).
+async fn open_proxy(src: &LiveSource) -> Result<Arc<LiveProxy>, Unavailable> {
     let mut settings = crate::live::settings(
         &src.endpoint,
         src.api_key_env.as_deref(),
         Some(src.caps.max_usd),
         src.caps.max_tokens,
     )
-    .map_err(Unavailable::Config)?;
-    // As `bench record --model`: the proxy refuses, before anything is
-    // sent, a call that asks the endpoint for another model.
+    .map_err(|e| Unavailable::Config(e.to_string()))?;
     settings.model = Some(src.model.clone());
-    let proxy = crate::live::start_proxy(&settings, src.max_concurrency)
+    crate::live::start_proxy(&settings, src.max_concurrency)
         .await
-        .map_err(Unavailable::Config)?;
-    let price = price_of(prices, &src.model);
-    // The proxy prices each call with this table; a model with no price is
-    // $0 to it, so only --max-tokens bounds it (refused without one).
+        .map_err(|e| Unavailable::Config(e.to_string()))
+}
+
+/// One client per run, each on its own proxy lane. The proxy prices each
+/// call with the model's price; a model with no price is $0 to it, so only
+/// --max-tokens bounds it (refused without one).
+fn live_clients(
+    proxy: &LiveProxy,
+    src: &LiveSource,
+    lane: &str,
+    runs: u32,
+    price: Option<Price>,
+) -> Result<Vec<ModelClient>, Unavailable> {
     let budget_prices: PriceTable = [(
         src.model.clone(),
         price.unwrap_or(Price {
@@ -269,26 +343,10 @@ pub async fn run_live(
         }),
     )]
     .into();
-    let made = Made {
-        how: MadeHow::Recorded,
-        when: today_utc(),
-        by: format!("bench calibrate --record ({})", src.endpoint),
-        // As a harness run with `[model] temperature` set would send it;
-        // None: the server's default applied.
-        temperature: src.sampling.temperature,
-        seed: None,
-        notes: format!(
-            "Judge calls of the drift-calibration set ({} queues, {runs} run(s)), request built by harness::drift::judge_request. \
-             Response bodies are re-rendered from the parsed reply (text, usage, stop reason and model exactly as the endpoint returned them).",
-            set.queues.len()
-        ),
-    };
-    let case = format!("{CASE_PREFIX}{}", slug(&src.model));
-    let lane = format!("calibrate~{case}");
     let mut clients = Vec::new();
     for run in 0..runs {
         let base_url = proxy.register(
-            &lane,
+            lane,
             run,
             crate::live::proxy::RunReg {
                 protocol: src.protocol,
@@ -314,43 +372,42 @@ pub async fn run_live(
                 .with_sampling(src.sampling),
         );
     }
+    Ok(clients)
+}
+
+/// Every (run, queue) call, run by run, queue by queue, on the batch's
+/// worker pool; once the cap is reached no new call starts.
+async fn call_all(
+    set: &LabeledSet,
+    src: &LiveSource,
+    proxy: &LiveProxy,
+    clients: Arc<Vec<ModelClient>>,
+    requests: Vec<ModelRequest>,
+    runs: u32,
+) -> Vec<Vec<Slot>> {
     let n_total = set.queues.len() * runs as usize;
-    type Slot = Option<(
-        ModelRequest,
-        Result<harness::model::ModelReply, String>,
-        u64,
-    )>;
     let mut grid: Vec<Vec<Slot>> = (0..runs).map(|_| vec![None; set.queues.len()]).collect();
-    // Run by run, queue by queue, on the batch's worker pool.
     let jobs: Vec<(u32, usize)> = (0..runs)
         .flat_map(|run| (0..set.queues.len()).map(move |qi| (run, qi)))
         .collect();
-    let requests: std::sync::Arc<Vec<ModelRequest>> = std::sync::Arc::new(
-        set.queues
-            .iter()
-            .map(|q| request_for(q, &src.model))
-            .collect(),
-    );
-    check_live_requests(set, &requests, &clients[0], &src.model)?;
-    let clients = std::sync::Arc::new(clients);
+    let requests = Arc::new(requests);
     let budget = proxy.budget().clone();
-    let pool_clients = clients.clone();
     let work = move |(run, qi): (u32, usize)| {
         let (client, req, budget) = (
-            pool_clients[run as usize].clone(),
+            clients[run as usize].clone(),
             requests[qi].clone(),
             budget.clone(),
         );
         async move {
             if let Some(r) = budget.cap_reached() {
                 let why = format!("not made: the command-wide cap was reached ({})", r.message);
-                return (run, qi, req, Err(why), 0);
+                return (run, qi, req, Err(CheckFailed(why)), 0);
             }
             let started = Instant::now();
             let res = client
                 .call(&req)
                 .await
-                .map_err(|e| format!("model call failed: {e}"));
+                .map_err(|e| CheckFailed(format!("model call failed: {e}")));
             let wall = started.elapsed().as_millis().min(u64::MAX as u128) as u64;
             (run, qi, req, res, wall)
         }
@@ -363,52 +420,67 @@ pub async fn run_live(
         work,
         |(run, qi, req, res, wall)| {
             done += 1;
-            let q = &set.queues[qi];
-            match &res {
-                Ok(reply) => match drift::parse(&reply.text) {
-                    Ok(dc) => errln!(
-                        "judge {done}/{n_total}: run {} {}: score {:.2} ({:.1} s)",
-                        run + 1,
-                        q.id,
-                        dc.drift_score,
-                        wall as f64 / 1000.0
-                    ),
-                    Err(e) => errln!(
-                        "judge {done}/{n_total}: run {} {}: unreadable reply: {e}",
-                        run + 1,
-                        q.id
-                    ),
-                },
-                Err(e) => errln!("judge {done}/{n_total}: run {} {}: {e}", run + 1, q.id),
-            }
+            log_call(
+                &format!(
+                    "judge {done}/{n_total}: run {} {}",
+                    run + 1,
+                    set.queues[qi].id
+                ),
+                &res,
+                wall,
+            );
             grid[run as usize][qi] = Some((req, res, wall));
             crate::batch::Flow::Continue
         },
     )
     .await;
-    for run in 0..runs {
-        proxy.finish(&lane, run);
+    grid
+}
+
+/// One progress line per finished call, so a slow local model shows it is
+/// moving.
+fn log_call(head: &str, res: &Result<harness::model::ModelReply, CheckFailed>, wall: u64) {
+    match res {
+        Ok(reply) => match drift::parse(&reply.text) {
+            Ok(dc) => errln!(
+                "{head}: score {:.2} ({:.1} s)",
+                dc.drift_score,
+                wall as f64 / 1000.0
+            ),
+            Err(e) => errln!("{head}: unreadable reply: {e}"),
+        },
+        Err(e) => errln!("{head}: {e}"),
     }
-    let spend = proxy.budget().spend();
-    errln!(
-        "bench calibrate: live judge spent ${:.6} and {} tokens in {} calls under {}",
-        spend.booked_usd,
-        spend.booked_tokens,
-        spend.calls,
-        src.caps.describe()
-    );
-    if let Some(r) = proxy.budget().cap_reached() {
-        let missing = grid
-            .iter()
-            .flatten()
-            .filter(|s| !matches!(s, Some((_, Ok(_), _))))
-            .count();
-        return Err(Unavailable::Refused(format!(
-            "the command-wide cap was reached ({}): {missing} of {n_total} judge checks were not made, so nothing is reported or recorded; raise --max-usd / --max-tokens",
-            r.message
-        )));
+}
+
+/// `made` of the cassette a live run records.
+fn made_live(set: &LabeledSet, src: &LiveSource, runs: u32) -> Made {
+    Made {
+        how: MadeHow::Recorded,
+        when: today_utc(),
+        by: format!("bench calibrate --record ({})", src.endpoint),
+        // As a harness run with `[model] temperature` set would send it;
+        // None: the server's default applied.
+        temperature: src.sampling.temperature,
+        seed: None,
+        notes: format!(
+            "Judge calls of the drift-calibration set ({} queues, {runs} run(s)), request built by harness::drift::judge_request. \
+             Response bodies are re-rendered from the parsed reply (text, usage, stop reason and model exactly as the endpoint returned them).",
+            set.queues.len()
+        ),
     }
-    let mut cassette = Cassette::new(case.clone(), src.protocol, src.model.clone(), made.clone());
+}
+
+/// The checks, run by run, in the set's order; every answered call also
+/// goes into the cassette.
+fn live_checks(
+    set: &LabeledSet,
+    src: &LiveSource,
+    clients: &[ModelClient],
+    grid: Vec<Vec<Slot>>,
+    price: Option<Price>,
+    cassette: &mut Cassette,
+) -> Vec<Vec<JudgeCheck>> {
     let mut checks = Vec::new();
     for (run, row_slots) in grid.into_iter().enumerate() {
         let mut row = Vec::new();
@@ -424,76 +496,86 @@ pub async fn run_live(
             };
             match res {
                 Ok(reply) => {
-                    let parsed = ParsedReply {
-                        text: reply.text.clone(),
-                        tool_calls: reply.tool_calls.clone(),
-                        stop_reason: reply.stop_reason.clone(),
-                        usage: reply.usage,
-                        model: reply.model.clone(),
-                    };
-                    let body = render_response(src.protocol, &parsed).to_string();
                     cassette.push(
                         run as u32,
-                        Interaction::from_exchange(
-                            CallRole::Judge,
-                            req.call_key.clone(),
-                            src.protocol,
-                            // What went on the wire, sampling settings included.
-                            &clients[run as usize].wire_body(&req),
-                            200,
-                            [("content-type", "application/json")],
-                            body.as_bytes(),
-                            reply.latency_ms,
-                        ),
+                        interaction(src.protocol, &clients[run], &req, &reply),
                     );
                     row.push(check_from_reply(q, &reply.text, reply.usage, price, wall));
                 }
-                Err(e) => row.push(failed(q, e, wall)),
+                Err(e) => row.push(failed(q, e.0, wall)),
             }
         }
         checks.push(row);
     }
-    let mut recorded_to = None;
+    checks
+}
+
+/// A live exchange as a cassette interaction: the request as it went on the
+/// wire (sampling settings included), the reply re-rendered from the parsed
+/// one.
+fn interaction(
+    protocol: Protocol,
+    client: &ModelClient,
+    req: &ModelRequest,
+    reply: &harness::model::ModelReply,
+) -> Interaction {
+    let parsed = ParsedReply {
+        text: reply.text.clone(),
+        tool_calls: reply.tool_calls.clone(),
+        stop_reason: reply.stop_reason.clone(),
+        usage: reply.usage,
+        model: reply.model.clone(),
+    };
+    let body = render_response(protocol, &parsed).to_string();
+    Interaction::from_exchange(
+        CallRole::Judge,
+        req.call_key.clone(),
+        protocol,
+        &client.wire_body(req),
+        200,
+        [("content-type", "application/json")],
+        body.as_bytes(),
+        reply.latency_ms,
+    )
+}
+
+/// With --record, the cassette into `<dir>/<case>.json`, unless a call
+/// failed: a cassette with holes would make every later replay fail on the
+/// missing keys, so then measure and report but do not record. (Unreadable
+/// replies ARE recorded: they are the model's answers, and how often the
+/// judge cannot be read is part of its calibration.)
+fn record_live(
+    src: &LiveSource,
+    case: &str,
+    cassette: &mut Cassette,
+    checks: &[Vec<JudgeCheck>],
+) -> Result<Option<PathBuf>, Unavailable> {
+    let Some(dir) = &src.record_dir else {
+        return Ok(None);
+    };
     let failed_calls = checks
         .iter()
         .flatten()
         .filter(|c| {
             c.outcome
                 .as_ref()
-                .is_err_and(|e| e.starts_with("model call failed"))
+                .is_err_and(|e| e.0.starts_with("model call failed"))
         })
         .count();
-    let record_dir = match &src.record_dir {
-        // A cassette with holes would make every later replay fail on the
-        // missing keys: measure, report, but do not record. (Unreadable
-        // replies ARE recorded: they are the model's answers, and how often
-        // the judge cannot be read is part of its calibration.)
-        Some(_) if failed_calls > 0 => {
-            errln!("bench calibrate: NOT recording: {failed_calls} judge call(s) failed (listed in the report); fix the endpoint and run again");
-            None
-        }
-        other => other.clone(),
-    };
-    if let Some(dir) = &record_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Unavailable::Config(format!("--record {}: {e}", dir.display())))?;
-        let path = dir.join(format!("{case}.json"));
-        cassette
-            .conditions_from_bodies()
-            .map_err(|e| Unavailable::Config(format!("--record {}: {e}", path.display())))?;
-        cassette
-            .save(&path)
-            .map_err(|e| Unavailable::Config(format!("--record: {e}")))?;
-        recorded_to = Some(path);
+    if failed_calls > 0 {
+        errln!("bench calibrate: NOT recording: {failed_calls} judge call(s) failed (listed in the report); fix the endpoint and run again");
+        return Ok(None);
     }
-    Ok(JudgeRun {
-        model: src.model.clone(),
-        protocol: src.protocol,
-        source: format!("live endpoint {} ({})", src.endpoint, src.protocol.as_str()),
-        priced: price.is_some(),
-        checks,
-        recorded_to,
-    })
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Unavailable::Config(format!("--record {}: {e}", dir.display())))?;
+    let path = dir.join(format!("{case}.json"));
+    cassette
+        .conditions_from_bodies()
+        .map_err(|e| Unavailable::Config(format!("--record {}: {e}", path.display())))?;
+    cassette
+        .save(&path)
+        .map_err(|e| Unavailable::Config(format!("--record: {e}")))?;
+    Ok(Some(path))
 }
 
 /// Pick the calibration cassette to replay, refusing anything that would
@@ -503,6 +585,25 @@ pub fn select_cassette(
     set: &LabeledSet,
     runs: u32,
 ) -> Result<(PathBuf, Cassette), Unavailable> {
+    let cands = candidates(src)?;
+    let (path, cassette) = pick(src, cands)?;
+    if cassette.made.how == MadeHow::Scripted && !src.allow_scripted {
+        let only_scripted = format!(
+            "{} is made.how = \"scripted\": its answers were written by a person or a script, not given by a model. \
+             A scripted stand-in tests the pipeline; it is never a judge's calibration, so it is not reported. \
+             There are no recordings of a real judge yet",
+            path.display()
+        );
+        return Err(Unavailable::NoRecordings(only_scripted));
+    }
+    check_runs(&path, &cassette, set, runs)?;
+    Ok((path, cassette))
+}
+
+/// Every `calibration-*` cassette in the recordings directory, by case id;
+/// none (or no directory) is "no recordings yet", one that does not load is
+/// refused.
+fn candidates(src: &ReplaySource) -> Result<Vec<(PathBuf, Cassette)>, Unavailable> {
     let none = || {
         Unavailable::NoRecordings(format!("there are no recordings of a real judge yet (looked for {CASE_PREFIX}*.json cassettes in {})", src.dir.display()))
     };
@@ -529,7 +630,15 @@ pub fn select_cassette(
     if cands.is_empty() {
         return Err(none());
     }
-    let (path, cassette) = match &src.case {
+    Ok(cands)
+}
+
+/// The cassette `--judge-case` names, or the only one there is.
+fn pick(
+    src: &ReplaySource,
+    mut cands: Vec<(PathBuf, Cassette)>,
+) -> Result<(PathBuf, Cassette), Unavailable> {
+    match &src.case {
         Some(want) => {
             let want_case = if want.starts_with(CASE_PREFIX) {
                 want.clone()
@@ -546,31 +655,31 @@ pub fn select_cassette(
                         src.dir.display(),
                         names.join(", ")
                     ))
-                })?
+                })
         }
-        None if cands.len() == 1 => cands.remove(0),
-        None => {
-            return Err(Unavailable::Config(format!(
-                "{} holds {} judge recordings ({}); pick one with --judge-case",
-                src.dir.display(),
-                cands.len(),
-                cands
-                    .iter()
-                    .map(|c| c.1.case.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )))
-        }
-    };
-    if cassette.made.how == MadeHow::Scripted && !src.allow_scripted {
-        let only_scripted = format!(
-            "{} is made.how = \"scripted\": its answers were written by a person or a script, not given by a model. \
-             A scripted stand-in tests the pipeline; it is never a judge's calibration, so it is not reported. \
-             There are no recordings of a real judge yet",
-            path.display()
-        );
-        return Err(Unavailable::NoRecordings(only_scripted));
+        None if cands.len() == 1 => Ok(cands.remove(0)),
+        None => Err(Unavailable::Config(format!(
+            "{} holds {} judge recordings ({}); pick one with --judge-case",
+            src.dir.display(),
+            cands.len(),
+            cands
+                .iter()
+                .map(|c| c.1.case.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
     }
+}
+
+/// Enough recorded runs, each with a judge call for every queue of the set:
+/// replaying a run twice would show a spread never measured, and a missing
+/// queue means the set changed since the recording.
+fn check_runs(
+    path: &Path,
+    cassette: &Cassette,
+    set: &LabeledSet,
+    runs: u32,
+) -> Result<(), Unavailable> {
     let variants = cassette.runs.len() as u32;
     if runs > variants {
         return Err(Unavailable::Refused(format!(
@@ -600,7 +709,7 @@ pub fn select_cassette(
             )));
         }
     }
-    Ok((path, cassette))
+    Ok(())
 }
 
 /// The sampling settings a recording was made with, so the replayed requests
@@ -648,19 +757,7 @@ pub async fn run_replay(
     let recs = Recordings::from_cassettes([(path.clone(), cassette)])
         .map_err(|e| Unavailable::Refused(e.to_string()))?;
     // Recorded latencies, read before the server takes the recordings.
-    let latency: Vec<Vec<u64>> = (0..runs)
-        .map(|r| {
-            set.queues
-                .iter()
-                .map(|q| {
-                    // A judge's recording has one reply per key: the
-                    // body is only read to choose among conditional ones.
-                    recs.get(&case, r, &call_key(&q.id), b"")
-                        .map_or(0, |i| i.latency_ms)
-                })
-                .collect()
-        })
-        .collect();
+    let latency = recorded_latencies(&recs, &case, set, runs);
     let opts = ReplayOptions {
         strict,
         latency_scale: 0.0,
@@ -684,21 +781,73 @@ pub async fn run_replay(
         let client = ModelClient::new(cfg)
             .map_err(|e| Unavailable::Config(e.to_string()))?
             .with_sampling(sampling);
-        let mut row = Vec::new();
-        for (qi, q) in set.queues.iter().enumerate() {
-            let req = request_for(q, &model);
-            let lat = latency[run as usize][qi];
-            match client.call(&req).await {
-                Ok(reply) => row.push(check_from_reply(q, &reply.text, reply.usage, price, lat)),
-                Err(e) => row.push(failed(q, format!("replay: {e}"), lat)),
-            }
-        }
-        checks.push(row);
+        let lat = &latency[run as usize];
+        checks.push(replay_run(&client, set, &model, lat, price).await);
         captured.push(server.take_captured(&case, run));
     }
-    // In strict mode a miss means the request changed since the recording
-    // (the judge prompt, the schema, or a queue's text): the recorded answers
-    // are answers to another question. Refuse rather than report them.
+    refuse_misses(&checks, &path)?;
+    let how = match made.how {
+        MadeHow::Recorded => "recorded",
+        MadeHow::Scripted => "SCRIPTED STAND-IN",
+    };
+    let source = format!(
+        "replay of {} (made.how = {how}, by {}, {}; strict body match: {strict})",
+        path.display(),
+        made.by,
+        made.when
+    );
+    let run = JudgeRun {
+        model,
+        protocol,
+        source,
+        priced: price.is_some(),
+        checks,
+        recorded_to: None,
+    };
+    Ok((run, captured))
+}
+
+/// One replayed run: every queue's judge call, with the latency it had
+/// when recorded.
+async fn replay_run(
+    client: &ModelClient,
+    set: &LabeledSet,
+    model: &str,
+    latency: &[u64],
+    price: Option<Price>,
+) -> Vec<JudgeCheck> {
+    let mut row = Vec::new();
+    for (qi, q) in set.queues.iter().enumerate() {
+        let req = request_for(q, model);
+        let lat = latency[qi];
+        match client.call(&req).await {
+            Ok(reply) => row.push(check_from_reply(q, &reply.text, reply.usage, price, lat)),
+            Err(e) => row.push(failed(q, format!("replay: {e}"), lat)),
+        }
+    }
+    row
+}
+
+/// The latency each recorded judge call had live, per run and queue (0 when
+/// there is none). A judge's recording has one reply per key: the body is
+/// only read to choose among conditional ones.
+fn recorded_latencies(recs: &Recordings, case: &str, set: &LabeledSet, runs: u32) -> Vec<Vec<u64>> {
+    (0..runs)
+        .map(|r| {
+            (set.queues.iter())
+                .map(|q| {
+                    recs.get(case, r, &call_key(&q.id), b"")
+                        .map_or(0, |i| i.latency_ms)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// In strict mode a miss means the request changed since the recording
+/// (the judge prompt, the schema, or a queue's text): the recorded answers
+/// are answers to another question. Refuse rather than report them.
+fn refuse_misses(checks: &[Vec<JudgeCheck>], path: &Path) -> Result<(), Unavailable> {
     let misses: Vec<String> = checks
         .iter()
         .flatten()
@@ -706,7 +855,7 @@ pub async fn run_replay(
             c.outcome
                 .as_ref()
                 .err()
-                .filter(|e| e.contains("recording miss"))
+                .filter(|e| e.0.contains("recording miss"))
                 .map(|e| format!("{}: {e}", c.queue_id))
         })
         .collect();
@@ -719,26 +868,7 @@ pub async fn run_replay(
             misses[0]
         )));
     }
-    let how = match made.how {
-        MadeHow::Recorded => "recorded",
-        MadeHow::Scripted => "SCRIPTED STAND-IN",
-    };
-    Ok((
-        JudgeRun {
-            model,
-            protocol,
-            source: format!(
-                "replay of {} (made.how = {how}, by {}, {}; strict body match: {strict})",
-                path.display(),
-                made.by,
-                made.when
-            ),
-            priced: price.is_some(),
-            checks,
-            recorded_to: None,
-        },
-        captured,
-    ))
+    Ok(())
 }
 
 /// A model name as a case-id segment: A-Z a-z 0-9 - _ . only.
@@ -778,7 +908,7 @@ fn civil_from_days(z: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::calibrate::queues;
+    use crate::calibrate::queues;
     use harness::model::request_body;
     use serde_json::Value;
 
@@ -813,7 +943,7 @@ mod tests {
         assert!(c.made.notes.contains("STAND-IN"), "{}", c.made.notes);
         // And it is what its scenario compiles to.
         let compiled =
-            bench::scripted::compile(&fixtures().join("stand-in-judge/scenario.json")).unwrap();
+            crate::scripted::compile(&fixtures().join("stand-in-judge/scenario.json")).unwrap();
         assert_eq!(compiled, std::fs::read_to_string(fixtures().join("stand-in-judge/recordings/cassette.json")).unwrap(), "run `bench script bench/tests/fixtures/calibrate/stand-in-judge --out bench/tests/fixtures/calibrate/stand-in-judge/recordings/cassette.json`");
     }
 
@@ -1175,7 +1305,7 @@ mod tests {
                     .outcome
                     .as_ref()
                     .expect_err("a malformed reply is no check");
-                assert!(e.contains(said), "{body}: {e}");
+                assert!(e.0.contains(said), "{body}: {e}");
             }
             // Every call reached the endpoint with the judge's model.
             let got = rt.block_on(server.received_requests()).unwrap();

@@ -33,6 +33,28 @@ pub struct Obs {
     pub latency_ms: f64,
 }
 
+/// Why a check gave no score (the call failed, the reply could not be
+/// read, the cap stopped it), in the detector's own words: listed in the
+/// report and left out of every figure.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct CheckFailed(pub String);
+
+impl From<String> for CheckFailed {
+    fn from(why: String) -> Self {
+        CheckFailed(why)
+    }
+}
+
+impl From<&str> for CheckFailed {
+    fn from(why: &str) -> Self {
+        CheckFailed(why.to_string())
+    }
+}
+
+/// One check's answer: a score, or why there is none.
+pub type Checked = Result<Obs, CheckFailed>;
+
 /// A detector's answers: runs[run][queue index in the set's order].
 #[derive(Debug, Clone)]
 pub struct DetectorInput {
@@ -40,7 +62,7 @@ pub struct DetectorInput {
     pub kind: String,
     pub source: String,
     pub model: Option<String>,
-    pub runs: Vec<Vec<Result<Obs, String>>>,
+    pub runs: Vec<Vec<Checked>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -282,7 +304,7 @@ pub enum DetectorEntry {
     NotMeasured(NotMeasured),
 }
 
-fn scored_run(set: &LabeledSet, run: &[Result<Obs, String>]) -> (Vec<f64>, Vec<bool>, Vec<usize>) {
+fn scored_run(set: &LabeledSet, run: &[Checked]) -> (Vec<f64>, Vec<bool>, Vec<usize>) {
     let (mut s, mut y, mut idx) = (vec![], vec![], vec![]);
     for (i, (q, o)) in set.queues.iter().zip(run).enumerate() {
         if let Ok(o) = o {
@@ -333,29 +355,105 @@ fn tagged(q: &LabeledQueue, t: &str) -> bool {
 
 /// Every figure of one detector, from its answers on the set.
 pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
-    let head: &[Result<Obs, String>] = input.runs.first().map(|r| r.as_slice()).unwrap_or(&[]);
+    let head: &[Checked] = input.runs.first().map(|r| r.as_slice()).unwrap_or(&[]);
     let (scores, drifted, idx) = scored_run(set, head);
-    let pos: Vec<f64> = scores
-        .iter()
-        .zip(&drifted)
-        .filter(|(_, &y)| y)
-        .map(|(s, _)| *s)
-        .collect();
-    let neg: Vec<f64> = scores
-        .iter()
-        .zip(&drifted)
-        .filter(|(_, &y)| !y)
-        .map(|(s, _)| *s)
-        .collect();
+    let sep = separation(&scores, &drifted);
+    let failures = failures(set, input);
+    let queues = queue_rows(set, input, head);
+    let run_spread = (input.runs.len() > 1).then(|| run_spread(set, input, &queues));
+    let verdict = verdict(
+        sep.auc,
+        sep.auc_ci,
+        sep.auc_se,
+        &sep.at3,
+        &sep.at5,
+        sep.loo.median,
+        sep.loo.agreement,
+        set.queues.len(),
+        failures.iter().filter(|f| f.run == 1).count(),
+    );
+    assemble(
+        input,
+        sep,
+        Parts {
+            groups: groups(set, head, &idx),
+            off_goal_ids: off_goal_ids(set, head, &idx),
+            costs: costs(head),
+            failures,
+            queues,
+            run_spread,
+            verdict,
+        },
+    )
+}
+
+/// How well the headline run's scores separate the labels.
+struct Separation {
+    n_scored: usize,
+    n_aligned: usize,
+    n_drifted: usize,
+    auc: f64,
+    auc_ci: [f64; 2],
+    auc_se: f64,
+    at3: Table2x2,
+    at5: Table2x2,
+    loo: Loo,
+    loo_ci: [f64; 2],
+    youden_all: Option<(f64, f64)>,
+    brier: f64,
+    roc: Vec<RocPoint>,
+}
+
+fn separation(scores: &[f64], drifted: &[bool]) -> Separation {
+    let by_label = |want: bool| -> Vec<f64> {
+        (scores.iter().zip(drifted))
+            .filter(|(_, &y)| y == want)
+            .map(|(s, _)| *s)
+            .collect()
+    };
+    let (pos, neg) = (by_label(true), by_label(false));
     let auc = stats::auc_mann_whitney(&pos, &neg);
     let auc_se = stats::hanley_mcneil_se(auc, pos.len(), neg.len());
     let (lo, hi) = stats::auc_interval(auc, pos.len(), neg.len(), Z95);
-    let at3 = table(&scores, &drifted, PRUNE_ABOVE);
-    let at5 = table(&scores, &drifted, HALT_ABOVE);
-    let l = loo(&scores, &drifted);
-    let youden_all = stats::youden_threshold(&scores, &drifted);
-    let (llo, lhi) = stats::wilson(l.correct, l.folds, Z95);
+    let loo = loo(scores, drifted);
+    let (llo, lhi) = stats::wilson(loo.correct, loo.folds, Z95);
+    Separation {
+        n_scored: scores.len(),
+        n_aligned: neg.len(),
+        n_drifted: pos.len(),
+        auc,
+        auc_ci: [lo, hi],
+        auc_se,
+        at3: table(scores, drifted, PRUNE_ABOVE),
+        at5: table(scores, drifted, HALT_ABOVE),
+        loo,
+        loo_ci: [llo, lhi],
+        youden_all: stats::youden_threshold(scores, drifted),
+        brier: stats::brier(scores, drifted),
+        roc: stats::roc_curve(scores, drifted),
+    }
+}
 
+/// The report's other parts, each computed on its own.
+struct Parts {
+    groups: Groups,
+    off_goal_ids: OffGoalIds,
+    costs: Costs,
+    failures: Vec<Failure>,
+    queues: Vec<QueueRow>,
+    run_spread: Option<RunSpread>,
+    verdict: (String, String),
+}
+
+/// Detection by severity and the flag rates of the groups that matter.
+struct Groups {
+    by_severity: BTreeMap<String, GroupRow>,
+    aligned: GroupRow,
+    hard_negatives: GroupRow,
+    hard_positives: GroupRow,
+}
+
+fn groups(set: &LabeledSet, head: &[Checked], idx: &[usize]) -> Groups {
     let score_of = |i: usize| head.get(i).and_then(|o| o.as_ref().ok()).map(|o| o.score);
     let scores_where = |f: &dyn Fn(&LabeledQueue) -> bool| -> Vec<f64> {
         idx.iter()
@@ -363,17 +461,29 @@ pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
             .filter_map(|&i| score_of(i))
             .collect()
     };
-    let mut by_sev = BTreeMap::new();
+    let mut by_severity = BTreeMap::new();
     for s in Severity::ALL {
-        by_sev.insert(
+        by_severity.insert(
             s.as_str().to_string(),
             group(&scores_where(&|q| q.severity == Some(s))),
         );
     }
+    Groups {
+        by_severity,
+        aligned: group(&scores_where(&|q| q.label == Label::Aligned)),
+        hard_negatives: group(&scores_where(&|q| {
+            q.label == Label::Aligned && tagged(q, "hard_negative")
+        })),
+        hard_positives: group(&scores_where(&|q| {
+            q.label == Label::Drifted && tagged(q, "hard_positive")
+        })),
+    }
+}
 
-    // Off-goal ids, pooled over the queues scored in the headline run.
+/// Off-goal ids, pooled over the queues scored in the headline run.
+fn off_goal_ids(set: &LabeledSet, head: &[Checked], idx: &[usize]) -> OffGoalIds {
     let (mut predicted, mut labeled, mut correct) = (0u64, 0u64, 0u64);
-    for &i in &idx {
+    for &i in idx {
         let q = &set.queues[i];
         let Some(Ok(o)) = head.get(i) else { continue };
         let truth: BTreeSet<&str> = q.off_goal.iter().map(String::as_str).collect();
@@ -382,41 +492,60 @@ pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
         labeled += truth.len() as u64;
         correct += pred.intersection(&truth).count() as u64;
     }
+    OffGoalIds {
+        predicted,
+        labeled,
+        correct,
+        precision: (predicted > 0).then(|| correct as f64 / predicted as f64),
+        recall: (labeled > 0).then(|| correct as f64 / labeled as f64),
+    }
+}
 
+/// Cost and latency of the headline run's answered checks.
+struct Costs {
+    mean_cost_usd: Option<f64>,
+    mean_latency_ms: f64,
+    max_latency_ms: f64,
+}
+
+fn costs(head: &[Checked]) -> Costs {
     let ok: Vec<&Obs> = head.iter().filter_map(|o| o.as_ref().ok()).collect();
     let costs: Vec<f64> = ok.iter().filter_map(|o| o.cost_usd).collect();
     let mean_cost = (!ok.is_empty() && costs.len() == ok.len())
         .then(|| costs.iter().sum::<f64>() / costs.len() as f64);
-    let lat: Vec<f64> = head
-        .iter()
-        .filter_map(|o| o.as_ref().ok())
-        .map(|o| o.latency_ms)
-        .collect();
+    let lat: Vec<f64> = ok.iter().map(|o| o.latency_ms).collect();
     let mean_latency = if lat.is_empty() {
         f64::NAN
     } else {
         lat.iter().sum::<f64>() / lat.len() as f64
     };
+    Costs {
+        mean_cost_usd: mean_cost,
+        mean_latency_ms: mean_latency,
+        max_latency_ms: lat.iter().copied().fold(f64::NAN, f64::max),
+    }
+}
 
-    let failures: Vec<Failure> = input
-        .runs
-        .iter()
-        .enumerate()
+/// Every failed check, in every run.
+fn failures(set: &LabeledSet, input: &DetectorInput) -> Vec<Failure> {
+    (input.runs.iter().enumerate())
         .flat_map(|(r, run)| {
             run.iter().zip(&set.queues).filter_map(move |(o, q)| {
                 o.as_ref().err().map(|e| Failure {
                     run: r + 1,
                     queue_id: q.id.clone(),
-                    error: e.clone(),
+                    error: e.to_string(),
                 })
             })
         })
-        .collect();
+        .collect()
+}
 
-    let queues: Vec<QueueRow> = set
-        .queues
-        .iter()
-        .enumerate()
+/// One row per queue: the headline score and band, every run's score, the
+/// off-goal ids predicted and labeled.
+fn queue_rows(set: &LabeledSet, input: &DetectorInput, head: &[Checked]) -> Vec<QueueRow> {
+    let score_of = |i: usize| head.get(i).and_then(|o| o.as_ref().ok()).map(|o| o.score);
+    (set.queues.iter().enumerate())
         .map(|(i, q)| {
             let s = score_of(i);
             QueueRow {
@@ -427,9 +556,7 @@ pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
                 tags: q.tags.clone(),
                 score: s,
                 band: s.map(|s| band(s, PRUNE_ABOVE, HALT_ABOVE)),
-                scores: input
-                    .runs
-                    .iter()
+                scores: (input.runs.iter())
                     .map(|r| r.get(i).and_then(|o| o.as_ref().ok()).map(|o| o.score))
                     .collect(),
                 off_goal_predicted: head
@@ -440,70 +567,50 @@ pub fn evaluate(set: &LabeledSet, input: &DetectorInput) -> DetectorReport {
                 off_goal_labeled: q.off_goal.clone(),
             }
         })
-        .collect();
+        .collect()
+}
 
-    let run_spread = (input.runs.len() > 1).then(|| run_spread(set, input, &queues));
-    let (verdict, verdict_detail) = verdict(
-        auc,
-        [lo, hi],
-        auc_se,
-        &at3,
-        &at5,
-        l.median,
-        l.agreement,
-        set.queues.len(),
-        failures.iter().filter(|f| f.run == 1).count(),
-    );
-
+fn assemble(input: &DetectorInput, sep: Separation, p: Parts) -> DetectorReport {
+    let (verdict, verdict_detail) = p.verdict;
     DetectorReport {
         measured: true,
         kind: input.kind.clone(),
         source: input.source.clone(),
         model: input.model.clone(),
-        n_scored: scores.len(),
-        n_aligned: neg.len(),
-        n_drifted: pos.len(),
-        auc,
-        auc_ci: [lo, hi],
-        auc_se,
+        n_scored: sep.n_scored,
+        n_aligned: sep.n_aligned,
+        n_drifted: sep.n_drifted,
+        auc: sep.auc,
+        auc_ci: sep.auc_ci,
+        auc_se: sep.auc_se,
         auc_ci_method: "Hanley & McNeil (1982) standard error, normal approximation, 95%".into(),
-        agreement: at3.agreement,
-        agreement_ci: at3.agreement_ci,
-        sensitivity: at3.sensitivity,
-        sensitivity_ci: at3.sensitivity_ci,
-        specificity: at3.specificity,
-        specificity_ci: at3.specificity_ci,
-        at_0_3: at3,
-        at_0_5: at5,
-        loo_threshold: l.median,
-        loo_threshold_range: l.range,
-        loo_agreement: l.agreement,
-        loo_agreement_ci: [llo, lhi],
-        youden_threshold_all: youden_all.map(|y| y.0),
-        youden_j_in_sample: youden_all.map(|y| y.1),
-        brier: stats::brier(&scores, &drifted),
-        detection_by_severity: by_sev,
-        aligned_flagged: group(&scores_where(&|q| q.label == Label::Aligned)),
-        hard_negatives: group(&scores_where(&|q| {
-            q.label == Label::Aligned && tagged(q, "hard_negative")
-        })),
-        hard_positives: group(&scores_where(&|q| {
-            q.label == Label::Drifted && tagged(q, "hard_positive")
-        })),
-        off_goal_ids: OffGoalIds {
-            predicted,
-            labeled,
-            correct,
-            precision: (predicted > 0).then(|| correct as f64 / predicted as f64),
-            recall: (labeled > 0).then(|| correct as f64 / labeled as f64),
-        },
-        mean_cost_usd: mean_cost,
-        mean_latency_ms: mean_latency,
-        max_latency_ms: lat.iter().copied().fold(f64::NAN, f64::max),
-        run_spread,
-        failures,
-        roc: stats::roc_curve(&scores, &drifted),
-        queues,
+        agreement: sep.at3.agreement,
+        agreement_ci: sep.at3.agreement_ci,
+        sensitivity: sep.at3.sensitivity,
+        sensitivity_ci: sep.at3.sensitivity_ci,
+        specificity: sep.at3.specificity,
+        specificity_ci: sep.at3.specificity_ci,
+        at_0_3: sep.at3,
+        at_0_5: sep.at5,
+        loo_threshold: sep.loo.median,
+        loo_threshold_range: sep.loo.range,
+        loo_agreement: sep.loo.agreement,
+        loo_agreement_ci: sep.loo_ci,
+        youden_threshold_all: sep.youden_all.map(|y| y.0),
+        youden_j_in_sample: sep.youden_all.map(|y| y.1),
+        brier: sep.brier,
+        detection_by_severity: p.groups.by_severity,
+        aligned_flagged: p.groups.aligned,
+        hard_negatives: p.groups.hard_negatives,
+        hard_positives: p.groups.hard_positives,
+        off_goal_ids: p.off_goal_ids,
+        mean_cost_usd: p.costs.mean_cost_usd,
+        mean_latency_ms: p.costs.mean_latency_ms,
+        max_latency_ms: p.costs.max_latency_ms,
+        run_spread: p.run_spread,
+        failures: p.failures,
+        roc: sep.roc,
+        queues: p.queues,
         verdict,
         verdict_detail,
     }
@@ -661,7 +768,7 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::calibrate::queues::{LabeledQueue, QueueTask};
+    use crate::calibrate::queues::{LabeledQueue, QueueTask};
     use std::path::PathBuf;
 
     fn q(id: &str, label: Label, sev: Option<Severity>, tags: &[&str]) -> LabeledQueue {
@@ -692,7 +799,7 @@ mod tests {
         }
     }
 
-    fn obs(score: f64, off: &[&str]) -> Result<Obs, String> {
+    fn obs(score: f64, off: &[&str]) -> Checked {
         Ok(Obs {
             score,
             off_goal: off.iter().map(|s| s.to_string()).collect(),
