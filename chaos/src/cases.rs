@@ -101,90 +101,9 @@ pub fn load(dir: &Path) -> Result<Case, String> {
             sc.runs.len()
         ));
     }
-    let meta_path = dir.join(META_FILE);
-    let meta: CaseMeta = toml::from_str(
-        &std::fs::read_to_string(&meta_path)
-            .map_err(|e| format!("{}: {e}", meta_path.display()))?,
-    )
-    .map_err(|e| {
-        format!(
-            "{}: expected `expected_ending = \"<one of the seven endings>\"`: {e}",
-            meta_path.display()
-        )
-    })?;
-    let mut tasks = BTreeMap::new();
-    let mut cost_usd = BTreeMap::new();
-    let mut prunes = BTreeMap::new();
-    for c in &sc.runs[0].calls {
-        if c.key.starts_with("plan/") || c.key.starts_with("replan/") {
-            if let Ok(p) = serde_json::from_str::<Value>(&c.text) {
-                for t in p["tasks"].as_array().into_iter().flatten() {
-                    if let (Some(id), Some(v)) = (t["id"].as_str(), t.get("verify")) {
-                        // "Never executed again" needs one task per id: a
-                        // replan that re-proposed an id would make the oracle
-                        // take its new run for a re-run.
-                        if tasks.insert(id.to_string(), v.clone()).is_some() {
-                            return Err(format!(
-                                "{}: {}: task id {id:?} is proposed twice; every plan and replan reply in a chaos case must use new ids",
-                                sc_path.display(),
-                                c.key
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        if c.key.starts_with("judge/") {
-            if let Ok(v) = serde_json::from_str::<Value>(&c.text) {
-                let score = v["drift_score"].as_f64().unwrap_or(0.0);
-                if score > spec.drift_prune_above && score <= spec.drift_halt_above {
-                    let off: Vec<String> = v["off_goal_task_ids"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|t| t.as_str().map(str::to_string))
-                        .collect();
-                    prunes.insert(c.key.clone(), off);
-                }
-            }
-        }
-        let usage = c.usage.unwrap_or(harness::scenario::DEFAULT_USAGE);
-        let price = spec
-            .prices
-            .get(&sc.model)
-            .ok_or_else(|| format!("{}: no price for {}", dir.display(), sc.model))?;
-        cost_usd.insert(c.key.clone(), harness::ledger::cost_usd(price, &usage));
-    }
-    let mut migrations = BTreeMap::new();
-    let mdir = dir
-        .join("workspace")
-        .join(harness::migration::MIGRATIONS_DIR);
-    if let Ok(rd) = std::fs::read_dir(&mdir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            let Some(name) = p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-            else {
-                continue;
-            };
-            let def: Value = serde_json::from_slice(&std::fs::read(&p).map_err(|e| e.to_string())?)
-                .map_err(|e| format!("{}: {e}", p.display()))?;
-            let steps = def["steps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|s| {
-                    (
-                        s["path"].as_str().unwrap_or("").to_string(),
-                        s["content"].as_str().unwrap_or("").to_string(),
-                    )
-                })
-                .collect();
-            migrations.insert(name.to_string(), steps);
-        }
-    }
+    let meta = load_meta(&dir.join(META_FILE))?;
+    let calls = CallFacts::of(dir, &sc_path, &sc, &spec)?;
+    let migrations = load_migrations(dir)?;
     Ok(Case {
         id,
         dir: dir.to_path_buf(),
@@ -192,13 +111,140 @@ pub fn load(dir: &Path) -> Result<Case, String> {
         cassette,
         goal: spec.goal.clone(),
         goal_sha256: harness::goal::sha256_hex(&spec.goal),
-        tasks,
+        tasks: calls.tasks,
         migrations,
-        cost_usd,
-        prunes,
+        cost_usd: calls.cost_usd,
+        prunes: calls.prunes,
         expected_ending: meta.expected_ending,
         hard_cap_usd: spec.hard_cap_usd,
     })
+}
+
+/// `chaos.toml`: a case without its expected ending would let any ending pass.
+fn load_meta(meta_path: &Path) -> Result<CaseMeta, String> {
+    toml::from_str(
+        &std::fs::read_to_string(meta_path).map_err(|e| format!("{}: {e}", meta_path.display()))?,
+    )
+    .map_err(|e| {
+        format!(
+            "{}: expected `expected_ending = \"<one of the seven endings>\"`: {e}",
+            meta_path.display()
+        )
+    })
+}
+
+/// What the oracle reads from the scenario's calls: the tasks proposed, what
+/// each call costs, and what each drift verdict prunes.
+struct CallFacts {
+    tasks: BTreeMap<String, Value>,
+    cost_usd: BTreeMap<String, f64>,
+    prunes: BTreeMap<String, Vec<String>>,
+}
+
+impl CallFacts {
+    fn of(
+        dir: &Path,
+        sc_path: &Path,
+        sc: &Scenario,
+        spec: &harness::spec::RunSpec,
+    ) -> Result<CallFacts, String> {
+        let mut f = CallFacts {
+            tasks: BTreeMap::new(),
+            cost_usd: BTreeMap::new(),
+            prunes: BTreeMap::new(),
+        };
+        for c in &sc.runs[0].calls {
+            if c.key.starts_with("plan/") || c.key.starts_with("replan/") {
+                f.add_tasks(sc_path, &c.key, &c.text)?;
+            }
+            if c.key.starts_with("judge/") {
+                f.add_prunes(spec, &c.key, &c.text);
+            }
+            let usage = c.usage.unwrap_or(harness::scenario::DEFAULT_USAGE);
+            let price = spec
+                .prices
+                .get(&sc.model)
+                .ok_or_else(|| format!("{}: no price for {}", dir.display(), sc.model))?;
+            f.cost_usd
+                .insert(c.key.clone(), harness::ledger::cost_usd(price, &usage));
+        }
+        Ok(f)
+    }
+
+    /// The tasks a plan or replan reply proposes, with their `verify`.
+    fn add_tasks(&mut self, sc_path: &Path, key: &str, text: &str) -> Result<(), String> {
+        let Ok(p) = serde_json::from_str::<Value>(text) else {
+            return Ok(());
+        };
+        for t in p["tasks"].as_array().into_iter().flatten() {
+            if let (Some(id), Some(v)) = (t["id"].as_str(), t.get("verify")) {
+                // "Never executed again" needs one task per id: a
+                // replan that re-proposed an id would make the oracle
+                // take its new run for a re-run.
+                if self.tasks.insert(id.to_string(), v.clone()).is_some() {
+                    return Err(format!(
+                        "{}: {}: task id {id:?} is proposed twice; every plan and replan reply in a chaos case must use new ids",
+                        sc_path.display(),
+                        key
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A judge verdict in the spec's prune band prunes its off-goal ids.
+    fn add_prunes(&mut self, spec: &harness::spec::RunSpec, key: &str, text: &str) {
+        let Ok(v) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        let score = v["drift_score"].as_f64().unwrap_or(0.0);
+        if score > spec.drift_prune_above && score <= spec.drift_halt_above {
+            let off: Vec<String> = v["off_goal_task_ids"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.as_str().map(str::to_string))
+                .collect();
+            self.prunes.insert(key.to_string(), off);
+        }
+    }
+}
+
+/// Each migration of the case's workspace with its steps (path, content).
+fn load_migrations(dir: &Path) -> Result<BTreeMap<String, Vec<(String, String)>>, String> {
+    let mut migrations = BTreeMap::new();
+    let mdir = dir
+        .join("workspace")
+        .join(harness::migration::MIGRATIONS_DIR);
+    let Ok(rd) = std::fs::read_dir(&mdir) else {
+        return Ok(migrations);
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let Some(name) = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let def: Value = serde_json::from_slice(&std::fs::read(&p).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        let steps = def["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                (
+                    s["path"].as_str().unwrap_or("").to_string(),
+                    s["content"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        migrations.insert(name.to_string(), steps);
+    }
+    Ok(migrations)
 }
 
 /// One index over every case's cassette, for the driver's replay server.
