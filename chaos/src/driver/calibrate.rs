@@ -137,7 +137,7 @@ fn calibrate_case(
     let _ = server.take_captured(&case.replay_case, run_index);
     let ending = match reached_ending(case, &outcome, &dir) {
         Ok(e) => e,
-        Err(f) => return Ok(Err(f)),
+        Err(f) => return Ok(Err(*f)),
     };
     let ops = fsmodel::read_log(&log);
     let events = harness_files::events_from(&state, 0);
@@ -195,7 +195,7 @@ fn clean_spawn(
     }
     let mut invocation = HarnessInvocation::run(
         dir.join("case/run.toml"),
-        &dir.join("state"),
+        dir.join("state"),
         ModelSource::BaseUrl(server.base_url_for(&case.replay_case, run_index)),
     );
     for (k, v) in env {
@@ -216,7 +216,7 @@ fn reached_ending(
     case: &Case,
     outcome: &Outcome,
     dir: &Path,
-) -> Result<String, CalibrationFailure> {
+) -> Result<String, Box<CalibrationFailure>> {
     // The ending is the harness's report.json, never its stdout: the
     // report is the contract, and a harness that printed one ending and
     // reported another must not pass calibration on its word.
@@ -233,7 +233,7 @@ fn reached_ending(
     if reached {
         return Ok(ending.unwrap_or_default());
     }
-    Err(CalibrationFailure {
+    Err(Box::new(CalibrationFailure {
         case: case.id.clone(),
         expected_ending: expected,
         ending,
@@ -245,7 +245,7 @@ fn reached_ending(
             other => format!("{other:?}"),
         },
         trial_dir: dir.display().to_string(),
-    })
+    }))
 }
 
 /// How often a clean run reached each phase, from its events and its
