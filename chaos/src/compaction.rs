@@ -95,7 +95,7 @@ impl Tracker {
 /// The compaction records of a checkpoint (or report) against the attempts
 /// its checkpoint counts: `compact/<attempts - len>` .. `compact/<attempts - 1>`,
 /// each once, in order, the newest `COMPACTIONS_MAX`. Err says what is wrong.
-pub fn records_in_order(keys: &[String], attempts: u32) -> Result<(), String> {
+pub fn records_in_order(keys: &[String], attempts: u32) -> Result<(), RecordsOutOfOrder> {
     let len = (attempts as usize).min(harness::state::COMPACTIONS_MAX);
     let want: Vec<String> = (attempts as usize - len..attempts as usize)
         .map(|n| format!("compact/{n}"))
@@ -103,10 +103,22 @@ pub fn records_in_order(keys: &[String], attempts: u32) -> Result<(), String> {
     if keys == want.as_slice() {
         Ok(())
     } else {
-        Err(format!(
-            "lists compactions {keys:?} but counts {attempts} attempt(s): expected {want:?}"
-        ))
+        Err(RecordsOutOfOrder {
+            keys: keys.to_vec(),
+            attempts,
+            want,
+        })
     }
+}
+
+/// Compaction records that are not the ones the attempt count implies (the
+/// check's findings quote it after "the report" or "the checkpoint").
+#[derive(Debug, thiserror::Error)]
+#[error("lists compactions {keys:?} but counts {attempts} attempt(s): expected {want:?}")]
+pub struct RecordsOutOfOrder {
+    keys: Vec<String>,
+    attempts: u32,
+    want: Vec<String>,
 }
 
 #[cfg(test)]

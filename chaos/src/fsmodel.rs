@@ -341,44 +341,10 @@ impl Model {
                 trunc,
                 append,
                 ..
-            } => {
-                self.know(path);
-                let ino = match self.live.get(path) {
-                    Some(Node::File(i)) => {
-                        let i = *i;
-                        if *trunc {
-                            self.inodes[i].pending.push(DataOp::Truncate { len: 0 });
-                        }
-                        i
-                    }
-                    _ => {
-                        let i = self.inodes.len();
-                        self.inodes.push(Inode::default());
-                        self.push_meta(Meta::Create {
-                            path: path.clone(),
-                            ino: i,
-                        });
-                        i
-                    }
-                };
-                self.fds.insert(*fd, (ino, 0, *append));
-            }
+            } => self.open(*fd, path, *trunc, *append),
             Op::Write { fd, off, ok, .. } => {
-                let Some(&(ino, pos, append)) = self.fds.get(fd) else {
-                    return;
-                };
-                let data = op.write_bytes();
-                let at = match off {
-                    Some(o) => *o,
-                    None if append => self.live_content(ino).len() as u64,
-                    None => pos,
-                };
                 let _ = ok; // a failed write may still have landed partly: model it as written, volatile
-                let n = data.len() as u64;
-                self.inodes[ino]
-                    .pending
-                    .push(DataOp::Write { off: at, data });
-                self.fds.insert(*fd, (ino, at + n, append));
+                self.write(*fd, *off, op.write_bytes());
             }
             Op::Truncate { fd, len } => {
                 let Some(&(ino, ..)) = self.fds.get(fd) else {
@@ -413,17 +379,64 @@ impl Model {
                 self.know(path);
                 self.push_meta(Meta::Mkdir { path: path.clone() });
             }
-            Op::FsyncDir { path } => {
-                let (now, later): (Vec<Meta>, Vec<Meta>) = std::mem::take(&mut self.pending)
-                    .into_iter()
-                    .partition(|m| m.dir() == *path);
-                self.pending = later;
-                let base = |_: &Path| true;
-                for m in &now {
-                    apply_meta(&mut self.durable, m, false, &base);
-                }
-            }
+            Op::FsyncDir { path } => self.fsync_dir(path),
             Op::Fault { .. } => {}
+        }
+    }
+
+    /// An open names an existing file (its truncation volatile) or creates
+    /// one (a volatile name for a new inode).
+    fn open(&mut self, fd: u64, path: &Path, trunc: bool, append: bool) {
+        self.know(path);
+        let ino = match self.live.get(path) {
+            Some(Node::File(i)) => {
+                let i = *i;
+                if trunc {
+                    self.inodes[i].pending.push(DataOp::Truncate { len: 0 });
+                }
+                i
+            }
+            _ => {
+                let i = self.inodes.len();
+                self.inodes.push(Inode::default());
+                self.push_meta(Meta::Create {
+                    path: path.to_path_buf(),
+                    ino: i,
+                });
+                i
+            }
+        };
+        self.fds.insert(fd, (ino, 0, append));
+    }
+
+    /// A write lands volatile at its offset (or the fd's position, or the
+    /// live end for an append fd) and moves the fd's position past it.
+    fn write(&mut self, fd: u64, off: Option<u64>, data: Vec<u8>) {
+        let Some(&(ino, pos, append)) = self.fds.get(&fd) else {
+            return;
+        };
+        let at = match off {
+            Some(o) => o,
+            None if append => self.live_content(ino).len() as u64,
+            None => pos,
+        };
+        let n = data.len() as u64;
+        self.inodes[ino]
+            .pending
+            .push(DataOp::Write { off: at, data });
+        self.fds.insert(fd, (ino, at + n, append));
+    }
+
+    /// fsync of a directory makes durable the pending name operations in
+    /// it, and only those.
+    fn fsync_dir(&mut self, path: &Path) {
+        let (now, later): (Vec<Meta>, Vec<Meta>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|m| m.dir() == *path);
+        self.pending = later;
+        let base = |_: &Path| true;
+        for m in &now {
+            apply_meta(&mut self.durable, m, false, &base);
         }
     }
 
@@ -466,33 +479,27 @@ impl Model {
                     DataOp::Write { off, data }
                         if policy == CrashPolicy::Random && rng.gen_bool(0.35) =>
                     {
-                        // Torn: only some of the sectors the write covers made it.
-                        let end = off + data.len() as u64;
-                        let mut s = off / SECTOR * SECTOR;
-                        let mut any_dropped = false;
-                        while s < end {
-                            let a = s.max(*off);
-                            let e = (s + SECTOR).min(end);
-                            if rng.gen_bool(0.5) {
-                                apply_data(
-                                    &mut b,
-                                    &DataOp::Write {
-                                        off: a,
-                                        data: data[(a - off) as usize..(e - off) as usize].to_vec(),
-                                    },
-                                );
-                            } else {
-                                any_dropped = true;
-                            }
-                            s += SECTOR;
-                        }
-                        torn += any_dropped as usize;
+                        torn += torn_write(&mut b, *off, data, rng) as usize;
                     }
                     _ => apply_data(&mut b, op),
                 }
             }
             contents.push(b);
         }
+        Image {
+            entries: self.entries_after(&ns, &contents),
+            kept_meta,
+            dropped_meta: self.pending.len() - kept_meta,
+            torn_writes: torn,
+        }
+    }
+
+    /// Every known path in the post-crash namespace `ns`, with its content.
+    fn entries_after(
+        &self,
+        ns: &BTreeMap<PathBuf, Node>,
+        contents: &[Vec<u8>],
+    ) -> BTreeMap<PathBuf, Option<Entry>> {
         let mut entries = BTreeMap::new();
         for p in &self.known {
             // Reachable only if every ancestor the model decides exists as a dir.
@@ -508,13 +515,33 @@ impl Model {
             };
             entries.insert(p.clone(), e);
         }
-        Image {
-            entries,
-            kept_meta,
-            dropped_meta: self.pending.len() - kept_meta,
-            torn_writes: torn,
-        }
+        entries
     }
+}
+
+/// Torn: only some of the sectors the write covers made it (each by a coin
+/// flip). Returns whether any sector was dropped.
+fn torn_write<R: Rng>(b: &mut Vec<u8>, off: u64, data: &[u8], rng: &mut R) -> bool {
+    let end = off + data.len() as u64;
+    let mut s = off / SECTOR * SECTOR;
+    let mut any_dropped = false;
+    while s < end {
+        let a = s.max(off);
+        let e = (s + SECTOR).min(end);
+        if rng.gen_bool(0.5) {
+            apply_data(
+                b,
+                &DataOp::Write {
+                    off: a,
+                    data: data[(a - off) as usize..(e - off) as usize].to_vec(),
+                },
+            );
+        } else {
+            any_dropped = true;
+        }
+        s += SECTOR;
+    }
+    any_dropped
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -127,20 +127,7 @@ enum Ev {
 /// Run one harness process to its end or to its kill. Returns the outcome and
 /// what it wrote on stderr.
 pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
-    let mut inv = s.invocation.clone();
-    for v in DRIVER_ENV {
-        inv = inv.env_remove(v);
-    }
-    let mut cmd = inv.command(&s.harness);
-    match target {
-        Target::Pause { phase, n } => {
-            cmd.env(harness::chaos_hook::ENV_VAR, format!("{phase}:{n}"));
-        }
-        Target::Fault { spec } => {
-            cmd.env(harness::simfs::FAULT_ENV, spec);
-        }
-        _ => {}
-    }
+    let mut cmd = command(s, target);
     let stdout = match std::fs::File::create(&s.stdout) {
         Ok(f) => f,
         Err(e) => {
@@ -169,7 +156,53 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
         }
     };
     let pid = Pid::from_raw(child.id() as i32);
-    let err = child.stderr.take().expect("stderr is piped");
+    let (rx, reader) = read_stderr(child.stderr.take().expect("stderr is piped"));
+    let w = Watch {
+        pid,
+        kill: s.kill,
+        start,
+        deadline: start + s.timeout,
+        rx,
+    };
+    let outcome = match target {
+        Target::Pause { phase, n } => w.at_pause(phase, *n),
+        Target::Timer { delay_us } => w.at_timer(*delay_us),
+        Target::None | Target::Fault { .. } => w.to_end(),
+    };
+    // The child is reaped by waitpid above; std's Child must not wait again.
+    std::mem::forget(child);
+    if outcome.killed() || matches!(outcome, Outcome::Hung | Outcome::SignalNotConfirmed { .. }) {
+        wait_group_gone(pid);
+    }
+    let stderr = reader.join().unwrap_or_default();
+    (outcome, stderr)
+}
+
+/// `harness run`'s command with the driver's variables: none inherited,
+/// then the one the target needs.
+fn command(s: &Spawn, target: &Target) -> std::process::Command {
+    let mut inv = s.invocation.clone();
+    for v in DRIVER_ENV {
+        inv = inv.env_remove(v);
+    }
+    let mut cmd = inv.command(&s.harness);
+    match target {
+        Target::Pause { phase, n } => {
+            cmd.env(harness::chaos_hook::ENV_VAR, format!("{phase}:{n}"));
+        }
+        Target::Fault { spec } => {
+            cmd.env(harness::simfs::FAULT_ENV, spec);
+        }
+        _ => {}
+    }
+    cmd
+}
+
+/// Collects stderr on a thread (the pipe must be drained or the harness
+/// blocks), telling the driver when the harness says it is paused.
+fn read_stderr(
+    err: std::process::ChildStderr,
+) -> (mpsc::Receiver<Ev>, std::thread::JoinHandle<String>) {
     let (tx, rx) = mpsc::channel();
     let reader = std::thread::spawn(move || {
         let mut all = String::new();
@@ -184,72 +217,90 @@ pub fn run(s: &Spawn, target: &Target) -> (Outcome, String) {
         let _ = tx.send(Ev::Eof);
         all
     });
-    let deadline = start + s.timeout;
-    let left = || deadline.saturating_duration_since(Instant::now());
-    let sigkill = || {
-        let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
-        let _ = kill(pid, Signal::SIGKILL);
-    };
-    let outcome = match target {
-        Target::Pause { phase, n } => match rx.recv_timeout(left()) {
-            Ok(Ev::Paused) if s.kill != Kill::Sigkill => {
-                stop(pid, s.kill, format!("{phase}:{n}"), deadline)
+    (rx, reader)
+}
+
+/// A spawned harness the driver waits on until its kill point.
+struct Watch {
+    pid: Pid,
+    kill: Kill,
+    start: Instant,
+    deadline: Instant,
+    rx: mpsc::Receiver<Ev>,
+}
+
+impl Watch {
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// SIGKILL to the group, and to the harness itself should it have left it.
+    fn sigkill(&self) {
+        let _ = kill(Pid::from_raw(-self.pid.as_raw()), Signal::SIGKILL);
+        let _ = kill(self.pid, Signal::SIGKILL);
+    }
+
+    fn hung(&self) -> Outcome {
+        self.sigkill();
+        let _ = reap(self.pid);
+        Outcome::Hung
+    }
+
+    /// Kill (or stop) once the harness says it is paused at `phase:n`.
+    fn at_pause(&self, phase: &str, n: u64) -> Outcome {
+        match self.rx.recv_timeout(self.left()) {
+            Ok(Ev::Paused) if self.kill != Kill::Sigkill => {
+                stop(self.pid, self.kill, format!("{phase}:{n}"), self.deadline)
             }
             Ok(Ev::Paused) => {
-                sigkill();
-                match reap(pid) {
+                self.sigkill();
+                match reap(self.pid) {
                     Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledAtPhase {
-                        phase: phase.clone(),
-                        n: *n,
+                        phase: phase.to_string(),
+                        n,
                     },
                     other => Outcome::SignalNotConfirmed {
                         status: format!("{other:?}"),
                     },
                 }
             }
-            Ok(Ev::Eof) => exited(reap(pid), true),
-            Err(_) => {
-                sigkill();
-                let _ = reap(pid);
-                Outcome::Hung
+            Ok(Ev::Eof) => exited(reap(self.pid), true),
+            Err(_) => self.hung(),
+        }
+    }
+
+    /// Kill (or stop) `delay_us` after the spawn, unless it ended first.
+    fn at_timer(&self, delay_us: u64) -> Outcome {
+        let at = self.start + Duration::from_micros(delay_us);
+        match self
+            .rx
+            .recv_timeout(at.saturating_duration_since(Instant::now()))
+        {
+            Ok(Ev::Eof) => exited(reap(self.pid), true),
+            _ if self.kill != Kill::Sigkill => {
+                stop(self.pid, self.kill, "random_timing".into(), self.deadline)
             }
-        },
-        Target::Timer { delay_us } => {
-            let at = start + Duration::from_micros(*delay_us);
-            match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
-                Ok(Ev::Eof) => exited(reap(pid), true),
-                _ if s.kill != Kill::Sigkill => stop(pid, s.kill, "random_timing".into(), deadline),
-                _ => {
-                    // Paused lines cannot happen (no pause target); timeout: kill now.
-                    sigkill();
-                    match reap(pid) {
-                        Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledByTimer {
-                            delay_us: *delay_us,
-                        },
-                        Reaped::Exited(code) => Outcome::ExitedBeforeSignal { code },
-                        other => Outcome::SignalNotConfirmed {
-                            status: format!("{other:?}"),
-                        },
-                    }
+            _ => {
+                // Paused lines cannot happen (no pause target); timeout: kill now.
+                self.sigkill();
+                match reap(self.pid) {
+                    Reaped::Signaled(Signal::SIGKILL) => Outcome::KilledByTimer { delay_us },
+                    Reaped::Exited(code) => Outcome::ExitedBeforeSignal { code },
+                    other => Outcome::SignalNotConfirmed {
+                        status: format!("{other:?}"),
+                    },
                 }
             }
         }
-        Target::None | Target::Fault { .. } => match rx.recv_timeout(left()) {
-            Ok(_) => exited(reap(pid), false),
-            Err(_) => {
-                sigkill();
-                let _ = reap(pid);
-                Outcome::Hung
-            }
-        },
-    };
-    // The child is reaped by waitpid above; std's Child must not wait again.
-    std::mem::forget(child);
-    if outcome.killed() || matches!(outcome, Outcome::Hung | Outcome::SignalNotConfirmed { .. }) {
-        wait_group_gone(pid);
     }
-    let stderr = reader.join().unwrap_or_default();
-    (outcome, stderr)
+
+    /// No kill planned: the run's end, or a hang at the timeout.
+    fn to_end(&self) -> Outcome {
+        match self.rx.recv_timeout(self.left()) {
+            Ok(_) => exited(reap(self.pid), false),
+            Err(_) => self.hung(),
+        }
+    }
 }
 
 /// How long a killed process group may take to be gone after its leader was

@@ -118,7 +118,66 @@ fn table<H: AsRef<str>>(header: &[H], rows: &[Vec<String>]) -> String {
 
 /// Invariant x mode table, then phases x mode, endings, and a verdict line.
 pub fn summary_tables(modes: &[ModeReport]) -> String {
-    let mut out = String::new();
+    let mut out = invariants_table(modes);
+    out.push('\n');
+    out.push_str(&kill_points_table(modes));
+    out.push('\n');
+    let strata = keys_of(modes, |m| &m.by_stratum);
+    out.push_str(&count_table(
+        "stratum (kill indexes)",
+        &strata,
+        modes,
+        |m| &m.by_stratum,
+    ));
+    out.push('\n');
+    let endings = keys_of(modes, |m| &m.endings);
+    out.push_str(&count_table("final ending", &endings, modes, |m| {
+        &m.endings
+    }));
+    out
+}
+
+/// A table's header: its first column, then one column per mode.
+fn mode_header(first: &str, modes: &[ModeReport]) -> Vec<String> {
+    let mut header = vec![first.to_string()];
+    header.extend(modes.iter().map(|m| m.mode.clone()));
+    header
+}
+
+/// The keys of one per-mode tally over all modes, sorted once (a key one
+/// mode never saw still gets its row, with 0 there).
+fn keys_of(modes: &[ModeReport], tally: fn(&ModeReport) -> &BTreeMap<String, u64>) -> Vec<String> {
+    let mut keys: Vec<String> = modes
+        .iter()
+        .flat_map(|m| tally(m).keys().cloned())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// One row per key, one column per mode: that mode's tally of the key.
+fn count_table(
+    first: &str,
+    keys: &[String],
+    modes: &[ModeReport],
+    tally: fn(&ModeReport) -> &BTreeMap<String, u64>,
+) -> String {
+    let rows: Vec<Vec<String>> = keys
+        .iter()
+        .map(|k| {
+            let mut r = vec![k.clone()];
+            for m in modes {
+                r.push(tally(m).get(k).copied().unwrap_or(0).to_string());
+            }
+            r
+        })
+        .collect();
+    table(&mode_header(first, modes), &rows)
+}
+
+/// Each invariant's checked / exercised / violated counts, per mode.
+fn invariants_table(modes: &[ModeReport]) -> String {
     let mut header = vec!["invariant".to_string()];
     for m in modes {
         header.push(format!("{} checked", m.mode));
@@ -139,17 +198,17 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
             r
         })
         .collect();
-    out.push_str(&table(&header, &rows));
-    out.push('\n');
+    table(&header, &rows)
+}
+
+/// Confirmed kills per phase, then the run's totals (the stop rows only
+/// where some mode sent stop requests).
+fn kill_points_table(modes: &[ModeReport]) -> String {
     let mut phases: Vec<String> = harness::chaos_hook::Phase::ALL
         .iter()
         .map(|p| p.as_str().to_string())
         .collect();
     phases.push("random_timing".into());
-    let mut header = vec!["kill point (confirmed SIGKILLs or SIGTERMs)".to_string()];
-    for m in modes {
-        header.push(m.mode.clone());
-    }
     let mut rows: Vec<Vec<String>> = phases
         .iter()
         .map(|p| {
@@ -206,58 +265,52 @@ pub fn summary_tables(modes: &[ModeReport]) -> String {
         &|m| m.journal_damage.values().sum(),
         "ledger journals damaged",
     ));
-    out.push_str(&table(&header, &rows));
-    out.push('\n');
-    let mut strata: Vec<String> = modes
-        .iter()
-        .flat_map(|m| m.by_stratum.keys().cloned())
-        .collect();
-    strata.sort();
-    strata.dedup();
-    let mut header = vec!["stratum (kill indexes)".to_string()];
-    for m in modes {
-        header.push(m.mode.clone());
-    }
-    let rows: Vec<Vec<String>> = strata
-        .iter()
-        .map(|st| {
-            let mut r = vec![st.clone()];
-            for m in modes {
-                r.push(m.by_stratum.get(st).copied().unwrap_or(0).to_string());
-            }
-            r
-        })
-        .collect();
-    out.push_str(&table(&header, &rows));
-    out.push('\n');
-    let mut endings: Vec<String> = modes
-        .iter()
-        .flat_map(|m| m.endings.keys().cloned())
-        .collect();
-    endings.sort();
-    endings.dedup();
-    let mut header = vec!["final ending".to_string()];
-    for m in modes {
-        header.push(m.mode.clone());
-    }
-    let rows: Vec<Vec<String>> = endings
-        .iter()
-        .map(|e| {
-            let mut r = vec![e.clone()];
-            for m in modes {
-                r.push(m.endings.get(e).copied().unwrap_or(0).to_string());
-            }
-            r
-        })
-        .collect();
-    out.push_str(&table(&header, &rows));
-    out
+    let header = mode_header("kill point (confirmed SIGKILLs or SIGTERMs)", modes);
+    table(&header, &rows)
 }
 
 pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
-    let mut s = String::new();
     let nviol: usize = modes.iter().map(|m| m.violations.len()).sum();
-    s.push_str("# bench chaos\n\n");
+    let mut s = run_header(info, modes, nviol);
+    s.push_str(&summary_tables(modes));
+    for m in modes {
+        s.push_str(&tally_line(
+            m,
+            "I/O faults injected (errno:class)",
+            &m.io_faults,
+        ));
+        s.push_str(&tally_line(
+            m,
+            "ledger journals damaged (kind)",
+            &m.journal_damage,
+        ));
+        s.push_str(&tally_line(
+            m,
+            "committed checkpoints rotted (kind)",
+            &m.bit_rot,
+        ));
+        s.push_str(&tally_line(
+            m,
+            "runs that ended refusing to resume",
+            &m.refusals,
+        ));
+    }
+    s.push_str(&cases_markdown(info));
+    s.push_str(&invariants_markdown());
+    if nviol > 0 {
+        s.push_str("\n## Violations\n\n");
+        for m in modes {
+            for v in &m.violations {
+                s.push_str(&format!("- **{}** kill {} ({}, {}, {}, process {}): {}\n  - replay: `{}`\n  - trial dir: `{}`\n", v.invariant, v.kill, v.mode.as_str(), v.case, v.stratum, v.process, v.detail, v.replay, v.trial_dir));
+            }
+        }
+    }
+    s
+}
+
+/// The title, the run's parameters, each mode's pace, and the verdict.
+fn run_header(info: &RunInfo, modes: &[ModeReport], nviol: usize) -> String {
+    let mut s = String::from("# bench chaos\n\n");
     s.push_str(&format!(
         "seed {} · mode {} · {} kill indexes · harness `{}`{} · {} jobs · wall {:.1} s (+{:.1} s building the harness)\n\n",
         info.seed,
@@ -286,59 +339,21 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
             format!("{nviol} violation(s).")
         }
     ));
-    s.push_str(&summary_tables(modes));
-    for m in modes {
-        if !m.io_faults.is_empty() {
-            s.push_str(&format!("\n{} I/O faults injected (errno:class): ", m.mode));
-            s.push_str(
-                &m.io_faults
-                    .iter()
-                    .map(|(k, v)| format!("{k} x{v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
-            s.push('\n');
-        }
-        if !m.journal_damage.is_empty() {
-            s.push_str(&format!("\n{} ledger journals damaged (kind): ", m.mode));
-            s.push_str(
-                &(m.journal_damage.iter())
-                    .map(|(k, v)| format!("{k} x{v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
-            s.push('\n');
-        }
-        if !m.bit_rot.is_empty() {
-            s.push_str(&format!(
-                "\n{} committed checkpoints rotted (kind): ",
-                m.mode
-            ));
-            s.push_str(
-                &m.bit_rot
-                    .iter()
-                    .map(|(k, v)| format!("{k} x{v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
-            s.push('\n');
-        }
-        if !m.refusals.is_empty() {
-            s.push_str(&format!(
-                "\n{} runs that ended refusing to resume: ",
-                m.mode
-            ));
-            s.push_str(
-                &m.refusals
-                    .iter()
-                    .map(|(k, v)| format!("{k} x{v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
-            s.push('\n');
-        }
+    s
+}
+
+/// One mode's tally of `what` on a line ("k xN, ..."), empty if none.
+fn tally_line(m: &ModeReport, what: &str, tally: &BTreeMap<String, u64>) -> String {
+    if tally.is_empty() {
+        return String::new();
     }
-    s.push_str("\n## Cases\n\n");
+    let items: Vec<String> = tally.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+    format!("\n{} {what}: {}\n", m.mode, items.join(", "))
+}
+
+/// The "Cases" section: each case's clean run, from the calibration.
+fn cases_markdown(info: &RunInfo) -> String {
+    let mut s = String::from("\n## Cases\n\n");
     let mut rows = vec![];
     for (c, cal) in info.cases.iter().zip(&info.calibration) {
         rows.push(vec![
@@ -361,15 +376,6 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
         ],
         &rows,
     ));
-    s.push_str(&invariants_markdown());
-    if nviol > 0 {
-        s.push_str("\n## Violations\n\n");
-        for m in modes {
-            for v in &m.violations {
-                s.push_str(&format!("- **{}** kill {} ({}, {}, {}, process {}): {}\n  - replay: `{}`\n  - trial dir: `{}`\n", v.invariant, v.kill, v.mode.as_str(), v.case, v.stratum, v.process, v.detail, v.replay, v.trial_dir));
-            }
-        }
-    }
     s
 }
 

@@ -135,103 +135,142 @@ fn write_targets(w: usize) -> Vec<Target> {
 
 /// The kill targets of every window in one clean run.
 pub fn find(events: &[Event], ops: &[Op], state: &Path) -> BTreeMap<String, Vec<Target>> {
-    let writes = atomic_writes(ops, state);
-    let first_write = |f: &dyn Fn(&harness::state::RunState) -> bool| {
-        writes
-            .iter()
-            .position(|s| s.as_ref().is_some_and(f))
-            .map(write_targets)
-            .unwrap_or_default()
+    let mut f = Finder {
+        writes: atomic_writes(ops, state),
+        ..Finder::default()
     };
-    let t = |p: Phase, n: u64| (p.as_str().to_string(), n);
-    let (mut after_park, mut replan) = (vec![], vec![]);
-    let (mut drift_all, mut drift_pruning) = (vec![], vec![]);
-    let mut compaction = vec![];
-    let (mut booked, mut calls, mut judge_calls, mut parks, mut drifts, mut compactions) =
-        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
-    // Parks, and compactions, still waiting for the model call that follows them.
-    let (mut waiting, mut waiting_compact) = (0usize, 0usize);
     for e in events {
         match e {
             Event::ModelCall {
                 ok,
                 judge,
                 call_key,
-            } => {
-                let in_flight = if *judge {
-                    judge_calls += 1;
-                    t(Phase::DuringDriftCall, judge_calls)
-                } else {
-                    calls += 1;
-                    t(Phase::DuringModelCall, calls)
-                };
-                booked += *ok as u64;
-                let mut here = vec![in_flight];
-                if *ok {
-                    here.push(t(Phase::BetweenLedgerRecordAndCheckpoint, booked));
-                }
-                for _ in 0..std::mem::take(&mut waiting) {
-                    after_park.extend(here.iter().cloned());
-                }
-                for _ in 0..std::mem::take(&mut waiting_compact) {
-                    compaction.extend(here.iter().cloned());
-                }
-                if call_key
-                    .as_deref()
-                    .and_then(crate::compaction::index_of)
-                    .is_some()
-                {
-                    compaction.extend(here.iter().cloned());
-                }
-                if let Some(k) = call_key
-                    .as_deref()
-                    .and_then(|k| k.strip_prefix("replan/"))
-                    .and_then(|k| k.parse::<u32>().ok())
-                {
-                    replan.extend(here);
-                    replan.extend(first_write(&|s| s.replans > k));
-                }
-            }
-            Event::TaskParked { .. } => {
-                parks += 1;
-                waiting += 1;
-                after_park.push(t(Phase::AfterParkBeforeCheckpoint, parks));
-                let p = parks as usize;
-                after_park.extend(first_write(&|s| s.parked.len() >= p));
-            }
-            Event::Drift { pruned_any } => {
-                drifts += 1;
-                let n = drifts as usize;
-                let mut here = vec![t(Phase::AfterDriftGateBeforeCheckpoint, drifts)];
-                here.extend(first_write(&|s| s.drift_history.len() >= n));
-                if *pruned_any {
-                    drift_pruning.extend(here.iter().cloned());
-                }
-                drift_all.extend(here);
-            }
-            Event::Compaction { call_key } => {
-                compactions += 1;
-                waiting_compact += 1;
-                compaction.push(t(Phase::AfterCompactBeforeCheckpoint, compactions));
-                if let Some(n) = crate::compaction::index_of(call_key) {
-                    compaction.extend(first_write(&|s| s.compaction_attempts > n));
-                }
-            }
+            } => f.model_call(*ok, *judge, call_key.as_deref()),
+            Event::TaskParked { .. } => f.parked(),
+            Event::Drift { pruned_any } => f.drift(*pruned_any),
+            Event::Compaction { call_key } => f.compaction(call_key),
             _ => {}
         }
     }
-    let drift = if drift_pruning.is_empty() {
-        drift_all
-    } else {
-        drift_pruning
-    };
-    [
-        (Window::AfterPark, after_park),
-        (Window::DuringReplan, replan),
-        (Window::DriftCheckpoint, drift),
-        (Window::Compaction, compaction),
-    ]
-    .into_iter()
-    .map(|(w, v)| (w.as_str().to_string(), v))
-    .collect()
+    f.into_windows()
+}
+
+fn t(p: Phase, n: u64) -> Target {
+    (p.as_str().to_string(), n)
+}
+
+/// The windows' targets gathered over one clean run's events, with the
+/// counts that number each phase's occurrences.
+#[derive(Default)]
+struct Finder {
+    /// The state each atomic write put on disk (None: not a checkpoint).
+    writes: Vec<Option<harness::state::RunState>>,
+    after_park: Vec<Target>,
+    replan: Vec<Target>,
+    drift_all: Vec<Target>,
+    drift_pruning: Vec<Target>,
+    compaction: Vec<Target>,
+    booked: u64,
+    calls: u64,
+    judge_calls: u64,
+    parks: u64,
+    drifts: u64,
+    compactions: u64,
+    /// Parks, and compactions, still waiting for the model call that follows them.
+    waiting: usize,
+    waiting_compact: usize,
+}
+
+impl Finder {
+    /// The three targets of the first checkpoint write whose state passes `f`.
+    fn first_write(&self, f: &dyn Fn(&harness::state::RunState) -> bool) -> Vec<Target> {
+        self.writes
+            .iter()
+            .position(|s| s.as_ref().is_some_and(f))
+            .map(write_targets)
+            .unwrap_or_default()
+    }
+
+    fn model_call(&mut self, ok: bool, judge: bool, call_key: Option<&str>) {
+        let in_flight = if judge {
+            self.judge_calls += 1;
+            t(Phase::DuringDriftCall, self.judge_calls)
+        } else {
+            self.calls += 1;
+            t(Phase::DuringModelCall, self.calls)
+        };
+        self.booked += ok as u64;
+        let mut here = vec![in_flight];
+        if ok {
+            here.push(t(Phase::BetweenLedgerRecordAndCheckpoint, self.booked));
+        }
+        for _ in 0..std::mem::take(&mut self.waiting) {
+            self.after_park.extend(here.iter().cloned());
+        }
+        for _ in 0..std::mem::take(&mut self.waiting_compact) {
+            self.compaction.extend(here.iter().cloned());
+        }
+        if call_key.and_then(crate::compaction::index_of).is_some() {
+            self.compaction.extend(here.iter().cloned());
+        }
+        if let Some(k) = call_key
+            .and_then(|k| k.strip_prefix("replan/"))
+            .and_then(|k| k.parse::<u32>().ok())
+        {
+            self.replan.extend(here);
+            let w = self.first_write(&|s| s.replans > k);
+            self.replan.extend(w);
+        }
+    }
+
+    fn parked(&mut self) {
+        self.parks += 1;
+        self.waiting += 1;
+        self.after_park
+            .push(t(Phase::AfterParkBeforeCheckpoint, self.parks));
+        let p = self.parks as usize;
+        let w = self.first_write(&|s| s.parked.len() >= p);
+        self.after_park.extend(w);
+    }
+
+    fn drift(&mut self, pruned_any: bool) {
+        self.drifts += 1;
+        let n = self.drifts as usize;
+        let mut here = vec![t(Phase::AfterDriftGateBeforeCheckpoint, self.drifts)];
+        here.extend(self.first_write(&|s| s.drift_history.len() >= n));
+        if pruned_any {
+            self.drift_pruning.extend(here.iter().cloned());
+        }
+        self.drift_all.extend(here);
+    }
+
+    fn compaction(&mut self, call_key: &str) {
+        self.compactions += 1;
+        self.waiting_compact += 1;
+        self.compaction
+            .push(t(Phase::AfterCompactBeforeCheckpoint, self.compactions));
+        if let Some(n) = crate::compaction::index_of(call_key) {
+            let w = self.first_write(&|s| s.compaction_attempts > n);
+            self.compaction.extend(w);
+        }
+    }
+
+    /// Drift checks that pruned are preferred; a case whose checks never
+    /// prune offers all (`Window::DriftCheckpoint`).
+    fn into_windows(self) -> BTreeMap<String, Vec<Target>> {
+        let drift = if self.drift_pruning.is_empty() {
+            self.drift_all
+        } else {
+            self.drift_pruning
+        };
+        [
+            (Window::AfterPark, self.after_park),
+            (Window::DuringReplan, self.replan),
+            (Window::DriftCheckpoint, drift),
+            (Window::Compaction, self.compaction),
+        ]
+        .into_iter()
+        .map(|(w, v)| (w.as_str().to_string(), v))
+        .collect()
+    }
 }

@@ -15,7 +15,7 @@ use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::{Recordings, ReplayOptions, ReplayServer};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Per-case counts from one clean run: how often each phase is reached, how
@@ -119,41 +119,11 @@ fn calibrate_case(
     ci: usize,
     case: &Case,
 ) -> Result<Result<Calibration, CalibrationFailure>, PrepareError> {
-    let setup = |e: std::io::Error| PrepareError::Setup(format!("calibration: {e}"));
-    let dir = cfg.work_dir.join(format!("calibrate-{}", case.id));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(setup)?;
-    let dir = dir.canonicalize().map_err(setup)?;
-    copy_tree(&case.dir, &dir.join("case")).map_err(setup)?;
-    std::fs::create_dir_all(dir.join("state")).map_err(setup)?;
+    let dir = fresh_dir(cfg, case)?;
     let state = dir.join("state");
     let log = dir.join("ops.jsonl");
-    let mut env = vec![
-        (
-            harness::simfs::LOG_ENV.to_string(),
-            log.display().to_string(),
-        ),
-        ("TMPDIR".into(), cfg.work_dir.display().to_string()),
-    ];
-    if let Some(b) = &cfg.broken {
-        env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
-    }
     let run_index = 0x00FF_0000 + ci as u32;
-    let mut invocation = HarnessInvocation::run(
-        dir.join("case/run.toml"),
-        &state,
-        ModelSource::BaseUrl(server.base_url_for(&case.replay_case, run_index)),
-    );
-    for (k, v) in env {
-        invocation = invocation.env(k, v);
-    }
-    let s = Spawn {
-        kill: proc::Kill::Sigkill,
-        harness: cfg.harness_bin.clone(),
-        invocation,
-        stdout: dir.join("stdout"),
-        timeout: cfg.proc_timeout,
-    };
+    let s = clean_spawn(cfg, server, case, &dir, run_index);
     let t0 = Instant::now();
     let (outcome, stderr) = proc::run(&s, &Target::None);
     let wall_us = t0.elapsed().as_micros() as u64;
@@ -165,32 +135,10 @@ fn calibrate_case(
     }
     let _ = std::fs::write(dir.join("stderr"), &stderr);
     let _ = server.take_captured(&case.replay_case, run_index);
-    // The ending is the harness's report.json, never its stdout: the
-    // report is the contract, and a harness that printed one ending and
-    // reported another must not pass calibration on its word.
-    let report = harness_files::read_report(&state).ok().flatten();
-    let ending = report.as_ref().and_then(|r| r.ending.clone());
-    let expected = case.expected_ending.as_str().to_string();
-    let code = outcome.exit_code();
-    let reached = ending.as_deref() == Some(expected.as_str())
-        && code == Some(case.expected_ending.exit_code())
-        && report.as_ref().and_then(|r| r.exit_code)
-            == Some(case.expected_ending.exit_code() as i64);
-    if !reached {
-        return Ok(Err(CalibrationFailure {
-            case: case.id.clone(),
-            expected_ending: expected,
-            ending,
-            exit_code: code,
-            error_kind: report.as_ref().and_then(|r| r.error_kind.clone()),
-            detail: report.as_ref().and_then(|r| r.detail.clone()),
-            process: match &outcome {
-                Outcome::Exited { code } => format!("exited {code}"),
-                other => format!("{other:?}"),
-            },
-            trial_dir: dir.display().to_string(),
-        }));
-    }
+    let ending = match reached_ending(case, &outcome, &dir) {
+        Ok(e) => e,
+        Err(f) => return Ok(Err(*f)),
+    };
     let ops = fsmodel::read_log(&log);
     let events = harness_files::events_from(&state, 0);
     let c = Calibration {
@@ -204,13 +152,100 @@ fn calibrate_case(
             .filter(|o| matches!(o, Op::Fsync { .. } | Op::FsyncDir { .. }))
             .count() as u64,
         wall_us,
-        ending: ending.unwrap_or_default(),
+        ending,
         windows: windows::find(&events, &ops, &state),
     };
     if !cfg.keep {
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(Ok(c))
+}
+
+/// An empty calibration dir holding a fresh copy of the case and its state
+/// dir (a kept one from an earlier run would skew the counts).
+fn fresh_dir(cfg: &Config, case: &Case) -> Result<PathBuf, PrepareError> {
+    let setup = |e: std::io::Error| PrepareError::Setup(format!("calibration: {e}"));
+    let dir = cfg.work_dir.join(format!("calibrate-{}", case.id));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(setup)?;
+    let dir = dir.canonicalize().map_err(setup)?;
+    copy_tree(&case.dir, &dir.join("case")).map_err(setup)?;
+    std::fs::create_dir_all(dir.join("state")).map_err(setup)?;
+    Ok(dir)
+}
+
+/// The clean run's process: the simfs operation log on (the counts and
+/// windows are read from it), and the broken variant if one is tested.
+fn clean_spawn(
+    cfg: &Config,
+    server: &ReplayServer,
+    case: &Case,
+    dir: &Path,
+    run_index: u32,
+) -> Spawn {
+    let mut env = vec![
+        (
+            harness::simfs::LOG_ENV.to_string(),
+            dir.join("ops.jsonl").display().to_string(),
+        ),
+        ("TMPDIR".into(), cfg.work_dir.display().to_string()),
+    ];
+    if let Some(b) = &cfg.broken {
+        env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
+    }
+    let mut invocation = HarnessInvocation::run(
+        dir.join("case/run.toml"),
+        dir.join("state"),
+        ModelSource::BaseUrl(server.base_url_for(&case.replay_case, run_index)),
+    );
+    for (k, v) in env {
+        invocation = invocation.env(k, v);
+    }
+    Spawn {
+        kill: proc::Kill::Sigkill,
+        harness: cfg.harness_bin.clone(),
+        invocation,
+        stdout: dir.join("stdout"),
+        timeout: cfg.proc_timeout,
+    }
+}
+
+/// The clean run's ending when it is the case's expected one, with its
+/// exit code, else why calibration fails.
+fn reached_ending(
+    case: &Case,
+    outcome: &Outcome,
+    dir: &Path,
+) -> Result<String, Box<CalibrationFailure>> {
+    // The ending is the harness's report.json, never its stdout: the
+    // report is the contract, and a harness that printed one ending and
+    // reported another must not pass calibration on its word.
+    let report = harness_files::read_report(&dir.join("state"))
+        .ok()
+        .flatten();
+    let ending = report.as_ref().and_then(|r| r.ending.clone());
+    let expected = case.expected_ending.as_str().to_string();
+    let code = outcome.exit_code();
+    let reached = ending.as_deref() == Some(expected.as_str())
+        && code == Some(case.expected_ending.exit_code())
+        && report.as_ref().and_then(|r| r.exit_code)
+            == Some(case.expected_ending.exit_code() as i64);
+    if reached {
+        return Ok(ending.unwrap_or_default());
+    }
+    Err(Box::new(CalibrationFailure {
+        case: case.id.clone(),
+        expected_ending: expected,
+        ending,
+        exit_code: code,
+        error_kind: report.as_ref().and_then(|r| r.error_kind.clone()),
+        detail: report.as_ref().and_then(|r| r.detail.clone()),
+        process: match outcome {
+            Outcome::Exited { code } => format!("exited {code}"),
+            other => format!("{other:?}"),
+        },
+        trial_dir: dir.display().to_string(),
+    }))
 }
 
 /// How often a clean run reached each phase, from its events and its

@@ -4,7 +4,7 @@
 
 use crate::cases::Case;
 use crate::fsmodel;
-use crate::harness_files::{self, Event, Report};
+use crate::harness_files::{self, Event, NotAReport, Report};
 use crate::oracle::{self, Ckpt, Effect, Journal};
 use crate::proc::Outcome;
 use serde_json::{json, Value};
@@ -119,7 +119,7 @@ pub(super) struct Proc {
     /// The report an exited process published, read as it exited (before
     /// any power cut): report.json, or the copy on its stderr when it says
     /// it could not write the file. `None` when it published none.
-    pub published: Option<Result<Report, String>>,
+    pub published: Option<Result<Report, NotAReport>>,
     /// New lines of events.jsonl written by this process.
     pub events: Vec<Event>,
     pub fault_fired: Option<i32>,
@@ -134,7 +134,7 @@ impl Proc {
 }
 
 /// The report a process that just exited published (see [`Proc::published`]).
-pub(super) fn published_report(state: &Path, stderr: &str) -> Option<Result<Report, String>> {
+pub(super) fn published_report(state: &Path, stderr: &str) -> Option<Result<Report, NotAReport>> {
     harness_files::report_on_stderr(stderr)
         .or_else(|| harness_files::read_report(state).transpose())
 }

@@ -175,206 +175,30 @@ pub fn plan(
     let stratum = order[k % order.len()].clone();
     let rng_seed = mix(order_seed ^ mix(k as u64 + 1));
     let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
-    let mut case = rng.gen_range(0..cases.len());
-    let count = |c: usize, p: Phase| calib[c].phases.get(p.as_str()).copied().unwrap_or(0);
-    let reachable =
-        |p: Phase| -> Vec<usize> { (0..cases.len()).filter(|c| count(*c, p) > 0).collect() };
-    let pick_case_for = |p: Phase, rng: &mut ChaCha8Rng| {
-        if let Some(o) = only {
-            return o;
-        }
-        let r = reachable(p);
-        if r.contains(&case) || r.is_empty() {
-            case
-        } else {
-            r[rng.gen_range(0..r.len())]
-        }
+    let case = rng.gen_range(0..cases.len());
+    let mut p = Planner {
+        cases,
+        calib,
+        only,
+        rng,
+        case,
+        extras: Extras::default(),
     };
-    let mut resume_target = None;
-    let mut rot = None;
-    let mut journal_damage = None;
-    let mut raise_cap_usd = None;
-    let first = match &stratum {
-        Stratum::Phase(Phase::AfterRaiseBeforeCheckpoint) => {
-            // A case whose clean run ends BUDGET_EXHAUSTED (else a clean run:
-            // there is nothing to raise).
-            if let Some(o) = only {
-                case = o;
-            } else {
-                let r: Vec<usize> = (0..cases.len())
-                    .filter(|c| {
-                        cases[*c].expected_ending == harness::ending::Ending::BudgetExhausted
-                    })
-                    .collect();
-                if !r.is_empty() && !r.contains(&case) {
-                    case = r[rng.gen_range(0..r.len())];
-                }
-            }
-            if cases[case].expected_ending == harness::ending::Ending::BudgetExhausted {
-                let usd = cases[case].hard_cap_usd * RAISE_FACTOR;
-                raise_cap_usd = Some((usd * 1e6).round() / 1e6);
-                let (phase, n) = RAISE_KILLS[rng.gen_range(0..RAISE_KILLS.len())];
-                resume_target = Some(Target::Pause {
-                    phase: phase.as_str().into(),
-                    n,
-                });
-            }
-            Target::None
-        }
-        Stratum::Phase(Phase::DuringResumeVerify) => {
-            let setup = SETUP_PHASES[rng.gen_range(0..SETUP_PHASES.len())];
-            case = pick_case_for(setup, &mut rng);
-            let max = count(case, setup).max(1);
-            // during_model_call 1 is the plan call: no task in flight yet.
-            let lo = if setup == Phase::DuringModelCall {
-                2.min(max)
-            } else {
-                1
-            };
-            resume_target = Some(Target::Pause {
-                phase: Phase::DuringResumeVerify.as_str().into(),
-                n: 1,
-            });
-            Target::Pause {
-                phase: setup.as_str().into(),
-                n: rng.gen_range(lo..=max),
-            }
-        }
-        Stratum::Phase(p) => {
-            case = pick_case_for(*p, &mut rng);
-            let max = count(case, *p).max(1);
-            Target::Pause {
-                phase: p.as_str().into(),
-                n: rng.gen_range(1..=max),
-            }
-        }
-        Stratum::Window(w) => {
-            let targets = |c: usize| -> &[windows::Target] {
-                calib[c]
-                    .windows
-                    .get(w.as_str())
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
-            };
-            if let Some(o) = only {
-                case = o;
-            } else if targets(case).is_empty() {
-                let r: Vec<usize> = (0..cases.len())
-                    .filter(|c| !targets(*c).is_empty())
-                    .collect();
-                if !r.is_empty() {
-                    case = r[rng.gen_range(0..r.len())];
-                }
-            }
-            match targets(case) {
-                [] => Target::None, // no case reaches this window: a clean run
-                ts => {
-                    let (phase, n) = ts[rng.gen_range(0..ts.len())].clone();
-                    Target::Pause { phase, n }
-                }
-            }
-        }
-        Stratum::BitRot => {
-            if let Some(o) = only {
-                case = o;
-            }
-            // Digits and letters are the well-formed rot only the checksum
-            // catches; raw byte flips are the rest.
-            rot = Some(match rng.gen_range(0..10) {
-                0..=3 => RotKind::Digit,
-                4..=6 => RotKind::Letter,
-                _ => RotKind::Bytes,
-            });
-            let phases: Vec<Phase> = Phase::ALL
-                .iter()
-                .copied()
-                .filter(|p| *p != Phase::DuringResumeVerify && count(case, *p) > 0)
-                .collect();
-            if phases.is_empty() || rng.gen_bool(BIT_ROT_AFTER_END_SHARE) {
-                Target::None
-            } else {
-                let p = phases[rng.gen_range(0..phases.len())];
-                Target::Pause {
-                    phase: p.as_str().into(),
-                    n: rng.gen_range(1..=count(case, p)),
-                }
-            }
-        }
-        Stratum::JournalDamage => {
-            if let Some(o) = only {
-                case = o;
-            }
-            journal_damage = Some(if rng.gen_bool(0.5) {
-                JournalDamage::TornLastLine
-            } else {
-                JournalDamage::GarbageLine
-            });
-            // Killed after some money was journaled, so there is a resume.
-            let phases: Vec<Phase> = [
-                Phase::DuringModelCall,
-                Phase::AfterPostBeforeCheckpoint,
-                Phase::TempWritten,
-                Phase::DuringDriftCall,
-            ]
-            .into_iter()
-            .filter(|p| count(case, *p) > 0)
-            .collect();
-            match phases.as_slice() {
-                [] => Target::None,
-                ps => {
-                    let p = ps[rng.gen_range(0..ps.len())];
-                    Target::Pause {
-                        phase: p.as_str().into(),
-                        n: rng.gen_range(1..=count(case, p)),
-                    }
-                }
-            }
-        }
-        Stratum::RandomTiming => {
-            if let Some(o) = only {
-                case = o;
-            }
-            // A deterministic span (~2 ms per model call or atomic write of a
-            // clean run, about its wall time here), so (seed, k) alone fixes the
-            // delay; where it lands still depends on the machine's speed.
-            let steps = [
-                Phase::DuringModelCall,
-                Phase::DuringDriftCall,
-                Phase::TempWritten,
-            ]
-            .iter()
-            .map(|p| count(case, *p))
-            .sum::<u64>();
-            let span = 2_000 * steps.max(5);
-            Target::Timer {
-                delay_us: rng.gen_range(0..span),
-            }
-        }
-        Stratum::IoError => {
-            if let Some(o) = only {
-                case = o;
-            }
-            let errno = if rng.gen_bool(0.5) { "eio" } else { "enospc" };
-            let (class, max) = if rng.gen_bool(0.5) {
-                ("write", calib[case].writes)
-            } else {
-                ("fsync", calib[case].fsyncs)
-            };
-            let n = rng.gen_range(1..=max.max(1));
-            let mode = if rng.gen_bool(0.5) { "sticky" } else { "once" };
-            Target::Fault {
-                spec: format!("{errno}:{class}:{n}:{mode}"),
-            }
-        }
-    };
+    let first = p.first_target(&stratum);
     if let Some(o) = only {
-        case = o;
+        p.case = o;
     }
-    let stop_twice = mode == Mode::Sigterm && rng.gen_bool(STOP_TWICE_SHARE);
+    let stop_twice = mode == Mode::Sigterm && p.rng.gen_bool(STOP_TWICE_SHARE);
+    let Extras {
+        resume_target,
+        rot,
+        journal_damage,
+        raise_cap_usd,
+    } = p.extras;
     TrialPlan {
         k,
         mode,
-        case,
+        case: p.case,
         stratum,
         first,
         resume_target,
@@ -383,6 +207,256 @@ pub fn plan(
         stop_twice,
         raise_cap_usd,
         rng_seed,
+    }
+}
+
+/// What a stratum sets besides the first process's target (each stratum
+/// sets at most one or two of them).
+#[derive(Default)]
+struct Extras {
+    resume_target: Option<Target>,
+    rot: Option<RotKind>,
+    journal_damage: Option<JournalDamage>,
+    raise_cap_usd: Option<f64>,
+}
+
+/// One kill's planning state. The per-stratum steps draw from the one rng
+/// in a fixed order: any reordering of draws would change every plan of a
+/// seed, and with it the gate's reproducible report.
+struct Planner<'a> {
+    cases: &'a [Case],
+    calib: &'a [Calibration],
+    only: Option<usize>,
+    rng: ChaCha8Rng,
+    /// The kill's case: drawn first, then moved to one that reaches the
+    /// stratum's target (or to `--case`).
+    case: usize,
+    extras: Extras,
+}
+
+impl Planner<'_> {
+    /// How many times case `c`'s clean run passes phase `p`.
+    fn count(&self, c: usize, p: Phase) -> u64 {
+        self.calib[c].phases.get(p.as_str()).copied().unwrap_or(0)
+    }
+
+    /// The drawn case if it reaches `p` (or none does), else a random case
+    /// that does: a phase no case reaches makes a clean run, not a crash.
+    fn pick_case_for(&mut self, p: Phase) -> usize {
+        if let Some(o) = self.only {
+            return o;
+        }
+        let r: Vec<usize> = (0..self.cases.len())
+            .filter(|c| self.count(*c, p) > 0)
+            .collect();
+        if r.contains(&self.case) || r.is_empty() {
+            self.case
+        } else {
+            r[self.rng.gen_range(0..r.len())]
+        }
+    }
+
+    /// `--case` wins over the drawn case for the strata that take any case.
+    fn take_only(&mut self) {
+        if let Some(o) = self.only {
+            self.case = o;
+        }
+    }
+
+    /// A pause at a random occurrence (from `lo`) of `p` in the case's run.
+    fn pause_in(&mut self, p: Phase, lo: u64, max: u64) -> Target {
+        Target::Pause {
+            phase: p.as_str().into(),
+            n: self.rng.gen_range(lo..=max),
+        }
+    }
+
+    /// The first process's target for `stratum`, recording the extras.
+    fn first_target(&mut self, stratum: &Stratum) -> Target {
+        match stratum {
+            Stratum::Phase(Phase::AfterRaiseBeforeCheckpoint) => self.raise(),
+            Stratum::Phase(Phase::DuringResumeVerify) => self.resume_verify(),
+            Stratum::Phase(p) => {
+                self.case = self.pick_case_for(*p);
+                let max = self.count(self.case, *p).max(1);
+                self.pause_in(*p, 1, max)
+            }
+            Stratum::Window(w) => self.window(*w),
+            Stratum::BitRot => self.bit_rot(),
+            Stratum::JournalDamage => self.journal_damage(),
+            Stratum::RandomTiming => self.random_timing(),
+            Stratum::IoError => self.io_error(),
+        }
+    }
+
+    /// The raise stratum: a case whose clean run ends BUDGET_EXHAUSTED
+    /// (else a clean run: there is nothing to raise) runs to its end; the
+    /// resume raising its cap is the one killed.
+    fn raise(&mut self) -> Target {
+        let exhausted = |c: &Case| c.expected_ending == harness::ending::Ending::BudgetExhausted;
+        if let Some(o) = self.only {
+            self.case = o;
+        } else {
+            let r: Vec<usize> = (0..self.cases.len())
+                .filter(|c| exhausted(&self.cases[*c]))
+                .collect();
+            if !r.is_empty() && !r.contains(&self.case) {
+                self.case = r[self.rng.gen_range(0..r.len())];
+            }
+        }
+        if exhausted(&self.cases[self.case]) {
+            let usd = self.cases[self.case].hard_cap_usd * RAISE_FACTOR;
+            self.extras.raise_cap_usd = Some((usd * 1e6).round() / 1e6);
+            let (phase, n) = RAISE_KILLS[self.rng.gen_range(0..RAISE_KILLS.len())];
+            self.extras.resume_target = Some(Target::Pause {
+                phase: phase.as_str().into(),
+                n,
+            });
+        }
+        Target::None
+    }
+
+    /// The during_resume_verify stratum: a first kill with a task in
+    /// flight, so the resume has something to verify, paused there.
+    fn resume_verify(&mut self) -> Target {
+        let setup = SETUP_PHASES[self.rng.gen_range(0..SETUP_PHASES.len())];
+        self.case = self.pick_case_for(setup);
+        let max = self.count(self.case, setup).max(1);
+        // during_model_call 1 is the plan call: no task in flight yet.
+        let lo = if setup == Phase::DuringModelCall {
+            2.min(max)
+        } else {
+            1
+        };
+        self.extras.resume_target = Some(Target::Pause {
+            phase: Phase::DuringResumeVerify.as_str().into(),
+            n: 1,
+        });
+        self.pause_in(setup, lo, max)
+    }
+
+    /// A kill window: a random one of its calibrated targets, in a case
+    /// that reaches the window.
+    fn window(&mut self, w: Window) -> Target {
+        let calib = self.calib;
+        let targets = |c: usize| -> &[windows::Target] {
+            calib[c]
+                .windows
+                .get(w.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+        };
+        if let Some(o) = self.only {
+            self.case = o;
+        } else if targets(self.case).is_empty() {
+            let r: Vec<usize> = (0..self.cases.len())
+                .filter(|c| !targets(*c).is_empty())
+                .collect();
+            if !r.is_empty() {
+                self.case = r[self.rng.gen_range(0..r.len())];
+            }
+        }
+        match targets(self.case) {
+            [] => Target::None, // no case reaches this window: a clean run
+            ts => {
+                let (phase, n) = ts[self.rng.gen_range(0..ts.len())].clone();
+                Target::Pause { phase, n }
+            }
+        }
+    }
+
+    /// Bit rot: the kind of rot, then where the first process stops.
+    fn bit_rot(&mut self) -> Target {
+        self.take_only();
+        // Digits and letters are the well-formed rot only the checksum
+        // catches; raw byte flips are the rest.
+        self.extras.rot = Some(match self.rng.gen_range(0..10) {
+            0..=3 => RotKind::Digit,
+            4..=6 => RotKind::Letter,
+            _ => RotKind::Bytes,
+        });
+        let phases: Vec<Phase> = Phase::ALL
+            .iter()
+            .copied()
+            .filter(|p| *p != Phase::DuringResumeVerify && self.count(self.case, *p) > 0)
+            .collect();
+        if phases.is_empty() || self.rng.gen_bool(BIT_ROT_AFTER_END_SHARE) {
+            Target::None
+        } else {
+            let p = phases[self.rng.gen_range(0..phases.len())];
+            let max = self.count(self.case, p);
+            self.pause_in(p, 1, max)
+        }
+    }
+
+    /// Journal damage: the kind of damage, and a kill after some money
+    /// was journaled, so there is a resume.
+    fn journal_damage(&mut self) -> Target {
+        self.take_only();
+        self.extras.journal_damage = Some(if self.rng.gen_bool(0.5) {
+            JournalDamage::TornLastLine
+        } else {
+            JournalDamage::GarbageLine
+        });
+        let phases: Vec<Phase> = [
+            Phase::DuringModelCall,
+            Phase::AfterPostBeforeCheckpoint,
+            Phase::TempWritten,
+            Phase::DuringDriftCall,
+        ]
+        .into_iter()
+        .filter(|p| self.count(self.case, *p) > 0)
+        .collect();
+        match phases.as_slice() {
+            [] => Target::None,
+            ps => {
+                let p = ps[self.rng.gen_range(0..ps.len())];
+                let max = self.count(self.case, p);
+                self.pause_in(p, 1, max)
+            }
+        }
+    }
+
+    fn random_timing(&mut self) -> Target {
+        self.take_only();
+        // A deterministic span (~2 ms per model call or atomic write of a
+        // clean run, about its wall time here), so (seed, k) alone fixes the
+        // delay; where it lands still depends on the machine's speed.
+        let steps = [
+            Phase::DuringModelCall,
+            Phase::DuringDriftCall,
+            Phase::TempWritten,
+        ]
+        .iter()
+        .map(|p| self.count(self.case, *p))
+        .sum::<u64>();
+        let span = 2_000 * steps.max(5);
+        Target::Timer {
+            delay_us: self.rng.gen_range(0..span),
+        }
+    }
+
+    fn io_error(&mut self) -> Target {
+        self.take_only();
+        let errno = if self.rng.gen_bool(0.5) {
+            "eio"
+        } else {
+            "enospc"
+        };
+        let (class, max) = if self.rng.gen_bool(0.5) {
+            ("write", self.calib[self.case].writes)
+        } else {
+            ("fsync", self.calib[self.case].fsyncs)
+        };
+        let n = self.rng.gen_range(1..=max.max(1));
+        let mode = if self.rng.gen_bool(0.5) {
+            "sticky"
+        } else {
+            "once"
+        };
+        Target::Fault {
+            spec: format!("{errno}:{class}:{n}:{mode}"),
+        }
     }
 }
 

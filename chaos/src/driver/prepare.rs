@@ -46,7 +46,8 @@ pub struct Prepared {
 }
 
 pub fn prepare(cfg: &Config) -> Result<Prepared, PrepareError> {
-    let cases = crate::cases::load_all(&cfg.cases_dir).map_err(PrepareError::Case)?;
+    let cases =
+        crate::cases::load_all(&cfg.cases_dir).map_err(|e| PrepareError::Case(e.to_string()))?;
     let only = match &cfg.case {
         Some(id) => Some(cases.iter().position(|c| &c.id == id).ok_or_else(|| {
             PrepareError::Case(format!(
@@ -82,7 +83,8 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, PrepareError> {
     }
     std::fs::create_dir_all(&cfg.work_dir)
         .map_err(|e| PrepareError::Setup(format!("{}: {e}", cfg.work_dir.display())))?;
-    let recordings = crate::cases::recordings(&cases).map_err(PrepareError::Case)?;
+    let recordings =
+        crate::cases::recordings(&cases).map_err(|e| PrepareError::Case(e.to_string()))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

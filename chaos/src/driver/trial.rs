@@ -29,7 +29,7 @@ use harness::replay::ReplayServer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One finished kill index.
 pub struct TrialOutcome {
@@ -287,50 +287,11 @@ impl<'a> Trial<'a> {
     /// Run process `idx` against `target`, power-cut the disk after it if
     /// the mode says so, and read what it did.
     fn run_process(&mut self, idx: usize, spawn: Obs, target: &Target) -> Proc {
-        let cfg = self.ctx.cfg;
         let p = &self.p;
         let power_loss = self.plan.mode == Mode::PowerLoss;
         let snapshot = power_loss.then(|| Snapshot::take(&[p.state.clone(), p.ws.clone()]));
         let log = p.logs.join(format!("p{idx}.jsonl"));
-        let mut env = vec![(
-            harness::simfs::LOG_ENV.to_string(),
-            log.display().to_string(),
-        )];
-        env.push(("TMPDIR".into(), cfg.work_dir.display().to_string()));
-        if let Some(b) = &cfg.broken {
-            env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
-        }
-        let mut invocation =
-            HarnessInvocation::run(&p.spec, &p.state, ModelSource::BaseUrl(self.url.clone()));
-        // The raise stratum: as an operator would, once the run ended
-        // BUDGET_EXHAUSTED, and from then on the same command again.
-        if let Some(usd) = self.plan.raise_cap_usd {
-            let exhausted = spawn
-                .ckpt
-                .state()
-                .and_then(|s| s.finished.as_ref())
-                .map(|f| f.ending)
-                == Some(harness::ending::Ending::BudgetExhausted);
-            if idx > 0 && (exhausted || journal_limits(&p.state) > 0) {
-                invocation = invocation.raise_cap_usd(usd);
-            }
-        }
-        for (k, v) in env {
-            invocation = invocation.env(k, v);
-        }
-        let kill = match self.plan.mode {
-            Mode::Sigterm => proc::Kill::Stop {
-                twice: idx == 0 && self.plan.stop_twice,
-            },
-            Mode::Sigkill | Mode::PowerLoss => proc::Kill::Sigkill,
-        };
-        let s = Spawn {
-            kill,
-            harness: cfg.harness_bin.clone(),
-            invocation,
-            stdout: p.logs.join(format!("p{idx}.stdout")),
-            timeout: cfg.proc_timeout,
-        };
+        let s = self.spawn_of(idx, &spawn, &log);
         let (outcome, stderr) = proc::run(&s, target);
         let _ = std::fs::write(p.logs.join(format!("p{idx}.stderr")), &stderr);
         let stdout = std::fs::read_to_string(&s.stdout).unwrap_or_default();
@@ -376,6 +337,52 @@ impl<'a> Trial<'a> {
             events,
             fault_fired,
             crashed: cut,
+        }
+    }
+
+    /// Process `idx`'s command: the simfs log on, the broken variant if one
+    /// is tested, the raised cap once the run needs it, and the mode's signal.
+    fn spawn_of(&self, idx: usize, spawn: &Obs, log: &Path) -> Spawn {
+        let cfg = self.ctx.cfg;
+        let p = &self.p;
+        let mut env = vec![(
+            harness::simfs::LOG_ENV.to_string(),
+            log.display().to_string(),
+        )];
+        env.push(("TMPDIR".into(), cfg.work_dir.display().to_string()));
+        if let Some(b) = &cfg.broken {
+            env.push((harness::simfs::BROKEN_ENV.into(), b.clone()));
+        }
+        let mut invocation =
+            HarnessInvocation::run(&p.spec, &p.state, ModelSource::BaseUrl(self.url.clone()));
+        // The raise stratum: as an operator would, once the run ended
+        // BUDGET_EXHAUSTED, and from then on the same command again.
+        if let Some(usd) = self.plan.raise_cap_usd {
+            let exhausted = spawn
+                .ckpt
+                .state()
+                .and_then(|s| s.finished.as_ref())
+                .map(|f| f.ending)
+                == Some(harness::ending::Ending::BudgetExhausted);
+            if idx > 0 && (exhausted || journal_limits(&p.state) > 0) {
+                invocation = invocation.raise_cap_usd(usd);
+            }
+        }
+        for (k, v) in env {
+            invocation = invocation.env(k, v);
+        }
+        let kill = match self.plan.mode {
+            Mode::Sigterm => proc::Kill::Stop {
+                twice: idx == 0 && self.plan.stop_twice,
+            },
+            Mode::Sigkill | Mode::PowerLoss => proc::Kill::Sigkill,
+        };
+        Spawn {
+            kill,
+            harness: cfg.harness_bin.clone(),
+            invocation,
+            stdout: p.logs.join(format!("p{idx}.stdout")),
+            timeout: cfg.proc_timeout,
         }
     }
 

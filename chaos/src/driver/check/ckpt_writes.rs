@@ -1,7 +1,7 @@
 //! The checkpoint writes one process made, from its operation log: what the
 //! no_torn_checkpoint check holds the disk to after a kill or a power cut.
 
-use crate::fsmodel;
+use crate::fsmodel::{self, Op};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -14,47 +14,79 @@ pub(in crate::driver) fn checkpoint_writes(
     state: &Path,
     exited: bool,
 ) -> (Vec<Vec<u8>>, Option<usize>) {
-    use fsmodel::Op;
-    let ck = harness::checkpoint::path_in(state);
-    let is_tmp = |p: &Path| {
-        p.parent() == Some(state)
+    let mut w = Writes {
+        state,
+        ck: harness::checkpoint::path_in(state),
+        bufs: BTreeMap::new(),
+        cands: vec![],
+        open_seq: None,
+        acked: None,
+        inplace: BTreeMap::new(),
+        renamed: BTreeSet::new(),
+    };
+    for op in ops {
+        w.acknowledge(op);
+        w.record(op);
+    }
+    w.finish(exited)
+}
+
+/// The state of the scan over one process's operation log.
+struct Writes<'a> {
+    state: &'a Path,
+    ck: PathBuf,
+    /// Temp files by fd: their path and what was written to them.
+    bufs: BTreeMap<u64, (PathBuf, Vec<u8>)>,
+    cands: Vec<Vec<u8>>,
+    /// (candidate index, fd of its write sequence) awaiting acknowledgement
+    open_seq: Option<(usize, u64)>,
+    acked: Option<usize>,
+    /// checkpoint.json opened in place, by fd: its candidate's index.
+    inplace: BTreeMap<u64, usize>,
+    renamed: BTreeSet<u64>,
+}
+
+impl Writes<'_> {
+    fn is_tmp(&self, p: &Path) -> bool {
+        p.parent() == Some(self.state)
             && p.file_name()
                 .map(|n| n.to_string_lossy().starts_with(".checkpoint.json.tmp-"))
                 .unwrap_or(false)
-    };
-    let mut bufs: BTreeMap<u64, (PathBuf, Vec<u8>)> = BTreeMap::new();
-    let mut cands: Vec<Vec<u8>> = vec![];
-    // (candidate index, fd of its write sequence) awaiting acknowledgement
-    let mut open_seq: Option<(usize, u64)> = None;
-    let mut acked = None;
-    let mut inplace: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut renamed: BTreeSet<u64> = BTreeSet::new();
-    for op in ops {
-        let part_of_seq = match (&open_seq, op) {
+    }
+
+    /// An operation outside the open write sequence acknowledges it: the
+    /// harness went on from it.
+    fn acknowledge(&mut self, op: &Op) {
+        let part_of_seq = match (&self.open_seq, op) {
             (Some((_, fd)), Op::Fsync { fd: f }) | (Some((_, fd)), Op::Write { fd: f, .. }) => {
                 f == fd
             }
-            (Some(_), Op::FsyncDir { path }) => path == state,
+            (Some(_), Op::FsyncDir { path }) => path == self.state,
             _ => false,
         };
-        if matches!(op, Op::Fault { path, .. } if path == state || *path == ck || is_tmp(path)) {
+        if matches!(op, Op::Fault { path, .. } if path == self.state || *path == self.ck || self.is_tmp(path))
+        {
             // The write sequence failed: atomic_write returned an error, so the
             // harness did not go on from it as durable.
-            open_seq = None;
+            self.open_seq = None;
         } else if !part_of_seq {
-            if let Some((i, _)) = open_seq.take() {
-                acked = Some(i);
+            if let Some((i, _)) = self.open_seq.take() {
+                self.acked = Some(i);
             }
         }
+    }
+
+    /// Opens, writes and renames toward checkpoint.json: the candidates.
+    fn record(&mut self, op: &Op) {
         match op {
-            Op::Open { fd, path, .. } if is_tmp(path) => {
-                bufs.insert(*fd, (path.clone(), vec![]));
+            Op::Open { fd, path, .. } if self.is_tmp(path) => {
+                self.bufs.insert(*fd, (path.clone(), vec![]));
             }
-            Op::Open { fd, path, .. } if *path == ck => {
+            Op::Open { fd, path, .. } if *path == self.ck => {
                 // In place (no temp, no rename): the write sequence is the candidate.
-                cands.push(vec![]);
-                inplace.insert(*fd, cands.len() - 1);
-                open_seq = Some((cands.len() - 1, *fd));
+                self.cands.push(vec![]);
+                self.inplace.insert(*fd, self.cands.len() - 1);
+                self.open_seq = Some((self.cands.len() - 1, *fd));
             }
             Op::Write { fd, off, .. } => {
                 let data = op.write_bytes();
@@ -65,38 +97,44 @@ pub(in crate::driver) fn checkpoint_writes(
                     }
                     b[o..o + data.len()].copy_from_slice(&data);
                 };
-                if let Some((_, b)) = bufs.get_mut(fd) {
+                if let Some((_, b)) = self.bufs.get_mut(fd) {
                     put(b);
                 }
-                if let Some(i) = inplace.get(fd) {
-                    put(&mut cands[*i]);
+                if let Some(i) = self.inplace.get(fd) {
+                    put(&mut self.cands[*i]);
                 }
             }
-            Op::Rename { from, to } if *to == ck => {
-                if let Some((fd, (_, b))) = bufs.iter().rev().find(|(_, (p, _))| p == from) {
-                    cands.push(b.clone());
-                    open_seq = Some((cands.len() - 1, *fd));
-                    renamed.insert(*fd);
+            Op::Rename { from, to } if *to == self.ck => {
+                if let Some((fd, (_, b))) = self.bufs.iter().rev().find(|(_, (p, _))| p == from) {
+                    self.cands.push(b.clone());
+                    self.open_seq = Some((self.cands.len() - 1, *fd));
+                    self.renamed.insert(*fd);
                 }
             }
             _ => {}
         }
     }
-    if exited {
-        if let Some((i, _)) = open_seq {
-            acked = Some(i);
+
+    /// An exit acknowledges the open sequence; a kill may have come between
+    /// the last temp's rename and its log line.
+    fn finish(mut self, exited: bool) -> (Vec<Vec<u8>>, Option<usize>) {
+        if exited {
+            if let Some((i, _)) = self.open_seq {
+                self.acked = Some(i);
+            }
+        } else if let Some((_, (_, b))) = self
+            .bufs
+            .iter()
+            .next_back()
+            .filter(|(fd, (p, _))| !self.renamed.contains(*fd) && !p.as_os_str().is_empty())
+        {
+            // The log is written right after each operation: a kill between the
+            // last temp file's rename and its log line leaves that temp's frame
+            // in place with no rename in the log.
+            self.cands.push(b.clone());
         }
-    } else if let Some((_, (_, b))) = bufs
-        .iter()
-        .next_back()
-        .filter(|(fd, (p, _))| !renamed.contains(*fd) && !p.as_os_str().is_empty())
-    {
-        // The log is written right after each operation: a kill between the
-        // last temp file's rename and its log line leaves that temp's frame
-        // in place with no rename in the log.
-        cands.push(b.clone());
+        (self.cands, self.acked)
     }
-    (cands, acked)
 }
 
 #[cfg(test)]

@@ -34,8 +34,47 @@ pub(in crate::driver) fn summary_ending(stdout: &str) -> Option<(String, i32)> {
 pub(in crate::driver) fn check<'a>(ck: &mut Checks, pr: &'a Proc, code: i32) -> Option<&'a Report> {
     let idx = pr.idx;
     let inv = Invariant::OneOfSevenEndings;
+    let r = published(ck, pr, code);
+    let named = r.and_then(|r| r.ending.as_deref().map(|n| (r, n)));
+    match named {
+        None if r.is_some() => ck.fail(
+            inv,
+            idx,
+            format!("exit {code} and a report.json that names no ending"),
+        ),
+        None => {}
+        Some((r, name)) => match ending_code(name) {
+            None => ck.fail(inv, idx, format!("ending {name:?} is not one of the seven")),
+            Some(want) if want != code || r.exit_code != Some(code as i64) => ck.fail(
+                inv,
+                idx,
+                format!(
+                    "ending {name} must exit {want}; exited {code} (report.json says {})",
+                    quoted(&r.exit_code)
+                ),
+            ),
+            _ => {}
+        },
+    }
+    summary_agrees(ck, pr, code, named);
+    if let (Some(errno), Some((r, name))) = (pr.fault_fired, named) {
+        // An injected I/O error is refused or classified: UNRECOVERABLE_ERROR
+        // naming it, or absorbed as a tool error the run went on from
+        // (checked by the others).
+        let detail = r.detail.as_deref().unwrap_or("");
+        if name == "UNRECOVERABLE_ERROR" && !detail.contains(&format!("os error {errno}")) {
+            ck.fail(inv, idx, format!("an injected errno {errno} ended the run UNRECOVERABLE_ERROR without naming it: {}", quoted(&r.detail)));
+        }
+    }
+    named.map(|(r, _)| r)
+}
+
+/// The report the process published, if it is the harness's report (each
+/// way it is not is a failure of its own).
+fn published<'a>(ck: &mut Checks, pr: &'a Proc, code: i32) -> Option<&'a Report> {
+    let (inv, idx) = (Invariant::OneOfSevenEndings, pr.idx);
     let stderr_tail = pr.stderr.lines().last().unwrap_or("");
-    let r = match &pr.published {
+    match &pr.published {
         None => {
             ck.fail(
                 inv,
@@ -62,29 +101,15 @@ pub(in crate::driver) fn check<'a>(ck: &mut Checks, pr: &'a Proc, code: i32) -> 
             }
             Some(r)
         }
-    };
-    let named = r.and_then(|r| r.ending.as_deref().map(|n| (r, n)));
-    match named {
-        None if r.is_some() => ck.fail(
-            inv,
-            idx,
-            format!("exit {code} and a report.json that names no ending"),
-        ),
-        None => {}
-        Some((r, name)) => match ending_code(name) {
-            None => ck.fail(inv, idx, format!("ending {name:?} is not one of the seven")),
-            Some(want) if want != code || r.exit_code != Some(code as i64) => ck.fail(
-                inv,
-                idx,
-                format!(
-                    "ending {name} must exit {want}; exited {code} (report.json says {})",
-                    quoted(&r.exit_code)
-                ),
-            ),
-            _ => {}
-        },
     }
-    // The human summary is the same report: it must say the same ending.
+}
+
+/// The human summary is the same report: it must say the same ending, and
+/// so must the report.json left on disk (after a power cut too), unless an
+/// injected I/O error kept the harness from writing it.
+fn summary_agrees(ck: &mut Checks, pr: &Proc, code: i32, named: Option<(&Report, &str)>) {
+    let (inv, idx) = (Invariant::OneOfSevenEndings, pr.idx);
+    let stderr_tail = pr.stderr.lines().last().unwrap_or("");
     let summary = summary_ending(&pr.stdout);
     match (&summary, named) {
         (None, _) => ck.fail(
@@ -105,33 +130,22 @@ pub(in crate::driver) fn check<'a>(ck: &mut Checks, pr: &'a Proc, code: i32) -> 
         }
         _ => {}
     }
-    // And the report.json left on disk (after a power cut too) is it, unless
-    // an injected I/O error kept the harness from writing it.
-    if pr.fault_fired.is_none() {
-        if let (Some((name, _)), Some(d)) = (&summary, &pr.end.report) {
-            if d.ending.as_deref() != Some(name.as_str()) || d.exit_code != Some(code as i64) {
-                ck.fail(
-                    inv,
-                    idx,
-                    format!(
-                        "stdout says {name} exit {code} but report.json says {} exit {}",
-                        quoted(&d.ending),
-                        quoted(&d.exit_code)
-                    ),
-                );
-            }
+    if pr.fault_fired.is_some() {
+        return;
+    }
+    if let (Some((name, _)), Some(d)) = (&summary, &pr.end.report) {
+        if d.ending.as_deref() != Some(name.as_str()) || d.exit_code != Some(code as i64) {
+            ck.fail(
+                inv,
+                idx,
+                format!(
+                    "stdout says {name} exit {code} but report.json says {} exit {}",
+                    quoted(&d.ending),
+                    quoted(&d.exit_code)
+                ),
+            );
         }
     }
-    if let (Some(errno), Some((r, name))) = (pr.fault_fired, named) {
-        // An injected I/O error is refused or classified: UNRECOVERABLE_ERROR
-        // naming it, or absorbed as a tool error the run went on from
-        // (checked by the others).
-        let detail = r.detail.as_deref().unwrap_or("");
-        if name == "UNRECOVERABLE_ERROR" && !detail.contains(&format!("os error {errno}")) {
-            ck.fail(inv, idx, format!("an injected errno {errno} ended the run UNRECOVERABLE_ERROR without naming it: {}", quoted(&r.detail)));
-        }
-    }
-    named.map(|(r, _)| r)
 }
 
 #[cfg(test)]

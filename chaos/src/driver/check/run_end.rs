@@ -191,60 +191,16 @@ fn report_agrees(
     let idx = last.idx;
     ck.ex(Invariant::ReportAgrees);
     for t in verified {
-        let Some(v) = case.tasks.get(t) else {
-            ck.fail(
-                Invariant::ReportAgrees,
-                idx,
-                format!("report lists {t} as verified, a task no plan ever proposed"),
-            );
-            continue;
-        };
-        let e = oracle::effect(v, &p.ws, &p.outbox, &case.migrations);
-        if e != Effect::Done {
-            ck.fail(
-                Invariant::ReportAgrees,
-                idx,
-                format!(
-                    "report lists {t} as verified but the disk says {} ({e:?}) for {v}",
-                    e.wire()
-                ),
-            );
-        }
-        if v["kind"] == "outbox_has" {
-            let n = last
-                .end
-                .outbox
-                .get(v["key"].as_str().unwrap_or(""))
-                .copied()
-                .unwrap_or(0);
-            if n != 1 {
-                ck.fail(
-                    Invariant::ReportAgrees,
-                    idx,
-                    format!(
-                        "{t} is verified by a post, and the outbox holds {n} posts with its key"
-                    ),
-                );
-            }
-        }
+        verified_on_disk(ck, last, case, p, t);
     }
-    if r.ending.as_deref() == Some(harness::ending::Ending::GoalMet.as_str()) {
-        if let Ok(spec) = harness::spec::RunSpec::load(&p.spec) {
-            let c = match &spec.predicate {
-                harness::spec::Predicate::Command(c) => Some(c.clone()),
-                harness::spec::Predicate::Check(n) => spec.checks.get(n).cloned(),
-            };
-            if let Some(c) = c {
-                if !harness::check::run_check(&c, &p.ws).passed {
-                    ck.fail(
-                        Invariant::ReportAgrees,
-                        idx,
-                        "report says GOAL_MET but the goal predicate fails on the final workspace"
-                            .into(),
-                    );
-                }
-            }
-        }
+    if r.ending.as_deref() == Some(harness::ending::Ending::GoalMet.as_str())
+        && goal_predicate_fails(p)
+    {
+        ck.fail(
+            Invariant::ReportAgrees,
+            idx,
+            "report says GOAL_MET but the goal predicate fails on the final workspace".into(),
+        );
     }
     if let Some(f) = last.end.ckpt.state().and_then(|s| s.finished.as_ref()) {
         if Some(f.ending.as_str()) != r.ending.as_deref() {
@@ -259,4 +215,57 @@ fn report_agrees(
             );
         }
     }
+}
+
+/// Task `t`, reported verified, is done on the final disk (and a post is
+/// in the outbox exactly once).
+fn verified_on_disk(ck: &mut Checks, last: &Proc, case: &Case, p: &Paths, t: &str) {
+    let idx = last.idx;
+    let Some(v) = case.tasks.get(t) else {
+        ck.fail(
+            Invariant::ReportAgrees,
+            idx,
+            format!("report lists {t} as verified, a task no plan ever proposed"),
+        );
+        return;
+    };
+    let e = oracle::effect(v, &p.ws, &p.outbox, &case.migrations);
+    if e != Effect::Done {
+        ck.fail(
+            Invariant::ReportAgrees,
+            idx,
+            format!(
+                "report lists {t} as verified but the disk says {} ({e:?}) for {v}",
+                e.wire()
+            ),
+        );
+    }
+    if v["kind"] == "outbox_has" {
+        let n = last
+            .end
+            .outbox
+            .get(v["key"].as_str().unwrap_or(""))
+            .copied()
+            .unwrap_or(0);
+        if n != 1 {
+            ck.fail(
+                Invariant::ReportAgrees,
+                idx,
+                format!("{t} is verified by a post, and the outbox holds {n} posts with its key"),
+            );
+        }
+    }
+}
+
+/// The spec's goal predicate, run on the final workspace, fails (a spec
+/// that does not load or names no check proves nothing either way).
+fn goal_predicate_fails(p: &Paths) -> bool {
+    let Ok(spec) = harness::spec::RunSpec::load(&p.spec) else {
+        return false;
+    };
+    let c = match &spec.predicate {
+        harness::spec::Predicate::Command(c) => Some(c.clone()),
+        harness::spec::Predicate::Check(n) => spec.checks.get(n).cloned(),
+    };
+    c.is_some_and(|c| !harness::check::run_check(&c, &p.ws).passed)
 }

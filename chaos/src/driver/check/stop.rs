@@ -65,9 +65,23 @@ pub(in crate::driver) fn check_stop(ck: &mut Checks, pr: &Proc, p: &Paths) {
             ),
         );
     }
+    stop_report(ck, idx, p, at, *code, *twice);
+    if !pr.events.contains(&Event::Stopped) && !*twice {
+        ck.fail(
+            inv,
+            idx,
+            format!("sent SIGTERM at {at}; no `stopped` event in events.jsonl"),
+        );
+    }
+}
+
+/// The stop report a stopped process left: its signal and exit, no task
+/// both in flight and settled, and never readable as an ended run's report.
+fn stop_report(ck: &mut Checks, idx: usize, p: &Paths, at: &str, code: i32, twice: bool) {
+    let inv = Invariant::StopHonored;
     match harness::report::StoppedReport::load(&p.state) {
         Ok(r) => {
-            if r.stopped.signal != "SIGTERM" || r.stopped.exit_code != *code {
+            if r.stopped.signal != "SIGTERM" || r.stopped.exit_code != code {
                 ck.fail(
                     inv,
                     idx,
@@ -90,7 +104,7 @@ pub(in crate::driver) fn check_stop(ck: &mut Checks, pr: &Proc, p: &Paths) {
                 );
             }
         }
-        Err(e) if !*twice => {
+        Err(e) if !twice => {
             ck.fail(
                 inv,
                 idx,
@@ -98,12 +112,5 @@ pub(in crate::driver) fn check_stop(ck: &mut Checks, pr: &Proc, p: &Paths) {
             );
         }
         Err(_) => {} // the second signal came before it was written
-    }
-    if !pr.events.contains(&Event::Stopped) && !*twice {
-        ck.fail(
-            inv,
-            idx,
-            format!("sent SIGTERM at {at}; no `stopped` event in events.jsonl"),
-        );
     }
 }
