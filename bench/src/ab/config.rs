@@ -184,7 +184,7 @@ pub fn check_config_against(cfg: &ArmConfig, cases: &[Case]) -> Result<(), Confi
         let laid = cfg.applied.apply(&text).map_err(|e| ConfigError::Apply {
             path: cfg.path.clone(),
             spec: spec.display().to_string(),
-            reason: e,
+            reason: e.to_string(),
         })?;
         if let Err(e) = harness::spec::RunSpec::parse(&laid, &cfg.path, &c.dir) {
             return Err(ConfigError::Field {

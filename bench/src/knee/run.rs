@@ -47,8 +47,8 @@ pub enum MeasureError {
     #[error("no cases to run under {0}")]
     NoCases(String),
     /// The replay servers or the output root could not be set up.
-    #[error("{0}")]
-    Batch(String),
+    #[error(transparent)]
+    Batch(#[from] crate::batch::BatchError),
 }
 
 /// Every level in turn, then the analysis.
@@ -69,7 +69,7 @@ pub async fn measure(plan: &Plan) -> Result<Measured, MeasureError> {
         plan.max_concurrency,
     )
     .await
-    .map_err(MeasureError::Batch)?;
+    ?;
     let started = std::time::Instant::now();
     let mut obs: Vec<RunObs> = vec![];
     for (li, &level) in plan.levels.iter().enumerate() {

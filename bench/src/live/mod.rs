@@ -242,7 +242,7 @@ pub struct LiveTarget {
     not_started: AtomicU64,
     /// Hybrid: the replay servers whose recordings answer first, and the
     /// protocol the endpoint speaks.
-    hybrid: Option<(Arc<crate::runner::Servers>, Protocol)>,
+    hybrid: Option<(Arc<crate::servers::Servers>, Protocol)>,
 }
 
 /// How a live or hybrid case-run's model calls were answered: what a
@@ -313,7 +313,7 @@ impl LiveTarget {
         proxy: Arc<LiveProxy>,
         lane: Option<&str>,
         recorder: Arc<Recorder>,
-        servers: Arc<crate::runner::Servers>,
+        servers: Arc<crate::servers::Servers>,
         protocol: Protocol,
         key_env: Option<String>,
     ) -> Arc<LiveTarget> {
