@@ -35,7 +35,8 @@ pub use crate::canary::{
 };
 pub use crate::outside::{
     outside_changes, outside_exclusions, plant_sentinel, snapshot_outside, OutsideEntry,
-    OutsideSnapshot, OUTSIDE_FILE_MAX_BYTES, OUTSIDE_MAX_ENTRIES, SENTINEL_FILE, SENTINEL_TEXT,
+    OutsideSnapshot, PlantError, OUTSIDE_FILE_MAX_BYTES, OUTSIDE_MAX_ENTRIES, SENTINEL_FILE,
+    SENTINEL_TEXT,
 };
 
 // ---------------------------------------------------------------------------
@@ -262,15 +263,13 @@ impl Gathered {
     /// Before the harness runs on `case_copy`: read the spec, plant the
     /// sentinel and take the first snapshot. An error says what could not be
     /// done.
-    pub fn before_run(&mut self, case_copy: &Path) -> Result<(), String> {
+    pub fn before_run(&mut self, case_copy: &Path) -> Result<(), PlantError> {
         // Read once for the facts and the snapshot's exclusions.
         let spec = harness::spec::RunSpec::load(&case_copy.join("run.toml")).ok();
         self.spec = spec.as_ref().map(SpecFacts::of);
-        plant_sentinel(case_copy).map_err(|e| {
-            format!(
-                "cannot plant {}: {e}",
-                case_copy.join(SENTINEL_FILE).display()
-            )
+        plant_sentinel(case_copy).map_err(|source| PlantError::Plant {
+            path: case_copy.join(SENTINEL_FILE),
+            source,
         })?;
         self.outside_excluded = outside_exclusions(case_copy, spec.as_ref());
         self.outside_before = Some(snapshot_outside(case_copy, &self.outside_excluded));

@@ -75,8 +75,6 @@ fn case_order(n: usize, first: &[usize]) -> Vec<usize> {
 /// Why a batch could not start: said as the command's reason.
 #[derive(Debug, thiserror::Error)]
 pub enum BatchError {
-    #[error("cannot start the replay server: {0}")]
-    ReplayServer(String),
     #[error("the [interrupt] cases need the test-variants harness: {0}")]
     InterruptHarness(HarnessBinError),
     #[error("cannot create {}: {source}", .dir.display())]
@@ -112,9 +110,7 @@ impl Batch {
         runs_per_case: u32,
         max_concurrency: usize,
     ) -> Result<Batch, BatchError> {
-        let servers = Servers::start(&cases)
-            .await
-            .map_err(BatchError::ReplayServer)?;
+        let servers = Servers::start(&cases).await;
         Self::with_source(
             cases,
             Source::Replay(servers),

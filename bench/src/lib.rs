@@ -19,6 +19,14 @@
 //! - `known_flaky`: the causes of flakiness (with their remedies) and the
 //!   case.toml marker that labels a known-flaky case in every output.
 //! - `stats`: the statistics the reports rest on.
+//! - The analyses behind the commands, each a plan in and a result out:
+//!   `ab` (paired A/B), `knee` (cost per verified task), `calibrate` (the
+//!   drift detector on labeled queues), `diverge` (trajectories compared),
+//!   `flaky` (causes of flakiness), `price` (a night priced).
+//! - The bottom modules the case-run path shares: `record` (`RunRecord`),
+//!   `servers` (the replay servers), `harness_bin` (which harness binary),
+//!   `spec_overlay`, `outside` and `canary` (the audit's snapshots and
+//!   planted secrets).
 //! - `prices`, `cli`: the price table and the clap value types several
 //!   commands share.
 

@@ -130,6 +130,23 @@ pub fn outside_changes(before: &OutsideSnapshot, after: &OutsideSnapshot) -> Vec
 }
 
 /// Plant the sentinel beside the workspace in a case copy.
+/// A file or dir the bench makes before a case-run (the sentinel, HOME's
+/// planted secrets, TMPDIR) that could not be made: the case-run is a
+/// setup fault, never run.
+#[derive(Debug, thiserror::Error)]
+pub enum PlantError {
+    #[error("cannot plant {}: {source}", path.display())]
+    Plant {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot make {}: {source}", path.display())]
+    Make {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
 pub fn plant_sentinel(case_copy: &Path) -> std::io::Result<()> {
     std::fs::write(case_copy.join(SENTINEL_FILE), SENTINEL_TEXT)
 }

@@ -5,7 +5,7 @@
 use harness::ledger::{Price, PriceTable};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// USD per million tokens, in and out.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -51,25 +51,59 @@ pub fn default_price_table() -> PriceTable {
         .collect()
 }
 
+/// Why a price table file was refused: the file, the field, what was
+/// expected.
+#[derive(Debug, thiserror::Error)]
+pub enum PriceTableError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not valid TOML: {reason}", path.display())]
+    Toml { path: PathBuf, reason: String },
+    #[error(
+        "{}: field `prices`: missing; expected a [prices.\"<model>\"] table per model",
+        path.display()
+    )]
+    NoPrices { path: PathBuf },
+    #[error(
+        "{}: field `prices.{model}.{key}`: expected a non-negative number of USD per million tokens",
+        path.display()
+    )]
+    NotAPrice {
+        path: PathBuf,
+        model: String,
+        key: &'static str,
+    },
+}
+
 /// Same format as a run spec's [prices] table, so one file serves both.
-pub fn load_price_table(path: &Path) -> Result<PriceTable, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let t: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        format!("{}: not valid TOML: {}", path.display(), e.message().trim())
+pub fn load_price_table(path: &Path) -> Result<PriceTable, PriceTableError> {
+    let at = path.to_path_buf();
+    let text = std::fs::read_to_string(path).map_err(|source| PriceTableError::Read {
+        path: at.clone(),
+        source,
     })?;
-    let prices = t.get("prices").and_then(|p| p.as_table()).ok_or_else(|| {
-        format!(
-            "{}: field `prices`: missing; expected a [prices.\"<model>\"] table per model",
-            path.display()
-        )
-    })?;
+    let t: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| PriceTableError::Toml {
+            path: at.clone(),
+            reason: e.message().trim().to_string(),
+        })?;
+    let prices = (t.get("prices").and_then(|p| p.as_table()))
+        .ok_or_else(|| PriceTableError::NoPrices { path: at.clone() })?;
     let mut out = PriceTable::new();
     for (m, v) in prices {
-        let num = |k: &str| {
-            v.get(k)
+        let num = |key: &'static str| {
+            v.get(key)
                 .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
                 .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| format!("{}: field `prices.{m}.{k}`: expected a non-negative number of USD per million tokens", path.display()))
+                .ok_or_else(|| PriceTableError::NotAPrice {
+                    path: at.clone(),
+                    model: m.clone(),
+                    key,
+                })
         };
         out.insert(
             m.clone(),

@@ -592,8 +592,10 @@ impl CaseRun<'_> {
     }
 
     /// The bench could not prepare the case-run: no data about the harness.
-    fn setup_fault(&self, detail: String) -> Box<RunRecord> {
-        let fault = BenchFault::CaseSetup { detail };
+    fn setup_fault(&self, detail: impl std::fmt::Display) -> Box<RunRecord> {
+        let fault = BenchFault::CaseSetup {
+            detail: detail.to_string(),
+        };
         Box::new(RunRecord::faulted(
             self.case,
             self.run,
@@ -836,7 +838,7 @@ impl CaseRun<'_> {
                 .map_err(|e| self.spawn_failed(e, "[raise] first run: "))?;
         p.gathered.canary_hits.extend(s.canary_hits);
         let Some((raised, raised_limit, want)) = raise_invocation(&p.inv, r, p.limit) else {
-            return Err(self.setup_fault("[raise]: no limit to raise".into()));
+            return Err(self.setup_fault("[raise]: no limit to raise"));
         };
         if ended.ending != want {
             return Err(self.fail(format!(
@@ -1190,7 +1192,7 @@ mod tests {
             &crate::suite::report_fields(),
         )
         .unwrap();
-        let servers = Servers::start(std::slice::from_ref(&case)).await.unwrap();
+        let servers = Servers::start(std::slice::from_ref(&case)).await;
         let first = servers.server_for_next_run(&case).await.unwrap();
         for _ in 1..CASE_RUNS_PER_SERVER {
             let s = servers.server_for_next_run(&case).await.unwrap();

@@ -19,30 +19,78 @@ use serde_json::Value;
 const MADE_WHEN: &str = "1970-01-01";
 const MADE_BY: &str = "bench script";
 
+/// Why a scenario did not compile, or a cassette did not migrate. Each
+/// message names the file it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The scenario file: unreadable, or not a scenario (the replay
+    /// crate's loader names the file and the field).
+    #[error("{0}")]
+    Scenario(String),
+    /// No run spec beside the scenario, and the scenario is not
+    /// indifferent to every condition.
+    #[error(
+        "{}: no run.toml beside it to read the recording conditions from; expected the case's run spec there, \
+         or `\"indifferent_to\": {}` in the scenario for replies that hold under any request",
+        scenario.display(),
+        serde_json::to_string(&ConditionField::ALL).unwrap_or_default()
+    )]
+    NoRunSpec { scenario: PathBuf },
+    /// The run spec beside the scenario does not load.
+    #[error(transparent)]
+    Spec(#[from] harness::spec::SpecError),
+    /// The run spec's recording conditions could not be read (its
+    /// workspace, its request settings).
+    #[error("{0}")]
+    Conditions(String),
+    /// The scenario's calls do not make a cassette.
+    #[error("{}: {reason}", path.display())]
+    Compile { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// What the compiler wrote is refused by the replay loader.
+    #[error(transparent)]
+    Cassette(#[from] harness::replay::CassetteError),
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A cassette from before recording conditions that cannot be
+    /// migrated: why, after its path.
+    #[error("{}: {reason}", path.display())]
+    Migrate { path: PathBuf, reason: String },
+}
+
 /// Compile one scenario to the pretty JSON text of its cassette, checked by
 /// the same loader the replay server uses (secrets, fields, duplicates,
 /// conditions).
-pub fn compile(scenario_path: &Path) -> Result<String, String> {
-    let sc = Scenario::load(scenario_path)?;
+pub fn compile(scenario_path: &Path) -> Result<String, ScriptError> {
+    let sc = Scenario::load(scenario_path).map_err(ScriptError::Scenario)?;
     let conditions = conditions_for(scenario_path, &sc)?;
     let v = sc
         .to_cassette(MADE_WHEN, MADE_BY, &conditions)
-        .map_err(|e| format!("{}: {e}", scenario_path.display()))?;
-    let mut text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+        .map_err(|e| ScriptError::Compile {
+            path: scenario_path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    let mut text = serde_json::to_string_pretty(&v)?;
     text.push('\n');
-    Cassette::from_json_str(&text, scenario_path).map_err(|e| e.to_string())?;
+    Cassette::from_json_str(&text, scenario_path)?;
     Ok(text)
 }
 
 /// Compile `scenario` and write its cassette to `out` (atomically), unless
 /// `out` already holds exactly that; true when it was written.
-pub fn write_compiled(scenario: &Path, out: &Path) -> Result<bool, String> {
+pub fn write_compiled(scenario: &Path, out: &Path) -> Result<bool, ScriptError> {
     let text = compile(scenario)?;
     if std::fs::read_to_string(out).is_ok_and(|current| current == text) {
         return Ok(false);
     }
-    harness::durable::atomic_write(out, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    harness::durable::atomic_write(out, text.as_bytes()).map_err(|source| ScriptError::Write {
+        path: out.to_path_buf(),
+        source,
+    })?;
     Ok(true)
 }
 
@@ -52,7 +100,7 @@ pub fn write_compiled(scenario: &Path, out: &Path) -> Result<bool, String> {
 fn conditions_for(
     scenario_path: &Path,
     sc: &Scenario,
-) -> Result<BTreeMap<CallRole, Conditions>, String> {
+) -> Result<BTreeMap<CallRole, Conditions>, ScriptError> {
     let spec_path = scenario_path.with_file_name("run.toml");
     if spec_path.is_file() {
         return conditions_of_spec(&spec_path);
@@ -63,18 +111,15 @@ fn conditions_for(
     if all {
         return Ok(every_role_as(sc.protocol, &Value::Null));
     }
-    Err(format!(
-        "{}: no run.toml beside it to read the recording conditions from; expected the case's run spec there, \
-         or `\"indifferent_to\": {}` in the scenario for replies that hold under any request",
-        scenario_path.display(),
-        serde_json::to_string(&ConditionField::ALL).unwrap_or_default()
-    ))
+    Err(ScriptError::NoRunSpec {
+        scenario: scenario_path.to_path_buf(),
+    })
 }
 
 /// Each role's conditions as the run spec at `spec_path` sends them.
-pub fn conditions_of_spec(spec_path: &Path) -> Result<BTreeMap<CallRole, Conditions>, String> {
-    let spec = harness::spec::RunSpec::load(spec_path).map_err(|e| e.to_string())?;
-    harness::recording_conditions::of_spec(&spec, &spec.workspace)
+pub fn conditions_of_spec(spec_path: &Path) -> Result<BTreeMap<CallRole, Conditions>, ScriptError> {
+    let spec = harness::spec::RunSpec::load(spec_path)?;
+    harness::recording_conditions::of_spec(&spec, &spec.workspace).map_err(ScriptError::Conditions)
 }
 
 /// Where `bench script PATH` reads the scenario and writes the cassette.
@@ -98,7 +143,7 @@ pub fn stale(case_dir: &Path, cassette_path: &Path) -> Option<String> {
     }
     let fix = format!("run `bench script {}`", case_dir.display());
     let compiled = compile(&scenario)
-        .and_then(|t| Cassette::from_json_str(&t, &scenario).map_err(|e| e.to_string()));
+        .and_then(|t| Cassette::from_json_str(&t, &scenario).map_err(ScriptError::from));
     let compiled = match compiled {
         Ok(c) => c,
         Err(e) => {
@@ -137,8 +182,11 @@ pub fn migrate_recorded(
     path: &Path,
     spec: Option<&Path>,
     indifferent_to: &[ConditionField],
-) -> Result<String, String> {
-    let at = |e: String| format!("{}: {e}", path.display());
+) -> Result<String, ScriptError> {
+    let at = |reason: String| ScriptError::Migrate {
+        path: path.to_path_buf(),
+        reason,
+    };
     let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
     let mut v: Value = serde_json::from_str(&text).map_err(|e| at(format!("not JSON: {e}")))?;
     match v.get("format").and_then(Value::as_str) {
@@ -179,7 +227,7 @@ pub fn migrate_recorded(
             c.conditions.insert(r, from_spec[&r].clone());
         }
     }
-    c.save(path).map_err(|e| e.to_string())?;
+    c.save(path)?;
     Ok(format!(
         "migrated {} ({} roles)",
         path.display(),

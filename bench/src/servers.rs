@@ -3,7 +3,9 @@
 //! live target, which both hand case-runs to them.
 
 use crate::suite::Case;
-use harness::replay::{FaultPlan, Recordings, ReplayOptions, ReplayServer};
+use harness::replay::{
+    CassetteError, FaultPlan, FaultSpecError, Recordings, ReplayError, ReplayOptions, ReplayServer,
+};
 use std::sync::Arc;
 
 /// One replay server per distinct (faults, latency scale): cases that ask
@@ -40,8 +42,23 @@ fn server_key(c: &Case) -> String {
     )
 }
 
+/// Why a replay server did not start: its faults spec, a cassette the
+/// server refuses, or the server itself.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Faults(#[from] FaultSpecError),
+    #[error(transparent)]
+    Cassette(#[from] CassetteError),
+    #[error(transparent)]
+    Start(#[from] ReplayError),
+}
+
 impl Servers {
-    pub async fn start(cases: &[Case]) -> Result<Servers, String> {
+    /// One server per group of cases that share faults and latency scale.
+    /// Never fails as a whole: a group whose server cannot start is kept
+    /// with the reason, which fails that group's case-runs only.
+    pub async fn start(cases: &[Case]) -> Servers {
         let mut keys: Vec<String> = cases.iter().map(server_key).collect();
         keys.sort();
         keys.dedup();
@@ -65,15 +82,15 @@ impl Servers {
                 Err(e) => failed.push((k, format!("cannot start the replay server: {e}"))),
             }
         }
-        Ok(Servers { servers, failed })
+        Servers { servers, failed }
     }
 
-    async fn start_group(group: &[Case]) -> Result<Option<ReplayServer>, String> {
+    async fn start_group(group: &[Case]) -> Result<Option<ReplayServer>, ServerError> {
         let Some(c0) = group.first() else {
             return Ok(None);
         };
         let faults = match &c0.file.faults {
-            Some(f) => FaultPlan::parse(f).map_err(|e| e.to_string())?,
+            Some(f) => FaultPlan::parse(f)?,
             None => FaultPlan::none(),
         };
         let latency_scale = c0.file.latency_scale.unwrap_or(0.0);
@@ -133,11 +150,10 @@ pub async fn start_server(
     faults: FaultPlan,
     latency_scale: f64,
     serve_as_run: Option<u32>,
-) -> Result<ReplayServer, String> {
+) -> Result<ReplayServer, ServerError> {
     let mut rec = Recordings::new();
     for c in cases {
-        rec.add(c.cassette.clone(), c.cassette_path.clone())
-            .map_err(|e| e.to_string())?;
+        rec.add(c.cassette.clone(), c.cassette_path.clone())?;
     }
     let opts = ReplayOptions {
         strict: false,
@@ -146,7 +162,5 @@ pub async fn start_server(
         capture: true,
         serve_as_run,
     };
-    ReplayServer::start(rec, opts)
-        .await
-        .map_err(|e| e.to_string())
+    Ok(ReplayServer::start(rec, opts).await?)
 }

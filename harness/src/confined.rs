@@ -481,30 +481,7 @@ pub fn write(ws: &Workspace, rel: &str, bytes: &[u8]) -> Result<String, WriteFai
         nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
     ) {
         Ok(st) => {
-            let bad = if is(&st, SFlag::S_IFDIR) {
-                Some(FileError::IsDir {
-                    path: rel.to_string(),
-                })
-            } else if is(&st, SFlag::S_IFLNK) {
-                Some(FileError::Changed {
-                    path: rel.to_string(),
-                    detail: "it is now a symlink".into(),
-                })
-            } else if !is(&st, SFlag::S_IFREG) {
-                Some(FileError::NotRegular {
-                    path: rel.to_string(),
-                    kind: kind_of(&st),
-                })
-            } else if st.st_nlink > 1
-                && !crate::mutants::active(crate::mutants::Mutant::WriteInPlace)
-            {
-                Some(FileError::HardLinked {
-                    path: rel.to_string(),
-                    links: st.st_nlink as u64,
-                })
-            } else {
-                None
-            };
+            let bad = unwritable(&st, rel);
             if let Some(e) = bad {
                 return Err(if made { touched(e) } else { refused(e) });
             }
@@ -525,23 +502,8 @@ pub fn write(ws: &Workspace, rel: &str, bytes: &[u8]) -> Result<String, WriteFai
                 .map_err(|e| touched(io_err(rel, e)))?;
         }
     }
-    static N: AtomicU64 = AtomicU64::new(0);
-    let tmp = OsString::from(format!(
-        "{WRITE_TEMP_PREFIX}{}-{}.tmp",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = crate::simfs::File::create_new_at(leaf.fd.as_fd(), &leaf.path, &tmp)?;
-        if let Some(m) = mode {
-            use std::os::unix::fs::PermissionsExt;
-            f.get_mut()
-                .set_permissions(std::fs::Permissions::from_mode(m))?;
-        }
-        f.write_all(bytes)?;
-        f.get_mut().flush()?;
-        f.sync_all()
-    })();
+    let tmp = write_temp_name();
+    let written = write_temp(leaf, &tmp, mode, bytes);
     if let Err(e) = written {
         let _ = crate::simfs::unlink_at(leaf.fd.as_fd(), &leaf.path, &tmp);
         return Err(touched(io_err(rel, e)));
@@ -557,6 +519,60 @@ pub fn write(ws: &Workspace, rel: &str, bytes: &[u8]) -> Result<String, WriteFai
         replaced: Some(canonical.clone()),
     })?;
     Ok(canonical)
+}
+
+/// Why the target as it is now cannot be replaced, if it cannot: the model
+/// names a file, and a directory, a symlink swapped in since resolve, a
+/// special file or a hard-linked inode (its other names would change too)
+/// is not one.
+fn unwritable(st: &FileStat, rel: &str) -> Option<FileError> {
+    if is(st, SFlag::S_IFDIR) {
+        Some(FileError::IsDir {
+            path: rel.to_string(),
+        })
+    } else if is(st, SFlag::S_IFLNK) {
+        Some(FileError::Changed {
+            path: rel.to_string(),
+            detail: "it is now a symlink".into(),
+        })
+    } else if !is(st, SFlag::S_IFREG) {
+        Some(FileError::NotRegular {
+            path: rel.to_string(),
+            kind: kind_of(st),
+        })
+    } else if st.st_nlink > 1 && !crate::mutants::active(crate::mutants::Mutant::WriteInPlace) {
+        Some(FileError::HardLinked {
+            path: rel.to_string(),
+            links: st.st_nlink as u64,
+        })
+    } else {
+        None
+    }
+}
+
+/// A temp name no other write in this process or another can hold at once
+/// (pid and a counter), with the prefix the sweep of a killed run knows.
+fn write_temp_name() -> OsString {
+    static N: AtomicU64 = AtomicU64::new(0);
+    OsString::from(format!(
+        "{WRITE_TEMP_PREFIX}{}-{}.tmp",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// The new content, whole and synced, under the temp name beside the
+/// target, with the target's permission bits: only then is it renamed over.
+fn write_temp(leaf: &Dir, tmp: &OsStr, mode: Option<u32>, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = crate::simfs::File::create_new_at(leaf.fd.as_fd(), &leaf.path, tmp)?;
+    if let Some(m) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        f.get_mut()
+            .set_permissions(std::fs::Permissions::from_mode(m))?;
+    }
+    f.write_all(bytes)?;
+    f.get_mut().flush()?;
+    f.sync_all()
 }
 
 #[cfg(test)]

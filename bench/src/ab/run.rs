@@ -76,13 +76,13 @@ pub enum CompareError {
     Suite(String),
     #[error("no cases to compare under {0}")]
     NoCases(String),
-    #[error("cannot start the replay server: {0}")]
-    ReplayServer(String),
     #[error("no replay server for case {0}")]
     NoReplayServer(String),
     /// The live proxy or a recorder could not start.
     #[error("{0}")]
     Live(String),
+    #[error(transparent)]
+    RecordDir(#[from] crate::live::recorder::RecordDirError),
     #[error("{path}: {source}")]
     Out {
         path: String,
@@ -229,11 +229,7 @@ async fn start_targets(plan: &Plan, cases: &Arc<[Vec<Case>; 2]>) -> Result<Targe
     let mut per_arm = Vec::new();
     if plan.live.is_none() || hybrid.is_some() {
         for arm_cases in cases.iter() {
-            per_arm.push(Arc::new(
-                Servers::start(arm_cases)
-                    .await
-                    .map_err(CompareError::ReplayServer)?,
-            ));
+            per_arm.push(Arc::new(Servers::start(arm_cases).await));
         }
     }
     let Some(l) = &plan.live else {
@@ -299,7 +295,7 @@ fn live_arm(
             by("--hybrid"),
             plan.runs_per_case,
         )
-        .map_err(CompareError::Live)?
+        .map_err(CompareError::RecordDir)?
         .hybrid();
         return Ok(LiveTarget::hybrid(
             proxy.clone(),
@@ -314,7 +310,7 @@ fn live_arm(
         None => None,
         Some(dir) => Some(Arc::new(
             Recorder::new(&dir.join(lane), by("--record"), plan.runs_per_case)
-                .map_err(CompareError::Live)?,
+                .map_err(CompareError::RecordDir)?,
         )),
     };
     Ok(LiveTarget::new(

@@ -99,7 +99,10 @@ enum FaultsError {
     },
     /// The script or its spec did not make a cassette.
     #[error("{0}")]
-    Script(String),
+    Script(bench::scripted::ScriptError),
+    /// The scripted calls did not make a cassette (the replay crate's reason).
+    #[error("{0}")]
+    Cassette(String),
     #[error("cannot run {}: {source}", .bin.display())]
     Spawn {
         bin: PathBuf,
@@ -331,7 +334,7 @@ output_usd_per_mtok = 25.0
         bench::scripted::conditions_of_spec(&root.join("run.toml")).map_err(FaultsError::Script)?;
     let cas = sc
         .to_cassette("2026-12-01", "bench faults", &conditions)
-        .map_err(FaultsError::Script)?;
+        .map_err(FaultsError::Cassette)?;
     let text = serde_json::to_string_pretty(&cas)?;
     std::fs::write(root.join("cassettes").join(format!("{name}.json")), text).map_err(io)?;
     Ok(CaseDir {

@@ -77,7 +77,7 @@ enum NewCaseError {
     },
     /// The scenario did not compile (bench script's message).
     #[error("{0}")]
-    Compile(String),
+    Compile(bench::scripted::ScriptError),
     #[error("the new case does not load: {0}")]
     DoesNotLoad(bench::suite::LoadError),
     #[error("cannot move the case into {}: {source}", .dir.display())]

@@ -328,9 +328,7 @@ impl RunPlan {
                 proxy, None, recorder, None, key,
             ));
         };
-        let servers = runner::Servers::start(&self.cases)
-            .await
-            .map_err(|e| Early::unloadable(format_args!("cannot start the replay server: {e}")))?;
+        let servers = runner::Servers::start(&self.cases).await;
         let prov = crate::live::provenance("bench run --hybrid", proxy.upstream_host());
         let dir = self.out.join("hybrid").join("cassettes");
         let recorder = Recorder::new(&dir, prov, self.runs_per_case).map_err(Early::usage)?;

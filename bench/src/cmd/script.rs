@@ -73,7 +73,7 @@ pub fn run(args: ScriptArgs) -> ExitCode {
         let (src, default_out) = targets(p);
         let out = args.out.clone().unwrap_or(default_out);
         let result = if args.check {
-            compile(&src).and_then(|text| {
+            compile(&src).map_err(|e| e.to_string()).and_then(|text| {
                 let current = std::fs::read_to_string(&out).unwrap_or_default();
                 if current == text {
                     Ok(())
@@ -87,7 +87,9 @@ pub fn run(args: ScriptArgs) -> ExitCode {
                 }
             })
         } else {
-            write_compiled(&src, &out).map(|_| outln!("wrote {}", out.display()))
+            write_compiled(&src, &out)
+                .map(|_| outln!("wrote {}", out.display()))
+                .map_err(|e| e.to_string())
         };
         if let Err(e) = result {
             let mode = if args.check { " --check" } else { "" };

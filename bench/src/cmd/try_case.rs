@@ -83,7 +83,7 @@ async fn try_case(args: TryCaseArgs) -> ExitCode {
 /// The scenario did not compile into its cassette: `bench script`'s message.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-struct CompileError(String);
+struct CompileError(bench::scripted::ScriptError);
 
 /// `bench script DIR`: the cassette from the scenario as it is now.
 fn compile_beside(dir: &Path) -> Result<(), CompileError> {

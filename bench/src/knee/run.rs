@@ -68,8 +68,7 @@ pub async fn measure(plan: &Plan) -> Result<Measured, MeasureError> {
         plan.runs_per_case,
         plan.max_concurrency,
     )
-    .await
-    ?;
+    .await?;
     let started = std::time::Instant::now();
     let mut obs: Vec<RunObs> = vec![];
     for (li, &level) in plan.levels.iter().enumerate() {

@@ -184,10 +184,24 @@ pub struct Recorder {
     hybrid: bool,
 }
 
+/// The recordings dir could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("--record/--out {}: cannot create: {source}", dir.display())]
+pub struct RecordDirError {
+    dir: std::path::PathBuf,
+    source: std::io::Error,
+}
+
 impl Recorder {
-    pub fn new(dir: &Path, prov: Provenance, runs_per_case: u32) -> Result<Recorder, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("--record/--out {}: cannot create: {e}", dir.display()))?;
+    pub fn new(
+        dir: &Path,
+        prov: Provenance,
+        runs_per_case: u32,
+    ) -> Result<Recorder, RecordDirError> {
+        std::fs::create_dir_all(dir).map_err(|source| RecordDirError {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
         Ok(Recorder {
             dir: dir.to_path_buf(),
             prov,

@@ -327,7 +327,22 @@ impl Ledger {
                 }),
             }
         }
-        let torn_reserve = match &text.torn {
+        let torn_reserve = self.torn_reserve(text.torn.as_ref(), &open);
+        Replayed {
+            open,
+            torn_reserve,
+            problems,
+        }
+    }
+
+    /// A torn last line that may have been a reserve: booked open at its
+    /// worst case, which is the whole cap left when the amount is unreadable.
+    fn torn_reserve(
+        &mut self,
+        torn: Option<&TornTail>,
+        open: &BTreeMap<u64, Reservation>,
+    ) -> Option<Reservation> {
+        match torn {
             None | Some(TornTail::Closing) => None,
             Some(TornTail::Reserve(t)) => Some((t.worst_usd, t.clone())),
             Some(TornTail::Unknown) => Some((None, journal::TornReserve::default())),
@@ -350,12 +365,7 @@ impl Ledger {
                 worst_usd: worst.unwrap_or(left),
                 attempt: t.attempt.unwrap_or(0),
             }
-        });
-        Replayed {
-            open,
-            torn_reserve,
-            problems,
-        }
+        })
     }
 
     /// Attach the durable journal at `path`, replaying whatever it holds. A
