@@ -8,9 +8,9 @@
 //! say so and do not ship the threshold.
 //!
 //! Detectors, side by side:
-//! - `lexical`: word overlap between goal and tasks (cmd/calibrate/lexical.rs);
+//! - `lexical`: word overlap between goal and tasks (bench/src/calibrate/lexical.rs);
 //!   model-free, measured for real on every run, in CI.
-//! - `judge`: the harness's own judge request (cmd/calibrate/judge.rs), against
+//! - `judge`: the harness's own judge request (bench/src/calibrate/judge.rs), against
 //!   a live endpoint or against recordings of a real model. Without either,
 //!   it is reported as NOT MEASURED with how to record it (issue 9): no
 //!   number in any report comes from anything but a real model's answers.
