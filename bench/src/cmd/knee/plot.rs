@@ -147,15 +147,26 @@ pub fn cost_per_verified(r: &KneeReport, path: &Path) -> Result<(), PlotError> {
     draw_whiskers(&mut chart, r, path)?;
     draw_undefined_costs(&mut chart, r, path)?;
     draw_cheapest(&mut chart, r, path)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, path)?;
+    root.present().map_err(&e)?;
+    Ok(())
+}
+
+/// The series legend, in the corner the plot leaves empty; both plots draw
+/// it alike.
+fn draw_legend<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    at: SeriesLabelPosition,
+    path: &Path,
+) -> Result<(), PlotError> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(at)
         .label_font((FONT, 15))
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .draw()
-        .map_err(&e)?;
-    root.present().map_err(&e)?;
+        .map_err(err(path))?;
     Ok(())
 }
 
@@ -369,14 +380,7 @@ pub fn verified_vs_spend(r: &KneeReport, path: &Path) -> Result<(), PlotError> {
         .map_err(&e)?;
     draw_spend_curve(&mut chart, r, &pts, (planned, x_max), path)?;
     draw_knee_point(&mut chart, r, &pts, path)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 15))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(&e)?;
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight, path)?;
     root.present().map_err(&e)?;
     Ok(())
 }
