@@ -5,18 +5,21 @@
 //! `cargo bench -p harness --features bench --bench sandbox`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use harness::sandbox::{confine, Level, Policy};
-use std::process::{Command, Stdio};
+use harness::sandbox::{confine, Exec, Level, Policy};
+use std::os::fd::AsFd;
 
-fn once(policy: &Policy, level: Level) {
-    let mut cmd = Command::new("/bin/true");
-    cmd.env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let confined = confine(&mut cmd, policy, level).unwrap();
-    let mut child = cmd.spawn().unwrap();
-    confined.set_leader(child.id());
+fn once(policy: &Policy, level: Level, out: &std::fs::File) {
+    let confined = confine(policy, level).unwrap();
+    let exec = Exec {
+        program: "/bin/true",
+        args: &[],
+        env: &[],
+        path_var: std::ffi::OsStr::new("/usr/bin:/bin"),
+        cwd: std::path::Path::new("/"),
+        stdout: out.as_fd(),
+        stderr: out.as_fd(),
+    };
+    let mut child = confined.spawn(&exec).unwrap();
     assert!(child.wait().unwrap().success());
     confined.kill_all();
 }
@@ -36,13 +39,14 @@ fn bench(c: &mut Criterion) {
         harness::sandbox::probe(),
         available
     );
+    let null = std::fs::File::create("/dev/null").unwrap();
     let mut g = c.benchmark_group("check_process");
     for level in [Level::None, Level::Landlock, Level::Full] {
         if level > available {
             eprintln!("{level:?}: not available here, not measured");
             continue;
         }
-        g.bench_function(level.as_str(), |b| b.iter(|| once(&policy, level)));
+        g.bench_function(level.as_str(), |b| b.iter(|| once(&policy, level, &null)));
     }
     g.finish();
 }

@@ -15,8 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Output kept from a check, so a chatty test suite cannot grow the report.
@@ -197,24 +197,10 @@ fn run_confined(
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot capture output: {e}")),
     };
-    let (stdout, stderr) = match (capture.file.try_clone(), capture.file.try_clone()) {
-        (Ok(a), Ok(b)) => (Stdio::from(a), Stdio::from(b)),
-        (Err(e), _) | (_, Err(e)) => return not_started(format!("cannot capture output: {e}")),
-    };
     let env = match CommandEnv::new(spec) {
         Ok(env) => env,
         Err(refused) => return refused,
     };
-    let mut cmd = Command::new(prog);
-    if !crate::mutants::active(crate::mutants::Mutant::CheckEnvInherited) {
-        cmd.env_clear();
-    }
-    cmd.args(args)
-        .envs(env.vars)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr);
     // The kernel keeps what the check runs (often code the model wrote)
     // inside the workspace and its temp dir: crate::sandbox.
     let granting: &[String] = match origin {
@@ -223,18 +209,27 @@ fn run_confined(
     };
     let mut policy = crate::sandbox::Policy::for_check(granting, cwd, &env.tmp, &env.path_var);
     policy.network = spec.network;
-    let confined = match crate::sandbox::confine(&mut cmd, &policy, crate::sandbox::level()) {
+    let confined = match crate::sandbox::confine(&policy, crate::sandbox::level()) {
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot confine {prog:?}: {e}")),
     };
     // Should the kernel let it through, a write to the run's state dir is
     // still seen (crate::state_seal).
     let seal = crate::state_seal::watch();
-    let child = match cmd.spawn() {
+    let out = capture.file.as_fd();
+    let exec = crate::sandbox::Exec {
+        program: prog,
+        args,
+        env: &env.vars,
+        path_var: &env.path_var,
+        cwd,
+        stdout: out,
+        stderr: out,
+    };
+    let child = match confined.spawn(&exec) {
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot start {prog:?}: {e}")),
     };
-    confined.set_leader(child.id());
     let status = wait_with_deadline(child, limit);
     // Nothing the check started outlives it (its cgroup, its process group).
     confined.kill_all();
@@ -302,6 +297,14 @@ impl CommandEnv {
         if let Some(t) = &own_tmp {
             vars.retain(|(n, _)| n != "TMPDIR");
             vars.push(("TMPDIR".into(), t.path().as_os_str().to_owned()));
+        }
+        if crate::mutants::active(crate::mutants::Mutant::CheckEnvInherited) {
+            let mut all: Vec<(String, OsString)> = std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+                .filter(|(k, _)| !vars.iter().any(|(n, _)| n == k))
+                .collect();
+            all.append(&mut vars);
+            vars = all;
         }
         let tmp = vars
             .iter()
@@ -398,7 +401,7 @@ enum Waited {
 /// that ends in 2 ms is seen in 2 ms (a polling loop added up to its sleep
 /// to every check, several per lap); the channel is read in slices of
 /// [`STOP_POLL_MS`] only to see a stop request.
-fn wait_with_deadline(mut child: std::process::Child, limit: Duration) -> Waited {
+fn wait_with_deadline(mut child: crate::sandbox::Child, limit: Duration) -> Waited {
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::Builder::new()

@@ -150,23 +150,3 @@ pub fn sweep_orphans(root: &Path) -> usize {
 
 /// Groups looked at per sweep.
 pub const SWEEP_GROUPS_MAX: usize = 10_000;
-
-/// Move the calling process into the group whose `cgroup.procs` is `path`
-/// (writing "0" means "this process"). Only syscalls: called between fork
-/// and exec.
-pub fn join_self(path: &CString) -> io::Result<()> {
-    // SAFETY: open/write/close on a valid NUL-terminated path; no allocation.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = libc::write(fd, b"0".as_ptr().cast(), 1);
-        let err = io::Error::last_os_error();
-        libc::close(fd);
-        if n != 1 {
-            return Err(err);
-        }
-    }
-    Ok(())
-}

@@ -1,6 +1,7 @@
 //! The Landlock ruleset of a confined check, through the `landlock` crate:
 //! built in the parent (it opens every allowed path), enforced by the child
-//! between fork and exec with one syscall.
+//! that `spawn.rs` starts, with `no_new_privs` and one syscall on its
+//! descriptor.
 
 use super::Policy;
 use landlock::{
@@ -71,13 +72,4 @@ pub fn prepare(policy: &Policy) -> Result<RulesetCreated, String> {
         .map_err(|e| e.to_string())?
         .add_rules(path_beneath_rules(&devices, all))
         .map_err(|e| e.to_string())
-}
-
-/// Enforce `ruleset` on the calling process (and, by inheritance, all it
-/// starts). Only syscalls: called between fork and exec.
-pub fn restrict_self(ruleset: RulesetCreated) -> std::io::Result<()> {
-    match ruleset.restrict_self() {
-        Ok(_) => Ok(()),
-        Err(_) => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
-    }
 }

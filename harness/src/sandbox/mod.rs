@@ -28,10 +28,13 @@
 
 pub mod cgroup;
 pub mod landlock_rules;
+mod spawn;
+
+use spawn::NetStep;
+pub use spawn::{Child, Exec};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// How strongly a check is confined, weakest first (so `>=` compares).
@@ -185,19 +188,12 @@ pub fn set_net_namespaces(choice: NetNamespaces) {
     let _ = NET_NAMESPACES.set(choice);
 }
 
-/// How a confined child enters its network namespace.
-enum NetEntry {
-    /// `unshare(CLONE_NEWNET)`: a new one of its own.
-    New,
-    /// `setns` into the process's shared one.
-    Join(std::os::fd::BorrowedFd<'static>),
-}
-
-fn net_entry() -> NetEntry {
-    use std::os::fd::AsFd;
+fn net_entry() -> NetStep {
+    use std::os::fd::AsRawFd;
     match (NET_NAMESPACES.get(), &probed().1) {
-        (Some(NetNamespaces::OnePerProcess), Some(fd)) => NetEntry::Join(fd.as_fd()),
-        _ => NetEntry::New,
+        // The descriptor lives as long as the process (a static).
+        (Some(NetNamespaces::OnePerProcess), Some(fd)) => NetStep::Join(fd.as_raw_fd()),
+        _ => NetStep::New,
     }
 }
 
@@ -317,18 +313,36 @@ pub enum SandboxError {
     Cgroup(std::io::Error),
 }
 
-/// A confined child's handle: kills everything it started when dropped.
+/// A confined child's handle: what [`confine`] prepared, the child once
+/// [`Confined::spawn`] started it; kills everything it started when
+/// dropped.
 pub struct Confined {
     cgroup: Option<cgroup::Group>,
     /// The child's pid, which is also its process group's id.
     leader: std::sync::atomic::AtomicI32,
+    /// The Landlock ruleset, its rules added, enforced by the child.
+    ruleset: Option<std::os::fd::OwnedFd>,
+    limits: Option<Limits>,
+    net: NetStep,
+    new_pid: bool,
 }
 
 impl Confined {
-    /// Record the spawned child (the leader of its own process group).
-    pub fn set_leader(&self, pid: u32) {
+    /// Start `exec` under this confinement (once: the cgroup and the
+    /// process group are the one child's).
+    pub fn spawn(&self, exec: &Exec) -> std::io::Result<Child> {
+        use std::os::fd::AsRawFd;
+        let c = spawn::Confinement {
+            limits: self.limits,
+            cgroup_procs: self.cgroup.as_ref().map(|g| g.procs_path_c()),
+            net: self.net,
+            new_pid: self.new_pid,
+            landlock_fd: self.ruleset.as_ref().map(|fd| fd.as_raw_fd()),
+        };
+        let child = spawn::spawn(exec, &c)?;
         self.leader
-            .store(pid as i32, std::sync::atomic::Ordering::Relaxed);
+            .store(child.id() as i32, std::sync::atomic::Ordering::Relaxed);
+        Ok(child)
     }
 
     /// Kill every process of the check: its cgroup, and its process group
@@ -354,120 +368,40 @@ impl Drop for Confined {
     }
 }
 
-/// Set `cmd` up to run confined at `level` under `policy`: everything that
-/// needs memory or paths is prepared here, in the parent; the child, between
-/// fork and exec, only makes syscalls (rlimits, unshare, cgroup join,
-/// landlock_restrict_self). The child is also put in a process group of its
-/// own, so a kill reaches what it forked even at the Landlock level.
-pub fn confine(cmd: &mut Command, policy: &Policy, level: Level) -> Result<Confined, SandboxError> {
-    use std::os::unix::process::CommandExt;
-    cmd.process_group(0);
-    if level == Level::None {
-        return Ok(Confined {
-            cgroup: None,
-            leader: Default::default(),
-        });
-    }
+/// Prepare what confines a check at `level` under `policy`: everything that
+/// needs memory or paths is made here, in the parent (the Landlock ruleset
+/// with every rule, the pids cgroup); the child ([`spawn`]) only makes
+/// syscalls. The child is also put in a process group of its own, so a
+/// kill reaches what it forked even at the Landlock level.
+pub fn confine(policy: &Policy, level: Level) -> Result<Confined, SandboxError> {
     use crate::mutants::{active, Mutant};
-    let ruleset = match active(Mutant::NoLandlock) {
-        true => None,
-        false => Some(landlock_rules::prepare(policy).map_err(SandboxError::Landlock)?),
-    };
-    let group = if level == Level::Full && !active(Mutant::NoCgroup) {
-        Some(cgroup::Group::create(policy.limits.max_processes).map_err(SandboxError::Cgroup)?)
-    } else {
-        None
-    };
-    let join = group.as_ref().map(|g| g.procs_path_c());
-    let limits = policy.limits;
-    let net = (level == Level::Full && !policy.network && !active(Mutant::NoNetNamespace))
-        .then(net_entry);
-    let new_pid = level == Level::Full && !active(Mutant::NoPidNamespace);
-    let ruleset = std::sync::Mutex::new(ruleset);
-    // SAFETY: the closure runs in the forked child before exec. It makes
-    // only syscalls (setrlimit, open/write/close on a path prepared above,
-    // unshare or setns, prctl and landlock_restrict_self through the prepared
-    // ruleset) and takes a mutex no other thread of the child can hold.
-    unsafe {
-        cmd.pre_exec(move || {
-            set_limits(&limits)?;
-            if let Some(path) = &join {
-                cgroup::join_self(path)?;
-            }
-            match &net {
-                Some(NetEntry::New) => nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
-                    .map_err(std::io::Error::from)?,
-                Some(NetEntry::Join(fd)) => {
-                    nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET)
-                        .map_err(std::io::Error::from)?
-                }
-                None => {}
-            }
-            if new_pid {
-                enter_pid_namespace()?;
-            }
-            let taken = ruleset.lock().ok().and_then(|mut r| r.take());
-            if let Some(r) = taken {
-                landlock_rules::restrict_self(r)?;
-            }
-            Ok(())
-        });
-    }
-    Ok(Confined {
-        cgroup: group,
+    let mut confined = Confined {
+        cgroup: None,
         leader: Default::default(),
-    })
-}
-
-/// Between fork and exec: make a PID namespace and continue as its init.
-/// `unshare(CLONE_NEWPID)` puts only the caller's next child in it, so the
-/// caller forks once more: the new child (pid 1 there) returns and goes on
-/// to exec the check; the caller stays behind as a relay that closes every
-/// descriptor but stdio (so the spawner's exec-error pipe closes at the
-/// exec, not at the check's end), waits for it and exits as it did (its
-/// code, or its signal). The relay is in the check's cgroup and process
-/// group, so a kill reaches it with the rest. Only async-signal-safe calls.
-fn enter_pid_namespace() -> std::io::Result<()> {
-    use nix::sys::wait::{waitpid, WaitStatus};
-    use nix::unistd::{fork, ForkResult};
-    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWPID).map_err(std::io::Error::from)?;
-    // SAFETY: the child of this fork only returns to exec (the spawner's
-    // own post-fork path); the parent only closes, waits and exits.
-    match unsafe { fork() }.map_err(std::io::Error::from)? {
-        ForkResult::Child => Ok(()),
-        ForkResult::Parent { child } => {
-            // SAFETY: close_range is a single syscall.
-            unsafe {
-                libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
-            }
-            let code = loop {
-                match waitpid(child, None) {
-                    Ok(WaitStatus::Exited(_, c)) => break c,
-                    Ok(WaitStatus::Signaled(_, sig, _)) => {
-                        // SAFETY: restore the default action, then die of
-                        // the same signal, so the spawner sees what the
-                        // check saw.
-                        unsafe {
-                            libc::signal(sig as i32, libc::SIG_DFL);
-                            libc::kill(libc::getpid(), sig as i32);
-                        }
-                        break 128 + sig as i32;
-                    }
-                    Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
-                    Err(_) => break 127,
-                }
-            };
-            // SAFETY: _exit never returns and runs no destructor.
-            unsafe { libc::_exit(code) }
-        }
+        ruleset: None,
+        limits: None,
+        net: NetStep::Keep,
+        new_pid: false,
+    };
+    if level == Level::None {
+        return Ok(confined);
     }
-}
-
-fn set_limits(l: &Limits) -> std::io::Result<()> {
-    use nix::sys::resource::{setrlimit, Resource};
-    let set = |r, v: u64| setrlimit(r, v, v).map_err(std::io::Error::from);
-    set(Resource::RLIMIT_CPU, l.cpu_seconds)?;
-    set(Resource::RLIMIT_FSIZE, l.file_size_bytes)?;
-    set(Resource::RLIMIT_NOFILE, l.open_files)?;
-    Ok(())
+    if !active(Mutant::NoLandlock) {
+        let ruleset = landlock_rules::prepare(policy).map_err(SandboxError::Landlock)?;
+        let fd: Option<std::os::fd::OwnedFd> = ruleset.into();
+        // A level that says Landlock and a ruleset the kernel did not make
+        // would be a pretence: refuse instead.
+        confined.ruleset =
+            Some(fd.ok_or_else(|| SandboxError::Landlock("no ruleset was made".into()))?);
+    }
+    if level == Level::Full && !active(Mutant::NoCgroup) {
+        let group = cgroup::Group::create(policy.limits.max_processes);
+        confined.cgroup = Some(group.map_err(SandboxError::Cgroup)?);
+    }
+    confined.limits = Some(policy.limits);
+    if level == Level::Full && !policy.network && !active(Mutant::NoNetNamespace) {
+        confined.net = net_entry();
+    }
+    confined.new_pid = level == Level::Full && !active(Mutant::NoPidNamespace);
+    Ok(confined)
 }

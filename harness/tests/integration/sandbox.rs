@@ -147,7 +147,7 @@ fn a_killed_harnesss_check_group_and_what_is_in_it_are_swept() {
 
 /// A check is its own PID namespace's init: it sees no process outside it
 /// (the harness's pid names nothing there), and its exit code comes back
-/// through the relay as it was.
+/// as it was.
 #[test]
 fn a_check_sees_no_process_but_its_own() {
     full_level();
