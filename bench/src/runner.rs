@@ -994,7 +994,7 @@ impl CaseRun<'_> {
         // A recording miss is the replay running out of answers (report.json's
         // error_kind, read typed); the missing key comes from what was sent.
         let replayed = match self.target {
-            Target::Replay(_) => Some(&case.cassette),
+            Target::Replay(_) => Some(&*case.cassette),
             Target::Live(_) => None,
         };
         let mut bench_fault = bench_fault::from_report(report, replayed, p.served, &c.requests);

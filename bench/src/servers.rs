@@ -27,9 +27,8 @@ pub struct Servers {
 /// ever sees a gap.
 pub const CASE_RUNS_PER_SERVER: u32 = 256;
 
-/// One group's server, and what it takes to start the next.
+/// One group's server (the next one is its `fresh` sibling).
 struct Group {
-    cases: Vec<Case>,
     current: std::sync::Mutex<Arc<ReplayServer>>,
     handed_out: std::sync::atomic::AtomicU32,
 }
@@ -65,15 +64,11 @@ impl Servers {
         let mut servers = vec![];
         let mut failed = vec![];
         for k in keys {
-            let group: Vec<Case> = (cases.iter())
-                .filter(|c| server_key(c) == k)
-                .cloned()
-                .collect();
+            let group: Vec<&Case> = (cases.iter()).filter(|c| server_key(c) == k).collect();
             match Self::start_group(&group).await {
                 Ok(Some(s)) => servers.push((
                     k,
                     Group {
-                        cases: group,
                         current: std::sync::Mutex::new(Arc::new(s)),
                         handed_out: Default::default(),
                     },
@@ -85,7 +80,7 @@ impl Servers {
         Servers { servers, failed }
     }
 
-    async fn start_group(group: &[Case]) -> Result<Option<ReplayServer>, ServerError> {
+    async fn start_group(group: &[&Case]) -> Result<Option<ReplayServer>, ServerError> {
         let Some(c0) = group.first() else {
             return Ok(None);
         };
@@ -94,8 +89,7 @@ impl Servers {
             None => FaultPlan::none(),
         };
         let latency_scale = c0.file.latency_scale.unwrap_or(0.0);
-        let refs: Vec<&Case> = group.iter().collect();
-        start_server(&refs, faults, latency_scale, None)
+        start_server(group, faults, latency_scale, None)
             .await
             .map(Some)
     }
@@ -124,7 +118,9 @@ impl Servers {
                 .handed_out
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if n > 0 && n % CASE_RUNS_PER_SERVER == 0 {
-                if let Ok(Some(fresh)) = Self::start_group(&g.cases).await {
+                // The fresh server shares the cassettes, prepared once.
+                let current = g.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if let Ok(fresh) = current.fresh().await {
                     *g.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(fresh);
                 }
             }
@@ -153,7 +149,7 @@ pub async fn start_server(
 ) -> Result<ReplayServer, ServerError> {
     let mut rec = Recordings::new();
     for c in cases {
-        rec.add(c.cassette.clone(), c.cassette_path.clone())?;
+        rec.add((*c.cassette).clone(), c.cassette_path.clone())?;
     }
     let opts = ReplayOptions {
         strict: false,

@@ -218,7 +218,9 @@ pub struct Case {
     pub dir: PathBuf,
     pub file: CaseFile,
     pub expected: ExpectedEnding,
-    pub cassette: harness::replay::Cassette,
+    /// Shared: the batch's replay-server groups hold clones of every case,
+    /// and a cassette is the largest part of one.
+    pub cassette: std::sync::Arc<harness::replay::Cassette>,
     pub cassette_path: PathBuf,
     /// SHA-256 over every file of the case (config hash input).
     pub content_sha256: String,
@@ -860,7 +862,7 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
         dir: dir.to_path_buf(),
         file,
         expected,
-        cassette,
+        cassette: cassette.into(),
         cassette_path,
         content_sha256,
     })

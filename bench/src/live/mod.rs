@@ -654,7 +654,7 @@ pub fn load_case_live(dir: &Path, category: &str) -> Result<Case, LoadError> {
         dir: dir.to_path_buf(),
         file,
         expected,
-        cassette,
+        cassette: cassette.into(),
         cassette_path,
         content_sha256,
     })

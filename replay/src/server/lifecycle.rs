@@ -53,6 +53,26 @@ impl ReplayServer {
         opts: ReplayOptions,
     ) -> Result<ReplayServer, ReplayError> {
         opts.validate()?;
+        ReplayServer::serve(listener, Arc::new(prepare(recordings)), opts).await
+    }
+
+    /// A new server on a new port answering from this one's cassettes
+    /// (shared, not copied) with its options, and counters, misses and
+    /// captured requests of its own: what a long batch moves to when
+    /// wiremock's retained requests have grown (see
+    /// [`ReplayServer::release_retained_requests`]), without preparing
+    /// every cassette again or holding two copies of them.
+    pub async fn fresh(&self) -> Result<ReplayServer, ReplayError> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(ReplayError::Bind)?;
+        let cases = Arc::clone(&self.shared.cases);
+        ReplayServer::serve(listener, cases, self.shared.opts.clone()).await
+    }
+
+    async fn serve(
+        listener: TcpListener,
+        cases: Arc<HashMap<String, super::cases::ServeCase>>,
+        opts: ReplayOptions,
+    ) -> Result<ReplayServer, ReplayError> {
         // wiremock unwraps local_addr(); ask first so a bad listener is an error, not a panic.
         listener.local_addr().map_err(ReplayError::Bind)?;
         // A plan that can drip: wiremock listens privately, the drip front
@@ -67,7 +87,7 @@ impl ReplayServer {
         let drip_interval = Duration::from_millis(opts.faults.drip_interval_ms);
 
         let shared = Arc::new(Shared {
-            cases: prepare(recordings),
+            cases,
             opts,
             counters: Counters::default(),
             miss_log: Mutex::new(VecDeque::with_capacity(MISS_LOG_LEN)),
@@ -185,6 +205,30 @@ mod tests {
     use crate::server::{HEADER_ATTEMPT, HEADER_CALL_KEY, HEADER_CALL_ROLE, HEADER_FAULT};
     use serde_json::json;
     use std::time::Instant;
+
+    /// A fresh server answers the same cassettes from its own port, counts
+    /// on its own, and shares the prepared cassettes instead of holding a
+    /// second copy (what kept a long batch's memory per case doubled).
+    #[tokio::test]
+    async fn a_fresh_server_shares_the_cassettes_and_counts_on_its_own() {
+        let c = reqwest::Client::new();
+        let first = server(fast()).await;
+        let fresh = first.fresh().await.unwrap();
+        assert_ne!(first.uri(), fresh.uri());
+        assert!(Arc::ptr_eq(&first.shared.cases, &fresh.shared.cases));
+        assert_eq!(first.options(), fresh.options());
+        let ask = |s: &ReplayServer| {
+            let url = s.base_url_for(CASE, 0);
+            let c = c.clone();
+            async move { call(&c, &url, "/v1/messages", "plan", "plan/0", 0, &json!({})).await }
+        };
+        let a = ask(&first).await;
+        let b = ask(&fresh).await;
+        assert_eq!((a.status, b.status), (200, 200));
+        assert_eq!(a.json(), b.json(), "the same recorded reply");
+        assert_eq!(fresh.counters().served, 1);
+        assert_eq!(first.counters().served, 1, "each counts its own");
+    }
 
     #[tokio::test]
     async fn drip_sends_the_real_body_a_few_bytes_at_a_time() {

@@ -43,7 +43,8 @@ pub(super) struct Counters {
 }
 
 pub(super) struct Shared {
-    pub(super) cases: HashMap<String, ServeCase>,
+    /// Shared with every [`ReplayServer::fresh`] started from this one.
+    pub(super) cases: std::sync::Arc<HashMap<String, ServeCase>>,
     pub(super) opts: ReplayOptions,
     pub(super) counters: Counters,
     pub(super) miss_log: Mutex<VecDeque<String>>,
