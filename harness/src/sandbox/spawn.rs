@@ -516,6 +516,45 @@ mod tests {
         assert_eq!(missing.raw_os_error(), Some(libc::ENOENT), "{missing}");
     }
 
+    /// The harness ignores SIGPIPE (Rust does) and blocks its stop signals;
+    /// a check gets neither: a writer to a closed pipe dies of SIGPIPE as
+    /// in a shell (ignored, `yes` would complain of EPIPE), and no signal is
+    /// blocked. Any other signal the spawner ignores stays ignored, as
+    /// across any exec (and as `std::process::Command` leaves it).
+    #[test]
+    fn a_check_gets_default_signals_and_an_empty_mask() {
+        let ws = tempfile::tempdir().unwrap();
+        script(
+            &ws.path().join("check"),
+            "#!/bin/sh
+yes | head -n 1
+grep -E '^Sig(Blk|Ign)' /proc/self/status || echo no-proc
+",
+            0o755,
+        );
+        for lvl in [Level::None, level()] {
+            let (code, out) = run("./check", ws.path(), "/usr/bin:/bin", lvl).unwrap();
+            assert_eq!(code, 0, "{lvl:?}: {out}");
+            assert!(out.starts_with("y\n"), "{lvl:?}: {out}");
+            assert!(
+                !out.contains("Broken pipe"),
+                "{lvl:?}: SIGPIPE was ignored: {out}"
+            );
+            if lvl == Level::None {
+                // /proc is out of a confined check's reach; unconfined, the
+                // grep's own mask and ignored set show what it inherited.
+                let ours = std::fs::read_to_string("/proc/self/status").unwrap();
+                let ignored = |status: &str| {
+                    let hex = status.lines().find_map(|l| l.strip_prefix("SigIgn:\t"));
+                    u64::from_str_radix(hex.unwrap_or("x").trim(), 16).unwrap()
+                };
+                let pipe = 1u64 << (libc::SIGPIPE - 1);
+                assert_eq!(ignored(&out), ignored(&ours) & !pipe, "{out}");
+                assert!(out.contains("SigBlk:\t0000000000000000"), "{out}");
+            }
+        }
+    }
+
     /// A step of the child's set-up that fails is named, and the child is
     /// reaped (no zombie is left for the caller to find).
     #[test]
