@@ -320,26 +320,16 @@ pub struct Confined {
     cgroup: Option<cgroup::Group>,
     /// The child's pid, which is also its process group's id.
     leader: std::sync::atomic::AtomicI32,
-    /// The Landlock ruleset, its rules added, enforced by the child.
-    ruleset: Option<std::os::fd::OwnedFd>,
-    limits: Option<Limits>,
-    net: NetStep,
-    new_pid: bool,
+    /// The Landlock ruleset, its rules added: held open for the child.
+    _ruleset: Option<std::os::fd::OwnedFd>,
+    steps: spawn::Confinement,
 }
 
 impl Confined {
     /// Start `exec` under this confinement (once: the cgroup and the
     /// process group are the one child's).
     pub fn spawn(&self, exec: &Exec) -> std::io::Result<Child> {
-        use std::os::fd::AsRawFd;
-        let c = spawn::Confinement {
-            limits: self.limits,
-            cgroup_procs: self.cgroup.as_ref().map(|g| g.procs_path_c()),
-            net: self.net,
-            new_pid: self.new_pid,
-            landlock_fd: self.ruleset.as_ref().map(|fd| fd.as_raw_fd()),
-        };
-        let child = spawn::spawn(exec, &c)?;
+        let child = spawn::spawn(exec, &self.steps)?;
         self.leader
             .store(child.id() as i32, std::sync::atomic::Ordering::Relaxed);
         Ok(child)
@@ -375,33 +365,41 @@ impl Drop for Confined {
 /// kill reaches what it forked even at the Landlock level.
 pub fn confine(policy: &Policy, level: Level) -> Result<Confined, SandboxError> {
     use crate::mutants::{active, Mutant};
-    let mut confined = Confined {
-        cgroup: None,
-        leader: Default::default(),
-        ruleset: None,
+    use std::os::fd::AsRawFd;
+    let mut steps = spawn::Confinement {
         limits: None,
+        cgroup_procs: None,
         net: NetStep::Keep,
         new_pid: false,
+        landlock_fd: None,
     };
-    if level == Level::None {
-        return Ok(confined);
+    let (mut ruleset, mut group) = (None, None);
+    if level != Level::None {
+        if !active(Mutant::NoLandlock) {
+            let created = landlock_rules::prepare(policy).map_err(SandboxError::Landlock)?;
+            let fd: Option<std::os::fd::OwnedFd> = created.into();
+            // A level that says Landlock and a ruleset the kernel did not
+            // make would be a pretence: refuse instead.
+            let fd = fd.ok_or_else(|| SandboxError::Landlock("no ruleset was made".into()))?;
+            steps.landlock_fd = Some(fd.as_raw_fd());
+            ruleset = Some(fd);
+        }
+        if level == Level::Full && !active(Mutant::NoCgroup) {
+            let g = cgroup::Group::create(policy.limits.max_processes);
+            let g = g.map_err(SandboxError::Cgroup)?;
+            steps.cgroup_procs = Some(g.procs_path_c());
+            group = Some(g);
+        }
+        steps.limits = Some(policy.limits);
+        if level == Level::Full && !policy.network && !active(Mutant::NoNetNamespace) {
+            steps.net = net_entry();
+        }
+        steps.new_pid = level == Level::Full && !active(Mutant::NoPidNamespace);
     }
-    if !active(Mutant::NoLandlock) {
-        let ruleset = landlock_rules::prepare(policy).map_err(SandboxError::Landlock)?;
-        let fd: Option<std::os::fd::OwnedFd> = ruleset.into();
-        // A level that says Landlock and a ruleset the kernel did not make
-        // would be a pretence: refuse instead.
-        confined.ruleset =
-            Some(fd.ok_or_else(|| SandboxError::Landlock("no ruleset was made".into()))?);
-    }
-    if level == Level::Full && !active(Mutant::NoCgroup) {
-        let group = cgroup::Group::create(policy.limits.max_processes);
-        confined.cgroup = Some(group.map_err(SandboxError::Cgroup)?);
-    }
-    confined.limits = Some(policy.limits);
-    if level == Level::Full && !policy.network && !active(Mutant::NoNetNamespace) {
-        confined.net = net_entry();
-    }
-    confined.new_pid = level == Level::Full && !active(Mutant::NoPidNamespace);
-    Ok(confined)
+    Ok(Confined {
+        cgroup: group,
+        leader: Default::default(),
+        _ruleset: ruleset,
+        steps,
+    })
 }

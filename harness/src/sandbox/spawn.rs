@@ -24,7 +24,7 @@ use super::Limits;
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -44,7 +44,9 @@ pub struct Exec<'a> {
     pub stderr: BorrowedFd<'a>,
 }
 
-/// How the confinement enters the child, prepared by `sandbox::confine`.
+/// How the confinement enters the child, prepared once by
+/// `sandbox::confine` (the descriptors it names are kept open by the
+/// `Confined` that holds it).
 pub(super) struct Confinement {
     pub limits: Option<Limits>,
     pub cgroup_procs: Option<CString>,
@@ -173,7 +175,6 @@ struct Prepared {
     sh_argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     cwd: CString,
-    cgroup_procs: Option<CString>,
     stdin: std::fs::File,
 }
 
@@ -200,10 +201,8 @@ fn candidates(program: &str, path_var: &OsStr) -> Vec<Vec<u8>> {
         .collect()
 }
 
-use std::os::unix::ffi::OsStringExt;
-
 impl Prepared {
-    fn new(exec: &Exec, c: &Confinement) -> io::Result<Prepared> {
+    fn new(exec: &Exec) -> io::Result<Prepared> {
         let mut strings = Vec::new();
         let mut ptrs = |items: Vec<Vec<u8>>| -> io::Result<Vec<*const libc::c_char>> {
             let mut out = Vec::with_capacity(items.len() + 1);
@@ -219,15 +218,17 @@ impl Prepared {
         if candidates.len() == 1 {
             return Err(io::Error::from_raw_os_error(libc::ENOENT));
         }
-        let args: Vec<Vec<u8>> = std::iter::once(exec.program.as_bytes().to_vec())
-            .chain(exec.args.iter().map(|a| a.as_bytes().to_vec()))
+        let argv = ptrs(
+            std::iter::once(exec.program)
+                .chain(exec.args.iter().map(String::as_str))
+                .map(|a| a.as_bytes().to_vec())
+                .collect(),
+        )?;
+        // ["sh", argv...]: slot 1 (argv[0]) is overwritten with the
+        // candidate path by the child; the rest are argv's own strings.
+        let sh_argv = std::iter::once(c"sh".as_ptr())
+            .chain(argv.iter().copied())
             .collect();
-        let argv = ptrs(args.clone())?;
-        let sh: Vec<Vec<u8>> = [b"sh".to_vec(), exec.program.as_bytes().to_vec()]
-            .into_iter()
-            .chain(args.into_iter().skip(1))
-            .collect();
-        let sh_argv = ptrs(sh)?;
         let envp = ptrs(
             (exec.env.iter())
                 .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat())
@@ -240,7 +241,6 @@ impl Prepared {
             sh_argv,
             envp,
             cwd: cstring(exec.cwd.as_os_str().as_bytes())?,
-            cgroup_procs: c.cgroup_procs.clone(),
             stdin: std::fs::File::open("/dev/null")?,
         })
     }
@@ -267,7 +267,7 @@ impl Prepared {
                 (libc::RLIMIT_NOFILE, limits.open_files as libc::rlim_t),
             ],
             has_limits: c.limits.is_some(),
-            cgroup_procs: (self.cgroup_procs.as_ref()).map_or(std::ptr::null(), |p| p.as_ptr()),
+            cgroup_procs: (c.cgroup_procs.as_ref()).map_or(std::ptr::null(), |p| p.as_ptr()),
             net,
             net_fd,
             landlock_fd: c.landlock_fd.unwrap_or(-1),
@@ -280,7 +280,7 @@ impl Prepared {
 /// Start `exec` confined by `c`. Returns once the child has exec'd (or
 /// failed to: then the error names the step and the child is reaped).
 pub(super) fn spawn(exec: &Exec, c: &Confinement) -> io::Result<Child> {
-    let mut prepared = Prepared::new(exec, c)?;
+    let mut prepared = Prepared::new(exec)?;
     let mut plan = prepared.plan(exec, c);
     let mut stack = vec![0u8; CHILD_STACK_BYTES];
     // SAFETY: the top of our own buffer, aligned down to 16 as the ABI asks.
