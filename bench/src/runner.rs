@@ -119,8 +119,8 @@ fn apply_setup(case_copy: &Path, st: &crate::suite::Setup) -> Result<(), SetupEr
 
 /// The files each commit of `main..branch` changed, oldest first: read
 /// through the harness's own git helper, the one that made the commits.
-fn branch_commit_files(ws: &Path, branch: &str) -> CommitFiles {
-    let gw = harness::gitwork::GitWork::detect(ws)
+fn branch_commit_files(ws: &Path, state: &Path, branch: &str) -> CommitFiles {
+    let gw = harness::gitwork::GitWork::of_run(ws, state)
         .ok_or_else(|| CommitFilesError::NotGitTree(ws.to_path_buf()))?;
     let commits = gw.commits_between("main", branch)?;
     commits
@@ -936,14 +936,14 @@ impl CaseRun<'_> {
             (Target::Live(_), None) => (vec![], None),
         };
         let commits = report.git_branch.as_deref().and_then(|b| {
-            let gw = harness::gitwork::GitWork::detect(&p.ws)?;
+            let gw = harness::gitwork::GitWork::of_run(&p.ws, &p.state)?;
             gw.commits_between("main", b).ok().map(|c| c.len())
         });
         let commit_files = match (
             &self.case.file.expect.commit_files,
             report.git_branch.as_deref(),
         ) {
-            (Some(_), Some(b)) => Some(branch_commit_files(&p.ws, b)),
+            (Some(_), Some(b)) => Some(branch_commit_files(&p.ws, &p.state, b)),
             (Some(_), None) => Some(Err(CommitFilesError::NoBranch)),
             _ => None,
         };

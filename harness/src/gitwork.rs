@@ -2,12 +2,28 @@
 //! the `git` binary rather than linking a library: it is what the operator
 //! will use to inspect the result, so both see the same repository.
 //!
-//! Every invocation is pinned: identity and signing are fixed with `-c`, hooks
-//! are disabled (a hooks path inside the workspace would let model-written
-//! files run as code at commit time), automatic gc is off (it could outlive
-//! the call and hold our pipes), and git runs with an explicit environment
-//! (PATH, HOME, LANG; never the harness's own), so neither an API key nor an
-//! inherited `GIT_DIR` / `GIT_WORK_TREE` / `GIT_INDEX_FILE` reaches it.
+//! **The harness never runs a program the workspace configures.** A check
+//! may write anywhere in the workspace, `.git/` included: a filter, a hook,
+//! `core.fsmonitor`, an `include` or a diff driver planted there would run
+//! as the harness, unconfined, the next time git touches the repository.
+//! So the task commits go to a git dir of the harness's own, `<state>/git`
+//! ([`STATE_GIT_DIR`]), with the workspace as its work tree: no check can
+//! reach the state dir, so its config is only what the harness wrote. It is
+//! filled once, when a run first starts, from the workspace's own `.git`,
+//! through `git fetch` (whose reading side, `upload-pack`, git documents as
+//! safe to run on an untrusted repository); that `.git` is never used
+//! again. Every invocation also runs with no system or global config
+//! (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`, no system
+//! attributes), hooks and fsmonitor off, identity and signing fixed,
+//! automatic gc off (it could outlive the call and hold our pipes), and an
+//! explicit environment (PATH and LANG; never the harness's own), so
+//! neither an API key nor an inherited `GIT_DIR` / `GIT_INDEX_FILE`
+//! reaches it. A `.gitattributes` in the work tree can name a filter or a
+//! driver, but none is defined in a config git reads, so none runs.
+//!
+//! The operator reads the run's commits with
+//! `git --git-dir <state>/git log <branch>`, or brings them into the
+//! workspace's repository with `git -C <workspace> fetch <state>/git <branch>`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -54,9 +70,19 @@ pub enum GitError {
     },
 }
 
+/// The harness's own git dir, under the run's state dir.
+pub const STATE_GIT_DIR: &str = "git";
+
 #[derive(Debug, Clone)]
 pub struct GitWork {
+    /// The work tree: the workspace.
     root: PathBuf,
+    /// The repository: `<state>/git`, or (only as the `git-in-workspace`
+    /// test variant) the workspace's own `.git`.
+    git_dir: PathBuf,
+    /// Whether git may read configuration beyond the git dir's own (only
+    /// the test variant, as before issue 46).
+    host_config: bool,
 }
 
 struct GitOut {
@@ -66,20 +92,104 @@ struct GitOut {
 }
 
 impl GitWork {
-    /// Some when `root/.git` exists and git can read the repository there.
-    /// Requiring `.git` at the root (not in a parent) keeps us from committing
-    /// into some enclosing repository the workspace happens to sit in.
-    pub fn detect(root: &Path) -> Option<GitWork> {
+    /// The repository a run commits to, for the workspace `root` and the
+    /// run's `state_dir`: `<state>/git` when it exists (a resume: the
+    /// workspace's `.git`, which checks could write, is not read again);
+    /// otherwise, when the workspace is a repository (`root/.git`), a new
+    /// `<state>/git` filled from it ([`GitWork::import`]); otherwise None.
+    /// Requiring `.git` at the root (not in a parent) keeps us from
+    /// committing the history of some enclosing repository.
+    pub fn for_run(root: &Path, state_dir: &Path) -> Result<Option<GitWork>, GitError> {
+        if crate::mutants::active(crate::mutants::Mutant::GitInWorkspace) {
+            return Ok(GitWork::in_workspace(root));
+        }
+        if let Some(gw) = GitWork::of_run(root, state_dir) {
+            return Ok(Some(gw));
+        }
+        if !root.join(".git").exists() {
+            return Ok(None);
+        }
+        GitWork::import(root, state_dir).map(Some)
+    }
+
+    /// The run's own repository when it exists (the bench reads a run's
+    /// commits through it), never the workspace's.
+    pub fn of_run(root: &Path, state_dir: &Path) -> Option<GitWork> {
+        let git_dir = state_dir.join(STATE_GIT_DIR);
+        if crate::mutants::active(crate::mutants::Mutant::GitInWorkspace) {
+            return GitWork::in_workspace(root);
+        }
+        if !git_dir.join("HEAD").exists() {
+            return None;
+        }
+        let gw = GitWork {
+            root: root.to_path_buf(),
+            git_dir,
+            host_config: false,
+        };
+        gw.readable().then_some(gw)
+    }
+
+    /// The workspace's own repository, as git found it before issue 46
+    /// (its config, attributes and the host's config all read): only the
+    /// `git-in-workspace` test variant and the tests that plant a
+    /// repository commit there.
+    fn in_workspace(root: &Path) -> Option<GitWork> {
         if !root.join(".git").exists() {
             return None;
         }
         let gw = GitWork {
             root: root.to_path_buf(),
+            git_dir: root.join(".git"),
+            host_config: true,
         };
-        match gw.run(&["rev-parse", "--git-dir"]) {
-            Ok(o) if o.code == Some(0) => Some(gw),
-            _ => None,
+        gw.readable().then_some(gw)
+    }
+
+    fn readable(&self) -> bool {
+        matches!(self.run(&["rev-parse", "--git-dir"]), Ok(o) if o.code == Some(0))
+    }
+
+    /// Fill a new `<state>/git` from the workspace's repository: every
+    /// branch fetched (git's `upload-pack` reads the workspace's side: it
+    /// runs no hook, filter or configured program of that repository),
+    /// HEAD set to the branch the workspace has checked out, the index read
+    /// from it. Made under a temporary name and renamed into place, so a
+    /// killed start leaves no half-filled repository that a resume would
+    /// take for the run's.
+    fn import(root: &Path, state_dir: &Path) -> Result<GitWork, GitError> {
+        let git_dir = state_dir.join(STATE_GIT_DIR);
+        let partial = state_dir.join(format!("{STATE_GIT_DIR}.partial"));
+        let _ = std::fs::remove_dir_all(&partial);
+        let mut gw = GitWork {
+            root: root.to_path_buf(),
+            git_dir: partial.clone(),
+            host_config: false,
+        };
+        let source = root.join(".git");
+        let source = source.to_string_lossy();
+        gw.run_ok(&["init", "-q", "--template="])?;
+        gw.run_ok(&["fetch", "-q", "--no-tags", "--", &source, "+refs/heads/*:refs/heads/*"])?;
+        let head = gw.run_ok(&["ls-remote", "--symref", "--", &source, "HEAD"])?;
+        if let Some(branch) = head
+            .lines()
+            .find_map(|l| l.strip_prefix("ref: refs/heads/"))
+            .and_then(|l| l.split('\t').next())
+        {
+            gw.run_ok(&["symbolic-ref", "HEAD", &format!("refs/heads/{branch}")])?;
+            gw.run_ok(&["read-tree", "HEAD"])?;
         }
+        std::fs::rename(&partial, &git_dir).map_err(|e| GitError::Spawn {
+            args: format!("rename {} into place", partial.display()),
+            detail: e.to_string(),
+        })?;
+        gw.git_dir = git_dir;
+        Ok(gw)
+    }
+
+    /// The repository's directory.
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
     }
 
     pub fn root(&self) -> &Path {
@@ -332,13 +442,32 @@ impl GitWork {
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("git");
         // An explicit environment, never the harness's own (no API key, no
-        // inherited GIT_* redirect): PATH, HOME, LANG as a check gets them.
-        cmd.env_clear()
-            .envs(crate::check::CheckEnv::default().vars());
+        // inherited GIT_* redirect): PATH and LANG as a check gets them.
+        cmd.env_clear().envs(
+            crate::check::CheckEnv::default()
+                .vars()
+                .into_iter()
+                .filter(|(k, _)| k == "PATH" || k == "LANG"),
+        );
+        if self.host_config {
+            // The test variant: HOME (the global config) as before.
+            cmd.envs(std::env::var_os("HOME").map(|h| ("HOME", h)));
+        } else {
+            // No configuration but the git dir's own, which only the
+            // harness writes: no system or global config, no system
+            // attributes, and a HOME with nothing in it.
+            cmd.env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_ATTR_NOSYSTEM", "1")
+                .env("GIT_NO_REPLACE_OBJECTS", "1")
+                .env("HOME", "/nonexistent");
+        }
         // A pathspec is a literal path: a file the model named `*.py` must
         // not glob-match every other Python file into a task's commit.
         cmd.env("GIT_LITERAL_PATHSPECS", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            .arg(format!("--git-dir={}", self.git_dir.display()))
+            .arg(format!("--work-tree={}", self.root.display()))
             .args([
                 "-c",
                 "user.name=harness",
@@ -468,41 +597,97 @@ use crate::text::clip_chars as clip;
 mod tests {
     use super::*;
 
+    /// git on the workspace's own repository `dir/.git` (as an operator's
+    /// repository is made), with no host config.
     fn raw_git(dir: &Path, args: &[&str]) -> String {
-        let o = GitWork {
-            root: dir.to_path_buf(),
-        }
-        .run(args)
-        .unwrap();
+        raw(
+            &GitWork {
+                root: dir.to_path_buf(),
+                git_dir: dir.join(".git"),
+                host_config: false,
+            },
+            args,
+        )
+    }
+
+    /// git on `gw`'s repository.
+    fn raw(gw: &GitWork, args: &[&str]) -> String {
+        let o = gw.run(args).unwrap();
         assert_eq!(o.code, Some(0), "git {args:?}: {}", o.stderr);
         o.stdout
     }
 
+    /// A temp dir holding `ws/` (a repository with one commit on main) and
+    /// `state/`, and the run's repository for them.
     fn repo() -> (tempfile::TempDir, GitWork) {
         let d = tempfile::tempdir().unwrap();
-        raw_git(d.path(), &["init", "-q", "-b", "main"]);
-        std::fs::write(d.path().join("README"), "hi\n").unwrap();
-        raw_git(d.path(), &["add", "-A"]);
-        raw_git(d.path(), &["commit", "-q", "-m", "init"]);
-        let gw = GitWork::detect(d.path()).unwrap();
+        let ws = d.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(d.path().join("state")).unwrap();
+        raw_git(&ws, &["init", "-q", "-b", "main"]);
+        std::fs::write(ws.join("README"), "hi\n").unwrap();
+        raw_git(&ws, &["add", "-A"]);
+        raw_git(&ws, &["commit", "-q", "-m", "init"]);
+        let gw = GitWork::for_run(&ws, &d.path().join("state")).unwrap().unwrap();
         (d, gw)
     }
 
     #[test]
-    fn detect_needs_a_repo_at_the_root() {
+    fn a_run_repository_needs_a_repo_at_the_root() {
         let d = tempfile::tempdir().unwrap();
-        assert!(GitWork::detect(d.path()).is_none());
+        let state = tempfile::tempdir().unwrap();
+        assert!(GitWork::for_run(d.path(), state.path()).unwrap().is_none());
         std::fs::create_dir(d.path().join(".git")).unwrap();
         assert!(
-            GitWork::detect(d.path()).is_none(),
+            GitWork::for_run(d.path(), state.path()).is_err(),
             "an empty .git is not a repository"
         );
         let (r, _) = repo();
-        std::fs::create_dir(r.path().join("sub")).unwrap();
+        std::fs::create_dir(r.path().join("ws/sub")).unwrap();
+        let state = tempfile::tempdir().unwrap();
         assert!(
-            GitWork::detect(&r.path().join("sub")).is_none(),
+            GitWork::for_run(&r.path().join("ws/sub"), state.path()).unwrap().is_none(),
             "a parent's repository is not ours"
         );
+    }
+
+    /// The run's repository is the state dir's, filled from the
+    /// workspace's once: what a check plants in the workspace's `.git`
+    /// (a filter, a hook, fsmonitor, an include) is never read, and a
+    /// resume opens the state dir's again without reading the workspace's.
+    #[test]
+    fn what_the_workspace_configures_never_runs() {
+        let (d, gw) = repo();
+        let ws = gw.root().to_path_buf();
+        assert_eq!(gw.git_dir(), d.path().join("state").join(STATE_GIT_DIR));
+        let marker = d.path().join("RAN");
+        let script = d.path().join("evil.sh");
+        std::fs::write(&script, format!("#!/bin/sh\necho ran >> {}\ncat\n", marker.display())).unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let evil = format!(
+            "[filter \"x\"]\n\tclean = {s}\n\tsmudge = {s}\n[core]\n\tfsmonitor = {s}\n\thooksPath = hooks\n[include]\n\tpath = {inc}\n[diff \"x\"]\n\ttextconv = {s}\n",
+            s = script.display(),
+            inc = d.path().join("inc").display()
+        );
+        std::fs::write(d.path().join("inc"), format!("[core]\n\tpager = {}\n", script.display())).unwrap();
+        let cfg = ws.join(".git/config");
+        let mut text = std::fs::read_to_string(&cfg).unwrap();
+        text.push_str(&evil);
+        std::fs::write(&cfg, text).unwrap();
+        std::fs::create_dir_all(ws.join(".git/info")).unwrap();
+        std::fs::write(ws.join(".git/info/attributes"), "* filter=x diff=x\n").unwrap();
+        std::fs::write(ws.join(".gitattributes"), "* filter=x diff=x\n").unwrap();
+        std::fs::create_dir_all(ws.join("hooks")).unwrap();
+        std::fs::copy(&script, ws.join("hooks/pre-commit")).unwrap();
+        gw.ensure_branch("run").unwrap();
+        std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+        let sha = gw
+            .commit_task("t1", "x", "run", &["a.txt".into(), ".gitattributes".into()])
+            .unwrap();
+        assert_eq!(gw.commit_paths(&sha).unwrap(), vec![".gitattributes", "a.txt"]);
+        let resumed = GitWork::for_run(&ws, &d.path().join("state")).unwrap().unwrap();
+        assert_eq!(resumed.commits_for_task("t1"), vec![sha]);
+        assert!(!marker.exists(), "a program the workspace configured ran");
     }
 
     #[test]
@@ -517,10 +702,10 @@ mod tests {
             .unwrap();
         // Resume: back on main, ensure_branch returns to the existing branch
         // with its commit, not a fresh one from main.
-        raw_git(gw.root(), &["switch", "-q", "main"]);
+        raw(&gw, &["switch", "-q", "main"]);
         gw.ensure_branch("harness/run-1").unwrap();
         assert_eq!(gw.current_branch().as_deref(), Some("harness/run-1"));
-        assert_eq!(raw_git(gw.root(), &["rev-parse", "HEAD"]).trim(), sha);
+        assert_eq!(raw(&gw, &["rev-parse", "HEAD"]).trim(), sha);
         gw.ensure_branch("harness/run-1").unwrap();
     }
 
@@ -551,16 +736,16 @@ mod tests {
             )
             .unwrap();
         assert_eq!(s1.len(), 40);
-        let msg = raw_git(gw.root(), &["log", "-1", "--format=%B"]);
+        let msg = raw(&gw, &["log", "-1", "--format=%B"]);
         assert_eq!(msg.trim_end(), "task t1: # add x\n\nHarness-Task: t1");
-        assert_eq!(raw_git(gw.root(), &["status", "--porcelain"]), "");
+        assert_eq!(raw(&gw, &["status", "--porcelain"]), "");
 
         std::fs::write(gw.root().join("src/y.rs"), "fn y() {}\n").unwrap();
         let s10 = gw
             .commit_task("t10", "", "run", &["src/y.rs".into()])
             .unwrap();
         assert_eq!(
-            raw_git(gw.root(), &["log", "-1", "--format=%s"]).trim(),
+            raw(&gw, &["log", "-1", "--format=%s"]).trim(),
             "task t10"
         );
 
@@ -574,10 +759,10 @@ mod tests {
             .commit_task("t3", "post the rollout note", "run", &[])
             .unwrap();
         assert_eq!(
-            raw_git(gw.root(), &["show", "--stat", "--format=", &s3]).trim(),
+            raw(&gw, &["show", "--stat", "--format=", &s3]).trim(),
             ""
         );
-        assert!(raw_git(gw.root(), &["log", "-1", "--format=%B"]).contains("outside the workspace"));
+        assert!(raw(&gw, &["log", "-1", "--format=%B"]).contains("outside the workspace"));
         assert_eq!(gw.commits_for_task("t3"), vec![s3]);
         // Deletions are committed too.
         std::fs::remove_file(gw.root().join("src/x.rs")).unwrap();
@@ -608,8 +793,9 @@ mod tests {
     #[test]
     fn works_on_an_unborn_branch() {
         let d = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
         raw_git(d.path(), &["init", "-q", "-b", "main"]);
-        let gw = GitWork::detect(d.path()).unwrap();
+        let gw = GitWork::for_run(d.path(), state.path()).unwrap().unwrap();
         assert!(gw.commits_for_task("t1").is_empty());
         gw.ensure_branch("run").unwrap();
         std::fs::write(d.path().join("f"), "x").unwrap();
@@ -629,7 +815,7 @@ mod tests {
         // The operator staged a change before the run; a parked task left an
         // edit and a new file; a check left a cache file.
         w("README", "operator edit\n");
-        raw_git(gw.root(), &["add", "README"]);
+        raw(&gw, &["add", "README"]);
         w("parked.txt", "parked task's edit\n");
         w("cache/.pytest", "x");
         // The verified task wrote these two, one of them a name with glob
@@ -645,7 +831,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(gw.commit_paths(&sha).unwrap(), vec!["*.txt", "src/a.rs"]);
-        let status = raw_git(gw.root(), &["status", "--porcelain"]);
+        let status = raw(&gw, &["status", "--porcelain"]);
         assert!(
             status.contains("M  README"),
             "the operator's staged change stays staged: {status}"
@@ -654,9 +840,8 @@ mod tests {
         // A path written then removed, never tracked, is left out; an
         // ignored untracked path is not the task's to commit.
         w(".gitignore", "build/\n");
-        raw_git(gw.root(), &["add", ".gitignore"]);
-        raw_git(
-            gw.root(),
+        raw(&gw, &["add", ".gitignore"]);
+        raw(&gw,
             &["commit", "-q", "-m", "ignore build/", "--", ".gitignore"],
         );
         w("build/out.bin", "x");
@@ -677,19 +862,19 @@ mod tests {
             .commit_task("t4", "x", "run", &["kept.txt".into()])
             .unwrap();
         assert!(gw.commit_paths(&sha).unwrap().is_empty());
-        assert!(raw_git(gw.root(), &["log", "-1", "--format=%B"]).contains("already held"));
+        assert!(raw(&gw, &["log", "-1", "--format=%B"]).contains("already held"));
     }
 
     #[test]
     fn nothing_is_committed_onto_another_branch() {
         let (_d, gw) = repo();
         std::fs::write(gw.root().join("a"), "1").unwrap();
-        let head = raw_git(gw.root(), &["rev-parse", "HEAD"]);
+        let head = raw(&gw, &["rev-parse", "HEAD"]);
         let e = gw
             .commit_task("t1", "x", "harness/run-1", &["a".into()])
             .unwrap_err();
         assert!(matches!(e, GitError::WrongBranch { .. }), "{e}");
-        assert_eq!(raw_git(gw.root(), &["rev-parse", "HEAD"]), head);
+        assert_eq!(raw(&gw, &["rev-parse", "HEAD"]), head);
     }
 
     #[test]
@@ -718,7 +903,7 @@ mod tests {
             std::fs::write(&hook, "#!/bin/sh\ntouch ran\n").unwrap();
             std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        raw_git(gw.root(), &["config", "core.hooksPath", "hooks"]);
+        raw(&gw, &["config", "core.hooksPath", "hooks"]);
         gw.commit_task("t1", "with hook", "main", &[]).unwrap();
         assert!(!gw.root().join("ran").exists());
     }
@@ -738,6 +923,8 @@ mod tests {
         ];
         let gw = GitWork {
             root: PathBuf::from("."),
+            git_dir: PathBuf::from("state/git"),
+            host_config: false,
         };
         let cmd = gw.command(&["status"]);
         // The environment is cleared; only these are set.
@@ -751,7 +938,10 @@ mod tests {
                     "PATH",
                     "HOME",
                     "LANG",
-                    "TMPDIR",
+                    "GIT_CONFIG_NOSYSTEM",
+                    "GIT_CONFIG_GLOBAL",
+                    "GIT_ATTR_NOSYSTEM",
+                    "GIT_NO_REPLACE_OBJECTS",
                     "GIT_LITERAL_PATHSPECS",
                     "GIT_TERMINAL_PROMPT"
                 ]

@@ -60,10 +60,20 @@ pub enum Mutant {
     /// A malformed compaction cuts the history to its last line instead of
     /// keeping it (a silent truncation).
     CompactionTruncates,
+    /// Checks see the host's whole filesystem (no mount namespace view);
+    /// Landlock still holds what it governs.
+    NoMountNamespace,
+    /// Checks keep the harness's capabilities (root keeps root's).
+    CapsKept,
+    /// Checks run without their syscall filter.
+    NoSeccomp,
+    /// Task commits go to the workspace's own `.git`, with the config,
+    /// hooks and attributes found there (git as before issue 46).
+    GitInWorkspace,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 19] = [
+    pub const ALL: [Mutant; 23] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -83,6 +93,10 @@ impl Mutant {
         Mutant::AllowlistIgnored,
         Mutant::AdmitsEveryLesson,
         Mutant::CompactionTruncates,
+        Mutant::NoMountNamespace,
+        Mutant::CapsKept,
+        Mutant::NoSeccomp,
+        Mutant::GitInWorkspace,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -107,6 +121,10 @@ impl Mutant {
             Mutant::AllowlistIgnored => "allowlist-ignored",
             Mutant::AdmitsEveryLesson => "admits-every-lesson",
             Mutant::CompactionTruncates => "compaction-truncates",
+            Mutant::NoMountNamespace => "no-mount-namespace",
+            Mutant::CapsKept => "caps-kept",
+            Mutant::NoSeccomp => "no-seccomp",
+            Mutant::GitInWorkspace => "git-in-workspace",
         }
     }
 
@@ -137,6 +155,16 @@ impl Mutant {
             Mutant::AdmitsEveryLesson => "a lesson is admitted only by the harness's checks",
             Mutant::CompactionTruncates => {
                 "a malformed compaction keeps the history, never truncates it"
+            }
+            Mutant::NoMountNamespace => {
+                "a check sees only the workspace, its tools and a minimal /etc (mount namespace)"
+            }
+            Mutant::CapsKept => "a check holds no capability, whatever the harness's uid",
+            Mutant::NoSeccomp => {
+                "a check cannot make device nodes, unix sockets, mounts or immutable files (seccomp)"
+            }
+            Mutant::GitInWorkspace => {
+                "the harness never runs a program the workspace configures (its own git dir)"
             }
         }
     }

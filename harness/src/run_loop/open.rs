@@ -211,7 +211,12 @@ impl Parts {
             kind: ErrorKind::EndpointConfig,
             detail,
         })?;
-        let git = GitWork::detect(workspace.root());
+        // The run's own repository under the state dir (crate::gitwork):
+        // never the workspace's `.git`, which checks can write.
+        let git = GitWork::for_run(workspace.root(), state_dir).map_err(|e| CannotStart {
+            kind: ErrorKind::Workspace,
+            detail: format!("the run's git repository in {}: {e}", state_dir.display()),
+        })?;
         // Checks get a private TMPDIR, removed when the run ends (the Runner
         // holds it; a killed run's is swept by the next: crate::check_tmp);
         // without one they fall back to the system temp dir.

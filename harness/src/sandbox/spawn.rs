@@ -20,6 +20,7 @@
 //! the plan. libc's `posix_spawn` cannot do this: it has no hook for
 //! rlimits, a cgroup, `setns` or Landlock, so it is written here by hand.
 
+use super::view::RawOp;
 use super::Limits;
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
@@ -49,11 +50,21 @@ pub struct Exec<'a> {
 /// `Confined` that holds it).
 pub(super) struct Confinement {
     pub limits: Option<Limits>,
-    pub cgroup_procs: Option<CString>,
+    /// The memory bound is an address-space rlimit (no memory cgroup here).
+    pub memory_rlimit: bool,
+    /// The `cgroup.procs` of each group the child joins (pids, memory).
+    pub cgroup_procs: Vec<CString>,
     pub net: NetStep,
     pub new_pid: bool,
+    /// The mount namespace's view (`view.rs`), when the level has one.
+    pub view: Option<super::view::View>,
+    /// Clear every capability (bounding, ambient, effective, permitted,
+    /// inheritable) and lock root out of regaining them at exec.
+    pub drop_caps: bool,
     /// The Landlock ruleset's descriptor (enforced with `no_new_privs`).
     pub landlock_fd: Option<RawFd>,
+    /// The syscall filters (`seccomp.rs`), installed last.
+    pub seccomp: Option<&'static super::seccomp::Filters>,
 }
 
 /// How the child enters its network namespace.
@@ -101,29 +112,37 @@ enum Step {
     None = 0,
     ProcessGroup,
     Stdio,
-    Chdir,
     Rlimit,
     Cgroup,
     Network,
+    MountView,
+    Chdir,
+    Capabilities,
     Landlock,
+    Seccomp,
     Exec,
 }
 
 impl Step {
+    const ALL: [Step; 11] = [
+        Step::ProcessGroup,
+        Step::Stdio,
+        Step::Rlimit,
+        Step::Cgroup,
+        Step::Network,
+        Step::MountView,
+        Step::Chdir,
+        Step::Capabilities,
+        Step::Landlock,
+        Step::Seccomp,
+        Step::Exec,
+    ];
+
     fn from_raw(v: i32) -> Step {
-        [
-            Step::ProcessGroup,
-            Step::Stdio,
-            Step::Chdir,
-            Step::Rlimit,
-            Step::Cgroup,
-            Step::Network,
-            Step::Landlock,
-            Step::Exec,
-        ]
-        .into_iter()
-        .find(|s| *s as i32 == v)
-        .unwrap_or(Step::None)
+        Step::ALL
+            .into_iter()
+            .find(|s| *s as i32 == v)
+            .unwrap_or(Step::None)
     }
 
     fn what(self) -> &'static str {
@@ -131,11 +150,14 @@ impl Step {
             Step::None => "start",
             Step::ProcessGroup => "make its process group",
             Step::Stdio => "connect its output",
-            Step::Chdir => "enter its directory",
             Step::Rlimit => "set its resource limits",
             Step::Cgroup => "join its cgroup",
             Step::Network => "enter its network namespace",
+            Step::MountView => "build its filesystem view",
+            Step::Chdir => "enter its directory",
+            Step::Capabilities => "drop its capabilities",
             Step::Landlock => "enforce its Landlock ruleset",
+            Step::Seccomp => "install its syscall filter",
             Step::Exec => "exec",
         }
     }
@@ -157,12 +179,20 @@ struct Plan {
     stdin: RawFd,
     stdout: RawFd,
     stderr: RawFd,
-    limits: [(libc::__rlimit_resource_t, libc::rlim_t); 3],
+    limits: [(libc::__rlimit_resource_t, libc::rlim_t); 4],
     has_limits: bool,
-    cgroup_procs: *const libc::c_char,
+    /// NULL-terminated `cgroup.procs` paths.
+    cgroup_procs: *const *const libc::c_char,
     net: i32,
     net_fd: RawFd,
+    view: *const RawOp,
+    view_len: usize,
+    drop_caps: bool,
+    /// The highest capability number this kernel knows.
+    last_cap: libc::c_int,
     landlock_fd: RawFd,
+    seccomp: [libc::sock_fprog; 2],
+    has_seccomp: bool,
     failed_step: i32,
     failed_errno: i32,
 }
@@ -176,6 +206,7 @@ struct Prepared {
     envp: Vec<*const libc::c_char>,
     cwd: CString,
     stdin: std::fs::File,
+    cgroup_procs: Vec<*const libc::c_char>,
 }
 
 fn cstring(b: &[u8]) -> io::Result<CString> {
@@ -242,6 +273,7 @@ impl Prepared {
             envp,
             cwd: cstring(exec.cwd.as_os_str().as_bytes())?,
             stdin: std::fs::File::open("/dev/null")?,
+            cgroup_procs: Vec::new(),
         })
     }
 
@@ -252,6 +284,27 @@ impl Prepared {
             NetStep::New => (1, -1),
             NetStep::Join(fd) => (2, fd),
         };
+        let address_space = match c.memory_rlimit {
+            true => limits.memory_bytes as libc::rlim_t,
+            false => libc::RLIM_INFINITY,
+        };
+        self.cgroup_procs = c.cgroup_procs.iter().map(|p| p.as_ptr()).collect();
+        self.cgroup_procs.push(std::ptr::null());
+        let (view, view_len) = c
+            .view
+            .as_ref()
+            .map_or((std::ptr::null(), 0), |v| (v.ops().as_ptr(), v.ops().len()));
+        let fprog = |p: &[libc::sock_filter]| libc::sock_fprog {
+            len: p.len() as libc::c_ushort,
+            filter: p.as_ptr().cast_mut(),
+        };
+        let none = libc::sock_fprog {
+            len: 0,
+            filter: std::ptr::null_mut(),
+        };
+        let seccomp = c.seccomp.map_or([none, none], |f| {
+            [fprog(as_sock_filters(&f.deny)), fprog(as_sock_filters(&f.clone3))]
+        });
         Plan {
             candidates: self.candidates.as_ptr(),
             argv: self.argv.as_ptr(),
@@ -265,15 +318,95 @@ impl Prepared {
                 (libc::RLIMIT_CPU, limits.cpu_seconds as libc::rlim_t),
                 (libc::RLIMIT_FSIZE, limits.file_size_bytes as libc::rlim_t),
                 (libc::RLIMIT_NOFILE, limits.open_files as libc::rlim_t),
+                (libc::RLIMIT_AS, address_space),
             ],
             has_limits: c.limits.is_some(),
-            cgroup_procs: (c.cgroup_procs.as_ref()).map_or(std::ptr::null(), |p| p.as_ptr()),
+            cgroup_procs: self.cgroup_procs.as_ptr(),
             net,
             net_fd,
+            view,
+            view_len,
+            drop_caps: c.drop_caps,
+            last_cap: last_cap(),
             landlock_fd: c.landlock_fd.unwrap_or(-1),
+            seccomp,
+            has_seccomp: c.seccomp.is_some(),
             failed_step: 0,
             failed_errno: 0,
         }
+    }
+}
+
+/// seccompiler's instructions as the kernel's type: the same four fields
+/// (u16, u8, u8, u32) in the same order, `#[repr(C)]` in both crates.
+fn as_sock_filters(p: &[seccompiler::sock_filter]) -> &[libc::sock_filter] {
+    const _: () = assert!(
+        std::mem::size_of::<seccompiler::sock_filter>() == std::mem::size_of::<libc::sock_filter>()
+    );
+    // SAFETY: identical layout (checked in size above; both are the
+    // kernel's `struct sock_filter`), same length, borrowed for as long.
+    unsafe { std::slice::from_raw_parts(p.as_ptr().cast(), p.len()) }
+}
+
+/// The highest capability number of this kernel, read once.
+fn last_cap() -> libc::c_int {
+    static LAST: std::sync::OnceLock<libc::c_int> = std::sync::OnceLock::new();
+    *LAST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(63)
+    })
+}
+
+/// The child's stack: an anonymous mapping whose lowest page is a guard
+/// (PROT_NONE), so an overflow faults instead of writing the parent's heap
+/// (the child runs in the parent's memory). Unmapped when dropped.
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    fn new() -> io::Result<ChildStack> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let len = CHILD_STACK_BYTES + page;
+        // SAFETY: a fresh private anonymous mapping; no memory of ours is
+        // touched.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the lowest page of the mapping just made (the stack grows
+        // down onto it).
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// The top, aligned down to 16 as the ABI asks.
+    fn top(&self) -> *mut libc::c_void {
+        ((self.base as usize + self.len) & !15) as *mut libc::c_void
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, no longer used (the child has exec'd or
+        // exited before `clone` returned: CLONE_VFORK).
+        unsafe { libc::munmap(self.base, self.len) };
     }
 }
 
@@ -282,17 +415,17 @@ impl Prepared {
 pub(super) fn spawn(exec: &Exec, c: &Confinement) -> io::Result<Child> {
     let mut prepared = Prepared::new(exec)?;
     let mut plan = prepared.plan(exec, c);
-    let mut stack = vec![0u8; CHILD_STACK_BYTES];
-    // SAFETY: the top of our own buffer, aligned down to 16 as the ABI asks.
-    let top = unsafe { stack.as_mut_ptr().add(CHILD_STACK_BYTES) };
-    let top = (top as usize & !15) as *mut libc::c_void;
+    let stack = ChildStack::new()?;
+    let top = stack.top();
     let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
     if c.new_pid {
         flags |= libc::CLONE_NEWPID;
     }
     // Every signal blocked across the clone, so no handler of ours runs on
     // the child's stack before it has reset them (as posix_spawn does).
+    // SAFETY: sigset_t is plain data; all-zero is a valid (empty) set.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: plain sigset and clone calls on memory we own; `plan` and
     // `prepared` outlive the child's use of them, which ends at its exec or
@@ -337,8 +470,10 @@ pub(super) fn spawn(exec: &Exec, c: &Confinement) -> io::Result<Child> {
 extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's Plan, alive until we exec or exit.
     let plan = unsafe { &mut *arg.cast::<Plan>() };
-    // SAFETY: each call is a libc wrapper around one syscall on values the
-    // parent prepared.
+    // SAFETY: every pointer in the plan is the parent's prepared memory,
+    // alive until we exec or exit; each step is one libc wrapper around a
+    // syscall (no allocation, no lock: the parent's allocator may be held
+    // by another of its threads).
     let (step, errno) = unsafe { run_steps(plan) };
     plan.failed_step = step as i32;
     plan.failed_errno = errno;
@@ -346,57 +481,78 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     unsafe { libc::_exit(127) }
 }
 
+/// The calling thread's errno.
+///
+/// # Safety
+/// None beyond libc's: `__errno_location` is always valid for the thread.
+unsafe fn errno() -> i32 {
+    *libc::__errno_location()
+}
+
+/// Fail with `step` when `ok` is false (errno read at once).
+macro_rules! step {
+    ($ok:expr, $step:expr) => {
+        if !$ok {
+            return ($step, errno());
+        }
+    };
+}
+
 /// The set-up steps, in order; returns the step that failed and its errno
 /// (exec returns only on failure).
+///
+/// # Safety
+/// Only in the child of [`spawn`]: every pointer of `p` must be valid (the
+/// parent's [`Prepared`] and `Confinement`), and the process must be the
+/// one `clone` made (it changes its own namespaces, root and credentials).
 unsafe fn run_steps(p: &mut Plan) -> (Step, i32) {
-    let errno = || *libc::__errno_location();
     reset_signals();
-    if libc::setpgid(0, 0) != 0 {
-        return (Step::ProcessGroup, errno());
-    }
-    for (from, to) in [(p.stdin, 0), (p.stdout, 1), (p.stderr, 2)] {
-        let ok = match from == to {
-            true => libc::fcntl(to, libc::F_SETFD, 0) == 0, // keep it across exec
-            false => libc::dup2(from, to) == to,
-        };
-        if !ok {
-            return (Step::Stdio, errno());
-        }
-    }
-    if libc::chdir(p.cwd) != 0 {
-        return (Step::Chdir, errno());
-    }
+    step!(libc::setpgid(0, 0) == 0, Step::ProcessGroup);
+    step!(connect_stdio(p), Step::Stdio);
     if p.has_limits {
         for (res, v) in p.limits {
             let lim = libc::rlimit {
                 rlim_cur: v,
                 rlim_max: v,
             };
-            if libc::setrlimit(res, &lim) != 0 {
-                return (Step::Rlimit, errno());
-            }
+            step!(libc::setrlimit(res, &lim) == 0, Step::Rlimit);
         }
     }
-    if !p.cgroup_procs.is_null() {
-        let fd = libc::open(p.cgroup_procs, libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-            return (Step::Cgroup, errno());
-        }
+    let mut procs = p.cgroup_procs;
+    while !(*procs).is_null() {
+        let fd = libc::open(*procs, libc::O_WRONLY | libc::O_CLOEXEC);
+        step!(fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) == 1, Step::Cgroup);
         libc::close(fd);
+        procs = procs.add(1);
     }
     let net = match p.net {
         1 => libc::unshare(libc::CLONE_NEWNET),
         2 => libc::setns(p.net_fd, libc::CLONE_NEWNET),
         _ => 0,
     };
-    if net != 0 {
-        return (Step::Network, errno());
+    step!(net == 0, Step::Network);
+    if !p.view.is_null() {
+        step!(enter_view(p), Step::MountView);
     }
-    if p.landlock_fd >= 0
-        && (libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-            || libc::syscall(libc::SYS_landlock_restrict_self, p.landlock_fd, 0u32) != 0)
-    {
-        return (Step::Landlock, errno());
+    step!(libc::chdir(p.cwd) == 0, Step::Chdir);
+    if p.drop_caps {
+        step!(drop_capabilities(p.last_cap), Step::Capabilities);
+    }
+    step!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, Step::Landlock);
+    if p.landlock_fd >= 0 {
+        let r = libc::syscall(libc::SYS_landlock_restrict_self, p.landlock_fd, 0u32);
+        step!(r == 0, Step::Landlock);
+    }
+    if p.has_seccomp {
+        for prog in &p.seccomp {
+            let r = libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                prog as *const libc::sock_fprog,
+            );
+            step!(r == 0, Step::Seccomp);
+        }
     }
     let mut none: libc::sigset_t = std::mem::zeroed();
     libc::sigemptyset(&mut none);
@@ -404,9 +560,154 @@ unsafe fn run_steps(p: &mut Plan) -> (Step, i32) {
     (Step::Exec, exec_candidates(p))
 }
 
+/// stdin, stdout, stderr onto 0, 1, 2, whatever descriptors the parent
+/// gave: a source that is itself one of 0..=2 (and not its own target) is
+/// first moved above 2, so an earlier `dup2` cannot overwrite it.
+///
+/// # Safety
+/// In the child only; the plan's descriptors are open in it.
+unsafe fn connect_stdio(p: &Plan) -> bool {
+    let mut from = [p.stdin, p.stdout, p.stderr];
+    for (to, f) in from.iter_mut().enumerate() {
+        if (0..=2).contains(f) && *f != to as RawFd {
+            *f = libc::fcntl(*f, libc::F_DUPFD_CLOEXEC, 3);
+            if *f < 0 {
+                return false;
+            }
+        }
+    }
+    from.iter().enumerate().all(|(to, &f)| {
+        let to = to as RawFd;
+        match f == to {
+            true => libc::fcntl(to, libc::F_SETFD, 0) == 0, // keep it across exec
+            false => libc::dup2(f, to) == to,
+        }
+    })
+}
+
+/// The mount namespace and its view (`view.rs`), bubblewrap's sequence:
+/// a private copy of the mounts, a tmpfs on [`view::BASE`] pivoted to as
+/// the root with the old one at `/oldroot`, the view's binds made under
+/// `/newroot`, the old root detached, `/newroot` pivoted to, and the root
+/// made read-only.
+///
+/// # Safety
+/// In the child only (it changes the process's root); `p.view` points to
+/// `p.view_len` ops whose strings the parent holds.
+unsafe fn enter_view(p: &Plan) -> bool {
+    use super::view::{OpKind, BASE, ROOT_TMPFS_OPTIONS};
+    let null = std::ptr::null::<libc::c_char>();
+    let ok = libc::unshare(libc::CLONE_NEWNS) == 0
+        && libc::mount(null, c"/".as_ptr(), null, libc::MS_SLAVE | libc::MS_REC, std::ptr::null()) == 0
+        && libc::mount(
+            c"tmpfs".as_ptr(),
+            BASE.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            ROOT_TMPFS_OPTIONS.as_ptr().cast(),
+        ) == 0
+        && libc::chdir(BASE.as_ptr()) == 0
+        && libc::mkdir(c"newroot".as_ptr(), 0o755) == 0
+        && libc::mkdir(c"oldroot".as_ptr(), 0o755) == 0
+        && libc::syscall(libc::SYS_pivot_root, BASE.as_ptr(), c"/tmp/oldroot".as_ptr()) == 0
+        && libc::chdir(c"/".as_ptr()) == 0
+        && libc::mount(c"/newroot".as_ptr(), c"/newroot".as_ptr(), null, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0;
+    if !ok {
+        return false;
+    }
+    for i in 0..p.view_len {
+        let op = &*p.view.add(i);
+        let done = match op.kind {
+            OpKind::Dir => libc::mkdir(op.target, 0o755) == 0 || errno() == libc::EEXIST,
+            OpKind::File => {
+                let fd = libc::open(op.target, libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
+                fd >= 0 && libc::close(fd) == 0
+            }
+            OpKind::Symlink => libc::symlink(op.source, op.target) == 0,
+            // A procfs that cannot be mounted (a host whose /proc has
+            // covered parts) leaves /proc empty: less, never more.
+            OpKind::Proc => {
+                let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                libc::mount(c"proc".as_ptr(), op.target, c"proc".as_ptr(), flags, std::ptr::null());
+                true
+            }
+            OpKind::Bind => {
+                libc::mount(op.source, op.target, null, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
+                    && libc::mount(null, op.target, null, libc::MS_BIND | libc::MS_REMOUNT | op.flags, std::ptr::null()) == 0
+            }
+        };
+        if !done {
+            return false;
+        }
+    }
+    libc::umount2(c"/oldroot".as_ptr(), libc::MNT_DETACH) == 0
+        && libc::chdir(c"/newroot".as_ptr()) == 0
+        && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) == 0
+        && libc::umount2(c".".as_ptr(), libc::MNT_DETACH) == 0
+        && libc::chdir(c"/".as_ptr()) == 0
+        && libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            std::ptr::null(),
+        ) == 0
+}
+
+/// Every capability gone for good: root's exec-time grant locked off
+/// (securebits), the bounding and ambient sets cleared, then the
+/// effective, permitted and inheritable sets emptied. After `execve` the
+/// process has none, whatever its uid.
+///
+/// # Safety
+/// In the child only.
+unsafe fn drop_capabilities(last_cap: libc::c_int) -> bool {
+    // SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_NO_CAP_AMBIENT_RAISE,
+    // each with its _LOCKED bit.
+    const SECUREBITS: libc::c_ulong = 0b1100_1111;
+    if libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0) != 0 {
+        return false;
+    }
+    for cap in 0..=last_cap {
+        if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0
+            && errno() != libc::EINVAL
+        {
+            return false;
+        }
+    }
+    if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
+        return false;
+    }
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let mut header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [
+        Data { effective: 0, permitted: 0, inheritable: 0 },
+        Data { effective: 0, permitted: 0, inheritable: 0 },
+    ];
+    libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) == 0
+}
+
 /// `execvp`'s search over the prepared candidates: on to the next when one
 /// is missing or not ours to run, a file without `#!` run by `/bin/sh`.
 /// Returns the errno to report (only when nothing could be exec'd).
+///
+/// # Safety
+/// In the child only; the plan's candidate and argv arrays are
+/// NULL-terminated and alive.
 unsafe fn exec_candidates(p: &mut Plan) -> i32 {
     let mut denied = false;
     let mut i = 0;
@@ -433,10 +734,13 @@ unsafe fn exec_candidates(p: &mut Plan) -> i32 {
 /// Every caught signal back to its default (a handler of the parent's must
 /// never run in the child, which shares its memory), and SIGPIPE to its
 /// default as `std::process::Command` leaves it (Rust ignores it).
+///
+/// # Safety
+/// In the child only (the parent's handlers stay the parent's).
 unsafe fn reset_signals() {
     let mut dfl: libc::sigaction = std::mem::zeroed();
     dfl.sa_sigaction = libc::SIG_DFL;
-    for sig in 1..libc::SIGRTMAX() {
+    for sig in 1..=libc::SIGRTMAX() {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
         }
@@ -563,5 +867,105 @@ grep -E '^Sig(Blk|Ign)' /proc/self/status || echo no-proc
         let gone = ws.path().join("gone");
         let e = run("true", &gone, "/usr/bin:/bin", Level::None).unwrap_err();
         assert!(e.to_string().contains("cannot enter its directory"), "{e}");
+    }
+}
+
+/// What each layer stops, tried from inside a confined check at the level
+/// this kernel gives (`Full` on CI): the routes issue 46's tester took.
+#[cfg(test)]
+mod layer_tests {
+    use super::super::{confine, level, Level, Policy};
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// Run `script` with `sh -c` in a fresh workspace at `level()`:
+    /// (exit code, output).
+    fn probe(script: &str) -> (i32, String) {
+        let ws = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let path = "/usr/local/bin:/usr/bin:/bin";
+        let policy = Policy::for_check(&[], ws.path(), tmp.path(), OsStr::new(path));
+        let confined = confine(&policy, level()).unwrap();
+        let out = tempfile::tempfile().unwrap();
+        let env = [("PATH".to_string(), OsString::from(path))];
+        let args = ["-c".to_string(), script.to_string()];
+        let exec = Exec {
+            program: "/bin/sh",
+            args: &args,
+            env: &env,
+            path_var: OsStr::new(path),
+            cwd: ws.path(),
+            stdout: out.as_fd(),
+            stderr: out.as_fd(),
+        };
+        let code = confined.spawn(&exec).unwrap().wait().unwrap().code().unwrap_or(-1);
+        use std::io::{Read, Seek};
+        let mut text = String::new();
+        let mut f = out;
+        f.rewind().unwrap();
+        f.read_to_string(&mut text).unwrap();
+        (code, text)
+    }
+
+    fn full() -> bool {
+        if level() != Level::Full {
+            eprintln!("skipped: this kernel gives {:?}, not full", level());
+            return false;
+        }
+        true
+    }
+
+    #[test]
+    fn the_view_shows_no_shadow_home_run_or_var() {
+        if !full() {
+            return;
+        }
+        let (code, out) = probe(
+            "for p in /etc/shadow /etc/gshadow /home /root /run /var /sys /etc/passwd /usr/bin/python3; do \
+               if [ -e $p ]; then echo \"seen $p\"; fi; done; cat /etc/shadow 2>&1 | head -c 80; echo; touch /x 2>&1",
+        );
+        assert_eq!(code, 1, "{out}");
+        for hidden in ["/etc/shadow", "/etc/gshadow", "/home", "/root", "/run", "/var", "/sys"] {
+            assert!(!out.contains(&format!("seen {hidden}\n")), "{hidden} is visible: {out}");
+        }
+        assert!(out.contains("seen /etc/passwd"), "{out}");
+        assert!(out.contains("seen /usr/bin/python3"), "{out}");
+        assert!(out.contains("Read-only file system") || out.contains("Permission denied"), "{out}");
+    }
+
+    #[test]
+    fn a_check_holds_no_capability_and_makes_no_device_or_unix_socket() {
+        if !full() {
+            return;
+        }
+        let py = r#"
+import ctypes, socket, os
+libc = ctypes.CDLL(None, use_errno=True)
+PR_CAPBSET_READ = 23
+held = [c for c in range(0, 41) if libc.prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1]
+print("bounding", held)
+class H(ctypes.Structure): _fields_ = [("v", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class D(ctypes.Structure): _fields_ = [("e", ctypes.c_uint32), ("p", ctypes.c_uint32), ("i", ctypes.c_uint32)]
+h = H(0x20080522, 0); d = (D * 2)()
+libc.capget(ctypes.byref(h), d)
+print("effective", d[0].e | d[1].e, "permitted", d[0].p | d[1].p)
+try:
+    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); print("unix socket made")
+except OSError as e:
+    print("unix socket refused", e.errno)
+try:
+    os.mknod("kmsg", 0o600 | 0o020000, os.makedev(1, 11)); print("device made")
+except OSError as e:
+    print("device refused", e.errno)
+os.mkfifo("fifo"); print("fifo made")
+a, b = socket.socketpair(); print("socketpair made")
+"#;
+        let (code, out) = probe(&format!("python3 -c '{}'", py.replace('\'', "\"")));
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("bounding []"), "{out}");
+        assert!(out.contains("effective 0 permitted 0"), "{out}");
+        assert!(out.contains("unix socket refused 1"), "{out}");
+        assert!(out.contains("device refused 1"), "{out}");
+        assert!(out.contains("fifo made") && out.contains("socketpair made"), "{out}");
     }
 }
