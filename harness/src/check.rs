@@ -233,9 +233,18 @@ fn run_confined(
     let status = wait_with_deadline(child, limit);
     // Nothing the check started outlives it (its cgroup, its process group).
     confined.kill_all();
+    let memory_hit = confined.memory_limit_hit();
     drop(confined);
     seal.end(&format!("the command {:?}", spec.command));
-    result_of(status, output_tail(&capture.read_all()), clock_first)
+    let mut output = output_tail(&capture.read_all());
+    if memory_hit {
+        // Said where the check's failure is shown (the model, the report).
+        output.push_str(&format!(
+            "\n[memory: the check passed its {} MB limit ([sandbox] memory_mb); the kernel ended a process of it]",
+            policy.limits.memory_bytes >> 20
+        ));
+    }
+    result_of(status, output, clock_first)
 }
 
 /// A command not started because the run is already stopping or out of

@@ -322,6 +322,8 @@ fn accepted_spec(a: &RunArgs) -> Option<RunSpec> {
     if let Some(why) = confinement_refusal(&spec) {
         return reject(why);
     }
+    // One run per harness process: its checks' memory bound.
+    harness::sandbox::set_memory_mb(spec.sandbox_memory_mb);
     if let Some(u) = &a.base_url {
         if !(u.starts_with("http://") || u.starts_with("https://")) {
             return reject(format!(
@@ -341,7 +343,7 @@ fn confinement_refusal(spec: &RunSpec) -> Option<String> {
         return None;
     }
     Some(format!(
-        "harness: spec rejected: {}: [sandbox] min_level = {:?}, but this kernel confines checks only at level {:?} ({:?}); run on a kernel with Landlock ABI {}+, network namespaces and a writable pids cgroup, or accept the weaker level with min_level = {:?}",
+        "harness: spec rejected: {}: [sandbox] min_level = {:?}, but this kernel confines checks only at level {:?} ({:?}); run on a kernel with Landlock ABI {}+, seccomp, network, PID and mount namespaces and a writable pids cgroup, or accept the weaker level with min_level = {:?}",
         spec.path.display(),
         spec.sandbox_min_level.as_str(),
         in_force.as_str(),

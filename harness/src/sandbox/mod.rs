@@ -243,6 +243,9 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 /// `[sandbox] memory_mb` when the spec says nothing: a test suite's
 /// interpreter and its data, not the machine.
 pub const DEFAULT_MEMORY_MB: u64 = 2048;
+/// The bounds of `[sandbox] memory_mb`.
+pub const MEMORY_MB_MIN: u64 = 16;
+pub const MEMORY_MB_MAX: u64 = 1 << 20;
 
 static MEMORY_MB: OnceLock<u64> = OnceLock::new();
 

@@ -126,6 +126,8 @@ pub struct RunSpec {
     /// `[sandbox] min_level`: the weakest confinement of checks this run
     /// accepts (default full); below it the run refuses to start.
     pub sandbox_min_level: crate::sandbox::Level,
+    /// `[sandbox] memory_mb`: the memory one check may use.
+    pub sandbox_memory_mb: u64,
     /// `[prompts] executor_extra`: appended to the executor's system prompt
     /// (a paragraph of its own after the harness's).
     pub executor_prompt_extra: Option<String>,

@@ -58,6 +58,7 @@ pub(super) struct RawPrompts {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSandbox {
     pub min_level: Option<String>,
+    pub memory_mb: Option<i64>,
 }
 
 /// `command` or `check`, never both: which one is [`super::validate`]'s call,
@@ -312,6 +313,11 @@ pub(super) const COMPACT_MAX_TOKENS: Field = int(
 pub(super) const COMPACT_EVERY: Field = int("tasks between compactions, at least", 1, 1000);
 pub(super) const MIN_LEVEL: Field = text("one of \"full\", \"landlock\" or \"none\"");
 pub(super) const NETWORK: Field = text("true or false (the check keeps the network)");
+pub(super) const MEMORY_MB: Field = int(
+    "megabytes of memory one check may use",
+    crate::sandbox::MEMORY_MB_MIN,
+    crate::sandbox::MEMORY_MB_MAX,
+);
 pub(super) const LESSONS: Field =
     text("true or false (ask for a lesson after each failed attempt)");
 
@@ -375,6 +381,7 @@ fn field_at(path: &[Step]) -> Option<Field> {
         [K("memory"), K("compact_every_tasks_min")] => COMPACT_EVERY,
         [K("memory"), K("lessons")] => LESSONS,
         [K("sandbox"), K("min_level")] => MIN_LEVEL,
+        [K("sandbox"), K("memory_mb")] => MEMORY_MB,
         [K("checks"), K(_), K("network")] => NETWORK,
         [K(
             "checks" | "loop" | "drift" | "tools" | "alerts" | "check_env" | "memory" | "sandbox",

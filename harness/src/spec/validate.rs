@@ -18,6 +18,15 @@ use crate::model::{Sampling, StructuredOutput};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Directories no workspace may be, or lie inside: the system's own. The
+/// model writes the workspace, and every check may write all of it.
+/// `/var/tmp` is a temp dir like `/tmp`, not the system's.
+pub const SYSTEM_DIRS: [&str; 14] = [
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev",
+    "/proc", "/sys", "/var", "/run",
+];
+const SYSTEM_DIR_EXCEPTIONS: [&str; 1] = ["/var/tmp"];
+
 pub(super) struct Checker<'a> {
     pub file: &'a str,
     pub dir: &'a Path,
@@ -338,6 +347,12 @@ impl Checker<'_> {
             Some(m) => Some(self.memory(&m.0)?),
         };
         let sandbox_min_level = self.sandbox_min_level(raw.sandbox.0.min_level.as_deref())?;
+        let sandbox_memory_mb = self.int_or(
+            &super::raw::MEMORY_MB,
+            "sandbox.memory_mb",
+            raw.sandbox.0.memory_mb,
+            crate::sandbox::DEFAULT_MEMORY_MB,
+        )?;
         let executor_prompt_extra = self.prompt_extra(raw.prompts.0.executor_extra.as_deref())?;
         Ok(RunSpec {
             path: self
@@ -367,6 +382,7 @@ impl Checker<'_> {
             alerts,
             memory,
             sandbox_min_level,
+            sandbox_memory_mb,
             executor_prompt_extra,
         })
     }
@@ -701,13 +717,27 @@ impl Checker<'_> {
         })
     }
 
-    /// `workspace`: resolved against the spec's directory, and there.
+    /// `workspace`: resolved against the spec's directory, and there; never
+    /// a system directory or one inside one (the model writes there, and
+    /// every check may write all of it).
     fn workspace(&self, raw: &str) -> Result<PathBuf, SpecError> {
         let workspace = self.path("workspace", raw)?;
         if !workspace.is_dir() {
             return Err(self.err(
                 "workspace",
                 format!("an existing directory, {} is not", workspace.display()),
+            ));
+        }
+        let real = workspace.canonicalize().unwrap_or_else(|_| workspace.clone());
+        let exempt = SYSTEM_DIR_EXCEPTIONS.iter().any(|d| real.starts_with(d) && real != Path::new(d));
+        let system = SYSTEM_DIRS.iter().find(|d| real.starts_with(d));
+        if let Some(sys) = system.filter(|_| !exempt).or((real == Path::new("/")).then_some(&"/")) {
+            return Err(self.err(
+                "workspace",
+                format!(
+                    "a project directory, not the system directory {sys} or one inside it ({} is)",
+                    real.display()
+                ),
             ));
         }
         Ok(workspace)
