@@ -66,6 +66,7 @@ pub mod servers;
 pub mod spec_overlay;
 pub mod stats;
 pub mod suite;
+pub mod tripwire;
 pub mod summary;
 
 /// docs/cases.md names every case, scenario and verify field the types have.

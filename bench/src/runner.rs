@@ -768,9 +768,11 @@ impl CaseRun<'_> {
         for c in gathered.canaries.iter().filter(|c| c.in_env) {
             inv = inv.env(&c.var, &c.value);
         }
+        let path = private.path_with_tool_dir(&std::env::var_os("PATH").unwrap_or_default());
         inv = inv
             .env("HOME", private.home.display().to_string())
-            .env("TMPDIR", private.tmp.display().to_string());
+            .env("TMPDIR", private.tmp.display().to_string())
+            .env("PATH", path.to_string_lossy().into_owned());
         gathered.private = Some(private);
         // What the case asks for (`harness_env`) comes after the removal.
         let env_set = (self.case.file.harness_env.iter())

@@ -56,6 +56,9 @@ pub struct CheckEnv {
     /// `TMPDIR` for the check: the run's private temp dir (made by the loop,
     /// removed when the run ends). None: the system temp dir.
     pub tmpdir: Option<PathBuf>,
+    /// The spec's `[sandbox] memory_mb` (None: the sandbox's default).
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
 }
 
 impl CheckEnv {
@@ -209,6 +212,9 @@ fn run_confined(
     };
     let mut policy = crate::sandbox::Policy::for_check(granting, cwd, &env.tmp, &env.path_var);
     policy.network = spec.network;
+    if let Some(mb) = spec.env.memory_mb {
+        policy.limits.memory_bytes = mb << 20;
+    }
     let confined = match crate::sandbox::confine(&policy, crate::sandbox::level()) {
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot confine {prog:?}: {e}")),
@@ -661,6 +667,7 @@ mod tests {
                 "ANTHROPIC_API_KEY".into(),
             ],
             tmpdir: Some(tmp.path().to_path_buf()),
+            memory_mb: None,
         };
         let r = run_check(&spec, d.path());
         assert!(r.passed, "{r:?}");

@@ -322,8 +322,6 @@ fn accepted_spec(a: &RunArgs) -> Option<RunSpec> {
     if let Some(why) = confinement_refusal(&spec) {
         return reject(why);
     }
-    // One run per harness process: its checks' memory bound.
-    harness::sandbox::set_memory_mb(spec.sandbox_memory_mb);
     if let Some(u) = &a.base_url {
         if !(u.starts_with("http://") || u.starts_with("https://")) {
             return reject(format!(

@@ -70,10 +70,12 @@ pub enum Mutant {
     /// Task commits go to the workspace's own `.git`, with the config,
     /// hooks and attributes found there (git as before issue 46).
     GitInWorkspace,
+    /// Checks have no memory bound (no memory cgroup, no RLIMIT_AS).
+    NoMemoryLimit,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 23] = [
+    pub const ALL: [Mutant; 24] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -97,6 +99,7 @@ impl Mutant {
         Mutant::CapsKept,
         Mutant::NoSeccomp,
         Mutant::GitInWorkspace,
+        Mutant::NoMemoryLimit,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -125,6 +128,7 @@ impl Mutant {
             Mutant::CapsKept => "caps-kept",
             Mutant::NoSeccomp => "no-seccomp",
             Mutant::GitInWorkspace => "git-in-workspace",
+            Mutant::NoMemoryLimit => "no-memory-limit",
         }
     }
 
@@ -166,6 +170,7 @@ impl Mutant {
             Mutant::GitInWorkspace => {
                 "the harness never runs a program the workspace configures (its own git dir)"
             }
+            Mutant::NoMemoryLimit => "a check's memory is bounded ([sandbox] memory_mb)",
         }
     }
 

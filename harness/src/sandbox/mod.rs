@@ -247,21 +247,7 @@ pub const DEFAULT_MEMORY_MB: u64 = 2048;
 pub const MEMORY_MB_MIN: u64 = 16;
 pub const MEMORY_MB_MAX: u64 = 1 << 20;
 
-static MEMORY_MB: OnceLock<u64> = OnceLock::new();
 
-/// Set, once, the memory bound of this process's checks (the run's
-/// `[sandbox] memory_mb`; a later call changes nothing).
-pub fn set_memory_mb(mb: u64) {
-    let _ = MEMORY_MB.set(mb);
-}
-
-/// The limits of this process's checks.
-pub fn limits() -> Limits {
-    Limits {
-        memory_bytes: MEMORY_MB.get().copied().unwrap_or(DEFAULT_MEMORY_MB) << 20,
-        ..DEFAULT_LIMITS
-    }
-}
 
 /// What one confined process may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,7 +298,7 @@ impl Policy {
             read,
             tmp: tmpdir.to_path_buf(),
             network: false,
-            limits: limits(),
+            limits: DEFAULT_LIMITS,
         }
     }
 }
@@ -550,13 +536,17 @@ pub fn confine(policy: &Policy, level: Level) -> Result<Confined, SandboxError> 
         ruleset = Some(fd);
     }
     let full = level == Level::Full;
+    let mut limits = policy.limits;
+    if active(Mutant::NoMemoryLimit) {
+        limits.memory_bytes = u64::MAX;
+    }
     if full && !active(Mutant::NoCgroup) {
-        let g = cgroup::Group::create(&policy.limits).map_err(SandboxError::Cgroup)?;
+        let g = cgroup::Group::create(&limits).map_err(SandboxError::Cgroup)?;
         steps.cgroup_procs = g.procs_paths_c();
         group = Some(g);
     }
     steps.memory_rlimit = !group.as_ref().is_some_and(cgroup::Group::bounds_memory);
-    steps.limits = Some(policy.limits);
+    steps.limits = Some(limits);
     if full && !policy.network && !active(Mutant::NoNetNamespace) {
         steps.net = net_entry();
     }

@@ -881,10 +881,17 @@ mod layer_tests {
     /// Run `script` with `sh -c` in a fresh workspace at `level()`:
     /// (exit code, output).
     fn probe(script: &str) -> (i32, String) {
+        probe_with(script, |_| {}).0
+    }
+
+    /// As [`probe`], the policy adjusted first; also whether the memory
+    /// limit was hit.
+    fn probe_with(script: &str, adjust: impl Fn(&mut Policy)) -> ((i32, String), bool) {
         let ws = tempfile::tempdir().unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let path = "/usr/local/bin:/usr/bin:/bin";
-        let policy = Policy::for_check(&[], ws.path(), tmp.path(), OsStr::new(path));
+        let mut policy = Policy::for_check(&[], ws.path(), tmp.path(), OsStr::new(path));
+        adjust(&mut policy);
         let confined = confine(&policy, level()).unwrap();
         let out = tempfile::tempfile().unwrap();
         let env = [("PATH".to_string(), OsString::from(path))];
@@ -904,7 +911,7 @@ mod layer_tests {
         let mut f = out;
         f.rewind().unwrap();
         f.read_to_string(&mut text).unwrap();
-        (code, text)
+        ((code, text), confined.memory_limit_hit())
     }
 
     fn full() -> bool {
@@ -931,6 +938,21 @@ mod layer_tests {
         assert!(out.contains("seen /etc/passwd"), "{out}");
         assert!(out.contains("seen /usr/bin/python3"), "{out}");
         assert!(out.contains("Read-only file system") || out.contains("Permission denied"), "{out}");
+    }
+
+    /// A check past its memory bound is ended (or refused its memory) and
+    /// the hit is seen.
+    #[test]
+    fn a_memory_hog_is_bounded_and_seen() {
+        if !full() {
+            return;
+        }
+        let ((code, out), hit) = probe_with("python3 -c \"x = b'x' * (1 << 30); print(len(x))\"", |p| {
+            p.limits.memory_bytes = 128 << 20;
+        });
+        assert_ne!(code, 0, "{out}");
+        assert!(!out.contains("1073741824"), "{out}");
+        assert!(hit || out.contains("MemoryError"), "{out}");
     }
 
     #[test]

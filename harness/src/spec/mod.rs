@@ -229,6 +229,21 @@ impl RunSpec {
     }
 
     /// Point every check's (and the predicate's) TMPDIR at the run's own temp dir.
+    /// Every check, the predicate and `run_command` get `[sandbox]
+    /// memory_mb` (so the bench's re-run of the predicate is bounded the
+    /// same as the harness's).
+    pub fn set_check_memory_mb(&mut self, mb: u64) {
+        if let Predicate::Command(c) = &mut self.predicate {
+            c.env.memory_mb = Some(mb);
+        }
+        for c in self.checks.values_mut() {
+            c.env.memory_mb = Some(mb);
+        }
+        if let Some(c) = &mut self.run_command {
+            c.env.memory_mb = Some(mb);
+        }
+    }
+
     pub fn set_check_tmpdir(&mut self, dir: &Path) {
         if let Predicate::Command(c) = &mut self.predicate {
             c.env.tmpdir = Some(dir.to_path_buf());

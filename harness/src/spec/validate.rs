@@ -243,6 +243,7 @@ impl Checker<'_> {
             env: crate::check::CheckEnv {
                 pass: check_env_pass.to_vec(),
                 tmpdir: None,
+                memory_mb: None,
             },
         }))
     }
@@ -354,7 +355,7 @@ impl Checker<'_> {
             crate::sandbox::DEFAULT_MEMORY_MB,
         )?;
         let executor_prompt_extra = self.prompt_extra(raw.prompts.0.executor_extra.as_deref())?;
-        Ok(RunSpec {
+        let mut spec = RunSpec {
             path: self
                 .dir
                 .join(Path::new(self.file).file_name().unwrap_or_default()),
@@ -384,7 +385,9 @@ impl Checker<'_> {
             sandbox_min_level,
             sandbox_memory_mb,
             executor_prompt_extra,
-        })
+        };
+        spec.set_check_memory_mb(sandbox_memory_mb);
+        Ok(spec)
     }
 
     /// `[checks.<name>]`: named checks, validated before the predicate
