@@ -56,9 +56,15 @@ pub enum Target {
     Live(Arc<crate::live::LiveTarget>),
 }
 
+/// git on the case's own committed files, before the harness starts: no
+/// system or global config, no hooks (docs/sandbox.md).
 fn git(ws: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
     std::process::Command::new("git")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .args([
+            "-c",
+            "core.hooksPath=/dev/null",
             "-c",
             "user.name=bench",
             "-c",
