@@ -192,7 +192,9 @@ pub fn read_report(state: &Path) -> Result<Option<Report>, NotAReport> {
 #[error("{name}: {0}", name = harness::report::FILE_NAME)]
 pub struct NotAReport(serde_json::Error);
 
-fn parse_report(b: &[u8]) -> Result<Report, NotAReport> {
+/// A report.json's bytes read as a report (the oracle also reads the ones a
+/// process was writing when it was killed, from its operation log).
+pub fn parse_report(b: &[u8]) -> Result<Report, NotAReport> {
     let name = harness::report::FILE_NAME;
     match serde_json::from_slice::<harness::report::Report>(b) {
         Ok(r) => Ok(Report::from(r)),

@@ -276,7 +276,7 @@ pub fn to_markdown(info: &RunInfo, modes: &[ModeReport]) -> String {
     for m in modes {
         s.push_str(&tally_line(
             m,
-            "I/O faults injected (errno:class)",
+            "I/O faults injected (errno:class site)",
             &m.io_faults,
         ));
         s.push_str(&tally_line(

@@ -31,6 +31,10 @@ pub struct Calibration {
     pub ending: String,
     /// Window label -> (phase, occurrence) kill targets.
     pub windows: BTreeMap<String, Vec<windows::Target>>,
+    /// The fsyncs (n of `<errno>:fsync:<n>`) that make a workspace write's
+    /// rename durable: a fault there leaves the write in doubt
+    /// (`io_sites::in_doubt_fsyncs`).
+    pub in_doubt_fsyncs: Vec<u64>,
 }
 
 /// A clean calibration run (no fault injected) that did not reach its case's
@@ -154,6 +158,7 @@ fn calibrate_case(
         wall_us,
         ending,
         windows: windows::find(&events, &ops, &state),
+        in_doubt_fsyncs: crate::io_sites::in_doubt_fsyncs(&ops, &dir.join("case/workspace")),
     };
     if !cfg.keep {
         let _ = std::fs::remove_dir_all(&dir);

@@ -33,7 +33,7 @@ pub use crate::invariant::Invariant;
 pub use calibrate::{calibrate, Calibration, CalibrationFailure};
 pub use config::{Config, Mode};
 pub use damage::DECOY_RUN_ID;
-pub use plan::{plan, strata, JournalDamage, Stratum, TrialPlan};
+pub use plan::{plan, strata, IoSite, JournalDamage, Stratum, TrialPlan};
 pub use prepare::{prepare, PrepareError, Prepared};
 pub use run::{describe_target, replay_command, run_mode, Progress};
 pub use tally::{InvCount, ModeReport, Violation};

@@ -80,7 +80,32 @@ pub struct TrialPlan {
     /// same command again), and the first of them is killed right after
     /// the raise is journaled (`resume_target`).
     pub raise_cap_usd: Option<f64>,
+    /// For the io_error stratum: where its fault is aimed ([`IoSite`]).
+    pub io_site: Option<IoSite>,
     pub rng_seed: u64,
+}
+
+/// Where an io_error trial's fault is aimed. The stratum's trials take the
+/// two in turn (even rounds anywhere, odd rounds in doubt at the end), so
+/// at `--kills 200` in power-loss mode (20 strata, 10 io_error trials) each
+/// gets 5, and the in-doubt trials take the cases in turn: one each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoSite {
+    /// Any write or fsync of the run, sticky or once (a uniform draw).
+    Anywhere,
+    /// Once, on the last directory fsync that makes a workspace write
+    /// durable in the case's clean run (`io_sites`): the write lands, is in
+    /// doubt, and the run's end settles what it judged done on it.
+    InDoubtAtEnd,
+}
+
+impl IoSite {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoSite::Anywhere => "anywhere",
+            IoSite::InDoubtAtEnd => "in_doubt_at_end",
+        }
+    }
 }
 
 /// Sigterm mode: the share of trials whose first process gets a second
@@ -173,6 +198,8 @@ pub fn plan(
     let mut order = strata(mode);
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(order_seed));
     let stratum = order[k % order.len()].clone();
+    // The how-manieth trial of its stratum this kill is (0-based).
+    let round = k / order.len();
     let rng_seed = mix(order_seed ^ mix(k as u64 + 1));
     let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
     let case = rng.gen_range(0..cases.len());
@@ -182,6 +209,8 @@ pub fn plan(
         only,
         rng,
         case,
+        round,
+        order_seed,
         extras: Extras::default(),
     };
     let first = p.first_target(&stratum);
@@ -194,6 +223,7 @@ pub fn plan(
         rot,
         journal_damage,
         raise_cap_usd,
+        io_site,
     } = p.extras;
     TrialPlan {
         k,
@@ -206,6 +236,7 @@ pub fn plan(
         journal_damage,
         stop_twice,
         raise_cap_usd,
+        io_site,
         rng_seed,
     }
 }
@@ -218,6 +249,7 @@ struct Extras {
     rot: Option<RotKind>,
     journal_damage: Option<JournalDamage>,
     raise_cap_usd: Option<f64>,
+    io_site: Option<IoSite>,
 }
 
 /// One kill's planning state. The per-stratum steps draw from the one rng
@@ -231,6 +263,10 @@ struct Planner<'a> {
     /// The kill's case: drawn first, then moved to one that reaches the
     /// stratum's target (or to `--case`).
     case: usize,
+    /// The how-manieth trial of its stratum this kill is.
+    round: usize,
+    /// The seed of this mode's stratum order.
+    order_seed: u64,
     extras: Extras,
 }
 
@@ -437,6 +473,13 @@ impl Planner<'_> {
     }
 
     fn io_error(&mut self) -> Target {
+        if self.round % 2 == 1 {
+            if let Some(t) = self.in_doubt_at_end() {
+                self.extras.io_site = Some(IoSite::InDoubtAtEnd);
+                return t;
+            }
+        }
+        self.extras.io_site = Some(IoSite::Anywhere);
         self.take_only();
         let errno = if self.rng.gen_bool(0.5) {
             "eio"
@@ -460,6 +503,35 @@ impl Planner<'_> {
     }
 }
 
+impl Planner<'_> {
+    /// [`IoSite::InDoubtAtEnd`]: the cases with a site, in a seed-shuffled
+    /// order, taken in turn by the stratum's odd rounds; `None` when no case
+    /// (or not `--case`) writes the workspace.
+    fn in_doubt_at_end(&mut self) -> Option<Target> {
+        let mut cases: Vec<usize> = (0..self.cases.len())
+            .filter(|c| self.only.is_none_or(|o| o == *c))
+            .filter(|c| !self.calib[*c].in_doubt_fsyncs.is_empty())
+            .collect();
+        if cases.is_empty() {
+            return None;
+        }
+        cases.shuffle(&mut ChaCha8Rng::seed_from_u64(mix(self.order_seed ^ 0x10E)));
+        self.case = cases[(self.round / 2) % cases.len()];
+        let n = *self.calib[self.case].in_doubt_fsyncs.last()?;
+        let errno = if self.rng.gen_bool(0.5) {
+            "eio"
+        } else {
+            "enospc"
+        };
+        // Once: a sticky error would fail the next fsync too, and the run
+        // would end on that error (the anywhere draw's case), not go on from
+        // a write in doubt.
+        Some(Target::Fault {
+            spec: format!("{errno}:fsync:{n}:once"),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,6 +549,7 @@ mod tests {
                     .collect(),
                 writes: 40,
                 fsyncs: 40,
+                in_doubt_fsyncs: vec![7, 21],
                 wall_us: 30_000,
                 ending: "GOAL_MET".into(),
                 windows: Window::ALL
@@ -504,6 +577,62 @@ mod tests {
             }
             assert_eq!(seen.len(), n);
             assert!(seen.values().all(|v| *v == 3), "{seen:?}");
+        }
+    }
+
+    /// The CI draw (`--kills 200`): every stratum gets at least
+    /// `MIN_TRIALS_AT_200` trials in every mode, and in power loss the
+    /// io_error stratum aims its fault at the last write in doubt of every
+    /// case at least once (issue 47: a uniform draw missed the one case where
+    /// "verified at end" stood on a failed write).
+    #[test]
+    fn the_200_kill_draw_gives_every_stratum_its_trials_and_every_case_a_write_in_doubt() {
+        const MIN_TRIALS_AT_200: usize = 10;
+        let cases = crate::cases::load_all(&crate::cases::default_dir()).unwrap();
+        let calib: Vec<Calibration> = (0..cases.len())
+            .map(|c| Calibration {
+                phases: Phase::ALL
+                    .iter()
+                    .map(|p| (p.as_str().to_string(), 3))
+                    .collect(),
+                writes: 40,
+                fsyncs: 40,
+                in_doubt_fsyncs: vec![5, 10 + c as u64],
+                ..Default::default()
+            })
+            .collect();
+        for seed in [1, 2, 7, 0xDEAD_BEEF] {
+            for mode in [Mode::Sigkill, Mode::PowerLoss, Mode::Sigterm] {
+                let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+                let mut in_doubt = BTreeMap::new();
+                for k in 0..200 {
+                    let pl = plan(seed, mode, k, &cases, &calib, None);
+                    *seen.entry(pl.stratum.label()).or_insert(0) += 1;
+                    if pl.io_site == Some(IoSite::InDoubtAtEnd) {
+                        let want = format!(":fsync:{}:once", 10 + pl.case);
+                        assert!(
+                            matches!(&pl.first, Target::Fault { spec } if spec.ends_with(&want)),
+                            "{:?}",
+                            pl.first
+                        );
+                        *in_doubt.entry(pl.case).or_insert(0) += 1;
+                    }
+                }
+                assert_eq!(seen.len(), strata(mode).len(), "{mode:?}: {seen:?}");
+                assert!(
+                    seen.values().all(|n| *n >= MIN_TRIALS_AT_200),
+                    "seed {seed} {mode:?}: {seen:?}"
+                );
+                if mode == Mode::PowerLoss {
+                    assert_eq!(
+                        in_doubt.len(),
+                        cases.len(),
+                        "seed {seed}: in doubt {in_doubt:?}"
+                    );
+                } else {
+                    assert!(in_doubt.is_empty());
+                }
+            }
         }
     }
 }

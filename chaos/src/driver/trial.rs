@@ -418,8 +418,9 @@ impl<'a> Trial<'a> {
         }
         if let Target::Fault { spec } = target {
             out.io_fault = Some(format!(
-                "{}{}",
+                "{} {}{}",
                 spec.split(':').take(2).collect::<Vec<_>>().join(":"),
+                self.plan.io_site.map_or("?", |s| s.as_str()),
                 if fault_fired.is_some() {
                     ""
                 } else {

@@ -15,5 +15,6 @@ mod common;
 
 mod calibration_failure;
 mod driver_smoke;
+mod other_seeds;
 mod replan_kill_bugs;
 mod strata;

@@ -462,6 +462,48 @@ impl Runner {
         }
     }
 
+    /// The task in flight when the run ends, settled by its verify: done is
+    /// verified at end, anything else parked (said why). Returns why its
+    /// effects may not be durable (a write of it failed with an I/O error),
+    /// when so: it is then parked whatever its verify says.
+    fn settle_in_flight(&mut self, ending: Ending) -> Option<String> {
+        let task = self.state.in_progress.take()?;
+        let outcome = task.verify.run(&self.verify_ctx());
+        let doubt = self.in_flight_write_in_doubt();
+        match outcome {
+            // Verified means durable: what the page cache shows after a
+            // failed write may not survive a power cut (found by bench
+            // chaos: `--seed 1 --mode power-loss --replay-kill 2446`).
+            VerifyOutcome::Done => match &doubt {
+                Some(what) => {
+                    let r = format!("the run ended ({ending}) while this task was in progress; verify says done, but {what} failed with an I/O error, so its effects may not be durable");
+                    self.park(task, r)
+                }
+                None => self.complete(task, None, VerifiedHow::AtEnd),
+            },
+            // No verdict on the work: parked for a human, and said so.
+            VerifyOutcome::NotJudged { detail } => {
+                let r = format!("{NOT_JUDGED_PREFIX}: the run ended ({ending}) while this task was in progress and {detail}; it may be done, not started or partly done");
+                self.park(task, r)
+            }
+            other => {
+                let r = format!(
+                    "run ended ({ending}) while this task was in progress; verify says {}",
+                    match other {
+                        VerifyOutcome::PartiallyApplied { detail } =>
+                            format!("partially applied: {detail}"),
+                        VerifyOutcome::CouldNotRun { detail } => format!("not started: {detail}"),
+                        VerifyOutcome::Done
+                        | VerifyOutcome::NotStarted
+                        | VerifyOutcome::NotJudged { .. } => "not started".into(),
+                    }
+                );
+                self.park(task, r)
+            }
+        }
+        doubt
+    }
+
     /// End the run: settle an in-flight task by verifying it, write the final
     /// checkpoint (so a re-run re-reports), the report, and the alert.
     pub(super) async fn finish(
@@ -471,35 +513,20 @@ impl Runner {
         kind: Option<ErrorKind>,
     ) -> Outcome {
         crate::fault_injection::panic_point("finish_start");
-        if let Some(task) = self.state.in_progress.take() {
-            let outcome = task.verify.run(&self.verify_ctx());
-            match outcome {
-                VerifyOutcome::Done => self.complete(task, None, VerifiedHow::AtEnd),
-                // No verdict on the work: parked for a human, and said so.
-                VerifyOutcome::NotJudged { detail } => {
-                    let r = format!("{NOT_JUDGED_PREFIX}: the run ended ({ending}) while this task was in progress and {detail}; it may be done, not started or partly done");
-                    self.park(task, r)
-                }
-                other => {
-                    let r = format!(
-                        "run ended ({ending}) while this task was in progress; verify says {}",
-                        match other {
-                            VerifyOutcome::PartiallyApplied { detail } =>
-                                format!("partially applied: {detail}"),
-                            VerifyOutcome::CouldNotRun { detail } =>
-                                format!("not started: {detail}"),
-                            VerifyOutcome::Done
-                            | VerifyOutcome::NotStarted
-                            | VerifyOutcome::NotJudged { .. } => "not started".into(),
-                        }
-                    );
-                    self.park(task, r)
-                }
-            }
-        }
+        let doubt = self.settle_in_flight(ending);
         let predicate_met = match &self.last_predicate {
             Some(p) if ending != Ending::UnrecoverableError => p.passed,
             _ => self.predicate().passed,
+        };
+        // GOAL_MET never stands on a write in doubt (as `ended` says for the
+        // writes in doubt a lap saw).
+        let (ending, detail, kind) = match doubt {
+            Some(what) if ending == Ending::GoalMet => (
+                Ending::UnrecoverableError,
+                Some(format!("the goal predicate passed, but the task in flight at the end had {what} fail with an I/O error, so what it measured may not survive a power cut")),
+                Some(ErrorKind::WriteNotDurable),
+            ),
+            _ => (ending, detail, kind),
         };
         // A confined process changed the state dir (the kernel let it
         // through): whatever the run reached, its ledger and checkpoint

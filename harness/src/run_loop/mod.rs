@@ -168,6 +168,14 @@ pub struct Runner {
     /// The in-progress task's written paths (all its attempts): exactly what
     /// its commit holds, or what stays uncommitted when it is parked.
     task_paths: BTreeSet<String>,
+    /// The in-progress task's current attempt: the side-effecting tool call
+    /// that failed with an I/O error and was not redone (what
+    /// `execute_task` parks a "done" task for). Kept here, not only in the
+    /// attempt, because a budget or clock can end the run right after it:
+    /// `finish` then settles the task in flight and must not verify it
+    /// from the page cache (issue 47: ENOSPC on the fsync of t3's write,
+    /// then the budget, then "verified at end").
+    attempt_io_failed: Option<String>,
     /// The checks' TMPDIR, removed when the run (the Runner) ends.
     _check_tmp: Option<tempfile::TempDir>,
     /// The stop policy's parameters (the design's in the product).

@@ -264,6 +264,7 @@ impl Parts {
             clock_ran_out: false,
             writes: TaskWrites::new(state_dir),
             task_paths: BTreeSet::new(),
+            attempt_io_failed: None,
             _check_tmp: self.check_tmp,
             rules: super::rules::Rules::of_process(),
         }

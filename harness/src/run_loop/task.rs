@@ -223,6 +223,7 @@ impl Runner {
         attempt: u32,
     ) -> Result<(AttemptEnd, Option<String>, String), LapError> {
         let mut io_failed: Option<(String, serde_json::Value)> = None;
+        self.attempt_io_failed = None;
         let mut observations = String::new();
         let end = self
             .react(task, attempt, &mut io_failed, &mut observations)
@@ -348,6 +349,7 @@ impl Runner {
         {
             *io_failed = None; // the same call redone successfully: durable again
         }
+        self.attempt_io_failed = io_failed.as_ref().map(|(name, _)| name.clone());
         if obs.side_effect {
             if let Some(p) = call.input.get("path").and_then(|p| p.as_str()) {
                 if !self.state.artifacts.iter().any(|a| a == p) && self.state.artifacts.len() < 1000
@@ -409,6 +411,7 @@ impl Runner {
     }
 
     pub(super) fn complete(&mut self, task: Task, claim: Option<String>, how: VerifiedHow) {
+        self.attempt_io_failed = None; // settled: nothing of it is in flight
         let mut commit = None;
         // Exactly the paths this task's tools wrote, in every attempt.
         let paths: Vec<String> = std::mem::take(&mut self.task_paths).into_iter().collect();
@@ -469,6 +472,7 @@ impl Runner {
     }
 
     pub(super) fn park(&mut self, task: Task, reason: String) {
+        self.attempt_io_failed = None; // settled: nothing of it is in flight
         self.state.no_progress_streak += 1;
         self.state
             .push_history(format!("{} parked: {}", task.id, clip_chars(&reason, 160)));
@@ -526,6 +530,22 @@ impl Runner {
                 .writes_in_doubt
                 .retain(|d| !obs.wrote.contains(&d.path));
         }
+    }
+
+    /// Why the task in flight may have effects that are not durable: a
+    /// side-effecting call of its attempt failed with an I/O error (not
+    /// redone), or one of its paths is a write in doubt (renamed into
+    /// place, then the directory fsync failed: checkpointed, so a resume
+    /// knows it too). `None` when every write it made was durable.
+    pub(super) fn in_flight_write_in_doubt(&self) -> Option<String> {
+        if let Some(call) = &self.attempt_io_failed {
+            return Some(format!("its {call} call"));
+        }
+        self.state
+            .writes_in_doubt
+            .iter()
+            .find(|d| self.task_paths.contains(&d.path))
+            .map(|d| format!("its write of {} ({})", d.path, d.error))
     }
 
     pub(super) fn predicate(&mut self) -> CheckResult {

@@ -175,3 +175,68 @@ async fn the_pass_rate_guard_says_why_in_the_plan_note() {
         "{note}"
     );
 }
+
+/// The end of the run settles the task in flight: `finish` verifies it, and
+/// a task whose write failed with an I/O error is parked, never "verified at
+/// end" from what the page cache shows (issue 47: `bench chaos --seed 1
+/// --mode power-loss --replay-kill 2446`, ENOSPC on the directory fsync of
+/// t3's write, then the budget). `doubt`: how the failure is known.
+async fn settle_in_flight(ending: Ending, doubt: Option<&str>) -> super::Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = runner(&dir).await;
+    // The write landed: the page cache says done.
+    std::fs::write(dir.path().join("ws/out.txt"), "BATCH_SIZE = 5000\n").unwrap();
+    r.state.in_progress = Some(crate::task::Task {
+        id: "t3".into(),
+        description: "write the batch size".into(),
+        verify: crate::verify::Verify::FileContains {
+            path: "out.txt".into(),
+            text: "BATCH_SIZE".into(),
+        },
+        origin: "plan".into(),
+        attempts: 1,
+    });
+    match doubt {
+        Some("attempt") => r.attempt_io_failed = Some("write_file".into()),
+        Some(_) => {
+            r.task_paths.insert("out.txt".into());
+            r.state.writes_in_doubt.push(crate::state::WriteInDoubt {
+                path: "out.txt".into(),
+                error: "No space left on device (os error 28)".into(),
+            });
+        }
+        None => {}
+    }
+    r.last_predicate = predicate(ending == Ending::GoalMet);
+    r.finish(ending, None, None).await
+}
+
+#[tokio::test]
+async fn a_task_in_flight_whose_write_failed_is_parked_at_the_end_never_verified() {
+    for doubt in ["attempt", "writes_in_doubt"] {
+        let o = settle_in_flight(Ending::BudgetExhausted, Some(doubt)).await;
+        assert!(
+            o.report.verified.is_empty(),
+            "{doubt}: {:?}",
+            o.report.verified
+        );
+        assert_eq!(o.report.parked.len(), 1, "{doubt}");
+        assert!(
+            o.report.parked[0].reason.contains("may not be durable"),
+            "{doubt}: {}",
+            o.report.parked[0].reason
+        );
+        assert_eq!(o.ending, Ending::BudgetExhausted);
+    }
+    // GOAL_MET never stands on it.
+    let o = settle_in_flight(Ending::GoalMet, Some("attempt")).await;
+    assert_eq!(o.ending, Ending::UnrecoverableError);
+    assert_eq!(
+        o.report.error_kind,
+        Some(crate::ending::ErrorKind::WriteNotDurable)
+    );
+    // Without a failed write the same task is verified at end.
+    let o = settle_in_flight(Ending::BudgetExhausted, None).await;
+    assert_eq!(o.report.verified.len(), 1);
+    assert_eq!(o.report.verified[0].how, crate::state::VerifiedHow::AtEnd);
+}

@@ -5,6 +5,7 @@
 pub(super) mod ckpt_writes;
 pub(super) mod ending;
 pub(super) mod process;
+pub(super) mod refusal;
 pub(super) mod run_end;
 pub(super) mod stop;
 

@@ -3,6 +3,7 @@
 //! migrations, the ending, the money and the goal hash.
 
 use super::ckpt_writes::checkpoint_writes;
+use super::refusal;
 use super::{ending, is_refusal, Checks, EPS, REFUSAL_KINDS};
 use crate::cases::Case;
 use crate::driver::damage::DECOY_RUN_ID;
@@ -12,7 +13,6 @@ use crate::harness_files::{quoted, Event, Report};
 use crate::invariant::Invariant;
 use crate::oracle::{self, Ckpt, Effect};
 use crate::proc::Outcome;
-use harness::chaos_hook::Phase;
 use std::collections::BTreeSet;
 
 /// Every check on process `pr`. `spec_bytes`: the spec as the trial began;
@@ -47,10 +47,6 @@ pub(in crate::driver) fn check_process(
     goal_hash_intact(ck, pr, case, p, spec_bytes, report);
 }
 
-fn phase_is(o: &Outcome, p: Phase) -> bool {
-    matches!(o, Outcome::KilledAtPhase { phase, .. } if phase == p.as_str())
-}
-
 /// no_torn_checkpoint at the start of a process: a bad frame is refused
 /// (UNRECOVERABLE_ERROR naming it, the file left alone, nothing run on from
 /// it), a whole frame never is.
@@ -76,20 +72,14 @@ fn refused_bad_frame(ck: &mut Checks, pr: &Proc, p: &Paths, report: Option<&Repo
             }
             // A refusal happens at load, before any kill point and before any
             // checkpoint: a process that reached one ran on from the bad frame
-            // (whether or not it lived to exit).
-            // The one write a refusal makes is its report.json (atomic, so
-            // through temp_written): a kill there is the refusal, not a run on.
-            let writing_the_refusal_report = phase_is(&pr.outcome, Phase::TempWritten)
-                && pr.ops.iter().all(|o| match o {
-                    fsmodel::Op::Open { path, .. } => path
-                        .file_name()
-                        .is_some_and(|n| n.to_string_lossy().contains(harness::report::FILE_NAME)),
-                    _ => true,
-                });
-            if let (Outcome::KilledAtPhase { phase, n }, false) =
-                (&pr.outcome, writing_the_refusal_report)
-            {
-                ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) and ran on to {phase}:{n} instead of refusing it"));
+            // (whether or not it lived to exit). The writes a refusal makes
+            // are its report's (report.json, then the page, each atomic): a
+            // kill at any step of them is the refusal under way, judged as a
+            // whole by `refusal::under_way`.
+            if let Outcome::KilledAtPhase { phase, n } = &pr.outcome {
+                if let Err(what) = refusal::under_way(&pr.ops, &p.state, kind, phase) {
+                    ck.fail(Invariant::NoTornCheckpoint, idx, format!("resumed on a checkpoint that is not a whole frame ({kind}) and ran on to {phase}:{n} instead of refusing it: {what}"));
+                }
             }
             let (written, _) = checkpoint_writes(&pr.ops, &p.state, exited.is_some());
             if !written.is_empty() {
