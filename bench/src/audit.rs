@@ -790,14 +790,45 @@ fn agent_texts(report: &Report, sent: &[Sent]) -> BTreeSet<String> {
     out
 }
 
+/// Why a judge request breaks the judge rule (`audit.judge_requests`).
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeRequestError {
+    #[error("body is not JSON: {0}")]
+    NotJson(String),
+    #[error("the judge was offered tools")]
+    OfferedTools,
+    #[error("the judge saw a {0} message")]
+    OtherRole(String),
+    #[error("a message with no role")]
+    NoRole,
+    #[error("{0} user turns, not one")]
+    UserTurns(usize),
+    #[error("the user turn does not open with the original goal, verbatim, then the queue")]
+    NoGoal,
+    #[error("the user turn holds something after the queue")]
+    AfterQueue,
+    #[error("queue line {0:?} is not `- <id>: <description>`")]
+    QueueLine(String),
+    #[error("queue task {0} carries another description")]
+    OtherDescription(String),
+    #[error("queue task {0:?} is not a task of the run")]
+    NotATask(String),
+    #[error("queue task {0} appears twice")]
+    Twice(String),
+    #[error("the system prompt is not the judge's instruction")]
+    NotJudgeSystem,
+    #[error("it carries the agent's own text: {0:?}")]
+    AgentText(String),
+}
+
 /// Check one judge request body against the judge rule; Err says why not.
 fn judge_request_ok(
     sent: &Sent,
     goal: &str,
     tasks: &BTreeMap<String, String>,
     agent: &BTreeSet<String>,
-) -> Result<usize, String> {
-    let v = (sent.body.as_ref()).map_err(|e| format!("body is not JSON: {e}"))?;
+) -> Result<usize, JudgeRequestError> {
+    let v = (sent.body.as_ref()).map_err(|e| JudgeRequestError::NotJson(e.to_string()))?;
     judge_body_ok(v, goal, tasks, agent)
 }
 
@@ -813,9 +844,10 @@ pub fn judge_body_ok(
     goal: &str,
     tasks: &BTreeMap<String, String>,
     agent: &BTreeSet<String>,
-) -> Result<usize, String> {
+) -> Result<usize, JudgeRequestError> {
+    use JudgeRequestError as E;
     if !offered_tools(v).is_empty() {
-        return Err("the judge was offered tools".into());
+        return Err(E::OfferedTools);
     }
     let mut system = content_text(&v["system"]).0;
     let mut users = vec![];
@@ -824,35 +856,31 @@ pub fn judge_body_ok(
         match m["role"].as_str() {
             Some("system") => system.push_str(&text),
             Some("user") if !other => users.push(text),
-            Some(r) => return Err(format!("the judge saw a {r} message")),
-            None => return Err("a message with no role".into()),
+            Some(r) => return Err(E::OtherRole(r.to_string())),
+            None => return Err(E::NoRole),
         }
     }
     if users.len() != 1 {
-        return Err(format!("{} user turns, not one", users.len()));
+        return Err(E::UserTurns(users.len()));
     }
     let user = &users[0];
     let head = format!("<original_goal>{goal}</original_goal>\n<queue>\n");
-    let rest = user
-        .strip_prefix(&head)
-        .ok_or("the user turn does not open with the original goal, verbatim, then the queue")?;
-    let lines = rest
-        .strip_suffix("</queue>")
-        .ok_or("the user turn holds something after the queue")?;
+    let rest = user.strip_prefix(&head).ok_or(E::NoGoal)?;
+    let lines = rest.strip_suffix("</queue>").ok_or(E::AfterQueue)?;
     let mut seen = BTreeSet::new();
     let mut n = 0;
     for line in lines.split_terminator('\n') {
         let item = line
             .strip_prefix("- ")
             .and_then(|l| l.split_once(": "))
-            .ok_or_else(|| format!("queue line {line:?} is not `- <id>: <description>`"))?;
+            .ok_or_else(|| E::QueueLine(line.to_string()))?;
         match tasks.get(item.0) {
             Some(d) if d == item.1 => {}
-            Some(_) => return Err(format!("queue task {} carries another description", item.0)),
-            None => return Err(format!("queue task {:?} is not a task of the run", item.0)),
+            Some(_) => return Err(E::OtherDescription(item.0.to_string())),
+            None => return Err(E::NotATask(item.0.to_string())),
         }
         if !seen.insert(item.0.to_string()) {
-            return Err(format!("queue task {} appears twice", item.0));
+            return Err(E::Twice(item.0.to_string()));
         }
         n += 1;
     }
@@ -861,13 +889,10 @@ pub fn judge_body_ok(
     // schema statement) and nothing of the agent's.
     let rest_of_system = system
         .strip_prefix(harness::drift::JUDGE_SYSTEM)
-        .ok_or("the system prompt is not the judge's instruction")?;
+        .ok_or(E::NotJudgeSystem)?;
     for t in agent {
         if rest_of_system.contains(t.as_str()) {
-            return Err(format!(
-                "it carries the agent's own text: {:?}",
-                harness::text::clip_chars(t, 60)
-            ));
+            return Err(E::AgentText(harness::text::clip_chars(t, 60)));
         }
     }
     Ok(n)

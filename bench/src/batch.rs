@@ -129,7 +129,7 @@ impl Batch {
         out: &Path,
         runs_per_case: u32,
         max_concurrency: usize,
-    ) -> Result<Batch, String> {
+    ) -> Result<Batch, BatchError> {
         Self::with_source(
             cases,
             Source::Live(live),
@@ -138,7 +138,6 @@ impl Batch {
             runs_per_case,
             max_concurrency,
         )
-        .map_err(|e| e.to_string())
     }
 
     fn with_source(

@@ -229,7 +229,8 @@ fn check_live_requests(
         let tasks = (q.queue.iter())
             .map(|t| (t.id.clone(), t.description.clone()))
             .collect();
-        crate::audit::judge_body_ok(&body, &q.goal, &tasks, &Default::default()).map_err(bad)?;
+        crate::audit::judge_body_ok(&body, &q.goal, &tasks, &Default::default())
+            .map_err(|e| bad(e.to_string()))?;
     }
     Ok(())
 }

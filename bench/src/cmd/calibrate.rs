@@ -277,16 +277,40 @@ fn judge_source(args: &CalibrateArgs, caps: Option<live::budget::Caps>) -> Judge
     }
 }
 
+/// Why the calibration's files were not all written; each names its file.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error("--out {}: {source}", .dir.display())]
+    CreateOut {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Plot(#[from] plot::PlotError),
+}
+
 fn write_outputs(
     out: &Path,
     cal: &Calibration,
     reports: &[(String, metrics::DetectorReport)],
-) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-    let json = serde_json::to_string_pretty(cal).map_err(|e| e.to_string())?;
+) -> Result<(), WriteError> {
+    std::fs::create_dir_all(out).map_err(|source| WriteError::CreateOut {
+        dir: out.to_path_buf(),
+        source,
+    })?;
+    let json = serde_json::to_string_pretty(cal)?;
     let write = |name: &str, text: &str| {
-        std::fs::write(out.join(name), text)
-            .map_err(|e| format!("{}: {e}", out.join(name).display()))
+        std::fs::write(out.join(name), text).map_err(|source| WriteError::Write {
+            path: out.join(name),
+            source,
+        })
     };
     write("calibration.json", &(json + "\n"))?;
     write("calibration.md", &render::markdown(cal))?;
@@ -298,13 +322,13 @@ fn write_outputs(
         .filter(|(_, d)| matches!(d, DetectorEntry::NotMeasured(_)))
         .map(|(n, _)| n.as_str())
         .collect();
-    plot::roc(
+    Ok(plot::roc(
         &measured,
         &not,
         cal.n_aligned,
         cal.n_drifted,
         &out.join("roc.svg"),
-    )
+    )?)
 }
 
 #[cfg(test)]

@@ -168,14 +168,33 @@ pub fn run(args: DivergeArgs) -> ExitCode {
     ExitStatus::gate(!report.diverged, ExitStatus::Diverged).into()
 }
 
-fn write_outputs(out: &Path, r: &compare::DivergeReport) -> Result<(), String> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| format!("--out {}: cannot create: {e}", out.display()))?;
-    let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())? + "\n";
+/// Why the report's files were not all written; each names its file.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error("--out {}: cannot create: {source}", .dir.display())]
+    CreateOut {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{}: cannot write: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn write_outputs(out: &Path, r: &compare::DivergeReport) -> Result<(), WriteError> {
+    std::fs::create_dir_all(out).map_err(|source| WriteError::CreateOut {
+        dir: out.to_path_buf(),
+        source,
+    })?;
+    let json = serde_json::to_string_pretty(r)? + "\n";
     for (name, text) in [("diverge.json", json), ("diverge.md", render::markdown(r))] {
-        let p = out.join(name);
-        harness::durable::atomic_write(&p, text.as_bytes())
-            .map_err(|e| format!("{}: cannot write: {e}", p.display()))?;
+        let path = out.join(name);
+        harness::durable::atomic_write(&path, text.as_bytes())
+            .map_err(|source| WriteError::Write { path, source })?;
     }
     Ok(())
 }

@@ -462,7 +462,7 @@ struct Seen {
     /// report on stderr.
     report: Option<Report>,
     report_written: bool,
-    checkpoint: Result<Option<harness::state::RunState>, String>,
+    checkpoint: Result<Option<harness::state::RunState>, harness::checkpoint::Refusal>,
     stdout: String,
     stderr: String,
     temps: Vec<String>,
@@ -479,7 +479,7 @@ fn look(state_dir: &Path, out: &Output) -> Seen {
         harness::report::json_on_stderr(&stderr).and_then(|l| serde_json::from_str(l).ok())
     });
     let checkpoint = if state_dir.join(harness::checkpoint::FILE_NAME).exists() {
-        harness::checkpoint::load(state_dir, None).map_err(|r| r.to_string())
+        harness::checkpoint::load(state_dir, None)
     } else {
         Ok(None)
     };
@@ -546,7 +546,7 @@ fn check_ending(f: &mut Findings, label: &str, state_dir: &Path, s: &Seen, hook:
         SC,
         &format!("{label}: the last good checkpoint is kept (never refused)"),
         s.checkpoint.is_ok(),
-        format!("{:?}", s.checkpoint.as_ref().err()),
+        format!("{:?}", s.checkpoint.as_ref().err().map(|r| r.to_string())),
     );
     f.check(
         SC,

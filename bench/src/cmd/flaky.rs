@@ -218,7 +218,7 @@ fn print_outcome(report: &FlakyReport, wall_ms: u64, out: &Path) {
 async fn run_plan(
     plan: &plan::Plan,
     cases: &[Case],
-    servers: Arc<Vec<Result<Arc<harness::replay::ReplayServer>, String>>>,
+    servers: Arc<Vec<Result<Arc<harness::replay::ReplayServer>, plan::Unserved>>>,
     harness_bin: &Path,
     out: &Path,
     max_concurrency: usize,
@@ -249,13 +249,15 @@ async fn run_plan(
                 .get(&(ci, run))
                 .and_then(|&i| servers.get(i))
                 .cloned()
-                .unwrap_or_else(|| Err("no server planned for this case-run".into()));
+                .unwrap_or(Err(plan::Unserved::Unplanned));
             let rec = match server {
                 Ok(s) => runner::run_case(c, run, &Target::Replay(s), &hb, &out, &ov).await,
-                Err(detail) => RunRecord::faulted(
+                Err(unserved) => RunRecord::faulted(
                     c,
                     run,
-                    crate::bench_fault::BenchFault::ReplayServerUnavailable { detail },
+                    crate::bench_fault::BenchFault::ReplayServerUnavailable {
+                        detail: unserved.to_string(),
+                    },
                     String::new(),
                 ),
             };

@@ -104,9 +104,26 @@ pub fn run(args: RecordArgs) -> ExitCode {
     batch::block_on("record", ExitStatus::Unloadable, run_async(args))
 }
 
+/// Why there is no case to record.
+#[derive(Debug, thiserror::Error)]
+enum NoCase {
+    #[error("{0}")]
+    Load(LoadError),
+    #[error("--case {id}: {first}")]
+    CaseNotLoaded { id: String, first: LoadError },
+    #[error("--case {id:?}: no such case directory or case id under {}", .root.display())]
+    NoSuchCase { id: String, root: PathBuf },
+    #[error("no case to record under {}{}", .root.display(),
+        .first.as_ref().map(|e| format!(" (first problem: {e})")).unwrap_or_default())]
+    Empty {
+        root: PathBuf,
+        first: Option<LoadError>,
+    },
+}
+
 /// The cases to record: `--case DIR`, or the suite (filtered by category
 /// and `--case ID`); cases with no cassette yet load too.
-fn load_cases(args: &RecordArgs) -> Result<(Vec<Case>, Vec<LoadError>), String> {
+fn load_cases(args: &RecordArgs) -> Result<(Vec<Case>, Vec<LoadError>), NoCase> {
     if let Some(c) = &args.case {
         let p = Path::new(c);
         if p.join("case.toml").is_file() {
@@ -121,14 +138,14 @@ fn load_cases(args: &RecordArgs) -> Result<(Vec<Case>, Vec<LoadError>), String> 
                 .unwrap_or_default();
             return live::load_case_live(p, &category)
                 .map(|c| (vec![c], vec![]))
-                .map_err(|e| e.to_string());
+                .map_err(NoCase::Load);
         }
     }
     let root = args
         .suite
         .clone()
         .unwrap_or_else(|| PathBuf::from("suites"));
-    let s = live::load_suite_live(&root, args.category.as_deref()).map_err(|e| e.to_string())?;
+    let s = live::load_suite_live(&root, args.category.as_deref()).map_err(NoCase::Load)?;
     let (mut cases, mut errors) = (s.cases, s.errors);
     if let Some(id) = &args.case {
         cases.retain(|c| c.id() == id);
@@ -138,24 +155,23 @@ fn load_cases(args: &RecordArgs) -> Result<(Vec<Case>, Vec<LoadError>), String> 
                 .any(|x| x.as_os_str() == id.as_str())
         });
         if cases.is_empty() {
-            return Err(match errors.first() {
-                Some(e) => format!("--case {id}: {e}"),
-                None => format!(
-                    "--case {id:?}: no such case directory or case id under {}",
-                    root.display()
-                ),
+            return Err(match errors.into_iter().next() {
+                Some(first) => NoCase::CaseNotLoaded {
+                    id: id.clone(),
+                    first,
+                },
+                None => NoCase::NoSuchCase {
+                    id: id.clone(),
+                    root,
+                },
             });
         }
     }
     if cases.is_empty() {
-        return Err(format!(
-            "no case to record under {}{}",
-            root.display(),
-            errors
-                .first()
-                .map(|e| format!(" (first problem: {e})"))
-                .unwrap_or_default()
-        ));
+        return Err(NoCase::Empty {
+            root,
+            first: errors.into_iter().next(),
+        });
     }
     Ok((cases, errors))
 }

@@ -93,22 +93,37 @@ pub fn run(args: SelfTestArgs) -> ExitCode {
     batch::block_on("self-test", ExitStatus::Unloadable, run_async(args))
 }
 
-fn chosen(names: &[String]) -> Result<Vec<Mutant>, String> {
+/// `--variants` names a variant the harness does not have.
+#[derive(Debug, thiserror::Error)]
+#[error("--variants: no variant {name:?}; the variants are {}",
+    Mutant::ALL.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", "))]
+struct UnknownVariant {
+    name: String,
+}
+
+fn chosen(names: &[String]) -> Result<Vec<Mutant>, UnknownVariant> {
     if names.is_empty() {
         return Ok(Mutant::ALL.to_vec());
     }
     names
         .iter()
-        .map(|n| {
-            Mutant::parse(n).ok_or_else(|| {
-                let all: Vec<&str> = Mutant::ALL.iter().map(|m| m.as_str()).collect();
-                format!(
-                    "--variants: no variant {n:?}; the variants are {}",
-                    all.join(", ")
-                )
-            })
-        })
+        .map(|n| Mutant::parse(n).ok_or_else(|| UnknownVariant { name: n.clone() }))
         .collect()
+}
+
+/// Why `--prior` gives no earlier catchers.
+#[derive(Debug, thiserror::Error)]
+enum PriorError {
+    #[error("--prior {}: cannot read: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--prior {}: not a self-test.json: {source}", .path.display())]
+    NotReport {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
 }
 
 /// The cases (indices into `cases`) that caught each variant in an earlier
@@ -116,11 +131,16 @@ fn chosen(names: &[String]) -> Result<Vec<Mutant>, String> {
 fn prior_catchers(
     path: &std::path::Path,
     cases: &[crate::suite::Case],
-) -> Result<std::collections::HashMap<String, Vec<usize>>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--prior {}: cannot read: {e}", path.display()))?;
-    let prior: SelfTestReport = serde_json::from_str(&text)
-        .map_err(|e| format!("--prior {}: not a self-test.json: {e}", path.display()))?;
+) -> Result<std::collections::HashMap<String, Vec<usize>>, PriorError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PriorError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let prior: SelfTestReport =
+        serde_json::from_str(&text).map_err(|source| PriorError::NotReport {
+            path: path.to_path_buf(),
+            source,
+        })?;
     Ok(prior
         .variants
         .into_iter()

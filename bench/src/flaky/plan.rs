@@ -18,6 +18,7 @@
 
 use super::evidence::Lane;
 use crate::runner::start_server;
+use crate::servers::ServerError;
 use crate::suite::Case;
 use harness::replay::{FaultPlan, ReplayServer};
 use std::sync::Arc;
@@ -63,6 +64,16 @@ pub struct Plan {
 pub struct PlanError {
     case: String,
     source: harness::replay::FaultSpecError,
+}
+
+/// Why a case-run has no replay server to answer it (it fails as the
+/// bench's fault, `ReplayServerUnavailable`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unserved {
+    #[error("cannot start the replay server: {0}")]
+    Start(Arc<ServerError>),
+    #[error("no server planned for this case-run")]
+    Unplanned,
 }
 
 impl Plan {
@@ -158,7 +169,7 @@ impl Plan {
 
     /// Start every server; one that cannot start fails its own case-runs
     /// with the reason, never the plan.
-    pub async fn start(&self, cases: &[Case]) -> Vec<Result<Arc<ReplayServer>, String>> {
+    pub async fn start(&self, cases: &[Case]) -> Vec<Result<Arc<ReplayServer>, Unserved>> {
         let mut out = vec![];
         for s in &self.servers {
             let group: Vec<&Case> = s.cases.iter().map(|&i| &cases[i]).collect();
@@ -166,7 +177,7 @@ impl Plan {
                 start_server(&group, s.faults.clone(), s.latency_scale, s.serve_as_run)
                     .await
                     .map(Arc::new)
-                    .map_err(|e| format!("cannot start the replay server: {e}")),
+                    .map_err(|e| Unserved::Start(Arc::new(e))),
             );
         }
         out

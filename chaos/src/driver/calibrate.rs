@@ -4,7 +4,6 @@
 //! case's expected ending is a finding about the harness.
 
 use super::config::Config;
-use super::prepare::PrepareError;
 use crate::cases::{copy_tree, Case};
 use crate::fsmodel::{self, Op};
 use crate::harness_files::{self, Event};
@@ -323,4 +322,35 @@ fn phase_counts(events: &[Event], ops: &[Op], ws: &Path) -> BTreeMap<String, u64
         ev(&|e| matches!(e, Event::Compaction { .. })),
     );
     phases
+}
+
+/// Why the driver could not start its kills. Here, not in prepare.rs
+/// (which calls `calibrate`), because calibration fails with it too.
+#[derive(Debug, Clone)]
+pub enum PrepareError {
+    /// A case (or `--case`) cannot be used: fix the case.
+    Case(String),
+    /// The bench itself cannot run (no harness binary, no work dir, no
+    /// replay server).
+    Setup(String),
+    /// The harness failed the clean calibration run of one or more cases.
+    Calibration(Vec<CalibrationFailure>),
+}
+
+impl std::fmt::Display for PrepareError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrepareError::Case(e) => write!(f, "fix the case: {e}"),
+            PrepareError::Setup(e) => write!(f, "{e}"),
+            PrepareError::Calibration(v) => {
+                for (i, c) in v.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    write!(f, "HARNESS FAILED {}", c.describe())?;
+                }
+                Ok(())
+            }
+        }
+    }
 }

@@ -30,11 +30,11 @@ pub mod tally;
 mod trial;
 
 pub use crate::invariant::Invariant;
-pub use calibrate::{calibrate, Calibration, CalibrationFailure};
+pub use calibrate::{calibrate, Calibration, CalibrationFailure, PrepareError};
 pub use config::{Config, Mode};
 pub use damage::DECOY_RUN_ID;
 pub use plan::{plan, strata, IoSite, JournalDamage, Stratum, TrialPlan};
-pub use prepare::{prepare, PrepareError, Prepared};
-pub use run::{describe_target, replay_command, run_mode, Progress};
-pub use tally::{InvCount, ModeReport, Violation};
+pub use prepare::{prepare, Prepared};
+pub use run::{run_mode, Progress};
+pub use tally::{describe_target, replay_command, InvCount, ModeReport, Violation};
 pub use trial::TrialOutcome;

@@ -1,41 +1,11 @@
 //! Before the first kill: load the cases, check the flags and the harness
 //! binary, start the runtime and calibrate every case.
 
-use super::calibrate::{calibrate, Calibration, CalibrationFailure};
+use super::calibrate::{calibrate, Calibration, PrepareError};
 use super::config::{Config, Mode};
 use super::plan::strata;
 use crate::cases::Case;
 use harness::replay::Recordings;
-
-/// Why the driver could not start its kills.
-#[derive(Debug, Clone)]
-pub enum PrepareError {
-    /// A case (or `--case`) cannot be used: fix the case.
-    Case(String),
-    /// The bench itself cannot run (no harness binary, no work dir, no
-    /// replay server).
-    Setup(String),
-    /// The harness failed the clean calibration run of one or more cases.
-    Calibration(Vec<CalibrationFailure>),
-}
-
-impl std::fmt::Display for PrepareError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PrepareError::Case(e) => write!(f, "fix the case: {e}"),
-            PrepareError::Setup(e) => write!(f, "{e}"),
-            PrepareError::Calibration(v) => {
-                for (i, c) in v.iter().enumerate() {
-                    if i > 0 {
-                        writeln!(f)?;
-                    }
-                    write!(f, "HARNESS FAILED {}", c.describe())?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
 
 pub struct Prepared {
     pub cases: Vec<Case>,

@@ -1,29 +1,15 @@
-//! One mode's kills: the kill indexes to run, worker threads that each own a
-//! replay server and take the next index, and the command that replays any
-//! one kill.
+//! One mode's kills: the kill indexes to run, and worker threads that each
+//! own a replay server and take the next index.
 
-use super::calibrate::Calibration;
 use super::config::{Config, Mode};
 use super::plan::{plan, strata};
 use super::prepare::Prepared;
 use super::tally::ModeReport;
-use super::trial::{run_trial, TrialOutcome};
-use crate::cases::Case;
-use crate::proc::Target;
-use harness::replay::{Recordings, ReplayOptions, ReplayServer};
+use super::trial::{run_trial, Ctx, TrialOutcome};
+use harness::replay::{ReplayOptions, ReplayServer};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-/// Shared by the worker threads of one mode.
-pub(super) struct Ctx<'a> {
-    pub(super) cfg: &'a Config,
-    pub(super) cases: &'a [Case],
-    pub(super) calib: &'a [Calibration],
-    pub(super) only: Option<usize>,
-    pub(super) rt: &'a tokio::runtime::Runtime,
-    pub(super) recordings: &'a Recordings,
-}
 
 /// One per worker: its own replay server (so request capture and wiremock's
 /// retained requests can be cleared between its trials).
@@ -73,28 +59,6 @@ fn worker(
         };
         progress(done, todo.len());
     }
-}
-
-/// The exact command that replays kill `k` of `mode`.
-pub fn replay_command(cfg: &Config, mode: Mode, k: usize) -> String {
-    let mut s = format!(
-        "bench chaos --seed {} --mode {} --replay-kill {k}",
-        cfg.seed,
-        mode.as_str()
-    );
-    if let Some(c) = &cfg.case {
-        s.push_str(&format!(" --case {c}"));
-    }
-    // (--stratum only selects which kill indexes run; kill k is the same plan
-    // with or without it.)
-    if let Some(b) = &cfg.broken {
-        s.push_str(&format!(" --broken {b}"));
-    }
-    if !cfg.replay_extra.is_empty() {
-        s.push(' ');
-        s.push_str(&cfg.replay_extra);
-    }
-    s
 }
 
 /// Run every kill of one mode.
@@ -148,15 +112,6 @@ fn kill_indexes(cfg: &Config, prep: &Prepared, mode: Mode) -> Vec<usize> {
                 .take(cfg.kills)
                 .collect()
         }
-    }
-}
-
-pub fn describe_target(t: &Target) -> String {
-    match t {
-        Target::None => "run to the end".into(),
-        Target::Pause { phase, n } => format!("{phase}:{n}"),
-        Target::Timer { delay_us } => format!("after {:.1} ms", *delay_us as f64 / 1000.0),
-        Target::Fault { spec } => spec.clone(),
     }
 }
 

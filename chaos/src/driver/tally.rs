@@ -3,9 +3,9 @@
 //! violation with the command that replays it).
 
 use super::config::{Config, Mode};
-use super::run::{describe_target, replay_command};
 use super::trial::TrialOutcome;
 use crate::invariant::Invariant;
+use crate::proc::Target;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -146,5 +146,36 @@ impl ModeReport {
                 trial_dir: t.dir.display().to_string(),
             });
         }
+    }
+}
+
+/// The exact command that replays kill `k` of `mode`.
+pub fn replay_command(cfg: &Config, mode: Mode, k: usize) -> String {
+    let mut s = format!(
+        "bench chaos --seed {} --mode {} --replay-kill {k}",
+        cfg.seed,
+        mode.as_str()
+    );
+    if let Some(c) = &cfg.case {
+        s.push_str(&format!(" --case {c}"));
+    }
+    // (--stratum only selects which kill indexes run; kill k is the same plan
+    // with or without it.)
+    if let Some(b) = &cfg.broken {
+        s.push_str(&format!(" --broken {b}"));
+    }
+    if !cfg.replay_extra.is_empty() {
+        s.push(' ');
+        s.push_str(&cfg.replay_extra);
+    }
+    s
+}
+
+pub fn describe_target(t: &Target) -> String {
+    match t {
+        Target::None => "run to the end".into(),
+        Target::Pause { phase, n } => format!("{phase}:{n}"),
+        Target::Timer { delay_us } => format!("after {:.1} ms", *delay_us as f64 / 1000.0),
+        Target::Fault { spec } => spec.clone(),
     }
 }

@@ -4,15 +4,15 @@
 //! again) until the run ends; the oracle's checks after every process and at
 //! the end.
 
+use super::calibrate::Calibration;
 use super::check::process::check_process;
 use super::check::run_end::{final_checks, RunSoFar};
 use super::check::stop::check_stop;
 use super::check::{Checks, EPS};
-use super::config::Mode;
+use super::config::{Config, Mode};
 use super::damage;
 use super::observe::{observe, published_report, Obs, Paths, Proc};
 use super::plan::{mix, JournalDamage, TrialPlan};
-use super::run::Ctx;
 use crate::bitrot::RotKind;
 use crate::cases::Case;
 use crate::compaction;
@@ -25,11 +25,22 @@ use crate::rerun;
 use harness::chaos_hook::Phase;
 use harness::ending::Ending;
 use harness::invocation::{HarnessInvocation, ModelSource};
-use harness::replay::ReplayServer;
+use harness::replay::{Recordings, ReplayServer};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// Shared by the worker threads of one mode. run.rs builds it and every
+/// trial reads it: it lives here so that run names trial, never the reverse.
+pub(super) struct Ctx<'a> {
+    pub(super) cfg: &'a Config,
+    pub(super) cases: &'a [Case],
+    pub(super) calib: &'a [Calibration],
+    pub(super) only: Option<usize>,
+    pub(super) rt: &'a tokio::runtime::Runtime,
+    pub(super) recordings: &'a Recordings,
+}
 
 /// One finished kill index.
 pub struct TrialOutcome {

@@ -195,17 +195,6 @@ impl RecordedResponse {
     }
 }
 
-/// Response headers the replay server never replays: they describe the
-/// original connection/encoding, and the server sets its own.
-pub const HOP_BY_HOP_HEADERS: &[&str] = &[
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "content-encoding",
-    "upgrade",
-];
-
 /// How a request of `role` with this body (in `protocol`) differs from
 /// the recorded `conditions`, skipping the fields declared `indifferent`;
 /// None when it does not, or when the role has none (a cassette's check

@@ -8,6 +8,7 @@
 //!
 //! - `format`: the types, the limits, the recording constructors;
 //! - `canonical`: canonical JSON and the request-body hash;
+//! - `headers`: the hop-by-hop headers a replay never sends;
 //! - `secrets`: what counts as a credential, and redaction for recorders;
 //! - `error`: [`CassetteError`] / [`RecordingsError`];
 //! - `json_path`: field paths for errors, and strict's errors as ours;
@@ -24,6 +25,7 @@ mod check;
 mod error;
 mod file;
 mod format;
+mod headers;
 mod index;
 mod json_path;
 mod nearest;
@@ -37,10 +39,11 @@ pub use canonical::{body_sha256, canonical_json, sorted_value};
 pub use error::{CassetteError, CassetteErrorKind, RecordingsError};
 pub use format::{
     condition_difference, endpoint_path, Cassette, Interaction, Made, MadeHow, RecordedRequest,
-    RecordedResponse, RunOutcome, RunRecording, FORMAT, FORMAT_WITHOUT_CONDITIONS,
-    HOP_BY_HOP_HEADERS, MAX_CASE_ID_LEN, MAX_CASSETTE_BYTES, MAX_CASSETTE_FILES, MAX_FAULTS_BEFORE,
-    MAX_INTERACTIONS, MAX_LATENCY_MS, MAX_RUNS,
+    RecordedResponse, RunOutcome, RunRecording, FORMAT, FORMAT_WITHOUT_CONDITIONS, MAX_CASE_ID_LEN,
+    MAX_CASSETTE_BYTES, MAX_CASSETTE_FILES, MAX_FAULTS_BEFORE, MAX_INTERACTIONS, MAX_LATENCY_MS,
+    MAX_RUNS,
 };
+pub use headers::HOP_BY_HOP_HEADERS;
 pub use index::{CaseRecording, Recordings};
 pub use nearest::{edit_distance, nearest};
 pub use secrets::{is_secret_name, looks_like_secret, redact_headers, redact_json, SECRET_NAMES};

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::format::HOP_BY_HOP_HEADERS;
+use super::headers::HOP_BY_HOP_HEADERS;
 use super::json_path::{render_path, PathSeg};
 
 /// Header / JSON key names that carry credentials. Compared

@@ -1,14 +1,15 @@
 //! Recorded responses ready for the wire, and the latency they are served
 //! with. A recording is turned into a [`Prepared`] once, at start, so a
 //! header a client could not parse is dropped then and answering cannot
-//! fail; delays are bounded so a typo in a latency never hangs a suite.
+//! fail; delays are bounded so a typo in a latency never hangs a suite
+//! (`Shared::scaled`, in state.rs, reads this file's bound: this file names
+//! nothing of the state's).
 
 use std::time::Duration;
 
 use wiremock::http::{HeaderName, HeaderValue};
 use wiremock::ResponseTemplate;
 
-use super::state::Shared;
 use crate::cassette::{RecordedResponse, HOP_BY_HOP_HEADERS};
 
 /// Longest delay ever applied, whatever latency_ms x scale says.
@@ -71,15 +72,6 @@ impl Prepared {
         // set_body_bytes leaves Content-Type alone (we set it from the
         // recording); set_body_raw would parse a mime and could panic.
         t.set_body_bytes(body)
-    }
-}
-
-impl Shared {
-    pub(super) fn scaled(&self, ms: u64) -> Duration {
-        let secs = ms as f64 / 1000.0 * self.opts.latency_scale;
-        Duration::try_from_secs_f64(secs)
-            .unwrap_or(MAX_DELAY)
-            .min(MAX_DELAY)
     }
 }
 

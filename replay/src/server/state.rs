@@ -8,6 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::json;
 use wiremock::{Request, Respond, ResponseTemplate};
@@ -15,6 +16,7 @@ use wiremock::{Request, Respond, ResponseTemplate};
 use super::cases::ServeCase;
 use super::incoming::parse_incoming;
 use super::options::ReplayOptions;
+use super::response::MAX_DELAY;
 use super::HEADER_MISS;
 
 /// How many recent miss messages are kept for reports.
@@ -114,5 +116,14 @@ impl Shared {
                 serde_json::to_vec(&body).unwrap_or_default(),
                 "application/json",
             )
+    }
+
+    /// A recorded latency as served: scaled by `latency_scale`, at most
+    /// [`MAX_DELAY`].
+    pub(super) fn scaled(&self, ms: u64) -> Duration {
+        let secs = ms as f64 / 1000.0 * self.opts.latency_scale;
+        Duration::try_from_secs_f64(secs)
+            .unwrap_or(MAX_DELAY)
+            .min(MAX_DELAY)
     }
 }

@@ -10,7 +10,7 @@ use crate::stats::rates_at;
 use bench::calibrate::metrics::{DetectorReport, HALT_ABOVE, PRUNE_ABOVE};
 use bench::calibrate::queues::Label;
 use plotters::prelude::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const SIZE: (u32, u32) = (900, 1010);
 /// Height of the chart; the strip below it holds the legend, so the legend
@@ -35,8 +35,11 @@ pub fn roc(
     n_aligned: usize,
     n_drifted: usize,
     path: &Path,
-) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| format!("{}: {x}", path.display());
+) -> Result<(), PlotError> {
+    let e = |x: &dyn std::fmt::Display| PlotError {
+        path: path.to_path_buf(),
+        message: x.to_string(),
+    };
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let (top, bottom) = root.split_vertically(CHART_H);
@@ -84,6 +87,14 @@ pub fn roc(
     draw_legend(&bottom, &legend).map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// roc.svg could not be drawn or written; the message names the file.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", .path.display())]
+pub struct PlotError {
+    path: PathBuf,
+    message: String,
 }
 
 type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
