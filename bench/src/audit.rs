@@ -151,6 +151,35 @@ pub struct EventFacts {
     /// Why each verify whose check could not run said so, in order
     /// (`VerifyOutcome::CouldNotRun`): a broken case, not a failed agent.
     pub checks_not_run: Vec<String>,
+    /// What went against the run, in order: verifies that found the work
+    /// not done, tasks the plan named that were refused. The cause line
+    /// (bench::cause) starts a recording miss's chain at the first one the
+    /// recording did not foresee.
+    pub setbacks: Vec<Setback>,
+}
+
+/// One thing that went against a run, as events.jsonl records it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Setback {
+    /// A verify found task `task`'s work not done after attempt `attempt`
+    /// (`VerifyOutcome::NotStarted`); `why` is the harness's line (a
+    /// check's name, status and output tail). `answered_after`: a model
+    /// call of another task (or the plan, a replan, the judge) was answered
+    /// after it, so the run went on along the recording past it.
+    VerifyFailed {
+        task: String,
+        attempt: u32,
+        why: String,
+        answered_after: bool,
+    },
+    /// The plan or a replan (`origin`) named task `id` and the harness
+    /// refused to admit it (`reason`: an undefined check, a verify not
+    /// eligible, ...).
+    TaskRejected {
+        id: String,
+        origin: String,
+        reason: String,
+    },
 }
 
 /// Parse `events.jsonl` through the harness's own event type. A line that
@@ -166,6 +195,12 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, harness::events::Re
     for l in lines {
         match l.event {
             Event::Admit(a) => {
+                f.setbacks
+                    .extend(a.rejected.into_iter().map(|r| Setback::TaskRejected {
+                        id: r.id,
+                        origin: r.origin,
+                        reason: r.reason,
+                    }));
                 f.admitted.extend(a.admitted);
                 for t in a.tasks {
                     f.descriptions
@@ -185,10 +220,41 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, harness::events::Re
                 outcome: VerifyOutcome::CouldNotRun { detail },
                 ..
             } => f.checks_not_run.push(detail),
+            Event::Verify {
+                task,
+                attempt,
+                outcome: VerifyOutcome::NotStarted,
+                why,
+                ..
+            } => f.setbacks.push(Setback::VerifyFailed {
+                why: why.unwrap_or_else(|| format!("task {task}'s verify found it not done")),
+                task,
+                attempt,
+                answered_after: false,
+            }),
+            Event::ModelCall(c) => mark_answered_after(&mut f.setbacks, &c.call_key),
             _ => {}
         }
     }
     Ok(f)
+}
+
+/// A model call `call_key` was answered: every failed verify before it of
+/// another task than the call's went on along the recording.
+fn mark_answered_after(setbacks: &mut [Setback], call_key: &str) {
+    let call_task = call_key.split('/').nth(1);
+    for s in setbacks {
+        if let Setback::VerifyFailed {
+            task,
+            answered_after,
+            ..
+        } = s
+        {
+            let same_task = matches!(call_key.split('/').next(), Some("execute" | "lesson"))
+                && call_task == Some(task.as_str());
+            *answered_after |= !same_task;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1012,6 +1078,7 @@ mod tests {
                 .collect(),
             tools: vec![],
             checks_not_run: vec![],
+            setbacks: vec![],
         })
     }
 

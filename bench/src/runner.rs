@@ -1003,7 +1003,22 @@ impl CaseRun<'_> {
         let cause = if passed {
             None
         } else {
-            crate::cause::root_cause(bench_fault.as_ref(), report, p.gathered.events.as_ref())
+            let variant = replayed
+                .filter(|c| !c.runs.is_empty())
+                .map(|c| &c.runs[p.served as usize % c.runs.len()]);
+            let held = |prefix: &str| {
+                variant.is_some_and(|v| {
+                    v.interactions
+                        .iter()
+                        .any(|i| i.call_key.starts_with(prefix))
+                })
+            };
+            crate::cause::root_cause(
+                bench_fault.as_ref(),
+                report,
+                p.gathered.events.as_ref(),
+                variant.is_some().then_some(&held as &dyn Fn(&str) -> bool),
+            )
         };
         RunRecord {
             cause,
