@@ -151,6 +151,35 @@ pub struct EventFacts {
     /// Why each verify whose check could not run said so, in order
     /// (`VerifyOutcome::CouldNotRun`): a broken case, not a failed agent.
     pub checks_not_run: Vec<String>,
+    /// What went against the run, in order: verifies that found the work
+    /// not done, tasks the plan named that were refused. The cause line
+    /// (bench::cause) starts a recording miss's chain at the first one the
+    /// recording did not foresee.
+    pub setbacks: Vec<Setback>,
+}
+
+/// One thing that went against a run, as events.jsonl records it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Setback {
+    /// A verify found task `task`'s work not done after attempt `attempt`
+    /// (`VerifyOutcome::NotStarted`); `why` is the harness's line (a
+    /// check's name, status and output tail). `answered_after`: a model
+    /// call of another task (or the plan, a replan, the judge) was answered
+    /// after it, so the run went on along the recording past it.
+    VerifyFailed {
+        task: String,
+        attempt: u32,
+        why: String,
+        answered_after: bool,
+    },
+    /// The plan or a replan (`origin`) named task `id` and the harness
+    /// refused to admit it (`reason`: an undefined check, a verify not
+    /// eligible, ...).
+    TaskRejected {
+        id: String,
+        origin: String,
+        reason: String,
+    },
 }
 
 /// Parse `events.jsonl` through the harness's own event type. A line that
@@ -166,6 +195,12 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, harness::events::Re
     for l in lines {
         match l.event {
             Event::Admit(a) => {
+                f.setbacks
+                    .extend(a.rejected.into_iter().map(|r| Setback::TaskRejected {
+                        id: r.id,
+                        origin: r.origin,
+                        reason: r.reason,
+                    }));
                 f.admitted.extend(a.admitted);
                 for t in a.tasks {
                     f.descriptions
@@ -185,10 +220,41 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, harness::events::Re
                 outcome: VerifyOutcome::CouldNotRun { detail },
                 ..
             } => f.checks_not_run.push(detail),
+            Event::Verify {
+                task,
+                attempt,
+                outcome: VerifyOutcome::NotStarted,
+                why,
+                ..
+            } => f.setbacks.push(Setback::VerifyFailed {
+                why: why.unwrap_or_else(|| format!("task {task}'s verify found it not done")),
+                task,
+                attempt,
+                answered_after: false,
+            }),
+            Event::ModelCall(c) => mark_answered_after(&mut f.setbacks, &c.call_key),
             _ => {}
         }
     }
     Ok(f)
+}
+
+/// A model call `call_key` was answered: every failed verify before it of
+/// another task than the call's went on along the recording.
+fn mark_answered_after(setbacks: &mut [Setback], call_key: &str) {
+    let call_task = call_key.split('/').nth(1);
+    for s in setbacks {
+        if let Setback::VerifyFailed {
+            task,
+            answered_after,
+            ..
+        } = s
+        {
+            let same_task = matches!(call_key.split('/').next(), Some("execute" | "lesson"))
+                && call_task == Some(task.as_str());
+            *answered_after |= !same_task;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1028,6 +1094,63 @@ mod tests {
         Report::build(&s, "g", ending, None, None, predicate_met, 5)
     }
 
+    /// events.jsonl's setbacks as the cause line reads them: a failed
+    /// verify with the harness's why, a refused plan task with its reason,
+    /// and whether a call of another task was answered after the verify.
+    #[test]
+    fn setbacks_are_read_in_order_with_what_followed_them() {
+        let call = |key: &str, role: &str| {
+            format!(
+                r#"{{"unix_ms":1,"t_ms":1,"step":0,"kind":"model_call","data":{{"role":"{role}","call_key":"{key}","usage":{{"input_tokens":1,"output_tokens":1,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}},"cost_usd":0.0,"reserved_usd":0.0,"input_tokens_max":1,"latency_ms":0,"attempts":1,"billed_unknown_attempts":0,"stop":"end_turn","notice":false}}}}"#
+            )
+        };
+        let verify = |task: &str| {
+            format!(
+                r#"{{"unix_ms":1,"t_ms":1,"step":0,"kind":"verify","data":{{"task":"{task}","attempt":0,"attempt_end":"the model said it was finished","outcome":{{"outcome":"not_started"}},"why":"check \"tests\" failed (exit 1): FAILED"}}}}"#
+            )
+        };
+        let admit = r#"{"unix_ms":1,"t_ms":1,"step":0,"kind":"admit","data":{"origin":"plan","admitted":["t1","t2"],"tasks":[],"rejected":[{"id":"t9","origin":"plan","reason":"check \"unit\" is not defined by the spec"}]}}"#;
+        let log = [
+            admit.to_string(),
+            verify("t1"),
+            call("lesson/t1/a0", "lesson"),
+            call("execute/t1/a1/0", "execute"),
+            verify("t2"),
+            call("execute/t3/a0/0", "execute"),
+            verify("t1"),
+        ]
+        .join("\n");
+        let f = event_facts(&log).unwrap();
+        let got: Vec<(String, bool)> = f
+            .setbacks
+            .iter()
+            .map(|s| match s {
+                Setback::VerifyFailed {
+                    task,
+                    why,
+                    answered_after,
+                    ..
+                } => {
+                    assert_eq!(why, "check \"tests\" failed (exit 1): FAILED");
+                    (format!("verify {task}"), *answered_after)
+                }
+                Setback::TaskRejected { id, reason, .. } => {
+                    assert!(reason.contains("\"unit\" is not defined"), "{reason}");
+                    (format!("rejected {id}"), false)
+                }
+            })
+            .collect();
+        let want = [
+            ("rejected t9", false),
+            // Its own lesson and retry do not take the run past it; t3's call does.
+            ("verify t1", true),
+            ("verify t2", true),
+            ("verify t1", false),
+        ];
+        let want: Vec<(String, bool)> = want.iter().map(|(s, b)| (s.to_string(), *b)).collect();
+        assert_eq!(got, want);
+    }
+
     fn admitted(ids: &[&str]) -> Option<EventFacts> {
         Some(EventFacts {
             admitted: ids.iter().map(|s| s.to_string()).collect(),
@@ -1037,6 +1160,7 @@ mod tests {
                 .collect(),
             tools: vec![],
             checks_not_run: vec![],
+            setbacks: vec![],
         })
     }
 

@@ -1011,7 +1011,22 @@ impl CaseRun<'_> {
         let cause = if passed {
             None
         } else {
-            crate::cause::root_cause(bench_fault.as_ref(), report, p.gathered.events.as_ref())
+            let variant = replayed
+                .filter(|c| !c.runs.is_empty())
+                .map(|c| &c.runs[p.served as usize % c.runs.len()]);
+            let held = |prefix: &str| {
+                variant.is_some_and(|v| {
+                    v.interactions
+                        .iter()
+                        .any(|i| i.call_key.starts_with(prefix))
+                })
+            };
+            crate::cause::root_cause(
+                bench_fault.as_ref(),
+                report,
+                p.gathered.events.as_ref(),
+                variant.is_some().then_some(&held as &dyn Fn(&str) -> bool),
+            )
         };
         RunRecord {
             cause,
@@ -1042,12 +1057,18 @@ fn live_cut_short(
     bench_fault: &mut Option<BenchFault>,
 ) -> bool {
     let Some(e) = end else { return false };
-    let (msg, fault): (&String, fn(String) -> BenchFault) = match (&e.refused, &e.not_measured) {
-        (Some(m), _) => (m, |detail| BenchFault::LiveCapReached { detail }),
-        (None, Some(m)) => (m, |detail| BenchFault::LiveNotMeasured { detail }),
+    // The endpoint's failure first: worst-case bookings of its failed
+    // replies are what run a cap out, so a cap refusal after one is its
+    // consequence, listed after it.
+    let (msg, fault): (&String, fn(String) -> BenchFault) = match (&e.not_measured, &e.refused) {
+        (Some(m), _) => (m, |detail| BenchFault::LiveNotMeasured { detail }),
+        (None, Some(m)) => (m, |detail| BenchFault::LiveCapReached { detail }),
         (None, None) => return false,
     };
     failures.push(msg.clone());
+    if let (Some(_), Some(cap)) = (&e.not_measured, &e.refused) {
+        failures.push(cap.clone());
+    }
     *bench_fault = Some(fault(msg.clone()));
     true
 }

@@ -77,6 +77,11 @@ pub enum Event {
         attempt: u32,
         attempt_end: String,
         outcome: VerifyOutcome,
+        /// When the work was found not done: why (the check's name, status
+        /// and output tail; `Verify::run_why`). Absent in logs written
+        /// before it was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
     Tool(ToolEvent),
     PlanMalformed {

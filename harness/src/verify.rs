@@ -35,6 +35,11 @@ pub const VERIFY_KEY_MAX_CHARS: usize = 200;
 pub const DESCRIBE_MAX_CHARS: usize = 120;
 /// Longest tail of a check's output quoted when it could not run, in characters.
 pub const COULD_NOT_RUN_OUTPUT_MAX_CHARS: usize = 400;
+/// Longest tail of a failed check's output kept in its verify event, in
+/// characters: the end of a test run is where its failure is named (the
+/// assertion, "FAILED (failures=1)"), so the tail is what the bench's cause
+/// line quotes.
+pub const FAILED_CHECK_TAIL_MAX_CHARS: usize = 400;
 
 /// The kinds a model may use, with their fields, for error messages.
 pub const ALLOWED_KINDS: [&str; 6] = [
@@ -133,6 +138,25 @@ impl Verify {
     /// never panics. Anything that cannot be judged is NotStarted, except an
     /// unreadable outbox: see below.
     pub fn run(&self, ctx: &VerifyContext) -> VerifyOutcome {
+        self.run_why(ctx).0
+    }
+
+    /// [`Verify::run`], and when the work was found not done (NotStarted)
+    /// why, in one line: a check's name, exit status and the tail of its
+    /// output; for the other kinds, what did not hold. The verify event
+    /// carries it, so a run that failed its verify says so where it ends
+    /// (the bench's cause line), not only in the transcript.
+    pub fn run_why(&self, ctx: &VerifyContext) -> (VerifyOutcome, Option<String>) {
+        let outcome = match self {
+            Verify::Check { name } => return named_check(ctx, name),
+            _ => self.run_plain(ctx),
+        };
+        let why = (outcome == VerifyOutcome::NotStarted)
+            .then(|| format!("{} did not hold", self.describe()));
+        (outcome, why)
+    }
+
+    fn run_plain(&self, ctx: &VerifyContext) -> VerifyOutcome {
         match self {
             Verify::FileContains { path, text } => file_contains(ctx, path, text),
             Verify::FileAbsent { path } => {
@@ -176,7 +200,7 @@ impl Verify {
                     detail: format!("applied {applied} of {total} steps: {detail}"),
                 },
             },
-            Verify::Check { name } => named_check(ctx, name),
+            Verify::Check { name } => named_check(ctx, name).0,
         }
     }
 
@@ -334,12 +358,16 @@ fn file_contains(ctx: &VerifyContext, path: &str, text: &str) -> VerifyOutcome {
 /// `check`: the spec's named check, within the run's deadline. A check cut
 /// short is not judged, and one that never ran its command says why, so a
 /// broken case does not read as an agent that failed.
-fn named_check(ctx: &VerifyContext, name: &str) -> VerifyOutcome {
+fn named_check(ctx: &VerifyContext, name: &str) -> (VerifyOutcome, Option<String>) {
     let Some(spec) = ctx.checks.get(name) else {
-        return VerifyOutcome::NotStarted;
+        let why = format!("check {name:?} is not defined by the spec");
+        return (VerifyOutcome::NotStarted, Some(why));
     };
     let r = crate::check::run_check_by(spec, ctx.workspace.root(), ctx.deadline);
-    if r.passed {
+    let status = r
+        .exit_code
+        .map_or("not started".into(), |c| format!("exit {c}"));
+    let outcome = if r.passed {
         VerifyOutcome::Done
     } else if r.cut_short() {
         let why = if r.cut_by_stop {
@@ -351,9 +379,6 @@ fn named_check(ctx: &VerifyContext, name: &str) -> VerifyOutcome {
             detail: format!("{why} before check {name:?} finished"),
         }
     } else if r.could_not_run {
-        let status = r
-            .exit_code
-            .map_or("not started".into(), |c| format!("exit {c}"));
         VerifyOutcome::CouldNotRun {
             detail: format!(
                 "check {name:?} could not run ({status}): {}",
@@ -361,8 +386,26 @@ fn named_check(ctx: &VerifyContext, name: &str) -> VerifyOutcome {
             ),
         }
     } else {
-        VerifyOutcome::NotStarted
+        let status = if r.timed_out {
+            "timed out".to_string()
+        } else {
+            status
+        };
+        let tail = tail_chars(r.output.trim(), FAILED_CHECK_TAIL_MAX_CHARS);
+        let why = format!("check {name:?} failed ({status}): {tail}");
+        return (VerifyOutcome::NotStarted, Some(why));
+    };
+    (outcome, None)
+}
+
+/// The last `max_chars` characters of `s`, with `...` before a cut.
+fn tail_chars(s: &str, max_chars: usize) -> String {
+    let n = s.chars().count();
+    if n <= max_chars {
+        return s.to_string();
     }
+    let start = s.char_indices().nth(n - max_chars).map_or(0, |(i, _)| i);
+    format!("...{}", &s[start..])
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -143,7 +143,12 @@ fn describe(l: &EventLine) -> Option<String> {
             "",
             tool.output.replace('\n', "\n             ")
         ),
-        Event::Verify { task, outcome, .. } => format!("{t}  verify {task}: {outcome:?}"),
+        Event::Verify {
+            task, outcome, why, ..
+        } => match why {
+            Some(w) => format!("{t}  verify {task}: {outcome:?}: {w}"),
+            None => format!("{t}  verify {task}: {outcome:?}"),
+        },
         Event::TaskDone { task, .. } => format!("{t}  task {task}: verified"),
         Event::TaskParked { task, reason } => format!("{t}  task {task}: parked ({reason})"),
         Event::Ending(e) => format!(

@@ -262,6 +262,11 @@ impl Hold {
     pub fn release(mut self) {
         self.settle(None);
     }
+
+    /// The dollars reserved: the most the call can be booked at.
+    pub fn usd(&self) -> f64 {
+        self.usd
+    }
 }
 
 impl Drop for Hold {

@@ -522,10 +522,11 @@ impl Session {
             t.cut_short.fetch_add(1, Ordering::SeqCst);
         }
         if let Some(rec) = &t.recorder {
-            let gap = refused
+            // The endpoint's failure first, as the case-run's cause has it.
+            let gap = not_measured
                 .clone()
-                .or(failed.map(str::to_string))
-                .or(not_measured.clone());
+                .or(refused.clone())
+                .or(failed.map(str::to_string));
             let variant = self.recording(&traffic, gap, report, exit_code);
             rec.add(&self.case, self.run, self.meta.clone(), variant);
         }
@@ -536,7 +537,10 @@ impl Session {
             calls: LiveCalls {
                 replayed: traffic.replayed,
                 live: traffic.live,
-                live_usd: traffic.live_usd,
+                // A call still in flight is counted at its reservation (the
+                // most it can be booked at; the budget books what it cost
+                // when it answers).
+                live_usd: traffic.live_usd + traffic.in_flight_usd,
                 diverged: traffic.diverged,
             },
         }
@@ -545,7 +549,7 @@ impl Session {
 
 impl Session {
     /// What the recorder keeps of this case-run: its recording, or why the
-    /// cassette has a gap for it (`gap`: refused, failed or not measured,
+    /// cassette has a gap for it (`gap`: not measured, refused or failed,
     /// the first of them that holds; then exchanges that were not kept, or
     /// no report).
     fn recording(
@@ -577,16 +581,31 @@ impl Session {
 }
 
 /// Why a case-run's traffic does not measure the model: the first live
-/// call the upstream failed or the proxy rejected, with how many there were.
+/// call the upstream failed (no connection, dropped, unreadable or
+/// over-billed reply), the endpoint left unanswered (an error status its
+/// retries did not get past: overloaded, refused), the proxy rejected, or
+/// one still in flight when the case-run ended (the endpoint slower than
+/// the run's clock), with how many there were. An endpoint failure of any
+/// kind: what the harness did next answered the failure, not the model.
 fn not_measured(traffic: &proxy::RunTraffic) -> Option<String> {
+    let in_flight = (traffic.in_flight > 0).then(|| {
+        format!(
+            "{} live call(s) still unanswered when the case-run ended: the endpoint was slower than the run's clock (counted at their reserved ${:.4})",
+            traffic.in_flight, traffic.in_flight_usd
+        )
+    });
     traffic
         .upstream_failed
         .first()
+        .or(traffic.unanswered.values().next())
         .or(traffic.rejected.first())
+        .cloned()
+        .or(in_flight)
         .map(|m| {
             format!(
-                "{m} ({} of its live calls failed, {} refused)",
+                "{m} ({} of its live calls failed, {} left unanswered, {} refused)",
                 traffic.upstream_failed.len(),
+                traffic.unanswered.len() + traffic.in_flight as usize,
                 traffic.rejected.len()
             )
         })

@@ -36,7 +36,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +52,9 @@ pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 pub const MAX_RESPONSE_BYTES: usize = harness::model::client::MAX_RESPONSE_BYTES;
 /// Upper bound of the upstream timeout (the spec allows at most 3600 s).
 pub const UPSTREAM_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
+/// Characters of an endpoint's error body quoted in why a call went
+/// unanswered (a 429's or 529's message says what the endpoint refused).
+pub const ENDPOINT_ERROR_SHOWN_MAX_CHARS: usize = 200;
 /// Open connections from harness processes at once.
 pub const CONNECTIONS_MAX: usize = 256;
 /// Upstream requests in flight at once, whatever `--max-concurrency` says.
@@ -138,6 +141,16 @@ pub struct RunTraffic {
     pub diverged: Option<String>,
     /// Live calls the upstream failed (the proxy answered for it).
     pub upstream_failed: Vec<String>,
+    /// Call key -> the endpoint's error answer (429, 529, any non-2xx), for
+    /// each call whose last live answer was one: a call retried to a model
+    /// answer leaves it; one that ran out of retries (or was not retried)
+    /// stays, and the case-run measured the outage, not the model.
+    pub unanswered: BTreeMap<String, String>,
+    /// Live calls sent and not yet answered, and the dollars reserved for
+    /// them: a case-run that ends with one in flight (the endpoint slower
+    /// than the run's clock) counts it at its reservation.
+    pub in_flight: u32,
+    pub in_flight_usd: f64,
     kept_bytes: usize,
     captured_bytes: usize,
 }
@@ -766,6 +779,14 @@ async fn go_live(
         }
     };
     let request_len = body.len();
+    let reserved_usd = hold.usd();
+    // Counted as sent before it is sent: a case-run that ends before the
+    // answer (its clock ran out) still shows the call and its dollars.
+    sh.with_slot(&slot, |t| {
+        t.live += 1;
+        t.in_flight += 1;
+        t.in_flight_usd += reserved_usd;
+    });
     // In its own task, so a harness that hangs up mid-call cannot cut the
     // upstream call off unbooked: it runs to the end and books what it cost.
     let task = tokio::spawn(forward(
@@ -776,18 +797,43 @@ async fn go_live(
         price,
         hold,
         permit,
+        max_tokens,
     ));
     let fwd = match task.await {
         Ok(f) => f,
         Err(e) => {
-            return error_response(502, "live_proxy", &format!("forwarding failed: {e}"));
+            let why = format!("forwarding failed: {e}");
+            sh.with_slot(&slot, |t| {
+                t.in_flight -= 1;
+                t.in_flight_usd -= reserved_usd;
+                t.live_usd += reserved_usd;
+                t.upstream_failed.push(why.clone());
+            });
+            return error_response(502, "live_proxy", &why);
         }
     };
     sh.with_slot(&slot, |t| {
-        t.live += 1;
+        t.in_flight -= 1;
+        t.in_flight_usd -= reserved_usd;
         t.live_usd += fwd.booked_usd;
         if let Some(why) = &fwd.failed {
             t.upstream_failed.push(why.clone());
+        }
+        if (200..300).contains(&fwd.status) && fwd.failed.is_none() {
+            t.unanswered.remove(&call.key);
+        } else {
+            let why = fwd.failed.clone().unwrap_or_else(|| {
+                format!(
+                    "the endpoint answered call {} with HTTP {}: {}",
+                    call.key,
+                    fwd.status,
+                    harness::text::clip_chars(
+                        String::from_utf8_lossy(&fwd.body).trim(),
+                        ENDPOINT_ERROR_SHOWN_MAX_CHARS
+                    )
+                )
+            });
+            t.unanswered.insert(call.key.clone(), why);
         }
     });
     if reg.record {
@@ -859,6 +905,7 @@ async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>,
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one call's every fact, moved into its task
 async fn forward(
     sh: Arc<Shared>,
     reg: RunReg,
@@ -867,8 +914,10 @@ async fn forward(
     price: Price,
     hold: super::budget::Hold,
     _permit: tokio::sync::OwnedSemaphorePermit,
+    max_tokens: u64,
 ) -> Forwarded {
     use reqwest::header::CONTENT_TYPE;
+    let bound = worst_case_usage(body.len(), max_tokens);
     let rb = upstream_request(&sh, &reg, call, body);
     let t0 = Instant::now();
     let ms = |t0: Instant| t0.elapsed().as_millis().min(u64::MAX as u128) as u64;
@@ -901,14 +950,35 @@ async fn forward(
             return made_up(502, e, t0, booked);
         }
     };
-    let booked_usd = if ok {
-        match parse_response(reg.protocol, &body) {
-            Ok(p) => hold.book(&price, &p.usage),
-            Err(_) => hold.book_worst(),
-        }
-    } else {
+    if !ok {
         hold.release();
-        0.0
+        return Forwarded {
+            status,
+            content_type,
+            retry_after,
+            body,
+            latency_ms: ms(t0),
+            booked_usd: 0.0,
+            failed: None,
+        };
+    }
+    // A 2xx is the model's answer only if it reads as one and bills what
+    // the request could: otherwise it is the endpoint's fault, booked at
+    // the request's worst case (it may have been billed), never at what it
+    // claims, and the harness gets a 502 (retryable) instead of it.
+    let booked_usd = match parse_response(reg.protocol, &body) {
+        Err(e) => {
+            let why = format!(
+                "the endpoint answered {status} with a body that is not a {} reply ({} bytes): {e}",
+                reg.protocol.as_str(),
+                body.len()
+            );
+            return made_up(502, why, t0, hold.book_worst());
+        }
+        Ok(p) => match usage_above_bound(&p.usage, &bound) {
+            Some(why) => return made_up(502, why, t0, hold.book_worst()),
+            None => hold.book(&price, &p.usage),
+        },
     };
     Forwarded {
         status,
@@ -918,6 +988,34 @@ async fn forward(
         latency_ms: ms(t0),
         booked_usd,
         failed: None,
+    }
+}
+
+/// Why a reply's usage is more than its request could bill, if it is:
+/// output tokens above the request's `max_tokens`, or input tokens (fresh,
+/// cached and cache-written together) above what the request's bytes could
+/// hold (one token per byte, plus the template allowance). The endpoint's
+/// fault: its claim is never booked.
+fn usage_above_bound(
+    usage: &harness::model::Usage,
+    bound: &harness::model::Usage,
+) -> Option<String> {
+    let input = usage
+        .input_tokens
+        .saturating_add(usage.cache_read_input_tokens)
+        .saturating_add(usage.cache_creation_input_tokens);
+    if usage.output_tokens > bound.output_tokens {
+        Some(format!(
+            "the endpoint's reply claims {} output tokens, above the request's max_tokens {}: refused, not booked",
+            usage.output_tokens, bound.output_tokens
+        ))
+    } else if input > bound.input_tokens {
+        Some(format!(
+            "the endpoint's reply claims {input} input tokens, above the {} the request's bytes could hold: refused, not booked",
+            bound.input_tokens
+        ))
+    } else {
+        None
     }
 }
 

@@ -621,3 +621,71 @@ fn hybrid_measures_a_model_swap_live_and_its_tail_replays_offline() {
         );
     }
 }
+
+/// `bench ab --hybrid` with arm B's live calls on an endpoint that answers
+/// 529 to every call: B's case-runs measured the outage, not B, so none of
+/// them enters the statistics; they are listed as not comparable, each with
+/// the endpoint's failure, and the comparison has no verdict (exit 3).
+/// Before: B's 0/6 entered the statistics ("inconclusive: underpowered",
+/// exit 0; with more cases, "B regresses").
+#[test]
+fn hybrid_an_arm_whose_endpoint_is_down_is_not_comparable() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let up = rt.block_on(async {
+        let s = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(
+                wiremock::ResponseTemplate::new(529)
+                    .insert_header("retry-after", "0")
+                    .set_body_json(serde_json::json!({"type": "error",
+                        "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+            )
+            .mount(&s)
+            .await;
+        s
+    });
+    let t = tempfile::tempdir().unwrap();
+    let b = arm(
+        t.path(),
+        "terse",
+        "[prompts]\nexecutor_extra = \"Be terse.\"\n\n[model]\nhttp_attempts = 2\n",
+    );
+    let endpoint = up.uri();
+    let o = ab(
+        &config("loop-cap-6.toml"),
+        &b,
+        &[
+            "--suite",
+            "suites/ab",
+            "--category",
+            "happy",
+            "--runs-per-case",
+            "1",
+            "--hybrid",
+            "--endpoint",
+            &endpoint,
+            "--protocol",
+            "anthropic",
+            "--max-usd",
+            "5",
+        ],
+    );
+    assert_eq!(o.code, 3, "no verdict on an outage: {}", o.text);
+    let tb = &o.json["traffic"][1];
+    assert_eq!(tb["measured"], 0, "{tb}");
+    assert!(tb["calls_live"].as_u64().unwrap() >= 1, "{tb}");
+    let nc = o.json["not_comparable"].as_array().expect("not_comparable");
+    assert_eq!(
+        nc.len() as u64,
+        tb["case_runs"].as_u64().unwrap(),
+        "{}",
+        o.text
+    );
+    for c in nc {
+        for r in c["runs"].as_array().unwrap() {
+            assert_eq!(r["arm"], "b", "{c}");
+            assert_eq!(r["fault"]["kind"], "live_not_measured", "{c}");
+        }
+    }
+    assert!(o.text.contains("HTTP 529"), "says why: {}", o.text);
+}

@@ -19,6 +19,7 @@ mod diverge;
 mod flaky;
 mod knee;
 mod live;
+mod live_outage;
 mod live_suite;
 mod new_case;
 mod run;

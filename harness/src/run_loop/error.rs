@@ -74,7 +74,7 @@ impl LapError {
             LapError::Model(ModelError::Deadline { .. }) => Classified::TimeUp,
             LapError::Model(ModelError::RecordingMiss { detail }) => Classified::Unrecoverable {
                 kind: ErrorKind::RecordingMiss,
-                detail: format!("recording miss (the replay had no recording for this call; not an agent failure): {detail}"),
+                detail: format!("recording miss (the replay had no recording for this call): {detail}"),
             },
             LapError::Model(e @ ModelError::Rejected { .. }) => Classified::Unrecoverable { kind: ErrorKind::HttpRejected, detail: e.to_string() },
             LapError::Model(e @ ModelError::RetriesExhausted { .. }) => Classified::Unrecoverable { kind: ErrorKind::ModelUnavailable, detail: e.to_string() },

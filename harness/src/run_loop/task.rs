@@ -137,7 +137,7 @@ impl Runner {
                 AttemptEnd::Finished { claim } => Some(clip_chars(claim, CLAIM_MAX_CHARS)),
                 _ => None,
             };
-            let mut outcome = task.verify.run(&self.verify_ctx());
+            let (mut outcome, why) = task.verify.run_why(&self.verify_ctx());
             if crate::mutants::active(crate::mutants::Mutant::TrustsTheClaim) && claim.is_some() {
                 outcome = VerifyOutcome::Done;
             }
@@ -148,6 +148,9 @@ impl Runner {
                     attempt,
                     attempt_end: end.describe(),
                     outcome: outcome.clone(),
+                    why: (outcome == VerifyOutcome::NotStarted)
+                        .then_some(why)
+                        .flatten(),
                 },
             );
             if let Some(c) = &claim {
