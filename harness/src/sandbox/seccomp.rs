@@ -180,6 +180,7 @@ mod tests {
     #[test]
     fn the_filters_compile() {
         let f = filters().expect("the filters compile");
+        eprintln!("deny: {} instructions, clone3: {}", f.deny.len(), f.clone3.len());
         assert!(f.deny.len() > DENIED.len(), "{} instructions", f.deny.len());
         assert!(!f.clone3.is_empty());
     }
