@@ -212,11 +212,18 @@ impl Parts {
             detail,
         })?;
         // The run's own repository under the state dir (crate::gitwork):
-        // never the workspace's `.git`, which checks can write.
-        let git = GitWork::for_run(workspace.root(), state_dir).map_err(|e| CannotStart {
-            kind: ErrorKind::Workspace,
-            detail: format!("the run's git repository in {}: {e}", state_dir.display()),
-        })?;
+        // never the workspace's `.git`, which checks can write. One that
+        // cannot be made commits nothing in this run, as a branch that
+        // cannot be made does (report: git_disabled).
+        let git = match GitWork::for_run(workspace.root(), state_dir) {
+            Ok(g) => g,
+            Err(e) => {
+                state.git_disabled.get_or_insert(format!(
+                    "the run's git repository could not be made from the workspace's ({e}); nothing is committed in this run"
+                ));
+                None
+            }
+        };
         // Checks get a private TMPDIR, removed when the run ends (the Runner
         // holds it; a killed run's is swept by the next: crate::check_tmp);
         // without one they fall back to the system temp dir.

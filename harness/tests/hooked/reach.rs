@@ -71,7 +71,17 @@ fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-fn git(ws: &Path, args: &[&str]) -> String {
+/// git on the run's own repository (`<state>/git`, the workspace its work
+/// tree), where the harness commits.
+fn git(c: &Case, args: &[&str]) -> String {
+    let git_dir = c.state_dir().join(harness::gitwork::STATE_GIT_DIR);
+    let mut full = vec![format!("--git-dir={}", git_dir.display())];
+    full.extend(args.iter().map(|a| a.to_string()));
+    ws_git(&c.ws(), &full.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// git on the workspace's own repository.
+fn ws_git(ws: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
         .args(args)
         .current_dir(ws)
@@ -85,9 +95,9 @@ fn git(ws: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn commit_files(ws: &Path, sha: &str) -> Vec<String> {
+fn commit_files(c: &Case, sha: &str) -> Vec<String> {
     git(
-        ws,
+        c,
         &[
             "diff-tree",
             "--root",
@@ -365,11 +375,11 @@ fn each_verified_commit_holds_exactly_the_paths_its_task_wrote() {
         .collect();
     assert_eq!(commits.len(), 2);
     assert_eq!(
-        commit_files(&c.ws(), &commits[0]),
+        commit_files(&c, &commits[0]),
         vec!["CHANGELOG.md", "notes.txt"]
     );
     assert!(
-        commit_files(&c.ws(), &commits[1]).is_empty(),
+        commit_files(&c, &commits[1]).is_empty(),
         "the post: an empty commit"
     );
     // notes.txt went into t2's commit (t2 rewrote it whole): only t1's own
@@ -378,7 +388,7 @@ fn each_verified_commit_holds_exactly_the_paths_its_task_wrote() {
         r.report["parked"][0]["uncommitted_paths"],
         json!(["docs/design.md"])
     );
-    let status = git(&c.ws(), &["status", "--porcelain"]);
+    let status = git(&c, &["status", "--porcelain"]);
     assert!(
         status.contains("?? docs/"),
         "t1's file stays uncommitted: {status}"
@@ -416,7 +426,7 @@ fn a_kill_after_the_tools_wrote_but_before_the_commit_loses_no_path() {
     assert_eq!(r.ids("verified"), vec!["t1"], "{}", r.explain());
     assert_eq!(r.report["verified"][0]["how"], "verified_on_resume");
     let sha = r.report["commits"][0].as_str().unwrap();
-    assert_eq!(commit_files(&c.ws(), sha), vec!["docs/note.md"]);
+    assert_eq!(commit_files(&c, sha), vec!["docs/note.md"]);
 }
 
 #[test]
@@ -432,10 +442,10 @@ fn nothing_is_committed_when_the_run_branch_cannot_be_made() {
         plan("replan/0", json!([])),
     ]);
     c.materialize();
-    // A file where the ref directory `refs/heads/harness/` must go: git
-    // cannot create `harness/<run-id>`.
-    std::fs::write(c.ws().join(".git/refs/heads/harness"), "").unwrap();
-    let head = git(&c.ws(), &["rev-parse", "HEAD"]);
+    // A file where the run's own repository must go: it cannot be made.
+    std::fs::create_dir_all(c.state_dir()).unwrap();
+    std::fs::write(c.state_dir().join(harness::gitwork::STATE_GIT_DIR), "").unwrap();
+    let head = ws_git(&c.ws(), &["rev-parse", "HEAD"]);
     let r = c.result(c.command().output().unwrap());
     assert_eq!(r.ids("verified"), vec!["t1"], "{}", r.explain());
     assert_eq!(r.report["commits"], json!([]));
@@ -443,9 +453,9 @@ fn nothing_is_committed_when_the_run_branch_cannot_be_made() {
     let why = r.report["git_disabled"].as_str().unwrap_or("");
     assert!(why.contains("nothing is committed"), "{}", r.explain());
     assert!(r.stdout.contains("NO COMMITS"), "{}", r.stdout);
-    assert_eq!(git(&c.ws(), &["rev-parse", "HEAD"]), head, "main untouched");
+    assert_eq!(ws_git(&c.ws(), &["rev-parse", "HEAD"]), head, "main untouched");
     assert_eq!(
-        git(&c.ws(), &["symbolic-ref", "--short", "HEAD"]).trim(),
+        ws_git(&c.ws(), &["symbolic-ref", "--short", "HEAD"]).trim(),
         "main"
     );
 }

@@ -418,7 +418,11 @@ fn git_workspace_gets_one_commit_per_verified_task_on_a_run_branch() {
         "t1 and t2 verified, t3 parked: {}",
         r.explain()
     );
+    // The commits are in the run's own repository under the state dir
+    // (never the workspace's `.git`, which checks can write).
+    let git_dir = c.state_dir().join(harness::gitwork::STATE_GIT_DIR);
     let log = std::process::Command::new("git")
+        .arg(format!("--git-dir={}", git_dir.display()))
         .args(["log", "--format=%s", &branch])
         .current_dir(c.ws())
         .output()
