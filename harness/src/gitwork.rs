@@ -159,7 +159,7 @@ impl GitWork {
     /// take for the run's.
     fn import(root: &Path, state_dir: &Path) -> Result<GitWork, GitError> {
         let git_dir = state_dir.join(STATE_GIT_DIR);
-        let partial = state_dir.join(format!("{STATE_GIT_DIR}.partial"));
+        let partial = state_dir.join("git.partial");
         let _ = std::fs::remove_dir_all(&partial);
         let mut gw = GitWork {
             root: root.to_path_buf(),
@@ -493,7 +493,17 @@ impl GitWork {
     }
 
     /// Run git with a hard timeout; a non-zero exit is returned, not an error.
+    /// The state seal watches it as it watches a check: git may write only
+    /// its own repository under the state dir.
     fn run(&self, args: &[&str]) -> Result<GitOut, GitError> {
+        const OWN: &[&str] = &[STATE_GIT_DIR, "git.partial"];
+        let seal = crate::state_seal::watch_except(OWN);
+        let out = self.run_unwatched(args);
+        seal.end(&format!("git {}", args.first().copied().unwrap_or("")));
+        out
+    }
+
+    fn run_unwatched(&self, args: &[&str]) -> Result<GitOut, GitError> {
         let shown = args.join(" ");
         let mut child = self.command(args).spawn().map_err(|e| GitError::Spawn {
             args: shown.clone(),

@@ -121,23 +121,29 @@ impl Seal {
         *lock(&self.dir) = Some(state_dir.to_path_buf());
     }
 
-    fn watch_of(&self) -> Watch {
+    fn watch_of(&self, except: &'static [&'static str]) -> Watch {
         let dir = lock(&self.dir).clone();
         Watch {
             before: dir.map(|d| {
                 let s = snapshot(&d);
                 (d, s)
             }),
+            except,
         }
     }
 
     /// The process `what` and everything it started are gone: compare, and
     /// keep the first breach.
     fn end(&self, w: Watch, what: &str) {
-        let Some((dir, before)) = w.before else {
+        let Some((dir, mut before)) = w.before else {
             return;
         };
-        let changed = differences(&before, &snapshot(&dir));
+        let mut after = snapshot(&dir);
+        for name in w.except {
+            before.remove(*name);
+            after.remove(*name);
+        }
+        let changed = differences(&before, &after);
         if changed.is_empty() {
             return;
         }
@@ -174,11 +180,20 @@ pub fn seal(state_dir: &Path) {
 #[must_use]
 pub struct Watch {
     before: Option<(PathBuf, Snapshot)>,
+    /// Entries the watched process may write (git's own repository).
+    except: &'static [&'static str],
 }
 
 /// Take the state dir's identity before a confined process starts.
 pub fn watch() -> Watch {
-    SEAL.watch_of()
+    SEAL.watch_of(&[])
+}
+
+/// As [`watch`], for a process of the harness's own that writes the
+/// entries `except` and nothing else of the state dir (its git, which
+/// writes `<state>/git`): a write anywhere else is a breach as for a check.
+pub fn watch_except(except: &'static [&'static str]) -> Watch {
+    SEAL.watch_of(except)
 }
 
 impl Watch {
@@ -286,16 +301,16 @@ mod tests {
     #[test]
     fn the_first_breach_is_kept() {
         let seal = Seal::new();
-        let w = seal.watch_of();
+        let w = seal.watch_of(&[]);
         std::fs::write(dir().path().join("x"), "x").unwrap();
         seal.end(w, "nothing sealed");
         assert!(seal.intact().is_ok());
         let d = dir();
         seal.seal(d.path());
-        let w = seal.watch_of();
+        let w = seal.watch_of(&[]);
         std::fs::write(d.path().join("ledger.jsonl"), "forged").unwrap();
         seal.end(w, "check \"tests\"");
-        let w = seal.watch_of();
+        let w = seal.watch_of(&[]);
         std::fs::write(d.path().join("second"), "x").unwrap();
         seal.end(w, "check \"lint\"");
         let e = seal.intact().unwrap_err().to_string();
@@ -304,5 +319,24 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("lint"), "{e}");
+    }
+
+    /// git's watch: its own repository may change, nothing else may.
+    #[test]
+    fn git_may_write_its_repository_and_nothing_else() {
+        let seal = Seal::new();
+        let d = dir();
+        std::fs::create_dir(d.path().join("git")).unwrap();
+        seal.seal(d.path());
+        let w = seal.watch_of(&["git", "git.partial"]);
+        std::fs::write(d.path().join("git/index.lock"), "x").unwrap();
+        std::fs::create_dir(d.path().join("git.partial")).unwrap();
+        seal.end(w, "git add");
+        assert!(seal.intact().is_ok(), "{:?}", seal.intact());
+        let w = seal.watch_of(&["git", "git.partial"]);
+        std::fs::write(d.path().join("ledger.jsonl"), "forged").unwrap();
+        seal.end(w, "git add");
+        let e = seal.intact().unwrap_err().to_string();
+        assert!(e.contains("git add") && e.contains("ledger.jsonl"), "{e}");
     }
 }
