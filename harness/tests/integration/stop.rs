@@ -117,6 +117,17 @@ fn sigterm_abandons_the_call_in_flight_reports_the_stop_and_the_same_command_res
     // The page and the alert say so too; `status` does not read it as ended.
     let page = std::fs::read_to_string(state.join("report.html")).unwrap();
     assert!(page.contains("STOPPED by SIGTERM"), "{page}");
+    // Its Next section gives the exact command that resumes it: the one
+    // this test ran, paths absolute (the same command is run below).
+    let resume = format!(
+        "run --spec {} --state-dir {}",
+        std::path::absolute(&c.spec_path()).unwrap().display(),
+        std::path::absolute(&state).unwrap().display()
+    );
+    assert!(
+        page.contains("Resume: run the same command") && page.contains(&resume),
+        "{resume} not in {page}"
+    );
     let alerts = std::fs::read_to_string(state.join("alerts.jsonl")).unwrap();
     assert!(alerts.contains("\"action\":\"stopped\""), "{alerts}");
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
