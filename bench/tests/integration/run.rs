@@ -924,6 +924,31 @@ fn the_index_shows_each_run_and_every_case_s_history() {
         .collect();
     assert_eq!(rerun, "bench run --case demo-flips");
     assert!(row("demo-ok").select(&sel("code")).next().is_none());
+    // Each mark and the case's name open that case's run page: demo-flips'
+    // failed mark its failed case-run's, the name its latest page.
+    let hrefs: Vec<&str> = flipped
+        .select(&sel("td.marks a"))
+        .filter_map(|a| a.value().attr("href"))
+        .collect();
+    assert_eq!(hrefs.len(), 2, "one link per mark");
+    for h in &hrefs {
+        assert!(t.path().join(h).is_file(), "{h} is not a page");
+    }
+    assert!(hrefs[1].starts_with("second/"), "{hrefs:?}");
+    let name = flipped.select(&sel("td a")).next().unwrap();
+    assert_eq!(name.value().attr("href"), Some(hrefs[1]));
+    assert_eq!(
+        row("demo-new").select(&sel("td.marks a")).count(),
+        1,
+        "no link where absent"
+    );
+    // The filter's one script, allowed by its hash.
+    assert_eq!(html.select(&sel("script")).count(), 1);
+    assert_eq!(
+        html.select(&sel("tr[data-row][data-status=failed]"))
+            .count(),
+        1
+    );
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args([
             "index",

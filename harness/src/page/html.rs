@@ -16,13 +16,24 @@ pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src da
 
 /// The document around a page's body, shared with the bench's suite page.
 pub fn document(title: &str, body: Markup) -> Markup {
+    document_csp(title, CSP, body)
+}
+
+/// A page with the filter and search of the bench's pages: its one script
+/// (super::filter), allowed by its hash in the CSP.
+pub fn document_with_filter(title: &str, body: Markup) -> Markup {
+    let body = html! { (body) (super::filter::script()) };
+    document_csp(title, &super::filter::csp(), body)
+}
+
+fn document_csp(title: &str, csp: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta http-equiv="Content-Security-Policy" content=(CSP);
+                meta http-equiv="Content-Security-Policy" content=(csp);
                 title { (title) }
                 style { (PreEscaped(super::style::CSS)) }
             }

@@ -24,6 +24,7 @@
 //! one redaction filter like every text the harness writes: the report is
 //! redacted before it is rendered, and the finished page once more.
 
+pub mod filter;
 pub mod fmt;
 pub mod html;
 pub mod next;

@@ -41,6 +41,10 @@ figure { margin: .5rem 0 1rem; }
 figure svg { width: 100%; height: auto; max-width: 60rem; display: block; }
 figcaption { color: var(--muted); font-size: .9rem; }
 .note { background: #fff8e1; border: 1px solid #f0d48a; padding: .4rem .7rem; border-radius: .3rem; }
+[hidden] { display: none !important; }
+form#filters { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: center; margin: .5rem 0 1rem; padding: .5rem .7rem; background: #f3f5f7; border-radius: .3rem; }
+form#filters input, form#filters select { font: inherit; padding: .1rem .3rem; }
+form#filters output { color: var(--muted); }
 footer { margin-top: 2rem; color: var(--muted); font-size: .85rem; }
 @media print { body { max-width: none; padding: 0; } .scroll { overflow: visible; } h2 { break-after: avoid; } tr, figure { break-inside: avoid; } }
 "#;
