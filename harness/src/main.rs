@@ -548,7 +548,16 @@ fn raise_of(cap_usd: Option<f64>, wall_clock_s: Option<f64>) -> Option<harness::
 
 /// The human summary on stdout. Only names report.json when it is there.
 fn print_summary(outcome: &harness::run_loop::Outcome, state_dir: &Path) {
-    console::out(&outcome.report.human_summary());
+    let summary = outcome.report.human_summary();
+    // The ending's line in its class's colour (a terminal only: console).
+    let tint = match outcome.report.class {
+        harness::ending::Class::Success => console::Tint::Ok,
+        harness::ending::Class::Partial => console::Tint::Warn,
+        harness::ending::Class::Failure => console::Tint::Bad,
+    };
+    let (first, rest) = summary.split_once('\n').unwrap_or((&summary, ""));
+    let on = console::colour_on(console::Stream::Stdout);
+    console::out(&format!("{}\n{rest}", console::paint(first, tint, on)));
     if outcome.report_written {
         console::out(&format!(
             "report     {}\n",
