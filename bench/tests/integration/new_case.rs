@@ -65,7 +65,13 @@ fn the_template_and_a_copy_pass_the_gate_and_bad_input_writes_nothing() {
         "checks/changelog.sh",
     ] {
         assert!(dir.join(f).is_file(), "{f}: {log}");
+        // It lists what it wrote, every file (the check script included).
+        assert!(log.contains(&format!("\n  {f}\n")), "{f} not listed: {log}");
     }
+    assert!(
+        log.contains("names that must agree:") && log.contains("[checks.NAME] in run.toml"),
+        "{log}"
+    );
     // As written, it passes `bench run --case` (and try-case shows the run).
     let (code, s, log) = bench_run(
         &suite,

@@ -663,9 +663,18 @@ fn several_cases_patterns_and_rerun_failed() {
     let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "demo-?"]);
     assert_eq!(code, 0, "{log}");
     assert_eq!(ran(&out), ["demo-a", "demo-b"]);
+    // An id that is not there is a usage error (exit 2, README's table);
+    // a near miss names the nearest id and the command with it.
     let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "nope-*"]);
-    assert_eq!(code, 3, "{log}");
+    assert_eq!(code, 2, "{log}");
     assert!(log.contains("--case \"nope-*\": no case under"), "{log}");
+    assert!(!log.contains("did you mean"), "nothing is near nope: {log}");
+    let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "demo-bb"]);
+    assert_eq!(code, 2, "{log}");
+    assert!(
+        log.contains("did you mean demo-b?") && log.contains("--case demo-b)"),
+        "{log}"
+    );
 
     // demo-b fails once its expected ending is changed; the rerun runs it alone.
     let toml = suite.join("happy/demo-b/case.toml");

@@ -163,9 +163,9 @@ fn raise_cap(p: &RunPage, cmd: &Cmd) -> Step {
     let to = round_up_usd(r.hard_cap_usd.max(r.spend_usd) + need);
     let basis = match per_task {
         Some(c) if c * left >= floor => format!(
-            "{} per verified task x {} task(s) left in the queue, above the {} cap",
+            "{} per verified task x {}, above the {} cap",
             usd(c),
-            r.queue_left.len().max(1),
+            tasks_left(r.queue_left.len()),
             usd(r.hard_cap_usd)
         ),
         _ => format!(
@@ -208,9 +208,9 @@ fn raise_clock(p: &RunPage, cmd: &Cmd) -> Step {
     let to = ((limit + need) / 60.0).ceil() * 60.0;
     let basis = match per_task {
         Some(t) if t * left >= floor => format!(
-            "{:.0} s per verified task x {} task(s) left, above the {:.0} s limit",
+            "{:.0} s per verified task x {}, above the {:.0} s limit",
             t,
-            r.queue_left.len().max(1),
+            tasks_left(r.queue_left.len()),
             limit
         ),
         _ => format!("half again the {limit:.0} s limit"),
@@ -309,6 +309,15 @@ pub fn for_stopped(r: &StoppedReport, command: Option<&RunCommand>) -> Vec<Step>
     }];
     steps.extend(cmd.caveat());
     steps
+}
+
+/// What a raise is sized for: the tasks left, or one more when the queue
+/// is empty (the goal unmet: a replan will add some).
+fn tasks_left(n: usize) -> String {
+    match n {
+        0 => "one more task (the queue is empty)".into(),
+        n => format!("{n} task(s) left in the queue"),
+    }
 }
 
 /// The last lines of a text (a check's output ends with its verdict).

@@ -258,3 +258,18 @@ fn a_second_signal_during_the_grace_exits_at_once_and_the_resume_still_ends_the_
     assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
     assert_eq!(read_outbox(&state).len(), 1, "t1 posted twice");
 }
+
+/// SIGHUP (the terminal that started the run closed) is a stop request like
+/// the others: exit 129, README's table, and the stop report names it.
+#[test]
+fn sighup_stops_the_run_with_exit_129() {
+    let c = two_task_case("stop-sighup");
+    let mut child = spawn(&c);
+    let state = c.state_dir();
+    wait_for_event(&mut child, &state, "task_start", "task", "t2");
+    signal(&child, nix::sys::signal::Signal::SIGHUP);
+    let r = c.result(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 129, "{}", r.explain());
+    assert_eq!(r.report["stopped"]["signal"], "SIGHUP", "{}", r.explain());
+    assert_eq!(r.report["stopped"]["exit_code"], 129);
+}
