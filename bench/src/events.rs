@@ -57,6 +57,8 @@ pub enum Event<'a> {
     BatchFinished { wall_ms: u64 },
 }
 
+use harness::console::{paint, Stream, Tint};
+
 pub trait Reporter {
     fn report(&mut self, event: &Event<'_>);
 }
@@ -135,8 +137,7 @@ impl Terminal {
                 rec.run,
                 match (&rec.bench_fault, rec.passed) {
                     (Some(f), _) => format!("NOT COMPARABLE, {}", f.describe()),
-                    (None, true) => "PASS".into(),
-                    (None, false) => "FAIL".into(),
+                    (None, passed) => verdict_word(passed, Stream::Stderr),
                 },
                 rec.ending_name(),
                 rec.cost_usd
@@ -146,7 +147,7 @@ impl Terminal {
                 case.category,
                 case.id,
                 rec.run,
-                if rec.passed { "PASS" } else { "FAIL" },
+                verdict_word(rec.passed, Stream::Stderr),
                 rec.ending_name(),
                 rec.latency_ms,
                 rec.cost_usd
@@ -166,6 +167,16 @@ impl Terminal {
             )),
             Lines::Progress => None,
         }
+    }
+}
+
+/// PASS or FAIL, coloured when `stream` is (harness::console: a terminal,
+/// NO_COLOR, CLICOLOR_FORCE).
+pub fn verdict_word(passed: bool, stream: Stream) -> String {
+    let on = harness::console::colour_on(stream);
+    match passed {
+        true => paint("PASS", Tint::Ok, on),
+        false => paint("FAIL", Tint::Bad, on),
     }
 }
 

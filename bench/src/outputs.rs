@@ -30,6 +30,11 @@ pub struct SummaryFiles {
 }
 
 impl SummaryFiles {
+    /// Where the JUnit file is written: `--junit`, else `<out>/junit.xml`.
+    pub fn junit_path(&self) -> PathBuf {
+        (self.junit.clone()).unwrap_or_else(|| self.out.join("junit.xml"))
+    }
+
     pub fn new(head: Summary, out: &Path, junit: Option<&Path>) -> SummaryFiles {
         SummaryFiles {
             head,
@@ -358,11 +363,23 @@ pub fn hybrid_outputs(
     Ok(())
 }
 
+/// A failed case-run's failures that its headline does not already say
+/// (the headline names the expected and actual ending; the ending check's
+/// failure says the same words).
+pub fn failures_beside<'r>(headline: &str, r: &'r crate::runner::RunRecord) -> Vec<&'r str> {
+    let endings = format!("expected {}, got {}", r.expected_ending, r.ending_name());
+    (r.failures.iter())
+        .map(String::as_str)
+        .filter(|f| !headline.contains(f) && !f.contains(&endings))
+        .collect()
+}
+
 /// After the `SummaryFiles` reporter: print the table and the failures and
 /// pick the exit code (exit 3 when the files could not be written).
 pub fn finish_outputs(files: SummaryFiles, out: &Path) -> ExitCode {
+    let junit = files.junit_path();
     match files.into_summary() {
-        Ok(summary) => print_outputs(&summary, out),
+        Ok(summary) => print_outputs(&summary, out, &junit),
         Err(e) => {
             errln!("bench run: cannot write outputs: {e}");
             ExitCode::from(ExitStatus::Unloadable)
@@ -370,9 +387,11 @@ pub fn finish_outputs(files: SummaryFiles, out: &Path) -> ExitCode {
     }
 }
 
-/// Print the table and the failures of a written summary, and pick the exit
-/// code.
-pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
+/// Print the table and the failures of a written summary, each fact once;
+/// the last lines are where the files are; and pick the exit code.
+pub fn print_outputs(summary: &Summary, out: &Path, junit: &Path) -> ExitCode {
+    use harness::console::{colour_on, paint, Stream, Tint};
+    let on = colour_on(Stream::Stdout);
     outln!("{}", summary.table());
     for l in summary.flaky_lines() {
         outln!("{l}");
@@ -399,13 +418,20 @@ pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
                 ))
                 .into_owned()
             };
+            let headline = r.headline();
+            let rest = failures_beside(&headline, r);
             outln!(
-                "FAIL {}/{} run {}: {} -- {}",
+                "{} {}/{} run {}: {}{}",
+                paint("FAIL", Tint::Bad, on),
                 c.category,
                 c.id,
                 r.run,
-                said(&r.headline()),
-                said(&r.failures.join("; "))
+                said(&headline),
+                if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!(" -- {}", said(&rest.join("; ")))
+                }
             );
         }
     }
@@ -419,15 +445,17 @@ pub fn print_outputs(summary: &Summary, out: &Path) -> ExitCode {
         summary.wall_ms as f64 / 1000.0,
         summary.case_runs_per_s,
         match (&summary.interrupted, summary.passed) {
-            (Some(_), _) => "INTERRUPTED",
-            (None, true) => "PASS",
-            (None, false) => "FAIL",
+            (Some(_), _) => paint("INTERRUPTED", Tint::Warn, on),
+            (None, true) => paint("PASS", Tint::Ok, on),
+            (None, false) => paint("FAIL", Tint::Bad, on),
         }
     );
     if let Some(i) = &summary.interrupted {
         outln!("interrupted {i}");
     }
     outln!("summary    {}", out.join("summary.md").display());
+    outln!("report     {}", out.join(crate::page::FILE_NAME).display());
+    outln!("junit      {}", junit.display());
     if summary.passed {
         ExitCode::SUCCESS
     } else {

@@ -15,7 +15,7 @@ use crate::summary::{
     known_flaky_words, policy_words, runs_passed, CaseRecord, CategoryTotals, Summary,
 };
 use harness::page::fmt::{pct, usd4};
-use harness::page::html::document;
+use harness::page::html::document_with_filter;
 use maud::{html, Markup};
 use std::path::{Component, Path, PathBuf};
 
@@ -109,21 +109,23 @@ pub fn suite_page(s: &Summary, out: &Path) -> String {
     let total: u64 = s.categories.values().map(|t| t.total).sum();
     let passed: u64 = s.categories.values().map(|t| t.passed).sum();
     let verdict = if s.passed { "PASS" } else { "FAIL" };
+    let categories: Vec<&str> = s.categories.keys().map(String::as_str).collect();
     let body = html! {
         (page_header(s, verdict, passed, total))
-        (categories_section(s))
         @if !s.load_errors.is_empty() {
             section aria-labelledby="load-errors" {
                 h2 #load-errors { "Cases that could not be loaded" }
                 ul { @for e in &s.load_errors { li { code { (e.file) } ": " (e.field) ": expected " (e.expected) } } }
             }
         }
+        (harness::page::filter::form(&categories))
         (failures_section(s, out))
+        (categories_section(s))
         (flaky_sections(s))
         (cases_section(s, out))
         footer { "Written by bench beside summary.json and summary.md (the same summary). " (s.case_runs) " case-runs in " (format!("{:.1}", s.wall_ms as f64 / 1000.0)) " s." }
     };
-    let html = document(
+    let html = document_with_filter(
         &format!("bench run: {verdict}, {passed}/{total} cases"),
         body,
     )
@@ -182,7 +184,18 @@ fn categories_section(s: &Summary) -> Markup {
     }
 }
 
-/// Every failed case with its failed runs.
+/// A case's words for the filter: failed, flaky or passed.
+fn status_words(c: &CaseRecord) -> &'static str {
+    match (c.passed, c.outcome) {
+        (true, Outcome::Passed) => "passed",
+        (true, _) => "passed flaky",
+        (false, Outcome::Flaky) => "failed flaky",
+        (false, _) => "failed",
+    }
+}
+
+/// Every failed case with its failed runs, runs that failed the same way
+/// folded into one row ("runs 0-2: same cause").
 fn failures_section(s: &Summary, out: &Path) -> Markup {
     html! {
         @let failed: Vec<&CaseRecord> = s.cases.iter().filter(|c| !c.passed).collect();
@@ -190,14 +203,14 @@ fn failures_section(s: &Summary, out: &Path) -> Markup {
             h2 #failures { "Failures" }
             @if failed.is_empty() { p.ok { "No case failed." } }
             @for c in &failed {
-                article.failure {
+                article.failure data-row="" data-status=(status_words(c)) data-category=(c.category) {
                     h3 { code { (c.id) } " " span.muted { "(" (c.category) ")" } }
                     p { (c.title) } p { (outcome_cell(c)) ", " (runs_passed(c)) " runs passed: " (policy_words(c, s.pass_rate_policy)) "." }
                     div.scroll { table.runs {
                         caption { "The failed runs of " (c.id) }
-                        thead { tr { th.num scope="col" { "run" } th scope="col" { "expected ending" } th scope="col" { "actual ending" } th.num scope="col" { "score (passes at " (format!("{:.2}", crate::score::PASS_SCORE)) ")" } th scope="col" { "what failed" } th scope="col" { "the run's page" } } }
-                        tbody { @for r in c.runs.iter().filter(|r| !r.passed) {
-                            (failed_run_row(r, out))
+                        thead { tr { th scope="col" { "runs" } th scope="col" { "expected ending" } th scope="col" { "actual ending" } th.num scope="col" { "score (passes at " (format!("{:.2}", crate::score::PASS_SCORE)) ")" } th scope="col" { "what failed" } th scope="col" { "the runs' pages" } } }
+                        tbody { @for g in fold_failed(c) {
+                            (failed_runs_row(&g, out))
                         } }
                     } }
                 }
@@ -206,12 +219,68 @@ fn failures_section(s: &Summary, out: &Path) -> Markup {
     }
 }
 
-/// One failed run: its endings, score, what failed (the root cause first)
-/// and a link to its own page.
-fn failed_run_row(r: &RunRecord, out: &Path) -> Markup {
+/// What makes two failed runs the same failure on the page: their endings,
+/// score, cause and what failed, all as shown.
+fn failure_key(r: &RunRecord) -> String {
+    let checks: Vec<String> = (r.checks.iter().filter(|ch| !ch.passed))
+        .map(|ch| format!("{}: {}", ch.name, ch.detail))
+        .collect();
+    format!(
+        "{}|{}|{}|{:.2}|{:?}|{:?}|{:?}",
+        r.expected_ending,
+        r.ending_name(),
+        r.exit_code,
+        r.score,
+        r.cause,
+        checks,
+        r.failures
+    )
+}
+
+/// A case's failed runs, those that failed the same way together, in the
+/// order of their first run.
+fn fold_failed(c: &CaseRecord) -> Vec<Vec<&RunRecord>> {
+    let mut groups: Vec<(String, Vec<&RunRecord>)> = vec![];
+    for r in c.runs.iter().filter(|r| !r.passed) {
+        let k = failure_key(r);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((k, vec![r])),
+        }
+    }
+    groups.into_iter().map(|(_, v)| v).collect()
+}
+
+/// "run 3", "runs 0-2", "runs 0, 2, 4": consecutive runs as a range.
+pub fn runs_words(runs: &[u32]) -> String {
+    let mut parts: Vec<String> = vec![];
+    let mut i = 0;
+    while i < runs.len() {
+        let mut j = i;
+        while j + 1 < runs.len() && runs[j + 1] == runs[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j >= i + 2 {
+            format!("{}-{}", runs[i], runs[j])
+        } else if j == i + 1 {
+            format!("{}, {}", runs[i], runs[j])
+        } else {
+            runs[i].to_string()
+        });
+        i = j + 1;
+    }
+    let s = if runs.len() == 1 { "run" } else { "runs" };
+    format!("{s} {}", parts.join(", "))
+}
+
+/// Failed runs that failed the same way: their endings, score, what failed
+/// (the root cause first), said once, and a link to each run's page.
+fn failed_runs_row(g: &[&RunRecord], out: &Path) -> Markup {
+    let r = g[0];
+    let runs: Vec<u32> = g.iter().map(|r| r.run).collect();
     html! {
         tr {
-            td.num { (r.run) }
+            td { (runs_words(&runs)) @if g.len() > 1 { ": " span.muted { "same cause" } } }
             td { code { (r.expected_ending) } }
             td { code { (r.ending_name()) } " (exit " (r.exit_code) ")" }
             td.num {
@@ -228,7 +297,11 @@ fn failed_run_row(r: &RunRecord, out: &Path) -> Markup {
                     @if checks.is_empty() { @for f in &r.failures { li { (f) } } }
                 }
             }
-            td { @if r.state_dir.is_empty() { span.muted { "no state dir" } } @else { a href=(run_page_link(out, &r.state_dir)) { "report.html" } } }
+            td { @for (i, x) in g.iter().enumerate() {
+                @if i > 0 { ", " }
+                @if x.state_dir.is_empty() { span.muted { "run " (x.run) ": no state dir" } }
+                @else { a href=(run_page_link(out, &x.state_dir)) { @if g.len() > 1 { "run " (x.run) } @else { "report.html" } } }
+            } }
         }
     }
 }
@@ -263,7 +336,7 @@ fn cases_section(s: &Summary, out: &Path) -> Markup {
                 caption { "Each case and its runs; each run links to its own morning page" }
                 thead { tr { th scope="col" { "case" } th scope="col" { "category" } th scope="col" { "outcome" } th.num scope="col" { "runs passed" } th scope="col" { "runs" } } }
                 tbody { @for c in &s.cases {
-                    tr.case {
+                    tr.case data-row="" data-status=(status_words(c)) data-category=(c.category) {
                         td { code { (c.id) } } td { (c.category) } td { (outcome_cell(c)) } td.num { (runs_passed(c)) }
                         td { @for r in &c.runs {
                             @if r.state_dir.is_empty() { span.muted { "run " (r.run) } }
@@ -425,10 +498,70 @@ mod tests {
             4,
             "one link per case-run"
         );
-        // What a case or a model wrote is text.
-        assert_eq!(doc.select(&sel("script")).count(), 0);
+        // What a case or a model wrote is text: the one script is the
+        // page's filter.
+        assert_eq!(doc.select(&sel("script")).count(), 1);
         assert_eq!(doc.select(&sel("img")).count(), 0);
         assert!(text("body").concat().contains(HOSTILE));
+    }
+
+    /// Failures come first; runs that failed the same way are one row with
+    /// a link to each; the page's one script is the filter, allowed by its
+    /// hash and nothing else; every row carries what the filter reads.
+    #[test]
+    fn failures_come_first_folded_by_cause_and_the_filter_is_the_one_script() {
+        let out = Path::new("/srv/bench/run");
+        let mut s = summary(out);
+        let dir = |r: u32| {
+            out.join(format!("cases/wobbly/run-{r}/state"))
+                .display()
+                .to_string()
+        };
+        let wobbly = s.cases.iter_mut().find(|c| c.id == "wobbly").unwrap();
+        wobbly.runs = (0..4)
+            .map(|r| run(r, false, &dir(r)))
+            .chain([run(4, true, &dir(4))])
+            .collect();
+        wobbly.runs[3].checks[0].detail = "expected GOAL_MET, got TIME_LIMIT".into();
+        let page = suite_page(&s, out);
+        let doc = Html::parse_document(&page);
+        let sel = |s: &str| Selector::parse(s).unwrap();
+        let h2: Vec<String> = doc.select(&sel("h2")).map(|h| h.text().collect()).collect();
+        assert_eq!(h2[0], "Failures", "{h2:?}");
+        let rows: Vec<String> = doc
+            .select(&sel("article.failure tbody tr td:first-child"))
+            .map(|t| t.text().collect())
+            .collect();
+        assert_eq!(rows, ["runs 0-2: same cause", "run 3"]);
+        let links = doc.select(&sel("article.failure a")).count();
+        assert_eq!(links, 4, "a link to each failed run's page");
+        let scripts: Vec<String> = doc
+            .select(&sel("script"))
+            .map(|e| e.text().collect())
+            .collect();
+        assert_eq!(scripts, [harness::page::filter::SCRIPT]);
+        let csp = doc
+            .select(&sel("meta[http-equiv=Content-Security-Policy]"))
+            .next()
+            .unwrap();
+        assert_eq!(
+            csp.value().attr("content"),
+            Some(harness::page::filter::csp().as_str())
+        );
+        assert_eq!(doc.select(&sel("form#filters[hidden]")).count(), 1);
+        let mut statuses: Vec<&str> = doc
+            .select(&sel("#case-table tr[data-row]"))
+            .filter_map(|r| r.value().attr("data-status"))
+            .collect();
+        statuses.sort();
+        assert_eq!(statuses, ["failed flaky", "passed"]);
+    }
+
+    #[test]
+    fn consecutive_runs_read_as_a_range() {
+        assert_eq!(super::runs_words(&[3]), "run 3");
+        assert_eq!(super::runs_words(&[0, 1, 2]), "runs 0-2");
+        assert_eq!(super::runs_words(&[0, 1, 4, 6, 7, 8]), "runs 0, 1, 4, 6-8");
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! `bench index`: one static page over many `bench run` outputs, oldest
 //! first: when each ran, at which commit, its pass rate and cost, and per
-//! case a row of marks across the runs (its history), with filters for the
-//! cases whose latest run failed or was flaky and per category (CSS only:
-//! the page carries no script, like every page the bench writes), and for
-//! each case that failed last the command that reruns it.
+//! case a row of marks across the runs (its history), each mark and case
+//! name a link to that case's run page, with a filter (failed, flaky or
+//! passed last; category) and a text search (harness::page::filter: one
+//! inline script allowed by its hash, no server), and for each case that
+//! failed last the command that reruns it.
 
 use crate::summary::{Outcome, Summary};
-use harness::page::html::document;
+use harness::page::html::document_with_filter;
 use maud::{html, Markup};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -78,16 +79,8 @@ pub fn render(runs: &[IndexedRun], base: &Path) -> Markup {
             cases.insert((c.category.clone(), c.id.clone()), c.title.clone());
         }
     }
-    // Filters for the categories whose names are safe in a CSS selector
-    // (the suite's four are); any other still shows under "all".
-    let categories: BTreeSet<&str> = cases
-        .keys()
-        .map(|(c, _)| c.as_str())
-        .filter(|c| {
-            c.chars()
-                .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-')
-        })
-        .collect();
+    let categories: BTreeSet<&str> = cases.keys().map(|(c, _)| c.as_str()).collect();
+    let categories: Vec<&str> = categories.into_iter().collect();
     let latest = runs.last();
     let body = html! {
         h1 { "bench runs: " (runs.len()) " run(s), " (cases.len()) " case(s)" }
@@ -97,27 +90,17 @@ pub fn render(runs: &[IndexedRun], base: &Path) -> Markup {
         h2 { "Runs" }
         (runs_table(runs, base))
         h2 { "Cases" }
-        p { "One mark per run, oldest first: ✓ passed, ~ flaky (some runs passed), ✗ failed, · not in that run. Show:" }
-        // CSS-only filters: each radio shows the rows whose class it names.
-        input type="radio" name="show" id="show-all" checked;
-        label for="show-all" { " all " }
-        input type="radio" name="show" id="show-failed";
-        label for="show-failed" { " failed last " }
-        input type="radio" name="show" id="show-flaky";
-        label for="show-flaky" { " flaky last " }
-        @for c in &categories {
-            input type="radio" name="show" id=(format!("show-cat-{c}"));
-            label for=(format!("show-cat-{c}")) { " " (c) " " }
-        }
-        (history_table(runs, &cases))
+        p { "One mark per run, oldest first: ✓ passed, ~ flaky (some runs passed), ✗ failed, · not in that run. Each mark opens that case's run page in that run (its first failed case-run, else its first); the case name, its page in the latest run. The filter reads each case's latest outcome." }
+        (harness::page::filter::form(&categories))
+        (history_table(runs, &cases, base))
         @if let Some(r) = latest {
             @if !r.summary.passed {
                 p { "Every case that did not pass in the latest run: " code { "bench run --rerun-failed " (r.dir.display()) } }
             }
         }
-        style { (maud::PreEscaped(filter_css(&categories))) }
+        style { (maud::PreEscaped(MARKS_CSS)) }
     };
-    document("bench runs", body)
+    document_with_filter("bench runs", body)
 }
 
 /// A case's outcome in run `r`, None when the run did not hold it.
@@ -158,22 +141,49 @@ fn runs_table(runs: &[IndexedRun], base: &Path) -> Markup {
     }
 }
 
+/// The page of case `id` in run `r`: its first failed case-run's, else its
+/// first's; None when the run did not hold it or kept no state dir.
+fn case_page(r: &IndexedRun, id: &str, base: &Path) -> Option<String> {
+    let c = r.summary.cases.iter().find(|c| c.id == id)?;
+    let run = (c.runs.iter().find(|x| !x.passed))
+        .or(c.runs.first())
+        .filter(|x| !x.state_dir.is_empty())?;
+    // A relative state dir is taken from the current directory, as `bench
+    // run` wrote it (both are run from the repository's root).
+    let page = Path::new(&run.state_dir).join(harness::page::FILE_NAME);
+    Some(crate::page::relative_link(base, &page))
+}
+
 /// Every case, one mark per run, classed by its latest outcome and its
-/// category for the filters.
-fn history_table(runs: &[IndexedRun], cases: &BTreeMap<(String, String), String>) -> Markup {
+/// category for the filter.
+fn history_table(
+    runs: &[IndexedRun],
+    cases: &BTreeMap<(String, String), String>,
+    base: &Path,
+) -> Markup {
     let latest = runs.last();
     html! {
         table class="history" {
             tr { th { "case" } th { "category" } th { "history" } th { "rerun" } }
             @for ((category, id), title) in cases {
                 @let last = latest.and_then(|r| outcome(r, id));
-                tr class=(format!("row last-{} cat-{category}", mark(last).0)) {
-                    td title=(title) { (id) }
+                @let status = mark(last).0;
+                tr class=(format!("row last-{status} cat-{category}")) data-row="" data-status=(status) data-category=(category) {
+                    td title=(title) {
+                        @match latest.and_then(|r| case_page(r, id, base)) {
+                            Some(href) => { a href=(href) { (id) } }
+                            None => { (id) }
+                        }
+                    }
                     td { (category) }
                     td class="marks" {
                         @for r in runs {
                             @let (class, symbol) = mark(outcome(r, id));
-                            span class=(class) title=(format!("{}: {class}", r.written.format("%Y-%m-%d %H:%M"))) { (symbol) }
+                            @let tip = format!("{}: {class}", r.written.format("%Y-%m-%d %H:%M"));
+                            @match case_page(r, id, base) {
+                                Some(href) => { a href=(href) { span class=(class) title=(tip) { (symbol) } } }
+                                None => { span class=(class) title=(tip) { (symbol) } }
+                            }
                         }
                     }
                     td {
@@ -187,20 +197,8 @@ fn history_table(runs: &[IndexedRun], cases: &BTreeMap<(String, String), String>
     }
 }
 
-/// The filters: the radio checked decides which rows show.
-fn filter_css(categories: &BTreeSet<&str>) -> String {
-    let mut css = String::from(
-        ".marks span{font-family:monospace;padding:0 1px}.marks .passed{color:#1a7f37}.marks .failed{color:#cf222e}.marks .flaky{color:#9a6700}.marks .absent{color:#999}\n\
-         #show-failed:checked~table.history tr.row:not(.last-failed){display:none}\n\
-         #show-flaky:checked~table.history tr.row:not(.last-flaky){display:none}\n",
-    );
-    for c in categories {
-        css.push_str(&format!(
-            "#show-cat-{c}:checked~table.history tr.row:not(.cat-{c}){{display:none}}\n"
-        ));
-    }
-    css
-}
+/// The marks' colours.
+const MARKS_CSS: &str = ".marks span{font-family:monospace;padding:0 1px}.marks a{text-decoration:none}.marks .passed{color:#1a7f37}.marks .failed{color:#cf222e}.marks .flaky{color:#9a6700}.marks .absent{color:#999}";
 
 /// `path` relative to the directory `base`, when both are absolute or both
 /// relative (written by hand: a two-line walk, no crate needed).

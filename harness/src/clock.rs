@@ -20,6 +20,29 @@ pub fn now_unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The machine's offset from UTC now, in seconds east (the TZ variable or
+/// /etc/localtime, as the C library reads them); 0 when it cannot tell.
+/// For the page's local times only: never for a limit.
+pub fn local_utc_offset_s() -> i32 {
+    let now = (now_unix_ms() / 1000) as libc::time_t;
+    // SAFETY: tzset and localtime_r read the zone into `tm`, a local we own;
+    // localtime_r is the reentrant form (no shared static result).
+    unsafe {
+        tzset();
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return 0;
+        }
+        tm.tm_gmtoff as i32
+    }
+}
+
+extern "C" {
+    /// POSIX: reads TZ into the C library's zone (the libc crate does not
+    /// declare it on unix).
+    fn tzset();
+}
+
 /// How long the run has run: what earlier processes carried plus this
 /// process's monotonic time.
 #[derive(Debug, Clone, Copy)]

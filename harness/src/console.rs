@@ -35,3 +35,92 @@ pub fn err(text: &str) {
 pub fn err_line(line: &str) {
     err(&format!("{line}\n"));
 }
+
+/// Which stream a coloured text goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// What a colour says: success, a warning, a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tint {
+    Ok,
+    Warn,
+    Bad,
+}
+
+/// Whether to colour, by the conventions most tools share: `NO_COLOR` set
+/// to anything but empty never (no-color.org; it wins over a force),
+/// `CLICOLOR_FORCE` set to anything but `0` always (a CI log viewer that
+/// renders colour), else only on a terminal (a file or a pipe never gets
+/// escape codes).
+pub fn colour_wanted(
+    no_color: Option<&std::ffi::OsStr>,
+    force: Option<&std::ffi::OsStr>,
+    is_terminal: bool,
+) -> bool {
+    if no_color.is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    if force.is_some_and(|v| !v.is_empty() && v != "0") {
+        return true;
+    }
+    is_terminal
+}
+
+/// Whether `stream` is coloured in this process (read once per call: the
+/// environment and the terminal do not change under a command).
+pub fn colour_on(stream: Stream) -> bool {
+    use std::io::IsTerminal;
+    let tty = match stream {
+        Stream::Stdout => std::io::stdout().is_terminal(),
+        Stream::Stderr => std::io::stderr().is_terminal(),
+    };
+    colour_wanted(
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::env::var_os("CLICOLOR_FORCE").as_deref(),
+        tty,
+    )
+}
+
+/// `text` in `tint` when `on` (ANSI SGR: green, yellow, bold red), as is
+/// otherwise.
+pub fn paint(text: &str, tint: Tint, on: bool) -> String {
+    if !on {
+        return text.to_string();
+    }
+    let code = match tint {
+        Tint::Ok => "32",
+        Tint::Warn => "33",
+        Tint::Bad => "1;31",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn colour_only_on_a_terminal_unless_forced_and_never_with_no_color() {
+        let s = |v: &'static str| Some(OsStr::new(v));
+        assert!(colour_wanted(None, None, true));
+        assert!(!colour_wanted(None, None, false));
+        assert!(!colour_wanted(s("1"), None, true), "NO_COLOR on a terminal");
+        assert!(
+            colour_wanted(s(""), None, true),
+            "an empty NO_COLOR is unset"
+        );
+        assert!(
+            colour_wanted(None, s("1"), false),
+            "CLICOLOR_FORCE into a pipe"
+        );
+        assert!(!colour_wanted(None, s("0"), false));
+        assert!(!colour_wanted(s("1"), s("1"), true), "NO_COLOR wins");
+        assert_eq!(paint("FAIL", Tint::Bad, false), "FAIL");
+        assert_eq!(paint("FAIL", Tint::Bad, true), "\x1b[1;31mFAIL\x1b[0m");
+    }
+}

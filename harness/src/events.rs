@@ -130,6 +130,28 @@ pub enum Event {
 pub struct RunOpened {
     pub run_id: String,
     pub spent_usd: f64,
+    /// How this process was started, for the page's Next section (the exact
+    /// command to resume or raise a limit). Absent in logs written before
+    /// it was recorded, and when the run was opened as a library call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<RunCommand>,
+}
+
+/// The `harness run` command line a run was opened with, as a person would
+/// retype it: absolute paths, no `--raise-*` flag (a raise is journaled and
+/// stays the run's), plus what the page needs beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCommand {
+    /// The argv (`harness run --spec ... --state-dir ...`); argv[0] as typed
+    /// when it was a bare name found on PATH, else the absolute binary path.
+    pub argv: Vec<String>,
+    /// The spec's workspace (where the run branch's commits are).
+    pub workspace: String,
+    /// The wall-clock limit this process ran under (the spec's, or a raise).
+    pub wall_clock_limit_s: f64,
+    /// The machine's offset from UTC when the run opened, in seconds (east
+    /// positive): the page gives each time in UTC and in this local time.
+    pub utc_offset_s: i32,
 }
 
 /// The run's ending. An UNRECOVERABLE_ERROR decided before the loop ran (a
@@ -423,6 +445,7 @@ mod tests {
             Event::Start(RunOpened {
                 run_id: "run-1".into(),
                 spent_usd: 0.0,
+                command: None,
             }),
         );
         log.emit(

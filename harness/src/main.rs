@@ -370,6 +370,7 @@ async fn run_locked(
                     jitter_seed: a.run_index as u64,
                     raise: a.raise,
                     max_usd: a.max_usd,
+                    command: command_line(a),
                     #[cfg(feature = "test-hooks")]
                     tamper_goal_before_lap: None,
                 },
@@ -393,6 +394,54 @@ async fn run_locked(
         .await
         .into()),
     }
+}
+
+/// This command as a person would retype it to resume the run: the binary
+/// as typed when it was a bare name (found on PATH), else its absolute path;
+/// every path absolute (the page may be read from another directory); the
+/// flags that change what runs, never a `--raise-*` (a raise is journaled
+/// and stays the run's: repeating it would be refused).
+fn command_line(a: &RunArgs) -> Vec<String> {
+    let abs = |p: &Path| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let typed = std::env::args().next().unwrap_or_else(|| "harness".into());
+    let bin = if typed.contains('/') {
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or(typed)
+    } else {
+        typed
+    };
+    let mut v = vec![bin, "run".into(), "--spec".into(), abs(&a.spec_path)];
+    v.extend(["--state-dir".into(), abs(&a.state_dir)]);
+    if let Some(d) = &a.replay {
+        v.extend(["--replay".into(), abs(d)]);
+    }
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(x) = value {
+            v.extend([name.to_string(), x]);
+        }
+    };
+    flag("--case", a.case.clone());
+    flag(
+        "--run-index",
+        (a.run_index != 0).then(|| a.run_index.to_string()),
+    );
+    flag(
+        "--latency-scale",
+        (a.latency_scale != 1.0).then(|| a.latency_scale.to_string()),
+    );
+    flag("--faults", a.faults.clone());
+    flag("--base-url", a.base_url.clone());
+    flag("--max-usd", a.max_usd.map(|x| x.to_string()));
+    if a.strict {
+        v.push("--strict".into());
+    }
+    v
 }
 
 /// What the run's end prints: the summary of an ending, the refusal of a
@@ -499,7 +548,16 @@ fn raise_of(cap_usd: Option<f64>, wall_clock_s: Option<f64>) -> Option<harness::
 
 /// The human summary on stdout. Only names report.json when it is there.
 fn print_summary(outcome: &harness::run_loop::Outcome, state_dir: &Path) {
-    console::out(&outcome.report.human_summary());
+    let summary = outcome.report.human_summary();
+    // The ending's line in its class's colour (a terminal only: console).
+    let tint = match outcome.report.class {
+        harness::ending::Class::Success => console::Tint::Ok,
+        harness::ending::Class::Partial => console::Tint::Warn,
+        harness::ending::Class::Failure => console::Tint::Bad,
+    };
+    let (first, rest) = summary.split_once('\n').unwrap_or((&summary, ""));
+    let on = console::colour_on(console::Stream::Stdout);
+    console::out(&format!("{}\n{rest}", console::paint(first, tint, on)));
     if outcome.report_written {
         console::out(&format!(
             "report     {}\n",

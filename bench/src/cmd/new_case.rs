@@ -38,9 +38,15 @@ pub fn run(args: NewCaseArgs) -> ExitCode {
     match create(&args) {
         Ok(dir) => {
             outln!("wrote {}", dir.display());
-            for f in ["case.toml", "run.toml", "scenario.json", "cassette.json"] {
+            for f in written(&dir) {
                 outln!("  {f}");
             }
+            outln!("names that must agree:");
+            outln!(
+                "  the case id {:?}: its directory name, `id` in case.toml, \"case\" in scenario.json",
+                args.id
+            );
+            outln!("  a check's name (the template's: changelog): [checks.NAME] in run.toml, `check = \"NAME\"` under its [predicate], \"name\": \"NAME\" in scenario.json's \"verify\"");
             outln!("next:");
             outln!("  edit the goal (run.toml), the replies (scenario.json) and the gates (case.toml);");
             outln!(
@@ -59,6 +65,27 @@ pub fn run(args: NewCaseArgs) -> ExitCode {
             ExitCode::from(ExitStatus::Usage)
         }
     }
+}
+
+/// Every file under `dir`, relative to it, sorted (what new-case wrote).
+fn written(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, d: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(d) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if let Ok(rel) = p.strip_prefix(root) {
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+    let mut out = vec![];
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
 }
 
 /// Why `bench new-case` wrote nothing (exit 2); the text is what it prints.

@@ -74,6 +74,21 @@ pub struct RunArgs {
 /// Written here rather than a glob crate: case ids are `[A-Za-z0-9._-]`
 /// (suite.rs), so there are no classes, escapes or separators to handle,
 /// and no glob crate is in the tree.
+/// Least similarity (normalized Levenshtein, 0..1) for a near miss to be
+/// suggested: a typo or two in an id of 20 characters, not any id at all.
+pub const NEAR_MISS_MIN_SIMILARITY: f64 = 0.7;
+
+/// The id most like `pattern` (its wildcards taken as typed), when it is
+/// like enough to be the one meant.
+pub fn nearest_id<'a>(pattern: &str, ids: &'a [String]) -> Option<&'a str> {
+    let p = pattern.replace(['*', '?'], "");
+    (ids.iter())
+        .map(|id| (strsim::normalized_levenshtein(&p, id), id))
+        .filter(|(sim, _)| *sim >= NEAR_MISS_MIN_SIMILARITY)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, id)| id.as_str())
+}
+
 pub fn id_matches(pattern: &str, id: &str) -> bool {
     let (p, s): (Vec<char>, Vec<char>) = (pattern.chars().collect(), id.chars().collect());
     // The classic two-pointer wildcard match, backtracking to the last `*`.
@@ -400,9 +415,14 @@ fn select_cases(
     }
     if !wanted.is_empty() {
         if let Some(p) = (wanted.iter()).find(|p| !cases.iter().any(|c| id_matches(p, c.id()))) {
+            // A usage error (exit 2, as README's table has it): the suite
+            // loaded; the id asked for is not in it.
             let under = args.suite.display();
-            return Err(Early::unloadable(format_args!(
-                "--case {p:?}: no case under {under} matches"
+            let hint = nearest_id(p, &all_ids)
+                .map(|n| format!("; did you mean {n}? (bench run --suite {under} --case {n})"))
+                .unwrap_or_default();
+            return Err(Early::usage(format_args!(
+                "--case {p:?}: no case under {under} matches{hint}"
             )));
         }
         cases.retain(|c| wanted.iter().any(|p| id_matches(p, c.id())));

@@ -163,17 +163,45 @@ fn describe(l: &EventLine) -> Option<String> {
     })
 }
 
+/// The model's last claim (report.json's `model_claims`) beside the
+/// harness's own check of it: what the agent said it did, never the verdict.
+fn print_final_claim(r: &RunRecord) {
+    let Ok(report) = harness::report::Report::load(Path::new(&r.state_dir)) else {
+        return;
+    };
+    match report.model_claims.last() {
+        Some(c) => outln!(
+            "model said {} (task {}; the harness's check: {})",
+            harness::text::printable(&harness::text::clip_chars(&c.text, CLAIM_SHOWN_MAX_CHARS)),
+            c.task_id,
+            if c.verified {
+                "verified"
+            } else {
+                "NOT verified"
+            }
+        ),
+        None => outln!("model said nothing it claimed (no claim in report.json)"),
+    }
+}
+
+/// Characters of the model's claim printed (it is the model's own text).
+const CLAIM_SHOWN_MAX_CHARS: usize = 400;
+
 fn print_verdict(r: &RunRecord) {
+    print_final_claim(r);
     if r.passed {
         outln!(
-            "PASS ({}, {} ms, ${:.4})",
+            "{} ({}, {} ms, ${:.4})",
+            bench::events::verdict_word(true, harness::console::Stream::Stdout),
             r.ending_name(),
             r.latency_ms,
             r.cost_usd
         );
     } else {
-        outln!("FAIL: {}", r.headline());
-        for f in &r.failures {
+        let headline = r.headline();
+        let fail = bench::events::verdict_word(false, harness::console::Stream::Stdout);
+        outln!("{fail}: {headline}");
+        for f in crate::outputs::failures_beside(&headline, r) {
             outln!("  - {f}");
         }
     }

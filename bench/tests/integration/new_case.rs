@@ -65,7 +65,13 @@ fn the_template_and_a_copy_pass_the_gate_and_bad_input_writes_nothing() {
         "checks/changelog.sh",
     ] {
         assert!(dir.join(f).is_file(), "{f}: {log}");
+        // It lists what it wrote, every file (the check script included).
+        assert!(log.contains(&format!("\n  {f}\n")), "{f} not listed: {log}");
     }
+    assert!(
+        log.contains("names that must agree:") && log.contains("[checks.NAME] in run.toml"),
+        "{log}"
+    );
     // As written, it passes `bench run --case` (and try-case shows the run).
     let (code, s, log) = bench_run(
         &suite,
@@ -74,6 +80,16 @@ fn the_template_and_a_copy_pass_the_gate_and_bad_input_writes_nothing() {
     );
     assert_eq!(code, 0, "{log}");
     assert_eq!(s["cases"][0]["runs"][0]["ending"], "GOAL_MET", "{log}");
+    // The last lines of stdout (the log holds stdout, then stderr) say
+    // where the files are.
+    let out_dir = t.path().join("out");
+    let paths = format!(
+        ": PASS\nsummary    {}\nreport     {}\njunit      {}\n",
+        out_dir.join("summary.md").display(),
+        out_dir.join("report.html").display(),
+        out_dir.join("junit.xml").display()
+    );
+    assert!(log.contains(&paths), "{log}");
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args(["try-case"])
         .arg(&dir)
@@ -91,6 +107,32 @@ fn the_template_and_a_copy_pass_the_gate_and_bad_input_writes_nothing() {
             && out.contains("PASS (GOAL_MET"),
         "{out}"
     );
+    // The model's final claim, beside the harness's check of it; no colour
+    // into a pipe.
+    assert!(out.contains("model said "), "{out}");
+    assert!(!out.contains('\u{1b}'), "escape codes into a pipe: {out}");
+    // Colour when forced (a CI log viewer), never with NO_COLOR.
+    let try_case = |env: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_bench"));
+        c.args(["try-case"])
+            .arg(&dir)
+            .arg("--out")
+            .arg(t.path().join("try"))
+            .arg("--harness")
+            .arg(harness_bin())
+            .env_remove("NO_COLOR");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout).into_owned()
+    };
+    let forced = try_case(&[("CLICOLOR_FORCE", "1")]);
+    assert!(
+        forced.contains("\u{1b}[32mPASS\u{1b}[0m (GOAL_MET"),
+        "{forced}"
+    );
+    let vetoed = try_case(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!vetoed.contains('\u{1b}'), "{vetoed}");
 
     // A copy of a committed case, under its own id.
     let from = repo().join("suites/happy/happy-fix-failing-pricing-test");

@@ -663,9 +663,18 @@ fn several_cases_patterns_and_rerun_failed() {
     let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "demo-?"]);
     assert_eq!(code, 0, "{log}");
     assert_eq!(ran(&out), ["demo-a", "demo-b"]);
+    // An id that is not there is a usage error (exit 2, README's table);
+    // a near miss names the nearest id and the command with it.
     let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "nope-*"]);
-    assert_eq!(code, 3, "{log}");
+    assert_eq!(code, 2, "{log}");
     assert!(log.contains("--case \"nope-*\": no case under"), "{log}");
+    assert!(!log.contains("did you mean"), "nothing is near nope: {log}");
+    let (code, _, log) = bench_run(&suite, &out, &["--category", "happy", "--case", "demo-bb"]);
+    assert_eq!(code, 2, "{log}");
+    assert!(
+        log.contains("did you mean demo-b?") && log.contains("--case demo-b)"),
+        "{log}"
+    );
 
     // demo-b fails once its expected ending is changed; the rerun runs it alone.
     let toml = suite.join("happy/demo-b/case.toml");
@@ -924,6 +933,31 @@ fn the_index_shows_each_run_and_every_case_s_history() {
         .collect();
     assert_eq!(rerun, "bench run --case demo-flips");
     assert!(row("demo-ok").select(&sel("code")).next().is_none());
+    // Each mark and the case's name open that case's run page: demo-flips'
+    // failed mark its failed case-run's, the name its latest page.
+    let hrefs: Vec<&str> = flipped
+        .select(&sel("td.marks a"))
+        .filter_map(|a| a.value().attr("href"))
+        .collect();
+    assert_eq!(hrefs.len(), 2, "one link per mark");
+    for h in &hrefs {
+        assert!(t.path().join(h).is_file(), "{h} is not a page");
+    }
+    assert!(hrefs[1].starts_with("second/"), "{hrefs:?}");
+    let name = flipped.select(&sel("td a")).next().unwrap();
+    assert_eq!(name.value().attr("href"), Some(hrefs[1]));
+    assert_eq!(
+        row("demo-new").select(&sel("td.marks a")).count(),
+        1,
+        "no link where absent"
+    );
+    // The filter's one script, allowed by its hash.
+    assert_eq!(html.select(&sel("script")).count(), 1);
+    assert_eq!(
+        html.select(&sel("tr[data-row][data-status=failed]"))
+            .count(),
+        1
+    );
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args([
             "index",

@@ -80,6 +80,26 @@ pub fn utc(unix_ms: u64) -> String {
     }
 }
 
+/// A moment in UTC and, when the machine's offset is known, in its local
+/// time: "2026-12-04 03:41:12 UTC (04:41:12 local, UTC+01:00)".
+pub fn when(unix_ms: u64, utc_offset_s: Option<i32>) -> String {
+    let Some(off) = utc_offset_s else {
+        return utc(unix_ms);
+    };
+    let local = chrono::DateTime::from_timestamp_millis(unix_ms as i64)
+        .zip(chrono::FixedOffset::east_opt(off))
+        .map(|(t, o)| t.with_timezone(&o));
+    match local {
+        Some(t) => format!(
+            "{} ({} local, UTC{})",
+            utc(unix_ms),
+            t.format("%H:%M:%S"),
+            t.format("%:z")
+        ),
+        None => utc(unix_ms),
+    }
+}
+
 pub fn count(n: u64) -> String {
     let d = n.to_string();
     let mut out = String::with_capacity(d.len() + d.len() / 3);
@@ -115,5 +135,19 @@ mod tests {
         assert_eq!(count(1234567), "1,234,567");
         assert_eq!(count(12), "12");
         assert_eq!(duration_ms(125_000), "2 min 5 s");
+    }
+
+    #[test]
+    fn a_moment_is_utc_and_the_machine_s_local_time() {
+        let t = 1_796_355_672_000; // 2026-12-04 03:41:12 UTC
+        assert_eq!(
+            when(t, Some(3600)),
+            "2026-12-04 03:41:12 UTC (04:41:12 local, UTC+01:00)"
+        );
+        assert_eq!(
+            when(t, Some(-5 * 3600 - 1800)),
+            "2026-12-04 03:41:12 UTC (22:11:12 local, UTC-05:30)"
+        );
+        assert_eq!(when(t, None), "2026-12-04 03:41:12 UTC");
     }
 }

@@ -4,7 +4,7 @@
 //! Policy with no script source is the second wall: a page that somehow
 //! held a `<script>` still would not run it.
 
-use super::fmt::{count, duration_ms, pct, score, usd, usd4, utc};
+use super::fmt::{count, duration_ms, pct, score, usd, usd4, utc, when};
 use super::plot::{self, SpendAxis};
 use super::RunPage;
 use crate::ending::{Alert, Class};
@@ -16,13 +16,24 @@ pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src da
 
 /// The document around a page's body, shared with the bench's suite page.
 pub fn document(title: &str, body: Markup) -> Markup {
+    document_csp(title, CSP, body)
+}
+
+/// A page with the filter and search of the bench's pages: its one script
+/// (super::filter), allowed by its hash in the CSP.
+pub fn document_with_filter(title: &str, body: Markup) -> Markup {
+    let body = html! { (body) (super::filter::script()) };
+    document_csp(title, &super::filter::csp(), body)
+}
+
+fn document_csp(title: &str, csp: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta http-equiv="Content-Security-Policy" content=(CSP);
+                meta http-equiv="Content-Security-Policy" content=(csp);
                 title { (title) }
                 style { (PreEscaped(super::style::CSS)) }
             }
@@ -100,7 +111,7 @@ fn task_of(call_key: &str) -> Option<&str> {
 }
 
 /// Executor spend per task, most first: steady work or one runaway task.
-fn by_task(p: &RunPage) -> Vec<(String, u64, f64)> {
+pub(crate) fn by_task(p: &RunPage) -> Vec<(String, u64, f64)> {
     let mut m: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
     for c in &p.calls {
         if let Some(t) = task_of(&c.call_key) {
@@ -169,6 +180,40 @@ fn spend_desc(p: &RunPage) -> String {
     s
 }
 
+/// The time plot's own caption: why it is there beside the call plot (the
+/// same spend, placed in time, shows the stretches with no spend: a slow
+/// check, a retry's backoff, the gap before a resume).
+fn time_desc(p: &RunPage) -> String {
+    // From the first event (t = 0) through each call's time to the last.
+    let end_s = p
+        .first_event_unix_ms
+        .zip(p.last_event_unix_ms)
+        .map(|(a, b)| b.saturating_sub(a) as f64 / 1000.0);
+    let mut marks: Vec<(f64, String)> = vec![(0.0, "from the start".into())];
+    marks.extend(
+        p.calls
+            .iter()
+            .filter_map(|c| Some((c.t_s?, format!("after call {}", c.n)))),
+    );
+    marks.extend(end_s.map(|t| (t, String::new())));
+    let gap = marks
+        .windows(2)
+        .map(|w| (w[1].0 - w[0].0, &w[0].1))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let mut s = "Over the run's time (seconds since its first event): the same spend, placed when each call was booked, to show where time passed with no spend.".to_string();
+    if let Some((g, at)) = gap {
+        s.push_str(&format!(
+            " The longest stretch without a booked call was {} ({at}).",
+            duration_ms((g * 1000.0) as u64)
+        ));
+    }
+    s.push_str(&match p.resumes_at_s.len() {
+        0 => " The run was not resumed.".to_string(),
+        n => format!(" The run resumed {n} time(s) (marked)."),
+    });
+    s
+}
+
 fn drift_desc(p: &RunPage) -> String {
     let h = &p.report.drift_history;
     let max = h.iter().map(|d| d.score).fold(f64::NAN, f64::max);
@@ -183,22 +228,25 @@ fn drift_desc(p: &RunPage) -> String {
 }
 
 /// The morning page: one section per question the operator asks, in the
-/// order they ask them.
+/// order they ask them: how it ended and when, what to do next, what the
+/// agent did, what it cost; a drifted run's drift (the judge's reasoning)
+/// before the trail, since it is why the run ended.
 pub fn page(p: &RunPage) -> Markup {
     let r = &p.report;
     let title = format!("{} · run {}", r.ending, r.run_id);
+    let drifted = r.ending == crate::ending::Ending::DriftDetected;
     let body = html! {
         (header(p))
         @if !p.notes.is_empty() {
             @for n in &p.notes { p.note { (n) } }
         }
+        (next_section(&super::next::for_ending(p)))
+        @if drifted { (drift(p)) }
+        (super::trail::section(&p.trails()))
         (money(p))
         (tasks(p))
-        @if !p.trails.is_empty() {
-            (trails(p))
-        }
         (claims(p))
-        (drift(p))
+        @if !drifted { (drift(p)) }
         // Only a run with `[memory]` compacts: a page without one is unchanged.
         @if !r.compactions.is_empty() {
             (compactions(p))
@@ -214,6 +262,24 @@ pub fn page(p: &RunPage) -> Markup {
         }
     };
     document(&title, body)
+}
+
+/// **Next**: what to do, each step with its exact command.
+pub fn next_section(steps: &[super::next::Step]) -> Markup {
+    html! {
+        section #next-steps aria-labelledby="next" {
+            h2 #next { "Next" }
+            ol.next {
+                @for s in steps {
+                    li {
+                        p { (s.say) }
+                        @if let Some(c) = &s.command { pre.cmd { code { (c) } } }
+                        @if !s.lines.is_empty() { pre.wrap.muted { (s.lines.join("\n")) } }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The verdict first (how the run ended, and whether anyone was paged),
@@ -232,6 +298,9 @@ fn header(p: &RunPage) -> Markup {
                     span class={ "tag " (if r.alert == Alert::None { "muted" } else { "bad" }) } { (alert_words(r.alert)) }
                 }
                 p { (r.ending.meaning()) }
+                @if let Some(t) = p.last_event_unix_ms {
+                    p.when { "Ended " (when(t, p.command.as_ref().map(|c| c.utc_offset_s))) }
+                }
                 @if let Some(d) = &r.detail {
                     p { strong { "Detail: " } @if let Some(k) = r.error_kind { code { (k) } " " } (d) }
                 }
@@ -279,8 +348,8 @@ fn money(p: &RunPage) -> Markup {
                 }
             } }
             @let spend_words = spend_desc(p);
-            @let by_call = format!("Call by call: {spend_words}");
-            @let by_time = format!("Over the run's time (seconds since its first event, resumes marked): {spend_words}");
+            @let by_call = format!("Call by call (each step up is one call's cost: a steep one is an expensive call): {spend_words}");
+            @let by_time = time_desc(p);
             (figure("spend-call", "Spend against model call", &by_call, plot::SIZE, plot::spend(p, SpendAxis::Call), "No model call was booked."))
             (figure("spend-time", "Spend over time", &by_time, plot::SIZE, plot::spend(p, SpendAxis::Time), "No call times: events.jsonl holds no model call."))
             div.scroll { table {
@@ -405,30 +474,6 @@ fn task_rows(p: &RunPage) -> Markup {
     }
 }
 
-/// Each task's tool calls as the model asked and the tool answered.
-fn trails(p: &RunPage) -> Markup {
-    html! {
-        section aria-labelledby="trail" {
-            h2 #trail { "What the agent did" }
-            p.muted { "Each task's tool calls in order, as the model asked for them and as the tool answered (the first " (crate::events::TOOL_INPUT_SHOWN_MAX_CHARS) " characters of each)." }
-            @for (id, steps) in trails_in_order(p) {
-                details.trail {
-                    summary { "task " code { (id) } " " (p.descriptions.get(id).map(String::as_str).unwrap_or("")) " (" (steps.len()) " tool call" @if steps.len() != 1 { "s" } ")" }
-                    ol {
-                        @for s in steps {
-                            li {
-                                code { (s.call_key) } " " strong { (s.tool) } @if s.is_error { " " span.bad { "error" } }
-                                pre { (s.input) }
-                                pre.muted { "-> " (s.output) }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// The model's claims beside the harness's own checks: a claim is never a verdict.
 fn claims(p: &RunPage) -> Markup {
     let r = &p.report;
@@ -540,13 +585,6 @@ fn resumes(p: &RunPage) -> Markup {
 }
 
 /// The page for a state dir with no report to show (`harness report`).
-/// The tasks with a trail, by task id (t1, t2, ... as the plan numbered them).
-fn trails_in_order(p: &RunPage) -> Vec<(&String, &Vec<super::ToolStep>)> {
-    let mut v: Vec<_> = p.trails.iter().collect();
-    v.sort_by(|a, b| a.0.cmp(b.0));
-    v
-}
-
 pub fn no_report(title: &str, detail: &str) -> Markup {
     document(
         title,
@@ -559,36 +597,61 @@ pub fn no_report(title: &str, detail: &str) -> Markup {
     )
 }
 
-/// The page of a run a stop request suspended: not an ending, said first.
-pub fn stopped(r: &crate::report::StoppedReport) -> Markup {
+/// The page of a run a stop request suspended: the layout of an ending's
+/// page (the box with when, Next, the trail, the money, the tasks), the box
+/// saying first that this is not an ending.
+pub fn stopped(p: &super::StoppedPage) -> Markup {
+    let r = &p.report;
     let d = &r.stopped;
     let title = format!("STOPPED by {}: not finished", d.signal);
-    document(
-        &title,
-        html! {
+    let offset = p.command.as_ref().map(|c| c.utc_offset_s);
+    let ids = |v: &[String]| -> Markup {
+        html! { @if v.is_empty() { span.muted { "none" } } @else { @for (i, t) in v.iter().enumerate() { @if i > 0 { ", " } code { (t) } } } }
+    };
+    let body = html! {
+        header {
+            p.muted { "Morning report of harness run " code { (r.run_id) } }
             div.verdict.partial role="status" {
                 div.name { (title) }
-                p { "Not one of the seven endings: the run was asked to stop and was suspended at a safe point (exit " (d.exit_code) "). " (d.resume) "." }
+                p {
+                    span.tag.warn { "STOPPED" }
+                    span.tag { "exit " (d.exit_code) }
+                    span class={ "tag " (if d.resumable { "ok" } else { "bad" }) } { (if d.resumable { "resumable" } else { "NOT resumable: no checkpoint" }) }
+                }
+                p { "Not one of the seven endings: the run was asked to stop and was suspended at a safe point, " (duration_ms(d.took_ms)) " after the request." }
+                p.when { "Stopped " (when(d.at_unix_ms, offset)) }
             }
-            dl {
+        }
+        @for n in &p.notes { p.note { (n) } }
+        (next_section(&super::next::for_stopped(r, p.command.as_ref())))
+        (super::trail::section(&p.trails()))
+        section aria-labelledby="money" {
+            h2 #money { "Money" }
+            dl.facts {
+                dt { "Spent" } dd { (usd(r.spend_usd)) " of " (usd(r.hard_cap_usd)) " (" (pct(r.spend_usd, r.hard_cap_usd)) ")" }
+                @if let Some(c) = &d.cut { dt { "Cut at the stop" } dd { (c) } }
+            }
+        }
+        section aria-labelledby="tasks" {
+            h2 #tasks { "Tasks" }
+            dl.facts {
+                dt { "Verified" } dd { (ids(&r.verified)) }
+                dt { "Parked" } dd { (ids(&r.parked)) }
+                dt { "In flight" } dd { @match &r.in_flight_task { Some(t) => { code { (t) } " (verified on resume, never re-run blindly)" }, None => { span.muted { "none" } } } }
+                dt { "Left in the queue" } dd { (ids(&r.queue_left)) }
+            }
+        }
+        section aria-labelledby="facts" {
+            h2 #facts { "The run" }
+            dl.facts {
                 dt { "Goal" } dd { (r.goal) }
-                dt { "Spend" } dd { (format!("${:.4} of ${:.2} cap", r.spend_usd, r.hard_cap_usd)) }
-                dt { "Verified" } dd { (r.verified.len()) " task(s): " (r.verified.join(", ")) }
-                dt { "Parked" } dd { (r.parked.len()) }
-                dt { "Queued" } dd { (r.queue_left.len()) " task(s): " (r.queue_left.join(", ")) }
-                @if let Some(t) = &r.in_flight_task {
-                    dt { "In flight" } dd { (t) " (verified on resume, never re-run blindly)" }
-                }
-                @if let Some(c) = &d.cut {
-                    dt { "Cut" } dd { (c) }
-                }
-                @if let Some(e) = &d.checkpoint_error {
-                    dt { "Checkpoint" } dd { "NOT written: " (e) }
-                }
-                dt { "Resumable" } dd { (if d.resumable { "yes" } else { "no: there is no checkpoint" }) }
+                dt { "Ran" } dd { (duration_ms(r.elapsed_ms)) ", " (r.steps) " steps, " (r.resumes) " resume(s)" }
+                dt { "Checkpoint" } dd { @match &d.checkpoint_error { Some(e) => { span.bad { "NOT written: " } (e) }, None => { "written at the stop" } } }
             }
-        },
-    )
+        }
+        footer { "Written by the harness beside report.json (the same data, for machines). Goal SHA-256 " code { (r.goal_sha256) } "." }
+    };
+    document(&title, body)
 }
 
 #[cfg(test)]

@@ -24,10 +24,13 @@
 //! one redaction filter like every text the harness writes: the report is
 //! redacted before it is rendered, and the finished page once more.
 
+pub mod filter;
 pub mod fmt;
 pub mod html;
+pub mod next;
 pub mod plot;
 pub mod style;
+pub mod trail;
 
 use crate::events::{Event, EventLine};
 use crate::model::types::CallRole;
@@ -102,6 +105,9 @@ pub struct RunPage {
     /// the clock time the page shows.
     pub first_event_unix_ms: Option<u64>,
     pub last_event_unix_ms: Option<u64>,
+    /// The command the run was last opened with (its last `start` or
+    /// `resume` event), for the Next section's exact command.
+    pub command: Option<crate::events::RunCommand>,
 }
 
 impl RunPage {
@@ -172,6 +178,18 @@ impl RunPage {
             notes,
             first_event_unix_ms: t0,
             last_event_unix_ms: events.last().map(|e| e.unix_ms),
+            command: facts.command,
+        }
+    }
+
+    /// The trail section's view of this page.
+    pub fn trails(&self) -> trail::Trails<'_> {
+        trail::Trails {
+            trails: &self.trails,
+            descriptions: &self.descriptions,
+            commits: (self.report.verified.iter())
+                .filter_map(|t| Some((t.id.as_str(), t.commit.as_deref()?)))
+                .collect(),
         }
     }
 
@@ -192,6 +210,7 @@ struct EventFacts<'a> {
     trails: HashMap<String, Vec<ToolStep>>,
     resumes_at_s: Vec<f64>,
     budget_refusals: Vec<String>,
+    command: Option<crate::events::RunCommand>,
 }
 
 impl<'a> EventFacts<'a> {
@@ -227,7 +246,11 @@ impl<'a> EventFacts<'a> {
                         });
                     }
                 }
-                Event::Resume(_) => f.resumes_at_s.push(secs(e.unix_ms)),
+                Event::Start(o) => f.command = o.command.clone().or(f.command.take()),
+                Event::Resume(o) => {
+                    f.resumes_at_s.push(secs(e.unix_ms));
+                    f.command = o.command.clone().or(f.command.take());
+                }
                 Event::BudgetRefused { detail, .. } => f.budget_refusals.push(detail.clone()),
                 _ => {}
             }
@@ -287,9 +310,63 @@ pub fn write_stopped(
     report: &crate::report::StoppedReport,
     state_dir: &Path,
 ) -> std::io::Result<()> {
-    let html = crate::redact::string(html::stopped(report).into_string());
-    let html = crate::text::printable(&html);
+    let html = StoppedPage::gather(report, state_dir).render();
     crate::durable::atomic_write(&state_dir.join(FILE_NAME), html.as_bytes())
+}
+
+/// The page of a run a stop request suspended: its stop report, and what
+/// the run's events add (the command to resume it, the trail).
+#[derive(Debug, Clone)]
+pub struct StoppedPage {
+    pub report: crate::report::StoppedReport,
+    pub command: Option<crate::events::RunCommand>,
+    pub trails: HashMap<String, Vec<ToolStep>>,
+    pub descriptions: HashMap<String, String>,
+    pub notes: Vec<String>,
+}
+
+impl StoppedPage {
+    pub fn gather(report: &crate::report::StoppedReport, state_dir: &Path) -> StoppedPage {
+        let mut notes = vec![];
+        let events = crate::events::read_events(&state_dir.join(crate::events::FILE_NAME))
+            .unwrap_or_else(|e| {
+                notes.push(format!(
+                    "events.jsonl could not be read ({e}): the command and the trail are missing"
+                ));
+                vec![]
+            });
+        let events = &events[..events.len().min(EVENTS_READ_MAX)];
+        StoppedPage::from_parts(report.clone(), events, notes)
+    }
+
+    pub fn from_parts(
+        report: crate::report::StoppedReport,
+        events: &[EventLine],
+        notes: Vec<String>,
+    ) -> StoppedPage {
+        let facts = EventFacts::read(events, events.first().map(|e| e.unix_ms));
+        StoppedPage {
+            report,
+            command: facts.command,
+            trails: facts.trails,
+            descriptions: facts.descriptions,
+            notes,
+        }
+    }
+
+    pub fn trails(&self) -> trail::Trails<'_> {
+        trail::Trails {
+            trails: &self.trails,
+            descriptions: &self.descriptions,
+            commits: HashMap::new(),
+        }
+    }
+
+    /// The page as HTML, through the redaction filter.
+    pub fn render(&self) -> String {
+        let html = crate::redact::string(html::stopped(self).into_string());
+        crate::text::printable(&html).into_owned()
+    }
 }
 
 /// The page `harness report` renders from a state dir alone: its
@@ -306,10 +383,7 @@ pub fn render_state_dir(state_dir: &Path) -> Result<Rendered, String> {
     };
     if let Ok(stopped) = crate::report::StoppedReport::load(state_dir) {
         return Ok(Rendered {
-            html: crate::text::printable(&crate::redact::string(
-                html::stopped(&stopped).into_string(),
-            ))
-            .into_owned(),
+            html: StoppedPage::gather(&stopped, state_dir).render(),
             refusal,
         });
     }

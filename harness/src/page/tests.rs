@@ -338,8 +338,10 @@ fn each_task_has_a_trail_of_its_tool_calls_and_hostile_text_in_it_stays_text() {
     let doc = Html::parse_document(&RunPage::from_parts(r, &events, 0.0, vec![]).render());
     assert_eq!(doc.select(&sel("script")).count(), 0, "a script element");
     assert_eq!(doc.select(&sel("img")).count(), 0, "an img element");
+    // Open on the page: no collapsed block.
+    assert_eq!(doc.select(&sel("details")).count(), 0);
     let trail: Vec<String> = doc
-        .select(&sel("details.trail"))
+        .select(&sel("div.trail"))
         .map(|d| d.text().collect())
         .collect();
     assert_eq!(trail.len(), 1, "{trail:?}");
@@ -403,12 +405,21 @@ fn the_page_says_when_the_run_ran_and_each_plot_has_its_own_caption() {
         .select(&sel("figcaption"))
         .map(|c| c.text().collect())
         .collect();
+    // Two spend plots, each caption saying why it is there: the call plot
+    // the money, the time plot the stretches with no spend.
     let spend: Vec<&String> = captions
         .iter()
-        .filter(|c| c.contains("Spend rose"))
+        .filter(|c| c.starts_with("Call by call") || c.starts_with("Over the run's time"))
         .collect();
     assert_eq!(spend.len(), 2, "{captions:?}");
-    assert_ne!(spend[0], spend[1]);
+    assert!(
+        spend[0].contains("Spend rose") && !spend[1].contains("Spend rose"),
+        "{spend:?}"
+    );
+    assert!(
+        spend[1].contains("longest stretch without a booked call was 19.0 s (after call 4)"),
+        "{spend:?}"
+    );
 }
 
 /// A raise of the cap is a marked point on the spend plot with its label,
@@ -454,4 +465,225 @@ fn a_raised_cap_is_a_marked_point_and_the_cap_line_steps_there() {
     );
     let svg = plot::spend(&plain, plot::SpendAxis::Call).unwrap().unwrap();
     assert!(!svg.contains("cap raised"));
+}
+
+/// The `start` event of a run opened by `harness run` (the command the page's
+/// Next section repeats).
+fn opened(argv: &[&str]) -> EventLine {
+    EventLine {
+        unix_ms: 1_796_355_672_000,
+        t_ms: 0,
+        step: 0,
+        event: Event::Start(crate::events::RunOpened {
+            run_id: "r1".into(),
+            spent_usd: 0.0,
+            command: Some(crate::events::RunCommand {
+                argv: argv.iter().map(|a| a.to_string()).collect(),
+                workspace: "/srv/ws".into(),
+                wall_clock_limit_s: 600.0,
+                utc_offset_s: 3600,
+            }),
+        }),
+    }
+}
+
+const ARGV: [&str; 6] = [
+    "harness",
+    "run",
+    "--spec",
+    "/srv/run.toml",
+    "--state-dir",
+    "/srv/state",
+];
+
+/// The ids of the page's top-level blocks in the order a reader meets them.
+fn order_of(doc: &Html) -> Vec<String> {
+    let want = ["next", "drift", "trail", "money", "tasks"];
+    doc.select(&sel("h2[id]"))
+        .filter_map(|h| h.value().attr("id"))
+        .filter(|id| want.contains(id))
+        .map(String::from)
+        .collect()
+}
+
+fn next_text(doc: &Html) -> String {
+    doc.select(&sel("#next-steps"))
+        .flat_map(|e| e.text())
+        .collect()
+}
+
+/// Every ending's page has one layout: the box with when it ended (UTC and
+/// the machine's local time), then Next with the exact command, then what
+/// the agent did, then the money; a drifted run's drift comes before the
+/// trail (the judge's reasoning is why it ended).
+#[test]
+fn every_ending_has_the_box_with_when_then_next_then_the_trail_then_the_money() {
+    for ending in Ending::ALL {
+        let mut r = report(3);
+        r.ending = ending;
+        let events = vec![opened(&ARGV)];
+        let doc = Html::parse_document(&RunPage::from_parts(r, &events, 0.0, vec![]).render());
+        let when: String = doc
+            .select(&sel(".verdict .when"))
+            .flat_map(|e| e.text())
+            .collect();
+        assert_eq!(
+            when, "Ended 2026-12-04 03:41:12 UTC (04:41:12 local, UTC+01:00)",
+            "{ending}"
+        );
+        let order = order_of(&doc);
+        let expected: &[&str] = if ending == Ending::DriftDetected {
+            &["next", "drift", "trail", "money", "tasks"]
+        } else {
+            &["next", "trail", "money", "tasks", "drift"]
+        };
+        assert_eq!(order, expected, "{ending}");
+        let next = next_text(&doc);
+        if ending != Ending::GoalMet {
+            assert!(
+                next.contains("harness run --spec /srv/run.toml --state-dir /srv/state"),
+                "{ending}: {next}"
+            );
+        }
+        assert!(
+            !next.contains("RUN.toml"),
+            "{ending}: the recorded command, not its shape: {next}"
+        );
+    }
+}
+
+/// BUDGET_EXHAUSTED: the raise with a figure, its basis, and the task
+/// that spent most; TIME_LIMIT: the clock's raise; DRIFT_DETECTED: how to
+/// see the queue; a run with a parked task: its check's last lines.
+#[test]
+fn next_gives_the_command_each_ending_calls_for() {
+    let page = |ending, edit: &dyn Fn(&mut Report)| {
+        let mut r = report(4);
+        r.ending = ending;
+        edit(&mut r);
+        let doc =
+            Html::parse_document(&RunPage::from_parts(r, &[opened(&ARGV)], 0.0, vec![]).render());
+        next_text(&doc)
+    };
+    let budget = page(Ending::BudgetExhausted, &|_| {});
+    assert!(budget.contains("--raise-cap-usd 1.25"), "{budget}");
+    assert!(budget.contains("The task that spent most: t"), "{budget}");
+    let budget = page(Ending::BudgetExhausted, &|r| {
+        r.cost_per_verified_task_usd = Some(0.5);
+        r.queue_left = vec!["a".into(), "b".into(), "c".into()];
+    });
+    assert!(
+        budget.contains("--raise-cap-usd 2.5")
+            && budget.contains("$0.50 per verified task x 3 task(s) left in the queue"),
+        "{budget}"
+    );
+    let clock = page(Ending::TimeLimit, &|r| r.verified.clear());
+    assert!(
+        clock.contains("--raise-wall-clock-s 900") && clock.contains("half again the 600 s limit"),
+        "{clock}"
+    );
+    let drift = page(Ending::DriftDetected, &|_| {});
+    assert!(
+        drift.contains("harness status --state-dir /srv/state"),
+        "{drift}"
+    );
+    assert!(drift.contains("--state-dir /srv/state-2"), "{drift}");
+    let parked = page(Ending::NoProgress, &|r| {
+        r.parked[0].reason =
+            "check `pytest -q` failed:\nE assert 3 == 2\n1 failed, 4 passed".into();
+    });
+    assert!(
+        parked.contains("its check's last lines") && parked.contains("1 failed, 4 passed"),
+        "{parked}"
+    );
+    // No command in the log (an older harness): its shape, said so.
+    let mut r = report(3);
+    r.ending = Ending::TimeLimit;
+    let doc = Html::parse_document(&RunPage::from_parts(r, &[], 0.0, vec![]).render());
+    let next = next_text(&doc);
+    assert!(
+        next.contains("harness run --spec RUN.toml --state-dir STATE_DIR --raise-wall-clock-s")
+            && next.contains("does not record the command"),
+        "{next}"
+    );
+}
+
+/// The page of a run stopped by SIGTERM: the same layout (box with when,
+/// Next with the resume command, the trail), not a bare list.
+#[test]
+fn a_stopped_run_s_page_has_the_box_the_resume_command_and_the_trail() {
+    use crate::events::{ToolEvent, ToolRef};
+    let report = crate::report::StoppedReport {
+        stopped: crate::report::StopDetail {
+            signal: "SIGTERM".into(),
+            exit_code: 143,
+            at_unix_ms: 1_796_355_699_000,
+            grace_s: 25,
+            took_ms: 120,
+            cut: Some("model call execute/t2/a0/0 abandoned".into()),
+            resumable: true,
+            checkpoint_error: None,
+            resume: "re-run".into(),
+        },
+        run_id: "r1".into(),
+        goal: "Reduce p95".into(),
+        goal_sha256: "ab".into(),
+        spend_usd: 0.1234,
+        hard_cap_usd: 28.0,
+        steps: 4,
+        elapsed_ms: 27_000,
+        resumes: 0,
+        verified: vec![],
+        parked: vec![],
+        queue_left: vec!["t3".into()],
+        in_flight_task: Some("t2".into()),
+    };
+    let tool = EventLine {
+        unix_ms: 1_796_355_690_000,
+        t_ms: 0,
+        step: 1,
+        event: Event::Tool(ToolEvent {
+            task: "t2".into(),
+            tool: ToolRef::of("edit_file"),
+            is_error: false,
+            side_effect: true,
+            call_key: "execute/t2/a0/0".into(),
+            input: r#"{"path":"app.py","old":"slow()","new":"fast()"}"#.into(),
+            output: "edit_file: replaced 1 occurrence in app.py at line 3; wrote 9 bytes".into(),
+        }),
+    };
+    let page = StoppedPage::from_parts(report, &[opened(&ARGV), tool], vec![]);
+    let doc = Html::parse_document(&page.render());
+    let name: String = doc
+        .select(&sel(".verdict .name"))
+        .flat_map(|e| e.text())
+        .collect();
+    assert_eq!(name, "STOPPED by SIGTERM: not finished");
+    let when: String = doc
+        .select(&sel(".verdict .when"))
+        .flat_map(|e| e.text())
+        .collect();
+    assert_eq!(
+        when,
+        "Stopped 2026-12-04 03:41:39 UTC (04:41:39 local, UTC+01:00)"
+    );
+    assert_eq!(order_of(&doc), ["next", "trail", "money", "tasks"]);
+    let next = next_text(&doc);
+    assert!(
+        next.contains("harness run --spec /srv/run.toml --state-dir /srv/state")
+            && next.contains("task t2 (in flight at the stop) is verified first"),
+        "{next}"
+    );
+    let diff: String = doc
+        .select(&sel("pre.diff"))
+        .flat_map(|e| e.text())
+        .collect();
+    assert!(diff.contains("@@ -3,1 +3,1 @@\n-slow()\n+fast()"), "{diff}");
+    let text: String = doc.root_element().text().collect();
+    assert!(
+        text.contains("$0.12 of $28.00 (<1%)"),
+        "one money format: {text}"
+    );
+    assert!(!text.contains("task(s): "), "no dangling list: {text}");
+    assert_eq!(doc.select(&sel("script")).count(), 0);
 }

@@ -80,6 +80,10 @@ pub struct RunOptions {
     /// run's cap is the spec's, or the journal's last raise once raised:
     /// the flag only ever tightens, and a raise stays the run's cap.
     pub max_usd: Option<f64>,
+    /// The command line this run was started with (`harness run ...`, no
+    /// raise flag), recorded in the start or resume event for the page's
+    /// Next section; empty when the run is opened as a library call.
+    pub command: Vec<String>,
     /// Library-only test hook (no CLI flag reaches it): corrupt the goal text
     /// in memory before lap N, to prove the hash check turns an in-process
     /// mutation into UNRECOVERABLE_ERROR. Exists only with the `test-hooks`

@@ -163,10 +163,17 @@ pub(super) async fn open(
         Ok(p) => p,
         Err(why) => return Err(failed(o, state, why.kind, why.detail)),
     };
+    let command = opts.command.clone();
     let mut r = parts.runner(spec, state, o, state_dir, &opts);
     let opened = RunOpened {
         run_id: r.state.run_id.clone(),
         spent_usd: r.ledger.spent_usd(),
+        command: (!command.is_empty()).then(|| crate::events::RunCommand {
+            argv: command,
+            workspace: r.spec.workspace.display().to_string(),
+            wall_clock_limit_s: r.spec.wall_clock_limit_s,
+            utc_offset_s: crate::clock::local_utc_offset_s(),
+        }),
     };
     r.events.emit(
         r.state.step,

@@ -43,6 +43,7 @@ async fn runner(dir: &tempfile::TempDir) -> Runner {
         jitter_seed: 0,
         raise: None,
         max_usd: None,
+        command: vec![],
         #[cfg(feature = "test-hooks")]
         tamper_goal_before_lap: None,
     };

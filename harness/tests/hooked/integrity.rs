@@ -36,6 +36,7 @@ async fn goal_mutated_in_process_is_unrecoverable() {
             jitter_seed: 0,
             raise: None,
             max_usd: None,
+            command: vec![],
             tamper_goal_before_lap: Some(2),
         },
     )

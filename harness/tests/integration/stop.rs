@@ -117,6 +117,17 @@ fn sigterm_abandons_the_call_in_flight_reports_the_stop_and_the_same_command_res
     // The page and the alert say so too; `status` does not read it as ended.
     let page = std::fs::read_to_string(state.join("report.html")).unwrap();
     assert!(page.contains("STOPPED by SIGTERM"), "{page}");
+    // Its Next section gives the exact command that resumes it: the one
+    // this test ran, paths absolute (the same command is run below).
+    let resume = format!(
+        "run --spec {} --state-dir {}",
+        std::path::absolute(&c.spec_path()).unwrap().display(),
+        std::path::absolute(&state).unwrap().display()
+    );
+    assert!(
+        page.contains("Resume: run the same command") && page.contains(&resume),
+        "{resume} not in {page}"
+    );
     let alerts = std::fs::read_to_string(state.join("alerts.jsonl")).unwrap();
     assert!(alerts.contains("\"action\":\"stopped\""), "{alerts}");
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
@@ -246,4 +257,19 @@ fn a_second_signal_during_the_grace_exits_at_once_and_the_resume_still_ends_the_
     let r = c.result(c.command().output().unwrap());
     assert_eq!((r.code, r.ending()), (0, "GOAL_MET"), "{}", r.explain());
     assert_eq!(read_outbox(&state).len(), 1, "t1 posted twice");
+}
+
+/// SIGHUP (the terminal that started the run closed) is a stop request like
+/// the others: exit 129, README's table, and the stop report names it.
+#[test]
+fn sighup_stops_the_run_with_exit_129() {
+    let c = two_task_case("stop-sighup");
+    let mut child = spawn(&c);
+    let state = c.state_dir();
+    wait_for_event(&mut child, &state, "task_start", "task", "t2");
+    signal(&child, nix::sys::signal::Signal::SIGHUP);
+    let r = c.result(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 129, "{}", r.explain());
+    assert_eq!(r.report["stopped"]["signal"], "SIGHUP", "{}", r.explain());
+    assert_eq!(r.report["stopped"]["exit_code"], 129);
 }
