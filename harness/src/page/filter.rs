@@ -49,7 +49,7 @@ pub const SCRIPT: &str = r#"(function () {
 pub fn csp() -> String {
     format!(
         "{}; script-src 'sha256-{}'",
-        super::html::CSP,
+        super::CSP,
         base64(&Sha256::digest(SCRIPT.as_bytes()))
     )
 }

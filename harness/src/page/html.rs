@@ -12,7 +12,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::collections::BTreeMap;
 
 /// No network, no script: styles and images inline only.
-pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+pub use super::CSP;
 
 /// The document around a page's body, shared with the bench's suite page.
 pub fn document(title: &str, body: Markup) -> Markup {
@@ -99,37 +99,6 @@ fn by_role(p: &RunPage) -> Vec<(&'static str, u64, f64)> {
         };
     }
     m.into_iter().map(|(r, (n, usd))| (r, n, usd)).collect()
-}
-
-/// The task an executor call key (`execute/<task>/a<attempt>/<turn>`)
-/// worked on.
-fn task_of(call_key: &str) -> Option<&str> {
-    let rest = call_key.strip_prefix("execute/")?;
-    let mut it = rest.rsplitn(3, '/');
-    let (_turn, _attempt, task) = (it.next()?, it.next()?, it.next()?);
-    Some(task)
-}
-
-/// Executor spend per task, most first: steady work or one runaway task.
-pub(crate) fn by_task(p: &RunPage) -> Vec<(String, u64, f64)> {
-    let mut m: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
-    for c in &p.calls {
-        if let Some(t) = task_of(&c.call_key) {
-            let e = m.entry(t).or_default();
-            e.0 += 1;
-            e.1 += if c.cost_usd.is_finite() {
-                c.cost_usd
-            } else {
-                0.0
-            };
-        }
-    }
-    let mut v: Vec<(String, u64, f64)> = m
-        .into_iter()
-        .map(|(t, (n, u))| (t.to_string(), n, u))
-        .collect();
-    v.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
-    v
 }
 
 fn spend_desc(p: &RunPage) -> String {
@@ -359,7 +328,7 @@ fn money(p: &RunPage) -> Markup {
                     tr { td { (role) } td.num { (n) } td.num { (usd(u)) } td.num { (pct(u, r.spend_usd)) } }
                 } }
             } }
-            @let tasks = by_task(p);
+            @let tasks = super::by_task(p);
             @if !tasks.is_empty() {
                 div.scroll { table {
                     caption { "Executor spend by task, most first" }
@@ -656,7 +625,7 @@ pub fn stopped(p: &super::StoppedPage) -> Markup {
 
 #[cfg(test)]
 mod tests {
-    use super::task_of;
+    use super::super::task_of;
 
     #[test]
     fn an_executor_call_key_names_its_task() {

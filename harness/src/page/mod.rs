@@ -35,7 +35,7 @@ pub mod trail;
 use crate::events::{Event, EventLine};
 use crate::model::types::CallRole;
 use crate::report::Report;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 pub const FILE_NAME: &str = "report.html";
@@ -423,3 +423,38 @@ pub struct Rendered {
 
 #[cfg(test)]
 mod tests;
+
+/// The pages' Content-Security-Policy: no script, nothing fetched.
+pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+/// The task an executor call key (`execute/<task>/a<attempt>/<turn>`)
+/// worked on.
+fn task_of(call_key: &str) -> Option<&str> {
+    let rest = call_key.strip_prefix("execute/")?;
+    let mut it = rest.rsplitn(3, '/');
+    let (_turn, _attempt, task) = (it.next()?, it.next()?, it.next()?);
+    Some(task)
+}
+
+/// Executor spend per task, most first: steady work or one runaway task.
+pub(crate) fn by_task(p: &RunPage) -> Vec<(String, u64, f64)> {
+    let mut m: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
+    for c in &p.calls {
+        if let Some(t) = task_of(&c.call_key) {
+            let e = m.entry(t).or_default();
+            e.0 += 1;
+            e.1 += if c.cost_usd.is_finite() {
+                c.cost_usd
+            } else {
+                0.0
+            };
+        }
+    }
+    let mut v: Vec<(String, u64, f64)> = m
+        .into_iter()
+        .map(|(t, (n, u))| (t.to_string(), n, u))
+        .collect();
+    v.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+

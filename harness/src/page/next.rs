@@ -174,7 +174,7 @@ fn raise_cap(p: &RunPage, cmd: &Cmd) -> Step {
         ),
     };
     let mut lines = vec![];
-    if let Some((task, n, spent)) = super::html::by_task(p).into_iter().next() {
+    if let Some((task, n, spent)) = super::by_task(p).into_iter().next() {
         lines.push(format!(
             "The task that spent most: {task}, {} ({} of the spend) over {n} call(s).",
             usd(spent),
