@@ -72,10 +72,14 @@ pub enum Mutant {
     GitInWorkspace,
     /// Checks have no memory bound (no memory cgroup, no RLIMIT_AS).
     NoMemoryLimit,
+    /// Checks have neither filesystem layer (no mount view, no Landlock):
+    /// what the state seal alone must catch (defence in depth, tested as
+    /// depth).
+    NoFileLayers,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 24] = [
+    pub const ALL: [Mutant; 25] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -100,6 +104,7 @@ impl Mutant {
         Mutant::NoSeccomp,
         Mutant::GitInWorkspace,
         Mutant::NoMemoryLimit,
+        Mutant::NoFileLayers,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -129,6 +134,7 @@ impl Mutant {
             Mutant::NoSeccomp => "no-seccomp",
             Mutant::GitInWorkspace => "git-in-workspace",
             Mutant::NoMemoryLimit => "no-memory-limit",
+            Mutant::NoFileLayers => "no-file-layers",
         }
     }
 
@@ -171,6 +177,9 @@ impl Mutant {
                 "the harness never runs a program the workspace configures (its own git dir)"
             }
             Mutant::NoMemoryLimit => "a check's memory is bounded ([sandbox] memory_mb)",
+            Mutant::NoFileLayers => {
+                "a write past both filesystem layers into the state dir ends the run state_tampered (the seal)"
+            }
         }
     }
 

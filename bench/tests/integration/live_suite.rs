@@ -444,9 +444,10 @@ fn honesty_checks_fail_through_the_binary_when_the_property_breaks() {
         "{l:?}"
     );
 
-    // A harness that does not confine its checks (the no-landlock variant):
-    // the write lands, and the bench's audit, not the harness, must see it.
-    let unconfined = variant_harness(t.path(), "no-landlock");
+    // A harness whose checks have neither filesystem layer (the
+    // no-file-layers variant: no mount view, no Landlock): the write lands,
+    // and the bench's audit, not the harness, must see it.
+    let unconfined = variant_harness(t.path(), "no-file-layers");
     let (code, s, out) = bench_run_with(&unconfined, &root.join("live"), &t.path().join("o2"), &[]);
     assert_ne!(code, 0, "{out}");
     let l = checks(&s, "live-leaky-check");

@@ -526,7 +526,9 @@ pub fn confine(policy: &Policy, level: Level) -> Result<Confined, SandboxError> 
     if level == Level::None {
         return Ok(Confined::new(None, None, steps));
     }
-    if !active(Mutant::NoLandlock) {
+    // Both filesystem layers off: what the state seal alone must catch.
+    let no_files = active(Mutant::NoFileLayers);
+    if !active(Mutant::NoLandlock) && !no_files {
         let created = landlock_rules::prepare(policy).map_err(SandboxError::Landlock)?;
         let fd: Option<std::os::fd::OwnedFd> = created.into();
         // A level that says Landlock and a ruleset the kernel did not
@@ -551,7 +553,7 @@ pub fn confine(policy: &Policy, level: Level) -> Result<Confined, SandboxError> 
         steps.net = net_entry();
     }
     steps.new_pid = full && !active(Mutant::NoPidNamespace);
-    if full && !active(Mutant::NoMountNamespace) {
+    if full && !active(Mutant::NoMountNamespace) && !no_files {
         steps.view = Some(view::build(policy).map_err(SandboxError::View)?);
     }
     steps.drop_caps = has_capabilities() && !active(Mutant::CapsKept);

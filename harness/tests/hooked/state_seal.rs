@@ -1,7 +1,8 @@
 //! The state dir's seal (harness::state_seal) through the real binary: a
 //! goal predicate that appends to the ledger journal. Under the shipped
 //! confinement the write is refused and the run ends as it would have; with
-//! the Landlock layer removed (the `no-landlock` variant), the write lands,
+//! both filesystem layers removed (the `no-file-layers` variant: no mount
+//! view, no Landlock; either alone still stops it), the write lands,
 //! and the harness itself sees it: UNRECOVERABLE_ERROR, `state_tampered`,
 //! naming the file, never GOAL_MET on a ledger nobody can trust.
 
@@ -35,10 +36,10 @@ fn a_confined_process_that_writes_the_ledger_ends_the_run_state_tampered() {
     let journal = std::fs::read_to_string(r.state_dir.join("ledger.jsonl")).unwrap_or_default();
     assert!(!journal.contains("forged"), "{journal}");
 
-    // Landlock removed: the write lands, and the seal names it.
+    // Both filesystem layers removed: the write lands, and the seal names it.
     let mut c = forging_case("seal-breached");
     c.env
-        .push(("HARNESS_CHAOS_BROKEN".into(), "no-landlock".into()));
+        .push(("HARNESS_CHAOS_BROKEN".into(), "no-file-layers".into()));
     let r = c.run();
     assert_eq!(
         (r.ending(), r.report["error_kind"].as_str()),
