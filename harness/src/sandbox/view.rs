@@ -1,7 +1,7 @@
 //! The first layer: the filesystem a confined process sees, built from
 //! nothing but explicit binds in a mount namespace of its own, the way
 //! bubblewrap builds one. Nothing is visible unless it is listed here: the
-//! workspace and the check's temp dir read-write; the policy's reads
+//! workspace and the check's temp dir (its TMPDIR) read-write; the policy's reads
 //! (programs, libraries, the PATH tools and what they need, a few files of
 //! `/etc`, the check's script dir) read-only; a `/dev` of harmless nodes; a
 //! `/proc` of its own PID namespace. No `/home`, `/root`, `/run`, `/var`,
@@ -90,6 +90,8 @@ enum Show {
     Link(PathBuf),
     /// A fresh procfs.
     Proc,
+    /// An empty directory of the root.
+    Dir,
 }
 
 const RO: u64 = (libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV) as u64;
@@ -112,12 +114,10 @@ pub(super) fn build(policy: &Policy) -> std::io::Result<View> {
         shown.push((link.into(), Show::Link(text.into())));
     }
     shown.push(("/proc".into(), Show::Proc));
-    // A private /tmp: the check's own temp dir, unless some other bind
-    // lies under /tmp (its mount point would be made inside that dir).
-    let tmp = Path::new("/tmp");
-    if !shown.iter().any(|(t, _)| t.starts_with(tmp)) {
-        shown.push((tmp.into(), bind(&policy.tmp, RW)));
-    }
+    // `/tmp` is an empty directory of the read-only root: nothing shared
+    // with the host or another check; the check's own temp dir is its
+    // TMPDIR (bound read-write above, as the policy's writes).
+    shown.push(("/tmp".into(), Show::Dir));
     let mut b = Builder::default();
     for (target, show) in ordered(shown) {
         b.add(&target, &show)?;
@@ -240,6 +240,7 @@ impl Builder {
                 self.dirs(target)?;
                 self.op(OpKind::Proc, target, None, 0)
             }
+            Show::Dir => self.dirs(target),
             Show::Bind { source, flags } => {
                 if !under_bind {
                     if source.is_dir() {
