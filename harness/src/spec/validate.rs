@@ -20,12 +20,12 @@ use std::path::{Path, PathBuf};
 
 /// Directories no workspace may be, or lie inside: the system's own. The
 /// model writes the workspace, and every check may write all of it.
-/// `/var/tmp` is a temp dir like `/tmp`, not the system's.
+/// `/var/tmp` and `/dev/shm` are temp dirs like `/tmp`, not the system's.
 pub const SYSTEM_DIRS: [&str; 14] = [
     "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev",
     "/proc", "/sys", "/var", "/run",
 ];
-const SYSTEM_DIR_EXCEPTIONS: [&str; 1] = ["/var/tmp"];
+const SYSTEM_DIR_EXCEPTIONS: [&str; 2] = ["/var/tmp", "/dev/shm"];
 
 pub(super) struct Checker<'a> {
     pub file: &'a str,
