@@ -533,3 +533,29 @@ fn an_executor_prompt_extra_is_appended_and_bounded() {
     .unwrap_err();
     assert!(e.field.contains("planner_extra"), "{e}");
 }
+
+/// A workspace in or under a system directory is refused, naming the field;
+/// a temp dir (`/tmp`, `/dev/shm`) is fine; `[sandbox] memory_mb` reaches
+/// every check and is range-checked.
+#[test]
+fn a_system_workspace_is_refused_and_memory_travels_with_every_check() {
+    let d = dir();
+    for sys in ["/etc", "/usr/share", "/var/lib", "/proc/self", "/"] {
+        let text = BASE.replace("workspace = \"ws\"", &format!("workspace = {sys:?}"));
+        let e = RunSpec::parse(&text, "run.toml", d.path()).unwrap_err();
+        assert_eq!(e.field, "workspace", "{sys}: {e}");
+        assert!(e.expected.contains("system directory"), "{sys}: {e}");
+    }
+    let s = RunSpec::parse(BASE, "run.toml", d.path()).unwrap();
+    let Predicate::Command(c) = &s.predicate else {
+        panic!()
+    };
+    assert_eq!(c.env.memory_mb, Some(crate::sandbox::DEFAULT_MEMORY_MB));
+    let s = RunSpec::parse(&format!("{BASE}[sandbox]\nmemory_mb = 256\n"), "run.toml", d.path()).unwrap();
+    let Predicate::Command(c) = &s.predicate else {
+        panic!()
+    };
+    assert_eq!(c.env.memory_mb, Some(256));
+    let e = RunSpec::parse(&format!("{BASE}[sandbox]\nmemory_mb = 1\n"), "run.toml", d.path()).unwrap_err();
+    assert_eq!(e.field, "sandbox.memory_mb", "{e}");
+}
