@@ -66,8 +66,8 @@ pub mod servers;
 pub mod spec_overlay;
 pub mod stats;
 pub mod suite;
-pub mod tripwire;
 pub mod summary;
+pub mod tripwire;
 
 /// docs/cases.md names every case, scenario and verify field the types have.
 #[cfg(test)]

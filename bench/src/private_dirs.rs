@@ -79,11 +79,12 @@ impl PrivateDirs {
         let shown: Vec<(PathBuf, String)> = (planted.iter().zip(PLANTED))
             .map(|(p, rel)| (p.clone(), format!("$HOME/{rel}")))
             .collect();
-        let wires = crate::tripwire::Tripwires::arm(&shown, &socket_link, format!("$HOME/{CANARY_SOCKET}"))
-            .map_err(|e| PlantError::Make {
-                path: home.clone(),
-                source: std::io::Error::other(e.to_string()),
-            })?;
+        let wires =
+            crate::tripwire::Tripwires::arm(&shown, &socket_link, format!("$HOME/{CANARY_SOCKET}"))
+                .map_err(|e| PlantError::Make {
+                    path: home.clone(),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
         planted.push(socket_link);
         let home_before = snapshot_outside(&home, &[]);
         // What the snapshot itself opened is the bench's, not the run's.
@@ -159,7 +160,11 @@ mod tests {
             p.changes(),
             vec!["$HOME/.ssh/id_ed25519 was opened by a process of the run".to_string()]
         );
-        assert_eq!(p.changes(), Vec::<String>::new(), "the bench's own reads trip nothing");
+        assert_eq!(
+            p.changes(),
+            Vec::<String>::new(),
+            "the bench's own reads trip nothing"
+        );
         std::fs::write(p.tmp.join("stolen"), "x").unwrap();
         std::fs::write(
             p.home.join(".ssh/authorized_keys"),

@@ -10,8 +10,8 @@ pub mod compaction; // compaction_at_most_once: a compact/<n> call made again on
 pub mod driver; // kill plans, trials, invariant checks, per-mode results
 pub mod fsmodel; // the operation log replayed through a POSIX model: post-power-cut disk images
 pub mod harness_files; // events.jsonl, report.json, alerts.jsonl: the one reader of the harness's JSON
-pub mod io_sites; // where an injected I/O error leaves a write in doubt (the dir fsync after a workspace rename)
 pub mod invariant; // the closed set of invariants the oracle checks
+pub mod io_sites; // where an injected I/O error leaves a write in doubt (the dir fsync after a workspace rename)
 pub mod oracle; // the oracle's own readers: outbox, ledger journal, task effects, checkpoint frames
 pub mod proc; // spawn the harness, SIGKILL it through nix, confirm with waitpid
 pub mod report; // chaos.json, chaos.md, the terminal tables

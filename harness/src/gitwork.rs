@@ -169,7 +169,14 @@ impl GitWork {
         let source = root.join(".git");
         let source = source.to_string_lossy();
         gw.run_ok(&["init", "-q", "--template="])?;
-        gw.run_ok(&["fetch", "-q", "--no-tags", "--", &source, "+refs/heads/*:refs/heads/*"])?;
+        gw.run_ok(&[
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--",
+            &source,
+            "+refs/heads/*:refs/heads/*",
+        ])?;
         let head = gw.run_ok(&["ls-remote", "--symref", "--", &source, "HEAD"])?;
         if let Some(branch) = head
             .lines()
@@ -638,7 +645,9 @@ mod tests {
         std::fs::write(ws.join("README"), "hi\n").unwrap();
         raw_git(&ws, &["add", "-A"]);
         raw_git(&ws, &["commit", "-q", "-m", "init"]);
-        let gw = GitWork::for_run(&ws, &d.path().join("state")).unwrap().unwrap();
+        let gw = GitWork::for_run(&ws, &d.path().join("state"))
+            .unwrap()
+            .unwrap();
         (d, gw)
     }
 
@@ -656,7 +665,9 @@ mod tests {
         std::fs::create_dir(r.path().join("ws/sub")).unwrap();
         let state = tempfile::tempdir().unwrap();
         assert!(
-            GitWork::for_run(&r.path().join("ws/sub"), state.path()).unwrap().is_none(),
+            GitWork::for_run(&r.path().join("ws/sub"), state.path())
+                .unwrap()
+                .is_none(),
             "a parent's repository is not ours"
         );
     }
@@ -672,14 +683,23 @@ mod tests {
         assert_eq!(gw.git_dir(), d.path().join("state").join(STATE_GIT_DIR));
         let marker = d.path().join("RAN");
         let script = d.path().join("evil.sh");
-        std::fs::write(&script, format!("#!/bin/sh\necho ran >> {}\ncat\n", marker.display())).unwrap();
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho ran >> {}\ncat\n", marker.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
         let evil = format!(
             "[filter \"x\"]\n\tclean = {s}\n\tsmudge = {s}\n[core]\n\tfsmonitor = {s}\n\thooksPath = hooks\n[include]\n\tpath = {inc}\n[diff \"x\"]\n\ttextconv = {s}\n",
             s = script.display(),
             inc = d.path().join("inc").display()
         );
-        std::fs::write(d.path().join("inc"), format!("[core]\n\tpager = {}\n", script.display())).unwrap();
+        std::fs::write(
+            d.path().join("inc"),
+            format!("[core]\n\tpager = {}\n", script.display()),
+        )
+        .unwrap();
         let cfg = ws.join(".git/config");
         let mut text = std::fs::read_to_string(&cfg).unwrap();
         text.push_str(&evil);
@@ -694,8 +714,13 @@ mod tests {
         let sha = gw
             .commit_task("t1", "x", "run", &["a.txt".into(), ".gitattributes".into()])
             .unwrap();
-        assert_eq!(gw.commit_paths(&sha).unwrap(), vec![".gitattributes", "a.txt"]);
-        let resumed = GitWork::for_run(&ws, &d.path().join("state")).unwrap().unwrap();
+        assert_eq!(
+            gw.commit_paths(&sha).unwrap(),
+            vec![".gitattributes", "a.txt"]
+        );
+        let resumed = GitWork::for_run(&ws, &d.path().join("state"))
+            .unwrap()
+            .unwrap();
         assert_eq!(resumed.commits_for_task("t1"), vec![sha]);
         assert!(!marker.exists(), "a program the workspace configured ran");
     }
@@ -754,10 +779,7 @@ mod tests {
         let s10 = gw
             .commit_task("t10", "", "run", &["src/y.rs".into()])
             .unwrap();
-        assert_eq!(
-            raw(&gw, &["log", "-1", "--format=%s"]).trim(),
-            "task t10"
-        );
+        assert_eq!(raw(&gw, &["log", "-1", "--format=%s"]).trim(), "task t10");
 
         assert_eq!(gw.commits_for_task("t1"), vec![s1.clone()]);
         assert_eq!(gw.commits_for_task("t10"), vec![s10]);
@@ -768,10 +790,7 @@ mod tests {
         let s3 = gw
             .commit_task("t3", "post the rollout note", "run", &[])
             .unwrap();
-        assert_eq!(
-            raw(&gw, &["show", "--stat", "--format=", &s3]).trim(),
-            ""
-        );
+        assert_eq!(raw(&gw, &["show", "--stat", "--format=", &s3]).trim(), "");
         assert!(raw(&gw, &["log", "-1", "--format=%B"]).contains("outside the workspace"));
         assert_eq!(gw.commits_for_task("t3"), vec![s3]);
         // Deletions are committed too.
@@ -851,7 +870,8 @@ mod tests {
         // ignored untracked path is not the task's to commit.
         w(".gitignore", "build/\n");
         raw(&gw, &["add", ".gitignore"]);
-        raw(&gw,
+        raw(
+            &gw,
             &["commit", "-q", "-m", "ignore build/", "--", ".gitignore"],
         );
         w("build/out.bin", "x");

@@ -457,4 +457,3 @@ pub(crate) fn by_task(p: &RunPage) -> Vec<(String, u64, f64)> {
     v.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
     v
 }
-

@@ -74,18 +74,49 @@ impl LapError {
             LapError::Model(ModelError::Deadline { .. }) => Classified::TimeUp,
             LapError::Model(ModelError::RecordingMiss { detail }) => Classified::Unrecoverable {
                 kind: ErrorKind::RecordingMiss,
-                detail: format!("recording miss (the replay had no recording for this call): {detail}"),
+                detail: format!(
+                    "recording miss (the replay had no recording for this call): {detail}"
+                ),
             },
-            LapError::Model(e @ ModelError::Rejected { .. }) => Classified::Unrecoverable { kind: ErrorKind::HttpRejected, detail: e.to_string() },
-            LapError::Model(e @ ModelError::RetriesExhausted { .. }) => Classified::Unrecoverable { kind: ErrorKind::ModelUnavailable, detail: e.to_string() },
-            LapError::Model(e @ ModelError::Config(_)) => Classified::Unrecoverable { kind: ErrorKind::EndpointConfig, detail: e.to_string() },
-            LapError::Goal(e) => Classified::Unrecoverable { kind: ErrorKind::GoalTampered, detail: e.to_string() },
-            LapError::State(e) => Classified::Unrecoverable { kind: ErrorKind::StateTampered, detail: e.to_string() },
-            LapError::Checkpoint(e) => Classified::Unrecoverable { kind: ErrorKind::CheckpointWrite, detail: e.to_string() },
-            LapError::Ledger(e) => Classified::Unrecoverable { kind: ErrorKind::LedgerJournal, detail: e.to_string() },
-            LapError::BilledAboveReserve(e) => Classified::Unrecoverable { kind: ErrorKind::BilledAboveReserve, detail: e.to_string() },
-            LapError::Internal(d) => Classified::Unrecoverable { kind: ErrorKind::Internal, detail: d },
-            e @ LapError::WallClock { .. } => Classified::WallClock { detail: e.to_string() },
+            LapError::Model(e @ ModelError::Rejected { .. }) => Classified::Unrecoverable {
+                kind: ErrorKind::HttpRejected,
+                detail: e.to_string(),
+            },
+            LapError::Model(e @ ModelError::RetriesExhausted { .. }) => Classified::Unrecoverable {
+                kind: ErrorKind::ModelUnavailable,
+                detail: e.to_string(),
+            },
+            LapError::Model(e @ ModelError::Config(_)) => Classified::Unrecoverable {
+                kind: ErrorKind::EndpointConfig,
+                detail: e.to_string(),
+            },
+            LapError::Goal(e) => Classified::Unrecoverable {
+                kind: ErrorKind::GoalTampered,
+                detail: e.to_string(),
+            },
+            LapError::State(e) => Classified::Unrecoverable {
+                kind: ErrorKind::StateTampered,
+                detail: e.to_string(),
+            },
+            LapError::Checkpoint(e) => Classified::Unrecoverable {
+                kind: ErrorKind::CheckpointWrite,
+                detail: e.to_string(),
+            },
+            LapError::Ledger(e) => Classified::Unrecoverable {
+                kind: ErrorKind::LedgerJournal,
+                detail: e.to_string(),
+            },
+            LapError::BilledAboveReserve(e) => Classified::Unrecoverable {
+                kind: ErrorKind::BilledAboveReserve,
+                detail: e.to_string(),
+            },
+            LapError::Internal(d) => Classified::Unrecoverable {
+                kind: ErrorKind::Internal,
+                detail: d,
+            },
+            e @ LapError::WallClock { .. } => Classified::WallClock {
+                detail: e.to_string(),
+            },
             LapError::Stopped { signal, .. } => Classified::Stopped(signal),
         }
     }

@@ -242,6 +242,9 @@ fn memory_group(name: &str, bytes: u64) -> Option<MemoryGroup> {
     let group = MemoryGroup { dir };
     std::fs::write(group.dir.join("memory.limit_in_bytes"), bytes.to_string()).ok()?;
     // Swap counts too where the kernel accounts it (else a hog swaps out).
-    let _ = std::fs::write(group.dir.join("memory.memsw.limit_in_bytes"), bytes.to_string());
+    let _ = std::fs::write(
+        group.dir.join("memory.memsw.limit_in_bytes"),
+        bytes.to_string(),
+    );
     Some(group)
 }

@@ -247,8 +247,6 @@ pub const DEFAULT_MEMORY_MB: u64 = 2048;
 pub const MEMORY_MB_MIN: u64 = 16;
 pub const MEMORY_MB_MAX: u64 = 1 << 20;
 
-
-
 /// What one confined process may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -341,7 +339,11 @@ pub const ETC_READ: [&str; 19] = [
 const HOME_TOOLS: [(&str, &[&str]); 2] = [
     (
         ".cargo",
-        &[".rustup/toolchains", ".rustup/settings.toml", ".rustup/update-hashes"],
+        &[
+            ".rustup/toolchains",
+            ".rustup/settings.toml",
+            ".rustup/update-hashes",
+        ],
     ),
     (
         ".pyenv",
@@ -371,11 +373,18 @@ pub fn path_reach(entry: &Path) -> Vec<PathBuf> {
     let Some(home) = account_home().or_else(|| std::env::var_os("HOME").map(PathBuf::from)) else {
         return vec![entry];
     };
-    let Some(tool) = entry.strip_prefix(&home).ok().and_then(|r| r.components().next()) else {
+    let Some(tool) = entry
+        .strip_prefix(&home)
+        .ok()
+        .and_then(|r| r.components().next())
+    else {
         return vec![entry];
     };
     let mut reach = vec![entry.clone()];
-    match HOME_TOOLS.iter().find(|(name, _)| Path::new(name) == Path::new(&tool)) {
+    match HOME_TOOLS
+        .iter()
+        .find(|(name, _)| Path::new(name) == Path::new(&tool))
+    {
         Some((_, needs)) => reach.extend(needs.iter().map(|n| home.join(n))),
         None => reach.extend(
             linked_prefixes(&entry)
@@ -462,7 +471,9 @@ impl Confined {
     /// Whether the check's memory cgroup saw its limit hit (the OOM
     /// killer ended one of its processes).
     pub fn memory_limit_hit(&self) -> bool {
-        self.cgroup.as_ref().is_some_and(cgroup::Group::memory_limit_hit)
+        self.cgroup
+            .as_ref()
+            .is_some_and(cgroup::Group::memory_limit_hit)
     }
 
     /// Start `exec` under this confinement (once: the cgroup and the
@@ -576,6 +587,7 @@ fn has_capabilities() -> bool {
                 .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         };
         // Unreadable: assume so (clearing is harmless; skipping is not).
-        set("CapEff:").is_none_or(|v| v != 0) || set("CapBnd:").is_none_or(|v| v != 0) && nix::unistd::geteuid().is_root()
+        set("CapEff:").is_none_or(|v| v != 0)
+            || set("CapBnd:").is_none_or(|v| v != 0) && nix::unistd::geteuid().is_root()
     })
 }

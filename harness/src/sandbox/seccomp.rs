@@ -124,7 +124,14 @@ fn device_node_rules(arg: u8) -> Result<Vec<SeccompRule>, String> {
     let fmt = u64::from(libc::S_IFMT);
     [libc::S_IFCHR, libc::S_IFBLK]
         .into_iter()
-        .map(|kind| rule(vec![cond(arg, Len::Dword, Op::MaskedEq(fmt), u64::from(kind))?]))
+        .map(|kind| {
+            rule(vec![cond(
+                arg,
+                Len::Dword,
+                Op::MaskedEq(fmt),
+                u64::from(kind),
+            )?])
+        })
         .collect()
 }
 
@@ -160,7 +167,9 @@ fn program(
         arch()?,
     )
     .map_err(|e| e.to_string())?;
-    filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
 fn compile() -> Result<Filters, String> {
@@ -180,7 +189,11 @@ mod tests {
     #[test]
     fn the_filters_compile() {
         let f = filters().expect("the filters compile");
-        eprintln!("deny: {} instructions, clone3: {}", f.deny.len(), f.clone3.len());
+        eprintln!(
+            "deny: {} instructions, clone3: {}",
+            f.deny.len(),
+            f.clone3.len()
+        );
         assert!(f.deny.len() > DENIED.len(), "{} instructions", f.deny.len());
         assert!(!f.clone3.is_empty());
     }

@@ -303,7 +303,10 @@ impl Prepared {
             filter: std::ptr::null_mut(),
         };
         let seccomp = c.seccomp.map_or([none, none], |f| {
-            [fprog(as_sock_filters(&f.deny)), fprog(as_sock_filters(&f.clone3))]
+            [
+                fprog(as_sock_filters(&f.deny)),
+                fprog(as_sock_filters(&f.clone3)),
+            ]
         });
         Plan {
             candidates: self.candidates.as_ptr(),
@@ -521,7 +524,10 @@ unsafe fn run_steps(p: &mut Plan) -> (Step, i32) {
     let mut procs = p.cgroup_procs;
     while !(*procs).is_null() {
         let fd = libc::open(*procs, libc::O_WRONLY | libc::O_CLOEXEC);
-        step!(fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) == 1, Step::Cgroup);
+        step!(
+            fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) == 1,
+            Step::Cgroup
+        );
         libc::close(fd);
         procs = procs.add(1);
     }
@@ -538,7 +544,10 @@ unsafe fn run_steps(p: &mut Plan) -> (Step, i32) {
     if p.drop_caps {
         step!(drop_capabilities(p.last_cap), Step::Capabilities);
     }
-    step!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, Step::Landlock);
+    step!(
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0,
+        Step::Landlock
+    );
     if p.landlock_fd >= 0 {
         let r = libc::syscall(libc::SYS_landlock_restrict_self, p.landlock_fd, 0u32);
         step!(r == 0, Step::Landlock);
@@ -604,7 +613,13 @@ unsafe fn enter_view(p: &Plan) -> bool {
     use super::view::{OpKind, BASE, ROOT_TMPFS_OPTIONS};
     let null = std::ptr::null::<libc::c_char>();
     let ok = libc::unshare(libc::CLONE_NEWNS) == 0
-        && libc::mount(null, c"/".as_ptr(), null, libc::MS_SLAVE | libc::MS_REC, std::ptr::null()) == 0
+        && libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_SLAVE | libc::MS_REC,
+            std::ptr::null(),
+        ) == 0
         && libc::mount(
             c"tmpfs".as_ptr(),
             BASE.as_ptr(),
@@ -615,9 +630,19 @@ unsafe fn enter_view(p: &Plan) -> bool {
         && libc::chdir(BASE.as_ptr()) == 0
         && libc::mkdir(c"newroot".as_ptr(), 0o755) == 0
         && libc::mkdir(c"oldroot".as_ptr(), 0o755) == 0
-        && libc::syscall(libc::SYS_pivot_root, BASE.as_ptr(), c"/tmp/oldroot".as_ptr()) == 0
+        && libc::syscall(
+            libc::SYS_pivot_root,
+            BASE.as_ptr(),
+            c"/tmp/oldroot".as_ptr(),
+        ) == 0
         && libc::chdir(c"/".as_ptr()) == 0
-        && libc::mount(c"/newroot".as_ptr(), c"/newroot".as_ptr(), null, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0;
+        && libc::mount(
+            c"/newroot".as_ptr(),
+            c"/newroot".as_ptr(),
+            null,
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ) == 0;
     if !ok {
         return false;
     }
@@ -626,7 +651,11 @@ unsafe fn enter_view(p: &Plan) -> bool {
         let done = match op.kind {
             OpKind::Dir => libc::mkdir(op.target, 0o755) == 0 || errno() == libc::EEXIST,
             OpKind::File => {
-                let fd = libc::open(op.target, libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
+                let fd = libc::open(
+                    op.target,
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o644,
+                );
                 fd >= 0 && libc::close(fd) == 0
             }
             OpKind::Symlink => libc::symlink(op.source, op.target) == 0,
@@ -634,12 +663,30 @@ unsafe fn enter_view(p: &Plan) -> bool {
             // covered parts) leaves /proc empty: less, never more.
             OpKind::Proc => {
                 let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-                libc::mount(c"proc".as_ptr(), op.target, c"proc".as_ptr(), flags, std::ptr::null());
+                libc::mount(
+                    c"proc".as_ptr(),
+                    op.target,
+                    c"proc".as_ptr(),
+                    flags,
+                    std::ptr::null(),
+                );
                 true
             }
             OpKind::Bind => {
-                libc::mount(op.source, op.target, null, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
-                    && libc::mount(null, op.target, null, libc::MS_BIND | libc::MS_REMOUNT | op.flags, std::ptr::null()) == 0
+                libc::mount(
+                    op.source,
+                    op.target,
+                    null,
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) == 0
+                    && libc::mount(
+                        null,
+                        op.target,
+                        null,
+                        libc::MS_BIND | libc::MS_REMOUNT | op.flags,
+                        std::ptr::null(),
+                    ) == 0
             }
         };
         if !done {
@@ -681,7 +728,14 @@ unsafe fn drop_capabilities(last_cap: libc::c_int) -> bool {
             return false;
         }
     }
-    if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
+    if libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+        0,
+        0,
+        0,
+    ) != 0
+    {
         return false;
     }
     #[repr(C)]
@@ -701,8 +755,16 @@ unsafe fn drop_capabilities(last_cap: libc::c_int) -> bool {
         pid: 0,
     };
     let data = [
-        Data { effective: 0, permitted: 0, inheritable: 0 },
-        Data { effective: 0, permitted: 0, inheritable: 0 },
+        Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        },
+        Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        },
     ];
     libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) == 0
 }
@@ -911,7 +973,13 @@ mod layer_tests {
             stdout: out.as_fd(),
             stderr: out.as_fd(),
         };
-        let code = confined.spawn(&exec).unwrap().wait().unwrap().code().unwrap_or(-1);
+        let code = confined
+            .spawn(&exec)
+            .unwrap()
+            .wait()
+            .unwrap()
+            .code()
+            .unwrap_or(-1);
         use std::io::{Read, Seek};
         let mut text = String::new();
         let mut f = out;
@@ -938,12 +1006,26 @@ mod layer_tests {
                if [ -e $p ]; then echo \"seen $p\"; fi; done; cat /etc/shadow 2>&1 | head -c 80; echo; touch /x 2>&1",
         );
         assert_eq!(code, 1, "{out}");
-        for hidden in ["/etc/shadow", "/etc/gshadow", "/home", "/root", "/run", "/var", "/sys"] {
-            assert!(!out.contains(&format!("seen {hidden}\n")), "{hidden} is visible: {out}");
+        for hidden in [
+            "/etc/shadow",
+            "/etc/gshadow",
+            "/home",
+            "/root",
+            "/run",
+            "/var",
+            "/sys",
+        ] {
+            assert!(
+                !out.contains(&format!("seen {hidden}\n")),
+                "{hidden} is visible: {out}"
+            );
         }
         assert!(out.contains("seen /etc/passwd"), "{out}");
         assert!(out.contains("seen /usr/bin/python3"), "{out}");
-        assert!(out.contains("Read-only file system") || out.contains("Permission denied"), "{out}");
+        assert!(
+            out.contains("Read-only file system") || out.contains("Permission denied"),
+            "{out}"
+        );
     }
 
     /// A check past its memory bound is ended (or refused its memory) and
@@ -953,9 +1035,10 @@ mod layer_tests {
         if !full() {
             return;
         }
-        let ((code, out), hit) = probe_with("python3 -c \"x = b'x' * (1 << 30); print(len(x))\"", |p| {
-            p.limits.memory_bytes = 128 << 20;
-        });
+        let ((code, out), hit) =
+            probe_with("python3 -c \"x = b'x' * (1 << 30); print(len(x))\"", |p| {
+                p.limits.memory_bytes = 128 << 20;
+            });
         assert_ne!(code, 0, "{out}");
         assert!(!out.contains("1073741824"), "{out}");
         assert!(hit || out.contains("MemoryError"), "{out}");
@@ -994,6 +1077,9 @@ a, b = socket.socketpair(); print("socketpair made")
         assert!(out.contains("effective 0 permitted 0"), "{out}");
         assert!(out.contains("unix socket refused 1"), "{out}");
         assert!(out.contains("device refused 1"), "{out}");
-        assert!(out.contains("fifo made") && out.contains("socketpair made"), "{out}");
+        assert!(
+            out.contains("fifo made") && out.contains("socketpair made"),
+            "{out}"
+        );
     }
 }

@@ -199,7 +199,13 @@ impl Builder {
         Ok(ptr)
     }
 
-    fn op(&mut self, kind: OpKind, target: &Path, source: Option<(&str, &Path)>, flags: u64) -> std::io::Result<()> {
+    fn op(
+        &mut self,
+        kind: OpKind,
+        target: &Path,
+        source: Option<(&str, &Path)>,
+        flags: u64,
+    ) -> std::io::Result<()> {
         let target = self.c("/newroot", target)?;
         let source = match source {
             Some((prefix, p)) => self.c(prefix, p)?,
@@ -218,7 +224,10 @@ impl Builder {
     /// under a bind (there they exist already).
     fn dirs(&mut self, dir: &Path) -> std::io::Result<()> {
         let mut at = PathBuf::from("/");
-        for c in dir.components().filter(|c| matches!(c, Component::Normal(_))) {
+        for c in dir
+            .components()
+            .filter(|c| matches!(c, Component::Normal(_)))
+        {
             at.push(c);
             if self.bound.iter().any(|b| at.starts_with(b)) || self.made.contains(&at) {
                 continue;
@@ -297,12 +306,16 @@ mod tests {
         assert!(binds.contains(&"/newroot/usr"), "{binds:?}");
         assert!(!binds.contains(&"/newroot/usr/bin"), "{binds:?}");
         assert!(binds.contains(&ws_target.as_str()), "{binds:?}");
-        assert!(!binds.iter().any(|b| b.starts_with("/newroot/etc") || b.starts_with("/newroot/home")));
+        assert!(!binds
+            .iter()
+            .any(|b| b.starts_with("/newroot/etc") || b.starts_with("/newroot/home")));
         for (i, (_, t)) in ops.iter().enumerate() {
             let parent = Path::new(t).parent().unwrap();
             if parent != Path::new("/newroot") {
                 let made_before = ops[..i].iter().any(|(_, p)| Path::new(p) == parent)
-                    || ops[..i].iter().any(|(k, p)| *k == OpKind::Bind && Path::new(t).starts_with(p));
+                    || ops[..i]
+                        .iter()
+                        .any(|(k, p)| *k == OpKind::Bind && Path::new(t).starts_with(p));
                 assert!(made_before, "{t} before its parent: {ops:?}");
             }
         }

@@ -551,11 +551,21 @@ fn a_system_workspace_is_refused_and_memory_travels_with_every_check() {
         panic!()
     };
     assert_eq!(c.env.memory_mb, Some(crate::sandbox::DEFAULT_MEMORY_MB));
-    let s = RunSpec::parse(&format!("{BASE}[sandbox]\nmemory_mb = 256\n"), "run.toml", d.path()).unwrap();
+    let s = RunSpec::parse(
+        &format!("{BASE}[sandbox]\nmemory_mb = 256\n"),
+        "run.toml",
+        d.path(),
+    )
+    .unwrap();
     let Predicate::Command(c) = &s.predicate else {
         panic!()
     };
     assert_eq!(c.env.memory_mb, Some(256));
-    let e = RunSpec::parse(&format!("{BASE}[sandbox]\nmemory_mb = 1\n"), "run.toml", d.path()).unwrap_err();
+    let e = RunSpec::parse(
+        &format!("{BASE}[sandbox]\nmemory_mb = 1\n"),
+        "run.toml",
+        d.path(),
+    )
+    .unwrap_err();
     assert_eq!(e.field, "sandbox.memory_mb", "{e}");
 }

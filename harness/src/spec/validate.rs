@@ -731,10 +731,17 @@ impl Checker<'_> {
                 format!("an existing directory, {} is not", workspace.display()),
             ));
         }
-        let real = workspace.canonicalize().unwrap_or_else(|_| workspace.clone());
-        let exempt = SYSTEM_DIR_EXCEPTIONS.iter().any(|d| real.starts_with(d) && real != Path::new(d));
+        let real = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.clone());
+        let exempt = SYSTEM_DIR_EXCEPTIONS
+            .iter()
+            .any(|d| real.starts_with(d) && real != Path::new(d));
         let system = SYSTEM_DIRS.iter().find(|d| real.starts_with(d));
-        if let Some(sys) = system.filter(|_| !exempt).or((real == Path::new("/")).then_some(&"/")) {
+        if let Some(sys) = system
+            .filter(|_| !exempt)
+            .or((real == Path::new("/")).then_some(&"/"))
+        {
             return Err(self.err(
                 "workspace",
                 format!(

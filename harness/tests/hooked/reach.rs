@@ -77,7 +77,10 @@ fn git(c: &Case, args: &[&str]) -> String {
     let git_dir = c.state_dir().join(harness::gitwork::STATE_GIT_DIR);
     let mut full = vec![format!("--git-dir={}", git_dir.display())];
     full.extend(args.iter().map(|a| a.to_string()));
-    ws_git(&c.ws(), &full.iter().map(String::as_str).collect::<Vec<_>>())
+    ws_git(
+        &c.ws(),
+        &full.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
 }
 
 /// git on the workspace's own repository.
@@ -453,7 +456,11 @@ fn nothing_is_committed_when_the_run_branch_cannot_be_made() {
     let why = r.report["git_disabled"].as_str().unwrap_or("");
     assert!(why.contains("nothing is committed"), "{}", r.explain());
     assert!(r.stdout.contains("NO COMMITS"), "{}", r.stdout);
-    assert_eq!(ws_git(&c.ws(), &["rev-parse", "HEAD"]), head, "main untouched");
+    assert_eq!(
+        ws_git(&c.ws(), &["rev-parse", "HEAD"]),
+        head,
+        "main untouched"
+    );
     assert_eq!(
         ws_git(&c.ws(), &["symbolic-ref", "--short", "HEAD"]).trim(),
         "main"
