@@ -1,6 +1,6 @@
 //! The guarantee map (suites/guarantees.toml): every promise README.md,
-//! docs/harness.md and ARCHITECTURE.md make about the harness, with the suite cases, gates,
-//! chaos invariants and broken variants that would fail if it broke;
+//! ARCHITECTURE.md and every document under docs/ make, with the suite cases, gates,
+//! chaos invariants, faults scenarios and broken variants that would fail if it broke;
 //! checked against the suites, the docs, the chaos invariants and the
 //! variants, and rendered to docs/guarantees.md (`bench guarantees`).
 //!
@@ -15,7 +15,13 @@ use std::path::{Path, PathBuf};
 
 /// The suites whose cases count (the full suite `scripts/suite` gates on).
 pub const SUITES: [&str; 4] = ["happy", "edge", "adversarial", "regression"];
-/// Words that make a sentence in a scanned section a promise to account for.
+/// The class of a promise the bench makes about itself.
+pub const BENCH_CLASS: &str = "bench";
+/// The scenarios `bench faults` runs (its findings name them).
+pub const FAULT_DISK_FULL: &str = "disk-full";
+pub const FAULT_SLOW_CHECK: &str = "slow-check";
+pub const FAULT_SCENARIOS: [&str; 2] = [FAULT_DISK_FULL, FAULT_SLOW_CHECK];
+/// Words that make a sentence in a scanned document a promise to account for.
 pub const PROMISE_WORDS: [&str; 7] = [
     "never",
     "always",
@@ -29,9 +35,15 @@ pub const PROMISE_WORDS: [&str; 7] = [
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Map {
-    /// Doc sections whose every promise-word sentence must hold a quote
-    /// of a promise (or of a `not_a_promise`).
-    pub scan: Vec<Section>,
+    /// Documents, or directories of them (every `*.md` inside, read
+    /// recursively), whose every promise-word sentence must hold a quote
+    /// of a promise (or of a `not_a_promise`): whole, so a promise made in
+    /// a new section or a new doc is not missed.
+    pub scan: Vec<String>,
+    /// Documents under a scanned directory that are not read, each with why
+    /// (docs/guarantees.md is this map rendered: its sentences are ours).
+    #[serde(default)]
+    pub skip: Vec<Skipped>,
     #[serde(rename = "promise")]
     pub promises: Vec<Promise>,
     #[serde(rename = "not_a_promise", default)]
@@ -40,9 +52,9 @@ pub struct Map {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Section {
+pub struct Skipped {
     pub doc: String,
-    pub heading: String,
+    pub why: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -64,15 +76,33 @@ pub struct Promise {
     /// chaos invariants (`bench chaos`) that fail.
     #[serde(default)]
     pub chaos: Vec<String>,
+    /// `bench faults` scenarios (a real full disk, a check slower than the
+    /// clock) whose findings fail.
+    #[serde(default)]
+    pub faults: Vec<String>,
     /// Broken variants (`bench self-test`, `bench chaos --self-test`) that
     /// break it and are caught.
     #[serde(default)]
     pub variants: Vec<String>,
     /// Why no one-line variant breaks it, when `variants` is empty.
     pub no_variant: Option<String>,
-    /// Why only chaos can exercise it (a kill, a power cut), when `cases`
-    /// is empty.
+    /// Why only chaos or `bench faults` can exercise it (a kill, a power
+    /// cut, a full disk), when `cases` is empty.
     pub chaos_only: Option<String>,
+    /// Steps of `.ci/run` (as written there, never the cargo tests of
+    /// `scripts/test`) that run the bench binary end to end and fail when
+    /// it breaks: for a promise the bench makes about itself.
+    #[serde(default)]
+    pub ci: Vec<String>,
+    /// Tests of the bench binary (`<file>::<fn>`, under bench/tests/) that
+    /// run it as a user does and fail when it breaks: for a promise the
+    /// bench makes about itself.
+    #[serde(default)]
+    pub tests: Vec<String>,
+    /// Why a promise of class `bench` (the bench's word about itself, not
+    /// the harness's) has no suite case: a suite case judges a harness, and
+    /// this promise holds whatever harness runs.
+    pub bench_only: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -108,9 +138,6 @@ pub enum MapError {
         what: String,
         cause: Box<strict::Error>,
     },
-    /// A scanned section the doc no longer has.
-    #[error("{doc}: no section {heading:?}")]
-    NoSection { doc: String, heading: String },
 }
 
 /// Every suite case by id: its `covers` and its `[expect]` keys.
@@ -220,6 +247,10 @@ impl Docs<'_> {
 /// and `[expect]` keys), the chaos invariants and the broken variants.
 struct Known<'a> {
     cases: Cases,
+    /// .ci/run's text.
+    ci_run: String,
+    /// Each test file a promise's `tests` names, read.
+    test_files: BTreeMap<String, String>,
     invariants: BTreeSet<&'a str>,
     variants: BTreeSet<&'a str>,
 }
@@ -231,8 +262,16 @@ pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, MapError> {
         repo,
         read: BTreeMap::new(),
     };
+    let mut test_files = BTreeMap::new();
+    for file in map.promises.iter().flat_map(|p| &p.tests).filter_map(|t| t.split_once("::")).map(|(f, _)| f) {
+        if let Ok(text) = std::fs::read_to_string(repo.root.join(file)) {
+            test_files.insert(file.to_string(), text);
+        }
+    }
     let known = Known {
         cases: repo.cases()?,
+        ci_run: repo.read(".ci/run")?,
+        test_files,
         invariants: chaos::invariant::Invariant::ALL
             .iter()
             .map(|i| i.as_str())
@@ -281,9 +320,15 @@ pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, MapError> {
             out.push(format!("not_a_promise: {:?} is not in {}", w.text, w.doc));
         }
     }
-    for s in &map.scan {
-        for sentence in unaccounted(map, &repo.read(&s.doc)?, s)? {
-            out.push(format!("{} \"{}\": a promise with no entry: {sentence:?} (add it to a promise's quotes, or to not_a_promise with why)", s.doc, s.heading));
+    for sk in &map.skip {
+        if !repo.root.join(&sk.doc).is_file() {
+            out.push(format!("skip: {} is not a file", sk.doc));
+        }
+    }
+    for doc in scanned_docs(map, repo)? {
+        let text = repo.read(&doc)?;
+        for sentence in unaccounted(map, &doc, &text) {
+            out.push(format!("{doc}: a promise with no entry: {sentence:?} (add it to a promise's quotes, or to not_a_promise with why)"));
         }
     }
     Ok(out)
@@ -293,12 +338,19 @@ pub fn problems(map: &Map, repo: &Repo) -> Result<Vec<String>, MapError> {
 /// its suite cases, gates, chaos invariants and broken variants.
 fn coverage_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
     let mut out = vec![];
-    match (p.cases.is_empty(), &p.chaos_only) {
-        (true, None) => out.push(format!("{at}: cases is empty: a promise needs a suite case that fails when it breaks (cargo tests do not count: they do not run against another harness)")),
-        (true, Some(_)) if p.chaos.is_empty() => out.push(format!("{at}: chaos_only, but chaos names no invariant")),
-        (false, Some(_)) => out.push(format!("{at}: chaos_only with suite cases: drop one")),
+    let kinds = [p.chaos_only.is_some(), p.bench_only.is_some()];
+    match (p.cases.is_empty(), kinds) {
+        (true, [false, false]) => out.push(format!("{at}: cases is empty: a promise needs a suite case that fails when it breaks (cargo tests do not count: they do not run against another harness)")),
+        (true, [true, false]) if p.chaos.is_empty() && p.faults.is_empty() => out.push(format!("{at}: chaos_only, but neither chaos nor faults names what fails")),
+        (true, [false, true]) if p.ci.is_empty() && p.tests.is_empty() => out.push(format!("{at}: bench_only, but neither ci nor tests names what fails")),
+        (true, [true, true]) => out.push(format!("{at}: chaos_only and bench_only: drop one")),
+        (false, [a, b]) if a || b => out.push(format!("{at}: chaos_only or bench_only with suite cases: drop one")),
         _ => {}
     }
+    if p.bench_only.is_some() && p.class != BENCH_CLASS {
+        out.push(format!("{at}: bench_only is for the bench's word about itself (class {BENCH_CLASS:?}); a promise about the harness needs a suite case, a chaos invariant or a faults scenario"));
+    }
+    out.extend(bench_gate_problems(at, p, known));
     for c in &p.cases {
         match known.cases.get(c) {
             None => out.push(format!("{at}: cases: no suite case {c:?} in suites/{{{}}}", SUITES.join(","))),
@@ -317,6 +369,14 @@ fn coverage_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
             ));
         }
     }
+    for f in &p.faults {
+        if !FAULT_SCENARIOS.contains(&f.as_str()) {
+            out.push(format!(
+                "{at}: faults: no scenario {f:?} (bench faults runs {})",
+                FAULT_SCENARIOS.join(", ")
+            ));
+        }
+    }
     for v in &p.variants {
         if !known.variants.contains(v.as_str()) {
             out.push(format!("{at}: variants: no broken variant {v:?} (harness::mutants, harness::simfs::Broken)"));
@@ -326,6 +386,30 @@ fn coverage_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
         out.push(format!(
             "{at}: variants is empty and no_variant does not say why"
         ));
+    }
+    out
+}
+
+/// A `ci` entry is a step of `.ci/run` other than the cargo tests; a
+/// `tests` entry names a function of a test file of the bench.
+fn bench_gate_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
+    let mut out = vec![];
+    for c in &p.ci {
+        if c.starts_with("scripts/test") || !known.ci_run.lines().any(|l| l.contains(c.as_str())) {
+            out.push(format!("{at}: ci: {c:?} is not a step of .ci/run (the cargo tests of scripts/test do not count)"));
+        }
+    }
+    for t in &p.tests {
+        let found = t.split_once("::").is_some_and(|(file, func)| {
+            file.starts_with("bench/tests/")
+                && known
+                    .test_files
+                    .get(file)
+                    .is_some_and(|text| text.contains(&format!("fn {func}(")))
+        });
+        if !found {
+            out.push(format!("{at}: tests: {t:?} is not bench/tests/<file>::<fn> with that function in that file"));
+        }
     }
     out
 }
@@ -357,29 +441,59 @@ fn gate_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
     out
 }
 
-/// The sentences of `section` that use a promise word and hold no quote of
-/// the map for that doc.
-fn unaccounted(map: &Map, text: &str, section: &Section) -> Result<Vec<String>, MapError> {
-    let body = section_text(text, &section.heading).ok_or_else(|| MapError::NoSection {
-        doc: section.doc.clone(),
-        heading: section.heading.clone(),
-    })?;
+/// Every document `scan` names (a directory: each `*.md` under it), as
+/// paths relative to the root, sorted, less `skip`.
+fn scanned_docs(map: &Map, repo: &Repo) -> Result<Vec<String>, MapError> {
+    let skipped: BTreeSet<&str> = map.skip.iter().map(|s| s.doc.as_str()).collect();
+    let mut out = BTreeSet::new();
+    let mut dirs: Vec<String> = vec![];
+    for entry in &map.scan {
+        if repo.root.join(entry).is_dir() {
+            dirs.push(entry.clone());
+        } else {
+            out.insert(entry.clone());
+        }
+    }
+    while let Some(dir) = dirs.pop() {
+        let path = repo.root.join(&dir);
+        let rd = std::fs::read_dir(&path).map_err(|cause| MapError::Read {
+            what: dir.clone(),
+            cause,
+        })?;
+        for e in rd.flatten() {
+            let rel = format!("{dir}/{}", e.file_name().to_string_lossy());
+            if e.path().is_dir() {
+                dirs.push(rel);
+            } else if rel.ends_with(".md") {
+                out.insert(rel);
+            }
+        }
+    }
+    Ok(out
+        .into_iter()
+        .filter(|d| !skipped.contains(d.as_str()))
+        .collect())
+}
+
+/// The sentences of `doc` (its prose: code blocks left out) that use a
+/// promise word and hold no quote of the map for that doc.
+fn unaccounted(map: &Map, doc: &str, text: &str) -> Vec<String> {
     let quotes: Vec<String> = map
         .promises
         .iter()
         .flat_map(|p| p.quotes.iter().map(|q| (&q.doc, &q.text)))
         .chain(map.waived.iter().map(|w| (&w.doc, &w.text)))
-        .filter(|(d, _)| **d == section.doc)
+        .filter(|(d, _)| d.as_str() == doc)
         .map(|(_, t)| fold(t))
         .collect();
-    Ok(sentences(&body)
+    sentences(&prose(text))
         .into_iter()
         .filter(|s| {
             let lower = s.to_lowercase();
             PROMISE_WORDS.iter().any(|w| has_word(&lower, w))
         })
         .filter(|s| !quotes.iter().any(|q| s.contains(q.as_str())))
-        .collect())
+        .collect()
 }
 
 fn has_word(text: &str, word: &str) -> bool {
@@ -390,33 +504,23 @@ fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
-/// The text under `heading` (any level), up to the next heading, code
-/// blocks left out.
-fn section_text(doc: &str, heading: &str) -> Option<String> {
-    let mut out = None::<String>;
+/// A document's prose: code blocks and heading lines left out (a heading
+/// is a title, not a sentence; each line ends a sentence so a title never
+/// runs into the paragraph under it).
+fn prose(doc: &str) -> String {
+    let mut out = String::new();
     let mut in_code = false;
     for line in doc.lines() {
-        if line.starts_with("```") {
+        if line.trim_start().starts_with("```") {
             in_code = !in_code;
             continue;
         }
-        if in_code {
+        if in_code || line.starts_with('#') {
+            out.push_str("\n\n");
             continue;
         }
-        if let Some(h) = line.strip_prefix('#') {
-            let h = h.trim_start_matches('#').trim();
-            if out.is_some() {
-                break;
-            }
-            if h == heading {
-                out = Some(String::new());
-            }
-            continue;
-        }
-        if let Some(o) = &mut out {
-            o.push_str(line);
-            o.push('\n');
-        }
+        out.push_str(line);
+        out.push('\n');
     }
     out
 }
@@ -448,16 +552,18 @@ fn sentences(text: &str) -> Vec<String> {
 
 /// docs/guarantees.md: every promise with what fails when it breaks.
 pub fn render(map: &Map) -> String {
-    let mut s = String::from("# What the bench holds the harness to\n\nGenerated by `bench guarantees` from `suites/guarantees.toml`; `.ci/run` fails when this file is stale, when a promise names no suite case (or, for a kill or power cut, no chaos invariant), when a case it names does not exist or does not list the promise in its `covers`, or when a sentence of README.md, docs/harness.md or ARCHITECTURE.md that promises (never, always, every, hard cap, nothing outside, exactly one, at most) has no entry.\n\n");
+    let mut s = String::from("# What the bench holds the harness to\n\nGenerated by `bench guarantees` from `suites/guarantees.toml`; `.ci/run` fails when this file is stale, when a promise names no suite case (or, for a kill or power cut, no chaos invariant), when a case it names does not exist or does not list the promise in its `covers`, or when a sentence of README.md, ARCHITECTURE.md or any document under docs/ that promises (never, always, every, hard cap, nothing outside, exactly one, at most) has no entry.\n\n");
     let with_cases = map.promises.iter().filter(|p| !p.cases.is_empty()).count();
+    let bench_only = map.promises.iter().filter(|p| p.bench_only.is_some()).count();
     s.push_str(&format!(
-        "{} promises: {} with suite cases, {} exercised by chaos only; {} with a broken variant the bench catches.\n\n",
+        "{} promises: {} with suite cases, {} exercised by chaos or faults only, {} the bench's word about itself (held by a CI step or a test of the bench binary); {} with a broken variant the bench catches.\n\n",
         map.promises.len(),
         with_cases,
-        map.promises.len() - with_cases,
+        map.promises.len() - with_cases - bench_only,
+        bench_only,
         map.promises.iter().filter(|p| !p.variants.is_empty()).count()
     ));
-    s.push_str("| promise | class | suite cases | gates | chaos | broken variants |\n|---|---|---|---|---|---|\n");
+    s.push_str("| promise | class | suite cases | gates | chaos or faults | broken variants |\n|---|---|---|---|---|---|\n");
     let code = |v: &[String]| {
         v.iter()
             .map(|x| format!("`{x}`"))
@@ -465,11 +571,21 @@ pub fn render(map: &Map) -> String {
             .join(", ")
     };
     for p in &map.promises {
-        let cases = if p.cases.is_empty() {
-            format!("chaos only: {}", p.chaos_only.as_deref().unwrap_or(""))
-        } else {
+        let cases = if !p.cases.is_empty() {
             code(&p.cases)
+        } else if let Some(why) = &p.bench_only {
+            let gates: Vec<String> = p.ci.iter().chain(&p.tests).cloned().collect();
+            format!("bench only: {why} Held by {}", code(&gates))
+        } else {
+            let by = if p.chaos.is_empty() { "faults" } else { "chaos" };
+            format!("{by} only: {}", p.chaos_only.as_deref().unwrap_or(""))
         };
+        let chaos: Vec<String> = p
+            .chaos
+            .iter()
+            .cloned()
+            .chain(p.faults.iter().map(|f| format!("bench faults {f}")))
+            .collect();
         let variants = if p.variants.is_empty() {
             format!("none: {}", p.no_variant.as_deref().unwrap_or(""))
         } else {
@@ -482,7 +598,7 @@ pub fn render(map: &Map) -> String {
             p.class,
             cases,
             code(&p.gates),
-            code(&p.chaos),
+            code(&chaos),
             variants.replace('|', "\\|")
         ));
     }
@@ -492,6 +608,110 @@ pub fn render(map: &Map) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn promise(id: &str, class: &str) -> Promise {
+        Promise {
+            id: id.into(),
+            class: class.into(),
+            promise: "p".into(),
+            quotes: vec![],
+            cases: vec![],
+            gates: vec![],
+            chaos: vec![],
+            faults: vec![],
+            variants: vec![],
+            no_variant: Some("none".into()),
+            chaos_only: None,
+            ci: vec![],
+            tests: vec![],
+            bench_only: None,
+        }
+    }
+
+    fn known(ci_run: &str, tests: &[(&str, &str)]) -> Known<'static> {
+        Known {
+            cases: Cases::new(),
+            ci_run: ci_run.into(),
+            test_files: tests
+                .iter()
+                .map(|(f, t)| (f.to_string(), t.to_string()))
+                .collect(),
+            invariants: BTreeSet::new(),
+            variants: BTreeSet::new(),
+        }
+    }
+
+    #[test]
+    fn a_whole_doc_is_scanned_without_its_code_or_headings() {
+        let map = Map {
+            scan: vec![],
+            skip: vec![],
+            promises: vec![],
+            waived: vec![],
+        };
+        let doc = "# Spend never passes\n\nThe cap always holds.\n```\nnever in code\n```\n## Later\nA check never reads /home.\n";
+        assert_eq!(
+            unaccounted(&map, "d.md", doc),
+            vec!["The cap always holds.", "A check never reads /home."]
+        );
+    }
+
+    #[test]
+    fn a_directory_is_every_md_under_it_less_skip() {
+        let root = std::env::temp_dir().join(format!("guarantees-scan-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("docs/deep")).unwrap();
+        for f in ["README.md", "docs/a.md", "docs/deep/b.md", "docs/gen.md", "docs/x.json"] {
+            std::fs::write(root.join(f), "text").unwrap();
+        }
+        let map = Map {
+            scan: vec!["README.md".into(), "docs".into()],
+            skip: vec![Skipped {
+                doc: "docs/gen.md".into(),
+                why: "generated".into(),
+            }],
+            promises: vec![],
+            waived: vec![],
+        };
+        let docs = scanned_docs(&map, &Repo { root: root.clone() }).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(docs, vec!["README.md", "docs/a.md", "docs/deep/b.md"]);
+    }
+
+    #[test]
+    fn the_bench_word_needs_a_ci_step_or_a_bench_test_never_the_cargo_tests() {
+        let k = known(
+            "scripts/test\nscripts/flaky-check target/bench/flaky\n",
+            &[("bench/tests/integration/run.rs", "fn merged() {}")],
+        );
+        let mut p = promise("b", BENCH_CLASS);
+        p.bench_only = Some("the bench's own".into());
+        assert!(coverage_problems("b", &p, &k)[0].contains("neither ci nor tests"));
+        p.ci = vec!["scripts/test".into()];
+        assert!(coverage_problems("b", &p, &k)[0].contains("not a step of .ci/run"));
+        p.ci = vec!["scripts/flaky-check".into()];
+        p.tests = vec!["bench/tests/integration/run.rs::merged".into()];
+        assert!(coverage_problems("b", &p, &k).is_empty());
+        p.tests = vec!["bench/tests/integration/run.rs::gone".into()];
+        assert!(coverage_problems("b", &p, &k)[0].contains("tests:"));
+        // A promise about the harness cannot be waved through as the bench's.
+        let mut h = promise("h", "money");
+        h.bench_only = Some("x".into());
+        h.ci = vec!["scripts/flaky-check".into()];
+        assert!(coverage_problems("h", &h, &k)
+            .iter()
+            .any(|m| m.contains("a promise about the harness needs a suite case")));
+    }
+
+    #[test]
+    fn a_faults_scenario_must_be_one_bench_faults_runs() {
+        let k = known("", &[]);
+        let mut p = promise("f", "durability");
+        p.chaos_only = Some("a real disk".into());
+        p.faults = vec![FAULT_DISK_FULL.into()];
+        assert!(coverage_problems("f", &p, &k).is_empty());
+        p.faults = vec!["flood".into()];
+        assert!(coverage_problems("f", &p, &k)[0].contains("no scenario \"flood\""));
+    }
 
     #[test]
     fn sentences_split_where_prose_does() {

@@ -113,19 +113,22 @@ impl RunRecord {
     }
 
     /// The first line of a failed case-run: its root cause when known, else
-    /// what ending was expected and which came.
+    /// what ending was expected and which came; when the ending was the
+    /// expected one, it says so rather than "expected X, got X" (the gates
+    /// that failed follow it).
     pub fn headline(&self) -> String {
-        match &self.cause {
-            Some(c) => format!(
-                "{c} (expected {}, got {})",
-                self.expected_ending,
-                self.ending_name()
-            ),
-            None => format!(
+        let endings = if self.ending == Some(self.expected_ending) {
+            format!("ended {} as expected; gates failed", self.expected_ending)
+        } else {
+            format!(
                 "expected {}, got {}",
                 self.expected_ending,
                 self.ending_name()
-            ),
+            )
+        };
+        match &self.cause {
+            Some(c) => format!("{c} ({endings})"),
+            None => endings,
         }
     }
 
@@ -195,5 +198,46 @@ impl CaseMeta {
             covers: c.file.covers.clone(),
             known_flaky: c.file.known_flaky.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::ending::Ending;
+
+    fn failed(ending: Option<Ending>, cause: Option<&str>) -> RunRecord {
+        RunRecord {
+            live_calls: None,
+            run: 0,
+            ending,
+            exit_code: 0,
+            passed: false,
+            score: 0.0,
+            cost_usd: 0.0,
+            latency_ms: 1,
+            expected_ending: Ending::GoalMet,
+            checks: vec![],
+            failures: vec!["gate outbox_total: expected 0 posts, got 1".into()],
+            state_dir: String::new(),
+            verified: 1,
+            bench_fault: None,
+            cause: cause.map(String::from),
+        }
+    }
+
+    #[test]
+    fn the_headline_never_says_expected_x_got_x() {
+        let right = failed(Some(Ending::GoalMet), None);
+        assert_eq!(right.headline(), "ended GOAL_MET as expected; gates failed");
+        let wrong = failed(Some(Ending::BudgetExhausted), Some("the cap"));
+        assert_eq!(
+            wrong.headline(),
+            "the cap (expected GOAL_MET, got BUDGET_EXHAUSTED)"
+        );
+        assert_eq!(
+            failed(None, None).headline(),
+            "expected GOAL_MET, got <none>"
+        );
     }
 }

@@ -343,7 +343,8 @@ impl CommandEnv {
 /// The last [`CHECK_OUTPUT_MAX_BYTES`] of what the command wrote: the end
 /// of a failing check's output is where its error is.
 fn output_tail(raw: &[u8]) -> String {
-    let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES {
+    let whole = crate::mutants::active(crate::mutants::Mutant::CheckOutputWhole);
+    let tail = if raw.len() > CHECK_OUTPUT_MAX_BYTES && !whole {
         &raw[raw.len() - CHECK_OUTPUT_MAX_BYTES..]
     } else {
         raw

@@ -76,10 +76,13 @@ pub enum Mutant {
     /// what the state seal alone must catch (defence in depth, tested as
     /// depth).
     NoFileLayers,
+    /// A check's output is kept whole instead of its last
+    /// CHECK_OUTPUT_MAX_BYTES (an unbounded observation for the model).
+    CheckOutputWhole,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 26] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -105,6 +108,7 @@ impl Mutant {
         Mutant::GitInWorkspace,
         Mutant::NoMemoryLimit,
         Mutant::NoFileLayers,
+        Mutant::CheckOutputWhole,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -135,6 +139,7 @@ impl Mutant {
             Mutant::GitInWorkspace => "git-in-workspace",
             Mutant::NoMemoryLimit => "no-memory-limit",
             Mutant::NoFileLayers => "no-file-layers",
+            Mutant::CheckOutputWhole => "check-output-whole",
         }
     }
 
@@ -180,6 +185,7 @@ impl Mutant {
             Mutant::NoFileLayers => {
                 "a write past both filesystem layers into the state dir ends the run state_tampered (the seal)"
             }
+            Mutant::CheckOutputWhole => "a check's output is kept to its last 4096 bytes",
         }
     }
 

@@ -753,7 +753,7 @@ the call, three of them here: about $0.35 on this $0.30 cap; a $0.12 cap ended a
 
 def raise_cap_then_goal_met():
     c = Case("edge-raise-cap-then-goal-met", "edge", "BUDGET_EXHAUSTED with t2 queued, the operator raises the cap: the same command goes on to GOAL_MET, one raise journaled",
-             ["BUDGET_EXHAUSTED", "GOAL_MET", "hard-cap", "raise-cap", "resume", "ledger-never-forgets"],
+             ["BUDGET_EXHAUSTED", "GOAL_MET", "hard-cap", "raise-cap", "resume", "ledger-never-forgets", "raise-resumes-once"],
              "Ship the search index: the migration and its rollout notes.")
     c.ws("db/README.md", "Migrations are numbered SQL files under db/, applied in order by the deploy job.\n")
     c.check_cmd("shipped", ["sh", "-c", "grep -q 'CREATE INDEX' db/0042_search_index.sql && grep -q rollout docs/notes.md"])

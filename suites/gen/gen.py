@@ -19,6 +19,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import cases_adversarial
+import cases_bounds
 import cases_edge
 import cases_happy
 import cases_happy_a
@@ -30,7 +31,7 @@ from lib import ROOT
 
 def all_cases():
     out = []
-    for mod in (cases_happy, cases_happy_a, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory):
+    for mod in (cases_happy, cases_happy_a, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory, cases_bounds):
         out.extend(mod.cases())
     ids = [c.id for c in out]
     dup = {i for i in ids if ids.count(i) > 1}

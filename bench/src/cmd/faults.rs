@@ -642,7 +642,7 @@ fn disk_full(harness: &Path, f: &mut Findings) -> Result<u64, Skip> {
     Ok(levels)
 }
 
-const DISK_FULL: &str = "disk-full";
+const DISK_FULL: &str = bench::guarantees::FAULT_DISK_FULL;
 
 /// What every fill level shares: the binary, the scratch dir, the tmpfs
 /// and the webhook that must receive the alerts.
@@ -762,7 +762,7 @@ fn check_rerun(f: &mut Findings, rl: &str, state: &Path, first: &Seen, again: &S
 
 // --- slow-check ---
 
-const SLOW_CHECK: &str = "slow-check";
+const SLOW_CHECK: &str = bench::guarantees::FAULT_SLOW_CHECK;
 
 /// One slow-check scenario: a case whose check outlives the wall clock.
 struct SlowScenario {
