@@ -22,6 +22,7 @@ import cases_adversarial
 import cases_edge
 import cases_happy
 import cases_happy_a
+import cases_h_promises
 import cases_memory
 import cases_reach
 import cases_regression
@@ -30,7 +31,7 @@ from lib import ROOT
 
 def all_cases():
     out = []
-    for mod in (cases_happy, cases_happy_a, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory):
+    for mod in (cases_happy, cases_happy_a, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory, cases_h_promises):
         out.extend(mod.cases())
     ids = [c.id for c in out]
     dup = {i for i in ids if ids.count(i) > 1}

@@ -111,9 +111,19 @@ impl Runner {
 
     pub(super) async fn drift_check(&mut self) -> Result<(), LapError> {
         self.goal.assert_intact()?; // at every check
+        let done = self.state.completed.iter().map(|c| crate::task::Task {
+            id: c.id.clone(),
+            description: c.description.clone(),
+            ..self.state.queue[0].clone()
+        });
+        let seen: Vec<crate::task::Task> =
+            match crate::mutants::active(crate::mutants::Mutant::JudgeSeesDone) {
+                true => done.chain(self.state.queue.iter().cloned()).collect(),
+                false => self.state.queue.clone(),
+            };
         let mut req = drift::judge_request(
             &self.goal,
-            &self.state.queue,
+            &seen,
             self.spec.model_for(crate::model::types::CallRole::Judge),
             format!("judge/{}", self.state.step),
         );
