@@ -156,6 +156,12 @@ pub struct EventFacts {
     /// (bench::cause) starts a recording miss's chain at the first one the
     /// recording did not foresee.
     pub setbacks: Vec<Setback>,
+    /// Task id -> the step of its first `TaskStart`. A task started at step
+    /// s has left the queue for good by step s + 1 (a resume that puts it
+    /// back runs it again at s), so `judge/<S>` for S > s must not list it.
+    pub started_at: BTreeMap<String, u64>,
+    /// Task id -> the step of the drift check that pruned it.
+    pub pruned_at: BTreeMap<String, u64>,
 }
 
 /// One thing that went against a run, as events.jsonl records it.
@@ -193,6 +199,7 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, harness::events::Re
     let lines = harness::events::parse_events(events_jsonl)?;
     let mut f = EventFacts::default();
     for l in lines {
+        let step = l.step;
         match l.event {
             Event::Admit(a) => {
                 f.setbacks
@@ -233,6 +240,14 @@ pub fn event_facts(events_jsonl: &str) -> Result<EventFacts, harness::events::Re
                 answered_after: false,
             }),
             Event::ModelCall(c) => mark_answered_after(&mut f.setbacks, &c.call_key),
+            Event::TaskStart { task, .. } => {
+                f.started_at.entry(task).or_insert(step);
+            }
+            Event::Drift { pruned, .. } => {
+                for t in pruned {
+                    f.pruned_at.entry(t).or_insert(step);
+                }
+            }
             _ => {}
         }
     }
@@ -879,6 +894,12 @@ pub enum JudgeRequestError {
     OtherDescription(String),
     #[error("queue task {0:?} is not a task of the run")]
     NotATask(String),
+    #[error("queue task {task} had left the queue before step {step} ({why})")]
+    NotQueued {
+        task: String,
+        step: u64,
+        why: &'static str,
+    },
     #[error("queue task {0} appears twice")]
     Twice(String),
     #[error("the system prompt is not the judge's instruction")]
@@ -990,7 +1011,9 @@ fn judge_requests(report: &Report, sent: &[Sent], g: &Gathered) -> (bool, String
         .filter(|s| s.captured.call_key.starts_with("judge/"))
     {
         n += 1;
-        if let Err(e) = judge_request_ok(s, &spec.goal, tasks, &agent) {
+        if let Err(e) = judge_request_ok(s, &spec.goal, tasks, &agent)
+            .and_then(|n| queued_at_step(s, ev).map(|()| n))
+        {
             let r = s.captured;
             bad.push(format!("{} (attempt {}): {e}", r.call_key, r.attempt));
         }
@@ -1003,6 +1026,56 @@ fn judge_requests(report: &Report, sent: &[Sent], g: &Gathered) -> (bool, String
     } else {
         (false, bad.join("; "))
     }
+}
+
+/// The queue `judge/<S>` showed holds no task that had left the queue
+/// before step S: none started at an earlier step (verified, parked or in
+/// flight), none pruned by an earlier drift check. The judge sees the goal
+/// and the queue at that step, not every task the run had.
+fn queued_at_step(sent: &Sent, ev: &EventFacts) -> Result<(), JudgeRequestError> {
+    let Some(step) =
+        (sent.captured.call_key.strip_prefix("judge/")).and_then(|s| s.parse::<u64>().ok())
+    else {
+        return Ok(()); // a judge key with no step: the other rules still hold it
+    };
+    let Ok(v) = sent.body.as_ref() else {
+        return Ok(()); // judge_request_ok has said why
+    };
+    for id in judge_queue_ids(v) {
+        let gone = match (ev.started_at.get(&id), ev.pruned_at.get(&id)) {
+            (Some(s), _) if *s < step => Some("it started at an earlier step"),
+            (_, Some(p)) if *p < step => Some("an earlier drift check pruned it"),
+            _ => None,
+        };
+        if let Some(why) = gone {
+            return Err(JudgeRequestError::NotQueued {
+                task: id,
+                step,
+                why,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The task ids of a judge request's queue lines (`- <id>: ...`).
+fn judge_queue_ids(v: &Value) -> Vec<String> {
+    let mut out = vec![];
+    for m in v["messages"].as_array().into_iter().flatten() {
+        if m["role"] != "user" {
+            continue;
+        }
+        let text = content_text(&m["content"]).0;
+        let Some((_, queue)) = text.split_once("<queue>\n") else {
+            continue;
+        };
+        for line in queue.lines() {
+            if let Some((id, _)) = line.strip_prefix("- ").and_then(|l| l.split_once(": ")) {
+                out.push(id.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// `audit.secret_canary`: no canary appeared anywhere.
@@ -1161,6 +1234,7 @@ mod tests {
             tools: vec![],
             checks_not_run: vec![],
             setbacks: vec![],
+            ..EventFacts::default()
         })
     }
 
@@ -1660,6 +1734,38 @@ output_usd_per_mtok = 0.4
         assert!(!ok && d.contains("assistant"), "{d}");
         // Not the judge's instruction.
         assert!(!bad(good_user.clone(), "You are the agent.".into()).0);
+    }
+
+    #[test]
+    fn a_judge_queue_holds_no_task_that_had_left_it_by_that_step() {
+        let r = report(Ending::GoalMet, true);
+        let mut g = honest(Ending::GoalMet, true);
+        let ev = g.events.as_mut().unwrap();
+        // t0 started at step 0, t1 at step 1; t3 pruned by judge/2.
+        ev.started_at = [("t0".to_string(), 0), ("t1".to_string(), 1)].into();
+        ev.pruned_at = [("t3".to_string(), 2)].into();
+        let desc = |id: &str| g.events.as_ref().unwrap().descriptions[id].clone();
+        let sys = format!("{}\n\nReply with JSON", harness::drift::JUDGE_SYSTEM);
+        let judge = |key: &str, ids: &[&str]| {
+            let q: String = ids
+                .iter()
+                .map(|i| format!("- {i}: {}\n", desc(i)))
+                .collect();
+            let user = format!("<original_goal>g</original_goal>\n<queue>\n{q}</queue>");
+            check_judge_requests(&r, &[captured(key, judge_body(&user, &sys))], &g)
+        };
+        // judge/1 (after t0): t1 is still queued (it starts at step 1).
+        assert!(judge("judge/1", &["t1", "t2", "t3"]).0);
+        // judge/2: t1 finished at step 1; listing it is the judge seeing history.
+        let (ok, d) = judge("judge/2", &["t1", "t2", "t3"]);
+        assert!(
+            !ok && d.contains("t1 had left the queue before step 2"),
+            "{d}"
+        );
+        assert!(judge("judge/2", &["t2", "t3"]).0);
+        // judge/3: t3 was pruned at step 2.
+        let (ok, d) = judge("judge/3", &["t2", "t3"]);
+        assert!(!ok && d.contains("pruned"), "{d}");
     }
 
     #[test]

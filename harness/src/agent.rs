@@ -240,7 +240,11 @@ pub fn compact_request(
         turns: vec![Turn::User {
             text: format!(
                 "<goal>{}</goal>\n<history>\n{}</history>",
-                goal.text(),
+                if crate::mutants::active(crate::mutants::Mutant::CompactionDropsGoal) {
+                    ""
+                } else {
+                    goal.text()
+                },
                 hist
             ),
         }],

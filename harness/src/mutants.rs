@@ -79,10 +79,30 @@ pub enum Mutant {
     /// A check's output is kept whole instead of its last
     /// CHECK_OUTPUT_MAX_BYTES (an unbounded observation for the model).
     CheckOutputWhole,
+    /// The compaction request's `<goal>` is empty (the summarizer no longer knows what matters).
+    CompactionDropsGoal,
+    /// A run_command's observation lists only the files it created, not those it changed or removed (so the task's commit leaves them out).
+    CommandCommitsCreatedOnly,
+    /// edit_file replaces the first of several occurrences of `old` instead of refusing.
+    EditFirstOfMany,
+    /// A check may read $HOME ("tools need their dotfiles"): both filesystem layers grant it.
+    HomeReadable,
+    /// Checks start without their rlimits (CPU, file size, open files, address space).
+    NoRlimits,
+    /// The drift judge's queue also lists the tasks already verified.
+    JudgeSeesDone,
+    /// Every admitted lesson goes to every later task, relevant or not.
+    LessonsReachEveryTask,
+    /// A lesson that repeats an admitted one is admitted again.
+    DuplicateLessonAdmitted,
+    /// The morning page renders the judge's reasoning as markup (PreEscaped).
+    ReasoningUnescaped,
+    /// Checks have neither filesystem layer AND the state seal ignores ctime (a write with its mtime put back gets past both): what a case needs to see the seal's own check (defence in depth).
+    SealMtimeOnly,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 26] = [
+    pub const ALL: [Mutant; 36] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -109,6 +129,16 @@ impl Mutant {
         Mutant::NoMemoryLimit,
         Mutant::NoFileLayers,
         Mutant::CheckOutputWhole,
+        Mutant::CompactionDropsGoal,
+        Mutant::CommandCommitsCreatedOnly,
+        Mutant::EditFirstOfMany,
+        Mutant::HomeReadable,
+        Mutant::NoRlimits,
+        Mutant::JudgeSeesDone,
+        Mutant::LessonsReachEveryTask,
+        Mutant::DuplicateLessonAdmitted,
+        Mutant::ReasoningUnescaped,
+        Mutant::SealMtimeOnly,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -140,6 +170,16 @@ impl Mutant {
             Mutant::NoMemoryLimit => "no-memory-limit",
             Mutant::NoFileLayers => "no-file-layers",
             Mutant::CheckOutputWhole => "check-output-whole",
+            Mutant::CompactionDropsGoal => "compaction-drops-goal",
+            Mutant::CommandCommitsCreatedOnly => "command-commits-created-only",
+            Mutant::EditFirstOfMany => "edit-first-of-many",
+            Mutant::HomeReadable => "home-readable",
+            Mutant::NoRlimits => "no-rlimits",
+            Mutant::JudgeSeesDone => "judge-sees-done",
+            Mutant::LessonsReachEveryTask => "lessons-reach-every-task",
+            Mutant::DuplicateLessonAdmitted => "duplicate-lesson-admitted",
+            Mutant::ReasoningUnescaped => "reasoning-unescaped",
+            Mutant::SealMtimeOnly => "seal-mtime-only",
         }
     }
 
@@ -186,6 +226,16 @@ impl Mutant {
                 "a write past both filesystem layers into the state dir ends the run state_tampered (the seal)"
             }
             Mutant::CheckOutputWhole => "a check's output is kept to its last 4096 bytes",
+            Mutant::CompactionDropsGoal => "the compaction request carries the immutable goal",
+            Mutant::CommandCommitsCreatedOnly => "every file a run_command changed or removed is in its task's commit",
+            Mutant::EditFirstOfMany => "edit_file refuses an ambiguous edit and changes nothing",
+            Mutant::HomeReadable => "a check cannot read the home directory (its planted secrets)",
+            Mutant::NoRlimits => "the rlimits (CPU, file size, open files) hold for every check",
+            Mutant::JudgeSeesDone => "the judge sees the goal and the queue at that step only",
+            Mutant::LessonsReachEveryTask => "a lesson reaches only the tasks it is relevant to",
+            Mutant::DuplicateLessonAdmitted => "a duplicate lesson is refused",
+            Mutant::ReasoningUnescaped => "the judge's reasoning is escaped on the page like every other text",
+            Mutant::SealMtimeOnly => "the state seal sees a write into the state dir whose writer restored the mtime",
         }
     }
 

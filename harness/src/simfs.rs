@@ -100,23 +100,29 @@ pub enum Broken {
     SkipChecksum,
     /// No checkpoint right after a task is parked (the next one records it).
     SkipParkCheckpoint,
+    /// The run's end settles the task in flight by its verify alone: a write
+    /// of it that failed with an I/O error is forgotten, so it is "verified
+    /// at end" and GOAL_MET may stand on it (issue 47's defect, put back).
+    VerifiedInDoubt,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 5] = [
+    pub const ALL: [Broken; 6] = [
         Broken::NoDirFsync,
         Broken::NoFileFsync,
         Broken::InPlaceCheckpoint,
         Broken::SkipChecksum,
         Broken::SkipParkCheckpoint,
+        Broken::VerifiedInDoubt,
     ];
     /// The wire names (`HARNESS_CHAOS_BROKEN`, `bench chaos --broken`).
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         "no-dir-fsync",
         "no-file-fsync",
         "in-place-checkpoint",
         "skip-checksum",
         "skip-park-checkpoint",
+        "verified-in-doubt",
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -125,6 +131,7 @@ impl Broken {
             Broken::InPlaceCheckpoint => Self::NAMES[2],
             Broken::SkipChecksum => Self::NAMES[3],
             Broken::SkipParkCheckpoint => Self::NAMES[4],
+            Broken::VerifiedInDoubt => Self::NAMES[5],
         }
     }
     pub fn parse(s: &str) -> Option<Broken> {

@@ -81,7 +81,10 @@ fn snapshot(dir: &Path) -> Snapshot {
                 len: m.len(),
                 nlink: m.nlink(),
                 mtime_ns: ns(m.mtime(), m.mtime_nsec()),
-                ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+                ctime_ns: match crate::mutants::active(crate::mutants::Mutant::SealMtimeOnly) {
+                    true => 0,
+                    false => ns(m.ctime(), m.ctime_nsec()),
+                },
             },
         );
     }

@@ -23,6 +23,7 @@ import cases_bounds
 import cases_edge
 import cases_happy
 import cases_happy_a
+import cases_h_promises
 import cases_memory
 import cases_reach
 import cases_regression
@@ -31,7 +32,8 @@ from lib import ROOT
 
 def all_cases():
     out = []
-    for mod in (cases_happy, cases_happy_a, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory, cases_bounds):
+    for mod in (cases_happy, cases_happy_a, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory, cases_bounds,
+                cases_h_promises):
         out.extend(mod.cases())
     ids = [c.id for c in out]
     dup = {i for i in ids if ids.count(i) > 1}

@@ -476,7 +476,7 @@ fn drift(p: &RunPage) -> Markup {
                     caption { "Each drift check (the judge saw only the goal and the queue)" }
                     thead { tr { th.num { "step" } th.num { "score" } th { "band" } th { "off-goal tasks" } th { "judge's reasoning" } } }
                     tbody { @for d in &r.drift_detail {
-                        tr { td.num { (d.step) } td.num { (score(d.score)) } td { (format!("{:?}", d.band).to_lowercase()) } td { @for (i, t) in d.off_goal_task_ids.iter().enumerate() { @if i > 0 { ", " } code { (t) } } } td { (d.reasoning) } }
+                        tr { td.num { (d.step) } td.num { (score(d.score)) } td { (format!("{:?}", d.band).to_lowercase()) } td { @for (i, t) in d.off_goal_task_ids.iter().enumerate() { @if i > 0 { ", " } code { (t) } } } td { @if crate::mutants::active(crate::mutants::Mutant::ReasoningUnescaped) { (maud::PreEscaped(&d.reasoning)) } @else { (d.reasoning) } } }
                     } }
                 } }
             }

@@ -469,7 +469,9 @@ impl Runner {
     fn settle_in_flight(&mut self, ending: Ending) -> Option<String> {
         let task = self.state.in_progress.take()?;
         let outcome = task.verify.run(&self.verify_ctx());
-        let doubt = self.in_flight_write_in_doubt();
+        let doubt = self
+            .in_flight_write_in_doubt()
+            .filter(|_| crate::simfs::broken() != Some(crate::simfs::Broken::VerifiedInDoubt));
         match outcome {
             // Verified means durable: what the page cache shows after a
             // failed write may not survive a power cut (found by bench

@@ -111,9 +111,28 @@ impl Runner {
 
     pub(super) async fn drift_check(&mut self) -> Result<(), LapError> {
         self.goal.assert_intact()?; // at every check
+
+        // The variant's judge also sees the tasks already verified (as if
+        // the queue were never emptied): audit.judge_requests must fail it.
+        let with_done: Vec<crate::task::Task>;
+        let queue: &[crate::task::Task] =
+            if crate::mutants::active(crate::mutants::Mutant::JudgeSeesDone) {
+                let template = self.state.queue[0].clone(); // non-empty: drift_check's caller
+                with_done = (self.state.completed.iter())
+                    .map(|c| crate::task::Task {
+                        id: c.id.clone(),
+                        description: c.description.clone(),
+                        ..template.clone()
+                    })
+                    .chain(self.state.queue.iter().cloned())
+                    .collect();
+                &with_done
+            } else {
+                &self.state.queue
+            };
         let mut req = drift::judge_request(
             &self.goal,
-            &self.state.queue,
+            queue,
             self.spec.model_for(crate::model::types::CallRole::Judge),
             format!("judge/{}", self.state.step),
         );

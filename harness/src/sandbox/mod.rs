@@ -288,6 +288,9 @@ impl Policy {
                 }
             }
         }
+        if crate::mutants::active(crate::mutants::Mutant::HomeReadable) {
+            read.extend(std::env::var_os("HOME").map(PathBuf::from));
+        }
         read.retain(|p| p.exists());
         read.sort();
         read.dedup();
@@ -538,7 +541,7 @@ pub fn confine(policy: &Policy, level: Level) -> Result<Confined, SandboxError> 
         return Ok(Confined::new(None, None, steps));
     }
     // Both filesystem layers off: what the state seal alone must catch.
-    let no_files = active(Mutant::NoFileLayers);
+    let no_files = active(Mutant::NoFileLayers) || active(Mutant::SealMtimeOnly);
     if !active(Mutant::NoLandlock) && !no_files {
         let created = landlock_rules::prepare(policy).map_err(SandboxError::Landlock)?;
         let fd: Option<std::os::fd::OwnedFd> = created.into();

@@ -323,7 +323,8 @@ impl Prepared {
                 (libc::RLIMIT_NOFILE, limits.open_files as libc::rlim_t),
                 (libc::RLIMIT_AS, address_space),
             ],
-            has_limits: c.limits.is_some(),
+            has_limits: c.limits.is_some()
+                && !crate::mutants::active(crate::mutants::Mutant::NoRlimits),
             cgroup_procs: self.cgroup_procs.as_ptr(),
             net,
             net_fd,

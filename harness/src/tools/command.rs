@@ -186,6 +186,10 @@ fn changed_paths(before: &WorkspaceFiles, after: &WorkspaceFiles) -> Vec<String>
                 .cloned(),
         )
         .collect();
+    out.retain(|p| {
+        !crate::mutants::active(crate::mutants::Mutant::CommandCommitsCreatedOnly)
+            || !before.files.contains_key(p)
+    });
     out.sort();
     out.dedup();
     out

@@ -243,7 +243,9 @@ impl ToolBox<'_> {
             ));
         };
         let at = occurrences(&text, old);
-        if at.len() != 1 {
+        if at.len() != 1
+            && !(at.len() > 1 && crate::mutants::active(crate::mutants::Mutant::EditFirstOfMany))
+        {
             let n = at.len();
             return Observation::err(if n == 0 {
                 format!("edit_file: `old` occurs 0 times in {path:?} (it must match exactly, whitespace and line breaks included); nothing was changed")
