@@ -43,7 +43,10 @@
 //! with a message naming the file and field; 3 not comparable: more than
 //! the share of cases ended in the bench's machinery.
 
+mod forest;
+mod page;
 mod render;
+mod words;
 
 use crate::exit::ExitStatus;
 use bench::ab::config::{load_config, ConfigError};
@@ -186,8 +189,10 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, AbError> {
     let (report, out) = (&compared.report, &compared.out);
     render::write_all(report, out)?;
     outln!("{}", render::terminal(report));
-    outln!("report     {}", out.join("ab.md").display());
     let capped = compared.write_live_outputs()?;
+    // The last lines say where the outputs are, like `bench run`'s.
+    outln!("summary    {}", out.join("ab.md").display());
+    outln!("report     {}", out.join(page::FILE_NAME).display());
     Ok(if !report.analysis.comparability.comparable {
         ExitCode::from(ExitStatus::NotComparable)
     } else if report.analysis.regressions.is_empty() && !capped {

@@ -4,12 +4,15 @@
 //! RunCommand), changed only where the ending calls for it: a raise flag
 //! after BUDGET_EXHAUSTED or TIME_LIMIT, a fresh state dir after an ending a
 //! re-run would only re-report. A log without the command (an older
-//! harness) gets the command's shape and says so.
+//! harness) gets the command's shape and says so. A run another tool
+//! started against an endpoint that died with it (a bench case-run's
+//! replay server on `--base-url`) gets that tool's reproducing command
+//! instead: its own argv would reach nothing afterwards.
 
 use super::fmt::{pct, usd};
 use super::RunPage;
 use crate::ending::Ending;
-use crate::events::RunCommand;
+use crate::events::{RunCommand, StartedBy};
 use crate::report::StoppedReport;
 
 /// One thing to do: a sentence, the command for it, and the lines that
@@ -26,6 +29,9 @@ pub struct Step {
 pub const RAISE_CAP_MIN_SHARE: f64 = 0.25;
 /// A wall-clock raise suggests at least this share of the limit more.
 pub const RAISE_CLOCK_MIN_SHARE: f64 = 0.5;
+/// Under the command of a run another tool started: why the harness
+/// command it ran is not shown (the URL is not named: it is dead).
+pub const DEAD_ENDPOINT: &str = "The harness command this run was started with is not shown: its --base-url was an endpoint of the tool that started it (the bench's replay server or live proxy), which stopped when that tool finished, so it would reach nothing now. The steps above without a command apply to a harness run of your own on this case's run.toml.";
 /// A failed check's lines shown on the page (its last ones: a test runner
 /// ends with the failure and its count).
 pub const CHECK_LINES_SHOWN_MAX: usize = 8;
@@ -75,14 +81,28 @@ impl Cmd<'_> {
             .unwrap_or_else(|| "STATE_DIR".into())
     }
 
-    fn with(&self, extra: &[String]) -> String {
-        let mut v = self.argv();
-        v.extend(extra.iter().cloned());
-        shell(&v)
+    /// Who started the run, when another tool did (its endpoint is gone).
+    fn started_by(&self) -> Option<&StartedBy> {
+        self.0.and_then(|c| c.started_by.as_ref())
     }
 
-    /// The same command on a fresh state dir beside the old one.
-    fn fresh(&self) -> String {
+    /// The recorded command with `extra` flags; None when another tool
+    /// started the run (the command's endpoint died with that tool).
+    fn with(&self, extra: &[String]) -> Option<String> {
+        if self.started_by().is_some() {
+            return None;
+        }
+        let mut v = self.argv();
+        v.extend(extra.iter().cloned());
+        Some(shell(&v))
+    }
+
+    /// The same command on a fresh state dir beside the old one (None as
+    /// for `with`).
+    fn fresh(&self) -> Option<String> {
+        if self.started_by().is_some() {
+            return None;
+        }
         let old = self.value_of("--state-dir");
         let mut v = self.argv();
         if let Some(i) = v.iter().position(|a| a == "--state-dir") {
@@ -90,11 +110,20 @@ impl Cmd<'_> {
                 *x = format!("{}-2", old.trim_end_matches('/'));
             }
         }
-        shell(&v)
+        Some(shell(&v))
     }
 
-    /// Said once under Next when the command is a shape, not the record.
+    /// Said once under Next when the command is a shape, not the record,
+    /// or when another tool started the run: that tool's command, and why
+    /// the harness command it ran is not given.
     fn caveat(&self) -> Option<Step> {
+        if let Some(b) = self.started_by() {
+            return Some(Step {
+                say: b.say.clone(),
+                command: Some(shell(&b.argv)),
+                lines: vec![DEAD_ENDPOINT.into()],
+            });
+        }
         self.0.is_none().then(|| Step {
             say: "events.jsonl does not record the command this run was started with (an older harness, or a torn log): RUN.toml and STATE_DIR stand for the spec and state dir it was started with; add the flags it was started with.".into(),
             command: None,
@@ -116,11 +145,11 @@ pub fn for_ending(p: &RunPage) -> Vec<Step> {
         Ending::UnrecoverableError => vec![Step {
             say: "Fix the cause (the detail above names it), then run the same command again:"
                 .into(),
-            command: Some(cmd.with(&[])),
+            command: cmd.with(&[]),
             lines: r.detail.iter().flat_map(|d| last_lines(d)).collect(),
         }],
     };
-    if r.ending != Ending::GoalMet {
+    if r.ending != Ending::GoalMet || cmd.started_by().is_some() {
         steps.extend(cmd.caveat());
     }
     steps
@@ -186,7 +215,7 @@ fn raise_cap(p: &RunPage, cmd: &Cmd) -> Step {
             "Raise the cap to {} and go on from the checkpoint (suggested: {basis}):",
             usd(to)
         ),
-        command: Some(cmd.with(&["--raise-cap-usd".into(), fmt_usd_arg(to)])),
+        command: cmd.with(&["--raise-cap-usd".into(), fmt_usd_arg(to)]),
         lines,
     }
 }
@@ -219,7 +248,7 @@ fn raise_clock(p: &RunPage, cmd: &Cmd) -> Step {
         say: format!(
             "Raise the wall clock to {to:.0} s of run time and go on from the checkpoint (suggested: {basis}):"
         ),
-        command: Some(cmd.with(&["--raise-wall-clock-s".into(), format!("{to:.0}")])),
+        command: cmd.with(&["--raise-wall-clock-s".into(), format!("{to:.0}")]),
         lines: vec![],
     }
 }
@@ -238,7 +267,7 @@ fn drifted(cmd: &Cmd) -> Vec<Step> {
         },
         Step {
             say: "The run has ended: the same command would only re-report DRIFT_DETECTED. Narrow the goal in the spec, then start on a fresh state dir:".into(),
-            command: Some(cmd.fresh()),
+            command: cmd.fresh(),
             lines: vec![],
         },
     ]
@@ -277,7 +306,7 @@ fn failed_checks(p: &RunPage, cmd: &Cmd) -> Vec<Step> {
     }
     steps.push(Step {
         say: "The run has ended: the same command would only re-report it. Fix what the checks say (or the plan's coverage of the goal), then start on a fresh state dir:".into(),
-        command: Some(cmd.fresh()),
+        command: cmd.fresh(),
         lines: vec![],
     });
     steps
@@ -293,13 +322,13 @@ pub fn for_stopped(r: &StoppedReport, command: Option<&RunCommand>) -> Vec<Step>
                 Some(t) => format!("Resume: run the same command; it goes on from the checkpoint, and task {t} (in flight at the stop) is verified first, never re-run blindly:"),
                 None => "Resume: run the same command; it goes on from the checkpoint:".into(),
             },
-            command: Some(cmd.with(&[])),
+            command: cmd.with(&[]),
             lines: vec![],
         }
     } else {
         Step {
             say: "There is no checkpoint: the same command starts the run over.".into(),
-            command: Some(cmd.with(&[])),
+            command: cmd.with(&[]),
             lines: d
                 .checkpoint_error
                 .iter()
