@@ -226,3 +226,250 @@ fn cases(a: &Analysis) -> Markup {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{forest, render, words};
+    use super::*;
+    use bench::ab::analysis::{analyze, CasePair, Obs, Settings};
+    use bench::ab::config::ArmConfig;
+    use bench::bench_fault::BenchFault;
+    use harness::model::{ConditionField, Difference};
+    use scraper::{Html, Selector};
+
+    const HOSTILE: &str = "<script>alert(1)</script>\u{1b}[2J";
+
+    fn obs(passed: bool, cost: f64) -> Obs {
+        Obs {
+            passed,
+            score: if passed { 1.0 } else { 0.0 },
+            cost_usd: cost,
+            latency_ms: 500,
+            verified: u64::from(passed),
+            failure: (!passed).then(|| format!("ending: expected GOAL_MET; {HOSTILE}")),
+            fault: None,
+            live_calls: None,
+        }
+    }
+
+    fn arm(name: &str) -> ArmConfig {
+        ArmConfig {
+            path: format!("bench/configs/{name}.toml"),
+            name: name.into(),
+            description: HOSTILE.into(),
+            overlay: "[loop]\nloop_cap = 4".into(),
+            budget_scale: None,
+            applied: Default::default(),
+        }
+    }
+
+    /// Ten happy cases where B is cheaper, four adversarial ones of which
+    /// one B fails once: B regresses by the adversarial rule alone, while
+    /// the pass rate's interval crosses 0 (grey on the plot).
+    fn pairs() -> Vec<CasePair> {
+        let mut v: Vec<CasePair> = (0..10)
+            .map(|i| CasePair {
+                id: format!("happy-{i}"),
+                category: "happy".into(),
+                a: (0..3)
+                    .map(|r| obs(true, 0.15 + 0.001 * (i + r) as f64))
+                    .collect(),
+                b: (0..3)
+                    .map(|r| obs(true, 0.13 + 0.001 * (i + r) as f64))
+                    .collect(),
+            })
+            .collect();
+        v.extend((0..4).map(|i| CasePair {
+            id: format!("adv-{i}"),
+            category: "adversarial".into(),
+            a: (0..3).map(|_| obs(true, 0.2)).collect(),
+            b: (0..3).map(|r| obs(!(i == 0 && r == 1), 0.2)).collect(),
+        }));
+        v
+    }
+
+    fn run_of(pairs: &[CasePair]) -> AbRun {
+        AbRun {
+            schema_version: bench::ab::run::SCHEMA_VERSION,
+            analysis: analyze(pairs, &Settings::default()),
+            a: arm("loop-cap-6"),
+            b: arm("loop-cap-4"),
+            suite: "suites/ab".into(),
+            category: None,
+            git_rev: "abc".into(),
+            suite_hash: "0123456789abcdef0123".into(),
+            load_errors: vec![],
+            case_runs: pairs.len() as u64 * 6,
+            wall_ms: 1000,
+            traffic: None,
+        }
+    }
+
+    /// The page, its marks and plot as `write_all` makes them.
+    fn page(r: &AbRun) -> (String, String) {
+        let marks = words::marks(&r.analysis);
+        let svg = forest::svg(r, &marks).unwrap();
+        (ab_page(r, &marks, &svg), svg)
+    }
+
+    fn texts(doc: &Html, s: &str) -> Vec<String> {
+        doc.select(&Selector::parse(s).unwrap())
+            .map(|e| e.text().collect())
+            .collect()
+    }
+
+    /// Issue 48 §5: the plot said nothing where the verdict said "B
+    /// regresses". The regressing case's row is flagged and banded on the
+    /// plot, its reason written under it and beside it on the page.
+    #[test]
+    fn the_plot_marks_what_the_verdict_names_and_the_page_opens_with_how_to_read_it() {
+        let r = run_of(&pairs());
+        let regs = &r.analysis.regressions;
+        assert!(
+            regs.iter()
+                .any(|g| g.kind == "adversarial_case" && g.subject == "adv-0"),
+            "{regs:?}"
+        );
+        let (html, svg) = page(&r);
+        assert!(
+            svg.contains(&format!("{}adversarial (n=4)", forest::FLAG)),
+            "the regressing case's row is not flagged: {svg}"
+        );
+        assert!(
+            svg.contains("adversarial case adv-0 passed every A run and failed a B run"),
+            "{svg}"
+        );
+        // Every regression the verdict counts is a mark.
+        let marks = words::marks(&r.analysis);
+        assert!(marks.iter().filter(|m| m.regress).count() >= regs.len());
+        let doc = Html::parse_document(&html);
+        assert_eq!(texts(&doc, ".verdict .name"), ["B REGRESSES"]);
+        let h2 = texts(&doc, "h2");
+        assert_eq!(h2[0], "How to read this page", "{h2:?}");
+        assert!(
+            html.find("how-to-read").unwrap() < html.find("class=\"verdict").unwrap(),
+            "how to read comes before the verdict"
+        );
+        assert!(
+            texts(&doc, "#marks li").concat().contains("adv-0"),
+            "the mark beside the plot"
+        );
+        assert!(texts(&doc, "figcaption").concat().contains("adv-0"));
+        // The house's page: its CSP, no script, nothing foreign, no
+        // control byte, what a config or a harness wrote as text.
+        assert_eq!(bench::page_safety::problems(&html), Vec::<String>::new());
+        assert!(texts(&doc, "body")
+            .concat()
+            .contains("<script>alert(1)</script>"));
+        let md = render::markdown(&r);
+        assert!(
+            md.contains("**How to read this report.**")
+                && md.contains("Marked on the plot (what the verdict names):")
+                && md.contains("adversarial case adv-0"),
+            "{md}"
+        );
+    }
+
+    /// An interval that excludes 0 beside a p above the line (and the
+    /// reverse) is explained in one line naming what the verdict judged on.
+    #[test]
+    fn an_interval_and_a_test_that_disagree_are_explained_in_one_line() {
+        let mut r = run_of(&pairs());
+        let m = r.analysis.metrics.get_mut("pass_rate").unwrap();
+        m.identical = false;
+        m.ci = [-0.119, -0.002];
+        m.p = 0.0633;
+        let lines = words::disagreements(&r.analysis);
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with("pass rate (all cases)"))
+            .unwrap_or_else(|| panic!("{lines:?}"));
+        assert!(
+            line.contains("excludes 0, but p = 0.0633 is not below 0.05")
+                && line.contains("needs both")
+                && line.contains("does not call B worse")
+                && line.contains("only 1 of 14 cases differ"),
+            "{line}"
+        );
+        let m = r.analysis.metrics.get_mut("cost_per_case").unwrap();
+        m.identical = false;
+        m.ci = [-0.01, 0.002];
+        m.p = 0.01;
+        let lines = words::disagreements(&r.analysis);
+        assert!(
+            lines.iter().any(|l| l.starts_with(
+                "cost per case-run (all cases): p = 0.0100 is below 0.05, but the 95% interval"
+            ) && l.contains("inconclusive")),
+            "{lines:?}"
+        );
+        let (html, _) = page(&r);
+        let doc = Html::parse_document(&html);
+        assert_eq!(texts(&doc, "#disagree + ul li").len(), lines.len());
+        assert!(render::markdown(&r).contains("### Where an interval and its test disagree"));
+        // Agreement says nothing.
+        let agree = run_of(&pairs());
+        assert!(words::disagreements(&agree.analysis)
+            .iter()
+            .all(|l| !l.contains("(all cases)")));
+    }
+
+    /// Nothing comparable: one sentence naming the changed condition in
+    /// words, never a digest, and no table of n/a.
+    #[test]
+    fn nothing_comparable_says_so_in_one_sentence_naming_the_condition_in_words() {
+        let mut p = pairs();
+        for c in &mut p {
+            for o in &mut c.b {
+                o.fault = Some(BenchFault::OtherConditions {
+                    call_key: "plan/0".into(),
+                    difference: Difference {
+                        field: ConditionField::System,
+                        recorded: "sha256 0f1e2d3c4b5a".into(),
+                        requested: "sha256 a5b4c3d2e1f0".into(),
+                    },
+                });
+            }
+        }
+        let r = run_of(&p);
+        assert!(!r.analysis.comparability.comparable);
+        let (html, _) = page(&r);
+        let doc = Html::parse_document(&html);
+        assert_eq!(texts(&doc, ".verdict .name"), ["NOT COMPARABLE"]);
+        let why = texts(&doc, "#not-comparable-why").concat();
+        assert!(
+            why.starts_with("Nothing here can be compared: none of the 14 cases ran clean in both arms (arm B: the system prompt differs (14 cases))"),
+            "{why}"
+        );
+        assert!(why.contains("hybrid replay"), "the remedy: {why}");
+        let text = texts(&doc, "body").concat();
+        assert!(!text.contains("sha256"), "a digest on the page: {text}");
+        assert!(!text.contains("n/a"), "a table of n/a: {text}");
+        for id in ["#metric-table", "#category-table", "#forest", "#case-table"] {
+            assert!(
+                !html.contains(&id[1..]),
+                "{id} on a page with nothing compared"
+            );
+        }
+        let md = render::markdown(&r);
+        assert!(
+            md.contains("**Nothing here can be compared:")
+                && md.contains("the system prompt differs"),
+            "{md}"
+        );
+        assert!(!md.contains("sha256") && !md.contains("n/a"), "{md}");
+        for (field, says) in [
+            (ConditionField::Tools, "the tool list differs"),
+            (
+                ConditionField::Model,
+                "the model differs (recorded x, requested y)",
+            ),
+        ] {
+            let d = Difference {
+                field,
+                recorded: "x".into(),
+                requested: "y".into(),
+            };
+            assert_eq!(words::condition_words(&d), says);
+        }
+    }
+}
