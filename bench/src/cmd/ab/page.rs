@@ -51,11 +51,15 @@ pub fn ab_page(r: &AbRun, marks: &[Mark], svg: &str) -> String {
             }
             div class={ "verdict " (class) } role="status" {
                 div.name { (name) }
-                p #verdict-line { (a.verdict) }
+                // No verdict: why, in words, and what would give one (the
+                // verdict's own line says the same with the remedies only).
+                @if let Some([what, remedy]) = words::no_verdict(a) {
+                    p #not-comparable-why { strong { (what) } }
+                    p #verdict-line { (remedy.replace('`', "")) }
+                } @else {
+                    p #verdict-line { (a.verdict) }
+                }
                 p.muted { (header(r)) }
-            }
-            @if let Some([what, remedy]) = words::no_verdict(a) {
-                p.note #not-comparable-why { strong { (what) } " " (remedy) }
             }
             (arms(r))
         }
@@ -440,7 +444,8 @@ mod tests {
             why.starts_with("Nothing here can be compared: none of the 14 cases ran clean in both arms (arm B: the system prompt differs (14 cases))"),
             "{why}"
         );
-        assert!(why.contains("hybrid replay"), "the remedy: {why}");
+        let remedy = texts(&doc, "#verdict-line").concat();
+        assert!(remedy.contains("hybrid replay"), "the remedy: {remedy}");
         let text = texts(&doc, "body").concat();
         assert!(!text.contains("sha256"), "a digest on the page: {text}");
         assert!(!text.contains("n/a"), "a table of n/a: {text}");

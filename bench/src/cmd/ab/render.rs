@@ -133,15 +133,14 @@ pub(super) fn header(r: &AbRun) -> String {
             r.analysis.n_cases, c.n_cases_run, c.n_not_comparable
         )
     };
+    // With no comparable case the analysis has no runs per case of its own.
+    let runs = match r.analysis.runs_per_case {
+        0 => r.case_runs as usize / (2 * c.n_cases_run.max(1)),
+        n => n,
+    };
     format!(
-        "A = {} ({}), B = {} ({}); {cases} x {} runs per arm ({} case-runs), seed {}",
-        r.a.name,
-        r.a.path,
-        r.b.name,
-        r.b.path,
-        r.analysis.runs_per_case,
-        r.case_runs,
-        r.analysis.seed
+        "A = {} ({}), B = {} ({}); {cases} x {runs} runs per arm ({} case-runs), seed {}",
+        r.a.name, r.a.path, r.b.name, r.b.path, r.case_runs, r.analysis.seed
     )
 }
 
@@ -182,18 +181,24 @@ pub fn terminal(r: &AbRun) -> String {
         t.to_string()
     };
     let mut s = format!("bench ab: {}\n", header(r));
-    s.push_str(&table(
-        &METRIC_HEAD,
-        metric_rows(r).into_iter().map(Vec::from).collect(),
-    ));
-    s.push_str(
-        "\npass rate by category (Wilson 95% in brackets; p adjusted by Holm across categories)\n",
-    );
-    s.push_str(&table(
-        &CATEGORY_HEAD,
-        category_rows(r).into_iter().map(Vec::from).collect(),
-    ));
-    s.push('\n');
+    // With nothing compared every cell would be n/a: the tables are left out.
+    if r.analysis.n_cases > 0 {
+        s.push_str(&table(
+            &METRIC_HEAD,
+            metric_rows(r).into_iter().map(Vec::from).collect(),
+        ));
+        s.push_str(
+            "\npass rate by category (Wilson 95% in brackets; p adjusted by Holm across categories)\n",
+        );
+        s.push_str(&table(
+            &CATEGORY_HEAD,
+            category_rows(r).into_iter().map(Vec::from).collect(),
+        ));
+        s.push('\n');
+    }
+    if let Some([what, _]) = words::no_verdict(&r.analysis) {
+        s.push_str(&format!("{what}\n"));
+    }
     for c in &r.analysis.not_comparable {
         for (arm, runs, what) in fault_groups(c) {
             s.push_str(&format!(
