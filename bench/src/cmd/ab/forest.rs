@@ -6,10 +6,9 @@
 //! an adversarial case that fails once is a regression whatever the
 //! interval, and the plot says so where that case's category sits.
 
-use super::render::RenderError;
 use super::words::Mark;
-use super::AbRun;
 use bench::ab::analysis::{Code, METRICS};
+use bench::ab::run::AbRun;
 use plotters::prelude::*;
 
 /// The panels always drawn: metric, axis title, and the factor from the
@@ -98,8 +97,14 @@ fn panels(marks: &[Mark]) -> Vec<(&'static str, String, f64)> {
     out
 }
 
-fn plot_error(e: impl std::fmt::Display) -> RenderError {
-    RenderError::Plot(e.to_string())
+/// A drawing step of plotters failed (its error is generic over the
+/// backend, so it is kept as its text).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct PlotError(String);
+
+fn plot_error(e: impl std::fmt::Display) -> PlotError {
+    PlotError(e.to_string())
 }
 
 /// The plot's size in pixels for this comparison.
@@ -117,7 +122,7 @@ pub fn size(r: &AbRun, marks: &[Mark]) -> (u32, u32) {
 /// significantly worse (categories: Holm); grey: neither. A marked row (what
 /// the verdict names) has a band behind it and a flag before its label,
 /// and each mark's reason is written under the plot.
-pub fn svg(r: &AbRun, marks: &[Mark]) -> Result<String, RenderError> {
+pub fn svg(r: &AbRun, marks: &[Mark]) -> Result<String, PlotError> {
     let (w, h) = size(r, marks);
     let note = r.analysis.comparability.note.as_ref();
     let mut notes: Vec<(String, RGBColor)> = marks
@@ -177,7 +182,7 @@ fn panel(
     rows: &[Row],
     axis: &str,
     scale: f64,
-) -> Result<(), RenderError> {
+) -> Result<(), PlotError> {
     let n = rows.len().max(1);
     let finite: Vec<f64> = rows
         .iter()
@@ -239,7 +244,7 @@ fn panel(
 }
 
 /// The band behind a marked row, across the whole panel.
-fn band(chart: &mut Chart, at: usize, x: (f64, f64), regress: bool) -> Result<(), RenderError> {
+fn band(chart: &mut Chart, at: usize, x: (f64, f64), regress: bool) -> Result<(), PlotError> {
     let color = if regress { RED } else { GREEN };
     let y = SegmentValue::CenterOf(at);
     chart
@@ -253,7 +258,7 @@ fn band(chart: &mut Chart, at: usize, x: (f64, f64), regress: bool) -> Result<()
 
 /// A row's interval as a bar and its delta as a dot, coloured by verdict;
 /// an undefined interval or delta is left out rather than drawn at NaN.
-fn draw_row(chart: &mut Chart, row: &Row, at: usize, scale: f64) -> Result<(), RenderError> {
+fn draw_row(chart: &mut Chart, row: &Row, at: usize, scale: f64) -> Result<(), PlotError> {
     let y = SegmentValue::CenterOf(at);
     let color = match row.code {
         Code::Better => GREEN,

@@ -16,8 +16,8 @@ use super::render::{
     METRIC_HEAD,
 };
 use super::words::{self, Mark};
-use super::AbRun;
 use bench::ab::analysis::Analysis;
+use bench::ab::run::AbRun;
 use harness::page::html::{document, figure};
 use maud::{html, Markup};
 

@@ -1,16 +1,16 @@
-//! What `bench ab` shows: ab.json (the contract), ab.md (for a PR or a CI
-//! step summary), the terminal table (tabled), forest.svg (super::forest)
-//! and ab.html (super::page). The words beside the figures (how to read
-//! them, what the verdict names, where a test and an interval disagree, a
-//! changed condition) are super::words', the same in every output.
+//! What `bench ab` shows as text: ab.md (for a PR or a CI step summary)
+//! and the terminal table (tabled); the parent writes them with ab.json,
+//! forest.svg (super::forest) and ab.html (super::page). The words beside
+//! the figures (how to read them, what the verdict names, where a test and
+//! an interval disagree, a changed condition) are super::words', the same
+//! in every output.
 
 use super::words;
-use super::AbRun;
 use crate::stats::inference::ClusteredWilson;
 use bench::ab::analysis::{
     Analysis, Arm, ArmTraffic, MetricDef, MetricResult, NotComparableCase, METRICS,
 };
-use std::path::Path;
+use bench::ab::run::AbRun;
 
 fn def(name: &str) -> &'static MetricDef {
     METRICS
@@ -568,36 +568,4 @@ pub enum RenderError {
         path: String,
         source: std::io::Error,
     },
-}
-
-/// Write ab.json, ab.md, forest.svg and ab.html into `out`; ab.md also
-/// goes to the CI step summary when there is one.
-pub fn write_all(r: &AbRun, out: &Path) -> Result<(), RenderError> {
-    let write = |name: &str, bytes: &[u8]| {
-        let path = out.join(name);
-        harness::durable::atomic_write(&path, bytes).map_err(|source| RenderError::Write {
-            path: path.display().to_string(),
-            source,
-        })
-    };
-    let json = serde_json::to_vec_pretty(r)?;
-    write("ab.json", &json)?;
-    let md = markdown(r);
-    write("ab.md", md.as_bytes())?;
-    let marks = words::marks(&r.analysis);
-    let svg = super::forest::svg(r, &marks)?;
-    write("forest.svg", svg.as_bytes())?;
-    let page = super::page::ab_page(r, &marks, &svg);
-    write(super::page::FILE_NAME, page.as_bytes())?;
-    if let Ok(p) = std::env::var("GITHUB_STEP_SUMMARY") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-        {
-            let _ = f.write_all(md.as_bytes());
-        }
-    }
-    Ok(())
 }
