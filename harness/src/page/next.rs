@@ -6,8 +6,9 @@
 //! re-run would only re-report. A log without the command (an older
 //! harness) gets the command's shape and says so. A run another tool
 //! started against an endpoint that died with it (a bench case-run's
-//! replay server on `--base-url`) gets that tool's reproducing command
-//! instead: its own argv would reach nothing afterwards.
+//! replay server on `--base-url`) gets its commands without that URL (they
+//! would reach nothing afterwards), said so, and that tool's reproducing
+//! command.
 
 use super::fmt::{pct, usd};
 use super::RunPage;
@@ -30,8 +31,8 @@ pub const RAISE_CAP_MIN_SHARE: f64 = 0.25;
 /// A wall-clock raise suggests at least this share of the limit more.
 pub const RAISE_CLOCK_MIN_SHARE: f64 = 0.5;
 /// Under the command of a run another tool started: why the harness
-/// command it ran is not shown (the URL is not named: it is dead).
-pub const DEAD_ENDPOINT: &str = "The harness command this run was started with is not shown: its --base-url was an endpoint of the tool that started it (the bench's replay server or live proxy), which stopped when that tool finished, so it would reach nothing now. The steps above without a command apply to a harness run of your own on this case's run.toml.";
+/// commands leave out its `--base-url` (the URL is not named: it is dead).
+pub const DEAD_ENDPOINT: &str = "The --base-url this run was started with was an endpoint of the tool that started it (the bench's replay server or live proxy), which stopped when that tool finished: the harness commands above leave it out, so they call the spec's own endpoint (live, with your key). The command here reproduces the run as that tool ran it.";
 /// A failed check's lines shown on the page (its last ones: a test runner
 /// ends with the failure and its count).
 pub const CHECK_LINES_SHOWN_MAX: usize = 8;
@@ -59,6 +60,9 @@ struct Cmd<'a>(Option<&'a RunCommand>);
 impl Cmd<'_> {
     fn argv(&self) -> Vec<String> {
         match self.0 {
+            // Another tool's endpoint died with it: the command goes
+            // without it (to the spec's own endpoint), and says so.
+            Some(c) if c.started_by.is_some() => without_base_url(&c.argv),
             Some(c) => c.argv.clone(),
             None => [
                 "harness",
@@ -86,23 +90,14 @@ impl Cmd<'_> {
         self.0.and_then(|c| c.started_by.as_ref())
     }
 
-    /// The recorded command with `extra` flags; None when another tool
-    /// started the run (the command's endpoint died with that tool).
-    fn with(&self, extra: &[String]) -> Option<String> {
-        if self.started_by().is_some() {
-            return None;
-        }
+    fn with(&self, extra: &[String]) -> String {
         let mut v = self.argv();
         v.extend(extra.iter().cloned());
-        Some(shell(&v))
+        shell(&v)
     }
 
-    /// The same command on a fresh state dir beside the old one (None as
-    /// for `with`).
-    fn fresh(&self) -> Option<String> {
-        if self.started_by().is_some() {
-            return None;
-        }
+    /// The same command on a fresh state dir beside the old one.
+    fn fresh(&self) -> String {
         let old = self.value_of("--state-dir");
         let mut v = self.argv();
         if let Some(i) = v.iter().position(|a| a == "--state-dir") {
@@ -110,12 +105,12 @@ impl Cmd<'_> {
                 *x = format!("{}-2", old.trim_end_matches('/'));
             }
         }
-        Some(shell(&v))
+        shell(&v)
     }
 
     /// Said once under Next when the command is a shape, not the record,
     /// or when another tool started the run: that tool's command, and why
-    /// the harness command it ran is not given.
+    /// the harness commands leave out the `--base-url` it ran with.
     fn caveat(&self) -> Option<Step> {
         if let Some(b) = self.started_by() {
             return Some(Step {
@@ -132,6 +127,22 @@ impl Cmd<'_> {
     }
 }
 
+/// `argv` without its `--base-url URL` (or `--base-url=URL`).
+fn without_base_url(argv: &[String]) -> Vec<String> {
+    let mut out = vec![];
+    let mut skip = false;
+    for a in argv {
+        if skip {
+            skip = false;
+        } else if a == "--base-url" {
+            skip = true;
+        } else if !a.starts_with("--base-url=") {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
 /// What to do after the run's ending, in order.
 pub fn for_ending(p: &RunPage) -> Vec<Step> {
     let r = &p.report;
@@ -145,7 +156,7 @@ pub fn for_ending(p: &RunPage) -> Vec<Step> {
         Ending::UnrecoverableError => vec![Step {
             say: "Fix the cause (the detail above names it), then run the same command again:"
                 .into(),
-            command: cmd.with(&[]),
+            command: Some(cmd.with(&[])),
             lines: r.detail.iter().flat_map(|d| last_lines(d)).collect(),
         }],
     };
@@ -215,7 +226,7 @@ fn raise_cap(p: &RunPage, cmd: &Cmd) -> Step {
             "Raise the cap to {} and go on from the checkpoint (suggested: {basis}):",
             usd(to)
         ),
-        command: cmd.with(&["--raise-cap-usd".into(), fmt_usd_arg(to)]),
+        command: Some(cmd.with(&["--raise-cap-usd".into(), fmt_usd_arg(to)])),
         lines,
     }
 }
@@ -248,7 +259,7 @@ fn raise_clock(p: &RunPage, cmd: &Cmd) -> Step {
         say: format!(
             "Raise the wall clock to {to:.0} s of run time and go on from the checkpoint (suggested: {basis}):"
         ),
-        command: cmd.with(&["--raise-wall-clock-s".into(), format!("{to:.0}")]),
+        command: Some(cmd.with(&["--raise-wall-clock-s".into(), format!("{to:.0}")])),
         lines: vec![],
     }
 }
@@ -267,7 +278,7 @@ fn drifted(cmd: &Cmd) -> Vec<Step> {
         },
         Step {
             say: "The run has ended: the same command would only re-report DRIFT_DETECTED. Narrow the goal in the spec, then start on a fresh state dir:".into(),
-            command: cmd.fresh(),
+            command: Some(cmd.fresh()),
             lines: vec![],
         },
     ]
@@ -306,7 +317,7 @@ fn failed_checks(p: &RunPage, cmd: &Cmd) -> Vec<Step> {
     }
     steps.push(Step {
         say: "The run has ended: the same command would only re-report it. Fix what the checks say (or the plan's coverage of the goal), then start on a fresh state dir:".into(),
-        command: cmd.fresh(),
+        command: Some(cmd.fresh()),
         lines: vec![],
     });
     steps
@@ -322,13 +333,13 @@ pub fn for_stopped(r: &StoppedReport, command: Option<&RunCommand>) -> Vec<Step>
                 Some(t) => format!("Resume: run the same command; it goes on from the checkpoint, and task {t} (in flight at the stop) is verified first, never re-run blindly:"),
                 None => "Resume: run the same command; it goes on from the checkpoint:".into(),
             },
-            command: cmd.with(&[]),
+            command: Some(cmd.with(&[])),
             lines: vec![],
         }
     } else {
         Step {
             say: "There is no checkpoint: the same command starts the run over.".into(),
-            command: cmd.with(&[]),
+            command: Some(cmd.with(&[])),
             lines: d
                 .checkpoint_error
                 .iter()

@@ -691,8 +691,8 @@ fn a_stopped_run_s_page_has_the_box_the_resume_command_and_the_trail() {
 
 /// A case-run the bench started: its `--base-url` was the bench's replay
 /// server, dead once the bench exits, so no Next step may give a command
-/// with it (every ending, and the stopped page); each gives the bench's
-/// reproducing command and says why the harness command is not shown.
+/// with it (every ending); the harness commands go without it, said so,
+/// beside the bench's reproducing command.
 #[test]
 fn a_bench_case_run_s_next_gives_the_bench_command_never_the_dead_base_url() {
     const DEAD: &str = "http://127.0.0.1:40123/case/happy-x/run/0";
@@ -721,7 +721,15 @@ fn a_bench_case_run_s_next_gives_the_bench_command_never_the_dead_base_url() {
         r.ending = ending;
         let page = RunPage::from_parts(r, std::slice::from_ref(&start), 0.0, vec![]).render();
         let doc = Html::parse_document(&page);
-        check(&next_text(&doc), ending.as_str());
+        let next = next_text(&doc);
+        check(&next, ending.as_str());
+        // The harness command the ending calls for, without the dead URL.
+        if ending == Ending::BudgetExhausted {
+            assert!(
+                next.contains("--state-dir /srv/state --run-index 0 --raise-cap-usd"),
+                "{next}"
+            );
+        }
     }
     // Without the bench's word the same argv is the command (a run of the
     // harness against an endpoint of the user's own).
