@@ -693,6 +693,39 @@ impl CaseRun<'_> {
         }
     }
 
+    /// What the run page's Next gives for this case-run instead of the
+    /// harness command the bench ran (its `--base-url` is the bench's replay
+    /// server or live proxy, gone once the bench exits): the bench command
+    /// that reproduces it, as JSON of `harness::events::StartedBy`.
+    fn started_by(&self, overlay: &Overlay) -> String {
+        let dir = std::path::absolute(&self.case.dir).unwrap_or_else(|_| self.case.dir.clone());
+        let how = match self.target {
+            Target::Replay(_) => "against its replay server",
+            Target::Live(_) => {
+                "through its live proxy (this command replays the case's recording instead)"
+            }
+        };
+        let mut say = format!(
+            "This case-run was started by the bench {how}. Reproduce it the way the bench runs it (a fresh copy of the case, its recording, every check and the audit):"
+        );
+        if self.run > 0 {
+            say.push_str(&format!(
+                " try-case runs run 0; this was run {}, which `bench run --case {} --runs-per-case {}` also runs.",
+                self.run,
+                self.case.id(),
+                self.run + 1
+            ));
+        }
+        if !(overlay.table.is_empty() && overlay.budget_scale.is_none()) {
+            say.push_str(" The config this case-run laid over run.toml (a `bench ab` arm or a `bench knee` level) is not laid by try-case.");
+        }
+        let started = harness::events::StartedBy {
+            say,
+            argv: vec!["bench".into(), "try-case".into(), dir.display().to_string()],
+        };
+        serde_json::to_string(&started).unwrap_or_default()
+    }
+
     /// The case's private copy, audited and set up, and the invocation of
     /// the harness on it: everything before the first process starts.
     fn prepare(&self, overlay: &Overlay) -> Result<Prepared, Box<RunRecord>> {
@@ -734,7 +767,8 @@ impl CaseRun<'_> {
             &state,
             ModelSource::BaseUrl(base),
         )
-        .run_index(run);
+        .run_index(run)
+        .env(harness::events::STARTED_BY_ENV, self.started_by(overlay));
         let (inv, watched) = self.confine(inv, &env_remove, overlay, &mut gathered)?;
         Ok(Prepared {
             case_copy,

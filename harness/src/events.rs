@@ -152,6 +152,35 @@ pub struct RunCommand {
     /// The machine's offset from UTC when the run opened, in seconds (east
     /// positive): the page gives each time in UTC and in this local time.
     pub utc_offset_s: i32,
+    /// Set when another tool started this process with an endpoint that
+    /// lives only as long as that tool (the bench's replay server or live
+    /// proxy on `--base-url`): the argv above would reach nothing afterwards,
+    /// so the page's Next gives this command instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<StartedBy>,
+}
+
+/// The environment variable a tool that starts the harness sets to say so
+/// (JSON of [`StartedBy`]); the bench sets it on every case-run.
+pub const STARTED_BY_ENV: &str = "HARNESS_STARTED_BY";
+
+/// Who started the run and the command that reproduces it once that tool
+/// (and the endpoint it served) is gone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartedBy {
+    /// What started the run and what the command does, as a sentence.
+    pub say: String,
+    /// The command that reproduces the run afterwards.
+    pub argv: Vec<String>,
+}
+
+impl StartedBy {
+    /// From [`STARTED_BY_ENV`]; None when it is unset or not this JSON (the
+    /// page then falls back to the recorded argv, as for any run).
+    pub fn from_env() -> Option<StartedBy> {
+        let v = std::env::var(STARTED_BY_ENV).ok()?;
+        serde_json::from_str(&v).ok()
+    }
 }
 
 /// The run's ending. An UNRECOVERABLE_ERROR decided before the loop ran (a

@@ -12,7 +12,8 @@
 //! Statistics: the tests in bench/src/stats/inference.rs; the library's
 //! bench/src/ab/ holds the configs, the run and the analysis (metrics,
 //! categories, guard); cmd/ab/ the rendering (ab.md, the table, the forest
-//! plot), which stays with the command because it is the command's output.
+//! plot, ab.html and the words they share), which stays with the command
+//! because it is the command's output.
 //!
 //! Only what can be compared is compared: a case with any case-run, in
 //! either arm, that ended in the bench's own machinery (`bench_fault`: a
@@ -43,14 +44,17 @@
 //! with a message naming the file and field; 3 not comparable: more than
 //! the share of cases ended in the bench's machinery.
 
+mod forest;
+mod page;
 mod render;
+mod words;
 
 use crate::exit::ExitStatus;
 use bench::ab::config::{load_config, ConfigError};
 pub use bench::ab::run::AbRun;
 use bench::ab::run::{CompareError, Plan};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The A/B suite: its cassettes record the retries a config change can ask
@@ -184,10 +188,12 @@ fn plan_of(args: AbArgs) -> Result<Plan, AbError> {
 async fn run_async(args: AbArgs) -> Result<ExitCode, AbError> {
     let compared = bench::ab::run::compare(plan_of(args)?).await?;
     let (report, out) = (&compared.report, &compared.out);
-    render::write_all(report, out)?;
+    write_all(report, out)?;
     outln!("{}", render::terminal(report));
-    outln!("report     {}", out.join("ab.md").display());
     let capped = compared.write_live_outputs()?;
+    // The last lines say where the outputs are, like `bench run`'s.
+    outln!("summary    {}", out.join("ab.md").display());
+    outln!("report     {}", out.join(page::FILE_NAME).display());
     Ok(if !report.analysis.comparability.comparable {
         ExitCode::from(ExitStatus::NotComparable)
     } else if report.analysis.regressions.is_empty() && !capped {
@@ -195,6 +201,38 @@ async fn run_async(args: AbArgs) -> Result<ExitCode, AbError> {
     } else {
         ExitCode::from(ExitStatus::Regressed)
     })
+}
+
+/// Write ab.json, ab.md, forest.svg and ab.html into `out`; ab.md also
+/// goes to the CI step summary when there is one.
+fn write_all(r: &AbRun, out: &Path) -> Result<(), render::RenderError> {
+    let write = |name: &str, bytes: &[u8]| {
+        let path = out.join(name);
+        harness::durable::atomic_write(&path, bytes).map_err(|source| render::RenderError::Write {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let json = serde_json::to_vec_pretty(r)?;
+    write("ab.json", &json)?;
+    let md = render::markdown(r);
+    write("ab.md", md.as_bytes())?;
+    let marks = words::marks(&r.analysis);
+    let svg = forest::svg(r, &marks).map_err(|e| render::RenderError::Plot(e.to_string()))?;
+    write("forest.svg", svg.as_bytes())?;
+    let html = page::ab_page(r, &marks, &svg);
+    write(page::FILE_NAME, html.as_bytes())?;
+    if let Ok(p) = std::env::var("GITHUB_STEP_SUMMARY") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
+            let _ = f.write_all(md.as_bytes());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

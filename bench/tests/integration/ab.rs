@@ -177,6 +177,18 @@ fn loop_cap_4_versus_6_trips_the_adversarial_guard_and_exits_1() {
             && svg.contains("adversarial (n=4)"),
         "{svg}"
     );
+    // The plot marks the case the verdict names (issue 48 §5), and so does
+    // the page beside it.
+    assert!(
+        svg.contains("▶ adversarial (n=4)")
+            && svg.contains("adversarial case ab-adv-injection-distracts passed every A run"),
+        "{svg}"
+    );
+    let page = std::fs::read_to_string(o.dir.path().join("ab.html")).unwrap();
+    assert!(
+        page.contains("B REGRESSES") && page.contains("id=\"marks\""),
+        "{page}"
+    );
 }
 
 #[test]
@@ -409,12 +421,17 @@ fn an_arm_that_changes_the_request_conditions_is_not_comparable_under_replay() {
         "[model]\nexecutor = \"claude-sonnet-9\"\nplanner = \"claude-sonnet-9\"\n\n[prices.\"claude-sonnet-9\"]\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n",
     );
     let hot = arm(t.path(), "hot", "[model]\ntemperature = 0.9\n");
-    for (b, says) in [
+    for (b, says, in_words) in [
         (
             &model_swap,
             "model: recorded claude-opus-5, requested claude-sonnet-9",
+            "the model differs (recorded claude-opus-5, requested claude-sonnet-9)",
         ),
-        (&hot, "temperature: recorded (not sent), requested 0.9"),
+        (
+            &hot,
+            "temperature: recorded (not sent), requested 0.9",
+            "the temperature differs (recorded (not sent), requested 0.9)",
+        ),
     ] {
         let o = ab(
             &config("loop-cap-6.toml"),
@@ -450,7 +467,12 @@ fn an_arm_that_changes_the_request_conditions_is_not_comparable_under_replay() {
                 assert_eq!(line, says, "{c}");
             }
         }
-        assert!(o.text.contains(says), "{}", o.text);
+        // The terminal, ab.md and ab.html name the condition in words.
+        assert!(o.text.contains(in_words), "{}", o.text);
+        for f in ["ab.md", "ab.html"] {
+            let page = std::fs::read_to_string(o.dir.path().join(f)).unwrap();
+            assert!(page.contains(in_words), "{f}: {page}");
+        }
     }
     // A prompt A/B: only the executor's system prompt differs.
     let terse = arm(
@@ -480,6 +502,30 @@ fn an_arm_that_changes_the_request_conditions_is_not_comparable_under_replay() {
             assert_eq!(r["fault"]["difference"]["field"], "system", "{c}");
         }
     }
+    // The page says it in one sentence, in words: no digest, no n/a table.
+    let page = std::fs::read_to_string(o.dir.path().join("ab.html")).unwrap();
+    assert!(
+        page.contains("Nothing here can be compared") && page.contains("the system prompt differs"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("sha256 ") && !page.contains("id=\"metric-table\""),
+        "{page}"
+    );
+    assert!(
+        o.text.contains(&format!(
+            "\nsummary    {}\nreport     {}\n",
+            o.dir.path().join("ab.md").display(),
+            o.dir.path().join("ab.html").display()
+        )),
+        "the terminal's last lines name ab.md and ab.html: {}",
+        o.text
+    );
+    assert!(
+        o.text.contains("Nothing here can be compared") && !o.text.contains("n/a"),
+        "the terminal: one sentence, no table of n/a: {}",
+        o.text
+    );
 }
 
 /// A stand-in endpoint that answers by model name: the swapped executor

@@ -90,6 +90,22 @@ fn the_template_and_a_copy_pass_the_gate_and_bad_input_writes_nothing() {
         out_dir.join("junit.xml").display()
     );
     assert!(log.contains(&paths), "{log}");
+    // The case-run's own page: its Next names the bench command that
+    // reproduces it, never the replay server's --base-url, which died with
+    // the bench (issue 49).
+    let page =
+        std::fs::read_to_string(out_dir.join("cases/happy-first/run-0/state/report.html")).unwrap();
+    let next = &page[page.find("id=\"next-steps\"").expect("a Next section")..];
+    let next = &next[..next.find("</section>").unwrap()];
+    let abs_dir = std::path::absolute(&dir).unwrap();
+    assert!(
+        next.contains(&format!("bench try-case {}", abs_dir.display())),
+        "{next}"
+    );
+    assert!(
+        !next.contains("--base-url http"),
+        "the dead replay URL came back: {next}"
+    );
     let o = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args(["try-case"])
         .arg(&dir)

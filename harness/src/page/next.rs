@@ -4,12 +4,16 @@
 //! RunCommand), changed only where the ending calls for it: a raise flag
 //! after BUDGET_EXHAUSTED or TIME_LIMIT, a fresh state dir after an ending a
 //! re-run would only re-report. A log without the command (an older
-//! harness) gets the command's shape and says so.
+//! harness) gets the command's shape and says so. A run another tool
+//! started against an endpoint that died with it (a bench case-run's
+//! replay server on `--base-url`) gets its commands without that URL (they
+//! would reach nothing afterwards), said so, and that tool's reproducing
+//! command.
 
 use super::fmt::{pct, usd};
 use super::RunPage;
 use crate::ending::Ending;
-use crate::events::RunCommand;
+use crate::events::{RunCommand, StartedBy};
 use crate::report::StoppedReport;
 
 /// One thing to do: a sentence, the command for it, and the lines that
@@ -26,6 +30,9 @@ pub struct Step {
 pub const RAISE_CAP_MIN_SHARE: f64 = 0.25;
 /// A wall-clock raise suggests at least this share of the limit more.
 pub const RAISE_CLOCK_MIN_SHARE: f64 = 0.5;
+/// Under the command of a run another tool started: why the harness
+/// commands leave out its `--base-url` (the URL is not named: it is dead).
+pub const DEAD_ENDPOINT: &str = "The --base-url this run was started with was an endpoint of the tool that started it (the bench's replay server or live proxy), which stopped when that tool finished: the harness commands above leave it out, so they call the spec's own endpoint (live, with your key). The command here reproduces the run as that tool ran it.";
 /// A failed check's lines shown on the page (its last ones: a test runner
 /// ends with the failure and its count).
 pub const CHECK_LINES_SHOWN_MAX: usize = 8;
@@ -53,6 +60,9 @@ struct Cmd<'a>(Option<&'a RunCommand>);
 impl Cmd<'_> {
     fn argv(&self) -> Vec<String> {
         match self.0 {
+            // Another tool's endpoint died with it: the command goes
+            // without it (to the spec's own endpoint), and says so.
+            Some(c) if c.started_by.is_some() => without_base_url(&c.argv),
             Some(c) => c.argv.clone(),
             None => [
                 "harness",
@@ -75,6 +85,11 @@ impl Cmd<'_> {
             .unwrap_or_else(|| "STATE_DIR".into())
     }
 
+    /// Who started the run, when another tool did (its endpoint is gone).
+    fn started_by(&self) -> Option<&StartedBy> {
+        self.0.and_then(|c| c.started_by.as_ref())
+    }
+
     fn with(&self, extra: &[String]) -> String {
         let mut v = self.argv();
         v.extend(extra.iter().cloned());
@@ -93,14 +108,39 @@ impl Cmd<'_> {
         shell(&v)
     }
 
-    /// Said once under Next when the command is a shape, not the record.
+    /// Said once under Next when the command is a shape, not the record,
+    /// or when another tool started the run: that tool's command, and why
+    /// the harness commands leave out the `--base-url` it ran with.
     fn caveat(&self) -> Option<Step> {
+        if let Some(b) = self.started_by() {
+            return Some(Step {
+                say: b.say.clone(),
+                command: Some(shell(&b.argv)),
+                lines: vec![DEAD_ENDPOINT.into()],
+            });
+        }
         self.0.is_none().then(|| Step {
             say: "events.jsonl does not record the command this run was started with (an older harness, or a torn log): RUN.toml and STATE_DIR stand for the spec and state dir it was started with; add the flags it was started with.".into(),
             command: None,
             lines: vec![],
         })
     }
+}
+
+/// `argv` without its `--base-url URL` (or `--base-url=URL`).
+fn without_base_url(argv: &[String]) -> Vec<String> {
+    let mut out = vec![];
+    let mut skip = false;
+    for a in argv {
+        if skip {
+            skip = false;
+        } else if a == "--base-url" {
+            skip = true;
+        } else if !a.starts_with("--base-url=") {
+            out.push(a.clone());
+        }
+    }
+    out
 }
 
 /// What to do after the run's ending, in order.
@@ -120,7 +160,7 @@ pub fn for_ending(p: &RunPage) -> Vec<Step> {
             lines: r.detail.iter().flat_map(|d| last_lines(d)).collect(),
         }],
     };
-    if r.ending != Ending::GoalMet {
+    if r.ending != Ending::GoalMet || cmd.started_by().is_some() {
         steps.extend(cmd.caveat());
     }
     steps

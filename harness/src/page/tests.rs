@@ -482,6 +482,7 @@ fn opened(argv: &[&str]) -> EventLine {
                 workspace: "/srv/ws".into(),
                 wall_clock_limit_s: 600.0,
                 utc_offset_s: 3600,
+                started_by: None,
             }),
         }),
     }
@@ -686,4 +687,54 @@ fn a_stopped_run_s_page_has_the_box_the_resume_command_and_the_trail() {
     );
     assert!(!text.contains("task(s): "), "no dangling list: {text}");
     assert_eq!(doc.select(&sel("script")).count(), 0);
+}
+
+/// A case-run the bench started: its `--base-url` was the bench's replay
+/// server, dead once the bench exits, so no Next step may give a command
+/// with it (every ending); the harness commands go without it, said so,
+/// beside the bench's reproducing command.
+#[test]
+fn a_bench_case_run_s_next_gives_the_bench_command_never_the_dead_base_url() {
+    const DEAD: &str = "http://127.0.0.1:40123/case/happy-x/run/0";
+    let argv = [&ARGV[..], &["--base-url", DEAD, "--run-index", "0"]].concat();
+    let bench = crate::events::StartedBy {
+        say: "This case-run was started by the bench against its replay server.".into(),
+        argv: ["bench", "try-case", "/srv/suites/happy/happy-x"]
+            .map(String::from)
+            .to_vec(),
+    };
+    let mut start = opened(&argv);
+    if let Event::Start(o) = &mut start.event {
+        o.command.as_mut().unwrap().started_by = Some(bench.clone());
+    }
+    let check = |next: &str, what: &str| {
+        assert!(!next.contains(DEAD), "{what}: the dead URL: {next}");
+        assert!(
+            next.contains("bench try-case /srv/suites/happy/happy-x")
+                && next.contains("started by the bench")
+                && next.contains(super::next::DEAD_ENDPOINT),
+            "{what}: {next}"
+        );
+    };
+    for ending in Ending::ALL {
+        let mut r = report(3);
+        r.ending = ending;
+        let page = RunPage::from_parts(r, std::slice::from_ref(&start), 0.0, vec![]).render();
+        let doc = Html::parse_document(&page);
+        let next = next_text(&doc);
+        check(&next, ending.as_str());
+        // The harness command the ending calls for, without the dead URL.
+        if ending == Ending::BudgetExhausted {
+            assert!(
+                next.contains("--state-dir /srv/state --run-index 0 --raise-cap-usd"),
+                "{next}"
+            );
+        }
+    }
+    // Without the bench's word the same argv is the command (a run of the
+    // harness against an endpoint of the user's own).
+    let mut r = report(3);
+    r.ending = Ending::TimeLimit;
+    let doc = Html::parse_document(&RunPage::from_parts(r, &[opened(&argv)], 0.0, vec![]).render());
+    assert!(next_text(&doc).contains(DEAD));
 }

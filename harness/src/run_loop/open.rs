@@ -173,6 +173,7 @@ pub(super) async fn open(
             workspace: r.spec.workspace.display().to_string(),
             wall_clock_limit_s: r.spec.wall_clock_limit_s,
             utc_offset_s: crate::clock::local_utc_offset_s(),
+            started_by: crate::events::StartedBy::from_env(),
         }),
     };
     r.events.emit(

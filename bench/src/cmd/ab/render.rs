@@ -1,13 +1,16 @@
-//! What `bench ab` shows: ab.json (the contract), ab.md (for a PR or a CI
-//! step summary), the terminal table (tabled) and forest.svg (plotters, SVG
-//! backend: per-category deltas with their 95% intervals).
+//! What `bench ab` shows as text: ab.md (for a PR or a CI step summary)
+//! and the terminal table (tabled); the parent writes them with ab.json,
+//! forest.svg (super::forest) and ab.html (super::page). The words beside
+//! the figures (how to read them, what the verdict names, where a test and
+//! an interval disagree, a changed condition) are super::words', the same
+//! in every output.
 
-use super::AbRun;
+use super::words;
 use crate::stats::inference::ClusteredWilson;
 use bench::ab::analysis::{
-    Analysis, Arm, ArmTraffic, Code, MetricDef, MetricResult, NotComparableCase, METRICS,
+    Analysis, Arm, ArmTraffic, MetricDef, MetricResult, NotComparableCase, METRICS,
 };
-use std::path::Path;
+use bench::ab::run::AbRun;
 
 fn def(name: &str) -> &'static MetricDef {
     METRICS
@@ -51,7 +54,7 @@ fn arm_values(name: &str, m: &MetricResult) -> (String, String) {
     )
 }
 
-fn metric_rows(r: &AbRun) -> Vec<[String; 8]> {
+pub(super) fn metric_rows(r: &AbRun) -> Vec<[String; 8]> {
     METRICS
         .iter()
         .filter_map(|d| r.analysis.metrics.get(d.name).map(|m| (d, m)))
@@ -76,7 +79,7 @@ fn metric_rows(r: &AbRun) -> Vec<[String; 8]> {
         .collect()
 }
 
-const METRIC_HEAD: [&str; 8] = [
+pub(super) const METRIC_HEAD: [&str; 8] = [
     "metric",
     "A",
     "B",
@@ -87,7 +90,7 @@ const METRIC_HEAD: [&str; 8] = [
     "verdict",
 ];
 
-fn category_rows(r: &AbRun) -> Vec<[String; 9]> {
+pub(super) fn category_rows(r: &AbRun) -> Vec<[String; 9]> {
     let d = def("pass_rate");
     r.analysis
         .categories
@@ -108,7 +111,7 @@ fn category_rows(r: &AbRun) -> Vec<[String; 9]> {
         .collect()
 }
 
-const CATEGORY_HEAD: [&str; 9] = [
+pub(super) const CATEGORY_HEAD: [&str; 9] = [
     "category",
     "cases",
     "A pass rate",
@@ -120,7 +123,7 @@ const CATEGORY_HEAD: [&str; 9] = [
     "verdict",
 ];
 
-fn header(r: &AbRun) -> String {
+pub(super) fn header(r: &AbRun) -> String {
     let c = &r.analysis.comparability;
     let cases = if c.n_not_comparable == 0 {
         format!("{} cases", r.analysis.n_cases)
@@ -130,24 +133,23 @@ fn header(r: &AbRun) -> String {
             r.analysis.n_cases, c.n_cases_run, c.n_not_comparable
         )
     };
+    // With no comparable case the analysis has no runs per case of its own.
+    let runs = match r.analysis.runs_per_case {
+        0 => r.case_runs as usize / (2 * c.n_cases_run.max(1)),
+        n => n,
+    };
     format!(
-        "A = {} ({}), B = {} ({}); {cases} x {} runs per arm ({} case-runs), seed {}",
-        r.a.name,
-        r.a.path,
-        r.b.name,
-        r.b.path,
-        r.analysis.runs_per_case,
-        r.case_runs,
-        r.analysis.seed
+        "A = {} ({}), B = {} ({}); {cases} x {runs} runs per arm ({} case-runs), seed {}",
+        r.a.name, r.a.path, r.b.name, r.b.path, r.case_runs, r.analysis.seed
     )
 }
 
 /// A not-comparable case's faulted runs, grouped by arm and fault:
 /// ("B", "0, 1, 2", "recording miss: no recording for call_key execute/t1/a1/0").
-fn fault_groups(c: &NotComparableCase) -> Vec<(&'static str, String, String)> {
+pub(super) fn fault_groups(c: &NotComparableCase) -> Vec<(&'static str, String, String)> {
     let mut groups: Vec<(Arm, String, Vec<u32>)> = vec![];
     for f in &c.runs {
-        let what = f.fault.describe();
+        let what = words::fault_words(&f.fault);
         match groups
             .iter_mut()
             .find(|(arm, w, _)| *arm == f.arm && *w == what)
@@ -179,18 +181,24 @@ pub fn terminal(r: &AbRun) -> String {
         t.to_string()
     };
     let mut s = format!("bench ab: {}\n", header(r));
-    s.push_str(&table(
-        &METRIC_HEAD,
-        metric_rows(r).into_iter().map(Vec::from).collect(),
-    ));
-    s.push_str(
-        "\npass rate by category (Wilson 95% in brackets; p adjusted by Holm across categories)\n",
-    );
-    s.push_str(&table(
-        &CATEGORY_HEAD,
-        category_rows(r).into_iter().map(Vec::from).collect(),
-    ));
-    s.push('\n');
+    // With nothing compared every cell would be n/a: the tables are left out.
+    if r.analysis.n_cases > 0 {
+        s.push_str(&table(
+            &METRIC_HEAD,
+            metric_rows(r).into_iter().map(Vec::from).collect(),
+        ));
+        s.push_str(
+            "\npass rate by category (Wilson 95% in brackets; p adjusted by Holm across categories)\n",
+        );
+        s.push_str(&table(
+            &CATEGORY_HEAD,
+            category_rows(r).into_iter().map(Vec::from).collect(),
+        ));
+        s.push('\n');
+    }
+    if let Some([what, _]) = words::no_verdict(&r.analysis) {
+        s.push_str(&format!("{what}\n"));
+    }
     for c in &r.analysis.not_comparable {
         for (arm, runs, what) in fault_groups(c) {
             s.push_str(&format!(
@@ -220,7 +228,7 @@ pub fn terminal(r: &AbRun) -> String {
 }
 
 /// Per arm, how its model calls were answered (live and hybrid runs).
-fn traffic_lines(r: &AbRun) -> Vec<String> {
+pub(super) fn traffic_lines(r: &AbRun) -> Vec<String> {
     let Some(t) = &r.traffic else {
         return vec![];
     };
@@ -257,28 +265,63 @@ fn md_table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) -> String {
 
 pub fn markdown(r: &AbRun) -> String {
     let a = &r.analysis;
-    let mut s = format!("## bench ab: {}\n\n{}\n\n", a.verdict, header(r));
+    let mut s = format!(
+        "## bench ab: {}\n\n**How to read this report.** {}\n\n{}\n\n",
+        a.verdict,
+        words::HOW_TO_READ.join(" "),
+        header(r)
+    );
     s.push_str(&md_arms(r));
+    if let Some([what, remedy]) = words::no_verdict(a) {
+        s.push_str(&format!("\n**{what}** {remedy}\n"));
+    }
     if let Some(t) = &r.traffic {
         s.push_str(&md_traffic(t));
     }
-    s.push_str("\n### Metrics (B - A, paired by case)\n\n");
-    s.push_str(&md_table(&METRIC_HEAD, &metric_rows(r)));
-    s.push_str("\n### Pass rate by category\n\n");
-    s.push_str(&md_table(&CATEGORY_HEAD, &category_rows(r)));
-    s.push_str("\n![forest plot](forest.svg)\n");
+    if a.n_cases > 0 {
+        s.push_str(&md_figures(r));
+    }
     if !a.not_comparable.is_empty() {
         s.push_str(&md_not_comparable(a));
     }
-    s.push_str(&md_regressions(a));
-    s.push_str(&md_category_metrics(a));
-    s.push_str(&md_uncertainty(a));
-    s.push_str(&md_cases(a));
+    // With nothing compared, every table below would be n/a.
+    if a.n_cases > 0 {
+        s.push_str(&md_regressions(a));
+        s.push_str(&md_category_metrics(a));
+        s.push_str(&md_uncertainty(a));
+        s.push_str(&md_cases(a));
+    }
     s.push_str(&md_method(r));
     if !r.load_errors.is_empty() {
         s.push_str("\nCases not loaded (left out of both arms):\n");
         for e in &r.load_errors {
             s.push_str(&format!("- {e}\n"));
+        }
+    }
+    s
+}
+
+/// The metric and category tables, where their tests and intervals
+/// disagree, and the forest plot with what it marks.
+fn md_figures(r: &AbRun) -> String {
+    let a = &r.analysis;
+    let mut s = String::from("\n### Metrics (B - A, paired by case)\n\n");
+    s.push_str(&md_table(&METRIC_HEAD, &metric_rows(r)));
+    s.push_str("\n### Pass rate by category\n\n");
+    s.push_str(&md_table(&CATEGORY_HEAD, &category_rows(r)));
+    let split = words::disagreements(a);
+    if !split.is_empty() {
+        s.push_str("\n### Where an interval and its test disagree\n\n");
+        for line in &split {
+            s.push_str(&format!("- {line}\n"));
+        }
+    }
+    s.push_str("\n![forest plot](forest.svg)\n");
+    let marks = words::marks(a);
+    if !marks.is_empty() {
+        s.push_str("\nMarked on the plot (what the verdict names):\n\n");
+        for m in &marks {
+            s.push_str(&format!("- {}\n", m.text));
         }
     }
     s
@@ -486,7 +529,7 @@ fn md_cases(a: &Analysis) -> String {
 
 /// The method in prose with this comparison's own numbers (resamples,
 /// draws, seed, suite hash), so the report can be reproduced and checked.
-fn md_method(r: &AbRun) -> String {
+pub(super) fn md_method(r: &AbRun) -> String {
     let a = &r.analysis;
     format!(
         "\n### Method\n\n\
@@ -511,37 +554,6 @@ Seed {} (run order, permutations, bootstrap); suite `{}`{}, git `{}`, suite hash
     )
 }
 
-/// One row of the forest plot.
-struct Row {
-    label: String,
-    delta: f64,
-    ci: [f64; 2],
-    code: Code,
-}
-
-fn forest_rows(r: &AbRun, metric: &str) -> Vec<Row> {
-    let mut rows = vec![];
-    if let Some(m) = r.analysis.metrics.get(metric) {
-        rows.push(Row {
-            label: format!("all cases (n={})", m.n_cases),
-            delta: m.delta,
-            ci: m.ci,
-            code: m.verdict_code,
-        });
-    }
-    for (cat, c) in &r.analysis.categories {
-        if let Some(m) = c.metrics.get(metric) {
-            rows.push(Row {
-                label: format!("{cat} (n={})", m.n_cases),
-                delta: m.delta,
-                ci: m.ci,
-                code: m.verdict_code,
-            });
-        }
-    }
-    rows
-}
-
 /// Why ab.json, ab.md or forest.svg could not be made or written.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
@@ -556,197 +568,4 @@ pub enum RenderError {
         path: String,
         source: std::io::Error,
     },
-}
-
-fn plot_error(e: impl std::fmt::Display) -> RenderError {
-    RenderError::Plot(e.to_string())
-}
-
-/// The forest plot's two panels: metric, axis title, and the factor from
-/// the metric's units to the axis's (shares to percentage points).
-const FOREST_PANELS: [(&str, &str, f64); 2] = [
-    ("pass_rate", "pass rate, B - A (percentage points)", 100.0),
-    ("cost_per_case", "cost per case-run, B - A (USD)", 1.0),
-];
-
-type ForestChart<'a, 'b> = plotters::prelude::ChartContext<
-    'a,
-    plotters::prelude::SVGBackend<'b>,
-    plotters::prelude::Cartesian2d<
-        plotters::coord::types::RangedCoordf64,
-        plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>,
-    >,
->;
-
-/// forest.svg: per-category B - A with 95% intervals, pass rate (percentage
-/// points) on the left, cost per case-run (USD) on the right. Green: B
-/// significantly better; red: significantly worse (categories: Holm); grey:
-/// neither.
-pub fn forest_svg(r: &AbRun) -> Result<String, RenderError> {
-    use plotters::prelude::*;
-    let n_rows = forest_rows(r, "pass_rate").len().max(1);
-    let note = r.analysis.comparability.note.as_ref();
-    let foot_px = if note.is_some() { 34u32 } else { 0 };
-    let (w, h) = (1200u32, 170 + 46 * n_rows as u32 + foot_px);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
-        let title = format!(
-            "{} (B) vs {} (A), {} cases x {} runs: B - A with 95% intervals (green: B significantly better, red: worse)",
-            r.b.name, r.a.name, r.analysis.n_cases, r.analysis.runs_per_case
-        );
-        // The cases the plot leaves out are named under it, never silently.
-        let (root, foot) = root.split_vertically(h - foot_px);
-        if let Some(note) = note {
-            foot.draw(&Text::new(
-                format!("left out (not comparable under replay): {note}"),
-                (16, 8),
-                ("sans-serif", 15).into_font().color(&RGBColor(200, 30, 30)),
-            ))
-            .map_err(plot_error)?;
-        }
-        let root = root
-            .titled(&title, ("sans-serif", 18))
-            .map_err(plot_error)?;
-        let halves = root.split_evenly((1, 2));
-        for (area, (metric, axis, scale)) in halves.iter().zip(FOREST_PANELS) {
-            forest_panel(area, &forest_rows(r, metric), axis, scale)?;
-        }
-        root.present().map_err(plot_error)?;
-    }
-    Ok(svg)
-}
-
-/// One panel: the axes sized to every finite delta and interval end (and
-/// 0), a line at 0, and one row per subject, all cases at the top.
-fn forest_panel(
-    area: &plotters::prelude::DrawingArea<
-        plotters::prelude::SVGBackend<'_>,
-        plotters::coord::Shift,
-    >,
-    rows: &[Row],
-    axis: &str,
-    scale: f64,
-) -> Result<(), RenderError> {
-    use plotters::prelude::*;
-    let n = rows.len().max(1);
-    let finite: Vec<f64> = rows
-        .iter()
-        .flat_map(|x| [x.delta, x.ci[0], x.ci[1]])
-        .filter(|v| v.is_finite())
-        .map(|v| v * scale)
-        .collect();
-    let lo = finite.iter().copied().fold(0.0f64, f64::min);
-    let hi = finite.iter().copied().fold(0.0f64, f64::max);
-    let pad = ((hi - lo) * 0.08).max(if scale > 1.0 { 1.0 } else { 1e-4 });
-    let labels: Vec<String> = rows.iter().map(|x| x.label.clone()).collect();
-    let mut chart = ChartBuilder::on(area)
-        .margin(16)
-        .x_label_area_size(56)
-        .y_label_area_size(170)
-        // an integer range includes its end: 0..n-1 is n rows
-        .build_cartesian_2d((lo - pad)..(hi + pad), (0..n - 1).into_segmented())
-        .map_err(plot_error)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_desc(axis)
-        .y_desc("")
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
-        .y_labels(n)
-        .y_label_formatter(&|v| match v {
-            // row 0 (all cases) at the top
-            SegmentValue::CenterOf(i) if *i < n => {
-                labels.get(n - 1 - i).cloned().unwrap_or_default()
-            }
-            _ => String::new(),
-        })
-        .x_label_formatter(&|x| {
-            if scale > 1.0 {
-                format!("{x:+.0}")
-            } else {
-                format!("{x:+.3}")
-            }
-        })
-        .draw()
-        .map_err(plot_error)?;
-    chart
-        .draw_series(std::iter::once(PathElement::new(
-            vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Last)],
-            BLACK.mix(0.5).stroke_width(1),
-        )))
-        .map_err(plot_error)?;
-    for (i, row) in rows.iter().enumerate() {
-        forest_row(&mut chart, row, n - 1 - i, scale)?;
-    }
-    Ok(())
-}
-
-/// A row's interval as a bar and its delta as a dot, coloured by verdict;
-/// an undefined interval or delta is left out rather than drawn at NaN.
-fn forest_row(
-    chart: &mut ForestChart,
-    row: &Row,
-    at: usize,
-    scale: f64,
-) -> Result<(), RenderError> {
-    use plotters::prelude::*;
-    let y = SegmentValue::CenterOf(at);
-    let color = match row.code {
-        Code::Better => RGBColor(0, 130, 60),
-        Code::Worse => RGBColor(200, 30, 30),
-        _ => RGBColor(90, 90, 90),
-    };
-    if row.ci[0].is_finite() && row.ci[1].is_finite() {
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![
-                    (row.ci[0] * scale, y.clone()),
-                    (row.ci[1] * scale, y.clone()),
-                ],
-                color.stroke_width(3),
-            )))
-            .map_err(plot_error)?;
-    }
-    if row.delta.is_finite() {
-        chart
-            .draw_series(std::iter::once(Circle::new(
-                (row.delta * scale, y),
-                6,
-                color.filled(),
-            )))
-            .map_err(plot_error)?;
-    }
-    Ok(())
-}
-
-/// Write ab.json, ab.md and forest.svg into `out`; ab.md also goes to the
-/// CI step summary when there is one.
-pub fn write_all(r: &AbRun, out: &Path) -> Result<(), RenderError> {
-    let write = |name: &str, bytes: &[u8]| {
-        let path = out.join(name);
-        harness::durable::atomic_write(&path, bytes).map_err(|source| RenderError::Write {
-            path: path.display().to_string(),
-            source,
-        })
-    };
-    let json = serde_json::to_vec_pretty(r)?;
-    write("ab.json", &json)?;
-    let md = markdown(r);
-    write("ab.md", md.as_bytes())?;
-    let svg = forest_svg(r)?;
-    write("forest.svg", svg.as_bytes())?;
-    if let Ok(p) = std::env::var("GITHUB_STEP_SUMMARY") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-        {
-            let _ = f.write_all(md.as_bytes());
-        }
-    }
-    Ok(())
 }
