@@ -596,6 +596,7 @@ mod tests {
     fn record(run: u32, passed: bool) -> RunRecord {
         RunRecord {
             live_calls: None,
+            latency: None,
             run,
             ending: Some(harness::ending::Ending::GoalMet),
             exit_code: 0,

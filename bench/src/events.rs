@@ -143,13 +143,13 @@ impl Terminal {
                 rec.cost_usd
             )),
             Lines::Gate => Some(format!(
-                "[{done}/{total}] {}/{} run {}: {} ({}, {} ms, ${:.4})",
+                "[{done}/{total}] {}/{} run {}: {} ({}, {}, ${:.4})",
                 case.category,
                 case.id,
                 rec.run,
                 verdict_word(rec.passed, Stream::Stderr),
                 rec.ending_name(),
-                rec.latency_ms,
+                latency_words(rec),
                 rec.cost_usd
             )),
             Lines::Live => Some(format!(
@@ -158,7 +158,7 @@ impl Terminal {
                 rec.run,
                 rec.ending_name(),
                 rec.exit_code,
-                rec.latency_ms as f64 / 1000.0,
+                rec.wall_ms() as f64 / 1000.0,
                 if rec.ending.is_none() {
                     format!(" -- {}", rec.failures.join("; "))
                 } else {
@@ -172,6 +172,15 @@ impl Terminal {
 
 /// PASS or FAIL, coloured when `stream` is (harness::console: a terminal,
 /// NO_COLOR, CLICOLOR_FORCE).
+/// A case-run's latency on its line: the judged figure and which, with
+/// wall time beside it ("1834 ms judged (model + CPU), wall 13500 ms").
+pub fn latency_words(rec: &RunRecord) -> String {
+    match rec.latency {
+        Some(l) => l.short(),
+        None => format!("{} ms", rec.latency_ms),
+    }
+}
+
 pub fn verdict_word(passed: bool, stream: Stream) -> String {
     let on = harness::console::colour_on(stream);
     match passed {

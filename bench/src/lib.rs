@@ -27,6 +27,8 @@
 //!   `servers` (the replay servers), `harness_bin` (which harness binary),
 //!   `spec_overlay`, `outside` and `canary` (the audit's snapshots and
 //!   planted secrets).
+//! - `latency`: what a case's latency cap judges (replayed model time plus
+//!   the harness's CPU time, or wall time for wall-clock cases and live runs).
 //! - `prices`, `cli`: the price table and the clap value types several
 //!   commands share.
 
@@ -49,6 +51,7 @@ pub mod harness_bin;
 pub mod interrupt;
 pub mod knee;
 pub mod known_flaky;
+pub mod latency;
 pub mod live;
 pub mod outputs;
 pub mod outside;

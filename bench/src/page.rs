@@ -170,7 +170,7 @@ fn categories_section(s: &Summary) -> Markup {
         section aria-labelledby="categories" {
             h2 #categories { "By category" }
             div.scroll { table #category-table {
-                caption { "Cases passed per category, with the 95% Wilson interval of the pass rate; latency and cost over the case-runs whose harness wrote a report" }
+                caption { "Cases passed per category, with the 95% Wilson interval of the pass rate; latency and cost over the case-runs whose harness wrote a report. " (s.overall.stats.latency_note()) }
                 thead { tr {
                     th scope="col" { "category" } th.num scope="col" { "passed" } th.num scope="col" { "total" } th.num scope="col" { "flaky" }
                     th.num scope="col" { "pass rate" } th.num scope="col" { "Wilson 95%" } th.num scope="col" { "mean latency" } th.num scope="col" { "p95 latency" } th.num scope="col" { "mean cost per case-run" }
@@ -296,6 +296,8 @@ fn failed_runs_row(g: &[&RunRecord], out: &Path) -> Markup {
                     // What failed outside the checks (no report, a bench fault), when no check says it.
                     @if checks.is_empty() { @for f in &r.failures { li { (f) } } }
                 }
+                // Which time the latency cap judged, and wall time beside it.
+                @if let Some(l) = r.latency { p.muted { (l.words()) } }
             }
             td { @for (i, x) in g.iter().enumerate() {
                 @if i > 0 { ", " }
@@ -340,7 +342,7 @@ fn cases_section(s: &Summary, out: &Path) -> Markup {
                         td { code { (c.id) } } td { (c.category) } td { (outcome_cell(c)) } td.num { (runs_passed(c)) }
                         td { @for r in &c.runs {
                             @if r.state_dir.is_empty() { span.muted { "run " (r.run) } }
-                            @else { a href=(run_page_link(out, &r.state_dir)) title={ "run " (r.run) ": " (r.ending_name()) ", " (usd4(r.cost_usd)) } { "run " (r.run) (if r.passed { "" } else { " ✗" }) } }
+                            @else { a href=(run_page_link(out, &r.state_dir)) title={ "run " (r.run) ": " (r.ending_name()) ", " (usd4(r.cost_usd)) @if let Some(l) = r.latency { ", " (l.words()) } } { "run " (r.run) (if r.passed { "" } else { " ✗" }) } }
                             " "
                         } }
                     }
@@ -365,6 +367,7 @@ mod tests {
     fn run(run: u32, passed: bool, state_dir: &str) -> RunRecord {
         RunRecord {
             live_calls: None,
+            latency: None,
             run,
             ending: Some(if passed {
                 harness::ending::Ending::GoalMet

@@ -20,6 +20,10 @@ pub struct RunRecord {
     pub passed: bool,
     pub score: f64,
     pub cost_usd: f64,
+    /// The latency the case's cap judged, in ms: `latency.judged_ms` (the
+    /// replayed model time plus the harness's CPU time, or wall time where
+    /// `latency.measure` says so; bench/src/latency.rs). 0 when no process
+    /// ran.
     pub latency_ms: u64,
     pub expected_ending: Ending,
     pub checks: Vec<Check>,
@@ -40,6 +44,12 @@ pub struct RunRecord {
     /// (replayed, live, live dollars). None when it was replayed whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_calls: Option<crate::live::LiveCalls>,
+    /// Which time the cap judged and the figures beside it (wall time,
+    /// model time, harness CPU). None when no harness process ran, and in a
+    /// summary written before it existed (schema_version 1, where
+    /// `latency_ms` was wall time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::latency::Latency>,
 }
 
 /// An ending as summary.json and the knee's case_runs.json spell it: its
@@ -100,6 +110,7 @@ impl RunRecord {
             verified: 0,
             bench_fault: None,
             live_calls: None,
+            latency: None,
         }
     }
 
@@ -130,6 +141,12 @@ impl RunRecord {
             Some(c) => format!("{c} ({endings})"),
             None => endings,
         }
+    }
+
+    /// Wall time of the case-run's harness process(es), in ms (what
+    /// `latency_ms` was before the cap judged model plus CPU time).
+    pub fn wall_ms(&self) -> u64 {
+        self.latency.map_or(self.latency_ms, |l| l.wall_ms)
     }
 
     /// The ending's name, `<none>` when there was none.

@@ -139,6 +139,11 @@ fn branch_commit_files(ws: &Path, state: &Path, branch: &str) -> CommitFiles {
 struct Spawned {
     code: i32,
     elapsed: Duration,
+    /// When the process was seen to exit (the replayed model time is cut
+    /// there: bench/src/latency.rs).
+    ended: Instant,
+    /// Its CPU time with its waited-for children's; None when unread.
+    cpu: Option<Duration>,
     stderr_tail: String,
     /// Canaries seen on the process's stdout or stderr.
     canary_hits: Vec<String>,
@@ -153,6 +158,15 @@ async fn join_stdout(t: tokio::task::JoinHandle<Vec<String>>) -> Vec<String> {
         Ok(Ok(h)) => h,
         _ => vec![],
     }
+}
+
+/// Wait for `child` to exit and reap it, its CPU time read first
+/// (`latency::cpu_at_exit` leaves the exited process for this wait to reap).
+async fn reap(
+    child: &mut tokio::process::Child,
+) -> (std::io::Result<std::process::ExitStatus>, Option<Duration>) {
+    let cpu = crate::latency::cpu_at_exit_async(child.id()).await;
+    (child.wait().await, cpu)
 }
 
 /// Read `stream` to its end line by line, looking for the canaries in every
@@ -204,7 +218,7 @@ async fn stop_request(
     child: &mut tokio::process::Child,
     lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
     tail: &mut String,
-) -> Result<std::process::ExitStatus, SpawnError> {
+) -> Result<(std::process::ExitStatus, Option<Duration>), SpawnError> {
     let pid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
     if let Some(pid) = pid {
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
@@ -214,10 +228,10 @@ async fn stop_request(
             tail.push_str(&l);
             tail.push('\n');
         }
-        child.wait().await
+        reap(child).await
     };
-    let st = match tokio::time::timeout(Duration::from_secs(STOP_EXIT_LIMIT_S), wait).await {
-        Ok(st) => st.map_err(|e| SpawnError::Harness(e.to_string()))?,
+    let (st, cpu) = match tokio::time::timeout(Duration::from_secs(STOP_EXIT_LIMIT_S), wait).await {
+        Ok((st, cpu)) => (st.map_err(|e| SpawnError::Harness(e.to_string()))?, cpu),
         Err(_) => {
             let _ = child.start_kill();
             let _ = child.wait().await;
@@ -233,7 +247,7 @@ async fn stop_request(
             tail.trim()
         )));
     }
-    Ok(st)
+    Ok((st, cpu))
 }
 
 /// A started harness process: its stdout drained and scanned on a task of
@@ -345,16 +359,15 @@ async fn until_paused(
     })
     .await
     .unwrap_or(false);
-    let st = match (paused, interrupt.signal) {
+    let (st, cpu) = match (paused, interrupt.signal) {
         (true, InterruptSignal::Sigterm) => stop_request(&mut child, &mut lines, &mut tail).await?,
         _ => {
             let _ = child.start_kill(); // SIGKILL
-            child
-                .wait()
-                .await
-                .map_err(|e| SpawnError::Harness(e.to_string()))?
+            let (st, cpu) = reap(&mut child).await;
+            (st.map_err(|e| SpawnError::Harness(e.to_string()))?, cpu)
         }
     };
+    let ended = Instant::now();
     if !paused {
         return Err(SpawnError::Harness(format!(
             "the harness never reached the interrupt point (exit {:?}); stderr: {}",
@@ -366,7 +379,9 @@ async fn until_paused(
     use std::os::unix::process::ExitStatusExt;
     Ok(Spawned {
         code: st.code().or(st.signal().map(|s| 128 + s)).unwrap_or(-1),
-        elapsed: t0.elapsed(),
+        elapsed: ended - t0,
+        ended,
+        cpu,
         stderr_tail: tail,
         canary_hits: hits,
     })
@@ -390,7 +405,8 @@ async fn until_exit(
     let (mut tail, mut hits) = (String::new(), vec![]);
     let collect = async {
         drain(stderr, canaries, "stderr", &mut tail, &mut hits).await;
-        child.wait().await
+        let (st, cpu) = reap(&mut child).await;
+        st.map(|st| (st, cpu, Instant::now()))
     };
     // The bench interrupted: the harness is asked to stop too (it suspends
     // at a safe point and exits 128 + 15), and is waited for as before.
@@ -403,7 +419,8 @@ async fn until_exit(
             );
         }
         // Never resolves: the harness's own exit ends the wait.
-        std::future::pending::<std::io::Result<std::process::ExitStatus>>().await
+        std::future::pending::<std::io::Result<(std::process::ExitStatus, Option<Duration>, Instant)>>()
+            .await
     };
     let waited = async {
         tokio::select! {
@@ -411,7 +428,7 @@ async fn until_exit(
             r = forward => r,
         }
     };
-    let st = match tokio::time::timeout(limit, waited).await {
+    let (st, cpu, ended) = match tokio::time::timeout(limit, waited).await {
         Ok(r) => r.map_err(|e| SpawnError::Harness(e.to_string()))?,
         Err(_) => {
             return Err(SpawnError::Harness(format!(
@@ -424,7 +441,9 @@ async fn until_exit(
     hits.extend(join_stdout(stdout_task).await);
     Ok(Spawned {
         code: st.code().unwrap_or(-1),
-        elapsed: t0.elapsed(),
+        elapsed: ended - t0,
+        ended,
+        cpu,
         stderr_tail: tail,
         canary_hits: hits,
     })
@@ -568,8 +587,37 @@ struct Prepared {
 /// case-run took, and a `[raise]` case's first ending.
 struct Ran {
     spawned: Spawned,
-    latency_ms: u64,
+    took: Took,
     first: Option<(crate::suite::Raise, FirstEnding)>,
+}
+
+/// The time every harness process of a case-run took, summed: wall time,
+/// CPU time (None when one process's could not be read) and when the last
+/// one ended (bench/src/latency.rs judges from these).
+#[derive(Debug, Clone, Copy)]
+struct Took {
+    wall: Duration,
+    cpu: Option<Duration>,
+    ended: Instant,
+}
+
+impl Took {
+    fn of(s: &Spawned) -> Took {
+        Took {
+            wall: s.elapsed,
+            cpu: s.cpu,
+            ended: s.ended,
+        }
+    }
+
+    /// This process's time and then `next`'s.
+    fn then(self, next: Took) -> Took {
+        Took {
+            wall: self.wall + next.wall,
+            cpu: self.cpu.zip(next.cpu).map(|(a, b)| a + b),
+            ended: next.ended,
+        }
+    }
 }
 
 /// What `collect` read back after the harness ended.
@@ -831,7 +879,7 @@ impl CaseRun<'_> {
         &self,
         i: &crate::suite::Interrupt,
         p: &mut Prepared,
-    ) -> Result<Duration, Box<RunRecord>> {
+    ) -> Result<Took, Box<RunRecord>> {
         // The pause point is test machinery the production build lacks.
         let hb = self.harness_bin.to_path_buf();
         let hooked =
@@ -843,7 +891,7 @@ impl CaseRun<'_> {
         let s = run_harness(&hooked, &p.inv, Some(i), &p.watched, p.limit)
             .await
             .map_err(|e| self.spawn_failed(e, &format!("interrupt at {}: ", i.at)))?;
-        p.gathered.canary_hits.extend(s.canary_hits);
+        p.gathered.canary_hits.extend(s.canary_hits.clone());
         // A stop request leaves a stop report (never an ending) for the
         // resume to move aside: read it before the resume runs.
         if i.signal == InterruptSignal::Sigterm {
@@ -863,7 +911,7 @@ impl CaseRun<'_> {
                 }
             }
         }
-        Ok(s.elapsed)
+        Ok(Took::of(&s))
     }
 
     /// `[raise]`: the first run must end on the limit; the scored run is the
@@ -873,12 +921,12 @@ impl CaseRun<'_> {
         &self,
         r: &crate::suite::Raise,
         p: &mut Prepared,
-    ) -> Result<(Duration, FirstEnding), Box<RunRecord>> {
+    ) -> Result<(Took, FirstEnding), Box<RunRecord>> {
         let (s, ended) =
             run_to_first_ending(self.harness_bin, &p.inv, &p.watched, p.limit, &p.state)
                 .await
                 .map_err(|e| self.spawn_failed(e, "[raise] first run: "))?;
-        p.gathered.canary_hits.extend(s.canary_hits);
+        p.gathered.canary_hits.extend(s.canary_hits.clone());
         let Some((raised, raised_limit, want)) = raise_invocation(&p.inv, r, p.limit) else {
             return Err(self.setup_fault("[raise]: no limit to raise"));
         };
@@ -893,32 +941,45 @@ impl CaseRun<'_> {
         }
         (p.inv, p.limit) = (raised, raised_limit);
         p.gathered.raise_asked_usd = r.cap_usd;
-        Ok((s.elapsed, ended))
+        Ok((Took::of(&s), ended))
     }
 
     /// Every harness process of the case-run: an interrupted or `[raise]`
     /// case's first one, then the one that is scored.
     async fn spawn(&self, p: &mut Prepared) -> Result<Ran, Box<RunRecord>> {
-        let mut latency = Duration::ZERO;
+        let mut before: Option<Took> = None;
         if let Some(i) = &self.case.file.interrupt {
-            latency += self.interrupted_run(i, p).await?;
+            before = Some(self.interrupted_run(i, p).await?);
         }
         let mut first = None;
         if let Some(r) = &self.case.file.raise {
-            let (elapsed, ended) = self.raise_first_run(r, p).await?;
-            latency += elapsed;
+            let (took, ended) = self.raise_first_run(r, p).await?;
+            before = Some(before.map_or(took, |b| b.then(took)));
             first = Some((*r, ended));
         }
         let spawned = run_harness(self.harness_bin, &p.inv, None, &p.watched, p.limit)
             .await
             .map_err(|e| self.spawn_failed(e, ""))?;
         p.gathered.canary_hits.extend(spawned.canary_hits.clone());
-        latency += spawned.elapsed;
+        let took = before.map_or(Took::of(&spawned), |b| b.then(Took::of(&spawned)));
         Ok(Ran {
             spawned,
-            latency_ms: latency.as_millis() as u64,
+            took,
             first,
         })
+    }
+
+    /// The latency the case's cap judges: the replayed model time the run
+    /// was served (taken from its replay server) plus the harness's CPU
+    /// time, with wall time beside it (bench/src/latency.rs).
+    fn latency(&self, took: &Took) -> crate::latency::Latency {
+        let model = match self.target {
+            Target::Replay(server) => {
+                Some(server.take_model_time(self.case.id(), self.run, took.ended))
+            }
+            Target::Live(_) => None,
+        };
+        crate::latency::Latency::judge(self.case, took.wall, model, took.cpu)
     }
 
     /// The harness's report, parsed once into its own type: a report it
@@ -1020,6 +1081,7 @@ impl CaseRun<'_> {
             commits: c.commits,
             commit_files: c.commit_files.as_ref(),
         };
+        let latency = self.latency(&ran.took);
         let mut checks = score::checks(&case.file.expect, &artifacts);
         if let Some((r, ended)) = &ran.first {
             checks.push(raise_check(r, ended, report, &p.state));
@@ -1030,7 +1092,7 @@ impl CaseRun<'_> {
             passed,
             mut failures,
             ..
-        } = score::verdict(case, p.served, report, &checks, ran.latency_ms);
+        } = score::verdict(case, p.served, report, &checks, &latency);
         // The exit code is part of what is tested: audit.report_consistent
         // gates it against the ending and the report.
         // A recording miss is the replay running out of answers (report.json's
@@ -1070,7 +1132,8 @@ impl CaseRun<'_> {
             passed,
             score,
             cost_usd: report.spend_usd,
-            latency_ms: ran.latency_ms,
+            latency_ms: latency.judged_ms,
+            latency: Some(latency),
             expected_ending: case.expected_ending(p.served),
             checks,
             failures,

@@ -53,9 +53,19 @@ pub fn p95_nearest_rank(values: &[u64]) -> Option<u64> {
 pub struct RunStats {
     /// Case-runs the figures are over.
     pub case_runs: u64,
+    /// Over the latency each cap judged (`RunRecord::latency_ms`): what
+    /// `latency_judged` says it was.
     pub latency_ms_mean: Option<f64>,
     pub latency_ms_p95: Option<u64>,
     pub cost_usd_mean_per_case_run: Option<f64>,
+    /// Which time `latency_ms_*` are over, counted by measure, e.g. "model
+    /// time + harness CPU for 12 case-runs, wall time for 1 (the case
+    /// covers wall-clock)" (bench/src/latency.rs).
+    #[serde(default)]
+    pub latency_judged: String,
+    /// Wall time of the same case-runs, kept beside the judged figure.
+    #[serde(default)]
+    pub wall_ms_p95: Option<u64>,
 }
 
 impl RunStats {
@@ -63,14 +73,32 @@ impl RunStats {
         let measured: Vec<&RunRecord> = runs.filter(|r| r.reported()).collect();
         let n = measured.len();
         let lat: Vec<u64> = measured.iter().map(|r| r.latency_ms).collect();
+        let wall: Vec<u64> = measured.iter().map(|r| r.wall_ms()).collect();
         let mean = |sum: f64| (n > 0).then(|| sum / n as f64);
         RunStats {
             case_runs: n as u64,
             latency_ms_mean: mean(lat.iter().map(|x| *x as f64).sum()),
             latency_ms_p95: p95_nearest_rank(&lat),
             cost_usd_mean_per_case_run: mean(measured.iter().map(|r| r.cost_usd).sum()),
+            latency_judged: crate::latency::judged_over(measured.iter().map(|r| r.latency)),
+            wall_ms_p95: p95_nearest_rank(&wall),
         }
     }
+    /// What the latency columns are over and the wall time beside them:
+    /// "Latency is what each cap judged: model time + harness CPU for 12
+    /// case-runs; wall-time p95 13500 ms."
+    pub fn latency_note(&self) -> String {
+        format!(
+            "Latency is what each cap judged: {}; wall-time p95 {}.",
+            if self.latency_judged.is_empty() {
+                "no case-run"
+            } else {
+                &self.latency_judged
+            },
+            self.wall_ms_p95.map_or("n/a".into(), |m| format!("{m} ms"))
+        )
+    }
+
     pub(crate) fn cells(&self) -> [String; 3] {
         [
             self.latency_ms_mean
@@ -97,7 +125,10 @@ pub struct CategoryTotals {
 }
 
 /// summary.json's `schema_version`: the format of docs/schemas/summary.schema.json.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: a run's `latency_ms` is the latency its cap judged (model time plus
+/// harness CPU, or wall time where its `latency` says so), no longer wall
+/// time; `latency` and the stats' `latency_judged` and `wall_ms_p95` added.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
@@ -379,6 +410,7 @@ impl Summary {
         s.push_str(&format!(
             "\nLatency and cost over the case-runs whose harness wrote a report; p95 by {P95_DEFINITION}.\n"
         ));
+        s.push_str(&format!("{}\n", self.overall.stats.latency_note()));
     }
 
     /// Cases that passed some runs but not all, with their failed runs.
@@ -558,10 +590,18 @@ impl Summary {
         };
         let mut tc = TestCase::new(c.id.as_str(), status);
         tc.set_classname(format!("suites.{}", c.category));
+        // The time is wall time, as a CI reader expects of it; the
+        // `latency` property says what each run's cap judged.
         tc.set_time(std::time::Duration::from_millis(
-            c.runs.iter().map(|r| r.latency_ms).sum(),
+            c.runs.iter().map(|r| r.wall_ms()).sum(),
         ));
         tc.add_property(Property::new("outcome", c.outcome.as_str()));
+        let judged: Vec<String> = (c.runs.iter())
+            .filter_map(|r| Some(format!("run {}: {}", r.run, r.latency?.words())))
+            .collect();
+        if !judged.is_empty() {
+            tc.add_property(Property::new("latency", judged.join("; ")));
+        }
         tc.add_property(Property::new("runs_passed", runs_passed(c)));
         if let Some(k) = &c.known_flaky {
             tc.add_property(Property::new("known_flaky", k.label()));
@@ -658,7 +698,7 @@ fn junit_rerun(r: &RunRecord) -> quick_junit::TestRerun {
     let mut x = quick_junit::TestRerun::new(quick_junit::NonSuccessKind::Failure);
     x.set_message(junit_run_message(r));
     x.set_description(junit_said(&r.failures.join("\n")));
-    x.set_time(std::time::Duration::from_millis(r.latency_ms));
+    x.set_time(std::time::Duration::from_millis(r.wall_ms()));
     x
 }
 
@@ -754,6 +794,7 @@ mod tests {
     fn run(r: u32, passed: bool, latency_ms: u64, cost_usd: f64) -> RunRecord {
         RunRecord {
             live_calls: None,
+            latency: None,
             run: r,
             ending: Some(if passed {
                 harness::ending::Ending::GoalMet

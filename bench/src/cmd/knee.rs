@@ -481,6 +481,7 @@ mod tests {
     fn record(state_dir: &Path, ending: &str) -> RunRecord {
         RunRecord {
             live_calls: None,
+            latency: None,
             run: 0,
             ending: crate::runner::ending_or_none::parse(ending).unwrap(),
             exit_code: 0,

@@ -211,6 +211,7 @@ mod tests {
             known_flaky: None,
             runs: vec![RunRecord {
                 live_calls: None,
+                latency: None,
                 run: 0,
                 ending: Some(harness::ending::Ending::GoalMet),
                 exit_code: 0,

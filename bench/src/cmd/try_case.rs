@@ -191,10 +191,10 @@ fn print_verdict(r: &RunRecord) {
     print_final_claim(r);
     if r.passed {
         outln!(
-            "{} ({}, {} ms, ${:.4})",
+            "{} ({}, {}, ${:.4})",
             bench::events::verdict_word(true, harness::console::Stream::Stdout),
             r.ending_name(),
-            r.latency_ms,
+            bench::events::latency_words(r),
             r.cost_usd
         );
     } else {

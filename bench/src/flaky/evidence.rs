@@ -506,6 +506,7 @@ mod tests {
         .expect("the committed case loads");
         let rec = |ending: &str, score: f64, latency_ms: u64| RunRecord {
             live_calls: None,
+            latency: None,
             run: 0,
             ending: crate::runner::ending_or_none::parse(ending).unwrap(),
             exit_code: 0,

@@ -23,7 +23,7 @@ pub fn verdict(
     run: u32,
     report: &Report,
     checks: &[Check],
-    latency_ms: u64,
+    latency: &crate::latency::Latency,
 ) -> Verdict {
     let got = report.ending.as_str();
     let want = case.expected_ending(run);
@@ -50,12 +50,12 @@ pub fn verdict(
     {
         failures.push(format!("{}: {}", c.name, c.detail));
     }
-    if latency_ms > case.file.latency_cap_ms {
-        failures.push(format!(
-            "latency {latency_ms} ms over the {} ms cap",
-            case.file.latency_cap_ms
-        ));
-    }
+    // The cap judges what a change controls (model time plus the harness's
+    // CPU time, or wall time where the case is about the wall clock), and
+    // the failure says which (bench/src/latency.rs).
+    let over_cap = latency.over_cap(case.file.latency_cap_ms);
+    let latency_ok = over_cap.is_none();
+    failures.extend(over_cap);
     if cost > case.file.cost_cap_usd {
         failures.push(format!(
             "cost ${cost:.6} over the ${} cap",
@@ -65,7 +65,7 @@ pub fn verdict(
     let passed = ending_ok
         && gates_ok
         && score >= PASS_SCORE
-        && latency_ms <= case.file.latency_cap_ms
+        && latency_ok
         && cost <= case.file.cost_cap_usd;
     Verdict {
         ending_ok,
@@ -110,7 +110,9 @@ fn ending_failure(case: &Case, run: u32, want: harness::ending::Ending, got: &st
 mod tests {
     use super::super::check::check;
     use super::*;
+    use crate::latency::Latency;
     use std::path::Path;
+    use std::time::Duration;
 
     fn case_expecting(ending: &str) -> Case {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -122,6 +124,16 @@ mod tests {
         .expect("a committed case loads");
         c.file.expect.ending = ending.into();
         c
+    }
+
+    /// A case-run of 1 ms, however judged.
+    fn quick() -> Latency {
+        Latency::judge(
+            &case_expecting("GOAL_MET"),
+            Duration::from_millis(1),
+            Some(Duration::ZERO),
+            Some(Duration::from_millis(1)),
+        )
     }
 
     fn passing(name: &str) -> Check {
@@ -157,14 +169,14 @@ mod tests {
         .iter()
         .map(|n| passing(n))
         .collect();
-        let v = verdict(&case, 0, &report, &cs, 1);
+        let v = verdict(&case, 0, &report, &cs, &quick());
         assert!(v.passed, "{v:?}");
         cs.push(check(
             "request_contains_in_order.judge/5".into(),
             false,
             "\"<original_goal>\" not found".into(),
         ));
-        let v = verdict(&case, 0, &report, &cs, 1);
+        let v = verdict(&case, 0, &report, &cs, &quick());
         assert!(!v.passed, "{v:?}");
         assert_eq!(v.score, 1.0, "a gate is not part of the score");
         assert!(
@@ -175,11 +187,56 @@ mod tests {
         // A failed scored check among passing ones lowers the score only.
         cs.pop();
         cs.push(check("files_contain.c".into(), false, "missing".into()));
-        let v = verdict(&case, 0, &report, &cs, 1);
+        let v = verdict(&case, 0, &report, &cs, &quick());
         assert!(v.passed, "{v:?}");
         assert!((v.score - 5.0 / 6.0).abs() < 1e-12, "{}", v.score);
         // ... until the score falls under the line.
         cs.push(check("files_contain.d".into(), false, "missing".into()));
-        assert!(!verdict(&case, 0, &report, &cs, 1).passed);
+        assert!(!verdict(&case, 0, &report, &cs, &quick()).passed);
+    }
+
+    #[test]
+    fn the_latency_cap_judges_model_plus_cpu_time_not_the_wall_time_of_a_loaded_machine() {
+        let case = case_expecting("GOAL_MET");
+        assert_eq!(case.file.latency_cap_ms, 20_000);
+        let mut report = Report::build(
+            &harness::state::RunState::example(0),
+            "g",
+            harness::ending::Ending::GoalMet,
+            None,
+            None,
+            true,
+            0,
+        );
+        report.spend_usd = 0.01;
+        let ms = Duration::from_millis;
+        // The loaded machine: 21.8 s of wall time, 1.2 s of replayed model
+        // time and 0.6 s of harness CPU. The cap judges 1.8 s: a pass.
+        let loaded = Latency::judge(&case, ms(21_800), Some(ms(1_200)), Some(ms(600)));
+        let v = verdict(&case, 0, &report, &[], &loaded);
+        assert!(v.passed, "{v:?}");
+        assert!(v.failures.is_empty(), "{v:?}");
+        // A harness that computes 19 s more fails it, on any machine, and
+        // the failure says what was judged and the wall time beside it.
+        let slow = Latency::judge(&case, ms(21_800), Some(ms(1_200)), Some(ms(19_600)));
+        let v = verdict(&case, 0, &report, &[], &slow);
+        assert!(!v.passed, "{v:?}");
+        assert_eq!(
+            v.failures,
+            ["latency 20.8 s judged (model 1.2 s + harness CPU 19.6 s) over the 20.0 s cap (20800 ms > 20000 ms); wall 21.8 s"]
+        );
+        // A case about the wall clock is judged on wall time, as before.
+        let mut clock = case_expecting("GOAL_MET");
+        clock
+            .file
+            .covers
+            .push(crate::latency::WALL_CLOCK_COVER.into());
+        let l = Latency::judge(&clock, ms(21_800), Some(ms(1_200)), Some(ms(600)));
+        let v = verdict(&clock, 0, &report, &[], &l);
+        assert!(!v.passed, "{v:?}");
+        assert!(
+            v.failures[0].contains("judged (wall: the case covers wall-clock)"),
+            "{v:?}"
+        );
     }
 }

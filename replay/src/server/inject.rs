@@ -75,6 +75,34 @@ impl Shared {
             }
         }
     }
+    /// How long `inject` holds the answer back on purpose (the model time
+    /// the run is served): the scaled latency, plus the injected latency,
+    /// or plus the drip of the body's chunks; nothing for an error at once.
+    pub(super) fn held_for(
+        &self,
+        kind: FaultKind,
+        it: &ServeInteraction,
+        delay: Duration,
+    ) -> Duration {
+        let f = &self.opts.faults;
+        match kind {
+            FaultKind::RateLimited | FaultKind::ServerError => Duration::ZERO,
+            FaultKind::Latency => delay
+                .saturating_add(Duration::from_millis(f.added_latency_ms))
+                .min(MAX_DELAY),
+            FaultKind::Drip => {
+                let chunks = it
+                    .response
+                    .body
+                    .len()
+                    .div_ceil(crate::faults::DRIP_CHUNK_BYTES);
+                let drip = Duration::from_millis(f.drip_interval_ms)
+                    .saturating_mul(u32::try_from(chunks).unwrap_or(u32::MAX));
+                delay.saturating_add(drip)
+            }
+            FaultKind::Truncated | FaultKind::Malformed => delay,
+        }
+    }
 }
 
 /// An error body in the shape the protocol's real endpoint uses, so the

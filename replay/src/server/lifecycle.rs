@@ -92,6 +92,7 @@ impl ReplayServer {
             counters: Counters::default(),
             miss_log: Mutex::new(VecDeque::with_capacity(MISS_LOG_LEN)),
             captured: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
         });
         // Request recording off: this server is long-lived and high-volume,
         // and wiremock would otherwise keep every request in memory.
@@ -178,6 +179,17 @@ impl ReplayServer {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         m.remove(&format!("{case}/{run}")).unwrap_or_default()
+    }
+
+    /// The model time (case, run) was served up to `until` (when its last
+    /// harness process ended), and forget it: how long some answer was
+    /// held back on purpose (scaled recorded latency, an injected latency
+    /// or drip), overlapping holds counted once. Zero unless the server was
+    /// started with `capture`.
+    pub fn take_model_time(&self, case: &str, run: u32, until: std::time::Instant) -> Duration {
+        let mut m = self.shared.held.lock().unwrap_or_else(|p| p.into_inner());
+        let holds = m.remove(&format!("{case}/{run}")).unwrap_or_default();
+        super::model_time::covered(&holds, until)
     }
 
     /// Free the requests wiremock has retained. wiremock 0.6 keeps a clone of

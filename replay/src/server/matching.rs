@@ -143,14 +143,18 @@ impl Shared {
             .faults
             .decide(inc.case, served, inc.call_key, inc.attempt)
         {
-            None => with_delay(
-                it.response.template(it.response.body.clone()),
-                recorded_delay,
-            ),
+            None => {
+                self.note_held(inc, recorded_delay);
+                with_delay(
+                    it.response.template(it.response.body.clone()),
+                    recorded_delay,
+                )
+            }
             Some(kind) => {
                 self.counters
                     .faults_injected
                     .fetch_add(1, Ordering::Relaxed);
+                self.note_held(inc, self.held_for(kind, it, recorded_delay));
                 self.inject(kind, sc.protocol, it, recorded_delay, inc)
             }
         }

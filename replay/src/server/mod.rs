@@ -26,6 +26,8 @@
 //! - `body_diff`: strict mode's body-hash check and its first-difference diff;
 //! - `response`: recorded responses ready for the wire, and scaled latency;
 //! - `inject`: a seeded fault's response in the protocol's own shape.
+//! - `model_time`: how long answers were held back on purpose, per run (the
+//!   model time the bench judges latency on).
 
 mod body_diff;
 mod cases;
@@ -33,6 +35,7 @@ mod incoming;
 mod inject;
 mod lifecycle;
 mod matching;
+mod model_time;
 mod options;
 mod response;
 mod state;

@@ -183,4 +183,57 @@ mod tests {
             "scale 0 = as fast as possible"
         );
     }
+
+    #[tokio::test]
+    async fn the_model_time_a_run_was_served_is_its_scaled_holds_per_run() {
+        let c = reqwest::Client::new();
+        let s = server(ReplayOptions {
+            latency_scale: 0.5,
+            capture: true,
+            ..fast()
+        })
+        .await;
+        // execute/t1/a0/0 is recorded at 200 ms: served at scale 0.5 it is
+        // held 100 ms; the scripted faults before it (attempts 0, 1) and
+        // plan/0 (0 ms) are held nothing.
+        for (key, attempt) in [
+            ("plan/0", 0),
+            ("execute/t1/a0/0", 0),
+            ("execute/t1/a0/0", 2),
+        ] {
+            let role = key.split('/').next().unwrap();
+            call(
+                &c,
+                &s.base_url_for(CASE, 0),
+                "/v1/messages",
+                role,
+                key,
+                attempt,
+                &json!({}),
+            )
+            .await;
+        }
+        let end = Instant::now() + Duration::from_secs(60);
+        assert_eq!(s.take_model_time(CASE, 0, end), Duration::from_millis(100));
+        // Taken once; another run's holds are its own.
+        assert_eq!(s.take_model_time(CASE, 0, end), Duration::ZERO);
+        assert_eq!(s.take_model_time(CASE, 1, end), Duration::ZERO);
+        // Not kept when the server keeps nothing of its runs.
+        let s = server(ReplayOptions {
+            latency_scale: 0.5,
+            ..fast()
+        })
+        .await;
+        call(
+            &c,
+            &s.base_url_for(CASE, 0),
+            "/v1/messages",
+            "execute",
+            "execute/t1/a0/0",
+            2,
+            &json!({}),
+        )
+        .await;
+        assert_eq!(s.take_model_time(CASE, 0, end), Duration::ZERO);
+    }
 }

@@ -15,6 +15,8 @@ use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::cases::ServeCase;
 use super::incoming::parse_incoming;
+use super::incoming::Incoming;
+use super::model_time::Held;
 use super::options::ReplayOptions;
 use super::response::MAX_DELAY;
 use super::HEADER_MISS;
@@ -54,6 +56,10 @@ pub(super) struct Shared {
     /// so the bench can check what the harness sent (e.g. where the budget
     /// notice sat). Drained by `take_captured`.
     pub(super) captured: Mutex<HashMap<String, Vec<Captured>>>,
+    /// Each answer's deliberate hold by "<case>/<run>" (the model time the
+    /// run was served), kept only when `opts.capture` is on, at most
+    /// `CAPTURE_MAX_PER_RUN` per run. Drained by `take_model_time`.
+    pub(super) held: Mutex<HashMap<String, Vec<Held>>>,
 }
 
 /// One request the harness sent, as the bench inspects it.
@@ -116,6 +122,20 @@ impl Shared {
                 serde_json::to_vec(&body).unwrap_or_default(),
                 "application/json",
             )
+    }
+
+    /// Note that the answer to `inc` is held back `took` on purpose (its
+    /// model time), when the server keeps what runs did.
+    pub(super) fn note_held(&self, inc: &Incoming<'_>, took: Duration) {
+        if !self.opts.capture || took.is_zero() {
+            return;
+        }
+        let at = std::time::Instant::now();
+        let mut m = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let v = m.entry(format!("{}/{}", inc.case, inc.run)).or_default();
+        if v.len() < CAPTURE_MAX_PER_RUN {
+            v.push(Held { at, took });
+        }
     }
 
     /// A recorded latency as served: scaled by `latency_scale`, at most
