@@ -76,10 +76,36 @@ pub enum Mutant {
     /// what the state seal alone must catch (defence in depth, tested as
     /// depth).
     NoFileLayers,
+    /// After a GOAL_MET report is written, the files the verified tasks
+    /// committed are removed from the workspace: the report says the
+    /// predicate holds of a workspace that no longer meets it (only the
+    /// audit's own re-run of the predicate can tell).
+    UndoneAfterReport,
+    /// The ledger journal books each reply at half its cost (the run's
+    /// memory, and so the report, at the full cost): the journal that
+    /// survives a crash forgets money.
+    JournalBooksHalf,
+    /// The morning page puts the model's claims in without escaping them.
+    PageClaimUnescaped,
+    /// A call to a tool of the harness that the spec does not allowlist
+    /// runs (the offered list is still the allowlist).
+    OffListCallRuns,
+    /// The executor's tools are offered in reverse order: the same
+    /// allowlisted set, another tool list than the recording's.
+    ToolsReordered,
+    /// Requests are sent naming another model than the spec's (booked at
+    /// the spec's model's price).
+    ModelRenamed,
+    /// Requests are sent with a `max_tokens` one below the spec's bound.
+    MaxTokensOffByOne,
+    /// The system prompt goes out with a line appended.
+    SystemPromptAppended,
+    /// Requests carry a sampling temperature the spec does not set.
+    TemperatureSet,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 34] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -105,6 +131,15 @@ impl Mutant {
         Mutant::GitInWorkspace,
         Mutant::NoMemoryLimit,
         Mutant::NoFileLayers,
+        Mutant::UndoneAfterReport,
+        Mutant::JournalBooksHalf,
+        Mutant::PageClaimUnescaped,
+        Mutant::OffListCallRuns,
+        Mutant::ToolsReordered,
+        Mutant::ModelRenamed,
+        Mutant::MaxTokensOffByOne,
+        Mutant::SystemPromptAppended,
+        Mutant::TemperatureSet,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -135,6 +170,15 @@ impl Mutant {
             Mutant::GitInWorkspace => "git-in-workspace",
             Mutant::NoMemoryLimit => "no-memory-limit",
             Mutant::NoFileLayers => "no-file-layers",
+            Mutant::UndoneAfterReport => "undone-after-report",
+            Mutant::JournalBooksHalf => "journal-books-half",
+            Mutant::PageClaimUnescaped => "page-claim-unescaped",
+            Mutant::OffListCallRuns => "off-list-call-runs",
+            Mutant::ToolsReordered => "tools-reordered",
+            Mutant::ModelRenamed => "model-renamed",
+            Mutant::MaxTokensOffByOne => "max-tokens-off-by-one",
+            Mutant::SystemPromptAppended => "system-prompt-appended",
+            Mutant::TemperatureSet => "temperature-set",
         }
     }
 
@@ -180,7 +224,53 @@ impl Mutant {
             Mutant::NoFileLayers => {
                 "a write past both filesystem layers into the state dir ends the run state_tampered (the seal)"
             }
+            Mutant::UndoneAfterReport => {
+                "GOAL_MET stands on the predicate the post-run workspace meets (the audit re-runs it, never believes the report)"
+            }
+            Mutant::JournalBooksHalf => "the ledger journal books what the report spends",
+            Mutant::PageClaimUnescaped => "the morning page escapes every value (a claim included)",
+            Mutant::OffListCallRuns => "a tool call off the allowlist does nothing",
+            Mutant::ToolsReordered => {
+                "a replayed reply answers only the tool list it was recorded under"
+            }
+            Mutant::ModelRenamed => "a replayed reply answers only the model it was recorded for",
+            Mutant::MaxTokensOffByOne => {
+                "a replayed reply answers only the length limit it was recorded under"
+            }
+            Mutant::SystemPromptAppended => {
+                "a replayed reply answers only the system prompt it was recorded under"
+            }
+            Mutant::TemperatureSet => {
+                "a replayed reply answers only the sampling it was recorded under"
+            }
         }
+    }
+
+    /// The one check of the bench a dishonest variant is built to get past
+    /// (every other check passes it, or is not what it probes): `audit.<gate>`
+    /// (bench/src/audit.rs) or `replay.<field>` (the replay server's
+    /// comparison of a request's recording conditions, model::conditions).
+    /// `bench self-test` counts such a variant caught only when that check
+    /// failed in one of its case-runs, so a loosened check fails the
+    /// self-test even where another check happens to fail too. None: any
+    /// failed case-run catches it.
+    pub fn gate(self) -> Option<&'static str> {
+        Some(match self {
+            Mutant::UndoneAfterReport => "audit.goal_met_implies_predicate",
+            Mutant::WriteInPlace => "audit.confined",
+            Mutant::ExitZero => "audit.report_consistent",
+            Mutant::JournalBooksHalf => "audit.spend",
+            Mutant::OffListCallRuns => "audit.allowlist",
+            Mutant::JudgeSeesHistory => "audit.judge_requests",
+            Mutant::CheckEnvInherited => "audit.secret_canary",
+            Mutant::PageClaimUnescaped => "audit.page_safe",
+            Mutant::ToolsReordered => "replay.tools",
+            Mutant::ModelRenamed => "replay.model",
+            Mutant::MaxTokensOffByOne => "replay.max_tokens",
+            Mutant::SystemPromptAppended => "replay.system",
+            Mutant::TemperatureSet => "replay.temperature",
+            _ => return None,
+        })
     }
 
     pub fn parse(s: &str) -> Option<Mutant> {
