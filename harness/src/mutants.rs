@@ -1,7 +1,9 @@
 //! Deliberately broken harness variants the suite self-test must catch
 //! (`bench self-test`). Each is a one-line bug of a kind the seed warns about,
 //! at the one place that guarantee lives; the suite (its gates and the audit)
-//! must fail every one.
+//! must fail every one. Some are dishonest rather than wrong: each lies to
+//! one check of the bench (`Mutant::gate`), and the self-test counts it
+//! caught only when that check fails, so a loosened gate fails the self-test.
 //!
 //! They exist only with the `chaos-broken` cargo feature, which the
 //! production build never enables; `bench self-test` builds that variant once
@@ -246,8 +248,9 @@ impl Mutant {
         }
     }
 
-    /// The one check of the bench a dishonest variant is built to get past
-    /// (every other check passes it, or is not what it probes): `audit.<gate>`
+    /// The one check of the bench a dishonest variant lies to, which alone
+    /// must catch it (another check may see it too, but is not what it
+    /// probes): `audit.<gate>`
     /// (bench/src/audit.rs) or `replay.<field>` (the replay server's
     /// comparison of a request's recording conditions, model::conditions).
     /// `bench self-test` counts such a variant caught only when that check
