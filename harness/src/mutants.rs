@@ -1,7 +1,9 @@
 //! Deliberately broken harness variants the suite self-test must catch
 //! (`bench self-test`). Each is a one-line bug of a kind the seed warns about,
 //! at the one place that guarantee lives; the suite (its gates and the audit)
-//! must fail every one.
+//! must fail every one. Some are dishonest rather than wrong: each lies to
+//! one check of the bench (`Mutant::gate`), and the self-test counts it
+//! caught only when that check fails, so a loosened gate fails the self-test.
 //!
 //! They exist only with the `chaos-broken` cargo feature, which the
 //! production build never enables; `bench self-test` builds that variant once
@@ -99,10 +101,36 @@ pub enum Mutant {
     ReasoningUnescaped,
     /// Checks have neither filesystem layer AND the state seal ignores ctime (a write with its mtime put back gets past both): what a case needs to see the seal's own check (defence in depth).
     SealMtimeOnly,
+    /// After a GOAL_MET report is written, the files the verified tasks
+    /// committed are removed from the workspace: the report says the
+    /// predicate holds of a workspace that no longer meets it (only the
+    /// audit's own re-run of the predicate can tell).
+    UndoneAfterReport,
+    /// The ledger journal books each reply at half its cost (the run's
+    /// memory, and so the report, at the full cost): the journal that
+    /// survives a crash forgets money.
+    JournalBooksHalf,
+    /// The morning page puts the model's claims in without escaping them.
+    PageClaimUnescaped,
+    /// A call to a tool of the harness that the spec does not allowlist
+    /// runs (the offered list is still the allowlist).
+    OffListCallRuns,
+    /// The executor's tools are offered in reverse order: the same
+    /// allowlisted set, another tool list than the recording's.
+    ToolsReordered,
+    /// Requests are sent naming another model than the spec's (booked at
+    /// the spec's model's price).
+    ModelRenamed,
+    /// Requests are sent with a `max_tokens` one below the spec's bound.
+    MaxTokensOffByOne,
+    /// The system prompt goes out with a line appended.
+    SystemPromptAppended,
+    /// Requests carry a sampling temperature the spec does not set.
+    TemperatureSet,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 36] = [
+    pub const ALL: [Mutant; 45] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -139,6 +167,15 @@ impl Mutant {
         Mutant::DuplicateLessonAdmitted,
         Mutant::ReasoningUnescaped,
         Mutant::SealMtimeOnly,
+        Mutant::UndoneAfterReport,
+        Mutant::JournalBooksHalf,
+        Mutant::PageClaimUnescaped,
+        Mutant::OffListCallRuns,
+        Mutant::ToolsReordered,
+        Mutant::ModelRenamed,
+        Mutant::MaxTokensOffByOne,
+        Mutant::SystemPromptAppended,
+        Mutant::TemperatureSet,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -180,6 +217,15 @@ impl Mutant {
             Mutant::DuplicateLessonAdmitted => "duplicate-lesson-admitted",
             Mutant::ReasoningUnescaped => "reasoning-unescaped",
             Mutant::SealMtimeOnly => "seal-mtime-only",
+            Mutant::UndoneAfterReport => "undone-after-report",
+            Mutant::JournalBooksHalf => "journal-books-half",
+            Mutant::PageClaimUnescaped => "page-claim-unescaped",
+            Mutant::OffListCallRuns => "off-list-call-runs",
+            Mutant::ToolsReordered => "tools-reordered",
+            Mutant::ModelRenamed => "model-renamed",
+            Mutant::MaxTokensOffByOne => "max-tokens-off-by-one",
+            Mutant::SystemPromptAppended => "system-prompt-appended",
+            Mutant::TemperatureSet => "temperature-set",
         }
     }
 
@@ -236,7 +282,54 @@ impl Mutant {
             Mutant::DuplicateLessonAdmitted => "a duplicate lesson is refused",
             Mutant::ReasoningUnescaped => "the judge's reasoning is escaped on the page like every other text",
             Mutant::SealMtimeOnly => "the state seal sees a write into the state dir whose writer restored the mtime",
+            Mutant::UndoneAfterReport => {
+                "GOAL_MET stands on the predicate the post-run workspace meets (the audit re-runs it, never believes the report)"
+            }
+            Mutant::JournalBooksHalf => "the ledger journal books what the report spends",
+            Mutant::PageClaimUnescaped => "the morning page escapes every value (a claim included)",
+            Mutant::OffListCallRuns => "a tool call off the allowlist does nothing",
+            Mutant::ToolsReordered => {
+                "a replayed reply answers only the tool list it was recorded under"
+            }
+            Mutant::ModelRenamed => "a replayed reply answers only the model it was recorded for",
+            Mutant::MaxTokensOffByOne => {
+                "a replayed reply answers only the length limit it was recorded under"
+            }
+            Mutant::SystemPromptAppended => {
+                "a replayed reply answers only the system prompt it was recorded under"
+            }
+            Mutant::TemperatureSet => {
+                "a replayed reply answers only the sampling it was recorded under"
+            }
         }
+    }
+
+    /// The one check of the bench a dishonest variant lies to, which alone
+    /// must catch it (another check may see it too, but is not what it
+    /// probes): `audit.<gate>`
+    /// (bench/src/audit.rs) or `replay.<field>` (the replay server's
+    /// comparison of a request's recording conditions, model::conditions).
+    /// `bench self-test` counts such a variant caught only when that check
+    /// failed in one of its case-runs, so a loosened check fails the
+    /// self-test even where another check happens to fail too. None: any
+    /// failed case-run catches it.
+    pub fn gate(self) -> Option<&'static str> {
+        Some(match self {
+            Mutant::UndoneAfterReport => "audit.goal_met_implies_predicate",
+            Mutant::WriteInPlace => "audit.confined",
+            Mutant::ExitZero => "audit.report_consistent",
+            Mutant::JournalBooksHalf => "audit.spend",
+            Mutant::OffListCallRuns => "audit.allowlist",
+            Mutant::JudgeSeesHistory => "audit.judge_requests",
+            Mutant::CheckEnvInherited => "audit.secret_canary",
+            Mutant::PageClaimUnescaped => "audit.page_safe",
+            Mutant::ToolsReordered => "replay.tools",
+            Mutant::ModelRenamed => "replay.model",
+            Mutant::MaxTokensOffByOne => "replay.max_tokens",
+            Mutant::SystemPromptAppended => "replay.system",
+            Mutant::TemperatureSet => "replay.temperature",
+            _ => return None,
+        })
     }
 
     pub fn parse(s: &str) -> Option<Mutant> {

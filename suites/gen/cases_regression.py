@@ -207,7 +207,7 @@ run ends QUEUE_EMPTY_GOAL_UNMET. (Rejecting such a spec at load would also close
 
 def plan_ignores_max_tokens():
     c = Case("regression-plan-ignores-spec-max-tokens", "regression", "The planner's and the judge's calls ask for no more output than the spec's model.max_tokens",
-             ["GOAL_MET", "regression", "max-tokens"],
+             ["GOAL_MET", "regression", "max-tokens", "requests-under-the-spec-conditions"],
              "Make the nightly CSV export of orders finish in under 10 minutes.")
     c.max_tokens = 300
     c.drift = {"every_tasks": 1}

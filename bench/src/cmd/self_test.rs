@@ -11,6 +11,15 @@
 //! once. A variant is caught when at least one case-run fails; the report
 //! lists which cases caught it and the first failure of each.
 //!
+//! A dishonest variant (`Mutant::gate`) is built to get past every check
+//! but one: an audit gate it lies to, or a recording condition of the
+//! replay it sends another value of. It counts as caught only when that
+//! check failed in one of its case-runs: an honest harness passes a loose
+//! gate, so a loosened gate is seen only by the self-test failing here.
+//!
+//! The score is also given per promise class (suites/guarantees.toml: each
+//! variant counts in the class of every promise that names it).
+//!
 //! Exit codes: 0 every variant caught and the control clean; 1 a variant got
 //! through or the control failed; 3 the suite or the harness could not be
 //! loaded or built; 2 usage error.
@@ -64,6 +73,9 @@ pub struct SelfTestArgs {
     pub max_concurrency: usize,
     #[arg(long, default_value = "target/bench/self-test")]
     pub out: PathBuf,
+    /// The guarantee map whose promise classes the score is given per.
+    #[arg(long, default_value = "suites/guarantees.toml")]
+    pub map: PathBuf,
 }
 
 /// One variant's result (self-test.json).
@@ -74,7 +86,24 @@ pub struct VariantResult {
     pub caught: bool,
     /// (case id, its first failure) for every case that failed.
     pub caught_by: Vec<(String, String)>,
+    /// A dishonest variant's one check (`Mutant::gate`): it is caught only
+    /// when that check failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
+    /// The cases whose case-run failed on `gate`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caught_by_gate: Vec<String>,
     pub wall_s: f64,
+}
+
+/// The mutation score of one promise class: its variants (those of this
+/// run that a promise of the class names) and how many were caught.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ClassScore {
+    pub class: String,
+    pub variants: usize,
+    pub caught: usize,
+    pub missed: Vec<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -86,6 +115,9 @@ pub struct SelfTestReport {
     pub control_wall_s: f64,
     pub variants: Vec<VariantResult>,
     pub caught: usize,
+    /// Caught / variants per promise class of the guarantee map.
+    #[serde(default)]
+    pub classes: Vec<ClassScore>,
     pub wall_s: f64,
 }
 
@@ -145,10 +177,11 @@ fn prior_catchers(
         .variants
         .into_iter()
         .map(|v| {
-            let first = v
-                .caught_by
-                .iter()
-                .filter_map(|(id, _)| cases.iter().position(|c| c.id() == id))
+            // A dishonest variant's gate catchers first: a batch stopped by
+            // another check's failure would run again, whole.
+            let first = (v.caught_by_gate.iter())
+                .chain(v.caught_by.iter().map(|(id, _)| id))
+                .filter_map(|id| cases.iter().position(|c| c.id() == id))
                 .collect();
             (v.variant, first)
         })
@@ -222,7 +255,9 @@ fn prior_order(
 }
 
 /// One variant's batch: every case, or (--first-catch) up to its first
-/// failed case-run, its prior catchers first.
+/// failed case-run, its prior catchers first. A dishonest variant whose first
+/// failed case-run did not fail on its gate goes on through every case: the
+/// gate may still catch it in another.
 async fn run_variant(
     b: &Batch,
     m: &Mutant,
@@ -238,26 +273,136 @@ async fn run_variant(
         ..Default::default()
     };
     let dir = b.out.join(m.as_str());
-    let per_case = match first_catch {
+    let mut per_case = match first_catch {
         Some(first) => b.run_until_failure(&overlay, &dir, first, terminal).await,
         None => b.run(&overlay, &dir, terminal).await,
     };
+    let gate = m.gate();
+    if let Some(g) = gate {
+        // Only a batch stopped early by another check's failure left cases unrun.
+        let stopped_early = !failures(&b.cases, &per_case).is_empty();
+        if first_catch.is_some()
+            && stopped_early
+            && gate_catchers(&b.cases, &per_case, g).is_empty()
+        {
+            per_case = b.run(&overlay, &dir.join("every-case"), terminal).await;
+        }
+    }
     let caught_by = failures(&b.cases, &per_case);
+    let caught_by_gate = gate.map_or_else(Vec::new, |g| gate_catchers(&b.cases, &per_case, g));
     let r = VariantResult {
         variant: m.as_str().to_string(),
         breaks: m.breaks().to_string(),
-        caught: !caught_by.is_empty(),
+        caught: match gate {
+            Some(_) => !caught_by_gate.is_empty(),
+            None => !caught_by.is_empty(),
+        },
         caught_by,
+        gate: gate.map(str::to_string),
+        caught_by_gate,
         wall_s: t0.elapsed().as_secs_f64(),
     };
     errln!(
-        "bench self-test: {:<24} {} ({} cases), {:.1}s",
+        "bench self-test: {:<24} {} ({} cases{}), {:.1}s",
         r.variant,
         if r.caught { "CAUGHT" } else { "MISSED" },
         r.caught_by.len(),
+        match &r.gate {
+            Some(g) => format!(", {} by {g}", r.caught_by_gate.len()),
+            None => String::new(),
+        },
         r.wall_s
     );
     r
+}
+
+/// Did this case-run fail on `gate` (`Mutant::gate`): the audit check of
+/// that name failed, or the replay refused a call sent under another value
+/// of that recording condition (compared by type, `BenchFault::OtherConditions`).
+fn failed_on(rec: &RunRecord, gate: &str) -> bool {
+    match gate.split_once('.') {
+        Some(("audit", _)) => rec.checks.iter().any(|c| c.name == gate && !c.passed),
+        Some(("replay", field)) => matches!(
+            &rec.bench_fault,
+            Some(crate::bench_fault::BenchFault::OtherConditions { difference, .. })
+                if difference.field.as_str() == field
+        ),
+        _ => false,
+    }
+}
+
+/// The cases one of whose case-runs failed on `gate`.
+fn gate_catchers(
+    cases: &[crate::suite::Case],
+    per_case: &[Vec<RunRecord>],
+    gate: &str,
+) -> Vec<String> {
+    cases
+        .iter()
+        .zip(per_case)
+        .filter(|(_, runs)| runs.iter().any(|r| failed_on(r, gate)))
+        .map(|(c, _)| c.id().to_string())
+        .collect()
+}
+
+/// Why the guarantee map gives no promise classes.
+#[derive(Debug, thiserror::Error)]
+#[error("--map {}: {source} (the score per promise class reads it)", .path.display())]
+struct MapUnread {
+    path: PathBuf,
+    source: bench::guarantees::MapError,
+}
+
+/// Each variant's promise classes: the class of every promise of the map
+/// that names it.
+fn variant_classes(
+    path: &std::path::Path,
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, MapUnread> {
+    let map = bench::guarantees::load(path).map_err(|source| MapUnread {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut out: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for p in &map.promises {
+        for v in &p.variants {
+            out.entry(v.clone()).or_default().insert(p.class.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The class a variant no promise names is scored under (`bench
+/// guarantees --check` refuses such a variant; the score still counts it).
+const NO_CLASS: &str = "(no promise)";
+
+/// Caught / variants per promise class, classes in name order.
+fn class_scores(
+    results: &[VariantResult],
+    classes: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Vec<ClassScore> {
+    let mut by: std::collections::BTreeMap<&str, ClassScore> = Default::default();
+    for r in results {
+        let of: Vec<&str> = match classes.get(&r.variant) {
+            Some(c) if !c.is_empty() => c.iter().map(String::as_str).collect(),
+            _ => vec![NO_CLASS],
+        };
+        for c in of {
+            let e = by.entry(c).or_insert_with(|| ClassScore {
+                class: c.to_string(),
+                variants: 0,
+                caught: 0,
+                missed: vec![],
+            });
+            e.variants += 1;
+            if r.caught {
+                e.caught += 1;
+            } else {
+                e.missed.push(r.variant.clone());
+            }
+        }
+    }
+    by.into_values().collect()
 }
 
 async fn run_async(args: SelfTestArgs) -> ExitCode {
@@ -275,6 +420,13 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
     let prior = match prior_order(&args, &b.cases) {
         Ok(p) => p,
         Err(code) => return code,
+    };
+    let classes = match variant_classes(&args.map) {
+        Ok(c) => c,
+        Err(e) => {
+            errln!("bench self-test: {e}");
+            return ExitCode::from(ExitStatus::Unloadable);
+        }
     };
     let mode = if args.first_catch {
         "each variant stopped at its first failed case-run"
@@ -309,6 +461,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         control_failures,
         control_wall_s,
         caught,
+        classes: class_scores(&results, &classes),
         variants: results,
         wall_s: t_all.elapsed().as_secs_f64(),
     };
@@ -325,6 +478,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
 fn write_report(out: &std::path::Path, report: &SelfTestReport) {
     let md = markdown(report);
     outln!("{}", table(report));
+    outln!("{}", class_table(report));
     for (name, body) in [
         (
             "self-test.json",
@@ -358,9 +512,17 @@ fn verdict(r: &SelfTestReport) -> String {
             r.control_failures[0].1
         ));
     }
-    let missed: Vec<&str> = (r.variants.iter())
+    let missed: Vec<String> = (r.variants.iter())
         .filter(|v| !v.caught)
-        .map(|v| v.variant.as_str())
+        .map(|v| match &v.gate {
+            Some(g) if !v.caught_by.is_empty() => {
+                format!(
+                    "{} (failed cases, but never {g}, the one check it probes)",
+                    v.variant
+                )
+            }
+            _ => v.variant.clone(),
+        })
         .collect();
     if !missed.is_empty() {
         v.push_str(&format!("; FAIL: missed {}", missed.join(", ")));
@@ -394,7 +556,7 @@ fn table(r: &SelfTestReport) -> String {
         b.push_record([
             v.variant.clone(),
             v.breaks.clone(),
-            if v.caught { "yes" } else { "NO" }.to_string(),
+            caught_cell(v, "NO"),
             v.caught_by.len().to_string(),
             caught_by_cell(v),
         ]);
@@ -414,11 +576,187 @@ fn markdown(r: &SelfTestReport) -> String {
             "| {} | {} | {} | {} | {} | {:.1}s |\n",
             v.variant,
             v.breaks,
-            if v.caught { "yes" } else { "**NO**" },
+            caught_cell(v, "**NO**"),
             v.caught_by.len(),
             caught_by_cell(v).replace('|', "\\|").replace('\n', "<br>"),
             v.wall_s
         ));
     }
+    md.push_str("\n## Mutation score per promise class\n\nEach variant counts in the class of every promise of suites/guarantees.toml that names it.\n\n| class | caught | variants | score | missed |\n|---|---:|---:|---:|---|\n");
+    for c in &r.classes {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            c.class,
+            c.caught,
+            c.variants,
+            score(c),
+            c.missed.join(", ")
+        ));
+    }
     md
+}
+
+/// Caught / variants as a percentage.
+fn score(c: &ClassScore) -> String {
+    format!("{:.0}%", 100.0 * c.caught as f64 / c.variants.max(1) as f64)
+}
+
+/// The caught column: yes (with the gate that caught a dishonest variant),
+/// or `no` as the table spells it.
+fn caught_cell(v: &VariantResult, no: &str) -> String {
+    match (v.caught, &v.gate) {
+        (true, Some(g)) => format!("yes, by {g}"),
+        (true, None) => "yes".into(),
+        (false, Some(g)) => format!("{no} (never {g})"),
+        (false, None) => no.into(),
+    }
+}
+
+/// The mutation score per promise class, for the terminal.
+fn class_table(r: &SelfTestReport) -> String {
+    use tabled::{builder::Builder, settings::Style};
+    let mut b = Builder::default();
+    b.push_record(["promise class", "caught", "variants", "score", "missed"]);
+    for c in &r.classes {
+        b.push_record([
+            c.class.clone(),
+            c.caught.to_string(),
+            c.variants.to_string(),
+            score(c),
+            c.missed.join(", "),
+        ]);
+    }
+    b.build().with(Style::sharp()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_fault::BenchFault;
+
+    /// A dishonest variant's gate is a check the bench has: an audit gate
+    /// of the map's list, or a recording condition the replay compares.
+    #[test]
+    fn every_gate_names_a_check_the_bench_makes() {
+        let fields: Vec<&str> = harness::model::ConditionField::ALL
+            .iter()
+            .map(|f| f.as_str())
+            .collect();
+        for m in Mutant::ALL {
+            let Some(g) = m.gate() else { continue };
+            let ok = match g.split_once('.') {
+                Some(("audit", n)) => bench::guarantees::AUDIT_GATES.contains(&n),
+                Some(("replay", f)) => fields.contains(&f),
+                _ => false,
+            };
+            assert!(ok, "{}: gate {g:?} is no check of the bench", m.as_str());
+        }
+    }
+
+    fn record(checks: Vec<bench::score::Check>, fault: Option<BenchFault>) -> RunRecord {
+        RunRecord {
+            live_calls: None,
+            run: 0,
+            ending: Some(harness::ending::Ending::UnrecoverableError),
+            exit_code: 1,
+            passed: false,
+            score: 0.0,
+            cost_usd: 0.0,
+            latency_ms: 1,
+            expected_ending: harness::ending::Ending::GoalMet,
+            checks,
+            failures: vec![],
+            state_dir: String::new(),
+            verified: 0,
+            bench_fault: fault,
+            cause: None,
+        }
+    }
+
+    fn check(name: &str, passed: bool) -> bench::score::Check {
+        bench::score::Check {
+            name: name.into(),
+            kind: bench::score::CheckKind::Gate,
+            passed,
+            detail: String::new(),
+        }
+    }
+
+    /// A case-run failed on a gate only when that very check failed: a
+    /// passed audit check, another audit check or another recording
+    /// condition is not it.
+    #[test]
+    fn a_case_run_fails_on_a_gate_only_by_that_check() {
+        let spend = "audit.spend";
+        assert!(failed_on(&record(vec![check(spend, false)], None), spend));
+        assert!(!failed_on(&record(vec![check(spend, true)], None), spend));
+        assert!(!failed_on(
+            &record(vec![check("audit.confined", false)], None),
+            spend
+        ));
+        let other = |field| BenchFault::OtherConditions {
+            call_key: "execute/t1/a0/0".into(),
+            difference: harness::model::Difference {
+                field,
+                recorded: "a".into(),
+                requested: "b".into(),
+            },
+        };
+        let tools = Some(other(harness::model::ConditionField::Tools));
+        assert!(failed_on(&record(vec![], tools.clone()), "replay.tools"));
+        assert!(!failed_on(&record(vec![], tools), "replay.model"));
+        let miss = BenchFault::RecordingMiss {
+            call_key: None,
+            detail: "tools".into(),
+        };
+        assert!(!failed_on(&record(vec![], Some(miss)), "replay.tools"));
+    }
+
+    fn result(variant: &str, caught: bool) -> VariantResult {
+        VariantResult {
+            variant: variant.into(),
+            breaks: String::new(),
+            caught,
+            caught_by: vec![],
+            gate: None,
+            caught_by_gate: vec![],
+            wall_s: 0.0,
+        }
+    }
+
+    /// A variant counts in every class that names it; one no promise names
+    /// is scored apart, never dropped.
+    #[test]
+    fn the_score_counts_each_variant_in_each_of_its_classes() {
+        let classes = [
+            ("a", vec!["money"]),
+            ("b", vec!["money", "resume"]),
+            ("c", vec!["resume"]),
+        ]
+        .into_iter()
+        .map(|(v, cs)| (v.to_string(), cs.into_iter().map(String::from).collect()))
+        .collect();
+        let results = [
+            result("a", true),
+            result("b", false),
+            result("c", true),
+            result("d", true),
+        ];
+        let s = class_scores(&results, &classes);
+        let got: Vec<(&str, usize, usize, Vec<&str>)> = s
+            .iter()
+            .map(|c| {
+                let missed = c.missed.iter().map(String::as_str).collect();
+                (c.class.as_str(), c.caught, c.variants, missed)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (NO_CLASS, 1, 1, vec![]),
+                ("money", 1, 2, vec!["b"]),
+                ("resume", 1, 2, vec!["b"]),
+            ]
+        );
+    }
 }

@@ -603,9 +603,14 @@ impl Ledger {
         // (found by bench chaos, I/O-error injection). The open reserve in the
         // journal still books the worst case on any later resume.
         self.book(&r, cost, usage, "usage");
+        let journaled = if crate::mutants::active(crate::mutants::Mutant::JournalBooksHalf) {
+            cost / 2.0
+        } else {
+            cost
+        };
         self.append(&JournalEntry::Record {
             seq: r.seq,
-            cost_usd: cost,
+            cost_usd: journaled,
             usage,
             basis: "usage".into(),
         })?;

@@ -1,6 +1,7 @@
 //! The run page's markup (maud). Every `(value)` below is escaped by maud;
 //! `PreEscaped` holds only the style sheet and plotters' SVG (whose text
-//! plotters escapes, and which draws no model text). A Content-Security-
+//! plotters escapes, and which draws no model text; and, in the broken
+//! variant `page-claim-unescaped` only, a claim). A Content-Security-
 //! Policy with no script source is the second wall: a page that somehow
 //! held a `<script>` still would not run it.
 
@@ -456,7 +457,7 @@ fn claims(p: &RunPage) -> Markup {
                     caption { "A claim is never a verdict: the right column is the harness's own check" }
                     thead { tr { th { "task" } th { "the model said" } th { "the harness's check" } } }
                     tbody { @for c in &r.model_claims {
-                        tr { td { code { (c.task_id) } } td { (c.text) } td { @if c.verified { span.ok { "verified" } } @else { span.bad { "not verified" } } } }
+                        tr { td { code { (c.task_id) } } td { @if crate::mutants::active(crate::mutants::Mutant::PageClaimUnescaped) { (PreEscaped(&c.text)) } @else { (c.text) } } td { @if c.verified { span.ok { "verified" } } @else { span.bad { "not verified" } } } }
                     } }
                 } }
             }

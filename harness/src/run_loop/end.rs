@@ -578,10 +578,33 @@ impl Runner {
             }),
         );
         let report_written = publish(&mut report, &Ends::of(&self.spec), &self.state_dir).await;
+        if ending == Ending::GoalMet
+            && crate::mutants::active(crate::mutants::Mutant::UndoneAfterReport)
+        {
+            self.undo_verified_work();
+        }
         Outcome {
             ending,
             report,
             report_written,
+        }
+    }
+}
+
+impl Runner {
+    /// `Mutant::UndoneAfterReport`: remove from the workspace every file a
+    /// verified task committed, after the report said GOAL_MET (a cleanup
+    /// that undoes the work the report stands on).
+    fn undo_verified_work(&self) {
+        let Some(git) = &self.git else {
+            return;
+        };
+        for task in &self.state.completed {
+            for sha in git.commits_for_task(&task.id) {
+                for path in git.commit_paths(&sha).unwrap_or_default() {
+                    let _ = std::fs::remove_file(self.workspace.root().join(path));
+                }
+            }
         }
     }
 }

@@ -351,8 +351,18 @@ fn connect(spec: &RunSpec, opts: &RunOptions) -> Result<ModelClient, String> {
             ..RetryPolicy::default()
         },
     })
-    .map(|c| c.with_sampling(spec.model.sampling()))
+    .map(|c| c.with_sampling(sampling(spec)))
     .map_err(|e| e.to_string())
+}
+
+/// The spec's sampling, as every request carries it (the broken variant
+/// `temperature-set` sends a temperature the spec does not set).
+fn sampling(spec: &RunSpec) -> crate::model::Sampling {
+    let mut s = spec.model.sampling();
+    if crate::mutants::active(crate::mutants::Mutant::TemperatureSet) {
+        s.temperature = Some(if s.temperature == Some(0.7) { 0.3 } else { 0.7 });
+    }
+    s
 }
 
 /// Raise the limit a finished run ended on, so it goes on from its

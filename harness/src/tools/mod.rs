@@ -429,7 +429,9 @@ impl ToolBox<'_> {
     /// Run one tool call. Never panics; every failure is an error observation.
     pub fn dispatch(&self, call: &ToolCall) -> Observation {
         let name = call.name.as_str();
-        if !self.allowed(name) {
+        let off_list_runs = crate::mutants::active(crate::mutants::Mutant::OffListCallRuns)
+            && ALL_TOOL_NAMES.contains(&name);
+        if !self.allowed(name) && !off_list_runs {
             return Observation::err(format!(
                 "no such tool: {}; available tools: {}",
                 clip(name),
