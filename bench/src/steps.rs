@@ -133,8 +133,11 @@ fn judge(n: usize, s: &Step, code: Option<i32>, said: &str, added: &[String]) ->
         }
     }
     let what = format!(
-        "harness run {}{}",
+        "harness run {}{}{}",
         s.args.join(" "),
+        s.state_dir
+            .as_deref()
+            .map_or(String::new(), |d| format!(" (state dir {d})")),
         if s.spec.is_empty() {
             String::new()
         } else {
@@ -190,4 +193,41 @@ fn event_kinds(state: &Path) -> Vec<String> {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .map(|v| v["kind"].as_str().unwrap_or_default().to_string())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(exit: i32) -> Step {
+        Step {
+            when: crate::suite::StepWhen::After,
+            args: vec![],
+            spec: Default::default(),
+            state_dir: None,
+            exit,
+            output_contains: vec!["QUEUE_EMPTY_GOAL_UNMET".into()],
+            no_new_events: vec!["resume".into()],
+        }
+    }
+
+    #[test]
+    fn a_step_passes_only_on_its_exit_its_words_and_no_forbidden_event() {
+        let s = step(3);
+        let said = "ending QUEUE_EMPTY_GOAL_UNMET";
+        assert!(judge(0, &s, Some(3), said, &["rereport".into()]).passed);
+        let wrong_exit = judge(0, &s, Some(0), said, &[]);
+        assert!(!wrong_exit.passed && wrong_exit.detail.contains("exited Some(0), not 3"));
+        assert!(!judge(0, &s, Some(3), "ending GOAL_MET", &[]).passed);
+        let ran_again = judge(0, &s, Some(3), said, &["resume".into()]);
+        assert!(!ran_again.passed && ran_again.detail.contains("\"resume\" event"));
+        assert!(!judge(0, &s, None, said, &[]).passed, "killed by a signal");
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_characters() {
+        assert_eq!(tail("abcdef", 3), "def");
+        assert_eq!(tail("ab", 3), "ab");
+        assert_eq!(tail("ééé", 2), "éé");
+    }
 }
