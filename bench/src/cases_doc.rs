@@ -60,13 +60,20 @@ fn missing(doc: &str, what: &str, names: impl IntoIterator<Item = String>) -> Ve
 #[test]
 fn every_case_field_verify_kind_call_role_and_tool_is_in_docs_cases_md() {
     use crate::suite::{
-        CaseFile, Expect, HardLink, Interrupt, Raise, RequestExcludes, RequestOrder, Setup,
+        CaseFile, Expect, HardLink, Interrupt, Raise, RequestExcludes, RequestOrder, Setup, Step,
+        StopReportExpect,
     };
     use harness::scenario::{Scenario, ScriptCall, ScriptRun, ScriptTool};
     let doc = doc();
     let names = |f: &'static [&'static str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut gaps = vec![];
     gaps.extend(missing(&doc, "case.toml", names(fields_of::<CaseFile>())));
+    gaps.extend(missing(&doc, "[[step]]", names(fields_of::<Step>())));
+    gaps.extend(missing(
+        &doc,
+        "[interrupt.stop_report]",
+        names(fields_of::<StopReportExpect>()),
+    ));
     gaps.extend(missing(
         &doc,
         "case.toml [expect]",

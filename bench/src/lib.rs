@@ -68,6 +68,7 @@ pub mod scripted;
 pub mod servers;
 pub mod spec_overlay;
 pub mod stats;
+pub mod steps;
 pub mod suite;
 pub mod summary;
 pub mod tripwire;

@@ -14,7 +14,7 @@ use crate::score::{self, Artifacts, Check, Verdict};
 pub use crate::servers::{start_server, Servers, CASE_RUNS_PER_SERVER};
 pub use crate::spec_overlay::Overlay;
 use crate::suite::Case;
-use crate::suite::InterruptSignal;
+use crate::suite::StepWhen;
 use harness::invocation::{HarnessInvocation, ModelSource};
 use harness::replay::ReplayServer;
 use std::path::{Path, PathBuf};
@@ -211,17 +211,19 @@ enum SpawnError {
 /// its own grace and a margin for a loaded machine, in seconds.
 const STOP_EXIT_LIMIT_S: u64 = harness::stop::STOP_GRACE_S + 10;
 
-/// `[interrupt] signal = "SIGTERM"`: ask the paused harness to stop and
-/// wait for it. It must exit 128 + 15 (suspended, not ended) within its
-/// grace; anything else is the harness's failure, not the bench's.
+/// `[interrupt] signal = "SIGTERM"` (or SIGINT, SIGHUP): ask the paused
+/// harness to stop and wait for it. It must exit 128 + the signal
+/// (suspended, not ended) within its grace; anything else is the harness's
+/// failure, not the bench's.
 async fn stop_request(
     child: &mut tokio::process::Child,
     lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
     tail: &mut String,
+    sig: nix::sys::signal::Signal,
 ) -> Result<(std::process::ExitStatus, Option<Duration>), SpawnError> {
     let pid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
     if let Some(pid) = pid {
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(pid, sig);
     }
     let wait = async {
         while let Ok(Some(l)) = lines.next_line().await {
@@ -236,14 +238,14 @@ async fn stop_request(
             let _ = child.start_kill();
             let _ = child.wait().await;
             return Err(SpawnError::Harness(format!(
-                "asked to stop (SIGTERM), the harness was still running after {STOP_EXIT_LIMIT_S} s"
+                "asked to stop ({sig}), the harness was still running after {STOP_EXIT_LIMIT_S} s"
             )));
         }
     };
-    let want = harness::stop::exit_code(nix::sys::signal::Signal::SIGTERM);
+    let want = harness::stop::exit_code(sig);
     if st.code() != Some(want) {
         return Err(SpawnError::Harness(format!(
-            "asked to stop (SIGTERM), the harness exited {st}, not {want} (suspended); stderr: {}",
+            "asked to stop ({sig}), the harness exited {st}, not {want} (suspended); stderr: {}",
             tail.trim()
         )));
     }
@@ -276,7 +278,13 @@ fn start_harness(
         Some(p) => inv.clone().env(harness::chaos_hook::ENV_VAR, &p.at),
         None => inv.clone(),
     };
-    let mut cmd = tokio::process::Command::from(inv.command(harness_bin));
+    let mut std_cmd = inv.command(harness_bin);
+    // Its own process group: Ctrl-C on a terminal signals the whole
+    // foreground group, and a harness that got it directly would read the
+    // bench's own stop request (below) as a second signal and exit at once
+    // with no stop report. Shielded, it hears only the bench's one request.
+    std::os::unix::process::CommandExt::process_group(&mut std_cmd, 0);
+    let mut cmd = tokio::process::Command::from(std_cmd);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -323,10 +331,14 @@ async fn run_harness(
 ) -> Result<Spawned, SpawnError> {
     let started = start_harness(harness_bin, inv, pause_at, canaries)?;
     match pause_at {
-        Some(interrupt) => until_paused(started, interrupt, canaries).await,
+        Some(interrupt) => Ok(until_paused(started, interrupt, canaries, None).await?.0),
         None => until_exit(started, canaries, limit).await,
     }
 }
+
+/// What runs while the harness is paused, before it is signalled: the
+/// case's `[[step]] when = "paused"` (a second harness beside it).
+type Beside<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Check>> + Send + 'a>>;
 
 /// The interrupted half of an `[interrupt]` case: read stderr until the
 /// harness says it paused at the phase, then kill it (or ask it to stop).
@@ -335,7 +347,8 @@ async fn until_paused(
     s: Started,
     interrupt: &crate::suite::Interrupt,
     canaries: &[Canary],
-) -> Result<Spawned, SpawnError> {
+    beside: Option<Beside<'_>>,
+) -> Result<(Spawned, Vec<Check>), SpawnError> {
     let Started {
         mut child,
         _running,
@@ -359,8 +372,12 @@ async fn until_paused(
     })
     .await
     .unwrap_or(false);
-    let (st, cpu) = match (paused, interrupt.signal) {
-        (true, InterruptSignal::Sigterm) => stop_request(&mut child, &mut lines, &mut tail).await?,
+    let beside_checks = match (paused, beside) {
+        (true, Some(f)) => f.await,
+        _ => vec![],
+    };
+    let (st, cpu) = match (paused, interrupt.signal.stop_request()) {
+        (true, Some(sig)) => stop_request(&mut child, &mut lines, &mut tail, sig).await?,
         _ => {
             let _ = child.start_kill(); // SIGKILL
             let (st, cpu) = reap(&mut child).await;
@@ -377,14 +394,15 @@ async fn until_paused(
     }
     hits.extend(join_stdout(stdout_task).await);
     use std::os::unix::process::ExitStatusExt;
-    Ok(Spawned {
+    let spawned = Spawned {
         code: st.code().or(st.signal().map(|s| 128 + s)).unwrap_or(-1),
         elapsed: ended - t0,
         ended,
         cpu,
         stderr_tail: tail,
         canary_hits: hits,
-    })
+    };
+    Ok((spawned, beside_checks))
 }
 
 /// The scored process: read stderr until it exits, within `limit`; an
@@ -447,6 +465,41 @@ async fn until_exit(
         stderr_tail: tail,
         canary_hits: hits,
     })
+}
+
+/// What is wrong with a stop report the interrupted run left: not the
+/// signal it was sent, not resumable, or not what the case expects of it.
+fn stop_report_wrong(
+    r: &harness::report::StoppedReport,
+    sig: nix::sys::signal::Signal,
+    want: Option<&crate::suite::StopReportExpect>,
+) -> Option<String> {
+    if r.stopped.signal != sig.as_str() || !r.stopped.resumable {
+        return Some(format!(
+            "says {} (resumable: {}), sent {sig}",
+            r.stopped.signal, r.stopped.resumable
+        ));
+    }
+    let want = want?;
+    if let Some(t) = &want.in_flight_task {
+        if r.in_flight_task.as_deref() != Some(t.as_str()) {
+            return Some(format!("names {:?} in flight, not {t:?}", r.in_flight_task));
+        }
+    }
+    if let Some(c) = &want.cut_contains {
+        if !r
+            .stopped
+            .cut
+            .as_deref()
+            .is_some_and(|x| x.contains(c.as_str()))
+        {
+            return Some(format!(
+                "says it cut {:?}, expected {c:?} in it",
+                r.stopped.cut
+            ));
+        }
+    }
+    None
 }
 
 /// What the first run of a `[raise]` case ended on (its report.json).
@@ -581,6 +634,8 @@ struct Prepared {
     watched: Vec<Canary>,
     limit: Duration,
     inv: HarnessInvocation,
+    /// The case's `[[step]]` gates, as they ran.
+    step_checks: Vec<Check>,
 }
 
 /// What `spawn` left: the scored process, the time every process of the
@@ -828,6 +883,7 @@ impl CaseRun<'_> {
             watched,
             limit,
             inv,
+            step_checks: vec![],
         })
     }
 
@@ -888,30 +944,61 @@ impl CaseRun<'_> {
                 .map_err(|e| e.to_string())
                 .and_then(|r| r.map_err(|e| e.to_string()))
                 .map_err(|e| self.setup_fault(format!("interrupt at {}: {e}", i.at)))?;
-        let s = run_harness(&hooked, &p.inv, Some(i), &p.watched, p.limit)
+        let started = start_harness(&hooked, &p.inv, Some(i), &p.watched)
+            .map_err(|e| self.spawn_failed(e, &format!("interrupt at {}: ", i.at)))?;
+        let ctx = self.step_ctx(p);
+        let paused: Vec<(usize, &crate::suite::Step)> = self.steps_when(StepWhen::Paused);
+        let beside: Option<Beside<'_>> = (!paused.is_empty())
+            .then(|| Box::pin(async move { crate::steps::run(&ctx, &paused).await }) as Beside<'_>);
+        let (s, checks) = until_paused(started, i, &p.watched, beside)
             .await
             .map_err(|e| self.spawn_failed(e, &format!("interrupt at {}: ", i.at)))?;
         p.gathered.canary_hits.extend(s.canary_hits.clone());
+        p.step_checks.extend(checks);
         // A stop request leaves a stop report (never an ending) for the
         // resume to move aside: read it before the resume runs.
-        if i.signal == InterruptSignal::Sigterm {
-            match harness::report::StoppedReport::load(&p.state) {
-                Ok(r) if r.stopped.signal == "SIGTERM" && r.stopped.resumable => {}
-                Ok(r) => {
-                    return Err(self.fail(format!(
-                        "interrupt at {}: the stop report says {} (resumable: {})",
-                        i.at, r.stopped.signal, r.stopped.resumable
-                    )))
-                }
-                Err(e) => {
-                    return Err(self.fail(format!(
-                        "interrupt at {}: asked to stop, the harness left no stop report: {e}",
-                        i.at
-                    )))
-                }
+        if let Some(sig) = i.signal.stop_request() {
+            let r = harness::report::StoppedReport::load(&p.state).map_err(|e| {
+                self.fail(format!(
+                    "interrupt at {}: asked to stop, the harness left no stop report: {e}",
+                    i.at
+                ))
+            })?;
+            if let Some(wrong) = stop_report_wrong(&r, sig, i.stop_report.as_ref()) {
+                return Err(self.fail(format!("interrupt at {}: the stop report {wrong}", i.at)));
             }
         }
         Ok(Took::of(&s))
+    }
+
+    /// The case's steps that run at `when`, numbered as in case.toml.
+    fn steps_when(&self, when: StepWhen) -> Vec<(usize, &crate::suite::Step)> {
+        (self.case.file.steps.iter().enumerate())
+            .filter(|(_, s)| s.when == when)
+            .collect()
+    }
+
+    /// Where the case-run's steps run: its command, before any raise.
+    fn step_ctx(&self, p: &Prepared) -> crate::steps::StepCtx {
+        crate::steps::StepCtx {
+            harness_bin: self.harness_bin.to_path_buf(),
+            inv: p.inv.clone(),
+            run_dir: self.dir.clone(),
+            case_copy: p.case_copy.clone(),
+            state: p.state.clone(),
+            limit: p.limit,
+        }
+    }
+
+    /// `[[step]] when = "after"`: run once the scored run has been read.
+    async fn after_steps(&self, p: &mut Prepared) {
+        let after = self.steps_when(StepWhen::After);
+        if after.is_empty() {
+            return;
+        }
+        let ctx = self.step_ctx(p);
+        let checks = crate::steps::run(&ctx, &after).await;
+        p.step_checks.extend(checks);
     }
 
     /// `[raise]`: the first run must end on the limit; the scored run is the
@@ -1086,6 +1173,7 @@ impl CaseRun<'_> {
         if let Some((r, ended)) = &ran.first {
             checks.push(raise_check(r, ended, report, &p.state));
         }
+        checks.extend(p.step_checks.iter().cloned());
         checks.extend(audit::audit(report, &c.requests, &p.gathered));
         let Verdict {
             score,
@@ -1205,7 +1293,10 @@ pub async fn run_case(
         Err(rec) => return *rec,
     };
     match cr.collect(&mut p, &ran).await {
-        Ok(c) => cr.judge(p, ran, c),
+        Ok(c) => {
+            cr.after_steps(&mut p).await;
+            cr.judge(p, ran, c)
+        }
         Err(rec) => *rec,
     }
 }

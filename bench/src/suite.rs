@@ -56,6 +56,8 @@ pub struct Interrupt {
     /// leave a stop report, or the case-run fails).
     #[serde(default)]
     pub signal: InterruptSignal,
+    /// A stop request's report must say this (SIGTERM, SIGINT, SIGHUP only).
+    pub stop_report: Option<StopReportExpect>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
@@ -65,6 +67,73 @@ pub enum InterruptSignal {
     Sigkill,
     #[serde(rename = "SIGTERM")]
     Sigterm,
+    /// Ctrl-C: a stop request like SIGTERM (exit 130).
+    #[serde(rename = "SIGINT")]
+    Sigint,
+    /// A closed terminal: a stop request like SIGTERM (exit 129).
+    #[serde(rename = "SIGHUP")]
+    Sighup,
+}
+
+impl InterruptSignal {
+    /// The stop request this is, or None for SIGKILL (a crash).
+    pub fn stop_request(self) -> Option<nix::sys::signal::Signal> {
+        use nix::sys::signal::Signal;
+        match self {
+            InterruptSignal::Sigkill => None,
+            InterruptSignal::Sigterm => Some(Signal::SIGTERM),
+            InterruptSignal::Sigint => Some(Signal::SIGINT),
+            InterruptSignal::Sighup => Some(Signal::SIGHUP),
+        }
+    }
+}
+
+/// `[interrupt.stop_report]`: what the stop report of the interrupted run
+/// must say, beyond the signal and that it is resumable.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopReportExpect {
+    /// `in_flight_task`: the task in flight at the stop.
+    pub in_flight_task: Option<String>,
+    /// `stopped.cut` must hold this text (what the stop cut).
+    pub cut_contains: Option<String>,
+}
+
+/// `[[step]]`: a further `harness run` of the case-run, judged on its own
+/// (gate `step`): after the scored run has ended and been read
+/// (`when = "after"`), or while the `[interrupt]` harness is paused at its
+/// point, alive and holding its locks (`when = "paused"`: a second harness
+/// beside it).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub when: StepWhen,
+    /// Arguments added to the case-run's `harness run` command (a raise).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Top-level keys of run.toml replaced for this step (`goal`, `outbox`),
+    /// each a string; the spec is a copy beside the case's own.
+    #[serde(default)]
+    pub spec: BTreeMap<String, String>,
+    /// The state dir, relative to the case-run's directory (`state` is the
+    /// case-run's own; another name is a second run of the same workspace).
+    pub state_dir: Option<String>,
+    /// The exit code the step must give.
+    pub exit: i32,
+    /// Texts its stdout or stderr must hold.
+    #[serde(default)]
+    pub output_contains: Vec<String>,
+    /// Event kinds (events.jsonl `kind`) the step must not append to the
+    /// case-run's state dir: `resume` and `start` mean it ran the run again.
+    #[serde(default)]
+    pub no_new_events: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepWhen {
+    After,
+    Paused,
 }
 
 /// `[raise]`: run the case to its first ending, which must be the one the
@@ -192,6 +261,9 @@ pub struct CaseFile {
     pub cassette: Option<String>,
     pub interrupt: Option<Interrupt>,
     pub raise: Option<Raise>,
+    /// `[[step]]`: further harness commands of the case-run.
+    #[serde(default, rename = "step")]
+    pub steps: Vec<Step>,
     /// Environment variables set on the harness process (after the bench has
     /// removed every provider key variable from it), e.g. a canary key.
     #[serde(default)]
@@ -299,6 +371,7 @@ pub fn load_case_file(
     if let Some(i) = &file.interrupt {
         check_interrupt_at(f, i)?;
     }
+    check_steps(f, &file)?;
     if let Some(r) = &file.raise {
         check_raise(f, dir, r, file.interrupt.is_some())?;
     }
@@ -419,6 +492,44 @@ fn check_expect_names(
                     f,
                     &format!("expect.compactions[{i}]"),
                     format!("ok, malformed, refused or error, found {x:?}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A paused step needs a harness paused (`[interrupt]`); a stop report's
+/// expectation needs a stop request; a step's state dir stays in the
+/// case-run's directory.
+fn check_steps(f: &Path, file: &CaseFile) -> Result<(), LoadError> {
+    if let Some(i) = &file.interrupt {
+        if i.stop_report.is_some() && i.signal.stop_request().is_none() {
+            return Err(err(
+                f,
+                "interrupt.stop_report",
+                "a stop request (signal SIGTERM, SIGINT or SIGHUP): a SIGKILL leaves no stop report",
+            ));
+        }
+    }
+    for (n, s) in file.steps.iter().enumerate() {
+        if s.when == StepWhen::Paused && file.interrupt.is_none() {
+            return Err(err(
+                f,
+                &format!("step[{n}].when"),
+                "\"after\", or an [interrupt] to pause at (\"paused\" runs beside the paused harness)",
+            ));
+        }
+        if let Some(d) = &s.state_dir {
+            let p = Path::new(d);
+            let plain = p
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if d.is_empty() || !plain {
+                return Err(err(
+                    f,
+                    &format!("step[{n}].state_dir"),
+                    format!("a relative path inside the case-run's directory, found {d:?}"),
                 ));
             }
         }

@@ -34,6 +34,11 @@ pub enum Phase {
     /// ledger.jsonl and applied to the state; the checkpoint that records
     /// it (the run no longer ended) is next.
     AfterRaiseBeforeCheckpoint,
+    /// A check's process is running (the n-th check of the process: a
+    /// verify, the goal predicate, a `run_check`). Not in [`Phase::ALL`]
+    /// (chaos draws its kill points from there): the suite's `[interrupt]`
+    /// lands a stop request while a check is in flight.
+    DuringCheck,
 }
 
 impl Phase {
@@ -53,6 +58,8 @@ impl Phase {
         Phase::AfterCompactBeforeCheckpoint,
         Phase::AfterRaiseBeforeCheckpoint,
     ];
+    /// Pause points the suite's cases use and chaos does not draw.
+    pub const CASE_ONLY: [Phase; 1] = [Phase::DuringCheck];
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::BeforeInProgressCheckpoint => "before_in_progress_checkpoint",
@@ -69,10 +76,13 @@ impl Phase {
             Phase::AfterDriftGateBeforeCheckpoint => "after_drift_gate_before_checkpoint",
             Phase::AfterCompactBeforeCheckpoint => "after_compact_before_checkpoint",
             Phase::AfterRaiseBeforeCheckpoint => "after_raise_before_checkpoint",
+            Phase::DuringCheck => "during_check",
         }
     }
     pub fn parse(s: &str) -> Option<Phase> {
-        Phase::ALL.iter().copied().find(|p| p.as_str() == s)
+        (Phase::ALL.iter().chain(&Phase::CASE_ONLY))
+            .copied()
+            .find(|p| p.as_str() == s)
     }
 }
 

@@ -429,8 +429,11 @@ fn wait_with_deadline(mut child: crate::sandbox::Child, limit: Duration) -> Wait
         return Waited::Cut; // the Child was dropped with the closure: not waitable
     }
     let deadline = Instant::now() + limit;
+    // The bench's `[interrupt] at = "during_check:<n>"`: the check runs.
+    crate::chaos_hook::point(crate::chaos_hook::Phase::DuringCheck);
+    let cut_by_stop = !crate::mutants::active(crate::mutants::Mutant::CheckNotCutByStop);
     let cut = loop {
-        if crate::stop::requested().is_some() {
+        if cut_by_stop && crate::stop::requested().is_some() {
             break Waited::Stopped;
         }
         let left = deadline.saturating_duration_since(Instant::now());

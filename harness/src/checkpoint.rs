@@ -200,7 +200,8 @@ pub fn decode(bytes: &[u8], expected_goal_sha: Option<&str>) -> Result<RunState,
             expected: SCHEMA_VERSION,
         });
     }
-    if let Some(expected) = expected_goal_sha {
+    let goal_checked = !crate::mutants::active(crate::mutants::Mutant::GoalMismatchAccepted);
+    if let Some(expected) = expected_goal_sha.filter(|_| goal_checked) {
         if state.goal_sha256 != expected {
             return Err(Refusal::GoalMismatch {
                 expected: expected.into(),

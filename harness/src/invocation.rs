@@ -83,6 +83,18 @@ impl HarnessInvocation {
         self
     }
 
+    /// The same command on another spec file (`bench run`'s `[[step]]`).
+    pub fn with_spec(mut self, spec: impl Into<PathBuf>) -> Self {
+        self.spec = spec.into();
+        self
+    }
+
+    /// The same command on another state dir (`bench run`'s `[[step]]`).
+    pub fn with_state_dir(mut self, state_dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = state_dir.into();
+        self
+    }
+
     pub fn spec(&self) -> &Path {
         &self.spec
     }

@@ -271,7 +271,7 @@ async fn run_cmd(a: RunArgs) -> i32 {
     // One harness per workspace as well as per state dir: two runs of one
     // spec with different state dirs would both work the same files (and
     // both send the non-idempotent post). Held until this process exits.
-    let _workspace_lock = match lock_workspace(&spec.workspace) {
+    let _workspace_lock = match lock_workspace(&spec.workspace, &a.state_dir) {
         Ok(l) => l,
         Err(why) => {
             console::err_line(&format!("harness: not started: {why}; nothing was written"));
@@ -513,21 +513,66 @@ fn lock_state_dir(state_dir: &Path) -> Result<std::fs::File, LockError> {
 /// added to the workspace, and a killed harness never leaves it held.
 /// A workspace that cannot be opened is not locked here: the run's own
 /// start reports it, as the ending it is.
-fn lock_workspace(workspace: &Path) -> Result<Option<std::fs::File>, String> {
+fn lock_workspace(workspace: &Path, state_dir: &Path) -> Result<Option<std::fs::File>, String> {
     let Ok(dir) = std::fs::File::open(workspace) else {
         return Ok(None);
     };
+    if harness::mutants::active(harness::mutants::Mutant::NoWorkspaceLock) {
+        return Ok(None);
+    }
     match dir.try_lock() {
         Ok(()) => Ok(Some(dir)),
-        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
-            "another harness is running on the workspace {} (with another state dir)",
-            workspace.display()
-        )),
+        Err(std::fs::TryLockError::WouldBlock) => Err(workspace_held(workspace, state_dir)),
         Err(std::fs::TryLockError::Error(e)) => Err(format!(
             "cannot lock the workspace {}: {e}",
             workspace.display()
         )),
     }
+}
+
+/// Why the workspace is taken, as it is: the holder runs on this very state
+/// dir (its run.lock is held too: the same run, already going), or on
+/// another one (a second run of the same workspace); its pid when known,
+/// and what to do.
+fn workspace_held(workspace: &Path, state_dir: &Path) -> String {
+    let lock = state_dir.join("run.lock");
+    let same_run = std::fs::File::open(&lock)
+        .map(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
+        .unwrap_or(false);
+    if same_run {
+        let holder = std::fs::read_to_string(&lock)
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+            .map_or(String::new(), |p| format!(" (pid {p})"));
+        return format!(
+            "another harness{holder} is already running this run: it holds the state dir {} (its run.lock) and the workspace {}; watch it with `harness status --state-dir {}`, or stop it (SIGTERM) and run this command again to resume",
+            state_dir.display(),
+            workspace.display(),
+            state_dir.display()
+        );
+    }
+    let holder = flock_holder(workspace).map_or(String::new(), |p| format!(" (pid {p})"));
+    format!(
+        "another harness{holder} is running on the workspace {} with a state dir other than {}: two runs would work the same files; wait for it to end or stop it, or give this run a workspace of its own",
+        workspace.display(),
+        state_dir.display()
+    )
+}
+
+/// The pid holding a flock on `path`, from /proc/locks (Linux: a line
+/// `N: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<inode> 0 EOF`); None when
+/// it cannot be told.
+fn flock_holder(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    let (major, minor) = (libc::major(m.dev()), libc::minor(m.dev()));
+    let want = format!("{major:02x}:{minor:02x}:{}", m.ino());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (kind, pid, dev) = (f.get(1)?, f.get(4)?, f.get(5)?);
+        (*kind == "FLOCK" && *dev == want).then(|| pid.parse().ok())?
+    })
 }
 
 /// The limit `harness run` was asked to raise (clap keeps the two apart).

@@ -127,10 +127,29 @@ pub enum Mutant {
     SystemPromptAppended,
     /// Requests carry a sampling temperature the spec does not set.
     TemperatureSet,
+    /// A resume takes a checkpoint whatever goal it was written for.
+    GoalMismatchAccepted,
+    /// Only a GOAL_MET run is re-reported: a run that ended otherwise runs
+    /// again.
+    RerunsUnmetEndings,
+    /// A raise is taken after any ending, not only the one it raises.
+    RaiseAfterAnyEnding,
+    /// The workspace is not locked: a second harness runs on it beside the
+    /// first (with another state dir).
+    NoWorkspaceLock,
+    /// The stop report leaves out the task in flight.
+    StopReportNoInFlight,
+    /// A check in flight runs on to its end when the run is asked to stop.
+    CheckNotCutByStop,
+    /// SIGHUP is not taken as a stop request (a closed terminal kills the
+    /// run mid-step).
+    HupNotAStop,
+    /// The spec's outbox may lie inside the workspace.
+    OutboxInWorkspace,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 45] = [
+    pub const ALL: [Mutant; 53] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -176,6 +195,14 @@ impl Mutant {
         Mutant::MaxTokensOffByOne,
         Mutant::SystemPromptAppended,
         Mutant::TemperatureSet,
+        Mutant::GoalMismatchAccepted,
+        Mutant::RerunsUnmetEndings,
+        Mutant::RaiseAfterAnyEnding,
+        Mutant::NoWorkspaceLock,
+        Mutant::StopReportNoInFlight,
+        Mutant::CheckNotCutByStop,
+        Mutant::HupNotAStop,
+        Mutant::OutboxInWorkspace,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -226,6 +253,14 @@ impl Mutant {
             Mutant::MaxTokensOffByOne => "max-tokens-off-by-one",
             Mutant::SystemPromptAppended => "system-prompt-appended",
             Mutant::TemperatureSet => "temperature-set",
+            Mutant::GoalMismatchAccepted => "goal-mismatch-accepted",
+            Mutant::RerunsUnmetEndings => "reruns-unmet-endings",
+            Mutant::RaiseAfterAnyEnding => "raise-after-any-ending",
+            Mutant::NoWorkspaceLock => "no-workspace-lock",
+            Mutant::StopReportNoInFlight => "stop-report-no-in-flight",
+            Mutant::CheckNotCutByStop => "check-not-cut-by-stop",
+            Mutant::HupNotAStop => "hup-not-a-stop",
+            Mutant::OutboxInWorkspace => "outbox-in-workspace",
         }
     }
 
@@ -301,6 +336,18 @@ impl Mutant {
             Mutant::TemperatureSet => {
                 "a replayed reply answers only the sampling it was recorded under"
             }
+            Mutant::GoalMismatchAccepted => "a resume refuses a checkpoint written for another goal",
+            Mutant::RerunsUnmetEndings => {
+                "a finished run of any ending is re-reported, never run again"
+            }
+            Mutant::RaiseAfterAnyEnding => {
+                "a raise is refused after any ending but the one it raises"
+            }
+            Mutant::NoWorkspaceLock => "a second harness on the same workspace is refused",
+            Mutant::StopReportNoInFlight => "the stop report names the task in flight",
+            Mutant::CheckNotCutByStop => "a check in flight is cut by a stop request",
+            Mutant::HupNotAStop => "SIGHUP is a stop request like SIGTERM and SIGINT",
+            Mutant::OutboxInWorkspace => "a spec that puts the outbox inside the workspace is refused",
         }
     }
 

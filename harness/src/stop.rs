@@ -111,6 +111,9 @@ pub fn take_in_thread(
 ) -> Result<(), String> {
     let mut set = SigSet::empty();
     for s in STOP_SIGNALS {
+        if s == Signal::SIGHUP && crate::mutants::active(crate::mutants::Mutant::HupNotAStop) {
+            continue;
+        }
         set.add(s);
     }
     nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None)

@@ -27,13 +27,14 @@ import cases_h_promises
 import cases_memory
 import cases_reach
 import cases_regression
+import cases_h_stop
 from lib import ROOT
 
 
 def all_cases():
     out = []
     for mod in (cases_happy, cases_happy_a, cases_edge, cases_adversarial, cases_regression, cases_reach, cases_memory, cases_bounds,
-                cases_h_promises):
+                cases_h_promises, cases_h_stop):
         out.extend(mod.cases())
     ids = [c.id for c in out]
     dup = {i for i in ids if ids.count(i) > 1}

@@ -228,6 +228,9 @@ class Case:
         self.expect = {}
         self.case_extra = {}       # faults, latency_scale, workspace_git
         self.interrupt = None
+        self.interrupt_signal = None  # [interrupt] signal: SIGTERM, SIGINT, SIGHUP (default SIGKILL)
+        self.stop_report = {}      # [interrupt.stop_report]: in_flight_task, cut_contains
+        self.steps = []            # [[step]]: dicts (bench/src/suite.rs Step)
         self.raise_ = {}           # [raise]: cap_usd or wall_clock_s
         self.latency_cap_ms = 20000
         self.cost_cap_usd = None
@@ -393,11 +396,20 @@ class Case:
             L.append("")
             L.append("[interrupt]")
             L.append(f"at = {toml_value(self.interrupt)}")
+            if self.interrupt_signal:
+                L.append(f"signal = {toml_value(self.interrupt_signal)}")
+            if self.stop_report:
+                L.append(f"stop_report = {toml_value(self.stop_report)}")
         if self.raise_:
             L.append("")
             L.append("[raise]")
             for k, v in self.raise_.items():
                 L.append(f"{k} = {toml_value(v)}")
+        for st in self.steps:
+            L.append("")
+            L.append("[[step]]")
+            for k, v in st.items():
+                L.append(f"{toml_key(k)} = {toml_value(v)}")
         L.append("")
         L.append("[expect]")
         for k, v in self.expect.items():

@@ -573,6 +573,86 @@ fn an_interrupted_run_stops_its_harnesses_and_writes_an_interrupted_summary() {
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
+/// Ctrl-C on a terminal: SIGINT to the bench's whole process group. Each
+/// harness is in a group of its own, so only the bench's one stop request
+/// reaches it: every harness in flight suspends and writes its stop report
+/// (in the bench's group, each read the bench's SIGTERM as a second signal
+/// and exited at once with none: 0 or 1 reports with 2 to 4 in flight).
+#[test]
+fn ctrl_c_to_the_process_group_leaves_a_stop_report_per_harness_in_flight() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite");
+    // The slow-drip case holds each harness mid-call for seconds.
+    harness::workspace::copy_tree(
+        &repo().join("suites/adversarial/adv-slow-drip-server"),
+        &suite.join("adversarial/adv-slow-drip-server"),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bench"));
+    cmd.arg("run")
+        .arg("--suite")
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .arg("--harness")
+        .arg(harness_bin())
+        .args(["--category", "adversarial", "--runs-per-case", "3"])
+        .args(["--max-concurrency", "3"])
+        .env("CI", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        // A group of its own, as a shell gives a foreground job: the
+        // terminal's Ctrl-C goes to that whole group.
+        .process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    let state_of = |r: u32| out.join(format!("cases/adv-slow-drip-server/run-{r}/state"));
+    let t0 = std::time::Instant::now();
+    while !(0..3).all(|r| state_of(r).join("events.jsonl").exists()) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "the three case-runs did not start"
+        );
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("bench exited ({st}) before its case-runs started");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The group of the bench (its pid): what a terminal signals.
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(130), "{said}");
+    // Each harness either ended before the signal (an ending's report) or
+    // was in flight and suspended (a stop report): none died without one.
+    let mut stopped = 0;
+    for r in 0..3 {
+        let st = state_of(r);
+        if harness::report::StoppedReport::load(&st).is_ok() {
+            stopped += 1;
+        } else {
+            assert!(
+                harness::report::Report::load(&st).is_ok(),
+                "run-{r}: neither an ending nor a stop report: {said}"
+            );
+        }
+    }
+    assert!(
+        stopped >= 2,
+        "{stopped} stop report(s) with 3 harnesses started: {said}"
+    );
+}
+
 /// Ctrl-C on `bench chaos`: the trials in flight finish, no new one starts,
 /// chaos.json covers the kill indexes that ran, and the exit is 130.
 #[test]

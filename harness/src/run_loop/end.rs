@@ -429,7 +429,9 @@ impl Runner {
             verified: ids(&mut s.completed.iter().map(|c| &c.id)),
             parked: ids(&mut s.parked.iter().map(|p| &p.id)),
             queue_left: ids(&mut s.queue.iter().map(|t| &t.id)),
-            in_flight_task: s.in_progress.as_ref().map(|t| t.id.clone()),
+            in_flight_task: (s.in_progress.as_ref())
+                .filter(|_| !crate::mutants::active(crate::mutants::Mutant::StopReportNoInFlight))
+                .map(|t| t.id.clone()),
         };
         let delivery = crate::report::deliver_stop_notice(
             &Ends::of(&self.spec).alerts,

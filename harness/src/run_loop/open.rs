@@ -147,7 +147,8 @@ pub(super) async fn open(
             return Err(EarlyEnd::Refused(why));
         }
     }
-    if let Some(f) = state.finished.clone() {
+    let reruns = crate::mutants::active(crate::mutants::Mutant::RerunsUnmetEndings);
+    if let Some(f) = (state.finished.clone()).filter(|f| !reruns || f.ending == Ending::GoalMet) {
         return Err(EarlyEnd::Ended(Box::new((o, state)), f));
     }
 
@@ -422,7 +423,12 @@ fn raise_limit(
     }
     // Refused unless the run ended on this very limit (a run not ended, or
     // ended otherwise, may still be this very raise again: above).
-    if let Some(f) = state.finished.as_ref().filter(|f| f.ending != needs) {
+    let any = crate::mutants::active(crate::mutants::Mutant::RaiseAfterAnyEnding);
+    if let Some(f) = state
+        .finished
+        .as_ref()
+        .filter(|f| f.ending != needs && !any)
+    {
         return Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one", f.ending));
     }
     if state.finished.is_none() {

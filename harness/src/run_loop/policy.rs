@@ -100,7 +100,8 @@ impl Runner {
             }
             let decided = self.should_stop();
             if let Some(signal) = crate::stop::requested() {
-                return Exit::Stopped { signal, cut: None };
+                let cut = self.predicate_cut_by_stop(signal);
+                return Exit::Stopped { signal, cut };
             }
             if let Some(ending) = decided {
                 return self.ended(ending);
@@ -125,6 +126,14 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// What the stop cut in `should_stop`: the goal predicate, when the
+    /// request killed it (its result says so), else nothing was in flight.
+    fn predicate_cut_by_stop(&self, signal: Signal) -> Option<String> {
+        self.last_predicate.as_ref().filter(|p| p.cut_by_stop)?;
+        let during = "the goal predicate (its check was killed whole, so no verdict)".to_string();
+        Some(LapError::Stopped { signal, during }.to_string())
     }
 
     /// The one place an error's class becomes the loop's response: an exit

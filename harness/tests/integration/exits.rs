@@ -242,8 +242,15 @@ fn a_second_harness_on_one_workspace_is_refused_before_it_writes() {
     let out = c.command().output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(64), "{err}");
+    // What is true: the workspace is held (by this test's pid, read from
+    // /proc/locks) under a state dir other than this one.
+    let holder = format!(
+        "another harness (pid {}) is running on the workspace",
+        std::process::id()
+    );
     assert!(
-        err.contains("another harness is running on the workspace")
+        err.contains(&holder)
+            && err.contains("with a state dir other than")
             && err.contains("nothing was written"),
         "{err}"
     );
