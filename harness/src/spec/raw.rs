@@ -421,12 +421,21 @@ pub(super) fn spec_error(file: &str, e: &strict::Error) -> SpecError {
         field,
         expected,
     };
+    // Where an editor jumps: line and column, never a byte offset.
+    let line_col = |p: strict::Position| format!("line {}, column {}", p.line, p.column);
     let Some(field) = e.field() else {
         let at =
-            e.at.map(|p| format!("(byte {})", p.byte))
+            e.at.map(|p| format!("({})", line_col(p)))
                 .unwrap_or_else(|| "(file)".into());
         return err(at, format!("valid TOML: {}", e.message));
     };
+    // A syntax error inside a key's value: the key, and where in it.
+    if let (strict::Kind::Syntax, Some(p)) = (&e.kind, e.at) {
+        return err(
+            field,
+            format!("valid TOML: {} ({})", e.message, line_col(p)),
+        );
+    }
     let mut steps: Vec<Step> = e
         .path
         .iter()
