@@ -229,6 +229,7 @@ class Case:
         self.case_extra = {}       # faults, latency_scale, workspace_git
         self.interrupt = None
         self.raise_ = {}           # [raise]: cap_usd or wall_clock_s
+        self.deliberate = {}       # [deliberate]: misuses the calls script on purpose (tools, verify_kinds, checks)
         self.latency_cap_ms = 20000
         self.cost_cap_usd = None
         self.notes = ""
@@ -397,6 +398,11 @@ class Case:
             L.append("")
             L.append("[raise]")
             for k, v in self.raise_.items():
+                L.append(f"{k} = {toml_value(v)}")
+        if self.deliberate:
+            L.append("")
+            L.append("[deliberate]")
+            for k, v in self.deliberate.items():
                 L.append(f"{k} = {toml_value(v)}")
         L.append("")
         L.append("[expect]")
