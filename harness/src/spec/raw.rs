@@ -147,6 +147,10 @@ pub(super) struct RawDrift {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTools {
+    /// The tools the model may call. Read as strings (an unknown name is the
+    /// validation's error, naming the field); the schema lists the names, so
+    /// an editor flags one the harness does not have.
+    #[schemars(with = "Option<Vec<crate::tools::ToolName>>")]
     pub allow: Option<Vec<String>>,
     /// `[tools.run_command]`: what the run_command tool may run.
     pub run_command: Option<Table<RawRunCommand>>,
