@@ -272,7 +272,29 @@ pub struct CaseFile {
     /// A case known to be flaky: still run by every gate, and shown as
     /// known flaky in every output (`bench flaky` checks the cause).
     pub known_flaky: Option<crate::known_flaky::KnownFlaky>,
+    /// Misuses the case's scripted calls make on purpose, for the harness to
+    /// refuse (bench/src/case_check.rs): any other is a mistake in the case,
+    /// refused at load.
+    pub deliberate: Option<Deliberate>,
     pub expect: Expect,
+}
+
+/// `[deliberate]`: what a scripted case makes the model do wrong on
+/// purpose. Each entry must be a misuse under the case's run.toml and be
+/// used by its calls.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Deliberate {
+    /// Tools the calls name that run.toml's `[tools] allow` does not list
+    /// (a hallucinated `bash`, a `post_message` the allowlist leaves out).
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Verify kinds a plan uses that the harness does not know (`command`).
+    #[serde(default)]
+    pub verify_kinds: Vec<String>,
+    /// Checks a plan's verify names that run.toml does not define.
+    #[serde(default)]
+    pub checks: Vec<String>,
 }
 
 /// What the hard gate expects.
@@ -931,6 +953,7 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
     if let Some(why) = crate::scripted::stale(dir, &cassette_path) {
         return Err(err(&cassette_path, "(cassette)", why));
     }
+    crate::case_check::check(dir, &file, &cassette, &cassette_path)?;
     if cassette.case != file.id {
         return Err(err(
             &cassette_path,

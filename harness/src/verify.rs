@@ -51,7 +51,9 @@ pub const ALLOWED_KINDS: [&str; 6] = [
     "check {name}",
 ];
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Its JSON Schema (the `plan` of scenario.json: docs/schemas/) lists the
+/// six kinds, so an editor flags a seventh.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Verify {
     FileContains {

@@ -472,9 +472,14 @@ def build(cid, category, title, goal, tasks, files, variants, story, expect_less
         for (key, cond), (reply, tokens) in conditional.items():
             calls.append(dict({"key": key, "when_request_contains": cond, "_lesson_tokens": tokens}, **reply))
         # Every lesson call any failure could make, the designed reply for
-        # each (a lesson call the cassette lacks would end the run).
+        # each (a lesson call the cassette lacks would end the run): one per
+        # attempt this variant executes, since a lesson on an attempt the run
+        # never makes is a key it cannot reach (refused at load).
+        executed = {tuple(k["key"].split("/")[1:3]) for k in calls if k["key"].startswith("execute/")}
         for t in tasks:
             for n in range(1 + RETRIES):
+                if (t.id, f"a{n}") not in executed:
+                    continue
                 calls.append({"key": f"lesson/{t.id}/a{n}", "text": json.dumps({k: t.lesson[k] for k in ("constraint", "cause", "workaround", "evidence")})})
         c.run(calls)
         summaries.append(f"variant {vi}: lessons off {fmt(off_out)}; lessons on {fmt(on_out)}")

@@ -1263,6 +1263,7 @@ def flaky_variants():
     c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": ["t1"], "parked": [],
                 "files_contain": {"src/session.py": "now = time.time() if now is None else now"}}
     c.comment = "Run variant 0 fixes it directly, variant 1 misses on the first attempt and is verified on the retry,\nvariant 2 first calls a tool that does not exist (pytest). Spend bounds span the three variants."
+    c.deliberate = {'tools': ['pytest']}  # misuses scripted on purpose (case_check.rs refuses undeclared ones)
     return c
 
 
@@ -1301,6 +1302,7 @@ def cron_hallucinated():
     ])
     c.expect = {"ending": "GOAL_MET", "predicate_met": True, "verified": ["t1"],
                 "files_contain": {"deploy/cron/nightly-report.yaml": 'timeZone: "Europe/Berlin"'}}
+    c.deliberate = {'tools': ['bash']}  # misuses scripted on purpose (case_check.rs refuses undeclared ones)
     return c
 
 

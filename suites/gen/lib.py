@@ -232,6 +232,7 @@ class Case:
         self.stop_report = {}      # [interrupt.stop_report]: in_flight_task, cut_contains
         self.steps = []            # [[step]]: dicts (bench/src/suite.rs Step)
         self.raise_ = {}           # [raise]: cap_usd or wall_clock_s
+        self.deliberate = {}       # [deliberate]: misuses the calls script on purpose (tools, verify_kinds, checks)
         self.latency_cap_ms = 20000
         self.cost_cap_usd = None
         self.notes = ""
@@ -410,6 +411,11 @@ class Case:
             L.append("[[step]]")
             for k, v in st.items():
                 L.append(f"{toml_key(k)} = {toml_value(v)}")
+        if self.deliberate:
+            L.append("")
+            L.append("[deliberate]")
+            for k, v in self.deliberate.items():
+                L.append(f"{k} = {toml_value(v)}")
         L.append("")
         L.append("[expect]")
         for k, v in self.expect.items():

@@ -32,12 +32,49 @@ fn schemas() -> Vec<(&'static str, Schema)> {
     vec![
         ("case", schema_for!(crate::suite::CaseFile)),
         ("run", harness::spec::json_schema()),
-        ("scenario", schema_for!(harness::scenario::Scenario)),
+        ("scenario", scenario_schema()),
         ("report", schema_for!(harness::report::Report)),
         ("summary", schema_for!(crate::summary::Summary)),
         ("ab", numbers_may_be_null(schema_for!(super::ab::AbRun))),
         ("flaky", schema_for!(bench::flaky::report::FlakyReport)),
     ]
+}
+
+/// A plan reply as the harness reads it (harness::agent::parse_plan), for
+/// the schema of a scenario call's `plan`: its verify kinds are the
+/// harness's own type, so an editor flags a kind the harness does not know.
+/// (The replay crate, where the scenario type lives, cannot name harness
+/// types; the schema is joined here.) The harness reads more loosely than
+/// this (extra keys are ignored): the schema is what a case should write.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)] // a schema, never built
+struct PlanReply {
+    tasks: Vec<PlanTask>,
+}
+
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct PlanTask {
+    id: String,
+    description: String,
+    verify: harness::verify::Verify,
+}
+
+/// scenario.json's schema, its calls' `plan` a [`PlanReply`].
+fn scenario_schema() -> Schema {
+    let mut g = schemars::SchemaGenerator::default();
+    let plan = g.subschema_for::<PlanReply>();
+    let mut schema = g.into_root_schema_for::<harness::scenario::Scenario>();
+    if let Some(p) = schema
+        .get_mut("$defs")
+        .and_then(|d| d.get_mut("ScriptCall"))
+        .and_then(|c| c.get_mut("properties"))
+        .and_then(|p| p.get_mut("plan"))
+        .and_then(|p| p.as_object_mut())
+    {
+        p.insert("anyOf".into(), json!([plan, {"type": "null"}]));
+    }
+    schema
 }
 
 /// ab.json is written and never read back, and serde_json writes a

@@ -154,3 +154,34 @@ fn a_fresh_summary_and_report_match_their_schemas() {
         assert_eq!(v.problem(name, &path), None);
     }
 }
+
+/// The closed vocabularies are in the schemas, so an editor flags a wrong
+/// value: a tool run.toml's `[tools] allow` names that the harness does not
+/// have, and a verify kind in a scenario call's `plan`.
+#[test]
+fn a_wrong_tool_name_or_verify_kind_is_flagged_by_the_schema() {
+    let v = Validator::new();
+    let t = tempfile::tempdir().unwrap();
+    let case = repo().join("suites/happy/happy-backup-script-path-vars");
+    let spec = std::fs::read_to_string(case.join("run.toml")).unwrap();
+    let run = t.path().join("run.toml");
+    std::fs::write(&run, &spec).unwrap();
+    assert_eq!(v.problem("run", &run), None);
+    std::fs::write(&run, spec.replace("\"list_files\"", "\"list_fils\"")).unwrap();
+    let e = v.problem("run", &run).expect("list_fils flagged");
+    assert!(e.contains("/tools/allow/2"), "{e}");
+    let mut sc = read(&case.join("scenario.json")).unwrap();
+    let plan = |kind: &str| serde_json::json!({"tasks": [{"id": "t1", "description": "d", "verify": {"kind": kind, "name": "backup"}}]});
+    let scenario = t.path().join("scenario.json");
+    sc["runs"][0]["calls"][0]["plan"] = plan("check");
+    sc["runs"][0]["calls"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("text");
+    std::fs::write(&scenario, sc.to_string()).unwrap();
+    assert_eq!(v.problem("scenario", &scenario), None);
+    sc["runs"][0]["calls"][0]["plan"] = plan("chek");
+    std::fs::write(&scenario, sc.to_string()).unwrap();
+    let e = v.problem("scenario", &scenario).expect("chek flagged");
+    assert!(e.contains("/runs/0/calls/0/plan"), "{e}");
+}

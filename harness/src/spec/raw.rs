@@ -147,6 +147,10 @@ pub(super) struct RawDrift {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTools {
+    /// The tools the model may call. Read as strings (an unknown name is the
+    /// validation's error, naming the field); the schema lists the names, so
+    /// an editor flags one the harness does not have.
+    #[schemars(with = "Option<Vec<crate::tools::ToolName>>")]
     pub allow: Option<Vec<String>>,
     /// `[tools.run_command]`: what the run_command tool may run.
     pub run_command: Option<Table<RawRunCommand>>,
@@ -421,12 +425,21 @@ pub(super) fn spec_error(file: &str, e: &strict::Error) -> SpecError {
         field,
         expected,
     };
+    // Where an editor jumps: line and column, never a byte offset.
+    let line_col = |p: strict::Position| format!("line {}, column {}", p.line, p.column);
     let Some(field) = e.field() else {
         let at =
-            e.at.map(|p| format!("(byte {})", p.byte))
+            e.at.map(|p| format!("({})", line_col(p)))
                 .unwrap_or_else(|| "(file)".into());
         return err(at, format!("valid TOML: {}", e.message));
     };
+    // A syntax error inside a key's value: the key, and where in it.
+    if let (strict::Kind::Syntax, Some(p)) = (&e.kind, e.at) {
+        return err(
+            field,
+            format!("valid TOML: {} ({})", e.message, line_col(p)),
+        );
+    }
     let mut steps: Vec<Step> = e
         .path
         .iter()

@@ -569,3 +569,51 @@ fn a_system_workspace_is_refused_and_memory_travels_with_every_check() {
     .unwrap_err();
     assert_eq!(e.field, "sandbox.memory_mb", "{e}");
 }
+
+/// A TOML syntax error names the file, the line and the column (where an
+/// editor jumps), never a byte offset; one inside a key's value names the
+/// key too.
+#[test]
+fn a_toml_syntax_error_names_the_file_line_and_column() {
+    let d = dir();
+    // Line 4 of BASE (after its leading newline) is `[predicate]`.
+    let broken = BASE.replace("[predicate]\n", "[predicate\n");
+    let e = RunSpec::parse(&broken, "suites/x/run.toml", d.path()).unwrap_err();
+    assert_eq!(e.file, "suites/x/run.toml");
+    assert_eq!(e.field, "(line 4, column 11)", "{e}");
+    assert!(e.expected.starts_with("valid TOML: "), "{e}");
+    assert!(!e.to_string().contains("byte"), "{e}");
+    // An unclosed string in a value: the key, and where.
+    let broken = BASE.replace("executor = \"opus\"", "executor = \"opus");
+    let e = RunSpec::parse(&broken, "run.toml", d.path()).unwrap_err();
+    assert_eq!(e.field, "model.executor", "{e}");
+    assert!(e.expected.ends_with("(line 14, column 17)"), "{e}");
+}
+
+/// A negative price names its own field (not its table), quoting a model
+/// name that is not a bare TOML key, with what was expected and found.
+#[test]
+fn a_negative_price_names_its_field() {
+    let d = dir();
+    let said = |text: String| {
+        RunSpec::parse(&text, "run.toml", d.path())
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        said(BASE.replace("input_usd_per_mtok = 5.0", "input_usd_per_mtok = -1")),
+        "run.toml: field `prices.opus.input_usd_per_mtok`: expected a number >= 0 ($/MTok input), found -1"
+    );
+    assert_eq!(
+        said(BASE.replace("output_usd_per_mtok = 25.0", "output_usd_per_mtok = -0.5")),
+        "run.toml: field `prices.opus.output_usd_per_mtok`: expected a number >= 0 ($/MTok output), found -0.5"
+    );
+    let dotted = BASE
+        .replace("executor = \"opus\"", "executor = \"gpt-4.1\"")
+        .replace("[prices.opus]", "[prices.\"gpt-4.1\"]")
+        .replace("input_usd_per_mtok = 5.0", "input_usd_per_mtok = -2");
+    assert_eq!(
+        said(dotted),
+        "run.toml: field `prices.\"gpt-4.1\".input_usd_per_mtok`: expected a number >= 0 ($/MTok input), found -2"
+    );
+}

@@ -52,6 +52,17 @@ impl Checker<'_> {
         }
         Ok(n)
     }
+    /// A price: finite and not negative, named by its own field.
+    fn price(&self, f: &Field, field: &str, n: f64) -> Result<f64, SpecError> {
+        let n = self.number(f, field, n)?;
+        if n < 0.0 {
+            return Err(self.err(
+                field,
+                format!("a number >= 0 ({}), found {n}", f.missing.unwrap_or(f.what)),
+            ));
+        }
+        Ok(n)
+    }
     fn positive(&self, f: &Field, field: &str, n: f64) -> Result<f64, SpecError> {
         let n = self.number(f, field, n)?;
         if n <= 0.0 {
@@ -624,20 +635,17 @@ impl Checker<'_> {
     ) -> Result<PriceTable, SpecError> {
         let mut prices = PriceTable::new();
         for (name, strict::Table(p)) in raw {
-            let f = format!("prices.{name}");
-            let inp = self.number(
+            let f = format!("prices.{}", toml_key(name));
+            let inp = self.price(
                 &PRICE_IN,
                 &format!("{f}.input_usd_per_mtok"),
                 p.input_usd_per_mtok,
             )?;
-            let out = self.number(
+            let out = self.price(
                 &PRICE_OUT,
                 &format!("{f}.output_usd_per_mtok"),
                 p.output_usd_per_mtok,
             )?;
-            if inp < 0.0 || out < 0.0 {
-                return Err(self.err(&f, "non-negative prices"));
-            }
             prices.insert(
                 name.clone(),
                 Price {
@@ -902,4 +910,17 @@ struct Drift {
     every_tasks: u64,
     prune_above: f64,
     halt_above: f64,
+}
+
+/// A table key as TOML spells it in a dotted path: bare when it can be
+/// (`opus`), else quoted (`"gpt-4.1"`, whose dot would read as a path step).
+fn toml_key(k: &str) -> String {
+    let bare = !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        k.to_string()
+    } else {
+        format!("{k:?}")
+    }
 }
