@@ -233,6 +233,7 @@ mod tests {
             score: 0.0,
             cost_usd: 0.0,
             latency_ms: 1,
+            latency: None,
             expected_ending: Ending::GoalMet,
             checks: vec![],
             failures: vec!["gate outbox_total: expected 0 posts, got 1".into()],
