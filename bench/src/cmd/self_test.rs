@@ -663,6 +663,7 @@ mod tests {
             score: 0.0,
             cost_usd: 0.0,
             latency_ms: 1,
+            latency: None,
             expected_ending: harness::ending::Ending::GoalMet,
             checks,
             failures: vec![],
