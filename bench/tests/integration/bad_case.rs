@@ -221,12 +221,18 @@ fn a_wrong_recorded_fix_leads_with_the_failed_verify_not_a_recording_miss() {
 fn a_plan_task_refused_for_an_undefined_check_leads_with_the_refusal() {
     let t = tempfile::tempdir().unwrap();
     let suite = t.path().join("suites");
-    pricing_case_edited(&suite, |s| {
+    let case = pricing_case_edited(&suite, |s| {
         s.replace(
             r#"\"verify\": {\"kind\": \"check\", \"name\": \"tests\"}"#,
             r#"\"verify\": {\"kind\": \"check\", \"name\": \"unit\"}"#,
         )
     });
+    // Declared as scripted on purpose: otherwise the load refuses the case
+    // (case_check) and the harness's own refusal is never reached.
+    let toml = case.join("case.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str("\n[deliberate]\nchecks = [\"unit\"]\n");
+    std::fs::write(&toml, text).unwrap();
     for shown in causes_shown(&suite, &t.path().join("out")) {
         let refused = shown.find("the plan named task t1, which was refused: ");
         let why = shown.find("check \"unit\" is not defined by the spec");
