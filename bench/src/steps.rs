@@ -169,21 +169,41 @@ fn tail(s: &str, max: usize) -> &str {
 
 /// run.toml as the step runs it: the case's own, or a copy beside it with
 /// the step's keys replaced (beside it, so its relative paths mean the same).
-fn spec_for(ctx: &StepCtx, n: usize, s: &Step) -> Result<PathBuf, String> {
+fn spec_for(ctx: &StepCtx, n: usize, s: &Step) -> Result<PathBuf, SpecCopyError> {
     let own = ctx.case_copy.join("run.toml");
     if s.spec.is_empty() {
         return Ok(own);
     }
-    let text = std::fs::read_to_string(&own).map_err(|e| format!("{}: {e}", own.display()))?;
-    let mut t: toml::Table = text
-        .parse()
-        .map_err(|e| format!("{}: {e}", own.display()))?;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |cause| SpecCopyError::Io { path, cause }
+    };
+    let text = std::fs::read_to_string(&own).map_err(io(&own))?;
+    let mut t: toml::Table = text.parse().map_err(|cause| SpecCopyError::Toml {
+        path: own.clone(),
+        cause: Box::new(cause),
+    })?;
     for (k, v) in &s.spec {
         t.insert(k.clone(), toml::Value::String(v.clone()));
     }
     let p = ctx.case_copy.join(format!("run-step-{n}.toml"));
-    std::fs::write(&p, t.to_string()).map_err(|e| format!("{}: {e}", p.display()))?;
+    std::fs::write(&p, t.to_string()).map_err(io(&p))?;
     Ok(p)
+}
+
+/// Why a step's run.toml could not be written beside the case's own.
+#[derive(Debug, thiserror::Error)]
+enum SpecCopyError {
+    #[error("{}: {cause}", path.display())]
+    Io {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: {cause}", path.display())]
+    Toml {
+        path: PathBuf,
+        cause: Box<toml::de::Error>,
+    },
 }
 
 /// The `kind` of every line of the state dir's events.jsonl, in order.

@@ -366,6 +366,17 @@ fn sampling(spec: &RunSpec) -> crate::model::Sampling {
     s
 }
 
+/// A raise of the limit whose ending is `needs` goes on only from a run
+/// that ended `needs`; `flag` names the raise in the refusal.
+fn ended_on(state: &RunState, flag: &str, needs: Ending) -> Result<(), String> {
+    let any = crate::mutants::active(crate::mutants::Mutant::RaiseAfterAnyEnding);
+    match &state.finished {
+        Some(f) if f.ending != needs && !any => Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one", f.ending)),
+        Some(_) => Ok(()),
+        None => Err(format!("{flag}: the run has not ended (its checkpoint holds no ending): a limit is raised only after the run ended {needs}; to resume it, run the same command without {flag}")),
+    }
+}
+
 /// Raise the limit a finished run ended on, so it goes on from its
 /// checkpoint: refused (Err, nothing changed) unless the run ended on that
 /// very limit and the new value is above the old one (for the cap, the one
@@ -423,17 +434,7 @@ fn raise_limit(
     }
     // Refused unless the run ended on this very limit (a run not ended, or
     // ended otherwise, may still be this very raise again: above).
-    let any = crate::mutants::active(crate::mutants::Mutant::RaiseAfterAnyEnding);
-    if let Some(f) = state
-        .finished
-        .as_ref()
-        .filter(|f| f.ending != needs && !any)
-    {
-        return Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one", f.ending));
-    }
-    if state.finished.is_none() {
-        return Err(format!("{flag}: the run has not ended (its checkpoint holds no ending): a limit is raised only after the run ended {needs}; to resume it, run the same command without {flag}"));
-    }
+    ended_on(state, flag, needs)?;
     let spent = ledger.spent_usd();
     let elapsed_s = state.elapsed_ms as f64 / 1000.0;
     let (old, floor, unit) = match raise.limit {

@@ -3,6 +3,8 @@
 //! does not load is an error value naming the file and the field; the rest of
 //! the suite still loads and runs, and the gate fails.
 
+pub mod case_check;
+
 use harness::ending::Ending;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -273,7 +275,7 @@ pub struct CaseFile {
     /// known flaky in every output (`bench flaky` checks the cause).
     pub known_flaky: Option<crate::known_flaky::KnownFlaky>,
     /// Misuses the case's scripted calls make on purpose, for the harness to
-    /// refuse (bench/src/case_check.rs): any other is a mistake in the case,
+    /// refuse (bench/src/suite/case_check.rs): any other is a mistake in the case,
     /// refused at load.
     pub deliberate: Option<Deliberate>,
     pub expect: Expect,
@@ -953,7 +955,7 @@ pub fn load_case(dir: &Path, category: &str, report_fields: &[String]) -> Result
     if let Some(why) = crate::scripted::stale(dir, &cassette_path) {
         return Err(err(&cassette_path, "(cassette)", why));
     }
-    crate::case_check::check(dir, &file, &cassette, &cassette_path)?;
+    case_check::check(dir, &file, &cassette, &cassette_path)?;
     if cassette.case != file.id {
         return Err(err(
             &cassette_path,

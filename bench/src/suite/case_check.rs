@@ -14,7 +14,7 @@
 //! `[deliberate]`; a declaration its traffic does not use is refused too.
 //! Recorded cassettes are what a live model sent: never checked here.
 
-use crate::suite::{CaseFile, Deliberate, LoadError};
+use super::{CaseFile, Deliberate, LoadError};
 use harness::replay::{Cassette, MadeHow};
 use harness::scenario::Scenario;
 use harness::spec::RunSpec;
