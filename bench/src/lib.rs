@@ -37,7 +37,6 @@ pub mod console;
 pub mod ab;
 pub mod audit;
 pub mod batch;
-
 pub mod bench_fault;
 pub mod calibrate;
 pub mod canary;
