@@ -133,8 +133,8 @@ fn expectation(b: Broken) -> (Expect, Expect, &'static str) {
         ),
         Broken::VerifiedInDoubt => (
             Expect::Missed,
-            Expect::Either,
-            "a task verified at end on a write that failed: only power-loss mode injects I/O errors, and only the budget-wind-down case ends with a task in flight on one; the self-test's 120 kills at seed 7 miss it (so do 200 at seed 7), CI's chaos step at seed 1 catches it (kill 146: report_agrees)",
+            Expect::Caught,
+            "a task verified at end on a write that failed: only power-loss mode injects I/O errors, and only the budget-wind-down case ends with a task in flight on one; its in-doubt trial's power cut drops the write (report_agrees)",
         ),
     }
 }
@@ -800,19 +800,8 @@ mod tests {
             let (k, p, why) = expectation(b);
             assert!(!why.is_empty());
             // Every variant must be caught by power-loss mode at least: it
-            // sees everything SIGKILL mode sees, and more. The one exception
-            // is said where it is set: verified-in-doubt needs the one trial
-            // that fails the budget-wind-down case's in-flight write, which
-            // seed 1's 200 kills hold (CI's fixed seed) and seed 7's do not
-            // (measured: `bench chaos --broken verified-in-doubt --mode
-            // power-loss --kills 200 --seed 7` shows 0 violations). Aiming
-            // that trial every time is open work (issue 47).
-            let want = if b == Broken::VerifiedInDoubt {
-                Expect::Either
-            } else {
-                Expect::Caught
-            };
-            assert_eq!(p, want, "{b:?}");
+            // sees everything SIGKILL mode sees, and more.
+            assert_eq!(p, Expect::Caught, "{b:?}");
             if matches!(b, Broken::NoDirFsync | Broken::NoFileFsync) {
                 assert_eq!(
                     k,

@@ -4,7 +4,7 @@
 
 use super::check::Checks;
 use super::observe::Paths;
-use super::plan::{mix, JournalDamage, TrialPlan};
+use super::plan::{mix, IoSite, JournalDamage, TrialPlan};
 use crate::bitrot::{self, RotKind};
 use crate::cases::Case;
 use crate::fsmodel::{self, CrashPolicy, Model, Snapshot};
@@ -19,6 +19,14 @@ const DECOY_NAME: &str = ".checkpoint.json.tmp-0-chaos";
 
 /// Leave the disk as a power cut right after `ops` would have (the crash
 /// policy drawn from the trial's seed and the process index).
+///
+/// After the fault of an in-doubt trial ([`IoSite::InDoubtAtEnd`]: the
+/// directory fsync that makes a workspace write durable failed) the cut
+/// drops everything not made durable: the write in doubt is lost, which is
+/// the one outcome that tells a verdict standing on it from an honest one.
+/// A drawn policy kept it in about half the trials (KeepAll, or Random
+/// keeping the rename), so a harness that verified on a failed write was
+/// caught at some seeds' 200 kills and not at others (issue 47).
 pub(super) fn power_cut(
     snap: Snapshot,
     ops: &[fsmodel::Op],
@@ -28,7 +36,10 @@ pub(super) fn power_cut(
     let mut m = Model::new(snap);
     m.replay(ops);
     let mut crng = ChaCha8Rng::seed_from_u64(mix(plan.rng_seed ^ mix(idx as u64 + 77)));
-    let policy = CrashPolicy::draw(&mut crng);
+    let drawn = CrashPolicy::draw(&mut crng);
+    let in_doubt = plan.io_site == Some(IoSite::InDoubtAtEnd)
+        && ops.iter().any(|o| matches!(o, fsmodel::Op::Fault { .. }));
+    let policy = if in_doubt { CrashPolicy::DropAll } else { drawn };
     m.crash(policy, &mut crng).apply()
 }
 
