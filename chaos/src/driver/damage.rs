@@ -39,7 +39,11 @@ pub(super) fn power_cut(
     let drawn = CrashPolicy::draw(&mut crng);
     let in_doubt = plan.io_site == Some(IoSite::InDoubtAtEnd)
         && ops.iter().any(|o| matches!(o, fsmodel::Op::Fault { .. }));
-    let policy = if in_doubt { CrashPolicy::DropAll } else { drawn };
+    let policy = if in_doubt {
+        CrashPolicy::DropAll
+    } else {
+        drawn
+    };
     m.crash(policy, &mut crng).apply()
 }
 
