@@ -130,6 +130,30 @@ pub fn create_dir_all_synced(dir: &Path, root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `create_dir_all` for a directory that must survive a power cut from the
+/// moment it exists (the state dir: the ledger journal and the checkpoints
+/// live in it, and a state dir whose own name was lost would let a resumed
+/// run start over with an empty ledger). Every directory this call creates
+/// has its name fsynced in its parent; a directory that already existed is
+/// taken as durable. Plain `std::fs`, not `simfs`: it runs before the run
+/// opens, outside what the power-cut model replays (which takes the state
+/// dir as given).
+pub fn create_dir_all_durable(dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir.ancestors().take_while(|a| !a.exists()).collect();
+    std::fs::create_dir_all(dir)?;
+    // Outermost first: a parent's entry is durable before its child's is.
+    for made in missing.iter().rev() {
+        let parent = match made.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(parent)?.sync_all().map_err(|e| {
+            std::io::Error::new(e.kind(), format!("fsync of {}: {e}", parent.display()))
+        })?;
+    }
+    Ok(())
+}
+
 pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
     simfs::fsync_dir(dir)
 }
@@ -173,5 +197,18 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn durable_dir_creates_every_missing_level_and_accepts_an_existing_one() {
+        let d = tempfile::tempdir().unwrap();
+        let deep = d.path().join("a/b/state");
+        create_dir_all_durable(&deep).unwrap();
+        assert!(deep.is_dir());
+        create_dir_all_durable(&deep).unwrap();
+        // A file in the way is an error, never a silent success.
+        let blocked = d.path().join("file");
+        std::fs::write(&blocked, b"x").unwrap();
+        assert!(create_dir_all_durable(&blocked.join("state")).is_err());
     }
 }

@@ -480,7 +480,7 @@ enum LockError {
 /// for the message a second harness prints.
 fn lock_state_dir(state_dir: &Path) -> Result<std::fs::File, LockError> {
     use std::io::Write;
-    std::fs::create_dir_all(state_dir).map_err(|e| LockError::Unusable {
+    harness::durable::create_dir_all_durable(state_dir).map_err(|e| LockError::Unusable {
         kind: harness::ending::ErrorKind::StateDir,
         detail: format!("cannot create state dir {}: {e}", state_dir.display()),
     })?;
