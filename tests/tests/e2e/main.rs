@@ -2,6 +2,7 @@
 //! README runs them, from the repository root, offline. One test binary;
 //! each concern is a module.
 
+mod architecture;
 mod bad_input;
 mod demo;
 mod exits;
