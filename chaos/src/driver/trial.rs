@@ -604,13 +604,17 @@ impl<'a> Trial<'a> {
     }
 }
 
-/// The `limit` lines in the trial's ledger journal (the cap raises).
+/// The `limit` entries in the trial's ledger journal (the cap raises), read
+/// through the harness's one journal parser as `oracle::Journal` reads the
+/// money: a limit line torn before its newline is no raise, as the harness
+/// reads it.
 fn journal_limits(state: &std::path::Path) -> usize {
-    std::fs::read_to_string(state.join("ledger.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|l| l["op"] == "limit")
+    use harness::ledger::journal::{parse, JournalEntry};
+    let bytes = std::fs::read(state.join("ledger.jsonl")).unwrap_or_default();
+    parse(&bytes)
+        .lines
+        .iter()
+        .filter(|l| matches!(l.entry, JournalEntry::Limit { .. }))
         .count()
 }
 
@@ -636,5 +640,29 @@ fn check_raise(ck: &mut Checks, state: &std::path::Path, usd: f64, n: usize) {
     let raises = r.limit_raises.len();
     if (cap - usd).abs() > EPS || !(spent <= cap + EPS) || raises != 1 {
         ck.fail(inv, n, format!("after the cap was raised to ${usd}, the final report says hard_cap_usd {cap}, spend_usd {spent}, {raises} limit raise(s)"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use harness::ledger::journal::{frame, JournalEntry, LimitKind};
+
+    /// Two whole raises, a release, and a third raise torn before its
+    /// newline: the harness reads two raises, and so does the check.
+    #[test]
+    fn journal_limits_counts_the_raises_the_harness_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let raise = |new: f64| JournalEntry::Limit {
+            unix_ms: 1,
+            limit: LimitKind::HardCapUsd,
+            old: 1.0,
+            new,
+        };
+        let mut text = frame(&raise(2.0)).unwrap();
+        text += &frame(&JournalEntry::Release { seq: 3 }).unwrap();
+        text += &frame(&raise(3.0)).unwrap();
+        text += frame(&raise(4.0)).unwrap().trim_end();
+        std::fs::write(dir.path().join("ledger.jsonl"), text).unwrap();
+        assert_eq!(super::journal_limits(dir.path()), 2);
     }
 }
