@@ -242,6 +242,10 @@ fn run_scenarios(harness: &Path, scenario: ScenarioArg, variant: Option<&str>) -
     }
 }
 
+/// Characters of a variant's first violation's detail kept (a detail may
+/// hold a whole report).
+const FIRST_DETAIL_CHARS: usize = 200;
+
 /// One broken variant of `--self-test`: caught when its scenario found a
 /// violation.
 struct VariantRun {
@@ -268,9 +272,10 @@ fn self_test(harness: &Path, scenario: ScenarioArg) -> Vec<VariantRun> {
             // Caught by a broken promise, in runs whose fault was made.
             let fault_made = ran.f.0.iter().all(|x| x.ok || !x.precondition);
             let bad: Vec<&Finding> = (ran.f.0.iter()).filter(|x| !x.ok && fault_made).collect();
-            let first = bad
-                .first()
-                .map_or(String::new(), |x| format!("{}: {}", x.label, x.detail));
+            let first = bad.first().map_or(String::new(), |x| {
+                let detail = harness::text::clip_chars(&x.detail, FIRST_DETAIL_CHARS);
+                format!("{}: {detail}", x.label)
+            });
             errln!(
                 "bench faults: self-test {:<20} {} ({} violation(s)){}",
                 m.as_str(),
