@@ -20,7 +20,8 @@ pub const BENCH_CLASS: &str = "bench";
 /// The scenarios `bench faults` runs (its findings name them).
 pub const FAULT_DISK_FULL: &str = "disk-full";
 pub const FAULT_SLOW_CHECK: &str = "slow-check";
-pub const FAULT_SCENARIOS: [&str; 2] = [FAULT_DISK_FULL, FAULT_SLOW_CHECK];
+pub const FAULT_CLOCK_STEP: &str = "clock-step";
+pub const FAULT_SCENARIOS: [&str; 3] = [FAULT_DISK_FULL, FAULT_SLOW_CHECK, FAULT_CLOCK_STEP];
 /// Words that make a sentence in a scanned document a promise to account for.
 pub const PROMISE_WORDS: [&str; 7] = [
     "never",
@@ -140,8 +141,28 @@ pub enum MapError {
     },
 }
 
-/// Every suite case by id: its `covers` and its `[expect]` keys.
-type Cases = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+/// Every suite case by id.
+type Cases = BTreeMap<String, CaseFacts>;
+
+/// What a suite case sets that a promise's `gates` may name.
+#[derive(Debug, Clone, Default)]
+struct CaseFacts {
+    /// Its `covers`.
+    covers: BTreeSet<String>,
+    /// Its `[expect]` keys.
+    expect: BTreeSet<String>,
+    /// How many `[[step]]` it has (each the gate `step[<n>]`, from 0).
+    steps: usize,
+    /// What its stop report is judged on (`stop_report.<field>`): `signal`
+    /// when its `[interrupt]` sends a stop request (the signal and that the
+    /// run is resumable are then always checked), and each key of its
+    /// `[interrupt.stop_report]`.
+    stop_report: BTreeSet<String>,
+}
+
+/// The signals of an `[interrupt]` that are stop requests (a stop report
+/// is judged), as case.toml spells them.
+const STOP_SIGNALS: [&str; 3] = ["SIGTERM", "SIGINT", "SIGHUP"];
 
 /// What the checks read besides the map: the repository's files.
 pub struct Repo {
@@ -190,12 +211,44 @@ impl Repo {
                     .map(|t| t.keys().cloned().collect())
                     .unwrap_or_default();
                 let id = v.get("id").and_then(|x| x.as_str()).unwrap_or_default();
-                out.insert(id.to_string(), (strings("covers"), expect));
+                let facts = CaseFacts {
+                    covers: strings("covers"),
+                    expect,
+                    steps: v.get("step").and_then(|x| x.as_array()).map_or(0, Vec::len),
+                    stop_report: stop_report_facts(&v),
+                };
+                out.insert(id.to_string(), facts);
             }
         }
         Ok(out)
     }
 }
+
+/// `stop_report.<field>` names a case's `[interrupt]` judges: `signal` for
+/// a stop request, and each key of its `[interrupt.stop_report]`.
+fn stop_report_facts(case: &toml::Table) -> BTreeSet<String> {
+    let Some(i) = case.get("interrupt").and_then(|x| x.as_table()) else {
+        return BTreeSet::new();
+    };
+    let signal = i
+        .get("signal")
+        .and_then(|x| x.as_str())
+        .unwrap_or("SIGKILL");
+    if !STOP_SIGNALS.contains(&signal) {
+        return BTreeSet::new();
+    }
+    let mut out: BTreeSet<String> = i
+        .get("stop_report")
+        .and_then(|x| x.as_table())
+        .map(|t| t.keys().cloned().collect())
+        .unwrap_or_default();
+    out.insert(STOP_SIGNAL_GATE.to_string());
+    out
+}
+
+/// The `stop_report.<field>` every stop request is judged on: the signal
+/// it names and that it is resumable.
+const STOP_SIGNAL_GATE: &str = "signal";
 
 pub fn load(path: &Path) -> Result<Map, MapError> {
     let what = || path.display().to_string();
@@ -360,12 +413,15 @@ fn coverage_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
     for c in &p.cases {
         match known.cases.get(c) {
             None => out.push(format!("{at}: cases: no suite case {c:?} in suites/{{{}}}", SUITES.join(","))),
-            Some((covers, _)) if !covers.contains(&p.id) => out.push(format!(
+            Some(f) if !f.covers.contains(&p.id) => out.push(format!(
                 "{at}: cases: {c:?} does not list {:?} in its covers (suites/*/{c}/case.toml): a case says what it tests",
                 p.id
             )),
             Some(_) => {}
         }
+    }
+    if !p.cases.is_empty() && p.gates.is_empty() {
+        out.push(format!("{at}: gates is empty: name the check of its cases that fails when it breaks (audit.<name>, expect.<field>, step[<n>], stop_report.<field> or replay.<field>)"));
     }
     out.extend(gate_problems(at, p, known));
     for i in &p.chaos {
@@ -420,31 +476,71 @@ fn bench_gate_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
     out
 }
 
-/// A gate names an audit check, or an `[expect]` field one of the
-/// promise's cases sets (a gate no case sets would never fail).
+/// A gate names an audit check, an `[expect]` field one of the promise's
+/// cases sets, a `[[step]]` of one of them (`step[<n>]`, numbered from 0
+/// as bench/src/steps.rs names its check), what the stop report of one of
+/// them is judged on (`stop_report.<field>`), or a recording condition the
+/// replay compares on every case-run (`replay.<field>`): a gate no case
+/// sets would never fail.
 fn gate_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
     let mut out = vec![];
+    let any_case = |f: &dyn Fn(&CaseFacts) -> bool| {
+        p.cases
+            .iter()
+            .any(|c| known.cases.get(c).is_some_and(|x| f(x)))
+    };
     for g in &p.gates {
         match g.split_once('.') {
             Some(("audit", name)) if AUDIT_GATES.contains(&name) => {}
             Some(("expect", field)) => {
-                let set = p
-                    .cases
-                    .iter()
-                    .any(|c| known.cases.get(c).is_some_and(|(_, e)| e.contains(field)));
-                if !set {
+                if !any_case(&|f| f.expect.contains(field)) {
                     out.push(format!(
                         "{at}: gates: {g:?} is set in none of its cases' [expect]"
                     ));
                 }
             }
+            Some(("stop_report", field)) => {
+                if !any_case(&|f| f.stop_report.contains(field)) {
+                    out.push(format!("{at}: gates: {g:?}: none of its cases has an [interrupt] stop request (SIGTERM, SIGINT, SIGHUP) that judges it ({STOP_SIGNAL_GATE:?} is always judged; other fields are keys of [interrupt.stop_report])"));
+                }
+            }
+            Some(("replay", field)) => out.extend(replay_gate_problem(at, g, field, p)),
+            None if step_gate(g).is_some() => {
+                let n = step_gate(g).unwrap_or_default();
+                if !any_case(&|f| f.steps > n) {
+                    out.push(format!(
+                        "{at}: gates: {g:?}: none of its cases has a [[step]] number {n} (counted from 0)"
+                    ));
+                }
+            }
             _ => out.push(format!(
-                "{at}: gates: {g:?} is neither audit.<{}> nor expect.<field>",
+                "{at}: gates: {g:?} is neither audit.<{}>, expect.<field>, step[<n>], stop_report.<field> nor replay.<field>",
                 AUDIT_GATES.join("|")
             )),
         }
     }
     out
+}
+
+/// `step[<n>]`'s number.
+fn step_gate(g: &str) -> Option<usize> {
+    g.strip_prefix("step[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// `replay.<field>` names a recording condition the replay server compares
+/// (harness::model::conditions::ConditionField), and needs a case-run.
+fn replay_gate_problem(at: &str, g: &str, field: &str, p: &Promise) -> Option<String> {
+    use harness::model::conditions::ConditionField;
+    if !ConditionField::ALL.iter().any(|c| c.as_str() == field) {
+        let fields: Vec<&str> = ConditionField::ALL.iter().map(|c| c.as_str()).collect();
+        return Some(format!(
+            "{at}: gates: {g:?}: no recording condition {field:?} (the replay compares {})",
+            fields.join(", ")
+        ));
+    }
+    p.cases.is_empty().then(|| {
+        format!("{at}: gates: {g:?}: the replay compares a case-run's requests, and the promise names no suite case")
+    })
 }
 
 /// Every document `scan` names (a directory: each `*.md` under it), as
@@ -558,7 +654,7 @@ fn sentences(text: &str) -> Vec<String> {
 
 /// docs/guarantees.md: every promise with what fails when it breaks.
 pub fn render(map: &Map) -> String {
-    let mut s = String::from("# What the bench holds the harness to\n\nGenerated by `bench guarantees` from `suites/guarantees.toml`; `.ci/run` fails when this file is stale, when a promise names no suite case (or, for a kill or power cut, no chaos invariant), when a case it names does not exist or does not list the promise in its `covers`, or when a sentence of README.md, ARCHITECTURE.md or any document under docs/ that promises (never, always, every, hard cap, nothing outside, exactly one, at most) has no entry.\n\n");
+    let mut s = String::from("# What the bench holds the harness to\n\nGenerated by `bench guarantees` from `suites/guarantees.toml`; `.ci/run` fails when this file is stale, when a promise names no suite case (or, for a kill or power cut, no chaos invariant), when one with suite cases names no gate (an audit check, an `[expect]` field, a `step[<n>]`, a `stop_report.<field>` or a `replay.<field>`), when a case it names does not exist or does not list the promise in its `covers`, or when a sentence of README.md, ARCHITECTURE.md or any document under docs/ that promises (never, always, every, hard cap, nothing outside, exactly one, at most) has no entry.\n\n");
     let with_cases = map.promises.iter().filter(|p| !p.cases.is_empty()).count();
     let bench_only = map
         .promises
@@ -731,6 +827,53 @@ mod tests {
         assert!(coverage_problems("f", &p, &k).is_empty());
         p.faults = vec!["flood".into()];
         assert!(coverage_problems("f", &p, &k)[0].contains("no scenario \"flood\""));
+    }
+
+    #[test]
+    fn a_promise_with_cases_names_a_gate_of_a_kind_its_cases_have() {
+        let mut k = known("", &[]);
+        let facts = CaseFacts {
+            covers: ["g".to_string()].into(),
+            expect: BTreeSet::new(),
+            steps: 2,
+            stop_report: ["signal".to_string(), "cut_contains".to_string()].into(),
+        };
+        k.cases.insert("c".into(), facts);
+        let mut p = promise("g", "endings");
+        p.cases = vec!["c".into()];
+        assert!(coverage_problems("g", &p, &k)[0].contains("gates is empty"));
+        p.gates = [
+            "step[1]",
+            "stop_report.signal",
+            "stop_report.cut_contains",
+            "replay.tools",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert!(coverage_problems("g", &p, &k).is_empty());
+        for bad in [
+            "step[2]",
+            "step[x]",
+            "stop_report.in_flight_task",
+            "replay.colour",
+            "expect.ending",
+        ] {
+            p.gates = vec![bad.into()];
+            let found = coverage_problems("g", &p, &k);
+            assert!(
+                found.len() == 1 && found[0].contains(&format!("gates: {bad:?}")),
+                "{bad}: {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_stop_request_makes_a_stop_report_gate() {
+        let case = |t: &str| stop_report_facts(&t.parse::<toml::Table>().unwrap());
+        assert!(case("id = \"c\"").is_empty());
+        assert!(case("[interrupt]\nat = \"x:1\"").is_empty());
+        let hup = case("[interrupt]\nat = \"x:1\"\nsignal = \"SIGHUP\"\nstop_report = { in_flight_task = \"t1\" }");
+        assert_eq!(hup, ["in_flight_task", "signal"].map(String::from).into());
     }
 
     #[test]

@@ -48,6 +48,9 @@ extern "C" {
 #[derive(Debug, Clone, Copy)]
 pub struct RunClock {
     started: Instant,
+    /// `now_unix_ms` at the start: read only by the broken variant
+    /// `realtime-elapsed` (harness::mutants), never by the real clock.
+    started_unix_ms: u64,
     carried_ms: u64,
 }
 
@@ -57,12 +60,17 @@ impl RunClock {
     pub fn resume_from(carried_ms: u64) -> RunClock {
         RunClock {
             started: Instant::now(),
+            started_unix_ms: now_unix_ms(),
             carried_ms,
         }
     }
 
     pub fn elapsed_ms(&self) -> u64 {
-        let here = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let here = if crate::mutants::active(crate::mutants::Mutant::RealtimeElapsed) {
+            now_unix_ms().saturating_sub(self.started_unix_ms)
+        } else {
+            u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        };
         self.carried_ms.saturating_add(here)
     }
 }

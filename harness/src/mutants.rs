@@ -146,10 +146,15 @@ pub enum Mutant {
     HupNotAStop,
     /// The spec's outbox may lie inside the workspace.
     OutboxInWorkspace,
+    /// The run's elapsed time is the realtime clock's difference (a date
+    /// subtraction) instead of the monotonic clock's: a clock step moves
+    /// the wall-clock limit. Caught by `bench faults --scenario clock-step`,
+    /// which steps the harness's time of day; no suite case steps a clock.
+    RealtimeElapsed,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 53] = [
+    pub const ALL: [Mutant; 54] = [
         Mutant::EmptyQueueIsSuccess,
         Mutant::TrustsTheClaim,
         Mutant::HaltAtThreshold,
@@ -203,6 +208,7 @@ impl Mutant {
         Mutant::CheckNotCutByStop,
         Mutant::HupNotAStop,
         Mutant::OutboxInWorkspace,
+        Mutant::RealtimeElapsed,
     ];
 
     /// The wire name (`HARNESS_CHAOS_BROKEN`, `bench self-test --variants`).
@@ -261,6 +267,7 @@ impl Mutant {
             Mutant::CheckNotCutByStop => "check-not-cut-by-stop",
             Mutant::HupNotAStop => "hup-not-a-stop",
             Mutant::OutboxInWorkspace => "outbox-in-workspace",
+            Mutant::RealtimeElapsed => "realtime-elapsed",
         }
     }
 
@@ -348,6 +355,7 @@ impl Mutant {
             Mutant::CheckNotCutByStop => "a check in flight is cut by a stop request",
             Mutant::HupNotAStop => "SIGHUP is a stop request like SIGTERM and SIGINT",
             Mutant::OutboxInWorkspace => "a spec that puts the outbox inside the workspace is refused",
+            Mutant::RealtimeElapsed => "the wall clock cannot be moved by stepping the system clock",
         }
     }
 
@@ -377,6 +385,17 @@ impl Mutant {
             Mutant::TemperatureSet => "replay.temperature",
             _ => return None,
         })
+    }
+
+    /// The `bench faults` scenario that alone can catch this variant (a
+    /// fault of the machine no suite case makes), or None: the suite
+    /// catches it. `bench self-test` leaves such a variant to
+    /// `bench faults --self-test`.
+    pub fn faults_scenario(self) -> Option<&'static str> {
+        match self {
+            Mutant::RealtimeElapsed => Some("clock-step"),
+            _ => None,
+        }
     }
 
     pub fn parse(s: &str) -> Option<Mutant> {

@@ -17,6 +17,17 @@
 //!   that each sleep 30 s against a 3 s wall clock: TIME_LIMIT within
 //!   `harness::run_loop::TIME_LIMIT_MARGIN_MS`, never GOAL_MET, the verify
 //!   not judged. The margins are in the output.
+//! - `clock-step`: the harness's time of day stepped a day ahead, then a
+//!   day behind, mid-run (an LD_PRELOAD shim; faults/clock_step.rs): the run
+//!   still meets its goal with its true elapsed time, and a run past a 3 s
+//!   limit still ends TIME_LIMIT within the margin.
+//!
+//! `--self-test`: the scenarios run first as they are (the control: no
+//! violation), then once per broken variant only a faults scenario can
+//! catch (`harness::mutants::Mutant::faults_scenario`), against a
+//! test-variants harness (`--harness`); each must show a violation.
+
+mod clock_step;
 
 use crate::exit::ExitStatus;
 use clap::{Args, ValueEnum};
@@ -36,6 +47,7 @@ use std::time::Instant;
 pub enum ScenarioArg {
     DiskFull,
     SlowCheck,
+    ClockStep,
     All,
 }
 
@@ -49,6 +61,12 @@ pub struct FaultsArgs {
     /// The harness binary (default: the one next to this bench binary).
     #[arg(long)]
     pub harness: Option<PathBuf>,
+    /// Then run each broken variant a faults scenario catches
+    /// (`realtime-elapsed`) and fail unless every one shows a violation;
+    /// `--harness` must be a test-variants build
+    /// (target/test-variants/release/harness).
+    #[arg(long)]
+    pub self_test: bool,
 }
 
 /// The tmpfs the disk-full scenario mounts, in KiB.
@@ -69,6 +87,9 @@ struct Finding {
     label: String,
     ok: bool,
     detail: String,
+    /// That the fault was made at all (the clock shim took), not a
+    /// promise: a broken variant is never caught by one of these.
+    precondition: bool,
 }
 
 struct Findings(Vec<Finding>);
@@ -80,7 +101,17 @@ impl Findings {
             label: label.to_string(),
             ok,
             detail: detail.into(),
+            precondition: false,
         });
+    }
+
+    /// A check that the scenario made its fault (a failure is a
+    /// violation: the run proved nothing).
+    fn precondition(&mut self, scenario: &'static str, label: &str, ok: bool, detail: String) {
+        self.check(scenario, label, ok, detail);
+        if let Some(last) = self.0.last_mut() {
+            last.precondition = true;
+        }
     }
 }
 
@@ -120,23 +151,17 @@ pub fn run(args: FaultsArgs) -> ExitCode {
             return ExitCode::from(ExitStatus::Unloadable);
         }
     };
-    let mut f = Findings(vec![]);
-    let mut notes: Vec<String> = vec![];
-    let mut margins: Vec<Value> = vec![];
-    if matches!(args.scenario, ScenarioArg::DiskFull | ScenarioArg::All) {
-        match disk_full(&harness, &mut f) {
-            Ok(levels) => notes.push(format!(
-                "disk-full: {levels} fill level(s) of a {TMPFS_KIB} KiB tmpfs"
-            )),
-            Err(Skip(why)) => {
-                errln!("bench faults: SKIPPED disk-full: {why}");
-                notes.push(format!("disk-full: SKIPPED: {why}"));
-            }
-        }
-    }
-    if matches!(args.scenario, ScenarioArg::SlowCheck | ScenarioArg::All) {
-        margins = slow_check(&harness, &mut f);
-    }
+    let Ran {
+        f,
+        notes,
+        margins,
+        clock,
+    } = run_scenarios(&harness, args.scenario, None);
+    let variants = if args.self_test {
+        self_test(&harness, args.scenario)
+    } else {
+        vec![]
+    };
     let failed: Vec<&Finding> = f.0.iter().filter(|x| !x.ok).collect();
     for x in &failed {
         errln!(
@@ -153,18 +178,162 @@ pub fn run(args: FaultsArgs) -> ExitCode {
         "notes": notes,
         "time_limit_margin_ms": harness::run_loop::TIME_LIMIT_MARGIN_MS,
         "slow_check": margins,
+        "clock_step": clock,
+        "self_test": variants.iter().map(|v| json!({"variant": v.variant, "caught": v.caught, "violations": v.violations, "first": v.first})).collect::<Vec<_>>(),
     });
-    let md = markdown(f.0.len(), &failed, &notes, &margins);
+    let mut md = markdown(f.0.len(), &failed, &notes, &margins);
+    md.push_str(&clock_markdown(&clock));
+    md.push_str(&self_test_markdown(args.self_test, &variants));
     if let Err(e) = write_out(&args.out, &json, &md) {
         errln!("bench faults: cannot write {}: {e}", args.out.display());
         return ExitCode::from(ExitStatus::Unloadable);
     }
     outln!("{md}");
-    if failed.is_empty() {
+    if failed.is_empty() && variants.iter().all(|v| v.caught) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(ExitStatus::Failed)
     }
+}
+
+/// What one pass over the chosen scenarios found.
+struct Ran {
+    f: Findings,
+    notes: Vec<String>,
+    margins: Vec<Value>,
+    clock: Vec<Value>,
+}
+
+/// Run the chosen scenarios against `harness`, as broken `variant`
+/// (HARNESS_CHAOS_BROKEN) when one is given.
+fn run_scenarios(harness: &Path, scenario: ScenarioArg, variant: Option<&str>) -> Ran {
+    let mut f = Findings(vec![]);
+    let mut notes: Vec<String> = vec![];
+    let mut margins: Vec<Value> = vec![];
+    let mut clock: Vec<Value> = vec![];
+    if matches!(scenario, ScenarioArg::DiskFull | ScenarioArg::All) {
+        match disk_full(harness, &mut f) {
+            Ok(levels) => notes.push(format!(
+                "disk-full: {levels} fill level(s) of a {TMPFS_KIB} KiB tmpfs"
+            )),
+            Err(Skip(why)) => {
+                errln!("bench faults: SKIPPED disk-full: {why}");
+                notes.push(format!("disk-full: SKIPPED: {why}"));
+            }
+        }
+    }
+    if matches!(scenario, ScenarioArg::SlowCheck | ScenarioArg::All) {
+        margins = slow_check(harness, &mut f);
+    }
+    if matches!(scenario, ScenarioArg::ClockStep | ScenarioArg::All) {
+        match clock_step::clock_step(harness, &mut f, variant) {
+            Ok(c) => clock = c,
+            Err(Skip(why)) => {
+                errln!("bench faults: SKIPPED clock-step: {why}");
+                notes.push(format!("clock-step: SKIPPED: {why}"));
+            }
+        }
+    }
+    Ran {
+        f,
+        notes,
+        margins,
+        clock,
+    }
+}
+
+/// Characters of a variant's first violation's detail kept (a detail may
+/// hold a whole report).
+const FIRST_DETAIL_CHARS: usize = 200;
+
+/// One broken variant of `--self-test`: caught when its scenario found a
+/// violation.
+struct VariantRun {
+    variant: &'static str,
+    caught: bool,
+    violations: usize,
+    first: String,
+}
+
+/// Each broken variant whose faults scenario was chosen, run as that
+/// variant (the disk-full and slow-check scenarios catch none: the suite
+/// and chaos do).
+fn self_test(harness: &Path, scenario: ScenarioArg) -> Vec<VariantRun> {
+    let chosen = |sc: &str| match scenario {
+        ScenarioArg::All => true,
+        ScenarioArg::ClockStep => sc == clock_step::CLOCK_STEP,
+        ScenarioArg::DiskFull | ScenarioArg::SlowCheck => false,
+    };
+    harness::mutants::Mutant::ALL
+        .iter()
+        .filter(|m| m.faults_scenario().is_some_and(chosen))
+        .map(|m| {
+            let ran = run_scenarios(harness, ScenarioArg::ClockStep, Some(m.as_str()));
+            // Caught by a broken promise, in runs whose fault was made.
+            let fault_made = ran.f.0.iter().all(|x| x.ok || !x.precondition);
+            let bad: Vec<&Finding> = (ran.f.0.iter()).filter(|x| !x.ok && fault_made).collect();
+            let first = bad.first().map_or(String::new(), |x| {
+                let detail = harness::text::clip_chars(&x.detail, FIRST_DETAIL_CHARS);
+                format!("{}: {detail}", x.label)
+            });
+            errln!(
+                "bench faults: self-test {:<20} {} ({} violation(s)){}",
+                m.as_str(),
+                if bad.is_empty() { "MISSED" } else { "CAUGHT" },
+                bad.len(),
+                match (bad.is_empty(), fault_made) {
+                    (false, _) => "",
+                    (true, false) => " (the fault was not made: the run proved nothing)",
+                    (true, true) => " (is --harness a test-variants build?)",
+                }
+            );
+            VariantRun {
+                variant: m.as_str(),
+                caught: !bad.is_empty(),
+                violations: bad.len(),
+                first,
+            }
+        })
+        .collect()
+}
+
+/// The clock-step runs: the elapsed time the harness reported beside the
+/// time its process ran on the bench's clock.
+fn clock_markdown(clock: &[Value]) -> String {
+    if clock.is_empty() {
+        return String::new();
+    }
+    let mut md =
+        String::from("\n| clock step | elapsed_ms reported | process ran |\n| --- | --- | --- |\n");
+    for c in clock {
+        md.push_str(&format!(
+            "| {} | {} ms | {} ms |\n",
+            c["what"].as_str().unwrap_or(""),
+            c["elapsed_ms"],
+            c["process_ms"]
+        ));
+    }
+    md
+}
+
+fn self_test_markdown(asked: bool, variants: &[VariantRun]) -> String {
+    if !asked {
+        return String::new();
+    }
+    let mut md = String::from("\n## self-test: broken variants\n\n| variant | caught | violations | first |\n| --- | --- | --- | --- |\n");
+    for v in variants {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            v.variant,
+            if v.caught { "yes" } else { "NO" },
+            v.violations,
+            v.first.replace('|', "\\|")
+        ));
+    }
+    if variants.is_empty() {
+        md.push_str("\nNo broken variant is caught by the chosen scenario.\n");
+    }
+    md
 }
 
 /// faults.md, also printed: the counts, the notes (what ran or was
@@ -343,6 +512,16 @@ output_usd_per_mtok = 25.0
 }
 
 fn harness_run(harness: &Path, c: &CaseDir, state_dir: &Path) -> Result<Output, FaultsError> {
+    harness_run_env(harness, c, state_dir, &[])
+}
+
+/// `harness_run` with more environment for the harness alone.
+fn harness_run_env(
+    harness: &Path,
+    c: &CaseDir,
+    state_dir: &Path,
+    env: &[(&str, String)],
+) -> Result<Output, FaultsError> {
     HarnessInvocation::run(
         c.spec(),
         state_dir,
@@ -352,6 +531,7 @@ fn harness_run(harness: &Path, c: &CaseDir, state_dir: &Path) -> Result<Output, 
         },
     )
     .command(harness)
+    .envs(env.iter().map(|(k, v)| (k, v)))
     .stdin(Stdio::null())
     .output()
     .map_err(|source| FaultsError::Spawn {

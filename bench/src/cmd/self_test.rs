@@ -17,6 +17,12 @@
 //! check failed in one of its case-runs: an honest harness passes a loose
 //! gate, so a loosened gate is seen only by the self-test failing here.
 //!
+//! A gate of the bench that no harness can lie to is probed directly:
+//! the hybrid switch to live must be one-way (`hybrid.sticky`,
+//! `live::proxy::sticky_probe`: after the first call the recording did not
+//! see, a call it did see still goes live). A loosened switch fails the
+//! self-test there.
+//!
 //! The score is also given per promise class (suites/guarantees.toml: each
 //! variant counts in the class of every promise that names it).
 //!
@@ -106,6 +112,32 @@ pub struct ClassScore {
     pub missed: Vec<String>,
 }
 
+/// One gate of the bench probed with traffic that a loosened gate lets
+/// through.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct GateProbe {
+    pub gate: String,
+    pub held: bool,
+    pub detail: String,
+}
+
+/// The hybrid switch's probe, run in `dir`.
+async fn hybrid_sticky(dir: &std::path::Path) -> GateProbe {
+    let r = bench::live::proxy::sticky_probe(dir).await;
+    let p = GateProbe {
+        gate: "hybrid.sticky".into(),
+        held: r.is_ok(),
+        detail: r.unwrap_or_else(|e| e.to_string()),
+    };
+    errln!(
+        "bench self-test: gate {} {}: {}",
+        p.gate,
+        if p.held { "HELD" } else { "LOOSE" },
+        p.detail
+    );
+    p
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SelfTestReport {
     pub cases: usize,
@@ -118,6 +150,10 @@ pub struct SelfTestReport {
     /// Caught / variants per promise class of the guarantee map.
     #[serde(default)]
     pub classes: Vec<ClassScore>,
+    /// The bench's own gates probed directly (`hybrid.sticky`): each must
+    /// hold.
+    #[serde(default)]
+    pub bench_gates: Vec<GateProbe>,
     pub wall_s: f64,
 }
 
@@ -127,19 +163,29 @@ pub fn run(args: SelfTestArgs) -> ExitCode {
 
 /// `--variants` names a variant the harness does not have.
 #[derive(Debug, thiserror::Error)]
-#[error("--variants: no variant {name:?}; the variants are {}",
-    Mutant::ALL.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", "))]
+#[error("--variants: no variant {name:?} the suite catches; the variants are {} (a variant a `bench faults` scenario catches is run by `bench faults --self-test`)",
+    Mutant::ALL.iter().filter(|m| m.faults_scenario().is_none()).map(|m| m.as_str()).collect::<Vec<_>>().join(", "))]
 struct UnknownVariant {
     name: String,
 }
 
+/// The variants to run: those named, or every variant the suite can
+/// catch. A variant only a `bench faults` scenario can catch (a stepped
+/// clock: no case-run makes that fault) is `bench faults --self-test`'s,
+/// and named here it is refused.
 fn chosen(names: &[String]) -> Result<Vec<Mutant>, UnknownVariant> {
     if names.is_empty() {
-        return Ok(Mutant::ALL.to_vec());
+        return Ok(Mutant::ALL
+            .into_iter()
+            .filter(|m| m.faults_scenario().is_none())
+            .collect());
     }
     names
         .iter()
-        .map(|n| Mutant::parse(n).ok_or_else(|| UnknownVariant { name: n.clone() }))
+        .map(|n| match Mutant::parse(n) {
+            Some(m) if m.faults_scenario().is_none() => Ok(m),
+            _ => Err(UnknownVariant { name: n.clone() }),
+        })
         .collect()
 }
 
@@ -454,6 +500,7 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         results.push(run_variant(&b, m, first, &mut terminal).await);
     }
     terminal.finish();
+    let bench_gates = vec![hybrid_sticky(&b.out.join("hybrid-probe")).await];
     let caught = results.iter().filter(|r| r.caught).count();
     let report = SelfTestReport {
         cases: n_cases,
@@ -463,10 +510,12 @@ async fn run_async(args: SelfTestArgs) -> ExitCode {
         caught,
         classes: class_scores(&results, &classes),
         variants: results,
+        bench_gates,
         wall_s: t_all.elapsed().as_secs_f64(),
     };
     write_report(&b.out, &report);
-    if report.control_failures.is_empty() && caught == report.variants.len() {
+    let held = report.bench_gates.iter().all(|g| g.held);
+    if report.control_failures.is_empty() && caught == report.variants.len() && held {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(ExitStatus::Missed)
@@ -526,6 +575,12 @@ fn verdict(r: &SelfTestReport) -> String {
         .collect();
     if !missed.is_empty() {
         v.push_str(&format!("; FAIL: missed {}", missed.join(", ")));
+    }
+    for g in r.bench_gates.iter().filter(|g| !g.held) {
+        v.push_str(&format!(
+            "; FAIL: the bench's gate {} is loose: {}",
+            g.gate, g.detail
+        ));
     }
     v
 }

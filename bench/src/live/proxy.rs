@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 mod hybrid;
+pub use hybrid::{sticky_probe, ProbeError};
 
 /// Request bodies the proxy accepts (a harness request is tens of KiB).
 pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;

@@ -96,6 +96,244 @@ fn miss_message(body: &[u8]) -> String {
         .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned())
 }
 
+/// `bench self-test`'s check of this file's one-way switch, through the
+/// proxy a `--hybrid` command runs: a recording of three calls and a
+/// loopback stand-in for the endpoint, then the traffic of a case-run that
+/// goes back to recorded keys after its first unrecorded call (what every
+/// diverged conversation does: its next call key was recorded). Ok(what
+/// was seen) when every call from the switch on went live; Err(why) when a
+/// recorded reply answered after it (the switch is loose) or the probe
+/// could not run. An honest harness passes a loose switch, so only this
+/// traffic shows it.
+pub async fn sticky_probe(dir: &std::path::Path) -> Result<String, ProbeError> {
+    use harness::model::Protocol;
+    let replay = probe::recording(dir).await?;
+    let up = probe::Upstream::start().await?;
+    let proxy = super::LiveProxy::start(super::ProxyConfig {
+        endpoint: up.url.clone(),
+        api_key_env: None,
+        caps: crate::live::budget::Caps::new(probe::CAP_USD, None)
+            .map_err(|e| probe::setup(e.to_string()))?,
+        max_in_flight: 1,
+        live_model: None,
+    })
+    .await
+    .map_err(|e| probe::setup(format!("the probe's proxy: {e}")))?;
+    let base = proxy.register(
+        probe::CASE,
+        0,
+        RunReg {
+            protocol: Protocol::Anthropic,
+            prices: probe::prices(),
+            timeout: probe::CALL_TIMEOUT,
+            record: false,
+            replay: Some(replay.base_url_for(probe::CASE, 0)),
+        },
+    );
+    let mut answered = vec![];
+    for key in probe::KEYS {
+        answered.push((key, probe::call(&base, key).await?));
+    }
+    let t = proxy.finish(probe::CASE, 0);
+    let seen = answered
+        .iter()
+        .map(|(k, a)| format!("{k} -> {a}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sticky = answered.iter().skip(1).all(|(_, a)| a == probe::LIVE_TEXT)
+        && answered[0].1 == "recorded 0"
+        && (t.replayed, t.live) == (1, probe::KEYS.len() as u64 - 1);
+    match sticky {
+        true => Ok(format!("{seen}; {} replayed, {} live", t.replayed, t.live)),
+        false => Err(ProbeError::Loose(format!(
+            "{seen}; {} replayed, {} live",
+            t.replayed, t.live
+        ))),
+    }
+}
+
+/// Why the hybrid switch's probe did not pass.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The probe could not be set up, or a call of it went unanswered: it
+    /// proved nothing either way.
+    #[error("the probe could not run: {0}")]
+    Setup(String),
+    /// A recorded reply answered after the switch to live (or the first
+    /// call, which the recording saw, was not replayed): what each call got.
+    #[error("a recorded reply answered after the switch to live (or the first call was not replayed): {0}")]
+    Loose(String),
+}
+
+/// The probe's recording, endpoint stand-in and calls.
+mod probe {
+    use super::ProbeError;
+    use harness::ledger::{Price, PriceTable};
+    use harness::model::Protocol;
+    use harness::replay::{Cassette, FaultPlan, Recordings, ReplayOptions, ReplayServer};
+    use serde_json::{json, Value};
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    pub(super) const CASE: &str = "hybrid-sticky-probe";
+    const MODEL: &str = "probe-model";
+    /// The live command's cap for the probe's three live calls, in USD.
+    pub(super) const CAP_USD: f64 = 1.0;
+    pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+    pub(super) const LIVE_TEXT: &str = "live";
+    /// Recorded, then one the recording never saw (the switch), then two
+    /// it did see: both must go live.
+    pub(super) const KEYS: [&str; 4] = ["execute/0", "execute/unseen", "execute/1", "execute/2"];
+    /// The most of a request the stand-in reads, in bytes.
+    const REQUEST_MAX_BYTES: usize = 1 << 20;
+
+    fn reply(text: &str) -> Value {
+        json!({"id": "msg_probe", "type": "message", "role": "assistant", "model": MODEL,
+               "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+               "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 2}})
+    }
+
+    fn body() -> Value {
+        json!({"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": "probe"}]})
+    }
+
+    pub(super) fn prices() -> PriceTable {
+        let price = Price {
+            input_usd_per_mtok: 1.0,
+            output_usd_per_mtok: 1.0,
+        };
+        [(MODEL.to_string(), price)].into()
+    }
+
+    /// Three execute calls (`execute/0..2`), recorded under the probe's
+    /// conditions.
+    pub(super) async fn recording(dir: &std::path::Path) -> Result<ReplayServer, ProbeError> {
+        let conditions = harness::model::Conditions::of_body(Protocol::Anthropic, &body());
+        let interactions: Vec<Value> = (0..3)
+            .map(|i| {
+                json!({"role": "execute", "call_key": format!("execute/{i}"),
+                       "request": {"method": "POST", "path": "/v1/messages", "body": null, "body_sha256": null},
+                       "response": {"status": 200, "headers": {"content-type": "application/json"},
+                                    "body": reply(&format!("recorded {i}"))},
+                       "latency_ms": 0})
+            })
+            .collect();
+        let c = json!({"format": "harness-cassette/2", "case": CASE, "protocol": "anthropic", "model": MODEL,
+                       "made": {"how": "scripted", "when": "2026-12-07", "by": "bench self-test",
+                                "temperature": null, "seed": null, "notes": "the hybrid switch's probe"},
+                       "conditions": {"execute": conditions},
+                       "runs": [{"run": 0, "interactions": interactions}]});
+        std::fs::create_dir_all(dir).map_err(|e| setup(format!("{}: {e}", dir.display())))?;
+        let path = dir.join(format!("{CASE}.json"));
+        std::fs::write(&path, c.to_string())
+            .map_err(|e| setup(format!("{}: {e}", path.display())))?;
+        let mut rec = Recordings::new();
+        let cas = Cassette::load(&path).map_err(|e| setup(format!("{}: {e}", path.display())))?;
+        rec.add(cas, path).map_err(|e| setup(e.to_string()))?;
+        let opts = ReplayOptions {
+            strict: false,
+            latency_scale: 0.0,
+            faults: FaultPlan::none(),
+            capture: false,
+            serve_as_run: None,
+        };
+        ReplayServer::start(rec, opts)
+            .await
+            .map_err(|e| setup(format!("the probe's replay server: {e}")))
+    }
+
+    pub(super) fn setup(why: String) -> ProbeError {
+        ProbeError::Setup(why)
+    }
+
+    /// A loopback endpoint that answers every request with `LIVE_TEXT`.
+    pub(super) struct Upstream {
+        pub(super) url: String,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Drop for Upstream {
+        fn drop(&mut self) {
+            self.task.abort();
+        }
+    }
+
+    impl Upstream {
+        pub(super) async fn start() -> Result<Upstream, ProbeError> {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .map_err(|e| setup(format!("the probe's endpoint: {e}")))?;
+            let url = format!(
+                "http://{}",
+                l.local_addr().map_err(|e| setup(e.to_string()))?
+            );
+            let task = tokio::spawn(async move {
+                while let Ok((conn, _)) = l.accept().await {
+                    tokio::spawn(answer(conn));
+                }
+            });
+            Ok(Upstream { url, task })
+        }
+    }
+
+    /// Read one request (headers and content-length body), answer it.
+    async fn answer(mut conn: tokio::net::TcpStream) {
+        let mut buf = vec![];
+        let mut chunk = [0u8; 8192];
+        loop {
+            let Ok(n) = conn.read(&mut chunk).await else {
+                return;
+            };
+            if n == 0 || buf.len() > REQUEST_MAX_BYTES {
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                break;
+            }
+        }
+        let body = reply(LIVE_TEXT).to_string();
+        let resp = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = conn.write_all(resp.as_bytes()).await;
+    }
+
+    /// One call through the proxy; the text of its reply.
+    pub(super) async fn call(base: &str, key: &str) -> Result<String, ProbeError> {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|e| setup(e.to_string()))?;
+        let r = http
+            .post(format!("{base}/v1/messages"))
+            .header("x-harness-call-role", "execute")
+            .header("x-harness-call-key", key)
+            .header("x-harness-attempt", "0")
+            .timeout(CALL_TIMEOUT)
+            .body(body().to_string())
+            .send()
+            .await
+            .map_err(|e| setup(format!("{key}: the proxy did not answer: {e}")))?;
+        let status = r.status().as_u16();
+        let v: Value = r.json().await.map_err(|e| setup(format!("{key}: {e}")))?;
+        match v["content"][0]["text"].as_str() {
+            Some(t) if status == 200 => Ok(t.to_string()),
+            _ => Err(setup(format!("{key}: the proxy answered {status}: {v}"))),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{LiveProxy, ProxyConfig, RunReg};
@@ -232,5 +470,14 @@ mod tests {
         );
         assert_eq!(t.rejected.len(), 1, "{:?}", t.rejected);
         assert!(t.rejected[0].contains("--model \"m2\""), "{:?}", t.rejected);
+    }
+
+    /// The self-test's probe passes the one-way switch (a switch that asks
+    /// the recording again after it went live fails it).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_self_tests_probe_holds_for_the_one_way_switch() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = super::sticky_probe(dir.path()).await.unwrap();
+        assert!(seen.contains("1 replayed, 3 live"), "{seen}");
     }
 }
