@@ -127,7 +127,7 @@ fn run_stepped(
     steps: &str,
     c: &super::CaseDir,
     state: &Path,
-) -> Result<Stepped, String> {
+) -> Result<Stepped, super::FaultsError> {
     let real_start_ms = harness::clock::now_unix_ms();
     let t0 = Instant::now();
     let mut env = vec![
@@ -138,7 +138,7 @@ fn run_stepped(
         h.variant
             .map(|v| (harness::simfs::BROKEN_ENV, v.to_string())),
     );
-    let out = harness_run_env(h.bin, c, state, &env).map_err(|e| e.to_string())?;
+    let out = harness_run_env(h.bin, c, state, &env)?;
     let process_ms = t0.elapsed().as_millis() as u64;
     let stamps = std::fs::read_to_string(state.join(harness::events::FILE_NAME))
         .unwrap_or_default()
@@ -209,7 +209,7 @@ fn goal_met_run(h: &Harness, root: &Path, f: &mut Findings) -> Option<Value> {
     let r = match run_stepped(h, &steps, &c, &root.join("state")) {
         Ok(r) => r,
         Err(e) => {
-            f.check(CLOCK_STEP, what, false, e);
+            f.check(CLOCK_STEP, what, false, e.to_string());
             return None;
         }
     };
@@ -256,7 +256,7 @@ fn limited_run(h: &Harness, root: &Path, f: &mut Findings) -> Option<Value> {
     let r = match run_stepped(h, &steps, &c, &root.join("state")) {
         Ok(r) => r,
         Err(e) => {
-            f.check(CLOCK_STEP, what, false, e);
+            f.check(CLOCK_STEP, what, false, e.to_string());
             return None;
         }
     };
