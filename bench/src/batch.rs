@@ -9,13 +9,13 @@
 //! cap has refused a call (those count as failed, "not started").
 
 use crate::bench_fault::BenchFault;
+use crate::case_run::{self, Overlay, RunRecord, Servers, Target};
 use crate::events::{CaseMeta, Event, Reporter};
 pub use crate::harness_bin::{
     build_harness, harness_bin, has_test_hooks, interrupt_harness, HarnessBinError,
     TEST_VARIANTS_BIN,
 };
 use crate::live::LiveTarget;
-use crate::runner::{self, Overlay, RunRecord, Servers, Target};
 use crate::suite::Case;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -255,7 +255,7 @@ impl Batch {
                     },
                 };
                 let rec = match target {
-                    Ok(t) => runner::run_case(c, r, &t, &hb, &out, &ov).await,
+                    Ok(t) => case_run::run_case(c, r, &t, &hb, &out, &ov).await,
                     Err(fault) => RunRecord::faulted(c, r, fault, String::new()),
                 };
                 (ci, rec)
@@ -545,8 +545,8 @@ mod tests {
             "harness binary /nonexistent/harness not found; build it with `cargo build --release --workspace` or pass --harness"
         );
     }
+    use crate::case_run::RunRecord;
     use crate::events::{CaseMeta, Event, Reporter};
-    use crate::runner::RunRecord;
     use crate::summary::Outcome;
 
     /// What a reporter saw, by case index and run.

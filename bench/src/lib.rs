@@ -2,9 +2,9 @@
 //! uses only these modules, never another command.
 //!
 //! - `suite`: loading a suite's cases (case.toml, fixtures, cassettes).
-//! - `runner`: one case-run: a fresh copy, the harness process
+//! - `case_run`: one case-run: a fresh copy, the harness process
 //!   (`harness::invocation::HarnessInvocation`), scoring (`score`) and the
-//!   audit (`audit`).
+//!   audit (`audit`), one room per phase.
 //! - `batch`: every case `runs_per_case` times at bounded concurrency (replay
 //!   servers or the live proxy, `live`) on the one worker pool (`batch::pool`),
 //!   emitting typed events to reporters (`events`: the terminal's progress
@@ -40,6 +40,7 @@ pub mod batch;
 pub mod bench_fault;
 pub mod calibrate;
 pub mod canary;
+pub mod case_run;
 pub mod cause;
 pub mod cli;
 pub mod diverge;
@@ -62,7 +63,6 @@ pub mod prices;
 pub mod private_dirs;
 pub mod record;
 pub mod run_index;
-pub mod runner;
 pub mod score;
 pub mod scripted;
 pub mod servers;

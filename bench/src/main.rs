@@ -15,8 +15,8 @@ mod cmd;
 
 // The core, under the names the commands use (`crate::batch`, ...).
 use bench::{
-    batch, bench_fault, cli, events, exit, interrupt, live, outputs, prices, runner, stats, suite,
-    summary,
+    batch, bench_fault, case_run, cli, events, exit, interrupt, live, outputs, prices, stats,
+    suite, summary,
 };
 use cmd::{
     ab, calibrate, chaos, diverge, faults, flaky, guarantees, index, knee, merge, new_case, price,

@@ -366,7 +366,7 @@ pub fn hybrid_outputs(
 /// A failed case-run's failures that its headline does not already say
 /// (the headline names the expected and actual ending; the ending check's
 /// failure says the same words).
-pub fn failures_beside<'r>(headline: &str, r: &'r crate::runner::RunRecord) -> Vec<&'r str> {
+pub fn failures_beside<'r>(headline: &str, r: &'r crate::case_run::RunRecord) -> Vec<&'r str> {
     let endings = format!("expected {}, got {}", r.expected_ending, r.ending_name());
     (r.failures.iter())
         .map(String::as_str)
@@ -399,7 +399,7 @@ pub fn print_outputs(summary: &Summary, out: &Path, junit: &Path) -> ExitCode {
     if let Some(l) = summary.traffic_line() {
         outln!("{l}");
     }
-    let cut = |r: &&crate::runner::RunRecord| {
+    let cut = |r: &&crate::case_run::RunRecord| {
         matches!(
             r.bench_fault,
             Some(crate::bench_fault::BenchFault::Interrupted { .. })

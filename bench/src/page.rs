@@ -355,8 +355,8 @@ fn cases_section(s: &Summary, out: &Path) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::{relative_link, suite_page};
+    use crate::case_run::RunRecord;
     use crate::events::CaseMeta;
-    use crate::runner::RunRecord;
     use crate::score::{Check, CheckKind};
     use crate::summary::{case_record, totals_of, Summary};
     use scraper::{Html, Selector};

@@ -68,7 +68,7 @@ async fn run_one(ctx: &StepCtx, n: usize, s: &Step) -> Check {
         .with_state_dir(&state)
         .command(&ctx.harness_bin);
     cmd.args(&s.args);
-    // Its own process group, like every harness the bench runs (runner.rs).
+    // Its own process group, like every harness the bench runs (case_run/process.rs).
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.stdin(Stdio::null())

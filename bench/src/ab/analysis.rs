@@ -5,7 +5,7 @@
 //! code that `bench ab` reports with.
 
 use crate::bench_fault::BenchFault;
-use crate::runner::RunRecord;
+use crate::case_run::RunRecord;
 use crate::stats::inference::{self, Permutation, VarianceParts, ALPHA};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! the arm and scaling its budget, checked against the cases before anything
 //! runs.
 
-use crate::runner::Overlay;
+use crate::case_run::Overlay;
 use crate::suite::Case;
 use serde::Serialize;
 use std::path::Path;

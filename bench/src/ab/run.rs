@@ -6,9 +6,9 @@
 
 use super::analysis::{self, CasePair, Obs, Settings};
 use super::config::{check_config_against, ArmConfig, ConfigError};
+use crate::case_run::{self, Overlay, Servers, Target};
 use crate::live::{LiveSettings, LiveTarget};
 use crate::outputs::SummaryFiles;
-use crate::runner::{self, Overlay, Servers, Target};
 use crate::suite::{self, Case};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -339,7 +339,10 @@ struct ArmWork {
 impl ArmWork {
     /// One case-run of one arm; live, once the command-wide cap refused a
     /// call, a case-run not started is a bench fault (not comparable).
-    async fn run(&self, (arm, ci, r): crate::batch::LaneJob) -> (usize, usize, runner::RunRecord) {
+    async fn run(
+        &self,
+        (arm, ci, r): crate::batch::LaneJob,
+    ) -> (usize, usize, case_run::RunRecord) {
         let case = &self.cases[arm][ci];
         let target = &self.targets[ci][arm];
         let stopped = match target {
@@ -347,14 +350,14 @@ impl ArmWork {
             Target::Replay(_) => None,
         };
         let rec = match stopped {
-            Some(why) => runner::RunRecord::faulted(
+            Some(why) => case_run::RunRecord::faulted(
                 case,
                 r,
                 crate::bench_fault::BenchFault::LiveCapReached { detail: why },
                 String::new(),
             ),
             None => {
-                runner::run_case(
+                case_run::run_case(
                     case,
                     r,
                     target,
@@ -450,7 +453,7 @@ async fn run_arms(
 }
 
 /// Each case's records in both arms, as the analysis reads them.
-fn pairs_of(cases: &[Case], per_arm: Vec<Vec<Vec<runner::RunRecord>>>) -> Vec<CasePair> {
+fn pairs_of(cases: &[Case], per_arm: Vec<Vec<Vec<case_run::RunRecord>>>) -> Vec<CasePair> {
     cases
         .iter()
         .enumerate()

@@ -165,7 +165,7 @@ fn plan_of(args: AbArgs) -> Result<Plan, AbError> {
     let harness_bin = args
         .harness
         .clone()
-        .unwrap_or_else(crate::runner::default_harness_bin);
+        .unwrap_or_else(crate::case_run::default_harness_bin);
     if !harness_bin.is_file() {
         return Err(AbError::NoHarness(harness_bin.display().to_string()));
     }

@@ -14,9 +14,9 @@
 //! loaded.
 
 use crate::batch::{self, LaneJob, Reported};
+use crate::case_run::{self, Overlay, RunRecord, Target};
 use crate::events::{CaseMeta, Event, Fanout, Lines, Reporter, Terminal};
 use crate::exit::ExitStatus;
-use crate::runner::{self, Overlay, RunRecord, Target};
 use crate::suite::{self, Case};
 use bench::flaky::report::{FlakyReport, MarkerStatus};
 use bench::flaky::{build_report, plan, read_baseline, Settings};
@@ -251,7 +251,7 @@ async fn run_plan(
                 .cloned()
                 .unwrap_or(Err(plan::Unserved::Unplanned));
             let rec = match server {
-                Ok(s) => runner::run_case(c, run, &Target::Replay(s), &hb, &out, &ov).await,
+                Ok(s) => case_run::run_case(c, run, &Target::Replay(s), &hb, &out, &ov).await,
                 Err(unserved) => RunRecord::faulted(
                     c,
                     run,

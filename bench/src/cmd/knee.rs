@@ -459,7 +459,7 @@ fn write_outputs(r: &KneeReport, obs: &[RunObs], out: &Path) -> Result<(), Write
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::RunRecord;
+    use crate::case_run::RunRecord;
     use bench::knee::run::observe;
     use harness::ending::Ending;
 
@@ -483,7 +483,7 @@ mod tests {
             live_calls: None,
             latency: None,
             run: 0,
-            ending: crate::runner::ending_or_none::parse(ending).unwrap(),
+            ending: crate::case_run::ending_or_none::parse(ending).unwrap(),
             exit_code: 0,
             passed: true,
             score: 1.0,

@@ -196,7 +196,7 @@ pub fn run(args: MergeArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::RunRecord;
+    use crate::case_run::RunRecord;
     use crate::summary::{CaseRecord, Outcome};
 
     fn case(id: &str, category: &str) -> CaseRecord {

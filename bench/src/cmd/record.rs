@@ -216,7 +216,7 @@ fn check_flags(args: &RecordArgs, proto: Protocol) -> Result<(), ExitCode> {
 /// Everything a recording needs before the proxy starts.
 struct Prepared {
     settings: live::LiveSettings,
-    overlay: crate::runner::Overlay,
+    overlay: crate::case_run::Overlay,
     harness_bin: PathBuf,
     cases: Vec<Case>,
     load_errors: Vec<LoadError>,
@@ -342,7 +342,7 @@ fn outcome(report: &live::LiveReport, out: &Path, runs: u32, all_loaded: bool) -
 }
 
 /// Tokens a case-run's ledger booked (all four fields), from its report.
-fn tokens_of(r: &crate::runner::RunRecord) -> u64 {
+fn tokens_of(r: &crate::case_run::RunRecord) -> u64 {
     std::fs::read(Path::new(&r.state_dir).join("report.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
@@ -353,7 +353,7 @@ fn tokens_of(r: &crate::runner::RunRecord) -> u64 {
 /// Endings per case and run, and what was recorded.
 fn table(
     ids: &[String],
-    per_case: &[Vec<crate::runner::RunRecord>],
+    per_case: &[Vec<crate::case_run::RunRecord>],
     written: &[live::recorder::CaseWritten],
     runs: u32,
 ) -> String {

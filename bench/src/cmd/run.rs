@@ -13,10 +13,10 @@
 //! start); 2 usage error.
 
 use crate::batch::RUNS_PER_CASE_MAX;
+use crate::case_run;
 use crate::events::{Fanout, Lines, Terminal};
 use crate::exit::ExitStatus;
 use crate::outputs::{finish_outputs, live_outputs, SummaryFiles};
-use crate::runner;
 use crate::suite::{self, Case};
 use crate::summary::{config_hash, git_rev, Summary};
 use clap::Args;
@@ -310,7 +310,7 @@ impl RunPlan {
         let mut terminal = Terminal::new(batch.total(), "case-runs", Lines::Gate);
         let mut files = SummaryFiles::new(head, &out, junit.as_deref());
         let mut reporters = Fanout(vec![&mut terminal, &mut files]);
-        (batch.run(&runner::Overlay::default(), &batch.out, &mut reporters)).await;
+        (batch.run(&case_run::Overlay::default(), &batch.out, &mut reporters)).await;
         terminal.finish();
         let code = finish_outputs(files, &out);
         Ok(match &live_target {
@@ -343,7 +343,7 @@ impl RunPlan {
                 proxy, None, recorder, None, key,
             ));
         };
-        let servers = runner::Servers::start(&self.cases).await;
+        let servers = case_run::Servers::start(&self.cases).await;
         let prov = crate::live::provenance("bench run --hybrid", proxy.upstream_host());
         let dir = self.out.join("hybrid").join("cassettes");
         let recorder = Recorder::new(&dir, prov, self.runs_per_case).map_err(Early::usage)?;

@@ -31,9 +31,9 @@
 //! loaded or built; 2 usage error.
 
 use crate::batch::{self, Batch};
+use crate::case_run::{Overlay, RunRecord};
 use crate::events::{Lines, Terminal};
 use crate::exit::ExitStatus;
-use crate::runner::{Overlay, RunRecord};
 use clap::Args;
 use harness::mutants::Mutant;
 use serde::{Deserialize, Serialize};

@@ -7,7 +7,7 @@
 //! (as `bench script` would), so an edit is tried at once.
 
 use crate::exit::ExitStatus;
-use bench::runner::RunRecord;
+use bench::case_run::RunRecord;
 use clap::Args;
 use harness::events::{Event, EventLine};
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ async fn try_case(args: TryCaseArgs) -> ExitCode {
     };
     let mut quiet = crate::events::Fanout(vec![]);
     let records = batch
-        .run(&bench::runner::Overlay::default(), &batch.out, &mut quiet)
+        .run(&bench::case_run::Overlay::default(), &batch.out, &mut quiet)
         .await;
     let Some(r) = records.into_iter().flatten().next() else {
         errln!("bench try-case: the case-run produced no record");

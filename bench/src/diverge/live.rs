@@ -7,10 +7,10 @@
 
 use super::trajectory::Set;
 use crate::batch::{self, Batch};
+use crate::case_run::Overlay;
 use crate::events::{Lines, Terminal};
 use crate::exit::ExitStatus;
 use crate::live::{self, recorder::Recorder, LiveSettings, LiveTarget};
-use crate::runner::Overlay;
 use crate::suite::Case;
 use harness::model::Protocol;
 use std::path::{Path, PathBuf};

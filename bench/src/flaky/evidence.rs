@@ -21,8 +21,8 @@
 //! Case-runs that ended in the bench's own machinery (`bench_fault`) are no
 //! evidence either way: they are counted and left out.
 
+use crate::case_run::RunRecord;
 use crate::known_flaky::{Cause, SCORER_MARGIN};
-use crate::runner::RunRecord;
 use crate::score::{CheckKind, PASS_SCORE};
 use crate::suite::Case;
 use serde::{Deserialize, Serialize};
@@ -508,7 +508,7 @@ mod tests {
             live_calls: None,
             latency: None,
             run: 0,
-            ending: crate::runner::ending_or_none::parse(ending).unwrap(),
+            ending: crate::case_run::ending_or_none::parse(ending).unwrap(),
             exit_code: 0,
             passed: false,
             score,

@@ -8,8 +8,8 @@ pub mod evidence;
 pub mod plan;
 pub mod report;
 
+use crate::case_run::RunRecord;
 use crate::known_flaky::Cause;
-use crate::runner::RunRecord;
 use crate::stats::reliability::{fisher_fell, pass_hat_k};
 use crate::stats::{wilson, Z95};
 use crate::suite::Case;

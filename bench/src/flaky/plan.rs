@@ -17,7 +17,7 @@
 //!   the report says so.
 
 use super::evidence::Lane;
-use crate::runner::start_server;
+use crate::case_run::start_server;
 use crate::servers::ServerError;
 use crate::suite::Case;
 use harness::replay::{FaultPlan, ReplayServer};

@@ -6,7 +6,7 @@
 //! resampled. Pure: no I/O, so every figure is testable from numbers.
 
 use crate::bench_fault::BenchFault;
-use crate::runner::ending_or_none;
+use crate::case_run::ending_or_none;
 use crate::stats::kneedle;
 use crate::stats::{case_bootstrap, percentile_interval};
 use harness::ending::Ending;
@@ -33,7 +33,7 @@ pub struct RunObs {
     pub case: String,
     pub run: u32,
     /// None when the case-run reached no ending (written `<none>`).
-    #[serde(with = "crate::runner::ending_or_none")]
+    #[serde(with = "crate::case_run::ending_or_none")]
     pub ending: Option<Ending>,
     pub spend_usd: f64,
     pub hard_cap_usd: f64,

@@ -6,7 +6,7 @@
 
 use super::analysis::{self, KneeReport, RunObs};
 use crate::batch::Batch;
-use crate::runner::{Overlay, RunRecord};
+use crate::case_run::{Overlay, RunRecord};
 use crate::suite;
 use harness::ending::Ending;
 use std::path::{Path, PathBuf};

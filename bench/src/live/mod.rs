@@ -209,7 +209,7 @@ pub enum BeginError {
         speaks: Protocol,
         found: Protocol,
     },
-    /// The case's replay server, as `runner::Servers` refused it.
+    /// The case's replay server, as `case_run::Servers` refused it.
     #[error("{0}")]
     Recording(String),
 }
@@ -480,7 +480,7 @@ impl LiveTarget {
     }
 
     /// The variables removed from the harness's environment on top of every
-    /// provider key variable, which `runner::run_harness` removes from every
+    /// provider key variable, which `case_run::process::start` removes from every
     /// harness process: the named ones may be any name.
     fn env_remove(&self, spec: &harness::spec::RunSpec) -> Vec<String> {
         let mut env_remove: Vec<String> = self.key_env.iter().cloned().collect();
