@@ -9,6 +9,7 @@
 //! case-run does; so does a chaos kill, which is the only honest exercise of
 //! a promise about kills and power cuts (`chaos_only` says why, per entry).
 
+use crate::audit::AuditGate;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -268,17 +269,12 @@ fn fold(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The names that may follow `audit.` in `gates`.
-pub const AUDIT_GATES: [&str; 8] = [
-    "goal_met_implies_predicate",
-    "confined",
-    "report_consistent",
-    "spend",
-    "allowlist",
-    "judge_requests",
-    "secret_canary",
-    "page_safe",
-];
+/// The names that may follow `audit.` in `gates`, as an error lists them
+/// (`goal_met_implies_predicate|confined|...`).
+fn audit_gate_names() -> String {
+    let names: Vec<&str> = AuditGate::ALL.iter().map(|g| g.as_str()).collect();
+    names.join("|")
+}
 
 /// Docs read once each, whitespace folded: many quotes name the same doc.
 struct Docs<'r> {
@@ -491,7 +487,8 @@ fn gate_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
     };
     for g in &p.gates {
         match g.split_once('.') {
-            Some(("audit", name)) if AUDIT_GATES.contains(&name) => {}
+            // Only a gate the audit runs (one list: `AuditGate`).
+            Some(("audit", _)) if AuditGate::of_check(g).is_some() => {}
             Some(("expect", field)) => {
                 if !any_case(&|f| f.expect.contains(field)) {
                     out.push(format!(
@@ -515,7 +512,7 @@ fn gate_problems(at: &str, p: &Promise, known: &Known) -> Vec<String> {
             }
             _ => out.push(format!(
                 "{at}: gates: {g:?} is neither audit.<{}>, expect.<field>, step[<n>], stop_report.<field> nor replay.<field>",
-                AUDIT_GATES.join("|")
+                audit_gate_names()
             )),
         }
     }
@@ -749,6 +746,23 @@ mod tests {
             invariants: BTreeSet::new(),
             variants: BTreeSet::new(),
         }
+    }
+
+    /// A promise's `audit.` gate must be one the audit runs: every
+    /// `AuditGate` is accepted, anything else refused with the list.
+    #[test]
+    fn an_audit_gate_is_one_the_audit_runs() {
+        let known = known("", &[]);
+        let mut p = promise("p", "c");
+        p.gates = AuditGate::ALL.iter().map(|g| g.check_name()).collect();
+        assert_eq!(gate_problems("p", &p, &known), Vec::<String>::new());
+        p.gates = vec!["audit.page_unsafe".into(), "audit.".into()];
+        let problems = gate_problems("p", &p, &known);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("audit.<goal_met_implies_predicate|confined|"),
+            "{problems:?}"
+        );
     }
 
     #[test]

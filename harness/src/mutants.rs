@@ -362,7 +362,7 @@ impl Mutant {
     /// The one check of the bench a dishonest variant lies to, which alone
     /// must catch it (another check may see it too, but is not what it
     /// probes): `audit.<gate>`
-    /// (bench/src/audit.rs) or `replay.<field>` (the replay server's
+    /// (`bench::audit::AuditGate`) or `replay.<field>` (the replay server's
     /// comparison of a request's recording conditions, model::conditions).
     /// `bench self-test` counts such a variant caught only when that check
     /// failed in one of its case-runs, so a loosened check fails the

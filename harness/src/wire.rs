@@ -1,44 +1,7 @@
 //! Closed vocabularies that cross a process boundary (report.json,
-//! events.jsonl, checkpoints) as plain strings. Each is declared once, with
-//! its wire name next to its variant: serde, `as_str`, `parse` and `ALL` all
-//! come from that one list, so a reader that matches a variant stops
-//! compiling when the harness renames it, and a string the list does not hold
-//! fails to parse instead of being taken for some other value.
+//! events.jsonl, checkpoints) as plain strings, each declared once with
+//! `wire_names!`: see `strict::wire_names!` for what it derives and why. The
+//! macro lives in the strict crate so the bench declares its own (the audit
+//! gates) with the same one; this module keeps the harness's path to it.
 
-/// Declare a closed enum whose variants travel as the given strings.
-macro_rules! wire_names {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident {
-            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-        pub enum $name {
-            $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
-        }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $( $name::$variant => $wire, )+
-                }
-            }
-
-            pub fn parse(s: &str) -> Option<$name> {
-                $name::ALL.iter().copied().find(|v| v.as_str() == s)
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-pub(crate) use wire_names;
+pub(crate) use strict::wire_names;

@@ -27,6 +27,11 @@
 //! assert_eq!(e.field().as_deref(), Some("hard_cap_usd"));
 //! assert_eq!(e.found, Some("string"));
 //! ```
+//!
+//! It also holds [`wire_names!`] (module `wire`), the one way the harness
+//! and the bench declare a closed vocabulary that travels as strings.
+
+mod wire;
 
 use serde::de::DeserializeOwned;
 pub use serde_path_to_error::Segment;

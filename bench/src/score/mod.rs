@@ -4,7 +4,7 @@
 //!   expectation about a guarantee (exit code, class, alert or page, the
 //!   predicate, parking and pruning, posts, notice placement, money, commits,
 //!   what a request must and must not carry) plus the audit every case-run
-//!   gets (bench/src/audit.rs). One failed gate fails the case-run, whatever
+//!   gets (bench/src/audit/). One failed gate fails the case-run, whatever
 //!   the score: a check on a guarantee is not a quality score.
 //! - scored checks are the quality of the agent's work where partial credit
 //!   is meaningful (which tasks were verified, what files and posts contain,
