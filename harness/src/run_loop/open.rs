@@ -4,7 +4,7 @@
 //! had already ended (re-reported), or a raise of a limit was refused.
 
 use super::end::{fail_early, rereport, Ends};
-use super::{Outcome, Raise, RunEnd, RunOptions, Runner};
+use super::{Raise, RunEnd, RunOptions, Runner};
 use crate::checkpoint;
 use crate::clock::now_unix_ms;
 use crate::ending::{Ending, ErrorKind};
@@ -42,8 +42,8 @@ pub(super) enum EarlyEnd {
 
 /// Why a run could not start: UNRECOVERABLE_ERROR of this kind.
 pub(super) struct CannotStart {
-    kind: ErrorKind,
-    detail: String,
+    pub(super) kind: ErrorKind,
+    pub(super) detail: String,
 }
 
 impl EarlyEnd {
@@ -52,23 +52,11 @@ impl EarlyEnd {
         match self {
             EarlyEnd::Failed(at, why) => {
                 let (mut o, state) = *at;
-                let out: Outcome = fail_early(
-                    state,
-                    why.kind,
-                    why.detail,
-                    &o.goal,
-                    &o.ends,
-                    state_dir,
-                    &mut o.events,
-                )
-                .await;
-                out.into()
+                fail_early(state, why, &mut o, state_dir).await.into()
             }
             EarlyEnd::Ended(at, f) => {
                 let (mut o, state) = *at;
-                rereport(&state, &f, &o.goal, &o.ends, &mut o.events, state_dir)
-                    .await
-                    .into()
+                rereport(&state, &f, &mut o, state_dir).await.into()
             }
             EarlyEnd::Refused(why) => RunEnd::Refused(why),
         }
