@@ -204,6 +204,7 @@ pub async fn end_before_start(
         goal,
         ends: Ends::of(spec),
         events: EventLog::open(state_dir),
+        rules: super::rules::Rules::of_process(),
     };
     fail_early(s, CannotStart { kind, detail }, &mut o, state_dir).await
 }
@@ -486,7 +487,7 @@ impl Runner {
             parked: ids(&mut s.parked.iter().map(|p| &p.id)),
             queue_left: ids(&mut s.queue.iter().map(|t| &t.id)),
             in_flight_task: (s.in_progress.as_ref())
-                .filter(|_| !crate::mutants::active(crate::mutants::Mutant::StopReportNoInFlight))
+                .filter(|_| self.rules.stop_report_names_in_flight)
                 .map(|t| t.id.clone()),
         };
         let delivery = crate::report::deliver_stop_notice(
@@ -529,7 +530,7 @@ impl Runner {
         let outcome = task.verify.run(&self.verify_ctx());
         let doubt = self
             .in_flight_write_in_doubt()
-            .filter(|_| crate::simfs::broken() != Some(crate::simfs::Broken::VerifiedInDoubt));
+            .filter(|_| self.rules.in_doubt_parks);
         match outcome {
             // Verified means durable: what the page cache shows after a
             // failed write may not survive a power cut (found by bench
@@ -631,9 +632,7 @@ impl Runner {
             state_dir: &self.state_dir,
         };
         let outcome = draft.close(DecidedBy::Loop, out).await;
-        if ending == Ending::GoalMet
-            && crate::mutants::active(crate::mutants::Mutant::UndoneAfterReport)
-        {
+        if ending == Ending::GoalMet && !self.rules.work_kept_after_report {
             self.undo_verified_work();
         }
         outcome
