@@ -3,7 +3,7 @@
 //! not start, the ending of a panicked run built from disk, and `publish`,
 //! the last act of every ending.
 
-use super::open::{CannotStart, Opening};
+use super::rules::Rules;
 use super::{Outcome, Runner, Suspended};
 use crate::checkpoint::{self, SaveError};
 use crate::clock::now_unix_ms;
@@ -22,6 +22,22 @@ use std::path::{Path, PathBuf};
 
 /// Why a task in flight at an ending is parked without a verdict.
 const NOT_JUDGED_PREFIX: &str = "not judged";
+
+/// What an early end is reported from: the goal, where endings are
+/// published, the event log, and the state as far as it was read.
+pub(super) struct Opening {
+    pub(super) goal: Goal,
+    pub(super) ends: Ends,
+    pub(super) events: EventLog,
+    /// The run's rules (`rules.rs`), chosen once when the run opens.
+    pub(super) rules: Rules,
+}
+
+/// Why a run could not start: UNRECOVERABLE_ERROR of this kind.
+pub(super) struct CannotStart {
+    pub(super) kind: ErrorKind,
+    pub(super) detail: String,
+}
 
 /// One ending as it is told: every report.json of an ending and every
 /// `ending` event in the journal is built from a draft (`report`, `event`),
@@ -204,7 +220,7 @@ pub async fn end_before_start(
         goal,
         ends: Ends::of(spec),
         events: EventLog::open(state_dir),
-        rules: super::rules::Rules::of_process(),
+        rules: Rules::of_process(),
     };
     fail_early(s, CannotStart { kind, detail }, &mut o, state_dir).await
 }

@@ -3,7 +3,7 @@
 //! run could not start (UNRECOVERABLE_ERROR through `end::fail_early`), it
 //! had already ended (re-reported), or a raise of a limit was refused.
 
-use super::end::{fail_early, rereport, Ends};
+use super::end::{fail_early, rereport, CannotStart, Ends, Opening};
 use super::rules::Rules;
 use super::{Raise, RunEnd, RunOptions, Runner};
 use crate::checkpoint;
@@ -22,16 +22,6 @@ use crate::workspace::Workspace;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-/// What an early end is reported from: the goal, where endings are
-/// published, the event log, and the state as far as it was read.
-pub(super) struct Opening {
-    pub(super) goal: Goal,
-    pub(super) ends: Ends,
-    pub(super) events: EventLog,
-    /// The run's rules (`rules.rs`), chosen once here.
-    pub(super) rules: Rules,
-}
-
 /// Why `open` gave no Runner.
 pub(super) enum EarlyEnd {
     /// The run could not start (a refused checkpoint, an unusable state
@@ -41,12 +31,6 @@ pub(super) enum EarlyEnd {
     Ended(Box<(Opening, RunState)>, Finished),
     /// A raise of a limit, refused before anything was changed.
     Refused(String),
-}
-
-/// Why a run could not start: UNRECOVERABLE_ERROR of this kind.
-pub(super) struct CannotStart {
-    pub(super) kind: ErrorKind,
-    pub(super) detail: String,
 }
 
 impl EarlyEnd {
