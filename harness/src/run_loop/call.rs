@@ -39,7 +39,9 @@ impl Runner {
             self.state.budget_notices += 1;
         }
         point(phase); // a kill here leaves a journaled reserve: booked at worst case on resume
-        off_the_recording(&mut req);
+        if let Some(off) = self.rules.off_the_recording {
+            off.apply(&mut req);
+        }
         let deadline = self.clock_deadline();
         let mut gate = AttemptReserve::new(&mut self.ledger, req.role, res, bound, deadline);
         // A stop request abandons the call in flight (crate::stop).
@@ -156,24 +158,5 @@ impl Runner {
         std::time::Instant::now().checked_add(std::time::Duration::from_millis(
             left_ms.min(u64::MAX as f64) as u64,
         ))
-    }
-}
-
-/// The broken variants that send a request other than the one the run
-/// reserved for (`harness::mutants`; a constant no-op in a production
-/// build): each changes one recording condition the replay compares.
-fn off_the_recording(req: &mut ModelRequest) {
-    use crate::mutants::{active, Mutant};
-    if active(Mutant::ToolsReordered) {
-        req.tools.reverse();
-    }
-    if active(Mutant::ModelRenamed) {
-        req.model.push_str("-latest");
-    }
-    if active(Mutant::MaxTokensOffByOne) {
-        req.max_tokens = req.max_tokens.saturating_sub(1);
-    }
-    if active(Mutant::SystemPromptAppended) {
-        req.system.push_str("\nBe concise.");
     }
 }

@@ -3,6 +3,7 @@
 //! not start, the ending of a panicked run built from disk, and `publish`,
 //! the last act of every ending.
 
+use super::rules::Rules;
 use super::{Outcome, Runner, Suspended};
 use crate::checkpoint::{self, SaveError};
 use crate::clock::now_unix_ms;
@@ -22,17 +23,111 @@ use std::path::{Path, PathBuf};
 /// Why a task in flight at an ending is parked without a verdict.
 const NOT_JUDGED_PREFIX: &str = "not judged";
 
+/// What an early end is reported from: the goal, where endings are
+/// published, the event log, and the state as far as it was read.
+pub(super) struct Opening {
+    pub(super) goal: Goal,
+    pub(super) ends: Ends,
+    pub(super) events: EventLog,
+    /// The run's rules (`rules.rs`), chosen once when the run opens.
+    pub(super) rules: Rules,
+}
+
+/// Why a run could not start: UNRECOVERABLE_ERROR of this kind.
+pub(super) struct CannotStart {
+    pub(super) kind: ErrorKind,
+    pub(super) detail: String,
+}
+
+/// One ending as it is told: every report.json of an ending and every
+/// `ending` event in the journal is built from a draft (`report`, `event`),
+/// so the two never disagree on the ending, its detail or its kind.
+pub(super) struct ReportDraft<'a> {
+    pub(super) state: &'a RunState,
+    pub(super) goal: &'a Goal,
+    pub(super) ending: Ending,
+    pub(super) detail: Option<String>,
+    /// Why the run is UNRECOVERABLE_ERROR; None for every other ending.
+    pub(super) kind: Option<ErrorKind>,
+    pub(super) predicate_met: bool,
+    pub(super) elapsed_ms: u64,
+    /// The final checkpoint could not be written: said in the report.
+    pub(super) checkpoint_error: Option<SaveError>,
+}
+
+/// Who decided an ending, which is how its event is journaled (readers of
+/// events.jsonl rely on the two shapes): the loop's own ending with its
+/// exit code (its kind is in the report); an ending the loop never reached
+/// (the run could not start, or panicked) with the kind that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DecidedBy {
+    Loop,
+    Outside,
+}
+
+/// Where an ending goes: its event into the run's journal; its alert,
+/// report.json and page into the state dir (`publish`).
+pub(super) struct Outlet<'a> {
+    pub(super) events: &'a mut EventLog,
+    pub(super) ends: &'a Ends,
+    pub(super) state_dir: &'a Path,
+}
+
+impl ReportDraft<'_> {
+    /// The report, before `publish` adds the drift bands and the alert's
+    /// delivery.
+    pub(super) fn report(&self) -> Report {
+        let mut report = Report::build(
+            self.state,
+            self.goal.text(),
+            self.ending,
+            self.detail.clone(),
+            self.kind,
+            self.predicate_met,
+            self.elapsed_ms,
+        );
+        if let Some(e) = &self.checkpoint_error {
+            note_final_checkpoint_failed(&mut report, e);
+        }
+        report
+    }
+
+    /// The journal's `ending` event, in the shape `by` calls for.
+    pub(super) fn event(&self, by: DecidedBy) -> Event {
+        let (kind, exit_code) = match by {
+            DecidedBy::Loop => (None, Some(self.ending.exit_code())),
+            DecidedBy::Outside => (self.kind, None),
+        };
+        Event::Ending(EndingEvent {
+            ending: self.ending,
+            kind,
+            exit_code,
+            detail: self.detail.clone(),
+        })
+    }
+
+    /// The last acts of an ending: the report, its event in the journal,
+    /// then `publish` (the alert, report.json, the page).
+    pub(super) async fn close(self, by: DecidedBy, out: Outlet<'_>) -> Outcome {
+        let mut report = self.report();
+        out.events.emit(self.state.step, self.event(by));
+        let report_written = publish(&mut report, out.ends, out.state_dir).await;
+        Outcome {
+            ending: self.ending,
+            report,
+            report_written,
+        }
+    }
+}
+
 /// End a run that could not start (a refused checkpoint, an unusable state
 /// dir, ledger journal, workspace or endpoint): report it and alert a human,
 /// exactly like any other UNRECOVERABLE_ERROR.
 pub(super) async fn fail_early(
     mut state: RunState,
-    kind: ErrorKind,
-    detail: String,
-    goal: &Goal,
-    ends: &Ends,
+    why: CannotStart,
+    o: &mut Opening,
     state_dir: &Path,
-    events: &mut EventLog,
 ) -> Outcome {
     // The money is the journal's, read by the resume rules (in-flight and
     // torn reserves at their worst case), whatever refused the run: a
@@ -45,44 +140,34 @@ pub(super) async fn fail_early(
             state.ledger.blocked = blocked;
         }
     }
-    events.emit(
-        state.step,
-        Event::Ending(EndingEvent {
-            ending: Ending::UnrecoverableError,
-            kind: Some(kind),
-            exit_code: None,
-            detail: Some(detail.clone()),
-        }),
-    );
-    let mut report = Report::build(
-        &state,
-        goal.text(),
-        Ending::UnrecoverableError,
-        Some(detail),
-        Some(kind),
-        false,
-        state.elapsed_ms,
-    );
-    let report_written = publish(&mut report, ends, state_dir).await;
-    Outcome {
+    let draft = ReportDraft {
+        state: &state,
+        goal: &o.goal,
         ending: Ending::UnrecoverableError,
-        report,
-        report_written,
-    }
+        detail: Some(why.detail),
+        kind: Some(why.kind),
+        predicate_met: false,
+        elapsed_ms: state.elapsed_ms,
+        checkpoint_error: None,
+    };
+    let out = Outlet {
+        events: &mut o.events,
+        ends: &o.ends,
+        state_dir,
+    };
+    draft.close(DecidedBy::Outside, out).await
 }
 
 /// A run that had already ended: re-reported, never run again.
 pub(super) async fn rereport(
     state: &RunState,
     f: &Finished,
-    goal: &Goal,
-    ends: &Ends,
-    events: &mut EventLog,
+    o: &mut Opening,
     state_dir: &Path,
 ) -> Outcome {
-    // Already ended: re-report, never run again.
     crate::fault_injection::panic_point("rereport");
-    events.emit(state.step, Event::Rereport { ending: f.ending });
+    o.events
+        .emit(state.step, Event::Rereport { ending: f.ending });
     let (report, report_written) = match Report::load(state_dir) {
         Ok(r) => {
             // The page again, from the report as it stands.
@@ -94,17 +179,20 @@ pub(super) async fn rereport(
             // report and the alert were never delivered. finish() sends
             // the alert before writing the report, so a missing report
             // means a possibly missing alert: deliver it now (alerts are
-            // at-least-once, never at-most-once).
-            let mut r = Report::build(
+            // at-least-once, never at-most-once). Its ending event is
+            // already in the journal.
+            let draft = ReportDraft {
                 state,
-                goal.text(),
-                f.ending,
-                f.detail.clone(),
-                f.error_kind.clone(),
-                f.ending == Ending::GoalMet,
-                0,
-            );
-            let written = publish(&mut r, ends, state_dir).await;
+                goal: &o.goal,
+                ending: f.ending,
+                detail: f.detail.clone(),
+                kind: f.error_kind,
+                predicate_met: f.ending == Ending::GoalMet,
+                elapsed_ms: 0,
+                checkpoint_error: None,
+            };
+            let mut r = draft.report();
+            let written = publish(&mut r, &o.ends, state_dir).await;
             (r, written)
         }
     };
@@ -128,17 +216,13 @@ pub async fn end_before_start(
     let goal = Goal::new(spec.goal.clone());
     let mut s = RunState::new("unknown".into(), goal.sha256().to_string(), now_unix_ms());
     s.hard_cap_usd = spec.hard_cap_usd;
-    let mut events = EventLog::open(state_dir);
-    fail_early(
-        s,
-        kind,
-        detail,
-        &goal,
-        &Ends::of(spec),
-        state_dir,
-        &mut events,
-    )
-    .await
+    let mut o = Opening {
+        goal,
+        ends: Ends::of(spec),
+        events: EventLog::open(state_dir),
+        rules: Rules::of_process(),
+    };
+    fail_early(s, CannotStart { kind, detail }, &mut o, state_dir).await
 }
 
 /// The last act of every ending: the alert (file and webhook), then
@@ -291,38 +375,27 @@ pub(super) async fn end_after_panic(after: AfterPanic, message: String) -> Outco
         detail: Some(detail.clone()),
         error_kind: Some(kind),
     });
-    let ckpt_err = if checkpoint_usable {
+    let checkpoint_error = if checkpoint_usable {
         checkpoint::save(state_dir, &state).err()
     } else {
         None
     };
-    let mut report = Report::build(
-        &state,
-        goal.text(),
-        Ending::UnrecoverableError,
-        Some(detail),
-        Some(kind.clone()),
-        false,
-        state.elapsed_ms,
-    );
-    if let Some(e) = ckpt_err {
-        note_final_checkpoint_failed(&mut report, &e);
-    }
-    events.emit(
-        state.step,
-        Event::Ending(EndingEvent {
-            ending: Ending::UnrecoverableError,
-            kind: Some(kind),
-            exit_code: None,
-            detail: report.detail.clone(),
-        }),
-    );
-    let report_written = publish(&mut report, &after.ends, state_dir).await;
-    Outcome {
+    let draft = ReportDraft {
+        state: &state,
+        goal: &goal,
         ending: Ending::UnrecoverableError,
-        report,
-        report_written,
-    }
+        detail: Some(detail),
+        kind: Some(kind),
+        predicate_met: false,
+        elapsed_ms: state.elapsed_ms,
+        checkpoint_error,
+    };
+    let out = Outlet {
+        events: &mut events,
+        ends: &after.ends,
+        state_dir,
+    };
+    draft.close(DecidedBy::Outside, out).await
 }
 
 /// The spend of a panicked run: the ledger journal's (a call in flight at
@@ -430,7 +503,7 @@ impl Runner {
             parked: ids(&mut s.parked.iter().map(|p| &p.id)),
             queue_left: ids(&mut s.queue.iter().map(|t| &t.id)),
             in_flight_task: (s.in_progress.as_ref())
-                .filter(|_| !crate::mutants::active(crate::mutants::Mutant::StopReportNoInFlight))
+                .filter(|_| self.rules.stop_report_names_in_flight)
                 .map(|t| t.id.clone()),
         };
         let delivery = crate::report::deliver_stop_notice(
@@ -473,7 +546,7 @@ impl Runner {
         let outcome = task.verify.run(&self.verify_ctx());
         let doubt = self
             .in_flight_write_in_doubt()
-            .filter(|_| crate::simfs::broken() != Some(crate::simfs::Broken::VerifiedInDoubt));
+            .filter(|_| self.rules.in_doubt_parks);
         match outcome {
             // Verified means durable: what the page cache shows after a
             // failed write may not survive a power cut (found by bench
@@ -551,45 +624,34 @@ impl Runner {
             detail: detail.clone(),
             error_kind: kind,
         });
-        let ckpt_err =
+        let checkpoint_error =
             if ending == Ending::UnrecoverableError && kind == Some(ErrorKind::GoalTampered) {
                 None // never write a checkpoint from a state whose goal we no longer trust
             } else {
                 checkpoint::save(&self.state_dir, &self.state).err()
             };
         crate::fault_injection::panic_point("finish_after_checkpoint");
-        let mut report = Report::build(
-            &self.state,
-            self.goal.text(),
+        let draft = ReportDraft {
+            state: &self.state,
+            goal: &self.goal,
             ending,
             detail,
             kind,
             predicate_met,
-            self.elapsed_ms(),
-        );
-        if let Some(e) = ckpt_err {
-            note_final_checkpoint_failed(&mut report, &e);
-        }
-        self.events.emit(
-            self.state.step,
-            Event::Ending(EndingEvent {
-                ending,
-                kind: None,
-                exit_code: Some(ending.exit_code()),
-                detail: report.detail.clone(),
-            }),
-        );
-        let report_written = publish(&mut report, &Ends::of(&self.spec), &self.state_dir).await;
-        if ending == Ending::GoalMet
-            && crate::mutants::active(crate::mutants::Mutant::UndoneAfterReport)
-        {
+            elapsed_ms: self.clock.elapsed_ms(),
+            checkpoint_error,
+        };
+        let ends = Ends::of(&self.spec);
+        let out = Outlet {
+            events: &mut self.events,
+            ends: &ends,
+            state_dir: &self.state_dir,
+        };
+        let outcome = draft.close(DecidedBy::Loop, out).await;
+        if ending == Ending::GoalMet && !self.rules.work_kept_after_report {
             self.undo_verified_work();
         }
-        Outcome {
-            ending,
-            report,
-            report_written,
-        }
+        outcome
     }
 }
 

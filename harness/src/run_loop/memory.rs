@@ -97,7 +97,7 @@ impl Runner {
         if let Some(lines) = lines {
             self.state.history_summary = lines;
         } else if outcome == CompactOutcome::Malformed
-            && crate::mutants::active(crate::mutants::Mutant::CompactionTruncates)
+            && !self.rules.malformed_summary_keeps_history
         {
             let keep = self
                 .state
@@ -242,8 +242,7 @@ impl Runner {
                     workspace: Some(&self.workspace),
                     admitted: &self.state.lessons,
                 };
-                let admitted = if crate::mutants::active(crate::mutants::Mutant::AdmitsEveryLesson)
-                {
+                let admitted = if !self.rules.lessons_checked {
                     Ok((String::new(), crate::lessons::AnchorSource::Observation))
                 } else {
                     crate::lessons::admit(&c, &ctx)

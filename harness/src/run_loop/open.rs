@@ -3,8 +3,9 @@
 //! run could not start (UNRECOVERABLE_ERROR through `end::fail_early`), it
 //! had already ended (re-reported), or a raise of a limit was refused.
 
-use super::end::{fail_early, rereport, Ends};
-use super::{Outcome, Raise, RunEnd, RunOptions, Runner};
+use super::end::{fail_early, rereport, CannotStart, Ends, Opening};
+use super::rules::Rules;
+use super::{Raise, RunEnd, RunOptions, Runner};
 use crate::checkpoint;
 use crate::clock::now_unix_ms;
 use crate::ending::{Ending, ErrorKind};
@@ -21,14 +22,6 @@ use crate::workspace::Workspace;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-/// What an early end is reported from: the goal, where endings are
-/// published, the event log, and the state as far as it was read.
-pub(super) struct Opening {
-    pub(super) goal: Goal,
-    pub(super) ends: Ends,
-    pub(super) events: EventLog,
-}
-
 /// Why `open` gave no Runner.
 pub(super) enum EarlyEnd {
     /// The run could not start (a refused checkpoint, an unusable state
@@ -40,35 +33,17 @@ pub(super) enum EarlyEnd {
     Refused(String),
 }
 
-/// Why a run could not start: UNRECOVERABLE_ERROR of this kind.
-pub(super) struct CannotStart {
-    kind: ErrorKind,
-    detail: String,
-}
-
 impl EarlyEnd {
     /// The one early-end path: every way `open` ends a run is answered here.
     pub(super) async fn end(self, state_dir: &Path) -> RunEnd {
         match self {
             EarlyEnd::Failed(at, why) => {
                 let (mut o, state) = *at;
-                let out: Outcome = fail_early(
-                    state,
-                    why.kind,
-                    why.detail,
-                    &o.goal,
-                    &o.ends,
-                    state_dir,
-                    &mut o.events,
-                )
-                .await;
-                out.into()
+                fail_early(state, why, &mut o, state_dir).await.into()
             }
             EarlyEnd::Ended(at, f) => {
                 let (mut o, state) = *at;
-                rereport(&state, &f, &o.goal, &o.ends, &mut o.events, state_dir)
-                    .await
-                    .into()
+                rereport(&state, &f, &mut o, state_dir).await.into()
             }
             EarlyEnd::Refused(why) => RunEnd::Refused(why),
         }
@@ -102,6 +77,7 @@ pub(super) async fn open(
         goal,
         events: EventLog::open(state_dir),
         ends: Ends::of(&spec),
+        rules: Rules::of_process(),
     };
     let hard_cap = spec.hard_cap_usd;
 
@@ -135,20 +111,12 @@ pub(super) async fn open(
     let ended_cap = state.hard_cap_usd;
     state.hard_cap_usd = hard_cap;
     if let Some(raise) = opts.raise {
-        if let Err(why) = raise_limit(
-            &mut state,
-            raise,
-            &spec,
-            ended_cap,
-            state_dir,
-            &o.goal,
-            &mut o.events,
-        ) {
+        if let Err(why) = raise_limit(&mut state, raise, &spec, ended_cap, state_dir, &mut o) {
             return Err(EarlyEnd::Refused(why));
         }
     }
-    let reruns = crate::mutants::active(crate::mutants::Mutant::RerunsUnmetEndings);
-    if let Some(f) = (state.finished.clone()).filter(|f| !reruns || f.ending == Ending::GoalMet) {
+    let stands = o.rules.every_ending_stands;
+    if let Some(f) = (state.finished.clone()).filter(|f| stands || f.ending == Ending::GoalMet) {
         return Err(EarlyEnd::Ended(Box::new((o, state)), f));
     }
 
@@ -160,7 +128,7 @@ pub(super) async fn open(
             state_dir.join(crate::report::STOPPED_FILE_NAME),
         );
     }
-    let parts = match Parts::open(&mut spec, &mut state, &opts, state_dir) {
+    let parts = match Parts::open(&mut spec, &mut state, &opts, state_dir, &o.rules) {
         Ok(p) => p,
         Err(why) => return Err(failed(o, state, why.kind, why.detail)),
     };
@@ -205,6 +173,7 @@ impl Parts {
         state: &mut RunState,
         opts: &RunOptions,
         state_dir: &Path,
+        rules: &Rules,
     ) -> Result<Parts, CannotStart> {
         let ledger = open_ledger(spec, state, opts.max_usd, state_dir)?;
         let workspace = Workspace::open(&spec.workspace).map_err(|e| CannotStart {
@@ -216,7 +185,7 @@ impl Parts {
                 .clone()
                 .unwrap_or_else(|| state_dir.join("outbox.jsonl")),
         );
-        let client = connect(spec, opts).map_err(|detail| CannotStart {
+        let client = connect(spec, opts, rules).map_err(|detail| CannotStart {
             kind: ErrorKind::EndpointConfig,
             detail,
         })?;
@@ -282,7 +251,7 @@ impl Parts {
             task_paths: BTreeSet::new(),
             attempt_io_failed: None,
             _check_tmp: self.check_tmp,
-            rules: super::rules::Rules::of_process(),
+            rules: o.rules,
         }
     }
 }
@@ -336,7 +305,7 @@ fn open_ledger(
 }
 
 /// The model endpoint's client, or why the spec's endpoint is unusable.
-fn connect(spec: &RunSpec, opts: &RunOptions) -> Result<ModelClient, String> {
+fn connect(spec: &RunSpec, opts: &RunOptions, rules: &Rules) -> Result<ModelClient, String> {
     let base_url = opts
         .base_url_override
         .clone()
@@ -352,24 +321,24 @@ fn connect(spec: &RunSpec, opts: &RunOptions) -> Result<ModelClient, String> {
             ..RetryPolicy::default()
         },
     })
-    .map(|c| c.with_sampling(sampling(spec)))
+    .map(|c| c.with_sampling(sampling(spec, rules)))
     .map_err(|e| e.to_string())
 }
 
-/// The spec's sampling, as every request carries it (the broken variant
-/// `temperature-set` sends a temperature the spec does not set).
-fn sampling(spec: &RunSpec) -> crate::model::Sampling {
+/// The spec's sampling, as every request carries it (unless a broken
+/// variant sends requests off the recording: `rules::OffTheRecording`).
+fn sampling(spec: &RunSpec, rules: &Rules) -> crate::model::Sampling {
     let mut s = spec.model.sampling();
-    if crate::mutants::active(crate::mutants::Mutant::TemperatureSet) {
-        s.temperature = Some(if s.temperature == Some(0.7) { 0.3 } else { 0.7 });
+    if let Some(off) = rules.off_the_recording {
+        off.sampling(&mut s);
     }
     s
 }
 
 /// A raise of the limit whose ending is `needs` goes on only from a run
 /// that ended `needs`; `flag` names the raise in the refusal.
-fn ended_on(state: &RunState, flag: &str, needs: Ending) -> Result<(), String> {
-    let any = crate::mutants::active(crate::mutants::Mutant::RaiseAfterAnyEnding);
+fn ended_on(state: &RunState, flag: &str, needs: Ending, rules: &Rules) -> Result<(), String> {
+    let any = !rules.raise_needs_its_ending;
     match &state.finished {
         Some(f) if f.ending != needs && !any => Err(format!("{flag}: the run ended {}, not {needs}: only a run that ended on this limit goes on under a raised one", f.ending)),
         Some(_) => Ok(()),
@@ -392,8 +361,7 @@ fn raise_limit(
     spec: &RunSpec,
     ended_cap: f64,
     state_dir: &Path,
-    goal: &Goal,
-    events: &mut EventLog,
+    o: &mut Opening,
 ) -> Result<(), String> {
     use crate::ledger::LimitKind;
     let (flag, needs) = match raise.limit {
@@ -422,7 +390,7 @@ fn raise_limit(
                     state.hard_cap_usd = raise.to;
                 }
                 state.limit_raises = ledger.raises().to_vec();
-                goal.assert_intact().map_err(|e| e.to_string())?;
+                o.goal.assert_intact().map_err(|e| e.to_string())?;
                 return checkpoint::save(state_dir, state).map_err(|e| {
                     format!("{flag}: the raise is journaled but the checkpoint could not be written ({e}); run the same command again")
                 });
@@ -434,7 +402,7 @@ fn raise_limit(
     }
     // Refused unless the run ended on this very limit (a run not ended, or
     // ended otherwise, may still be this very raise again: above).
-    ended_on(state, flag, needs)?;
+    ended_on(state, flag, needs, &o.rules)?;
     let spent = ledger.spent_usd();
     let elapsed_s = state.elapsed_ms as f64 / 1000.0;
     let (old, floor, unit) = match raise.limit {
@@ -473,8 +441,8 @@ fn raise_limit(
         state.hard_cap_usd = raise.to;
     }
     state.limit_raises.push(r);
-    events.emit(state.step, Event::LimitRaised(r));
-    goal.assert_intact().map_err(|e| e.to_string())?;
+    o.events.emit(state.step, Event::LimitRaised(r));
+    o.goal.assert_intact().map_err(|e| e.to_string())?;
     crate::chaos_hook::point(crate::chaos_hook::Phase::AfterRaiseBeforeCheckpoint);
     checkpoint::save(state_dir, state).map_err(|e| {
         format!("{flag}: the raise is journaled but the checkpoint could not be written ({e}); run the same command again")

@@ -2,6 +2,7 @@
 //! of what either proposes, and the drift gate that prunes it.
 
 use super::error::LapError;
+use super::rules::JudgeSees;
 use super::{Runner, PLAN_FORMAT_RETRIES};
 use crate::chaos_hook::Phase;
 use crate::drift::{self, Band};
@@ -115,28 +116,27 @@ impl Runner {
         // The variant's judge also sees the tasks already verified (as if
         // the queue were never emptied): audit.judge_requests must fail it.
         let with_done: Vec<crate::task::Task>;
-        let queue: &[crate::task::Task] =
-            if crate::mutants::active(crate::mutants::Mutant::JudgeSeesDone) {
-                let template = self.state.queue[0].clone(); // non-empty: drift_check's caller
-                with_done = (self.state.completed.iter())
-                    .map(|c| crate::task::Task {
-                        id: c.id.clone(),
-                        description: c.description.clone(),
-                        ..template.clone()
-                    })
-                    .chain(self.state.queue.iter().cloned())
-                    .collect();
-                &with_done
-            } else {
-                &self.state.queue
-            };
+        let queue: &[crate::task::Task] = if self.rules.judge_sees == JudgeSees::QueueAndDone {
+            let template = self.state.queue[0].clone(); // non-empty: drift_check's caller
+            with_done = (self.state.completed.iter())
+                .map(|c| crate::task::Task {
+                    id: c.id.clone(),
+                    description: c.description.clone(),
+                    ..template.clone()
+                })
+                .chain(self.state.queue.iter().cloned())
+                .collect();
+            &with_done
+        } else {
+            &self.state.queue
+        };
         let mut req = drift::judge_request(
             &self.goal,
             queue,
             self.spec.model_for(crate::model::types::CallRole::Judge),
             format!("judge/{}", self.state.step),
         );
-        if crate::mutants::active(crate::mutants::Mutant::JudgeSeesHistory) {
+        if self.rules.judge_sees == JudgeSees::QueueAndHistory {
             let history: String = (self.state.model_claims.iter())
                 .map(|c| format!("{}: {}\n", c.task_id, c.text))
                 .collect();
