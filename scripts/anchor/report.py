@@ -2,13 +2,14 @@
 markers) from `scripts/bench-throughput --anchor`'s measurements: never typed
 by hand.
 
-    report.py RESULTS_TSV RSS_400_KB RSS_1600_KB RSS_3200_KB HARNESS_RSS_KB COMMIT INSPECT_VERSION
+    report.py RESULTS_TSV RSS_400_KB RSS_1600_KB RSS_3200_KB HARNESS_RSS_KB COMMIT INSPECT_VERSION [SMALL LARGE]
 
 RESULTS_TSV: one line per round: round, the equal-work Inspect script's
 seconds for 300 sample-runs, ours at concurrency 1, 4, 16 (case-runs/s), the
 equal-work script's seconds for 1,200 sample-runs, then the equal-guarantee
 script's (its scorer runs the predicate through `sandbox().exec`) seconds
-for 300 and for 1,200.
+for 300 and for 1,200. SMALL and LARGE: Inspect's two sizes in
+sample-runs, when not 300 and 1,200 (ANCHOR_SAMPLES).
 """
 import datetime
 import os
@@ -17,10 +18,11 @@ import re
 import sys
 
 results, rss400, rss1600, rss3200, hrss, commit, version = sys.argv[1:8]
+small_n, large_n = (int(n) for n in (sys.argv[8:10] or (300, 1200)))
 rows = []
-# The marginal rate: the 900 sample-runs between the two sizes over the
+# The marginal rate: the sample-runs between the two sizes over the
 # seconds between them (start-up and imports cancel out).
-marginal = lambda small, large: 900 / (float(large) - float(small))
+marginal = lambda small, large: (large_n - small_n) / (float(large) - float(small))
 for line in open(results):
     r, small, c1, c4, c16, large, sbx_small, sbx_large = line.rstrip("\n").split("\t")
     ours = [float(c1), float(c4), float(c16)]
@@ -53,7 +55,7 @@ body = "\n".join(table) + (
     f"{mb(rss1600)} over 1,600 (40 cases) and {mb(rss3200)} over 3,200 (160 cases); "
     f"one harness process at most {mb(hrss)}.\n\n"
     f"Measured {when} at commit {commit} on {machine}, by `scripts/bench-throughput --anchor` "
-    f"(Inspect AI {version}, `mockllm`, 3 epochs; marginal rate between 300 and 1,200 sample-runs; "
+    f"(Inspect AI {version}, `mockllm`, 3 epochs; marginal rate between {small_n:,} and {large_n:,} sample-runs; "
     "ours: 400 case-runs per figure, the anchor shape suites/throughput/anchor-6-call). "
     "Equal work: scripts/anchor/inspect_anchor.py with its scorer reading the files in-process. "
     "Equal guarantee: the same script with `--verify sandbox`, its scorer running the goal predicate "
