@@ -25,6 +25,15 @@ rows = []
 marginal = lambda small, large: (large_n - small_n) / (float(large) - float(small))
 for line in open(results):
     r, small, c1, c4, c16, large, sbx_small, sbx_large = line.rstrip("\n").split("\t")
+    for anchor, a, b in (("equal work", small, large), ("equal guarantee", sbx_small, sbx_large)):
+        # The larger size must take longer, or the marginal rate is void
+        # (negative or unbounded): the machine's load moved more than the work.
+        if float(b) <= float(a):
+            sys.exit(
+                f"report.py: {results}: round {r}, {anchor}: Inspect's {large_n:,} sample-runs took "
+                f"{float(b):.1f} s, no longer than its {small_n:,} ({float(a):.1f} s): the load on this "
+                "machine swamped the marginal rate; nothing written, measure again when it is quieter"
+            )
     ours = [float(c1), float(c4), float(c16)]
     rows.append((r, marginal(small, large), marginal(sbx_small, sbx_large), ours))
 
