@@ -187,6 +187,21 @@ impl Batch {
         self.run_inner(overlay, out, false, &[], reporter).await
     }
 
+    /// [`Batch::run`], the cases in `first` (indices into the batch's
+    /// cases) taken before the rest, which follow in their order: `bench
+    /// run` starts the cases its previous run found longest first, so a
+    /// case that waits on a wall clock overlaps the others' work instead of
+    /// ending the batch alone.
+    pub async fn run_ordered(
+        &self,
+        overlay: &Overlay,
+        out: &Path,
+        first: &[usize],
+        reporter: &mut dyn Reporter,
+    ) -> Vec<Vec<RunRecord>> {
+        self.run_inner(overlay, out, false, first, reporter).await
+    }
+
     /// [`Batch::run`], but no new case-run starts once one has failed (the
     /// ones in flight finish): for a gate that only needs to know whether
     /// anything fails (`bench self-test --first-catch`). The cases in

@@ -8,7 +8,18 @@ of the case's workspace, and a scorer checks both files by machine (the
 anchor case's two verifies and its predicate). Inspect writes its eval log as
 it always does.
 
-    python inspect_anchor.py --samples N --epochs 3 --workspace DIR --log-dir DIR
+Two scorers, chosen by --verify:
+  inline   (equal work) the predicate read in-process: `"idx_search_ts" in
+           open(...)`, no process started.
+  sandbox  (equal guarantee) the same, and the goal predicate run as a
+           process, as Inspect's coding evals verify: the task asks for
+           Inspect's local sandbox (`sandbox="local"`, a temp dir per sample)
+           and the scorer runs `grep -q idx_search_ts src/search.py` in the
+           sample's workspace through `sandbox().exec`; the sample passes only
+           when it exits 0. Our harness runs that predicate confined 3 times
+           per run and the bench once more; Inspect runs it once, unconfined.
+
+    python inspect_anchor.py --samples N --epochs 3 --workspace DIR --log-dir DIR [--verify inline|sandbox]
 
 prints one JSON line: sample_runs, seconds (the eval call only: interpreter
 start and imports are left out; the marginal rate over two sizes removes
@@ -34,7 +45,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Target, accuracy, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import tool
-from inspect_ai.util import store
+from inspect_ai.util import sandbox, store
 
 SEARCH_PY = (
     '"""/api/search handler."""\n\n'
@@ -137,10 +148,20 @@ def six_call_agent(workspace_src):
     return solve
 
 
+# The anchor case's goal predicate (suites/throughput/anchor-6-call/run.toml).
+PREDICATE = ["grep", "-q", "idx_search_ts", "src/search.py"]
+
+
 @scorer(metrics=[accuracy()])
-def both_files_hold_the_index():
+def both_files_hold_the_index(run_predicate: bool):
     async def score(state: TaskState, target: Target) -> Score:
         ws = store().get("workspace")
+        if run_predicate:
+            # cwd absolute: the local sandbox runs it there, on this machine.
+            result = await sandbox().exec(PREDICATE, cwd=ws, timeout=60)
+            if not result.success:
+                shutil.rmtree(ws, ignore_errors=True)
+                return Score(value=0, explanation=f"predicate exited {result.returncode}")
         ok = all(
             "idx_search_ts" in open(os.path.join(ws, p)).read()
             for p in (MIGRATION, "src/search.py")
@@ -158,11 +179,14 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--workspace", required=True)
     ap.add_argument("--log-dir", required=True)
+    ap.add_argument("--verify", choices=["inline", "sandbox"], default="inline")
     a = ap.parse_args()
+    with_sandbox = a.verify == "sandbox"
     task = Task(
         dataset=[Sample(input="Make /api/search order its results through idx_search_ts.", id=i) for i in range(a.samples)],
         solver=six_call_agent(a.workspace),
-        scorer=both_files_hold_the_index(),
+        scorer=both_files_hold_the_index(with_sandbox),
+        sandbox="local" if with_sandbox else None,
     )
     model = get_model("mockllm/model", custom_outputs=scripted)
     t0 = time.perf_counter()
@@ -173,7 +197,8 @@ def main():
     if log.results and log.results.scores:
         acc = log.results.scores[0].metrics["accuracy"].value
         passed = round(acc * a.samples * a.epochs)
-    print(json.dumps({"sample_runs": a.samples * a.epochs, "seconds": seconds, "passed": passed, "status": log.status}))
+    print(json.dumps({"sample_runs": a.samples * a.epochs, "seconds": seconds, "passed": passed,
+                      "status": log.status, "verify": a.verify}))
 
 
 if __name__ == "__main__":

@@ -288,6 +288,11 @@ impl RunPlan {
         };
         let _out_lock =
             crate::outputs::lock_out_dir(&self.out, "bench run").map_err(Early::usage)?;
+        // Replayed only: a live batch keeps the suite's order.
+        let first = match &live_target {
+            None => longest_first(&self.out, &self.cases),
+            Some(_) => Vec::new(),
+        };
         clear_earlier_cases(&self.out)?;
         let head = self.summary_head();
         let (out, junit, hybrid) = (self.out.clone(), self.junit.clone(), self.hybrid());
@@ -310,7 +315,8 @@ impl RunPlan {
         let mut terminal = Terminal::new(batch.total(), "case-runs", Lines::Gate);
         let mut files = SummaryFiles::new(head, &out, junit.as_deref());
         let mut reporters = Fanout(vec![&mut terminal, &mut files]);
-        (batch.run(&case_run::Overlay::default(), &batch.out, &mut reporters)).await;
+        let overlay = case_run::Overlay::default();
+        (batch.run_ordered(&overlay, &batch.out, &first, &mut reporters)).await;
         terminal.finish();
         let code = finish_outputs(files, &out);
         Ok(match &live_target {
@@ -443,6 +449,37 @@ fn select_cases(
         load_errors: loaded.errors,
     };
     Ok((cases, selected))
+}
+
+/// The cases' order, longest first, by the longest case-run each had in
+/// the previous run written to `out` (its summary.json); a case that run
+/// did not have goes first (its time is unknown), ties keep the suite's
+/// order. Empty (the suite's order) when there is no previous run. The
+/// suite's few cases that wait on a wall clock (a run cut at its 3 or 5 s
+/// limit) then start at once and overlap the others' work; started last,
+/// each held the batch seconds past the rest (issue 51).
+fn longest_first(out: &Path, cases: &[Case]) -> Vec<usize> {
+    let Ok(prior) = crate::summary::Summary::read(out) else {
+        return Vec::new();
+    };
+    let took: std::collections::HashMap<&str, u64> = (prior.cases.iter())
+        .map(|c| {
+            (
+                c.id.as_str(),
+                c.runs.iter().map(|r| r.latency_ms).max().unwrap_or(0),
+            )
+        })
+        .collect();
+    let ids: Vec<&str> = cases.iter().map(|c| c.id()).collect();
+    order_by_took(&ids, &took)
+}
+
+/// Indices of `ids`, the longest `took` first, an id without one first of
+/// all, ties in their order.
+fn order_by_took(ids: &[&str], took: &std::collections::HashMap<&str, u64>) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(took.get(ids[i]).copied().unwrap_or(u64::MAX)));
+    order
 }
 
 /// A reused --out starts empty of case dirs: an earlier run's would sit
@@ -599,6 +636,19 @@ pub fn check_categories_present(
 #[cfg(test)]
 mod tests {
     use super::id_matches;
+
+    /// Longest first; a case the previous run did not have before all (its
+    /// time unknown); ties keep the suite's order.
+    #[test]
+    fn the_previous_runs_longest_cases_start_first() {
+        let took =
+            std::collections::HashMap::from([("a", 50), ("b", 5000), ("c", 50), ("d", 3000)]);
+        assert_eq!(
+            super::order_by_took(&["a", "b", "c", "d", "new"], &took),
+            [4, 1, 3, 0, 2]
+        );
+        assert_eq!(super::order_by_took(&[], &took), Vec::<usize>::new());
+    }
 
     #[test]
     fn ids_and_patterns_match_as_written() {

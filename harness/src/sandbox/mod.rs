@@ -275,23 +275,21 @@ impl Policy {
         tmpdir: &Path,
         path_var: &std::ffi::OsStr,
     ) -> Policy {
-        let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
-        read.extend(ETC_READ.iter().map(|f| Path::new("/etc").join(f)));
-        for entry in std::env::split_paths(path_var) {
-            read.extend(path_reach(&entry));
-        }
+        let mut extra: Vec<PathBuf> = Vec::new();
         for a in argv {
             let p = Path::new(a);
             if p.is_absolute() && p.is_file() {
                 if let Some(dir) = p.parent() {
-                    read.push(dir.to_path_buf());
+                    extra.push(dir.to_path_buf());
                 }
             }
         }
         if crate::mutants::active(crate::mutants::Mutant::HomeReadable) {
-            read.extend(std::env::var_os("HOME").map(PathBuf::from));
+            extra.extend(std::env::var_os("HOME").map(PathBuf::from));
         }
-        read.retain(|p| p.exists());
+        extra.retain(|p| p.exists());
+        let mut read = system_reads(path_var).to_vec();
+        read.extend(extra);
         read.sort();
         read.dedup();
         Policy {
@@ -302,6 +300,43 @@ impl Policy {
             limits: DEFAULT_LIMITS,
         }
     }
+}
+
+/// PATH values whose reads [`system_reads`] keeps per process; a process
+/// that sees more distinct PATHs (none does in a run: one per check env)
+/// works the rest out per check.
+pub const SYSTEM_READS_CACHED_MAX: usize = 8;
+
+/// The reads every check with PATH `path_var` gets: [`SYSTEM_READ`], the
+/// [`ETC_READ`] files and each PATH entry's [`path_reach`], those that
+/// exist. Worked out once per process and PATH, not per check: walking the
+/// PATH's tool dirs and canonicalizing every link in them was a few hundred
+/// `readlink`, `statx` and `getdents64` calls per check (issue 51). A
+/// tool installed while a process runs is seen by the next process.
+fn system_reads(path_var: &std::ffi::OsStr) -> std::sync::Arc<[PathBuf]> {
+    type Cache = std::sync::Mutex<Vec<(std::ffi::OsString, std::sync::Arc<[PathBuf]>)>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let hit = |c: &Vec<(std::ffi::OsString, std::sync::Arc<[PathBuf]>)>| {
+        c.iter()
+            .find(|(k, _)| k == path_var)
+            .map(|(_, v)| v.clone())
+    };
+    if let Some(v) = hit(&cache.lock().unwrap_or_else(|p| p.into_inner())) {
+        return v;
+    }
+    let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+    read.extend(ETC_READ.iter().map(|f| Path::new("/etc").join(f)));
+    for entry in std::env::split_paths(path_var) {
+        read.extend(path_reach(&entry));
+    }
+    read.retain(|p| p.exists());
+    let read: std::sync::Arc<[PathBuf]> = read.into();
+    let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if c.len() < SYSTEM_READS_CACHED_MAX && hit(&c).is_none() {
+        c.push((path_var.to_os_string(), read.clone()));
+    }
+    read
 }
 
 /// System directories a check may read and execute from: programs and

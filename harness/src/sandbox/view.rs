@@ -16,6 +16,7 @@
 //! old root detached, `pivot_root` into `/newroot`.
 
 use super::Policy;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -84,8 +85,13 @@ impl View {
 /// How a path is shown.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Show {
-    /// A bind of the host path (canonical) with these remount flags.
-    Bind { source: PathBuf, flags: u64 },
+    /// A bind of the host path (canonical) with these remount flags;
+    /// `dir`: whether the source is a directory (else a file is bound).
+    Bind {
+        source: PathBuf,
+        flags: u64,
+        dir: bool,
+    },
     /// A symlink with this text.
     Link(PathBuf),
     /// A fresh procfs.
@@ -102,14 +108,12 @@ const DEV: u64 = libc::MS_NOSUID as u64;
 pub(super) fn build(policy: &Policy) -> std::io::Result<View> {
     let mut shown: Vec<(PathBuf, Show)> = Vec::new();
     for p in &policy.read {
-        shown.push(read_entry(p));
+        shown.push(cached_read_entry(p));
     }
     for p in &policy.write {
         shown.push((canonical(p), bind(p, RW)));
     }
-    for d in DEVICES.iter().map(Path::new).filter(|d| d.exists()) {
-        shown.push((d.to_path_buf(), bind(d, DEV)));
-    }
+    shown.extend(devices().iter().cloned());
     for (link, text) in DEV_LINKS {
         shown.push((link.into(), Show::Link(text.into())));
     }
@@ -133,10 +137,51 @@ fn canonical(p: &Path) -> PathBuf {
 }
 
 fn bind(p: &Path, flags: u64) -> Show {
+    let source = canonical(p);
     Show::Bind {
-        source: canonical(p),
+        dir: source.is_dir(),
+        source,
         flags,
     }
+}
+
+/// The [`DEVICES`] this host has, each as it is shown: looked at once per
+/// process (they are the same for every check).
+fn devices() -> &'static [(PathBuf, Show)] {
+    static DEVS: std::sync::OnceLock<Vec<(PathBuf, Show)>> = std::sync::OnceLock::new();
+    DEVS.get_or_init(|| {
+        DEVICES
+            .iter()
+            .map(Path::new)
+            .filter(|d| d.exists())
+            .map(|d| (d.to_path_buf(), bind(d, DEV)))
+            .collect()
+    })
+}
+
+/// Read entries whose showing [`cached_read_entry`] keeps per process (the
+/// system reads and the spec's script dirs: a few dozen in a run, a few
+/// hundred in a bench process); past it, entries are worked out per check.
+pub const READ_ENTRIES_CACHED_MAX: usize = 1024;
+
+/// [`read_entry`], worked out once per process and path, not per check:
+/// the `readlink` of every component (canonicalizing) and the `statx`
+/// calls of a few dozen read paths were most of the syscalls a check's
+/// parent made before its child started (issue 51). A link changed while
+/// the process runs (a package upgrade) is seen by the next process.
+fn cached_read_entry(p: &Path) -> (PathBuf, Show) {
+    type Cache = std::sync::Mutex<std::collections::HashMap<PathBuf, (PathBuf, Show)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(p) {
+        return hit.clone();
+    }
+    let entry = read_entry(p);
+    let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if c.len() < READ_ENTRIES_CACHED_MAX {
+        c.insert(p.to_path_buf(), entry.clone());
+    }
+    entry
 }
 
 /// A read entry: a top-level symlink (`/bin` -> `usr/bin` on a merged
@@ -156,23 +201,29 @@ fn read_entry(p: &Path) -> (PathBuf, Show) {
 /// Parents before children; of two entries for one path, the first kept
 /// (writes come after reads in `build`, so a read-write bind of a path the
 /// reads also name replaces it); a read-only bind under another read-only
-/// bind of the same tree is dropped (it is already there).
+/// bind of the same tree is dropped (it is already there). Each entry
+/// looks up its own ancestors, not every entry kept before it: the
+/// quadratic scan was a few percent of a case-run's CPU (issue 51).
 fn ordered(mut shown: Vec<(PathBuf, Show)>) -> Vec<(PathBuf, Show)> {
     shown.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out: Vec<(PathBuf, Show)> = Vec::new();
+    // Where each kept target is in `out`.
+    let mut kept: HashMap<PathBuf, usize> = HashMap::new();
     for (target, show) in shown {
-        if let Some(last) = out.iter_mut().rev().find(|(t, _)| *t == target) {
+        if let Some(&i) = kept.get(&target) {
             if matches!(show, Show::Bind { flags: RW, .. }) {
-                last.1 = show;
+                out[i].1 = show;
             }
             continue;
         }
-        let covered = out.iter().any(|(t, s)| {
-            target.starts_with(t)
-                && matches!(s, Show::Bind { flags: RO, source } if *source == *t)
-                && matches!(&show, Show::Bind { flags: RO, source } if *source == target)
-        });
+        let ro_of_itself =
+            |t: &Path, s: &Show| matches!(s, Show::Bind { flags: RO, source, .. } if source == t);
+        let covered = ro_of_itself(&target, &show)
+            && target
+                .ancestors()
+                .any(|a| kept.get(a).is_some_and(|&i| ro_of_itself(a, &out[i].1)));
         if !covered {
+            kept.insert(target.clone(), out.len());
             out.push((target, show));
         }
     }
@@ -184,9 +235,9 @@ struct Builder {
     strings: Vec<CString>,
     ops: Vec<RawOp>,
     /// Directories made on the root tmpfs so far.
-    made: Vec<PathBuf>,
+    made: HashSet<PathBuf>,
     /// Targets bound so far (what lies under one exists already).
-    bound: Vec<PathBuf>,
+    bound: HashSet<PathBuf>,
 }
 
 impl Builder {
@@ -229,17 +280,22 @@ impl Builder {
             .filter(|c| matches!(c, Component::Normal(_)))
         {
             at.push(c);
-            if self.bound.iter().any(|b| at.starts_with(b)) || self.made.contains(&at) {
+            if self.made.contains(&at) || self.under_bind(&at) {
                 continue;
             }
             self.op(OpKind::Dir, &at.clone(), None, 0)?;
-            self.made.push(at.clone());
+            self.made.insert(at.clone());
         }
         Ok(())
     }
 
+    /// Whether `p` is a bound target or lies under one.
+    fn under_bind(&self, p: &Path) -> bool {
+        p.ancestors().any(|a| self.bound.contains(a))
+    }
+
     fn add(&mut self, target: &Path, show: &Show) -> std::io::Result<()> {
-        let under_bind = self.bound.iter().any(|b| target.starts_with(b));
+        let under_bind = self.under_bind(target);
         if let Some(parent) = target.parent() {
             self.dirs(parent)?;
         }
@@ -250,16 +306,16 @@ impl Builder {
                 self.op(OpKind::Proc, target, None, 0)
             }
             Show::Dir => self.dirs(target),
-            Show::Bind { source, flags } => {
+            Show::Bind { source, flags, dir } => {
                 if !under_bind {
-                    if source.is_dir() {
+                    if *dir {
                         self.dirs(target)?;
                     } else {
                         self.op(OpKind::File, target, None, 0)?;
                     }
                 }
                 self.op(OpKind::Bind, target, Some(("/oldroot", source)), *flags)?;
-                self.bound.push(target.to_path_buf());
+                self.bound.insert(target.to_path_buf());
                 Ok(())
             }
         }
