@@ -49,6 +49,7 @@ pub mod exit;
 pub mod flaky;
 pub mod guarantees;
 pub mod harness_bin;
+pub mod http_request;
 pub mod interrupt;
 pub mod knee;
 pub mod known_flaky;

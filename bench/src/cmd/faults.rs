@@ -581,17 +581,8 @@ fn read_http_body(conn: &mut std::net::TcpStream) -> Option<Vec<u8>> {
             return None;
         }
         buf.extend_from_slice(&chunk[..n]);
-        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-            continue;
-        };
-        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-        let len = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(0);
-        if buf.len() >= end + 4 + len {
-            return Some(buf[end + 4..end + 4 + len].to_vec());
+        if let Some(body) = bench::http_request::complete_body(&buf) {
+            return Some(buf[body].to_vec());
         }
     }
 }

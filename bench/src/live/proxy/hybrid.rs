@@ -288,16 +288,7 @@ mod probe {
                 return;
             }
             buf.extend_from_slice(&chunk[..n]);
-            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                continue;
-            };
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            if buf.len() >= end + 4 + len {
+            if crate::http_request::complete_body(&buf).is_some() {
                 break;
             }
         }
